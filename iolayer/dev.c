@@ -1,0 +1,417 @@
+/*
+ * dev.c - opening a device: backend choice, O_DIRECT, and what the device is.
+ *
+ * Backend choice: a named backend is used or the open fails (-ENODEV when it is not
+ * compiled in, the probe's error when the kernel refuses it: a caller who asked for
+ * io_uring must not silently get something else).  With no name, the first of uring,
+ * aio, psync whose runtime probe passes and whose open succeeds is used (io_uring may be
+ * compiled in and still be disabled by sysctl kernel.io_uring_disabled or a seccomp
+ * filter); io_dev_backend() reports which.  "sim" is never chosen automatically.
+ *
+ * O_DIRECT: every real device is opened with O_DIRECT, so the page cache never holds
+ * log data and a completed write is on the device (maybe in its volatile cache: only a
+ * flush or FUA makes it stable).  A filesystem that refuses O_DIRECT fails the open with
+ * -EINVAL and a message that names the path and the filesystem.  tmpfs and ramfs are
+ * refused the same way even where the kernel accepts O_DIRECT on them (Linux >= 6.6):
+ * their "device" is memory, so nothing there is ever durable.
+ *
+ * Alignment: statx(STATX_DIOALIGN) (Linux 6.1+) gives the buffer and offset alignment a
+ * file or block device needs; otherwise a block device's logical block size, or for a
+ * file its st_blksize, which is a multiple of any alignment the filesystem may need.
+ * Volatile cache and FUA come from sysfs (queue/write_cache, queue/fua) of the block
+ * device itself or, for a file, of the device holding the filesystem.
+ */
+#include "io_private.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+static const struct io_ops *const backends[] = {
+#ifdef DELOG_HAVE_URING
+	&io_uring_ops,
+#endif
+#ifdef DELOG_HAVE_AIO
+	&io_aio_ops,
+#endif
+	&io_psync_ops,
+	&io_sim_ops,
+	NULL,
+};
+
+static const char *const backend_names[] = {
+#ifdef DELOG_HAVE_URING
+	"uring",
+#endif
+#ifdef DELOG_HAVE_AIO
+	"aio",
+#endif
+	"psync",
+	"sim",
+	NULL,
+};
+
+const char *const *io_backend_names(void)
+{
+	return backend_names;
+}
+
+static const struct io_ops *backend_find(const char *name)
+{
+	for (size_t i = 0; backends[i]; i++)
+		if (!strcmp(backends[i]->name, name))
+			return backends[i];
+	return NULL;
+}
+
+bool io_backend_built(const char *name)
+{
+	return name && backend_find(name) != NULL;
+}
+
+static bool backend_known(const char *name)
+{
+	return !strcmp(name, "uring") || !strcmp(name, "aio") || !strcmp(name, "psync") ||
+	       !strcmp(name, "sim");
+}
+
+static const char *fs_name(long type)
+{
+	switch ((unsigned long)type) {
+	case EXT4_SUPER_MAGIC: return "ext4"; /* ext2/3/4 share the magic */
+	case XFS_SUPER_MAGIC: return "xfs";
+	case TMPFS_MAGIC: return "tmpfs";
+	case BTRFS_SUPER_MAGIC: return "btrfs";
+	case OVERLAYFS_SUPER_MAGIC: return "overlayfs";
+	case NFS_SUPER_MAGIC: return "nfs";
+	case F2FS_SUPER_MAGIC: return "f2fs";
+	case RAMFS_MAGIC: return "ramfs";
+	case 0x2fc12fc1: return "zfs";
+	case 0x65735546: return "fuse";
+	case 0x01021997: return "9p";
+	default: return "unknown";
+	}
+}
+
+/* Read one line of /sys/dev/block/MAJ:MIN/queue/@attr, or of the parent disk's queue for
+ * a partition.  Returns 0 and fills @buf, or -1. */
+static int sysfs_queue_attr(dev_t d, const char *attr, char *buf, size_t len)
+{
+	const char *fmt[] = { "/sys/dev/block/%u:%u/queue/%s", "/sys/dev/block/%u:%u/../queue/%s" };
+
+	for (size_t i = 0; i < 2; i++) {
+		char path[128];
+		FILE *f;
+
+		snprintf(path, sizeof(path), fmt[i], major(d), minor(d), attr);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(buf, (int)len, f)) {
+			fclose(f);
+			buf[strcspn(buf, "\n")] = '\0';
+			return 0;
+		}
+		fclose(f);
+	}
+	return -1;
+}
+
+static void probe_queue(struct io_geom *g, dev_t d)
+{
+	char buf[64];
+
+	if (!sysfs_queue_attr(d, "write_cache", buf, sizeof(buf)))
+		g->volatile_cache = !strcmp(buf, "write back") ? 1 : 0;
+	if (!sysfs_queue_attr(d, "fua", buf, sizeof(buf)))
+		g->fua = atoi(buf) ? 1 : 0;
+	if (!g->is_blockdev) {
+		if (!sysfs_queue_attr(d, "logical_block_size", buf, sizeof(buf)))
+			g->logical_block = (uint32_t)strtoul(buf, NULL, 10);
+		if (!sysfs_queue_attr(d, "physical_block_size", buf, sizeof(buf)))
+			g->physical_block = (uint32_t)strtoul(buf, NULL, 10);
+	}
+}
+
+/* Fill @g for an open O_DIRECT descriptor. */
+static int probe_geom(int fd, const char *path, struct io_geom *g,
+		      const struct io_dev_opts *opts)
+{
+	struct statx stx;
+	struct stat st;
+
+	if (fstat(fd, &st) < 0) {
+		io_set_errmsg(opts, "%s: fstat: %s", path, strerror(errno));
+		return -errno;
+	}
+	g->volatile_cache = -1;
+	g->fua = -1;
+	if (S_ISBLK(st.st_mode)) {
+		int lbs = 0;
+		unsigned int pbs = 0;
+		uint64_t bytes = 0;
+
+		g->is_blockdev = true;
+		g->fs_type = "blockdev";
+		if (ioctl(fd, BLKSSZGET, &lbs) < 0 || ioctl(fd, BLKGETSIZE64, &bytes) < 0) {
+			io_set_errmsg(opts, "%s: block device ioctl: %s", path, strerror(errno));
+			return -errno;
+		}
+		if (ioctl(fd, BLKPBSZGET, &pbs) < 0)
+			pbs = (unsigned)lbs;
+		g->logical_block = (uint32_t)lbs;
+		g->physical_block = pbs;
+		g->size_bytes = bytes;
+		g->dio_mem_align = g->dio_off_align = (uint32_t)lbs;
+		probe_queue(g, st.st_rdev);
+	} else if (S_ISREG(st.st_mode)) {
+		struct statfs sfs;
+
+		g->fs_type = fstatfs(fd, &sfs) == 0 ? fs_name((long)sfs.f_type) : "unknown";
+		if (!strcmp(g->fs_type, "tmpfs") || !strcmp(g->fs_type, "ramfs")) {
+			/* Linux >= 6.6 accepts O_DIRECT on tmpfs, but the data lives in memory:
+			 * no flush makes it survive a power cut, so no log belongs there. */
+			io_set_errmsg(opts, "%s: the filesystem (%s) keeps data only in memory, "
+				      "so a log there cannot be durable (O_DIRECT writes would not "
+				      "reach stable storage)", path, g->fs_type);
+			return -EINVAL;
+		}
+		g->size_bytes = (uint64_t)st.st_size;
+		g->logical_block = g->physical_block = 0;
+		probe_queue(g, st.st_dev);
+		if (!g->logical_block)
+			g->logical_block = (uint32_t)st.st_blksize;
+		if (!g->physical_block)
+			g->physical_block = g->logical_block;
+		g->dio_mem_align = g->dio_off_align = (uint32_t)st.st_blksize;
+	} else {
+		io_set_errmsg(opts, "%s: not a regular file or block device", path);
+		return -EINVAL;
+	}
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 &&
+	    (stx.stx_mask & STATX_DIOALIGN) && stx.stx_dio_offset_align) {
+		g->dio_mem_align = stx.stx_dio_mem_align;
+		g->dio_off_align = stx.stx_dio_offset_align;
+		g->dioalign_from_statx = true;
+	}
+	if (!g->dio_mem_align || !g->dio_off_align) {
+		io_set_errmsg(opts, "%s: cannot determine O_DIRECT alignment", path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* open(2) with O_DIRECT; on failure explain which part failed. */
+static int open_direct(const char *path, bool read_only, const struct io_dev_opts *opts)
+{
+	int flags = (read_only ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC;
+	int fd = open(path, flags);
+
+	if (fd >= 0)
+		return fd;
+	if (errno == EINVAL) {
+		struct statfs sfs;
+		int plain = open(path, flags & ~O_DIRECT);
+
+		if (plain >= 0) {
+			const char *fs = fstatfs(plain, &sfs) == 0 ? fs_name((long)sfs.f_type)
+								    : "unknown";
+
+			close(plain);
+			io_set_errmsg(opts, "%s: the filesystem (%s) does not support O_DIRECT, "
+				      "which delog needs so that writes bypass the page cache",
+				      path, fs);
+			return -EINVAL;
+		}
+	}
+	io_set_errmsg(opts, "%s: %s", path, strerror(errno));
+	return -errno;
+}
+
+/* Open @path with O_DIRECT and learn its geometry, once per device. */
+static int dev_open_fd(struct io_dev *dev, const char *path, const struct io_dev_opts *opts)
+{
+	if (!path) {
+		io_set_errmsg(opts, "a real backend needs a path");
+		return -EINVAL;
+	}
+	dev->fd = open_direct(path, dev->read_only, opts);
+	if (dev->fd < 0)
+		return dev->fd;
+	return probe_geom(dev->fd, path, &dev->geom, opts);
+}
+
+static int dev_start(struct io_dev *dev, const struct io_ops *ops, const char *path,
+		     const struct io_dev_opts *opts)
+{
+	int err;
+
+	dev->ops = ops;
+	err = ops->open(dev, path, opts);
+	if (err) {
+		dev->ops = NULL;
+		return err;
+	}
+	dev->geom.backend = ops->name;
+	return 0;
+}
+
+int io_dev_open(const char *path, const struct io_dev_opts *opts, struct io_dev **out)
+{
+	const struct io_dev_opts defaults = { .size = sizeof(defaults) };
+	const char *name;
+	struct io_dev *dev;
+	int err = -ENODEV;
+
+	*out = NULL;
+	if (!opts)
+		opts = &defaults;
+	if (opts->size != sizeof(*opts))
+		return -EINVAL;
+	name = opts->backend && strcmp(opts->backend, "auto") ? opts->backend : NULL;
+	if (name && !backend_find(name)) {
+		if (backend_known(name)) {
+			io_set_errmsg(opts, "backend '%s' is not built into this delog "
+				      "(configure with -DDELOG_WITH_%s=ON)", name,
+				      !strcmp(name, "uring") ? "URING" : "AIO");
+			return -ENODEV;
+		}
+		io_set_errmsg(opts, "unknown I/O backend '%s' (uring, aio, psync, sim)", name);
+		return -EINVAL;
+	}
+	if (opts->max_segs > IO_MAX_SEGS_LIMIT) {
+		io_set_errmsg(opts, "max_segs %u exceeds %u", opts->max_segs, IO_MAX_SEGS_LIMIT);
+		return -EINVAL;
+	}
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return -ENOMEM;
+	dev->fd = -1;
+	dev->read_only = opts->read_only;
+	dev->queue_depth = opts->queue_depth ? opts->queue_depth : 128;
+	dev->max_segs = opts->max_segs ? opts->max_segs : IO_MAX_SEGS_DEFAULT;
+	if (path && !(dev->path = strdup(path))) {
+		free(dev);
+		return -ENOMEM;
+	}
+
+	if (name) {
+		const struct io_ops *ops = backend_find(name);
+
+		err = ops->probe();
+		if (err)
+			io_set_errmsg(opts, "backend '%s' is not usable on this system: %s", name,
+				      strerror(-err));
+		else if (!ops->needs_fd || !(err = dev_open_fd(dev, path, opts)))
+			err = dev_start(dev, ops, path, opts);
+	} else if (!(err = dev_open_fd(dev, path, opts))) {
+		err = -ENODEV;
+		for (size_t i = 0; backends[i] && err; i++) {
+			const struct io_ops *ops = backends[i];
+
+			/* sim is never automatic; skip backends the kernel refuses */
+			if (ops->needs_fd && !ops->probe())
+				err = dev_start(dev, ops, path, opts);
+		}
+	}
+	if (err) {
+		if (dev->fd >= 0)
+			close(dev->fd);
+		free(dev->path);
+		free(dev);
+		return err;
+	}
+	*out = dev;
+	return 0;
+}
+
+int io_dev_close(struct io_dev *dev)
+{
+	int err = 0;
+
+	if (!dev)
+		return 0;
+	atomic_store(&dev->closing, true);
+	dev->ops->close(dev);
+	if (dev->fd >= 0 && close(dev->fd) < 0)
+		err = -errno;
+	free(dev->path);
+	free(dev);
+	return err;
+}
+
+const struct io_geom *io_dev_geom(const struct io_dev *dev)
+{
+	return &dev->geom;
+}
+
+const char *io_dev_backend(const struct io_dev *dev)
+{
+	return dev->ops->name;
+}
+
+int io_dev_fd(const struct io_dev *dev)
+{
+	return dev->fd;
+}
+
+void io_dev_counters(const struct io_dev *dev, struct io_counters *out)
+{
+	out->reads = atomic_load(&dev->cnt.reads);
+	out->writes = atomic_load(&dev->cnt.writes);
+	out->flushes = atomic_load(&dev->cnt.flushes);
+	out->preflushes = atomic_load(&dev->cnt.preflushes);
+	out->fua_writes = atomic_load(&dev->cnt.fua_writes);
+	out->bytes_read = atomic_load(&dev->cnt.bytes_read);
+	out->bytes_written = atomic_load(&dev->cnt.bytes_written);
+	out->errors = atomic_load(&dev->cnt.errors);
+}
+
+int io_file_create(const char *path, uint64_t size, unsigned mode, char *errmsg,
+		   size_t errmsg_len)
+{
+	const struct io_dev_opts msg = { .errmsg = errmsg, .errmsg_len = errmsg_len };
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
+	int err;
+
+	if (fd < 0) {
+		err = -errno;
+		io_set_errmsg(&msg, "%s: cannot create: %s", path, strerror(errno));
+		return err;
+	}
+	err = posix_fallocate(fd, 0, (off_t)size);
+	if (err) {
+		io_set_errmsg(&msg, "%s: cannot allocate %llu bytes: %s", path,
+			      (unsigned long long)size, strerror(err));
+		close(fd);
+		unlink(path);
+		return -err;
+	}
+	if (close(fd) < 0) {
+		err = -errno;
+		io_set_errmsg(&msg, "%s: close: %s", path, strerror(errno));
+		unlink(path);
+		return err;
+	}
+	return 0;
+}
+
+void *io_buf_alloc(const struct io_dev *dev, size_t len)
+{
+	size_t align = dev && dev->geom.dio_mem_align > 4096 ? dev->geom.dio_mem_align : 4096;
+	void *p = NULL;
+
+	if (!len || posix_memalign(&p, align, (len + align - 1) / align * align))
+		return NULL;
+	return p;
+}

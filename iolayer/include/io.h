@@ -1,0 +1,250 @@
+/*
+ * io.h - the iolayer's request API, shared by journal/ and engine/ (not installed).
+ *
+ * Modelled on the Linux block layer: a request (struct io_req, cf. struct bio) is
+ * initialised against a device with its segment capacity and its operation-and-flags word
+ * up front (io_req_init ~ bio_alloc(bdev, nr_vecs, opf, gfp)); segments are added
+ * (io_req_add ~ bio_add_page); requests can be chained (io_req_chain ~ bio_chain) and
+ * submitted asynchronously (io_submit ~ submit_bio) or synchronously (io_submit_wait ~
+ * submit_bio_wait).
+ *
+ * Operations and flags are separate types.  enum io_op names what a request does; io_opf_t
+ * is op | IO_PREFLUSH | IO_FUA packed into a one-member struct, so passing a bare enum
+ * io_op where an io_opf_t belongs is a compile error, not a silent bug (the kernel gets
+ * the same from sparse's __bitwise on blk_opf_t).  Build one with IO_OPF(op, flags).
+ *
+ * Semantics every backend implements (over O_DIRECT, cf. DESIGN.md section 2):
+ *   IO_OP_READ    fill the segments from the device at req->off.
+ *   IO_OP_WRITE   write the segments at req->off.  Completion means the device has the
+ *                 data, which may still sit in a volatile write cache.
+ *   IO_OP_FLUSH   make every write that *completed* before the flush was submitted stable.
+ *                 Writes still in flight when it is submitted are not covered.
+ *   IO_PREFLUSH   (writes only) a flush is performed and completes before the write is
+ *                 issued; so everything that completed before this request was submitted
+ *                 is stable before this write's data can reach the device.
+ *   IO_FUA        (writes only) the request completes only once its own data is stable.
+ *                 It says nothing about other writes.
+ *
+ * Completion: every accepted request completes exactly once; its end_io callback runs
+ * then, on a backend thread (or, for requests rejected in flight, possibly on the
+ * submitting thread before io_submit returns).  A request either moves all its bytes or
+ * fails: req->status is 0 or a negative errno; a short transfer is reported as -EIO with
+ * req->bytes saying how much moved.  Buffers must stay untouched until completion.
+ *
+ * Chaining (io_req_chain(prev, next)): prev's completion funnels into next; next's
+ * end_io runs only after next *and every request chained into it* have completed, and
+ * next's status is the first error of any of them.  So one waits on the LAST request of
+ * a chain.  (XFS commit 488ca3d8d088 fixed exactly this direction in xfs_rw_bdev: waiting
+ * on the first bio of a chain covered only part of the I/O.)
+ *
+ * Thread safety: io_submit, io_submit_wait and io_rw_* may be called from any number of
+ * threads on one device at once.  A single request is owned by one thread until it is
+ * submitted and by the iolayer until its completion runs.  io_dev_close must not race
+ * with submissions; it waits for requests in flight.
+ */
+#ifndef DELOG_IO_H
+#define DELOG_IO_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum io_op {
+	IO_OP_READ = 0,
+	IO_OP_WRITE = 1,
+	IO_OP_FLUSH = 2,
+};
+
+/* Flag bits above the op byte. */
+#define IO_OP_MASK 0xffu
+#define IO_PREFLUSH (1u << 8)
+#define IO_FUA (1u << 9)
+#define IO_FLAG_MASK (IO_PREFLUSH | IO_FUA)
+
+/* op | flags; a distinct type, so an enum io_op cannot be passed for it. */
+typedef struct io_opf {
+	uint32_t bits;
+} io_opf_t;
+
+#define IO_OPF(op, flags) ((io_opf_t){ .bits = (uint32_t)(op) | (uint32_t)(flags) })
+
+static inline enum io_op io_opf_op(io_opf_t opf) { return (enum io_op)(opf.bits & IO_OP_MASK); }
+static inline bool io_opf_has(io_opf_t opf, uint32_t flag) { return (opf.bits & flag) != 0; }
+
+struct io_dev;
+struct io_req;
+
+typedef void (*io_end_fn)(struct io_req *req);
+
+/* Segments kept inside the request; more are allocated by io_req_init. */
+#define IO_INLINE_SEGS 4
+/* Default per-request segment limit (cf. BIO_MAX_VECS); io_max_segs() clamps to it. */
+#define IO_MAX_SEGS_DEFAULT 256
+/* Bytes per segment used by io_rw_submit when splitting a buffer (one page, as a bio_vec). */
+#define IO_SEG_BYTES 4096u
+
+struct io_req {
+	struct io_dev *dev;   /* set by io_req_init */
+	io_opf_t opf;         /* set by io_req_init */
+	uint64_t off;         /* byte offset on the device; caller sets before submit */
+	struct iovec *vec;    /* segment array (inline_vec or heap) */
+	unsigned nr_segs;     /* segments in use */
+	unsigned max_segs;    /* capacity of vec */
+	io_end_fn end_io;     /* completion callback; NULL allowed; owned by io_req_chain for prev */
+	void *priv;           /* caller's cookie */
+
+	/* Results, valid once end_io runs. */
+	atomic_int status;    /* 0 or first negative errno (own or from a chained request) */
+	size_t bytes;         /* bytes this request itself moved */
+
+	/* Chain bookkeeping (iolayer core only). */
+	struct io_req *chain_next; /* request this one's completion funnels into */
+	atomic_int remaining;      /* 1 + chained requests not yet completed */
+
+	/* Backend bookkeeping: a list link and scratch words, owned by the backend while the
+	 * request is in flight. */
+	struct io_req *be_next;
+	uint64_t be_u64[4];
+	void *be_ptr[2];
+
+	struct iovec inline_vec[IO_INLINE_SEGS];
+};
+
+/*
+ * Initialise @req for @dev with room for @max_segs segments and the operation-and-flags
+ * word @opf.  Returns 0, -EINVAL (bad op/flag combination, flags on a read or flush,
+ * max_segs above io_max_segs(dev, max_segs)), or -ENOMEM.  Pair with io_req_release.
+ */
+int io_req_init(struct io_req *req, struct io_dev *dev, unsigned max_segs, io_opf_t opf);
+/* Free what io_req_init allocated (not the request itself). */
+void io_req_release(struct io_req *req);
+/* Allocate and initialise a request; NULL with errno set on failure.  Free with io_req_free. */
+struct io_req *io_req_alloc(struct io_dev *dev, unsigned max_segs, io_opf_t opf);
+void io_req_free(struct io_req *req);
+
+/* Append a segment.  Returns 0, or -ENOSPC when the request has max_segs segments. */
+int io_req_add(struct io_req *req, void *buf, size_t len);
+/* Total bytes in the request's segments. */
+size_t io_req_len(const struct io_req *req);
+
+/* Clamp a segment count to what one request on @dev may carry. */
+unsigned io_max_segs(const struct io_dev *dev, unsigned nr_segs);
+
+/*
+ * Chain @prev into @next: @next completes only after @prev (and everything chained into
+ * @prev) has, and reports the first error.  @prev must have no end_io of its own; it is
+ * finished (not freed) when it completes.  Chain before submitting either.
+ */
+void io_req_chain(struct io_req *prev, struct io_req *next);
+
+/*
+ * Submit asynchronously.  Returns 0 when accepted (end_io will run exactly once), or a
+ * negative errno when rejected up front: -EINVAL for a misaligned buffer, offset or
+ * length, a range past the device end, or a zero-length read/write; -ESHUTDOWN after
+ * io_dev_close started.  A rejected request's own end_io does not run, but if it is chained
+ * into another request the error is passed down the chain, so a waiter on the end of
+ * the chain still wakes and sees it.
+ */
+int io_submit(struct io_req *req);
+
+/* Submit and wait for completion (of the whole chain ending in @req).  Returns req->status
+ * or the submission error.  @req->end_io is used internally and must be NULL. */
+int io_submit_wait(struct io_req *req);
+
+/*
+ * Chained multi-segment I/O over one contiguous buffer: split [buf, buf+len) into
+ * IO_SEG_BYTES segments, pack at most io_max_segs() of them per request, chain each
+ * request into the next and submit each as soon as it is full (so they are all in flight
+ * together); @end runs once, after every piece has completed, with the final status.
+ * Returns 0 or a negative errno (nothing submitted, @end not called).
+ * @opf applies to every piece (IO_PREFLUSH only to the first, IO_FUA to each).
+ */
+typedef void (*io_rw_end_fn)(void *priv, int status);
+int io_rw_submit(struct io_dev *dev, io_opf_t opf, uint64_t off, void *buf, size_t len,
+		 io_rw_end_fn end, void *priv);
+/* Synchronous io_rw_submit; returns the final status.  @nr_reqs (may be NULL) receives how
+ * many requests the buffer was split into. */
+int io_rw_wait(struct io_dev *dev, io_opf_t opf, uint64_t off, void *buf, size_t len,
+	       unsigned *nr_reqs);
+
+/* ---- devices ---------------------------------------------------------------------- */
+
+struct io_sim_opts; /* io_sim.h */
+
+struct io_dev_opts {
+	size_t size;              /* must be sizeof(struct io_dev_opts) */
+	const char *backend;      /* "uring", "aio", "psync", "sim"; NULL or "auto": best available */
+	unsigned queue_depth;     /* requests in flight per device; 0: 128 */
+	unsigned max_segs;        /* per-request segment limit; 0: IO_MAX_SEGS_DEFAULT */
+	bool read_only;           /* open O_RDONLY */
+	const struct io_sim_opts *sim; /* sim backend only; NULL: defaults */
+	char *errmsg;             /* optional: receives a message naming path and reason */
+	size_t errmsg_len;
+};
+
+/* What io_dev_open learnt about the device.  Strings are static. */
+struct io_geom {
+	uint64_t size_bytes;      /* device or file size */
+	uint32_t logical_block;   /* logical block size (BLKSSZGET, or st_blksize-derived) */
+	uint32_t physical_block;  /* physical block size where known, else logical_block */
+	uint32_t dio_mem_align;   /* required buffer alignment for O_DIRECT */
+	uint32_t dio_off_align;   /* required offset/length alignment for O_DIRECT */
+	bool is_blockdev;
+	bool dioalign_from_statx; /* alignment came from statx(STATX_DIOALIGN) */
+	int volatile_cache;       /* 1 write back, 0 write through, -1 unknown */
+	int fua;                  /* 1 device supports FUA, 0 not, -1 unknown */
+	const char *fs_type;      /* "ext4", "xfs", "tmpfs", ...; "blockdev" or "sim" */
+	const char *backend;      /* the backend in use */
+};
+
+/* Per-device counters, updated atomically by the core. */
+struct io_counters {
+	uint64_t reads, writes, flushes, preflushes, fua_writes;
+	uint64_t bytes_read, bytes_written;
+	uint64_t errors;
+};
+
+/*
+ * Open @path with O_DIRECT on the backend @opts->backend names (or the best available:
+ * uring, else aio, else psync, after a runtime probe).  For "sim", @path may be NULL (the
+ * disk lives in memory; see io_sim.h).  Errors: -EINVAL when the filesystem refuses
+ * O_DIRECT (message names it), -ENOENT etc. from open, -ENODEV/-ENOSYS when a named
+ * backend is not built in or not usable here, -ENOMEM.
+ */
+int io_dev_open(const char *path, const struct io_dev_opts *opts, struct io_dev **out);
+/* Wait for requests in flight, stop backend threads, close.  Returns 0 or -errno from close. */
+int io_dev_close(struct io_dev *dev);
+
+const struct io_geom *io_dev_geom(const struct io_dev *dev);
+const char *io_dev_backend(const struct io_dev *dev);
+int io_dev_fd(const struct io_dev *dev);
+void io_dev_counters(const struct io_dev *dev, struct io_counters *out);
+
+/* Is backend @name compiled in?  ("uring", "aio", "psync", "sim") */
+bool io_backend_built(const char *name);
+/* NULL-terminated list of compiled-in backend names, in preference order. */
+const char *const *io_backend_names(void);
+
+/*
+ * Create a regular file of @size bytes to serve as a device: O_CREAT | O_EXCL |
+ * O_NOFOLLOW (an existing file or a symlink at @path is refused with -EEXIST / -ELOOP),
+ * permissions @mode (subject to the umask), blocks allocated with fallocate.  The caller
+ * then writes zeroes over it through the device (so O_DIRECT overwrites never meet
+ * unwritten extents) and removes it on failure.  @errmsg (may be NULL) gets a message.
+ */
+int io_file_create(const char *path, uint64_t size, unsigned mode, char *errmsg,
+		   size_t errmsg_len);
+
+/* Allocate @len bytes aligned for O_DIRECT on @dev (at least 4096); free with free(). */
+void *io_buf_alloc(const struct io_dev *dev, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,456 @@
+/*
+ * io.c - the iolayer core: request set-up, validation, accounting, chaining, waiting,
+ * and chained multi-segment I/O over big buffers.
+ *
+ * Invariants:
+ *  (C1) Every request that io_submit accepts reaches io_req_done() exactly once, from its
+ *       backend; a rejected one never reaches the backend.  So every accepted request's
+ *       end_io runs exactly once, and a rejected request's never does.
+ *  (C2) A chain funnels toward its last request: io_req_chain(prev, next) bumps
+ *       next->remaining and points prev->chain_next at next.  A request "finishes" when its
+ *       own I/O and all requests chained into it are done, i.e. when remaining drops to 0;
+ *       only then does its end_io run, or, if it is itself chained, does it drop a
+ *       reference on its chain_next.  This is bio_chain()/bio_endio() with
+ *       __bi_remaining, in the direction of XFS commit 488ca3d8d088: the request you wait
+ *       on is the last one.
+ *  (C3) status holds the first error seen in a request's own I/O or in anything chained
+ *       into it (compare-and-swap from 0), so the end of a chain reports an error from
+ *       anywhere in it.
+ *  (C4) A rejected request that is chained still drops its reference on chain_next with
+ *       its error, so the waiter at the end cannot hang and sees the error (C3).
+ *
+ * Validation (before a backend sees a request): op known; PREFLUSH/FUA only on writes;
+ * reads and writes have at least one segment and a non-zero length; every segment's base
+ * is aligned to dio_mem_align and its length to dio_off_align; the offset is aligned to
+ * dio_off_align; [off, off+len) lies inside the device; writes on a read-only device fail
+ * with -EBADF.
+ */
+#include "io_private.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+uint64_t io_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void io_set_errmsg(const struct io_dev_opts *opts, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!opts || !opts->errmsg || !opts->errmsg_len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(opts->errmsg, opts->errmsg_len, fmt, ap);
+	va_end(ap);
+}
+
+unsigned io_max_segs(const struct io_dev *dev, unsigned nr_segs)
+{
+	unsigned lim = dev && dev->max_segs ? dev->max_segs : IO_MAX_SEGS_DEFAULT;
+
+	return nr_segs < lim ? nr_segs : lim;
+}
+
+static int opf_valid(io_opf_t opf)
+{
+	enum io_op op = io_opf_op(opf);
+	uint32_t flags = opf.bits & ~IO_OP_MASK;
+
+	if (op != IO_OP_READ && op != IO_OP_WRITE && op != IO_OP_FLUSH)
+		return 0;
+	if (flags & ~IO_FLAG_MASK)
+		return 0;
+	if (flags && op != IO_OP_WRITE)
+		return 0;
+	return 1;
+}
+
+int io_req_init(struct io_req *req, struct io_dev *dev, unsigned max_segs, io_opf_t opf)
+{
+	memset(req, 0, sizeof(*req));
+	if (!opf_valid(opf) || max_segs > io_max_segs(dev, max_segs))
+		return -EINVAL;
+	if (io_opf_op(opf) == IO_OP_FLUSH && max_segs)
+		return -EINVAL;
+	req->dev = dev;
+	req->opf = opf;
+	req->max_segs = max_segs;
+	if (max_segs <= IO_INLINE_SEGS) {
+		req->vec = req->inline_vec;
+	} else {
+		req->vec = calloc(max_segs, sizeof(*req->vec));
+		if (!req->vec)
+			return -ENOMEM;
+	}
+	atomic_init(&req->status, 0);
+	atomic_init(&req->remaining, 1);
+	return 0;
+}
+
+void io_req_release(struct io_req *req)
+{
+	if (req->vec && req->vec != req->inline_vec)
+		free(req->vec);
+	req->vec = NULL;
+	req->max_segs = req->nr_segs = 0;
+}
+
+struct io_req *io_req_alloc(struct io_dev *dev, unsigned max_segs, io_opf_t opf)
+{
+	struct io_req *req = malloc(sizeof(*req));
+	int err;
+
+	if (!req) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = io_req_init(req, dev, max_segs, opf);
+	if (err) {
+		free(req);
+		errno = -err;
+		return NULL;
+	}
+	return req;
+}
+
+void io_req_free(struct io_req *req)
+{
+	if (!req)
+		return;
+	io_req_release(req);
+	free(req);
+}
+
+int io_req_add(struct io_req *req, void *buf, size_t len)
+{
+	if (req->nr_segs >= req->max_segs)
+		return -ENOSPC;
+	req->vec[req->nr_segs].iov_base = buf;
+	req->vec[req->nr_segs].iov_len = len;
+	req->nr_segs++;
+	return 0;
+}
+
+size_t io_req_len(const struct io_req *req)
+{
+	size_t len = 0;
+
+	for (unsigned i = 0; i < req->nr_segs; i++)
+		len += req->vec[i].iov_len;
+	return len;
+}
+
+void io_req_chain(struct io_req *prev, struct io_req *next)
+{
+	prev->chain_next = next;
+	prev->end_io = NULL;
+	atomic_fetch_add_explicit(&next->remaining, 1, memory_order_relaxed);
+}
+
+static void set_status(struct io_req *req, int err)
+{
+	int zero = 0;
+
+	if (err)
+		atomic_compare_exchange_strong(&req->status, &zero, err);
+}
+
+/* Drop one reference on @req carrying @err (C2, C3); finish it when it was the last. */
+static void req_put(struct io_req *req, int err)
+{
+	while (req) {
+		struct io_req *next;
+
+		set_status(req, err);
+		if (atomic_fetch_sub_explicit(&req->remaining, 1, memory_order_acq_rel) != 1)
+			return;
+		next = req->chain_next;
+		if (!next) {
+			if (req->end_io)
+				req->end_io(req);
+			return;
+		}
+		err = atomic_load(&req->status);
+		req = next;
+	}
+}
+
+void io_req_done(struct io_req *req, int err, size_t bytes)
+{
+	struct io_dev *dev = req->dev;
+	enum io_op op = io_opf_op(req->opf);
+
+	req->bytes = bytes;
+	if (!err && op != IO_OP_FLUSH && bytes != io_req_len(req))
+		err = -EIO;
+	if (err)
+		atomic_fetch_add_explicit(&dev->cnt.errors, 1, memory_order_relaxed);
+	else if (op == IO_OP_READ)
+		atomic_fetch_add_explicit(&dev->cnt.bytes_read, bytes, memory_order_relaxed);
+	else if (op == IO_OP_WRITE)
+		atomic_fetch_add_explicit(&dev->cnt.bytes_written, bytes, memory_order_relaxed);
+	req_put(req, err);
+}
+
+static int req_validate(const struct io_req *req)
+{
+	const struct io_dev *dev = req->dev;
+	const struct io_geom *g = &dev->geom;
+	enum io_op op = io_opf_op(req->opf);
+	uint64_t len = 0;
+
+	if (!opf_valid(req->opf))
+		return -EINVAL;
+	if (op == IO_OP_FLUSH)
+		return req->nr_segs ? -EINVAL : 0;
+	if (op == IO_OP_WRITE && dev->read_only)
+		return -EBADF;
+	if (!req->nr_segs)
+		return -EINVAL;
+	for (unsigned i = 0; i < req->nr_segs; i++) {
+		const struct iovec *v = &req->vec[i];
+
+		if ((uintptr_t)v->iov_base % g->dio_mem_align || v->iov_len % g->dio_off_align ||
+		    !v->iov_len)
+			return -EINVAL;
+		len += v->iov_len;
+	}
+	if (req->off % g->dio_off_align)
+		return -EINVAL;
+	if (req->off > g->size_bytes || len > g->size_bytes - req->off)
+		return -EINVAL;
+	return 0;
+}
+
+int io_submit(struct io_req *req)
+{
+	struct io_dev *dev = req->dev;
+	enum io_op op;
+	int err;
+
+	err = atomic_load(&dev->closing) ? -ESHUTDOWN : req_validate(req);
+	if (err) {
+		/* (C4): a chained request counts as done with its error, so the chain still
+		 * ends; an unchained one's end_io does not run. */
+		if (req->chain_next)
+			req_put(req, err);
+		return err;
+	}
+	op = io_opf_op(req->opf);
+	if (op == IO_OP_READ) {
+		atomic_fetch_add_explicit(&dev->cnt.reads, 1, memory_order_relaxed);
+	} else if (op == IO_OP_FLUSH) {
+		atomic_fetch_add_explicit(&dev->cnt.flushes, 1, memory_order_relaxed);
+	} else {
+		atomic_fetch_add_explicit(&dev->cnt.writes, 1, memory_order_relaxed);
+		if (io_opf_has(req->opf, IO_PREFLUSH))
+			atomic_fetch_add_explicit(&dev->cnt.preflushes, 1, memory_order_relaxed);
+		if (io_opf_has(req->opf, IO_FUA))
+			atomic_fetch_add_explicit(&dev->cnt.fua_writes, 1, memory_order_relaxed);
+	}
+	dev->ops->submit(dev, req);
+	return 0;
+}
+
+/* ---- waiting ---- */
+
+struct io_waiter {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int done;
+	int status;
+};
+
+static void waiter_init(struct io_waiter *w)
+{
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	w->done = 0;
+	w->status = 0;
+}
+
+static void waiter_wake(struct io_waiter *w, int status)
+{
+	pthread_mutex_lock(&w->lock);
+	w->status = status;
+	w->done = 1;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+static void waiter_destroy(struct io_waiter *w)
+{
+	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->cond);
+}
+
+static int waiter_wait(struct io_waiter *w)
+{
+	int status;
+
+	pthread_mutex_lock(&w->lock);
+	while (!w->done)
+		pthread_cond_wait(&w->cond, &w->lock);
+	status = w->status;
+	pthread_mutex_unlock(&w->lock);
+	waiter_destroy(w);
+	return status;
+}
+
+static void wait_end_io(struct io_req *req)
+{
+	waiter_wake(req->priv, atomic_load(&req->status));
+}
+
+int io_submit_wait(struct io_req *req)
+{
+	struct io_waiter w;
+	void *priv = req->priv;
+	int err;
+
+	waiter_init(&w);
+	req->priv = &w;
+	req->end_io = wait_end_io;
+	err = io_submit(req);
+	if (err) {
+		/* Rejected: its own I/O will not happen, but requests chained into it may
+		 * still be in flight; they finish it (and wake us) if they hold the last
+		 * reference. */
+		set_status(req, err);
+		if (atomic_fetch_sub(&req->remaining, 1) == 1) {
+			waiter_destroy(&w);
+			req->priv = priv;
+			return err;
+		}
+	}
+	err = waiter_wait(&w);
+	req->priv = priv;
+	return err;
+}
+
+/* ---- chained multi-segment I/O over one buffer ---- */
+
+struct io_rw {
+	io_rw_end_fn end;
+	void *priv;
+	struct io_req *reqs; /* all pieces; the last is the chain's end */
+	unsigned nr;
+};
+
+static void rw_end_io(struct io_req *last)
+{
+	struct io_rw *rw = last->priv;
+	int status = atomic_load(&last->status);
+
+	for (unsigned i = 0; i < rw->nr; i++)
+		io_req_release(&rw->reqs[i]);
+	free(rw->reqs);
+	rw->end(rw->priv, status);
+	free(rw);
+}
+
+int io_rw_submit(struct io_dev *dev, io_opf_t opf, uint64_t off, void *buf, size_t len,
+		 io_rw_end_fn end, void *priv)
+{
+	enum io_op op = io_opf_op(opf);
+	unsigned per_req = io_max_segs(dev, IO_MAX_SEGS_DEFAULT);
+	size_t nsegs, nreqs;
+	struct io_rw *rw;
+	char *p = buf;
+	int err = 0;
+
+	if ((op != IO_OP_READ && op != IO_OP_WRITE) || !len || !opf_valid(opf) || !per_req)
+		return -EINVAL;
+	nsegs = (len + IO_SEG_BYTES - 1) / IO_SEG_BYTES;
+	nreqs = (nsegs + per_req - 1) / per_req;
+	rw = calloc(1, sizeof(*rw));
+	if (!rw)
+		return -ENOMEM;
+	rw->reqs = calloc(nreqs, sizeof(*rw->reqs));
+	if (!rw->reqs) {
+		free(rw);
+		return -ENOMEM;
+	}
+	rw->end = end;
+	rw->priv = priv;
+	rw->nr = (unsigned)nreqs;
+
+	/* Build every piece first (so validation errors surface before anything is in
+	 * flight), then chain piece i into piece i+1 and submit in order: pieces run
+	 * concurrently, and the last one's end_io runs only when all are done (C2). */
+	for (size_t r = 0; r < nreqs; r++) {
+		uint32_t flags = opf.bits & ~IO_OP_MASK;
+		unsigned n = (unsigned)(nsegs - r * per_req < per_req ? nsegs - r * per_req : per_req);
+		struct io_req *req = &rw->reqs[r];
+
+		if (r)
+			flags &= ~IO_PREFLUSH; /* the flush goes with the first piece only */
+		err = io_req_init(req, dev, n, IO_OPF(op, flags));
+		if (err)
+			break;
+		req->off = off + (uint64_t)(p - (char *)buf);
+		for (unsigned s = 0; s < n; s++) {
+			size_t seg = len - (size_t)(p - (char *)buf);
+
+			if (seg > IO_SEG_BYTES)
+				seg = IO_SEG_BYTES;
+			io_req_add(req, p, seg);
+			p += seg;
+		}
+		err = req_validate(req);
+		if (err) {
+			io_req_release(req);
+			break;
+		}
+	}
+	if (err) {
+		for (size_t r = 0; r < nreqs && rw->reqs[r].dev; r++)
+			io_req_release(&rw->reqs[r]);
+		free(rw->reqs);
+		free(rw);
+		return err;
+	}
+	rw->reqs[nreqs - 1].end_io = rw_end_io;
+	rw->reqs[nreqs - 1].priv = rw;
+	for (size_t r = 0; r + 1 < nreqs; r++)
+		io_req_chain(&rw->reqs[r], &rw->reqs[r + 1]);
+	for (size_t r = 0; r < nreqs; r++) {
+		/* A piece rejected here (device closing) passes its error down (C4). */
+		(void)io_submit(&rw->reqs[r]);
+	}
+	return 0;
+}
+
+static void rw_wait_end(void *priv, int status)
+{
+	waiter_wake(priv, status);
+}
+
+int io_rw_wait(struct io_dev *dev, io_opf_t opf, uint64_t off, void *buf, size_t len,
+	       unsigned *nr_reqs)
+{
+	struct io_waiter w;
+	unsigned per_req = io_max_segs(dev, IO_MAX_SEGS_DEFAULT);
+	size_t nsegs = (len + IO_SEG_BYTES - 1) / IO_SEG_BYTES;
+	int err;
+
+	if (nr_reqs)
+		*nr_reqs = per_req ? (unsigned)((nsegs + per_req - 1) / per_req) : 0;
+	waiter_init(&w);
+	err = io_rw_submit(dev, opf, off, buf, len, rw_wait_end, &w);
+	if (err) {
+		waiter_destroy(&w);
+		return err;
+	}
+	return waiter_wait(&w);
+}

@@ -1,0 +1,222 @@
+/*
+ * psync.c - the synchronous backend: preadv2/pwritev2/fdatasync run by a small pool of
+ * worker threads, which makes it asynchronous to its callers like the others.
+ *
+ * Mapping (DESIGN.md section 2):
+ *   READ      preadv2(fd, vec, off, 0)
+ *   WRITE     pwritev2(fd, vec, off, 0)
+ *   FUA       pwritev2(..., RWF_DSYNC): the kernel sends a FUA write, or write + flush
+ *   FLUSH     fdatasync(fd)
+ *   PREFLUSH  fdatasync(fd) on the worker, then the write (the flush completes first)
+ *
+ * Ordering: a worker takes requests from one FIFO; with several workers, requests run
+ * concurrently and may complete in any order, exactly the freedom the other backends
+ * have.  A PREFLUSH write's flush covers every write that completed before the request
+ * was submitted, because those completed before the worker picked the request up.
+ *
+ * Short transfers are continued from where they stopped (O_DIRECT rarely returns short,
+ * but a signal or a device limit may split one); a transfer that moves nothing more is
+ * reported short, which the core turns into -EIO.  EINTR is retried.
+ *
+ * Completion callbacks run on a worker with no lock held, so they may submit again.
+ * Close waits until the queue is empty and every worker is idle, then joins them.
+ */
+#include "io_private.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PSYNC_MAX_WORKERS 16
+
+struct psync {
+	pthread_mutex_t lock;
+	pthread_cond_t work;        /* queue became non-empty, or stopping */
+	pthread_cond_t idle;        /* busy dropped to zero with the queue empty */
+	struct io_req *head, *tail; /* Locked: FIFO of submitted requests */
+	unsigned busy;              /* Locked: requests taken by workers, not yet done */
+	bool stop;                  /* Locked: workers exit once the queue is empty */
+	unsigned nr_workers;
+	pthread_t workers[PSYNC_MAX_WORKERS];
+};
+
+/* Run a vectored transfer to the end, continuing after short results. */
+static int rw_full(int fd, bool write, struct iovec *vec, unsigned nr, uint64_t off,
+		   int rwf, size_t *moved)
+{
+	struct iovec local[IO_MAX_SEGS_LIMIT];
+	struct iovec *v = vec;
+	unsigned n = nr;
+
+	*moved = 0;
+	while (n) {
+		ssize_t r = write ? pwritev2(fd, v, (int)n, (off_t)(off + *moved), rwf)
+				  : preadv2(fd, v, (int)n, (off_t)(off + *moved), 0);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			return 0; /* short: reported by the core */
+		*moved += (size_t)r;
+		/* Advance over what moved; copy the iovecs so the caller's stay intact. */
+		if (v == vec) {
+			if (n > IO_MAX_SEGS_LIMIT)
+				return 0;
+			memcpy(local, vec, n * sizeof(*vec));
+			v = local;
+		}
+		while (n && (size_t)r >= v->iov_len) {
+			r -= (ssize_t)v->iov_len;
+			v++;
+			n--;
+		}
+		if (n && r) {
+			v->iov_base = (char *)v->iov_base + r;
+			v->iov_len -= (size_t)r;
+		}
+	}
+	return 0;
+}
+
+static int do_fdatasync(int fd)
+{
+	while (fdatasync(fd) < 0) {
+		if (errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}
+
+static void run(struct io_dev *dev, struct io_req *req)
+{
+	enum io_op op = io_opf_op(req->opf);
+	size_t moved = 0;
+	int err = 0;
+
+	switch (op) {
+	case IO_OP_FLUSH:
+		err = do_fdatasync(dev->fd);
+		break;
+	case IO_OP_READ:
+		err = rw_full(dev->fd, false, req->vec, req->nr_segs, req->off, 0, &moved);
+		break;
+	case IO_OP_WRITE:
+		if (io_opf_has(req->opf, IO_PREFLUSH))
+			err = do_fdatasync(dev->fd);
+		if (!err)
+			err = rw_full(dev->fd, true, req->vec, req->nr_segs, req->off,
+				      io_opf_has(req->opf, IO_FUA) ? RWF_DSYNC : 0, &moved);
+		break;
+	}
+	io_req_done(req, err, moved);
+}
+
+static void *worker(void *arg)
+{
+	struct io_dev *dev = arg;
+	struct psync *ps = dev->be;
+
+	pthread_mutex_lock(&ps->lock);
+	for (;;) {
+		struct io_req *req;
+
+		while (!ps->head && !ps->stop)
+			pthread_cond_wait(&ps->work, &ps->lock);
+		if (!ps->head)
+			break;
+		req = ps->head;
+		ps->head = req->be_next;
+		if (!ps->head)
+			ps->tail = NULL;
+		ps->busy++;
+		pthread_mutex_unlock(&ps->lock);
+
+		run(dev, req);
+
+		pthread_mutex_lock(&ps->lock);
+		if (--ps->busy == 0 && !ps->head)
+			pthread_cond_broadcast(&ps->idle);
+	}
+	pthread_mutex_unlock(&ps->lock);
+	return NULL;
+}
+
+static int psync_probe(void)
+{
+	return 0;
+}
+
+static void psync_close(struct io_dev *dev);
+
+static int psync_open(struct io_dev *dev, const char *path, const struct io_dev_opts *opts)
+{
+	struct psync *ps = calloc(1, sizeof(*ps));
+	unsigned n = dev->queue_depth < PSYNC_MAX_WORKERS ? dev->queue_depth : PSYNC_MAX_WORKERS;
+
+	if (!ps)
+		return -ENOMEM;
+	pthread_mutex_init(&ps->lock, NULL);
+	pthread_cond_init(&ps->work, NULL);
+	pthread_cond_init(&ps->idle, NULL);
+	dev->be = ps;
+	for (unsigned i = 0; i < (n ? n : 1); i++) {
+		int err = pthread_create(&ps->workers[i], NULL, worker, dev);
+
+		if (err) {
+			io_set_errmsg(opts, "%s: cannot start psync worker: %s", path, strerror(err));
+			psync_close(dev);
+			return -err;
+		}
+		ps->nr_workers++;
+	}
+	return 0;
+}
+
+static void psync_submit(struct io_dev *dev, struct io_req *req)
+{
+	struct psync *ps = dev->be;
+
+	req->be_next = NULL;
+	pthread_mutex_lock(&ps->lock);
+	if (ps->tail)
+		ps->tail->be_next = req;
+	else
+		ps->head = req;
+	ps->tail = req;
+	pthread_cond_signal(&ps->work);
+	pthread_mutex_unlock(&ps->lock);
+}
+
+static void psync_close(struct io_dev *dev)
+{
+	struct psync *ps = dev->be;
+
+	if (!ps)
+		return;
+	pthread_mutex_lock(&ps->lock);
+	while (ps->head || ps->busy)
+		pthread_cond_wait(&ps->idle, &ps->lock);
+	ps->stop = true;
+	pthread_cond_broadcast(&ps->work);
+	pthread_mutex_unlock(&ps->lock);
+	for (unsigned i = 0; i < ps->nr_workers; i++)
+		pthread_join(ps->workers[i], NULL);
+	pthread_mutex_destroy(&ps->lock);
+	pthread_cond_destroy(&ps->work);
+	pthread_cond_destroy(&ps->idle);
+	free(ps);
+	dev->be = NULL;
+}
+
+const struct io_ops io_psync_ops = {
+	.name = "psync",
+	.needs_fd = true,
+	.probe = psync_probe,
+	.open = psync_open,
+	.submit = psync_submit,
+	.close = psync_close,
+};

@@ -1,0 +1,1404 @@
+/*
+ * sim.c - the simulated disk (backend "sim"): an in-memory device with a volatile write
+ * cache, completions in any order, fault plans and power cuts (io_sim.h, DESIGN.md
+ * section 2, research/reliability.md section 3).
+ *
+ * Model.  The disk is an array of sectors (512 or 4096 bytes; the sector is also the
+ * atomic unit of a power cut).
+ *   media    dev_bytes of durable contents (one flat array).
+ *   cache    completed writes not yet durable: a hash map sector -> slot.  A slot points
+ *            at the sector's newest completed version (struct sim_ver, refcounted) and
+ *            remembers which version media holds (durable_seq).  Reads return media
+ *            overlaid with the cache.
+ *   flight   every submitted, not yet completed request (struct sim_op), in a list in
+ *            submission order.  A write's data stays in the caller's iovecs until it
+ *            completes; it is invisible to reads until then.
+ *   capture  what a flush covers: taken when the flush is submitted, one reference to
+ *            every cache slot's version at that moment.  When the flush completes, each
+ *            captured version newer than the media copy is written to media; a slot whose
+ *            newest version was just made durable leaves the cache, a slot rewritten
+ *            since keeps its newer version (still volatile).
+ *   FUA      a FUA write's data goes to media (and out of the cache) when it completes.
+ *   PREFLUSH a write with IO_PREFLUSH captures its flush at submit and is issued (its
+ *            latency starts) only once that flush has completed; if the flush fails the
+ *            write completes with the flush's error and is not performed.
+ *
+ * Invariants (all under sim->lock):
+ *   (S1) A sector's media copy changes only at a flush completion (to a version that
+ *        completed before that flush was submitted) or at a FUA write's completion.
+ *   (S2) A sector has a cache slot iff its newest completed version is not durable.
+ *        Versions carry increasing sequence numbers (one per completed write), and media
+ *        never goes back to an older version: a late flush whose captured version is
+ *        older than the media copy (slot->durable_seq, or no slot at all: then media has
+ *        the newest version) skips that sector.
+ *   (S3) Reads, writes and flushes change the disk only at delivery (completion), never at
+ *        submit, except that a flush's capture is fixed at submit.
+ *   (S4) io_req_done() is called without sim->lock held, exactly once per request, after
+ *        the request has left the flight list; callbacks may submit again.
+ *
+ * Delivery.  Without hold, one sim thread per device delivers completions: each request
+ * has a due time from the latency model (none: at once; nvme/sata: a per-command
+ * transfer slot on one shared channel, bytes / bandwidth, plus a jittered per-request
+ * latency that overlaps between requests; a flush costs a jittered fixed time plus its
+ * captured bytes / flush bandwidth).  Among the due requests the one with the smallest
+ * random key (drawn at submit) goes first, so due requests complete in a seeded random
+ * order; with in_order, strictly in submission order (a request waits for every earlier
+ * one).  The thread sleeps on CLOCK_MONOTONIC until the next due time (timer slack set to
+ * 1 ns; it wakes early by its learnt wake-up overshoot and yields in a loop for the rest,
+ * at most SIM_OVERSLEEP_MAX), so benchmarks take the simulated time.  With hold, there is no sim thread:
+ * io_sim_deliver() delivers on the caller's thread, and a PREFLUSH write then completes
+ * its flush and its write in one step (no crash state is lost: a power cut before that
+ * step may leave any subset of both).  io_sim_deliver() may also be called without hold,
+ * to force completions early.  Close delivers what is left in FIFO order (hold) or waits
+ * for the sim thread to deliver it.
+ *
+ * Power cuts (io_sim_crash*) read a consistent snapshot under the lock and do not disturb
+ * the disk.  The unstable sectors are every cache slot (including ones a flush in flight
+ * has captured) and every sector of every write in flight.  "old" is media; "new" is the
+ * newest version that could have reached the media: the last-submitted *issued* write in
+ * flight covering the sector, else the cache slot, else media.  A PREFLUSH write whose
+ * flush has not completed is listed but contributes no data: it cannot have reached the
+ * device before its flush, and letting it would produce images no real disk can (a
+ * commit record without the data its preflush protects).  "garbage" is bytes drawn from
+ * (seed, sector), so io_sim_crash() and io_sim_crash_choose() agree for the same seed.
+ *
+ * Determinism: order keys, latency jitter and fault decisions are drawn at submit (in
+ * submission order), bit flips from (seed, request id), crash choices from the caller's
+ * seed, io_sim_deliver(IO_SIM_RANDOM) from its own stream.  So with hold, the same seed
+ * and the same submission and delivery sequence give the same completions, trace
+ * (except t_ns) and crash images.  Without hold, which requests are due together depends
+ * on real time; the order among them is still seeded.
+ *
+ * Faults: each plan entry counts submissions of its op from when it was armed; a
+ * PREFLUSH write counts as one FLUSH (its flush) and one WRITE.  The decision is taken at
+ * submit, the effect at delivery.  A once-only entry is dropped when it fires.
+ *
+ * Geometry: logical = physical block = dio_mem_align = dio_off_align = the sector (buffer
+ * alignment is as strict as the sector, so misaligned buffers show up on sim too).
+ *
+ * Trace: SUBMIT, FLUSH_ISSUE (len = bytes captured), FLUSH_DONE (only when the flush
+ * succeeded), COMPLETE (status as the core will report it: a short read is -EIO).
+ * t_ns is CLOCK_MONOTONIC time since the device was opened.
+ *
+ * Not modelled: queue-depth limits (submit never blocks; the channel serialises
+ * transfers), per-LBA latent sector errors, misdirected or lost writes, intermediate
+ * versions at a power cut (a sector resolves to media or its newest version, never to a
+ * version in between), and write-back of the sim disk to the file it was loaded from.
+ */
+#include "io_private.h"
+#include "io_sim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SIM_DEFAULT_BYTES (64ull << 20)
+#define SIM_DEFAULT_SECTOR 4096u
+#define SIM_MAX_FAULTS 16
+#define SIM_TAB_MIN 64
+#define SIM_OVERSLEEP_MAX 200000ull /* spin at most this long per wait */
+
+/* ---- small helpers: PRNG, hashing ---- */
+
+static uint64_t mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* splitmix64: the state advances by the golden gamma, the output is mixed. */
+static uint64_t rng_next(uint64_t *state)
+{
+	*state += 0x9e3779b97f4a7c15ull;
+	return mix64(*state);
+}
+
+static uint64_t seed_of(uint64_t seed, uint64_t stream)
+{
+	return mix64(seed ^ mix64(stream + 0x51a7e5eedull));
+}
+
+/* Streams derived from one seed, so they never correlate. */
+enum { SEED_SUBMIT = 1, SEED_DELIVER, SEED_BITFLIP, SEED_CRASH, SEED_GARBAGE };
+
+/* ---- state ---- */
+
+/* One completed version of one sector. */
+struct sim_ver {
+	uint64_t seq;          /* write sequence number; increasing */
+	uint32_t refs;         /* the slot's + captures' */
+	unsigned char data[];
+};
+
+/* A cache slot; empty when cur == NULL. */
+struct sim_slot {
+	uint64_t sector;
+	uint64_t durable_seq;  /* version held by media; captured versions <= it are stale */
+	struct sim_ver *cur;   /* newest completed version, not durable (S2) */
+};
+
+struct sim_cap_ent {
+	uint64_t sector;
+	struct sim_ver *ver;
+};
+
+/* What a flush covers (fixed at its submit). */
+struct sim_capture {
+	size_t nr;
+	struct sim_cap_ent ent[];
+};
+
+/* A request in flight. */
+struct sim_op {
+	struct sim_op *prev, *next; /* flight list, submission order */
+	struct io_req *req;
+	uint64_t id;                /* request number, from 1 */
+	uint64_t key;               /* random rank among due requests */
+	uint64_t due;               /* ns since open when the current phase completes */
+	uint64_t off, len;          /* bytes */
+	uint64_t first, nr;         /* sectors of a read or write */
+	uint64_t lat_ns;            /* jittered latency of the read/write phase */
+	uint64_t flat_ns;           /* jittered latency of the flush phase */
+	struct sim_capture *cap;    /* flush capture (NULL: nothing was dirty) */
+	uint64_t cap_bytes;
+	uint32_t opf;
+	enum io_op op;
+	bool fua;
+	bool flushing;              /* its flush (standalone or PREFLUSH) has not completed */
+	int flush_err;              /* planned error of the flush phase */
+	int err;                    /* planned error of the read/write */
+	int fault;                  /* -1, or enum io_sim_fault_kind of a planned fault */
+};
+
+struct sim_lat {
+	uint64_t cmd_ns;            /* channel time per command */
+	uint64_t base_ns;           /* per-request latency, overlapped between requests */
+	uint64_t bps;               /* transfer bandwidth, bytes per second */
+	uint64_t flush_ns;          /* fixed cost of a flush */
+	uint64_t flush_bps;         /* write-back bandwidth of the captured bytes */
+};
+
+static const struct sim_lat sim_lat_tab[] = {
+	[IO_SIM_LAT_NONE] = { 0 },
+	[IO_SIM_LAT_NVME] = { .cmd_ns = 1000, .base_ns = 10000, .bps = 3000000000ull,
+			      .flush_ns = 20000, .flush_bps = 2000000000ull },
+	[IO_SIM_LAT_SATA] = { .cmd_ns = 10000, .base_ns = 60000, .bps = 500000000ull,
+			      .flush_ns = 1700000, .flush_bps = 400000000ull },
+};
+
+struct sim_fault {
+	struct io_sim_fault f;
+	uint64_t base;              /* ops of f.op submitted before it was armed */
+};
+
+struct sim {
+	pthread_mutex_t lock;
+	pthread_cond_t work;        /* CLOCK_MONOTONIC: submission, or stop */
+	pthread_cond_t idle;        /* flight list empty and no callback running */
+	pthread_t thread;
+	bool has_thread;
+	bool stop;                  /* Locked */
+
+	/* Configuration (immutable after open). */
+	uint64_t bytes, nsectors;
+	uint32_t sector;
+	unsigned shift;
+	uint64_t seed;
+	enum io_sim_latency latency;
+	bool hold, in_order;
+	uint64_t t0;                /* io_now_ns() at open */
+
+	/* Everything below: Locked. */
+	unsigned char *media;
+	struct sim_slot *tab;       /* open addressing, linear probing */
+	size_t tab_cap, tab_nr;
+	uint64_t wseq;              /* last version sequence number */
+
+	struct sim_op *head, *tail;
+	size_t nr_ops;
+	unsigned busy;              /* callbacks running */
+	uint64_t next_id;
+	uint64_t rng;               /* drawn at submit only */
+	uint64_t drng;              /* io_sim_deliver(IO_SIM_RANDOM) */
+	uint64_t chan_busy;         /* transfer channel busy until (ns since open) */
+	uint64_t oversleep;         /* sim thread: learnt timed-wait overshoot, ns */
+
+	struct io_sim_event *ev;
+	size_t ev_len, ev_cap;
+	uint64_t ev_seq;
+	bool trace_on;
+
+	struct sim_fault faults[SIM_MAX_FAULTS];
+	unsigned nr_faults;
+	uint64_t opcount[3];        /* submissions per op; PREFLUSH counts a FLUSH too */
+};
+
+static struct sim *sim_of(struct io_dev *dev)
+{
+	return dev && dev->ops == &io_sim_ops ? dev->be : NULL;
+}
+
+static uint64_t sim_now(const struct sim *s)
+{
+	return io_now_ns() - s->t0;
+}
+
+/* ---- cache: hash map sector -> slot ---- */
+
+static size_t slot_home(const struct sim *s, uint64_t sector)
+{
+	return (size_t)(mix64(sector) & (s->tab_cap - 1));
+}
+
+static struct sim_slot *slot_find(struct sim *s, uint64_t sector)
+{
+	size_t i;
+
+	if (!s->tab_nr)
+		return NULL;
+	for (i = slot_home(s, sector); s->tab[i].cur; i = (i + 1) & (s->tab_cap - 1))
+		if (s->tab[i].sector == sector)
+			return &s->tab[i];
+	return NULL;
+}
+
+static int tab_resize(struct sim *s, size_t cap)
+{
+	struct sim_slot *old = s->tab;
+	size_t old_cap = s->tab_cap;
+	struct sim_slot *tab = calloc(cap, sizeof(*tab));
+
+	if (!tab)
+		return -ENOMEM;
+	s->tab = tab;
+	s->tab_cap = cap;
+	for (size_t i = 0; i < old_cap; i++) {
+		size_t j;
+
+		if (!old[i].cur)
+			continue;
+		for (j = slot_home(s, old[i].sector); tab[j].cur; j = (j + 1) & (cap - 1))
+			;
+		tab[j] = old[i];
+	}
+	free(old);
+	return 0;
+}
+
+/* Make room for @more insertions at load <= 3/4. */
+static int tab_reserve(struct sim *s, size_t more)
+{
+	size_t need = s->tab_nr + more, cap = s->tab_cap ? s->tab_cap : SIM_TAB_MIN;
+
+	while (need > cap / 4 * 3)
+		cap *= 2;
+	return cap == s->tab_cap ? 0 : tab_resize(s, cap);
+}
+
+/* Give memory back after a big flush; failure to shrink is harmless. */
+static void tab_shrink(struct sim *s)
+{
+	size_t cap = s->tab_cap;
+
+	if (cap <= SIM_TAB_MIN || s->tab_nr * 8 >= cap)
+		return;
+	while (cap > SIM_TAB_MIN && s->tab_nr * 4 < cap / 2)
+		cap /= 2;
+	(void)tab_resize(s, cap);
+}
+
+/* Insert @sector (not present; room reserved) with version @v. */
+static void slot_insert(struct sim *s, uint64_t sector, struct sim_ver *v)
+{
+	size_t i;
+
+	for (i = slot_home(s, sector); s->tab[i].cur; i = (i + 1) & (s->tab_cap - 1))
+		;
+	s->tab[i].sector = sector;
+	s->tab[i].cur = v;
+	/* Media holds the newest version older than v (S2): any capture still pending
+	 * for this sector holds a version <= that, so it must not reach media. */
+	s->tab[i].durable_seq = v->seq - 1;
+	s->tab_nr++;
+}
+
+static void ver_put(struct sim_ver *v)
+{
+	if (--v->refs == 0)
+		free(v);
+}
+
+/* Remove @sl (backward-shift deletion keeps probe chains intact). */
+static void slot_delete(struct sim *s, struct sim_slot *sl)
+{
+	size_t mask = s->tab_cap - 1, i = (size_t)(sl - s->tab), j = i;
+
+	ver_put(sl->cur);
+	for (;;) {
+		size_t k;
+
+		j = (j + 1) & mask;
+		if (!s->tab[j].cur)
+			break;
+		k = slot_home(s, s->tab[j].sector);
+		/* Entry j may move to the hole at i unless its home lies in (i, j]. */
+		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+			continue;
+		s->tab[i] = s->tab[j];
+		i = j;
+	}
+	s->tab[i].cur = NULL;
+	s->tab_nr--;
+}
+
+/* ---- request data ---- */
+
+/* Walks a request's iovecs a sector at a time (core validation makes every segment a
+ * multiple of the sector). */
+struct vec_it {
+	const struct iovec *v;
+	size_t off;
+};
+
+static unsigned char *it_next(struct vec_it *it, uint32_t sector)
+{
+	unsigned char *p = (unsigned char *)it->v->iov_base + it->off;
+
+	it->off += sector;
+	if (it->off == it->v->iov_len) {
+		it->v++;
+		it->off = 0;
+	}
+	return p;
+}
+
+static const unsigned char *sector_now(struct sim *s, uint64_t sector)
+{
+	struct sim_slot *sl = slot_find(s, sector);
+
+	return sl ? sl->cur->data : s->media + sector * s->sector;
+}
+
+/* Copy the first @bytes of the read's range (media overlaid with cache) into its buffers. */
+static void read_copy(struct sim *s, struct sim_op *op, uint64_t bytes)
+{
+	struct vec_it it = { op->req->vec, 0 };
+
+	for (uint64_t i = 0; bytes; i++) {
+		uint64_t n = bytes < s->sector ? bytes : s->sector;
+
+		memcpy(it_next(&it, s->sector), sector_now(s, op->first + i), n);
+		bytes -= n;
+	}
+}
+
+static void read_bitflip(struct sim *s, struct sim_op *op)
+{
+	uint64_t st = seed_of(s->seed, SEED_BITFLIP) ^ mix64(op->id);
+	uint64_t bit = rng_next(&st) % (op->len * 8), byte = bit / 8;
+	const struct iovec *v = op->req->vec;
+
+	while (byte >= v->iov_len) {
+		byte -= v->iov_len;
+		v++;
+	}
+	((unsigned char *)v->iov_base)[byte] ^= (unsigned char)(1u << (bit % 8));
+}
+
+/* A completed write enters the cache; all or nothing (-ENOMEM changes nothing). */
+static int write_cache(struct sim *s, struct sim_op *op)
+{
+	struct sim_ver *stackv[16], **vers = stackv;
+	struct vec_it it = { op->req->vec, 0 };
+	uint64_t seq = ++s->wseq;
+	int err = -ENOMEM;
+	uint64_t i;
+
+	if (op->nr > 16 && !(vers = malloc(op->nr * sizeof(*vers))))
+		return -ENOMEM;
+	for (i = 0; i < op->nr; i++) {
+		vers[i] = malloc(sizeof(struct sim_ver) + s->sector);
+		if (!vers[i])
+			goto fail;
+		vers[i]->seq = seq;
+		vers[i]->refs = 1;
+		memcpy(vers[i]->data, it_next(&it, s->sector), s->sector);
+	}
+	if (tab_reserve(s, op->nr))
+		goto fail;
+	for (i = 0; i < op->nr; i++) {
+		struct sim_slot *sl = slot_find(s, op->first + i);
+
+		if (sl) {
+			ver_put(sl->cur);
+			sl->cur = vers[i];
+		} else {
+			slot_insert(s, op->first + i, vers[i]);
+		}
+	}
+	if (vers != stackv)
+		free(vers);
+	return 0;
+fail:
+	while (i--)
+		free(vers[i]);
+	if (vers != stackv)
+		free(vers);
+	return err;
+}
+
+/* A completed FUA write goes to media; the cache no longer holds anything newer (S1). */
+static void write_media(struct sim *s, struct sim_op *op)
+{
+	struct vec_it it = { op->req->vec, 0 };
+
+	for (uint64_t i = 0; i < op->nr; i++) {
+		struct sim_slot *sl = slot_find(s, op->first + i);
+
+		memcpy(s->media + (op->first + i) * s->sector, it_next(&it, s->sector), s->sector);
+		if (sl)
+			slot_delete(s, sl);
+	}
+}
+
+/* ---- flushes ---- */
+
+/* Capture the cache for a flush being submitted.  -ENOMEM: the flush will fail. */
+static int capture_take(struct sim *s, struct sim_op *op)
+{
+	struct sim_capture *cap;
+	size_t n = 0;
+
+	op->cap = NULL;
+	op->cap_bytes = 0;
+	if (!s->tab_nr)
+		return 0;
+	cap = malloc(sizeof(*cap) + s->tab_nr * sizeof(cap->ent[0]));
+	if (!cap)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->tab_cap; i++) {
+		struct sim_slot *sl = &s->tab[i];
+
+		if (!sl->cur)
+			continue;
+		sl->cur->refs++;
+		cap->ent[n].sector = sl->sector;
+		cap->ent[n].ver = sl->cur;
+		n++;
+	}
+	cap->nr = n;
+	op->cap = cap;
+	op->cap_bytes = (uint64_t)n * s->sector;
+	return 0;
+}
+
+static void capture_drop(struct sim_op *op)
+{
+	if (!op->cap)
+		return;
+	for (size_t i = 0; i < op->cap->nr; i++)
+		ver_put(op->cap->ent[i].ver);
+	free(op->cap);
+	op->cap = NULL;
+}
+
+/* The flush completed: its capture becomes durable (S1, S2). */
+static void capture_apply(struct sim *s, struct sim_op *op)
+{
+	if (!op->cap)
+		return;
+	for (size_t i = 0; i < op->cap->nr; i++) {
+		struct sim_cap_ent *e = &op->cap->ent[i];
+		struct sim_slot *sl = slot_find(s, e->sector);
+
+		if (!sl || e->ver->seq <= sl->durable_seq)
+			continue; /* media already has this or a newer version */
+		memcpy(s->media + e->sector * s->sector, e->ver->data, s->sector);
+		sl->durable_seq = e->ver->seq;
+		if (sl->cur == e->ver)
+			slot_delete(s, sl);
+	}
+	capture_drop(op);
+	tab_shrink(s);
+}
+
+/* ---- trace ---- */
+
+static void trace_add(struct sim *s, uint16_t type, const struct sim_op *op, uint64_t off,
+		      uint64_t len, int status)
+{
+	struct io_sim_event *e;
+
+	s->ev_seq++;
+	if (!s->trace_on)
+		return;
+	if (s->ev_len == s->ev_cap) {
+		size_t cap = s->ev_cap ? s->ev_cap * 2 : 1024;
+		struct io_sim_event *ev = realloc(s->ev, cap * sizeof(*ev));
+
+		if (!ev)
+			return; /* out of memory: the event is lost, its number skipped */
+		s->ev = ev;
+		s->ev_cap = cap;
+	}
+	e = &s->ev[s->ev_len++];
+	memset(e, 0, sizeof(*e));
+	e->seq = s->ev_seq;
+	e->req_id = op->id;
+	e->off = off;
+	e->len = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+	e->opf = op->opf;
+	e->status = status;
+	e->type = type;
+	e->t_ns = sim_now(s);
+}
+
+/* ---- faults ---- */
+
+/* Count one submission of @op; returns the planned fault kind (-1: none) and its error. */
+static int fault_take(struct sim *s, enum io_op op, int *err)
+{
+	uint64_t n = ++s->opcount[op];
+
+	for (unsigned i = 0; i < s->nr_faults; i++) {
+		struct sim_fault *sf = &s->faults[i];
+		uint64_t idx = n - sf->base;
+		int kind;
+
+		if (sf->f.op != op)
+			continue;
+		if (idx != sf->f.nth && !(sf->f.persistent && idx > sf->f.nth))
+			continue;
+		kind = (int)sf->f.kind;
+		*err = sf->f.err ? sf->f.err : -EIO;
+		if (!sf->f.persistent) {
+			memmove(sf, sf + 1, (s->nr_faults - i - 1) * sizeof(*sf));
+			s->nr_faults--;
+		}
+		return kind;
+	}
+	return -1;
+}
+
+/* ---- timing ---- */
+
+static uint64_t xfer_ns(uint64_t bytes, uint64_t bps)
+{
+	return bps ? (uint64_t)((double)bytes * 1e9 / (double)bps) : 0;
+}
+
+/* A latency of @base_ns, +-20 % jitter, and one request in 64 four times slower. */
+static uint64_t jitter(struct sim *s, uint64_t base_ns)
+{
+	uint64_t r = rng_next(&s->rng);
+	double f = 0.8 + 0.4 * (double)(r >> 11) / (double)(1ull << 53);
+
+	if ((r & 63) == 0)
+		f *= 4;
+	return (uint64_t)((double)base_ns * f);
+}
+
+static void issue_rw(struct sim *s, struct sim_op *op, uint64_t now)
+{
+	const struct sim_lat *l = &sim_lat_tab[s->latency];
+	uint64_t start;
+
+	if (s->latency == IO_SIM_LAT_NONE) {
+		op->due = now;
+		return;
+	}
+	start = now > s->chan_busy ? now : s->chan_busy;
+	s->chan_busy = start + l->cmd_ns + xfer_ns(op->len, l->bps);
+	op->due = s->chan_busy + op->lat_ns;
+}
+
+static void issue_flush(struct sim *s, struct sim_op *op, uint64_t now)
+{
+	const struct sim_lat *l = &sim_lat_tab[s->latency];
+
+	op->due = now + op->flat_ns + xfer_ns(op->cap_bytes, l->flush_bps);
+}
+
+/* ---- flight list and delivery ---- */
+
+static void op_unlink(struct sim *s, struct sim_op *op)
+{
+	if (op->prev)
+		op->prev->next = op->next;
+	else
+		s->head = op->next;
+	if (op->next)
+		op->next->prev = op->prev;
+	else
+		s->tail = op->prev;
+	s->nr_ops--;
+}
+
+struct sim_done {
+	struct io_req *req;
+	int err;
+	size_t bytes;
+};
+
+static void op_finish(struct sim *s, struct sim_op *op, int err, uint64_t bytes,
+		      struct sim_done *d)
+{
+	trace_add(s, IO_SIM_EV_COMPLETE, op, op->off, op->len,
+		  !err && op->op != IO_OP_FLUSH && bytes != op->len ? -EIO : err);
+	op_unlink(s, op);
+	d->req = op->req;
+	d->err = err;
+	d->bytes = (size_t)bytes;
+	free(op);
+}
+
+/*
+ * Perform @op's next phase with its state change and events (S3).  Returns true when the
+ * request completed (it is unlinked and freed; @d says how to report it), false when a
+ * PREFLUSH write only completed its flush and its write was issued.  With @force the
+ * write of a PREFLUSH request follows its flush at once.
+ */
+static bool op_step(struct sim *s, struct sim_op *op, bool force, struct sim_done *d)
+{
+	int err;
+
+	if (op->flushing) {
+		if (op->flush_err) {
+			capture_drop(op);
+			op_finish(s, op, op->flush_err, 0, d);
+			return true;
+		}
+		capture_apply(s, op);
+		trace_add(s, IO_SIM_EV_FLUSH_DONE, op, 0, op->cap_bytes, 0);
+		op->flushing = false;
+		if (op->op == IO_OP_FLUSH) {
+			op_finish(s, op, 0, 0, d);
+			return true;
+		}
+		if (!force) {
+			issue_rw(s, op, sim_now(s));
+			return false;
+		}
+	}
+	if (op->op == IO_OP_READ) {
+		switch (op->fault) {
+		case IO_SIM_FAULT_EIO:
+			op_finish(s, op, op->err, 0, d);
+			break;
+		case IO_SIM_FAULT_SHORT:
+			read_copy(s, op, op->len / 2);
+			op_finish(s, op, 0, op->len / 2, d);
+			break;
+		default:
+			read_copy(s, op, op->len);
+			if (op->fault == IO_SIM_FAULT_BITFLIP)
+				read_bitflip(s, op);
+			op_finish(s, op, 0, op->len, d);
+			break;
+		}
+		return true;
+	}
+	/* A write. */
+	if (op->fault >= 0) {
+		op_finish(s, op, op->err, 0, d);
+		return true;
+	}
+	if (op->fua) {
+		write_media(s, op);
+		err = 0;
+	} else {
+		err = write_cache(s, op);
+	}
+	op_finish(s, op, err, err ? 0 : op->len, d);
+	return true;
+}
+
+/* Report a completion with the lock dropped (S4). */
+static void complete_unlocked(struct sim *s, const struct sim_done *d)
+{
+	s->busy++;
+	pthread_mutex_unlock(&s->lock);
+	io_req_done(d->req, d->err, d->bytes);
+	pthread_mutex_lock(&s->lock);
+	if (--s->busy == 0 && !s->head)
+		pthread_cond_broadcast(&s->idle);
+}
+
+/* The next request to deliver at @now, or NULL and *@wake = when to look again. */
+static struct sim_op *pick_due(struct sim *s, uint64_t now, uint64_t *wake)
+{
+	struct sim_op *best = NULL;
+
+	*wake = UINT64_MAX;
+	if (s->in_order) {
+		if (s->head->due <= now)
+			return s->head;
+		*wake = s->head->due;
+		return NULL;
+	}
+	for (struct sim_op *op = s->head; op; op = op->next) {
+		if (op->due > now) {
+			if (op->due < *wake)
+				*wake = op->due;
+		} else if (!best || op->key < best->key) {
+			best = op;
+		}
+	}
+	return best;
+}
+
+/*
+ * Wait, locked, until @due (ns since open) or a submission.  Timed waits overshoot by the
+ * host's wake-up latency (tens of microseconds in a VM, even with 1 ns timer slack), which
+ * would round every short latency up to it; so the thread learns its overshoot, wakes
+ * that much early and yields in a loop (lock dropped) for the rest.
+ */
+static void sim_wait(struct sim *s, uint64_t due)
+{
+	uint64_t now = sim_now(s);
+
+	if (due > now + s->oversleep) {
+		uint64_t target = due - s->oversleep, abs = s->t0 + target, late;
+		struct timespec ts = {
+			.tv_sec = (time_t)(abs / 1000000000ull),
+			.tv_nsec = (long)(abs % 1000000000ull),
+		};
+
+		if (pthread_cond_timedwait(&s->work, &s->lock, &ts) != ETIMEDOUT)
+			return;
+		now = sim_now(s);
+		late = now > target ? now - target : 0;
+		if (late > SIM_OVERSLEEP_MAX)
+			late = SIM_OVERSLEEP_MAX;
+		s->oversleep = (s->oversleep * 7 + late) / 8;
+		return;
+	}
+	pthread_mutex_unlock(&s->lock);
+	while (sim_now(s) < due)
+		sched_yield();
+	pthread_mutex_lock(&s->lock);
+}
+
+static void *sim_thread(void *arg)
+{
+	struct sim *s = arg;
+
+	(void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		struct sim_done d;
+		struct sim_op *op;
+		uint64_t wake;
+
+		if (!s->head) {
+			if (s->stop)
+				break;
+			pthread_cond_wait(&s->work, &s->lock);
+			continue;
+		}
+		op = pick_due(s, sim_now(s), &wake);
+		if (!op) {
+			sim_wait(s, wake);
+			continue;
+		}
+		if (op_step(s, op, false, &d))
+			complete_unlocked(s, &d);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* ---- ops ---- */
+
+static int sim_probe(void)
+{
+	return 0;
+}
+
+static int load_file(const char *path, struct sim *s, const struct io_dev_opts *opts)
+{
+	struct stat st;
+	uint64_t done = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int err = 0;
+
+	if (fd < 0) {
+		err = -errno;
+		io_set_errmsg(opts, "%s: %s", path, strerror(errno));
+		return err;
+	}
+	if (fstat(fd, &st) < 0) {
+		err = -errno;
+		io_set_errmsg(opts, "%s: fstat: %s", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size <= 0 || (uint64_t)st.st_size % s->sector) {
+		io_set_errmsg(opts, "%s: a sim image must be a non-empty regular file whose size "
+			      "is a multiple of the sector (%u)", path, s->sector);
+		err = -EINVAL;
+		goto out;
+	}
+	s->bytes = (uint64_t)st.st_size;
+	s->media = malloc(s->bytes);
+	if (!s->media) {
+		err = -ENOMEM;
+		goto out;
+	}
+	while (done < s->bytes) {
+		ssize_t r = pread(fd, s->media + done, s->bytes - done, (off_t)done);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			err = r < 0 ? -errno : -EIO;
+			io_set_errmsg(opts, "%s: read: %s", path, r < 0 ? strerror(errno)
+				      : "file shrank while loading");
+			goto out;
+		}
+		done += (uint64_t)r;
+	}
+out:
+	close(fd);
+	return err;
+}
+
+static void sim_free(struct sim *s)
+{
+	for (size_t i = 0; i < s->tab_cap; i++)
+		if (s->tab[i].cur)
+			ver_put(s->tab[i].cur);
+	free(s->tab);
+	free(s->media);
+	free(s->ev);
+	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->work);
+	pthread_cond_destroy(&s->idle);
+	free(s);
+}
+
+static int sim_open(struct io_dev *dev, const char *path, const struct io_dev_opts *opts)
+{
+	const struct io_sim_opts defaults = { .size = sizeof(defaults) };
+	const struct io_sim_opts *so = opts && opts->sim ? opts->sim : &defaults;
+	pthread_condattr_t ca;
+	struct sim *s;
+	int err;
+
+	if (so->size != sizeof(*so)) {
+		io_set_errmsg(opts, "sim: io_sim_opts.size is %zu, expected %zu", so->size,
+			      sizeof(*so));
+		return -EINVAL;
+	}
+	if (so->sector && so->sector != 512 && so->sector != 4096) {
+		io_set_errmsg(opts, "sim: sector must be 512 or 4096, not %u", so->sector);
+		return -EINVAL;
+	}
+	if ((unsigned)so->latency > IO_SIM_LAT_SATA) {
+		io_set_errmsg(opts, "sim: unknown latency profile %d", (int)so->latency);
+		return -EINVAL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->sector = so->sector ? so->sector : SIM_DEFAULT_SECTOR;
+	s->shift = s->sector == 512 ? 9 : 12;
+	s->seed = so->seed;
+	s->latency = so->latency;
+	s->hold = so->hold;
+	s->in_order = so->in_order;
+	s->rng = seed_of(s->seed, SEED_SUBMIT);
+	s->drng = seed_of(s->seed, SEED_DELIVER);
+	s->trace_on = true;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->work, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&s->idle, NULL);
+
+	if (so->image || !path) {
+		s->bytes = so->dev_bytes ? so->dev_bytes : SIM_DEFAULT_BYTES;
+		if (s->bytes % s->sector || s->bytes > SIZE_MAX) {
+			io_set_errmsg(opts, "sim: dev_bytes %llu is not a multiple of the sector "
+				      "(%u)", (unsigned long long)s->bytes, s->sector);
+			err = -EINVAL;
+			goto fail;
+		}
+		/* calloc: untouched parts of a big disk cost no memory. */
+		s->media = so->image ? malloc(s->bytes) : calloc(1, s->bytes);
+		if (!s->media) {
+			io_set_errmsg(opts, "sim: cannot allocate %llu bytes of media",
+				      (unsigned long long)s->bytes);
+			err = -ENOMEM;
+			goto fail;
+		}
+		if (so->image)
+			memcpy(s->media, so->image, s->bytes);
+	} else {
+		err = load_file(path, s, opts);
+		if (err)
+			goto fail;
+	}
+	s->nsectors = s->bytes / s->sector;
+
+	dev->geom.size_bytes = s->bytes;
+	dev->geom.logical_block = s->sector;
+	dev->geom.physical_block = s->sector;
+	dev->geom.dio_mem_align = s->sector;
+	dev->geom.dio_off_align = s->sector;
+	dev->geom.is_blockdev = false;
+	dev->geom.dioalign_from_statx = false;
+	dev->geom.volatile_cache = 1;
+	dev->geom.fua = 1;
+	dev->geom.fs_type = "sim";
+	dev->geom.backend = "sim";
+
+	s->t0 = io_now_ns();
+	if (!s->hold) {
+		err = pthread_create(&s->thread, NULL, sim_thread, s);
+		if (err) {
+			io_set_errmsg(opts, "sim: cannot start the sim thread: %s", strerror(err));
+			err = -err;
+			goto fail;
+		}
+		s->has_thread = true;
+	}
+	dev->be = s;
+	return 0;
+fail:
+	sim_free(s);
+	return err;
+}
+
+static void sim_submit(struct io_dev *dev, struct io_req *req)
+{
+	struct sim *s = dev->be;
+	struct sim_op *op = calloc(1, sizeof(*op));
+	const struct sim_lat *l = &sim_lat_tab[s->latency];
+	bool lat = s->latency != IO_SIM_LAT_NONE;
+	uint64_t now;
+	int err;
+
+	if (!op) {
+		io_req_done(req, -ENOMEM, 0);
+		return;
+	}
+	op->req = req;
+	op->opf = req->opf.bits;
+	op->op = io_opf_op(req->opf);
+	op->fua = io_opf_has(req->opf, IO_FUA);
+	op->flushing = op->op == IO_OP_FLUSH || io_opf_has(req->opf, IO_PREFLUSH);
+	op->fault = -1;
+	if (op->op != IO_OP_FLUSH) {
+		op->off = req->off;
+		op->len = io_req_len(req);
+		op->first = op->off >> s->shift;
+		op->nr = op->len >> s->shift;
+	}
+
+	pthread_mutex_lock(&s->lock);
+	now = sim_now(s);
+	op->id = ++s->next_id;
+	op->key = rng_next(&s->rng);
+	if (op->flushing) {
+		if (fault_take(s, IO_OP_FLUSH, &err) >= 0)
+			op->flush_err = err;
+		if (lat)
+			op->flat_ns = jitter(s, l->flush_ns);
+	}
+	if (op->op != IO_OP_FLUSH) {
+		op->fault = fault_take(s, op->op, &err);
+		if (op->fault >= 0)
+			op->err = err;
+		if (lat)
+			op->lat_ns = jitter(s, l->base_ns);
+	}
+	trace_add(s, IO_SIM_EV_SUBMIT, op, op->off, op->len, 0);
+	if (op->flushing) {
+		err = capture_take(s, op);
+		if (err && !op->flush_err)
+			op->flush_err = err;
+		trace_add(s, IO_SIM_EV_FLUSH_ISSUE, op, 0, op->cap_bytes, 0);
+		issue_flush(s, op, now);
+	} else {
+		issue_rw(s, op, now);
+	}
+	op->prev = s->tail;
+	if (s->tail)
+		s->tail->next = op;
+	else
+		s->head = op;
+	s->tail = op;
+	s->nr_ops++;
+	if (s->has_thread)
+		pthread_cond_signal(&s->work);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void sim_close(struct io_dev *dev)
+{
+	struct sim *s = dev->be;
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	if (s->hold) {
+		while (s->head) {
+			struct sim_done d;
+
+			if (op_step(s, s->head, true, &d))
+				complete_unlocked(s, &d);
+		}
+	}
+	while (s->head || s->busy)
+		pthread_cond_wait(&s->idle, &s->lock);
+	s->stop = true;
+	pthread_cond_broadcast(&s->work);
+	pthread_mutex_unlock(&s->lock);
+	if (s->has_thread)
+		pthread_join(s->thread, NULL);
+	sim_free(s);
+	dev->be = NULL;
+}
+
+const struct io_ops io_sim_ops = {
+	.name = "sim",
+	.needs_fd = false,
+	.probe = sim_probe,
+	.open = sim_open,
+	.submit = sim_submit,
+	.close = sim_close,
+};
+
+/* ---- control surface (io_sim.h) ---- */
+
+int io_sim_latency_parse(const char *name, enum io_sim_latency *out)
+{
+	static const char *const names[] = {
+		[IO_SIM_LAT_NONE] = "none", [IO_SIM_LAT_NVME] = "nvme", [IO_SIM_LAT_SATA] = "sata",
+	};
+
+	for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!strcasecmp(name, names[i])) {
+			*out = (enum io_sim_latency)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+size_t io_sim_trace_len(struct io_dev *dev)
+{
+	struct sim *s = sim_of(dev);
+	size_t n;
+
+	if (!s)
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	n = s->ev_len;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+size_t io_sim_trace_copy(struct io_dev *dev, size_t from, struct io_sim_event *out, size_t max)
+{
+	struct sim *s = sim_of(dev);
+	size_t n = 0;
+
+	if (!s)
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	if (from < s->ev_len) {
+		n = s->ev_len - from < max ? s->ev_len - from : max;
+		memcpy(out, s->ev + from, n * sizeof(*out));
+	}
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+void io_sim_trace_enable(struct io_dev *dev, bool on)
+{
+	struct sim *s = sim_of(dev);
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->trace_on = on;
+	pthread_mutex_unlock(&s->lock);
+}
+
+int io_sim_fault_add(struct io_dev *dev, const struct io_sim_fault *f)
+{
+	struct sim *s = sim_of(dev);
+	int err = 0;
+
+	if (!s || !f || f->nth == 0 || f->err > 0)
+		return -EINVAL;
+	if (f->op != IO_OP_READ && f->op != IO_OP_WRITE && f->op != IO_OP_FLUSH)
+		return -EINVAL;
+	if (f->kind != IO_SIM_FAULT_EIO && (f->op != IO_OP_READ ||
+	    (f->kind != IO_SIM_FAULT_SHORT && f->kind != IO_SIM_FAULT_BITFLIP)))
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	if (s->nr_faults == SIM_MAX_FAULTS) {
+		err = -ENOSPC;
+	} else {
+		s->faults[s->nr_faults].f = *f;
+		s->faults[s->nr_faults].base = s->opcount[f->op];
+		s->nr_faults++;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return err;
+}
+
+void io_sim_fault_clear(struct io_dev *dev)
+{
+	struct sim *s = sim_of(dev);
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->nr_faults = 0;
+	pthread_mutex_unlock(&s->lock);
+}
+
+size_t io_sim_pending(struct io_dev *dev)
+{
+	struct sim *s = sim_of(dev);
+	size_t n;
+
+	if (!s)
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	n = s->nr_ops;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+size_t io_sim_deliver(struct io_dev *dev, size_t max, enum io_sim_order order)
+{
+	struct sim *s = sim_of(dev);
+	size_t n = 0;
+
+	if (!s)
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	while (n < max && s->head) {
+		struct sim_op *op = order == IO_SIM_LIFO ? s->tail : s->head;
+		struct sim_done d;
+
+		if (order == IO_SIM_RANDOM) {
+			for (uint64_t i = rng_next(&s->drng) % s->nr_ops; i; i--)
+				op = op->next;
+		}
+		op_step(s, op, true, &d); /* forced: always completes */
+		complete_unlocked(s, &d);
+		n++;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+/* ---- power cuts ---- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The unstable sectors, ascending, in a new array (*out NULL when there are none). */
+static int unstable_build(struct sim *s, uint64_t **out, size_t *nr)
+{
+	size_t total = s->tab_nr, n = 0, k = 0;
+	uint64_t *v;
+
+	*out = NULL;
+	*nr = 0;
+	for (struct sim_op *op = s->head; op; op = op->next)
+		if (op->op == IO_OP_WRITE)
+			total += op->nr;
+	if (!total)
+		return 0;
+	v = malloc(total * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->tab_cap; i++)
+		if (s->tab[i].cur)
+			v[n++] = s->tab[i].sector;
+	for (struct sim_op *op = s->head; op; op = op->next)
+		if (op->op == IO_OP_WRITE)
+			for (uint64_t i = 0; i < op->nr; i++)
+				v[n++] = op->first + i;
+	qsort(v, n, sizeof(*v), cmp_u64);
+	for (size_t i = 0; i < n; i++)
+		if (!k || v[i] != v[k - 1])
+			v[k++] = v[i];
+	*out = v;
+	*nr = k;
+	return 0;
+}
+
+static size_t find_u64(const uint64_t *v, size_t n, uint64_t x)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo] == x ? lo : SIZE_MAX;
+}
+
+static void garbage_fill(unsigned char *p, uint32_t len, uint64_t seed, uint64_t sector)
+{
+	uint64_t st = seed_of(seed, SEED_GARBAGE) ^ mix64(sector);
+
+	for (uint32_t i = 0; i < len; i += 8) {
+		uint64_t r = rng_next(&st);
+
+		memcpy(p + i, &r, 8);
+	}
+}
+
+/* Build the image for unstable sectors @u[0..n) resolved by @choice (0 old, 1 new,
+ * 2 garbage); see the header comment for what "new" means. */
+static void crash_image(struct sim *s, const uint64_t *u, const uint8_t *choice, size_t n,
+			uint64_t seed, unsigned char *image)
+{
+	memcpy(image, s->media, s->bytes);
+	for (size_t i = 0; i < n; i++) {
+		struct sim_slot *sl;
+
+		if (choice[i] == 1 && (sl = slot_find(s, u[i])))
+			memcpy(image + u[i] * s->sector, sl->cur->data, s->sector);
+	}
+	/* Issued writes in flight, in submission order: the last one covering a sector is
+	 * its newest version. */
+	for (struct sim_op *op = s->head; op; op = op->next) {
+		struct vec_it it = { op->req->vec, 0 };
+
+		if (op->op != IO_OP_WRITE || op->flushing)
+			continue;
+		for (uint64_t i = 0; i < op->nr; i++) {
+			const unsigned char *src = it_next(&it, s->sector);
+			size_t idx = find_u64(u, n, op->first + i);
+
+			if (idx != SIZE_MAX && choice[idx] == 1)
+				memcpy(image + (op->first + i) * s->sector, src, s->sector);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		if (choice[i] == 2)
+			garbage_fill(image + u[i] * s->sector, s->sector, seed, u[i]);
+}
+
+size_t io_sim_unstable(struct io_dev *dev, uint64_t *sectors, size_t max)
+{
+	struct sim *s = sim_of(dev);
+	uint64_t *u;
+	size_t n;
+
+	if (!s)
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	if (unstable_build(s, &u, &n)) {
+		pthread_mutex_unlock(&s->lock);
+		return 0;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (sectors)
+		memcpy(sectors, u, (n < max ? n : max) * sizeof(*u));
+	free(u);
+	return n;
+}
+
+int io_sim_crash(struct io_dev *dev, uint64_t seed, enum io_sim_crash_profile profile,
+		 void *image, struct io_sim_crash_info *info)
+{
+	struct sim *s = sim_of(dev);
+	struct io_sim_crash_info ci = { 0 };
+	uint64_t st = seed_of(seed, SEED_CRASH);
+	uint8_t *choice = NULL;
+	uint64_t *u;
+	size_t n;
+	int err;
+
+	if (!s || !image || (profile != IO_SIM_STRICT && profile != IO_SIM_GARBLE))
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	err = unstable_build(s, &u, &n);
+	if (!err && n && !(choice = malloc(n)))
+		err = -ENOMEM;
+	if (!err) {
+		for (size_t i = 0; i < n; i++) {
+			uint64_t r = rng_next(&st);
+
+			choice[i] = profile == IO_SIM_STRICT ? (uint8_t)(r >> 63)
+							     : (uint8_t)((r >> 11) % 3);
+			if (choice[i] == 0)
+				ci.kept_old++;
+			else if (choice[i] == 1)
+				ci.took_new++;
+			else
+				ci.garbled++;
+		}
+		ci.unstable_sectors = n;
+		crash_image(s, u, choice, n, seed, image);
+	}
+	pthread_mutex_unlock(&s->lock);
+	free(choice);
+	free(u);
+	if (!err && info)
+		*info = ci;
+	return err;
+}
+
+int io_sim_crash_choose(struct io_dev *dev, const uint8_t *choice, size_t n, uint64_t seed,
+			void *image)
+{
+	struct sim *s = sim_of(dev);
+	uint64_t *u;
+	size_t nu;
+	int err;
+
+	if (!s || !image || (n && !choice))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (choice[i] > 2)
+			return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	err = unstable_build(s, &u, &nu);
+	if (!err && nu != n)
+		err = -EINVAL; /* the unstable set is not the one @choice was made for */
+	if (!err)
+		crash_image(s, u, choice, n, seed, image);
+	pthread_mutex_unlock(&s->lock);
+	free(u);
+	return err;
+}
+
+int io_sim_media(struct io_dev *dev, uint64_t off, void *buf, size_t len)
+{
+	struct sim *s = sim_of(dev);
+
+	if (!s || (len && !buf) || off > s->bytes || len > s->bytes - off)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	memcpy(buf, s->media + off, len);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}

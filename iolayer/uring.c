@@ -1,0 +1,502 @@
+/*
+ * uring.c - the io_uring backend (liburing).
+ *
+ * One ring per device, one completion thread (the "reaper") per device.  Reads and writes
+ * are IORING_OP_READV/WRITEV on the O_DIRECT descriptor; IO_FUA puts RWF_DSYNC in the
+ * write's rw_flags; IO_OP_FLUSH is IORING_OP_FSYNC with IORING_FSYNC_DATASYNC.
+ *
+ * PREFLUSH.  A write with IO_PREFLUSH is two SQEs: FSYNC(DATASYNC) with IOSQE_IO_LINK,
+ * then the write.  The kernel starts a linked SQE only after the one before it completed,
+ * and fails it with -ECANCELED if that one failed, so the write cannot reach the device
+ * before the flush is done.  The pair shares one request; its user_data carries a tag in
+ * the low bits (UD_FLUSH or UD_RW), and the request completes only after both CQEs have
+ * been seen.  If the flush failed the request reports the flush's error (the write's
+ * -ECANCELED says nothing new); otherwise the write's result.  Scratch words while in
+ * flight: be_u64[BE_OUTSTANDING] = CQEs still to come, be_u64[BE_FLUSH_RES] and
+ * be_u64[BE_RW_RES] = the two results (as int64).
+ *
+ * Locking.  u->lock protects the SQ (every io_uring_get_sqe and io_uring_submit happens
+ * under it), the slot count, the backlog and the pending count.  The CQ has exactly one
+ * consumer, the reaper, which reads it without the lock.  The reaper copies a batch of
+ * CQEs, advances the CQ, and only then takes the lock to account for them, so scratch
+ * words written by a submitter under the lock are read by the reaper under the same lock
+ * (this is also the happens-before that ThreadSanitizer can see).
+ *
+ * Queue bounding.  u->sqes_used counts SQEs submitted whose CQE has not been reaped; it
+ * never exceeds u->entries (the SQ size; a PREFLUSH write needs 2).  So the CQ (2 x
+ * entries) cannot overflow and io_uring_get_sqe cannot fail: the SQ is empty whenever
+ * the lock is free, because every submit call either consumes all queued SQEs or
+ * retracts them (see below).  An ordinary submitter that finds no room, or finds the
+ * backlog non-empty, waits on u->space.  The reaper never waits: a request submitted
+ * from a completion callback (the reaper's own thread) when there is no room goes onto
+ * u->backlog, a FIFO linked through be_next.  The backlog is drained, under the lock,
+ * every time the reaper frees slots, before waiters are woken, so it goes first.
+ * Invariant: backlog non-empty implies SQEs in flight (it is only appended to when the
+ * ring is full, or behind older backlog entries, and every CQE batch drains it as far as
+ * room allows), so some future CQE always drains it: no deadlock, no lost request.
+ * io_req_done() is never called with the lock held, so callbacks may resubmit freely.
+ * (A callback must not wait synchronously for I/O on this device: only the reaper
+ * could complete it.)
+ *
+ * Submission errors.  io_uring_enter fails a submission only for want of memory
+ * (-EAGAIN; -EBUSY and -EINTR are treated the same): we retry.  With an error return the
+ * kernel has consumed none of the SQEs, so for any other error (a broken ring) the
+ * queued SQEs are retracted from the SQ tail and their requests fail with that error;
+ * SQEs published but never consumed could otherwise be submitted later, after their
+ * request was reported.  IORING_SETUP_SUBMIT_ALL (where supported) makes the kernel keep
+ * going past an SQE it rejects (that one gets an error CQE), so a link pair is only split
+ * across two io_uring_enter calls if the kernel runs out of request memory between them.
+ *
+ * Shutdown.  ->close() runs after the core stopped accepting requests: it waits for
+ * u->pending (accepted, not yet reported) to reach zero, then submits an IORING_OP_NOP
+ * with user_data UD_STOP; the reaper exits when it reaps it; then it is joined and the
+ * ring torn down.  (Should the ring be so broken that the NOP cannot be submitted, the
+ * reaper's failing waits see u->stopping instead.)  pending drops only after io_req_done() returned, so no callback is
+ * running on the reaper when close proceeds.
+ */
+#include "io_private.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <liburing.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+
+/* user_data: the request pointer with a tag in the low two bits. */
+enum {
+	UD_RW = 0,    /* the request's read, write or flush */
+	UD_FLUSH = 1, /* the linked flush in front of a PREFLUSH write */
+	UD_STOP = 2,  /* the shutdown NOP (no request) */
+};
+#define UD_TAG_MASK 3u
+
+/* Scratch words of an in-flight request. */
+enum {
+	BE_OUTSTANDING = 0,
+	BE_FLUSH_RES = 1,
+	BE_RW_RES = 2,
+};
+
+#define URING_MIN_ENTRIES 8u
+#define URING_MAX_ENTRIES 32768u
+#define URING_BATCH 64u
+
+_Static_assert(_Alignof(struct io_req) > UD_TAG_MASK, "request pointers need free low bits");
+
+struct uring_dev {
+	struct io_uring ring;
+	int fd;
+	unsigned entries;           /* SQ size: the bound on SQEs in flight */
+	pthread_t reaper;
+
+	pthread_mutex_t lock;
+	pthread_cond_t space;       /* room in the ring (or backlog drained) */
+	pthread_cond_t idle;        /* pending reached zero */
+	unsigned sqes_used;         /* SQEs submitted, CQE not yet reaped */
+	unsigned long pending;      /* requests accepted, not yet reported */
+	bool stopping;              /* close() is waiting for the reaper */
+	struct io_req *backlog;     /* FIFO of requests waiting for room (reaper only) */
+	struct io_req **backlog_tail;
+};
+
+/* A FIFO of requests to report, linked through be_next. */
+struct req_list {
+	struct io_req *head;
+	struct io_req **tail;
+};
+
+static void req_list_init(struct req_list *l)
+{
+	l->head = NULL;
+	l->tail = &l->head;
+}
+
+static void req_list_add(struct req_list *l, struct io_req *req)
+{
+	req->be_next = NULL;
+	*l->tail = req;
+	l->tail = &req->be_next;
+}
+
+static uint64_t ud_make(struct io_req *req, unsigned tag)
+{
+	return (uint64_t)(uintptr_t)req | tag;
+}
+
+static unsigned sqes_needed(const struct io_req *req)
+{
+	return io_opf_op(req->opf) == IO_OP_WRITE && io_opf_has(req->opf, IO_PREFLUSH) ? 2 : 1;
+}
+
+static bool have_room_locked(const struct uring_dev *u, unsigned need)
+{
+	return u->sqes_used + need <= u->entries;
+}
+
+/*
+ * Account for one CQE (or retracted SQE) of @req with result @res.  Returns true when it
+ * was the request's last one, so the request is ready to report.
+ */
+static bool req_cqe_locked(struct io_req *req, unsigned tag, int res)
+{
+	req->be_u64[tag == UD_FLUSH ? BE_FLUSH_RES : BE_RW_RES] = (uint64_t)(int64_t)res;
+	return --req->be_u64[BE_OUTSTANDING] == 0;
+}
+
+/* Report a request whose CQEs have all been seen. */
+static void req_report(struct io_req *req)
+{
+	int flush_res = (int)(int64_t)req->be_u64[BE_FLUSH_RES];
+	int64_t res = (int64_t)req->be_u64[BE_RW_RES];
+
+	if (flush_res < 0)
+		io_req_done(req, flush_res, 0);
+	else if (res < 0)
+		io_req_done(req, (int)res, 0);
+	else
+		io_req_done(req, 0, (size_t)res);
+}
+
+/* Report every request on @l, then drop them from pending. */
+static void report_list(struct uring_dev *u, struct req_list *l)
+{
+	unsigned long n = 0;
+	struct io_req *req = l->head;
+
+	while (req) {
+		struct io_req *next = req->be_next; /* @req is the caller's after reporting */
+
+		req_report(req);
+		req = next;
+		n++;
+	}
+	if (!n)
+		return;
+	pthread_mutex_lock(&u->lock);
+	u->pending -= n;
+	if (!u->pending)
+		pthread_cond_broadcast(&u->idle);
+	pthread_mutex_unlock(&u->lock);
+}
+
+/* Put @req's SQE(s) on the SQ.  The caller checked have_room_locked(). */
+static void queue_req_locked(struct uring_dev *u, struct io_req *req)
+{
+	enum io_op op = io_opf_op(req->opf);
+	struct io_uring_sqe *sqe;
+
+	req->be_u64[BE_OUTSTANDING] = 1;
+	req->be_u64[BE_FLUSH_RES] = 0;
+	req->be_u64[BE_RW_RES] = 0;
+	if (sqes_needed(req) == 2) {
+		sqe = io_uring_get_sqe(&u->ring);
+		assert(sqe);
+		io_uring_prep_fsync(sqe, u->fd, IORING_FSYNC_DATASYNC);
+		sqe->flags |= IOSQE_IO_LINK;
+		io_uring_sqe_set_data64(sqe, ud_make(req, UD_FLUSH));
+		req->be_u64[BE_OUTSTANDING] = 2;
+	}
+	sqe = io_uring_get_sqe(&u->ring);
+	assert(sqe);
+	switch (op) {
+	case IO_OP_READ:
+		io_uring_prep_readv(sqe, u->fd, req->vec, req->nr_segs, req->off);
+		break;
+	case IO_OP_WRITE:
+		io_uring_prep_writev(sqe, u->fd, req->vec, req->nr_segs, req->off);
+		if (io_opf_has(req->opf, IO_FUA))
+			sqe->rw_flags = RWF_DSYNC;
+		break;
+	case IO_OP_FLUSH:
+		io_uring_prep_fsync(sqe, u->fd, IORING_FSYNC_DATASYNC);
+		break;
+	}
+	io_uring_sqe_set_data64(sqe, ud_make(req, UD_RW));
+	u->sqes_used += (unsigned)req->be_u64[BE_OUTSTANDING];
+}
+
+/*
+ * The kernel refused the queued SQEs with @err and consumed none of them: take them
+ * back off the SQ (so no later io_uring_enter can run them) and fail their requests
+ * onto @failed.  Only valid without SQPOLL, where the kernel reads the SQ tail solely
+ * inside our own (locked) submit calls.
+ */
+static void retract_locked(struct uring_dev *u, int err, struct req_list *failed)
+{
+	struct io_uring_sq *sq = &u->ring.sq;
+	unsigned head = *sq->khead;
+
+	for (unsigned i = head; i != sq->sqe_tail; i++) {
+		struct io_uring_sqe *sqe = &sq->sqes[sq->array[i & sq->ring_mask]];
+		uint64_t ud = sqe->user_data;
+		struct io_req *req = (struct io_req *)(uintptr_t)(ud & ~(uint64_t)UD_TAG_MASK);
+		unsigned tag = (unsigned)(ud & UD_TAG_MASK);
+
+		u->sqes_used--;
+		if (tag == UD_STOP)
+			continue;
+		if (req_cqe_locked(req, tag, err))
+			req_list_add(failed, req);
+	}
+	sq->sqe_head = sq->sqe_tail = head;
+	__atomic_store_n(sq->ktail, head, __ATOMIC_RELEASE);
+}
+
+/* Submit everything on the SQ; see "Submission errors" above. */
+static void flush_sq_locked(struct uring_dev *u, struct req_list *failed)
+{
+	while (io_uring_sq_ready(&u->ring)) {
+		int ret = io_uring_submit(&u->ring);
+
+		if (ret >= 0)
+			continue;
+		if (ret == -EAGAIN || ret == -EBUSY || ret == -EINTR) {
+			/* Out of request memory: give the kernel a moment.  The reaper does
+			 * not need the lock to reap, so this cannot hold up completions. */
+			nanosleep(&(struct timespec){ .tv_nsec = 50000 }, NULL);
+			continue;
+		}
+		retract_locked(u, ret, failed);
+	}
+}
+
+/* Move backlog entries onto the SQ while they fit, and submit. */
+static void kick_locked(struct uring_dev *u, struct req_list *failed)
+{
+	do {
+		while (u->backlog && have_room_locked(u, sqes_needed(u->backlog))) {
+			struct io_req *req = u->backlog;
+
+			u->backlog = req->be_next;
+			if (!u->backlog)
+				u->backlog_tail = &u->backlog;
+			queue_req_locked(u, req);
+		}
+		flush_sq_locked(u, failed);
+		/* A retraction frees slots; keep draining so the backlog never sits behind
+		 * an empty ring. */
+	} while (u->backlog && have_room_locked(u, sqes_needed(u->backlog)));
+}
+
+static void uring_submit(struct io_dev *dev, struct io_req *req)
+{
+	struct uring_dev *u = dev->be;
+	unsigned need = sqes_needed(req);
+	struct req_list failed;
+
+	req_list_init(&failed);
+	pthread_mutex_lock(&u->lock);
+	u->pending++;
+	if (pthread_equal(pthread_self(), u->reaper)) {
+		/* From a completion callback: never wait (only we can free room). */
+		if (u->backlog || !have_room_locked(u, need)) {
+			req->be_next = NULL;
+			*u->backlog_tail = req;
+			u->backlog_tail = &req->be_next;
+			pthread_mutex_unlock(&u->lock);
+			return;
+		}
+	} else {
+		while (u->backlog || !have_room_locked(u, need))
+			pthread_cond_wait(&u->space, &u->lock);
+	}
+	queue_req_locked(u, req);
+	kick_locked(u, &failed);
+	pthread_mutex_unlock(&u->lock);
+	report_list(u, &failed);
+}
+
+static void *uring_reaper(void *arg)
+{
+	struct uring_dev *u = arg;
+	bool stop = false;
+
+	while (!stop) {
+		struct io_uring_cqe *cqes[URING_BATCH];
+		struct {
+			uint64_t ud;
+			int res;
+		} got[URING_BATCH];
+		struct io_uring_cqe *cqe;
+		struct req_list done;
+		unsigned n;
+		int ret;
+
+		ret = io_uring_wait_cqe(&u->ring, &cqe);
+		if (ret < 0) {
+			if (ret == -EINTR || ret == -EAGAIN)
+				continue;
+			/* A ring that cannot wait cannot complete anything either: back off
+			 * rather than spin, and leave if close() is waiting for us (its NOP
+			 * may never have made it onto this ring). */
+			pthread_mutex_lock(&u->lock);
+			stop = u->stopping;
+			pthread_mutex_unlock(&u->lock);
+			if (!stop)
+				nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+			continue;
+		}
+		n = io_uring_peek_batch_cqe(&u->ring, cqes, URING_BATCH);
+		for (unsigned i = 0; i < n; i++) {
+			got[i].ud = cqes[i]->user_data;
+			got[i].res = cqes[i]->res;
+		}
+		io_uring_cq_advance(&u->ring, n);
+
+		req_list_init(&done);
+		pthread_mutex_lock(&u->lock);
+		u->sqes_used -= n;
+		for (unsigned i = 0; i < n; i++) {
+			unsigned tag = (unsigned)(got[i].ud & UD_TAG_MASK);
+			struct io_req *req =
+				(struct io_req *)(uintptr_t)(got[i].ud & ~(uint64_t)UD_TAG_MASK);
+
+			if (tag == UD_STOP) {
+				stop = true;
+				continue;
+			}
+			if (req_cqe_locked(req, tag, got[i].res))
+				req_list_add(&done, req);
+		}
+		kick_locked(u, &done);
+		pthread_cond_broadcast(&u->space);
+		pthread_mutex_unlock(&u->lock);
+
+		report_list(u, &done);
+	}
+	return NULL;
+}
+
+static int uring_probe(void)
+{
+	static const int need[] = { IORING_OP_READV, IORING_OP_WRITEV, IORING_OP_FSYNC,
+				    IORING_OP_NOP };
+	struct io_uring_probe *probe;
+	struct io_uring ring;
+	int err;
+
+	err = io_uring_queue_init(4, &ring, 0);
+	if (err)
+		return err;
+	probe = io_uring_get_probe_ring(&ring);
+	if (!probe) {
+		err = -ENOSYS;
+	} else {
+		for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+			if (!io_uring_opcode_supported(probe, need[i]))
+				err = -EOPNOTSUPP;
+		}
+		io_uring_free_probe(probe);
+	}
+	io_uring_queue_exit(&ring);
+	return err;
+}
+
+static unsigned ring_entries(unsigned queue_depth)
+{
+	unsigned n = URING_MIN_ENTRIES;
+
+	while (n < queue_depth && n < URING_MAX_ENTRIES)
+		n <<= 1;
+	return n;
+}
+
+static int uring_open(struct io_dev *dev, const char *path, const struct io_dev_opts *opts)
+{
+	struct io_uring_params p;
+	struct uring_dev *u;
+	sigset_t all, old;
+	int err;
+
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	u->fd = dev->fd;
+	u->entries = ring_entries(dev->queue_depth);
+	u->backlog_tail = &u->backlog;
+
+	memset(&p, 0, sizeof(p));
+	p.flags = IORING_SETUP_SUBMIT_ALL;
+	err = io_uring_queue_init_params(u->entries, &u->ring, &p);
+	if (err == -EINVAL) {
+		/* Kernels before 5.18 do not know SUBMIT_ALL. */
+		memset(&p, 0, sizeof(p));
+		err = io_uring_queue_init_params(u->entries, &u->ring, &p);
+	}
+	if (err) {
+		io_set_errmsg(opts, "%s: io_uring_queue_init(%u): %s", path, u->entries,
+			      strerror(-err));
+		free(u);
+		return err;
+	}
+	/* The kernel may round the SQ up; our bound stays what we asked for, which the
+	 * CQ (twice the SQ) always covers. */
+
+	pthread_mutex_init(&u->lock, NULL);
+	pthread_cond_init(&u->space, NULL);
+	pthread_cond_init(&u->idle, NULL);
+
+	/* The reaper inherits a full signal mask: application signals stay off it. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = -pthread_create(&u->reaper, NULL, uring_reaper, u);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		io_set_errmsg(opts, "%s: io_uring completion thread: %s", path, strerror(-err));
+		pthread_cond_destroy(&u->idle);
+		pthread_cond_destroy(&u->space);
+		pthread_mutex_destroy(&u->lock);
+		io_uring_queue_exit(&u->ring);
+		free(u);
+		return err;
+	}
+	pthread_setname_np(u->reaper, "delog-uring");
+	dev->be = u;
+	return 0;
+}
+
+static void uring_close(struct io_dev *dev)
+{
+	struct uring_dev *u = dev->be;
+	struct io_uring_sqe *sqe;
+	struct req_list none;
+
+	if (!u)
+		return;
+	req_list_init(&none);
+	pthread_mutex_lock(&u->lock);
+	while (u->pending)
+		pthread_cond_wait(&u->idle, &u->lock);
+	while (!have_room_locked(u, 1))
+		pthread_cond_wait(&u->space, &u->lock);
+	u->stopping = true;
+	sqe = io_uring_get_sqe(&u->ring);
+	assert(sqe);
+	io_uring_prep_nop(sqe);
+	io_uring_sqe_set_data64(sqe, UD_STOP);
+	u->sqes_used++;
+	flush_sq_locked(u, &none);
+	pthread_mutex_unlock(&u->lock);
+
+	pthread_join(u->reaper, NULL);
+	io_uring_queue_exit(&u->ring);
+	pthread_cond_destroy(&u->idle);
+	pthread_cond_destroy(&u->space);
+	pthread_mutex_destroy(&u->lock);
+	free(u);
+	dev->be = NULL;
+}
+
+const struct io_ops io_uring_ops = {
+	.name = "uring",
+	.needs_fd = true,
+	.probe = uring_probe,
+	.open = uring_open,
+	.submit = uring_submit,
+	.close = uring_close,
+};

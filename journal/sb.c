@@ -1,0 +1,139 @@
+/*
+ * sb.c - the superblock: written once by jrnl_format, read and checked by every open.
+ *
+ * The superblock never changes after format, so the commit path never writes it and a
+ * torn superblock can only come from a crash during format; jrnl_format therefore writes
+ * the zeroed log first, flushes, and only then writes the superblock with FUA: a log
+ * whose superblock checks out has a fully zeroed log area behind it.
+ *
+ * Checks run from "is this ours at all" to "can we read it": size, magic, CRC, version,
+ * incompatible features, geometry; each has its own error code (delog.h), so a foreign
+ * file, a damaged superblock and a log from a newer delog are told apart.
+ */
+#include "format.h"
+#include "jrnl.h"
+
+#include <delog.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The smallest log: room for the largest records of a full ring twice over. */
+#define MIN_LOG_BYTES (2ull * JRNL_MAX_LOGBUFS * JRNL_MAX_LOGBSIZE)
+
+static uint32_t sb_crc(const struct jrnl_sb *sb)
+{
+	return jrnl_crc32c(0, sb, offsetof(struct jrnl_sb, crc));
+}
+
+static int sb_check(const struct jrnl_sb *sb, uint64_t dev_bytes, struct jrnl_geom *g)
+{
+	if (sb->magic != JRNL_SB_MAGIC)
+		return DELOG_ENOTLOG;
+	if (sb->crc != sb_crc(sb))
+		return DELOG_ECHECKSUM;
+	if (sb->version > JRNL_FORMAT_VERSION)
+		return DELOG_EVERSION;
+	if (sb->incompat & ~JRNL_INCOMPAT_KNOWN)
+		return DELOG_EFEATURE;
+	if (sb->version == 0 || (sb->sector_size != 512 && sb->sector_size != 4096) ||
+	    sb->log_start != JRNL_LOG_START || sb->log_size % sb->sector_size ||
+	    sb->log_size < MIN_LOG_BYTES || sb->log_size / sb->sector_size > UINT32_MAX)
+		return DELOG_ECORRUPT;
+	if (sb->log_start + sb->log_size > dev_bytes)
+		return DELOG_ETRUNCATED;
+	g->version = sb->version;
+	g->incompat = sb->incompat;
+	g->sector = sb->sector_size;
+	g->log_start = sb->log_start;
+	g->log_size = sb->log_size;
+	g->log_sectors = sb->log_size / sb->sector_size;
+	memcpy(g->uuid, sb->uuid, sizeof(g->uuid));
+	g->format_time = sb->format_time;
+	return 0;
+}
+
+int jrnl_sb_read(struct io_dev *dev, struct jrnl_geom *out)
+{
+	const struct io_geom *ig = io_dev_geom(dev);
+	void *buf;
+	int err;
+
+	if (ig->size_bytes < JRNL_SB_AREA)
+		return DELOG_ETRUNCATED;
+	buf = io_buf_alloc(dev, JRNL_SB_AREA);
+	if (!buf)
+		return -ENOMEM;
+	err = io_rw_wait(dev, IO_OPF(IO_OP_READ, 0), 0, buf, JRNL_SB_AREA, NULL);
+	if (!err)
+		err = sb_check(buf, ig->size_bytes, out);
+	free(buf);
+	return err;
+}
+
+int jrnl_format(struct io_dev *dev, const struct jrnl_format_opts *opts, struct jrnl_geom *out)
+{
+	const struct io_geom *ig = io_dev_geom(dev);
+	uint32_t sector = opts && opts->sector ? opts->sector : 4096;
+	uint64_t log_size = opts ? opts->log_size : 0;
+	const size_t chunk = 4u << 20;
+	struct jrnl_sb *sb;
+	struct io_req flush;
+	void *zero;
+	int err;
+
+	if ((sector != 512 && sector != 4096) || sector < ig->dio_off_align ||
+	    ig->size_bytes < JRNL_LOG_START)
+		return -EINVAL;
+	if (!log_size)
+		log_size = (ig->size_bytes - JRNL_LOG_START) / sector * sector;
+	if (log_size % sector || log_size < MIN_LOG_BYTES ||
+	    log_size > ig->size_bytes - JRNL_LOG_START || log_size / sector > UINT32_MAX)
+		return -EINVAL;
+
+	zero = io_buf_alloc(dev, chunk);
+	if (!zero)
+		return -ENOMEM;
+	memset(zero, 0, chunk);
+	for (uint64_t off = 0; off < JRNL_LOG_START + log_size; off += chunk) {
+		uint64_t n = JRNL_LOG_START + log_size - off;
+
+		err = io_rw_wait(dev, IO_OPF(IO_OP_WRITE, 0), off, zero, n < chunk ? n : chunk, NULL);
+		if (err)
+			goto out;
+	}
+	err = io_req_init(&flush, dev, 0, IO_OPF(IO_OP_FLUSH, 0));
+	if (!err)
+		err = io_submit_wait(&flush);
+	if (err)
+		goto out;
+
+	sb = zero; /* first 4096 bytes, still zero */
+	sb->magic = JRNL_SB_MAGIC;
+	sb->version = JRNL_FORMAT_VERSION;
+	sb->sector_size = sector;
+	sb->log_start = JRNL_LOG_START;
+	sb->log_size = log_size;
+	if (opts && opts->uuid) {
+		memcpy(sb->uuid, opts->uuid, sizeof(sb->uuid));
+	} else {
+		if (getrandom(sb->uuid, sizeof(sb->uuid), 0) != (ssize_t)sizeof(sb->uuid)) {
+			err = -errno;
+			goto out;
+		}
+		sb->uuid[6] = (uint8_t)((sb->uuid[6] & 0x0f) | 0x40); /* RFC 4122 version 4 */
+		sb->uuid[8] = (uint8_t)((sb->uuid[8] & 0x3f) | 0x80);
+	}
+	sb->format_time = (uint64_t)time(NULL);
+	sb->crc = sb_crc(sb);
+	err = io_rw_wait(dev, IO_OPF(IO_OP_WRITE, IO_FUA), 0, sb, JRNL_SB_AREA, NULL);
+	if (!err && out)
+		err = sb_check(sb, ig->size_bytes, out);
+out:
+	free(zero);
+	return err;
+}

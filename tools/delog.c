@@ -1,0 +1,132 @@
+/*
+ * delog.c - the `delog` command: global options and dispatch to subcommands.
+ *
+ *   delog [--help | --version] COMMAND [ARGS...]
+ *   delog help [COMMAND]
+ *
+ * Each subcommand lives in its own file (tools/<name>.c) behind an entry point declared
+ * in tools.h and parses its own options; this file only owns the table below.  Global
+ * options are parsed with a leading '+' in the getopt string, so parsing stops at the
+ * first non-option (the command) and the command's own options reach it untouched.
+ * Exit codes: 0 ok, 1 failure, 2 usage (DESIGN.md section 6).
+ */
+#include "tools.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct command commands[] = {
+	{ "probe", cmd_probe, "measure a device: flush and FUA latency, O_DIRECT bandwidth" },
+};
+
+#define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct command *find_command(const char *name)
+{
+	for (size_t i = 0; i < NR_COMMANDS; i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: delog [--help | --version] COMMAND [ARGS...]\n"
+		   "       delog help COMMAND\n");
+}
+
+static void help(void)
+{
+	usage(stdout);
+	printf("\ndelog is a durable write-ahead log on the XFS delayed-logging design.\n"
+	       "\ncommands:\n");
+	for (size_t i = 0; i < NR_COMMANDS; i++)
+		printf("  %-10s %s\n", commands[i].name, commands[i].summary);
+	printf("\noptions:\n"
+	       "  -h, --help     show this help and exit\n"
+	       "  -V, --version  show the version and exit\n"
+	       "\n'delog help COMMAND' or 'delog COMMAND --help' describes a command.\n"
+	       "Exit status: 0 success, 1 failure, 2 usage error.\n");
+}
+
+static int unknown_command(const char *name)
+{
+	fprintf(stderr, "delog: unknown command '%s'\n", name);
+	fprintf(stderr, "commands:");
+	for (size_t i = 0; i < NR_COMMANDS; i++)
+		fprintf(stderr, " %s", commands[i].name);
+	fprintf(stderr, "\n");
+	usage(stderr);
+	return TOOL_EXIT_USAGE;
+}
+
+/* `delog help [COMMAND]`: the overview, or the command's own --help. */
+static int help_command(int argc, char **argv)
+{
+	const struct command *c;
+	char *hargv[3];
+
+	if (argc < 2) {
+		help();
+		return TOOL_EXIT_OK;
+	}
+	if (argc > 2) {
+		fprintf(stderr, "delog help: takes one command name\n");
+		usage(stderr);
+		return TOOL_EXIT_USAGE;
+	}
+	c = find_command(argv[1]);
+	if (!c)
+		return unknown_command(argv[1]);
+	hargv[0] = argv[1];
+	hargv[1] = (char *)"--help";
+	hargv[2] = NULL;
+	optind = 0;
+	return c->run(2, hargv);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const struct command *c;
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "+hV", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'h':
+			help();
+			return TOOL_EXIT_OK;
+		case 'V':
+			printf("delog %s\n", tool_version());
+			return TOOL_EXIT_OK;
+		default:
+			usage(stderr);
+			return TOOL_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "delog: no command given\n");
+		usage(stderr);
+		return TOOL_EXIT_USAGE;
+	}
+	argc -= optind;
+	argv += optind;
+	if (!strcmp(argv[0], "help"))
+		return help_command(argc, argv);
+	c = find_command(argv[0]);
+	if (!c)
+		return unknown_command(argv[0]);
+	optind = 0; /* reinitialise getopt for the command's own options */
+	return c->run(argc, argv);
+}

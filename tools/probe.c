@@ -1,0 +1,1438 @@
+/*
+ * probe.c - `delog probe PATH`: what this device costs, per I/O backend (cf. PostgreSQL's
+ * pg_test_fsync), before anyone blames the log for it.
+ *
+ * It reports the device facts the iolayer found at open (block sizes, O_DIRECT alignment,
+ * volatile write cache, FUA, filesystem) and, for every usable backend, the latency of a
+ * single 4 KiB O_DIRECT write, a write followed by a flush, a FUA write and an idle flush,
+ * plus sequential O_DIRECT write and read bandwidth with 8 requests of 1 MiB in flight.
+ * When fio is installed it runs fio's io_uring engine with the same block size, queue
+ * depth, byte count and file in the same run, so the uring numbers can be judged against
+ * an independent implementation (a report, not a pass/fail test).
+ *
+ * Why it is built this way:
+ *  - The probe region is written with zeroes before anything is measured (after
+ *    fallocate, for files).  An O_DIRECT write into an unwritten or unallocated extent
+ *    makes the filesystem convert or allocate it, so every "data" flush would also commit
+ *    the filesystem journal and the numbers would describe ext4, not the disk.  A loop
+ *    device over a sparse file has the same problem one layer down, so block devices are
+ *    pre-written too.  The zero-fill is also the warm-up for the bandwidth passes.
+ *  - Latency ops are submitted one at a time and waited for (io_submit_wait): the number
+ *    wanted is what one synchronous commit costs, so nothing may overlap it.  A few
+ *    unmeasured ops precede each test; percentiles are nearest-rank over >= 200 samples.
+ *  - Writes go to distinct 4 KiB offsets, cycling through the region, so no test
+ *    rewrites a block that the previous op left in the cache.
+ *  - Bandwidth keeps exactly 8 requests in flight: completions return their slot to a
+ *    free list under a mutex and the submitting thread refills it.  Each pass covers the
+ *    same bytes as the fio job; the median of several passes is reported, and uring and
+ *    fio passes alternate so drift in the device affects both alike.
+ *  - SIGINT, SIGTERM and SIGHUP are blocked for the run and polled between ops, so an
+ *    interrupted probe still removes the file it created, then dies of the signal.
+ *  - A file that does not exist is created (O_EXCL, O_NOFOLLOW, mode 0600) and removed at
+ *    the end.  Anything that holds data (a non-empty file, a block device) is only
+ *    written with --force, because the probe overwrites the region it measures.
+ */
+#include "tools.h"
+
+#include "io.h"
+#include "io_sim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define OP_BYTES 4096u            /* latency op size */
+#define BW_BLOCK (1024u * 1024u)  /* bandwidth request size */
+#define BW_QD 8u                  /* bandwidth queue depth */
+#define WARMUP_OPS 8u             /* unmeasured ops before each latency test */
+#define MIN_OPS 200u
+#define DEFAULT_OPS 500u
+#define DEFAULT_SIZE (256ull << 20)
+#define DEFAULT_SIM_SIZE (64ull << 20)
+#define MIN_SIZE (8ull << 20)
+#define DEFAULT_PASSES 3u
+#define MAX_PASSES 20u
+#define FIO_OUTPUT_MAX (4u << 20)
+
+enum lat_test { LAT_WRITE, LAT_WRITE_FLUSH, LAT_FUA, LAT_FLUSH, NR_LAT };
+
+static const struct {
+	const char *key;   /* JSON key */
+	const char *label; /* table label */
+} lat_names[NR_LAT] = {
+	[LAT_WRITE] = { "write", "write 4K" },
+	[LAT_WRITE_FLUSH] = { "write_flush", "write 4K + flush" },
+	[LAT_FUA] = { "fua_write", "write 4K FUA" },
+	[LAT_FLUSH] = { "flush", "flush (idle)" },
+};
+
+struct probe_opts {
+	const char *path;          /* NULL with --backend sim */
+	const char *backend;       /* NULL: every built-in backend but sim */
+	bool json, force, no_fio;
+	uint64_t size;             /* probe region */
+	uint64_t ops;              /* measured ops per latency test */
+	uint64_t bw_bytes;         /* bytes per bandwidth pass; 0: the region */
+	unsigned passes;           /* bandwidth passes per direction */
+	enum io_sim_latency sim_latency;
+};
+
+/* The thing being probed and what was done to it, so cleanup can undo it. */
+struct target {
+	const char *path;
+	int fd;                    /* plain descriptor (files); O_EXCL hold (block devices) */
+	bool is_sim, is_blockdev;
+	bool created;              /* we created it: unlink at the end */
+	bool extended;             /* we grew it: truncate back to orig_size */
+	uint64_t orig_size;
+	uint64_t region;           /* bytes probed, from offset 0 */
+	double prepare_s;          /* zero-fill time */
+};
+
+struct fio_result {
+	bool ran;
+	double write_mbs, read_mbs; /* NAN when that job failed */
+	char error[256];
+};
+
+struct backend_result {
+	const char *name;
+	bool ok;
+	char error[512];
+	struct lat_stats lat[NR_LAT];
+	double write_mbs, read_mbs;
+	struct io_counters cnt;
+	bool fio_tried;
+	struct fio_result fio;
+};
+
+struct progress {
+	bool on;
+	uint64_t last_ns;
+};
+
+/* Everything one run owns; lives on cmd_probe's stack. */
+struct probe {
+	struct probe_opts o;
+	struct target t;
+	struct progress prog;
+	sigset_t stop_sigs;
+	uint64_t cursor;           /* next latency-op offset */
+	uint64_t *samples;         /* o.ops latency samples */
+	const char *fio;           /* fio's path, or NULL */
+	char fio_path[PATH_MAX];
+};
+
+/* ---- small helpers ---- */
+
+static void progress(struct probe *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void progress(struct probe *p, const char *fmt, ...)
+{
+	uint64_t now;
+	va_list ap;
+
+	if (!p->prog.on)
+		return;
+	now = now_ns();
+	if (now - p->prog.last_ns < 100000000ull)
+		return;
+	p->prog.last_ns = now;
+	fputs("\r\033[K", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fflush(stderr);
+}
+
+static void progress_clear(struct probe *p)
+{
+	if (!p->prog.on)
+		return;
+	fputs("\r\033[K", stderr);
+	fflush(stderr);
+	p->prog.last_ns = 0;
+}
+
+/* Human output; progress is cleared first so the two never share a line. */
+static void out(struct probe *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void out(struct probe *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (p->o.json)
+		return;
+	progress_clear(p);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+}
+
+static void fail(const char *subject, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void fail(const char *subject, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "delog probe: ");
+	if (subject)
+		fprintf(stderr, "%s: ", subject);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static bool interrupted(const struct probe *p)
+{
+	sigset_t pend;
+
+	if (sigpending(&pend))
+		return false;
+	for (int s = 1; s < NSIG; s++)
+		if (sigismember(&p->stop_sigs, s) == 1 && sigismember(&pend, s) == 1)
+			return true;
+	return false;
+}
+
+static double mbs(uint64_t bytes, uint64_t ns)
+{
+	return ns ? (double)bytes / ((double)ns / 1e9) / 1e6 : NAN;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median_dbl(double *v, size_t n)
+{
+	size_t ok = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (!isnan(v[i]))
+			v[ok++] = v[i];
+	if (!ok)
+		return NAN;
+	qsort(v, ok, sizeof(*v), cmp_dbl);
+	return ok % 2 ? v[ok / 2] : (v[ok / 2 - 1] + v[ok / 2]) / 2;
+}
+
+/* ---- latency ---- */
+
+static uint64_t next_off(struct probe *p)
+{
+	uint64_t off = p->cursor;
+
+	p->cursor += OP_BYTES;
+	if (p->cursor + OP_BYTES > p->t.region)
+		p->cursor = 0;
+	return off;
+}
+
+/* One op of @test, timed from first submission to last completion. */
+static int lat_op(struct probe *p, struct io_dev *dev, enum lat_test test, void *buf,
+		  uint64_t *ns, char *err, size_t errlen)
+{
+	uint32_t wflags = test == LAT_FUA ? IO_FUA : 0;
+	bool do_write = test != LAT_FLUSH;
+	bool do_flush = test == LAT_WRITE_FLUSH || test == LAT_FLUSH;
+	struct io_req w, f;
+	uint64_t off = do_write ? next_off(p) : 0;
+	uint64_t t0;
+	int rc;
+
+	rc = io_req_init(&w, dev, 1, IO_OPF(IO_OP_WRITE, wflags));
+	if (!rc)
+		rc = io_req_add(&w, buf, OP_BYTES);
+	if (rc) {
+		snprintf(err, errlen, "cannot set up a write request: %s", tool_strerror(rc));
+		return rc;
+	}
+	w.off = off;
+	rc = io_req_init(&f, dev, 0, IO_OPF(IO_OP_FLUSH, 0));
+	if (rc) {
+		io_req_release(&w);
+		snprintf(err, errlen, "cannot set up a flush request: %s", tool_strerror(rc));
+		return rc;
+	}
+
+	t0 = now_ns();
+	rc = do_write ? io_submit_wait(&w) : 0;
+	if (!rc && do_flush)
+		rc = io_submit_wait(&f);
+	*ns = now_ns() - t0;
+
+	io_req_release(&w);
+	io_req_release(&f);
+	if (rc)
+		snprintf(err, errlen, "%s%s: %s", do_write ? "4 KiB write" : "flush",
+			 do_write && do_flush ? " + flush" : "", tool_strerror(rc));
+	return rc;
+}
+
+static int lat_test_run(struct probe *p, struct io_dev *dev, const char *be, enum lat_test test,
+			void *buf, struct lat_stats *st, char *err, size_t errlen)
+{
+	uint64_t ns;
+	int rc;
+
+	for (unsigned i = 0; i < WARMUP_OPS; i++) {
+		rc = lat_op(p, dev, test, buf, &ns, err, errlen);
+		if (rc)
+			return rc;
+	}
+	for (uint64_t i = 0; i < p->o.ops; i++) {
+		if (interrupted(p))
+			return -EINTR;
+		rc = lat_op(p, dev, test, buf, &p->samples[i], err, errlen);
+		if (rc)
+			return rc;
+		progress(p, "%s: %s %" PRIu64 "/%" PRIu64, be, lat_names[test].label, i + 1,
+			 p->o.ops);
+	}
+	lat_stats_compute(p->samples, p->o.ops, st);
+	return 0;
+}
+
+/* ---- bandwidth: BW_QD requests of BW_BLOCK in flight ---- */
+
+struct bw;
+
+struct bw_slot {
+	struct io_req req;
+	void *buf;
+	struct bw *bw;
+	bool inited;
+};
+
+struct bw {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned inflight;
+	unsigned nfree;
+	unsigned free[BW_QD];
+	int err;
+	uint64_t err_off;
+	struct bw_slot slot[BW_QD];
+};
+
+static void bw_end_io(struct io_req *req)
+{
+	struct bw_slot *s = req->priv;
+	struct bw *bw = s->bw;
+	int status = atomic_load(&req->status);
+
+	pthread_mutex_lock(&bw->lock);
+	if (status && !bw->err) {
+		bw->err = status;
+		bw->err_off = req->off;
+	}
+	bw->free[bw->nfree++] = (unsigned)(s - bw->slot);
+	bw->inflight--;
+	pthread_cond_signal(&bw->cond);
+	pthread_mutex_unlock(&bw->lock);
+}
+
+static int bw_setup(struct bw *bw, struct io_dev *dev, bool zero)
+{
+	memset(bw, 0, sizeof(*bw));
+	pthread_mutex_init(&bw->lock, NULL);
+	pthread_cond_init(&bw->cond, NULL);
+	for (unsigned i = 0; i < BW_QD; i++) {
+		bw->slot[i].bw = bw;
+		bw->slot[i].buf = io_buf_alloc(dev, BW_BLOCK);
+		if (!bw->slot[i].buf)
+			return -ENOMEM;
+		/* Not all zeroes for the measured writes, so nothing below can take a shortcut
+		 * for zero pages. */
+		memset(bw->slot[i].buf, zero ? 0 : 0x5a + (int)i, BW_BLOCK);
+	}
+	return 0;
+}
+
+static void bw_teardown(struct bw *bw)
+{
+	for (unsigned i = 0; i < BW_QD; i++) {
+		if (bw->slot[i].inited)
+			io_req_release(&bw->slot[i].req);
+		free(bw->slot[i].buf);
+	}
+	pthread_mutex_destroy(&bw->lock);
+	pthread_cond_destroy(&bw->cond);
+}
+
+/* One sequential pass over [0, bytes); *ns receives the elapsed time. */
+static int bw_pass(struct probe *p, struct bw *bw, struct io_dev *dev, enum io_op op,
+		   uint64_t bytes, uint64_t *ns, char *err, size_t errlen)
+{
+	uint64_t t0, off;
+	int rc = 0;
+
+	bw->nfree = BW_QD;
+	for (unsigned i = 0; i < BW_QD; i++)
+		bw->free[i] = i;
+	bw->err = 0;
+	bw->inflight = 0;
+
+	t0 = now_ns();
+	for (off = 0; off < bytes; off += BW_BLOCK) {
+		struct bw_slot *s;
+		unsigned idx;
+
+		pthread_mutex_lock(&bw->lock);
+		while (!bw->nfree && !bw->err)
+			pthread_cond_wait(&bw->cond, &bw->lock);
+		if (bw->err) {
+			pthread_mutex_unlock(&bw->lock);
+			break;
+		}
+		idx = bw->free[--bw->nfree];
+		bw->inflight++;
+		pthread_mutex_unlock(&bw->lock);
+
+		s = &bw->slot[idx];
+		if (s->inited)
+			io_req_release(&s->req);
+		rc = io_req_init(&s->req, dev, 1, IO_OPF(op, 0));
+		s->inited = rc == 0;
+		if (!rc)
+			rc = io_req_add(&s->req, s->buf, BW_BLOCK);
+		if (!rc) {
+			s->req.off = off;
+			s->req.end_io = bw_end_io;
+			s->req.priv = s;
+			rc = io_submit(&s->req);
+		}
+		if (rc) {
+			pthread_mutex_lock(&bw->lock);
+			bw->free[bw->nfree++] = idx;
+			bw->inflight--;
+			if (!bw->err) {
+				bw->err = rc;
+				bw->err_off = off;
+			}
+			pthread_mutex_unlock(&bw->lock);
+			break;
+		}
+		if ((off / BW_BLOCK) % 64 == 0 && interrupted(p)) {
+			rc = -EINTR;
+			break;
+		}
+	}
+	pthread_mutex_lock(&bw->lock);
+	while (bw->inflight)
+		pthread_cond_wait(&bw->cond, &bw->lock);
+	if (!rc)
+		rc = bw->err;
+	pthread_mutex_unlock(&bw->lock);
+	*ns = now_ns() - t0;
+	if (rc && rc != -EINTR)
+		snprintf(err, errlen, "sequential %s at offset %" PRIu64 ": %s",
+			 op == IO_OP_READ ? "read" : "write", bw->err_off, tool_strerror(rc));
+	return rc;
+}
+
+static int flush_wait(struct io_dev *dev)
+{
+	struct io_req f;
+	int rc = io_req_init(&f, dev, 0, IO_OPF(IO_OP_FLUSH, 0));
+
+	if (!rc)
+		rc = io_submit_wait(&f);
+	io_req_release(&f);
+	return rc;
+}
+
+/* ---- fio ---- */
+
+static const char *find_in_path(const char *prog, char *buf, size_t len)
+{
+	const char *path = getenv("PATH");
+
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t n = strcspn(path, ":");
+
+		if (n && (size_t)snprintf(buf, len, "%.*s/%s", (int)n, path, prog) < len &&
+		    access(buf, X_OK) == 0)
+			return buf;
+		path += n;
+		if (*path == ':')
+			path++;
+	}
+	return NULL;
+}
+
+/*
+ * Find "key" used as an object key (followed by ':') after @from; returns a pointer just
+ * past the colon, or NULL.  Enough for fio's output, where "write" is also a value of
+ * "rw" in the job options but is never followed by a colon there.
+ */
+static const char *json_find_key(const char *from, const char *key)
+{
+	size_t klen = strlen(key);
+
+	for (const char *s = from; (s = strchr(s, '"')); s++) {
+		const char *e;
+
+		if (strncmp(s + 1, key, klen) || s[1 + klen] != '"')
+			continue;
+		e = s + klen + 2;
+		while (*e == ' ' || *e == '\t' || *e == '\n' || *e == '\r')
+			e++;
+		if (*e == ':')
+			return e + 1;
+	}
+	return NULL;
+}
+
+/* fio's bandwidth for the @dir ("write" or "read") section of jobs[0], in bytes/s. */
+static int fio_parse_bw(const char *json, const char *dir, double *bytes_per_s)
+{
+	const char *jobs = json_find_key(json, "jobs");
+	const char *sec = jobs ? json_find_key(jobs, dir) : NULL;
+	const char *v;
+	char *end;
+	double d;
+
+	if (!sec)
+		return -EINVAL;
+	v = json_find_key(sec, "bw_bytes");
+	if (v) {
+		d = strtod(v, &end);
+		if (end != v) {
+			*bytes_per_s = d;
+			return 0;
+		}
+	}
+	v = json_find_key(sec, "bw"); /* KiB/s in fio's JSON */
+	if (v) {
+		d = strtod(v, &end);
+		if (end != v) {
+			*bytes_per_s = d * 1024;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* fio treats ':' in --filename as a separator between files; escape it. */
+static int fio_filename_arg(const char *path, char *buf, size_t len)
+{
+	size_t o = (size_t)snprintf(buf, len, "--filename=");
+
+	for (const char *s = path; *s; s++) {
+		if (o + 3 >= len)
+			return -ENAMETOOLONG;
+		if (*s == ':')
+			buf[o++] = '\\';
+		buf[o++] = *s;
+	}
+	buf[o] = '\0';
+	return 0;
+}
+
+/* Run one fio job like the bandwidth pass and return its MB/s (10^6 bytes/s). */
+static int fio_run(struct probe *p, const char *dir, double *out_mbs, char *err, size_t errlen)
+{
+	char file_arg[PATH_MAX + 64], rw_arg[32], size_arg[64];
+	char *argv[16];
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none;
+	char *buf = NULL;
+	size_t used = 0, cap = 0;
+	int fds[2], status, rc, argc = 0;
+	double bps;
+	pid_t pid;
+
+	if (fio_filename_arg(p->t.path, file_arg, sizeof(file_arg))) {
+		snprintf(err, errlen, "path too long for fio");
+		return -ENAMETOOLONG;
+	}
+	snprintf(rw_arg, sizeof(rw_arg), "--rw=%s", dir);
+	snprintf(size_arg, sizeof(size_arg), "--size=%" PRIu64, p->o.bw_bytes);
+	argv[argc++] = (char *)p->fio;
+	argv[argc++] = (char *)"--name=delog-probe";
+	argv[argc++] = file_arg;
+	argv[argc++] = rw_arg;
+	argv[argc++] = (char *)"--bs=1M";
+	argv[argc++] = (char *)"--iodepth=8";
+	argv[argc++] = (char *)"--ioengine=io_uring";
+	argv[argc++] = (char *)"--direct=1";
+	argv[argc++] = size_arg;
+	argv[argc++] = (char *)"--offset=0";
+	argv[argc++] = (char *)"--fallocate=none";
+	argv[argc++] = (char *)"--output-format=json";
+	argv[argc] = NULL;
+
+	if (pipe2(fds, O_CLOEXEC)) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		return -errno;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+	posix_spawnattr_init(&attr);
+	sigemptyset(&none);
+	posix_spawnattr_setsigmask(&attr, &none); /* we block SIGINT; fio must not */
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+	rc = posix_spawn(&pid, p->fio, &fa, &attr, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	close(fds[1]);
+	if (rc) {
+		close(fds[0]);
+		snprintf(err, errlen, "cannot run %s: %s", p->fio, strerror(rc));
+		return -rc;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (cap - used < 4096 && cap < FIO_OUTPUT_MAX) {
+			char *nb = realloc(buf, cap ? cap * 2 : 65536);
+
+			if (!nb)
+				break;
+			buf = nb;
+			cap = cap ? cap * 2 : 65536;
+		}
+		if (cap - used <= 1) {
+			char sink[4096];
+
+			if (read(fds[0], sink, sizeof(sink)) <= 0)
+				break;
+			continue;
+		}
+		n = read(fds[0], buf + used, cap - used - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		used += (size_t)n;
+	}
+	close(fds[0]);
+	if (buf)
+		buf[used] = '\0';
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		const char *msg = buf ? buf : "";
+		const char *nl;
+
+		/* fio's own error is usually its first line. */
+		nl = strchr(msg, '\n');
+		if (WIFEXITED(status))
+			snprintf(err, errlen, "fio exited with status %d: %.*s", WEXITSTATUS(status),
+				 nl ? (int)(nl - msg) : 200, msg);
+		else
+			snprintf(err, errlen, "fio was killed by signal %d",
+				 WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+		free(buf);
+		return -EIO;
+	}
+	rc = buf ? fio_parse_bw(buf, dir, &bps) : -EINVAL;
+	free(buf);
+	if (rc) {
+		snprintf(err, errlen, "no %s bandwidth in fio's JSON output", dir);
+		return rc;
+	}
+	*out_mbs = bps / 1e6;
+	return 0;
+}
+
+/* ---- one backend ---- */
+
+static void opts_for(const struct probe *p, struct io_dev_opts *dopts, struct io_sim_opts *so,
+		     const char *backend, char *errmsg, size_t errlen)
+{
+	memset(dopts, 0, sizeof(*dopts));
+	dopts->size = sizeof(*dopts);
+	dopts->backend = backend;
+	dopts->errmsg = errmsg;
+	dopts->errmsg_len = errlen;
+	if (p->t.is_sim) {
+		memset(so, 0, sizeof(*so));
+		so->size = sizeof(*so);
+		so->dev_bytes = p->t.region;
+		so->latency = p->o.sim_latency;
+		so->in_order = false;
+		dopts->sim = so;
+	}
+}
+
+/* Bandwidth passes for one backend; for uring with fio, fio passes alternate with ours. */
+static int bw_measure(struct probe *p, struct io_dev *dev, struct backend_result *r)
+{
+	double w[MAX_PASSES], rd[MAX_PASSES], fw[MAX_PASSES], fr[MAX_PASSES];
+	bool with_fio = r->fio_tried && p->fio;
+	struct bw bw;
+	uint64_t ns;
+	int rc;
+
+	rc = bw_setup(&bw, dev, false);
+	if (rc) {
+		snprintf(r->error, sizeof(r->error), "cannot allocate bandwidth buffers");
+		bw_teardown(&bw);
+		return rc;
+	}
+	if (with_fio)
+		r->fio.ran = true;
+	for (int d = 0; d < 2 && !rc; d++) {
+		enum io_op op = d ? IO_OP_READ : IO_OP_WRITE;
+		const char *dir = d ? "read" : "write";
+		double *mine = d ? rd : w, *theirs = d ? fr : fw;
+
+		for (unsigned i = 0; i < p->o.passes && !rc; i++) {
+			progress(p, "%s: sequential %s pass %u/%u", r->name, dir, i + 1, p->o.passes);
+			rc = bw_pass(p, &bw, dev, op, p->o.bw_bytes, &ns, r->error,
+				     sizeof(r->error));
+			if (!rc && op == IO_OP_WRITE)
+				rc = flush_wait(dev); /* untimed: leave the cache clean */
+			if (rc)
+				break;
+			mine[i] = mbs(p->o.bw_bytes, ns);
+			if (!with_fio)
+				continue;
+			progress(p, "fio: sequential %s pass %u/%u", dir, i + 1, p->o.passes);
+			theirs[i] = NAN;
+			if (!r->fio.error[0] &&
+			    fio_run(p, dir, &theirs[i], r->fio.error, sizeof(r->fio.error)))
+				theirs[i] = NAN;
+			if (interrupted(p))
+				rc = -EINTR;
+		}
+	}
+	bw_teardown(&bw);
+	if (rc)
+		return rc;
+	r->write_mbs = median_dbl(w, p->o.passes);
+	r->read_mbs = median_dbl(rd, p->o.passes);
+	if (with_fio) {
+		r->fio.write_mbs = median_dbl(fw, p->o.passes);
+		r->fio.read_mbs = median_dbl(fr, p->o.passes);
+	}
+	return 0;
+}
+
+static int backend_run(struct probe *p, struct backend_result *r)
+{
+	struct io_dev_opts dopts;
+	struct io_sim_opts so;
+	struct io_dev *dev;
+	char errmsg[512] = "";
+	void *buf;
+	int rc;
+
+	opts_for(p, &dopts, &so, r->name, errmsg, sizeof(errmsg));
+	rc = io_dev_open(p->t.is_sim ? NULL : p->t.path, &dopts, &dev);
+	if (rc) {
+		snprintf(r->error, sizeof(r->error), "%s", errmsg[0] ? errmsg : tool_strerror(rc));
+		return rc == -EINTR ? rc : 0; /* a backend that cannot open is reported, not fatal */
+	}
+	buf = io_buf_alloc(dev, OP_BYTES);
+	if (!buf) {
+		snprintf(r->error, sizeof(r->error), "cannot allocate an I/O buffer");
+		io_dev_close(dev);
+		return 0;
+	}
+	memset(buf, 0xa5, OP_BYTES);
+
+	rc = flush_wait(dev); /* start from a clean cache */
+	if (rc)
+		snprintf(r->error, sizeof(r->error), "flush: %s", tool_strerror(rc));
+	for (int t = 0; !rc && t < NR_LAT; t++)
+		rc = lat_test_run(p, dev, r->name, (enum lat_test)t, buf, &r->lat[t], r->error,
+				  sizeof(r->error));
+	free(buf);
+	if (!rc)
+		rc = bw_measure(p, dev, r);
+	io_dev_counters(dev, &r->cnt);
+	io_dev_close(dev);
+	if (rc == -EINTR)
+		return rc;
+	r->ok = rc == 0;
+	return 0;
+}
+
+/* ---- the target: create, check, prepare, clean up ---- */
+
+static void target_cleanup(struct probe *p)
+{
+	struct target *t = &p->t;
+
+	if (t->created) {
+		if (unlink(t->path))
+			fail(t->path, "cannot remove the probe file: %s", strerror(errno));
+	} else if (t->extended && t->fd >= 0) {
+		if (ftruncate(t->fd, (off_t)t->orig_size))
+			fail(t->path, "cannot truncate back to %" PRIu64 " bytes: %s", t->orig_size,
+			     strerror(errno));
+	}
+	if (t->fd >= 0)
+		close(t->fd);
+	t->fd = -1;
+}
+
+/* Decide what PATH is and make it probe-able (without writing it yet). */
+static int target_open(struct probe *p)
+{
+	struct target *t = &p->t;
+	char sz[32], sz2[32];
+	struct stat st;
+
+	t->fd = -1;
+	t->region = p->o.size;
+	if (t->is_sim)
+		return 0;
+
+	if (lstat(t->path, &st) && errno == ENOENT) {
+		t->fd = open(t->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (t->fd < 0) {
+			fail(t->path, "cannot create: %s", strerror(errno));
+			return -errno;
+		}
+		t->created = true;
+		/* Sparse until the O_DIRECT check has passed (tmpfs would pin the memory). */
+		if (ftruncate(t->fd, (off_t)t->region)) {
+			fail(t->path, "cannot size to %s: %s", fmt_bytes(t->region, sz, sizeof(sz)),
+			     strerror(errno));
+			return -errno;
+		}
+		return 0;
+	}
+	if (stat(t->path, &st)) {
+		fail(t->path, "%s", strerror(errno));
+		return -errno;
+	}
+	if (S_ISBLK(st.st_mode)) {
+		if (!p->o.force) {
+			fail(t->path, "is a block device; probing overwrites its first %s "
+			     "(add --force to allow that)", fmt_bytes(p->o.size, sz, sizeof(sz)));
+			return -EPERM;
+		}
+		/* An exclusive open fails while the device is mounted or otherwise claimed, and
+		 * holding it keeps it from being mounted under us. */
+		t->fd = open(t->path, O_RDONLY | O_EXCL | O_CLOEXEC);
+		if (t->fd < 0) {
+			if (errno == EBUSY)
+				fail(t->path, "is in use (mounted, or claimed by another process); "
+				     "not probing it");
+			else
+				fail(t->path, "%s", strerror(errno));
+			return -errno;
+		}
+		t->is_blockdev = true;
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fail(t->path, "not a regular file or block device");
+		return -EINVAL;
+	}
+	if (st.st_size > 0 && !p->o.force) {
+		fail(t->path, "exists and holds %s; probing overwrites it (add --force to allow "
+		     "that, or name a file that does not exist)",
+		     fmt_bytes((uint64_t)st.st_size, sz, sizeof(sz)));
+		return -EEXIST;
+	}
+	t->fd = open(t->path, O_RDWR | O_CLOEXEC);
+	if (t->fd < 0) {
+		fail(t->path, "%s", strerror(errno));
+		return -errno;
+	}
+	if ((uint64_t)st.st_size < t->region) {
+		t->orig_size = (uint64_t)st.st_size;
+		if (ftruncate(t->fd, (off_t)t->region)) {
+			fail(t->path, "cannot extend from %s to %s: %s",
+			     fmt_bytes(t->orig_size, sz, sizeof(sz)),
+			     fmt_bytes(t->region, sz2, sizeof(sz2)), strerror(errno));
+			return -errno;
+		}
+		t->extended = true;
+	}
+	return 0;
+}
+
+/* Allocate and zero-fill the region through @dev (see the comment at the top). */
+static int target_prepare(struct probe *p, struct io_dev *dev)
+{
+	struct target *t = &p->t;
+	char err[256] = "";
+	struct bw bw;
+	uint64_t ns, t0 = now_ns();
+	int rc;
+
+	if (t->is_sim)
+		return 0;
+	if (!t->is_blockdev && fallocate(t->fd, 0, 0, (off_t)t->region) && errno != EOPNOTSUPP) {
+		fail(t->path, "cannot preallocate %" PRIu64 " bytes: %s", t->region,
+		     strerror(errno));
+		return -errno;
+	}
+	rc = bw_setup(&bw, dev, true);
+	if (rc) {
+		bw_teardown(&bw);
+		fail(t->path, "cannot allocate zero-fill buffers");
+		return rc;
+	}
+	progress(p, "zero-filling %" PRIu64 " MiB", t->region >> 20);
+	rc = bw_pass(p, &bw, dev, IO_OP_WRITE, t->region, &ns, err, sizeof(err));
+	bw_teardown(&bw);
+	if (!rc) {
+		rc = flush_wait(dev);
+		if (rc)
+			snprintf(err, sizeof(err), "flush: %s", tool_strerror(rc));
+	}
+	if (rc && rc != -EINTR)
+		fail(t->path, "zero-fill: %s", err);
+	t->prepare_s = (double)(now_ns() - t0) / 1e9;
+	return rc;
+}
+
+/* ---- output ---- */
+
+static const char *cache_str(int v)
+{
+	return v > 0 ? "write back" : v == 0 ? "write through" : "unknown";
+}
+
+static void print_device(struct probe *p, const struct io_geom *g, const char *auto_be,
+			 const char *const *names, size_t nr)
+{
+	const struct target *t = &p->t;
+	char a[32], b[32];
+
+	if (p->o.json)
+		return;
+	out(p, "delog probe %s\n", t->is_sim ? "(simulated disk)" : t->path);
+	if (t->is_sim)
+		out(p, "  target           in-memory sim backend, latency profile %s\n",
+		    p->o.sim_latency == IO_SIM_LAT_NVME ? "nvme" :
+		    p->o.sim_latency == IO_SIM_LAT_SATA ? "sata" : "none");
+	else if (t->is_blockdev)
+		out(p, "  target           block device, %s\n", fmt_bytes(g->size_bytes, a, sizeof(a)));
+	else
+		out(p, "  target           file on %s, %s\n", g->fs_type,
+		    t->created ? "created for the probe (removed at exit)" :
+		    t->extended ? "existing (extended for the probe, truncated back at exit)" :
+				  "existing");
+	if (t->is_sim)
+		out(p, "  probe region     %s\n", fmt_bytes(t->region, a, sizeof(a)));
+	else
+		out(p, "  probe region     %s, zero-filled first (%.2f s)\n",
+		    fmt_bytes(t->region, a, sizeof(a)), t->prepare_s);
+	out(p, "  logical block    %s\n", fmt_bytes(g->logical_block, a, sizeof(a)));
+	out(p, "  physical block   %s\n", fmt_bytes(g->physical_block, a, sizeof(a)));
+	out(p, "  O_DIRECT align   memory %s, offset %s (%s)\n",
+	    fmt_bytes(g->dio_mem_align, a, sizeof(a)), fmt_bytes(g->dio_off_align, b, sizeof(b)),
+	    g->dioalign_from_statx ? "statx STATX_DIOALIGN" : "block size");
+	out(p, "  write cache      %s%s\n", cache_str(g->volatile_cache),
+	    g->volatile_cache > 0 ? " (volatile: a completed write is durable only after a flush)"
+				  : "");
+	out(p, "  FUA              %s\n",
+	    g->fua > 0 ? "yes" :
+	    g->fua == 0 ? "no (a FUA write becomes a write plus a flush)" : "unknown");
+	out(p, "  backends        ");
+	for (size_t i = 0; i < nr; i++)
+		out(p, " %s", names[i]);
+	if (auto_be)
+		out(p, " (auto-selected: %s)", auto_be);
+	out(p, "\n");
+}
+
+static void print_latency_header(struct probe *p)
+{
+	out(p, "\n4 KiB O_DIRECT ops, one at a time, %" PRIu64 " each (microseconds)\n",
+	    p->o.ops);
+	out(p, "  %-8s %-18s %9s %9s %9s %9s\n", "backend", "test", "median", "p99", "mean",
+	    "ops/s");
+}
+
+static void print_latency(struct probe *p, const struct backend_result *r)
+{
+	bool have = r->lat[0].n > 0;
+
+	if (!have) {
+		out(p, "  %-8s %s\n", r->name, r->error);
+		return;
+	}
+	for (int t = 0; t < NR_LAT; t++) {
+		const struct lat_stats *s = &r->lat[t];
+
+		if (!s->n) {
+			out(p, "  %-8s %-18s failed: %s\n", t ? "" : r->name, lat_names[t].label,
+			    r->error);
+			break;
+		}
+		out(p, "  %-8s %-18s %9.1f %9.1f %9.1f %9.0f\n", t ? "" : r->name,
+		    lat_names[t].label, s->median_us, s->p99_us, s->mean_us, 1e6 / s->mean_us);
+	}
+}
+
+static void print_bandwidth(struct probe *p, const struct backend_result *rs, size_t nr)
+{
+	const struct backend_result *fio_r = NULL;
+	char a[32];
+
+	out(p, "\nsequential O_DIRECT, %u KiB requests, queue depth %u, %s per pass, median of %u "
+	       "(MB/s = 10^6 bytes/s)\n", BW_BLOCK >> 10, BW_QD,
+	    fmt_bytes(p->o.bw_bytes, a, sizeof(a)), p->o.passes);
+	out(p, "  %-14s %12s %12s\n", "backend", "write MB/s", "read MB/s");
+	for (size_t i = 0; i < nr; i++) {
+		const struct backend_result *r = &rs[i];
+
+		if (r->fio_tried)
+			fio_r = r;
+		if (!r->ok) {
+			out(p, "  %-14s %s\n", r->name,
+			    r->lat[NR_LAT - 1].n ? r->error : "not measured (see above)");
+			continue;
+		}
+		out(p, "  %-14s %12.1f %12.1f\n", r->name, r->write_mbs, r->read_mbs);
+	}
+	if (p->t.is_sim)
+		return;
+	if (!p->fio) {
+		out(p, "  fio            not installed (apt-get install fio)\n");
+		return;
+	}
+	if (!fio_r) {
+		out(p, "  fio            not run (the comparison is against the uring backend)\n");
+		return;
+	}
+	if (!fio_r->fio.ran)
+		return;
+	if (!isnan(fio_r->fio.write_mbs) || !isnan(fio_r->fio.read_mbs)) {
+		out(p, "  %-14s %12.1f %12.1f\n", "fio io_uring", fio_r->fio.write_mbs,
+		    fio_r->fio.read_mbs);
+		out(p, "  %-14s %12.3f %12.3f\n", "uring / fio",
+		    fio_r->write_mbs / fio_r->fio.write_mbs, fio_r->read_mbs / fio_r->fio.read_mbs);
+	}
+	if (fio_r->fio.error[0])
+		out(p, "  fio            %s\n", fio_r->fio.error);
+}
+
+static void json_lat(struct json *j, const char *key, const struct lat_stats *s)
+{
+	json_obj_begin(j, key);
+	json_dbl(j, "median", s->median_us);
+	json_dbl(j, "p99", s->p99_us);
+	json_dbl(j, "mean", s->mean_us);
+	json_dbl(j, "min", s->min_us);
+	json_dbl(j, "max", s->max_us);
+	json_u64(j, "ops", s->n);
+	json_obj_end(j);
+}
+
+static void print_json(struct probe *p, const struct io_geom *g, const char *auto_be,
+		       const struct backend_result *rs, size_t nr, double elapsed)
+{
+	const struct target *t = &p->t;
+	struct json j;
+
+	json_init(&j, stdout, true);
+	json_obj_begin(&j, NULL);
+	json_str(&j, "tool", "delog probe");
+	json_str(&j, "version", tool_version());
+	json_str(&j, "path", t->is_sim ? NULL : t->path);
+
+	json_obj_begin(&j, "target");
+	json_str(&j, "kind", t->is_sim ? "sim" : t->is_blockdev ? "blockdev" : "file");
+	json_bool(&j, "created", t->created);
+	json_u64(&j, "region_bytes", t->region);
+	json_dbl(&j, "zero_fill_s", t->is_sim ? NAN : t->prepare_s);
+	if (t->is_sim)
+		json_str(&j, "sim_profile", p->o.sim_latency == IO_SIM_LAT_NVME ? "nvme" :
+			 p->o.sim_latency == IO_SIM_LAT_SATA ? "sata" : "none");
+	json_obj_end(&j);
+
+	json_obj_begin(&j, "device");
+	json_u64(&j, "size_bytes", g->size_bytes);
+	json_u64(&j, "logical_block", g->logical_block);
+	json_u64(&j, "physical_block", g->physical_block);
+	json_u64(&j, "dio_mem_align", g->dio_mem_align);
+	json_u64(&j, "dio_off_align", g->dio_off_align);
+	json_bool(&j, "dioalign_from_statx", g->dioalign_from_statx);
+	json_bool(&j, "is_blockdev", g->is_blockdev);
+	json_str(&j, "volatile_cache", cache_str(g->volatile_cache));
+	if (g->fua < 0)
+		json_null(&j, "fua");
+	else
+		json_bool(&j, "fua", g->fua > 0);
+	json_str(&j, "fs_type", g->fs_type);
+	json_obj_end(&j);
+
+	json_str(&j, "auto_backend", auto_be);
+	json_obj_begin(&j, "params");
+	json_u64(&j, "ops", p->o.ops);
+	json_u64(&j, "op_bytes", OP_BYTES);
+	json_u64(&j, "bw_block_bytes", BW_BLOCK);
+	json_u64(&j, "queue_depth", BW_QD);
+	json_u64(&j, "bw_bytes", p->o.bw_bytes);
+	json_u64(&j, "bw_passes", p->o.passes);
+	json_obj_end(&j);
+
+	json_arr_begin(&j, "backends");
+	for (size_t i = 0; i < nr; i++) {
+		const struct backend_result *r = &rs[i];
+
+		json_obj_begin(&j, NULL);
+		json_str(&j, "name", r->name);
+		json_bool(&j, "ok", r->ok);
+		if (!r->ok)
+			json_str(&j, "error", r->error);
+		if (r->lat[0].n) {
+			json_obj_begin(&j, "latency_us");
+			for (int k = 0; k < NR_LAT; k++)
+				if (r->lat[k].n)
+					json_lat(&j, lat_names[k].key, &r->lat[k]);
+			json_obj_end(&j);
+		}
+		if (r->ok) {
+			json_obj_begin(&j, "bandwidth_mbs");
+			json_dbl(&j, "seq_write", r->write_mbs);
+			json_dbl(&j, "seq_read", r->read_mbs);
+			json_obj_end(&j);
+			json_obj_begin(&j, "counters");
+			json_u64(&j, "reads", r->cnt.reads);
+			json_u64(&j, "writes", r->cnt.writes);
+			json_u64(&j, "flushes", r->cnt.flushes);
+			json_u64(&j, "fua_writes", r->cnt.fua_writes);
+			json_u64(&j, "bytes_read", r->cnt.bytes_read);
+			json_u64(&j, "bytes_written", r->cnt.bytes_written);
+			json_u64(&j, "errors", r->cnt.errors);
+			json_obj_end(&j);
+		}
+		if (r->fio_tried) {
+			json_obj_begin(&j, "fio");
+			json_bool(&j, "installed", p->fio != NULL);
+			if (r->fio.ran) {
+				json_dbl(&j, "seq_write_mbs", r->fio.write_mbs);
+				json_dbl(&j, "seq_read_mbs", r->fio.read_mbs);
+				json_dbl(&j, "ratio_write", r->write_mbs / r->fio.write_mbs);
+				json_dbl(&j, "ratio_read", r->read_mbs / r->fio.read_mbs);
+				if (r->fio.error[0])
+					json_str(&j, "error", r->fio.error);
+			}
+			json_obj_end(&j);
+		}
+		json_obj_end(&j);
+	}
+	json_arr_end(&j);
+	json_dbl(&j, "elapsed_s", elapsed);
+	json_obj_end(&j);
+	json_finish(&j);
+}
+
+/* ---- command line ---- */
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: delog probe [OPTIONS] PATH\n"
+		   "       delog probe --backend sim [--sim-profile nvme|sata|none] [OPTIONS]\n");
+}
+
+static void help(void)
+{
+	usage(stdout);
+	printf("\nMeasure what durable writes cost on PATH, per I/O backend: device facts, the\n"
+	       "latency of single 4 KiB O_DIRECT writes, writes + flush, FUA writes and idle\n"
+	       "flushes (median, p99, mean), and sequential O_DIRECT bandwidth with %u requests\n"
+	       "of 1 MiB in flight.  With fio installed, fio's io_uring engine runs the same\n"
+	       "bandwidth jobs on the same file and the ratio uring/fio is shown.\n"
+	       "\n"
+	       "PATH is a file or a block device.  A file that does not exist is created,\n"
+	       "preallocated and zero-filled, and removed at the end.  An existing non-empty file\n"
+	       "or a block device is overwritten by the probe, so it needs --force.  The\n"
+	       "filesystem must support O_DIRECT (tmpfs does not).\n"
+	       "\n"
+	       "options:\n"
+	       "  -b, --backend NAME     probe only this backend (uring, aio, psync, sim);\n"
+	       "                         default: every built-in one except sim\n"
+	       "  -s, --size N           probe region, with K/M/G suffixes (default 256M;\n"
+	       "                         64M for sim; at least 8M)\n"
+	       "  -n, --ops N            measured ops per latency test (default %u, at least %u)\n"
+	       "      --bw-bytes N       bytes per bandwidth pass (default: the probe region)\n"
+	       "      --passes N         bandwidth passes per direction, median shown (default %u)\n"
+	       "      --sim-profile P    latency model of the sim backend: nvme, sata, none\n"
+	       "                         (default nvme)\n"
+	       "      --no-fio           skip the fio comparison\n"
+	       "  -f, --force            allow overwriting an existing file or a block device\n"
+	       "  -j, --json             print one JSON document on stdout\n"
+	       "  -h, --help             show this help\n"
+	       "\n"
+	       "Exit status: 0 success, 1 failure, 2 usage error.\n",
+	       BW_QD, DEFAULT_OPS, MIN_OPS, DEFAULT_PASSES);
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "delog probe: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	usage(stderr);
+	return TOOL_EXIT_USAGE;
+}
+
+enum { OPT_BW_BYTES = 256, OPT_PASSES, OPT_SIM_PROFILE, OPT_NO_FIO };
+
+/* Returns -1 to continue, or an exit code. */
+static int parse_args(int argc, char **argv, struct probe_opts *o)
+{
+	static const struct option lopts[] = {
+		{ "backend", required_argument, NULL, 'b' },
+		{ "size", required_argument, NULL, 's' },
+		{ "ops", required_argument, NULL, 'n' },
+		{ "bw-bytes", required_argument, NULL, OPT_BW_BYTES },
+		{ "passes", required_argument, NULL, OPT_PASSES },
+		{ "sim-profile", required_argument, NULL, OPT_SIM_PROFILE },
+		{ "no-fio", no_argument, NULL, OPT_NO_FIO },
+		{ "force", no_argument, NULL, 'f' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool size_given = false, profile_given = false, sim;
+	uint64_t v;
+	int ch;
+
+	memset(o, 0, sizeof(*o));
+	o->ops = DEFAULT_OPS;
+	o->passes = DEFAULT_PASSES;
+	o->sim_latency = IO_SIM_LAT_NVME;
+	while ((ch = getopt_long(argc, argv, "b:s:n:fjh", lopts, NULL)) != -1) {
+		switch (ch) {
+		case 'b':
+			if (!strcmp(optarg, "auto"))
+				break;
+			if (!io_backend_built(optarg))
+				return usage_error("unknown or not built-in backend '%s'", optarg);
+			o->backend = optarg;
+			break;
+		case 's':
+			if (parse_size(optarg, &o->size) || o->size < MIN_SIZE)
+				return usage_error("--size: '%s' is not a size of at least 8M", optarg);
+			size_given = true;
+			break;
+		case 'n':
+			if (parse_count(optarg, MIN_OPS, 100000000, &o->ops))
+				return usage_error("--ops: '%s' is not a count of at least %u (a p99 "
+						   "needs them)", optarg, MIN_OPS);
+			break;
+		case OPT_BW_BYTES:
+			if (parse_size(optarg, &o->bw_bytes) || o->bw_bytes < BW_BLOCK * BW_QD)
+				return usage_error("--bw-bytes: '%s' is not a size of at least 8M",
+						   optarg);
+			break;
+		case OPT_PASSES:
+			if (parse_count(optarg, 1, MAX_PASSES, &v))
+				return usage_error("--passes: '%s' is not a count from 1 to %u",
+						   optarg, MAX_PASSES);
+			o->passes = (unsigned)v;
+			break;
+		case OPT_SIM_PROFILE:
+			if (io_sim_latency_parse(optarg, &o->sim_latency))
+				return usage_error("--sim-profile: '%s' is not nvme, sata or none",
+						   optarg);
+			profile_given = true;
+			break;
+		case OPT_NO_FIO:
+			o->no_fio = true;
+			break;
+		case 'f':
+			o->force = true;
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		case 'h':
+			help();
+			return TOOL_EXIT_OK;
+		default:
+			usage(stderr);
+			return TOOL_EXIT_USAGE;
+		}
+	}
+	sim = o->backend && !strcmp(o->backend, "sim");
+	if (profile_given && !sim)
+		return usage_error("--sim-profile needs --backend sim");
+	if (sim) {
+		if (optind < argc)
+			return usage_error("--backend sim takes no PATH (the simulated disk lives "
+					   "in memory)");
+	} else {
+		if (optind >= argc)
+			return usage_error("no PATH given");
+		if (optind + 1 < argc)
+			return usage_error("takes one PATH");
+		o->path = argv[optind];
+	}
+	if (!size_given)
+		o->size = sim ? DEFAULT_SIM_SIZE : DEFAULT_SIZE;
+	o->size -= o->size % BW_BLOCK;
+	if (o->bw_bytes && o->bw_bytes > o->size)
+		return usage_error("--bw-bytes exceeds the probe size (--size)");
+	o->bw_bytes -= o->bw_bytes % BW_BLOCK;
+	return -1;
+}
+
+/* The backends to probe: the one named, or every built-in one except sim. */
+static size_t backend_list(const struct probe_opts *o, const char **names, size_t max)
+{
+	const char *const *all = io_backend_names();
+	size_t n = 0;
+
+	if (o->backend) {
+		names[n++] = o->backend;
+		return n;
+	}
+	for (size_t i = 0; all[i] && n < max; i++)
+		if (strcmp(all[i], "sim"))
+			names[n++] = all[i];
+	return n;
+}
+
+int cmd_probe(int argc, char **argv)
+{
+	struct probe p;
+	struct backend_result rs[8];
+	const char *names[8];
+	struct io_dev_opts dopts;
+	struct io_sim_opts so;
+	struct io_dev *adev = NULL;
+	struct io_geom geom;
+	const char *auto_be = NULL;
+	char errmsg[512] = "";
+	sigset_t old;
+	uint64_t t0 = now_ns();
+	double elapsed;
+	size_t nr;
+	int rc, ret = TOOL_EXIT_FAIL;
+
+	memset(&p, 0, sizeof(p));
+	rc = parse_args(argc, argv, &p.o);
+	if (rc >= 0)
+		return rc;
+	p.t.path = p.o.path;
+	p.t.fd = -1;
+	p.t.is_sim = p.o.path == NULL;
+	p.prog.on = isatty(STDERR_FILENO);
+	if (!p.o.bw_bytes)
+		p.o.bw_bytes = p.o.size;
+	if (!p.o.no_fio && !p.t.is_sim)
+		p.fio = find_in_path("fio", p.fio_path, sizeof(p.fio_path));
+	nr = backend_list(&p.o, names, sizeof(names) / sizeof(names[0]));
+	p.samples = calloc(p.o.ops, sizeof(*p.samples));
+	if (!p.samples) {
+		fail(NULL, "out of memory");
+		return TOOL_EXIT_FAIL;
+	}
+
+	/* Block the stop signals before any backend thread exists, so all inherit it. */
+	sigemptyset(&p.stop_sigs);
+	sigaddset(&p.stop_sigs, SIGINT);
+	sigaddset(&p.stop_sigs, SIGTERM);
+	sigaddset(&p.stop_sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &p.stop_sigs, &old);
+
+	if (target_open(&p))
+		goto out;
+
+	/* Which backend auto-selection picks; its device also does the zero-fill and
+	 * supplies the device facts (for sim, the sim device does). */
+	opts_for(&p, &dopts, &so, p.t.is_sim ? "sim" : NULL, errmsg, sizeof(errmsg));
+	rc = io_dev_open(p.t.is_sim ? NULL : p.t.path, &dopts, &adev);
+	if (rc) {
+		if (errmsg[0])
+			fail(NULL, "%s", errmsg);
+		else
+			fail(p.t.path, "%s", tool_strerror(rc));
+		goto out;
+	}
+	if (!p.t.is_sim)
+		auto_be = io_dev_backend(adev);
+	if (p.t.is_blockdev) {
+		uint64_t dev_bytes = io_dev_geom(adev)->size_bytes;
+
+		if (dev_bytes < p.t.region)
+			p.t.region = dev_bytes - dev_bytes % BW_BLOCK;
+		if (p.t.region < MIN_SIZE) {
+			fail(p.t.path, "is smaller than 8 MiB; too small to probe");
+			goto out;
+		}
+		if (p.o.bw_bytes > p.t.region)
+			p.o.bw_bytes = p.t.region;
+	}
+	if (io_dev_geom(adev)->dio_off_align > OP_BYTES) {
+		fail(p.t.path, "needs %u-byte O_DIRECT alignment; the probe's ops are 4 KiB",
+		     io_dev_geom(adev)->dio_off_align);
+		goto out;
+	}
+	rc = target_prepare(&p, adev);
+	geom = *io_dev_geom(adev);
+	io_dev_close(adev);
+	adev = NULL;
+	if (rc)
+		goto out;
+	print_device(&p, &geom, auto_be, names, nr);
+
+	memset(rs, 0, sizeof(rs));
+	if (!p.o.json)
+		print_latency_header(&p);
+	for (size_t i = 0; i < nr; i++) {
+		rs[i].name = names[i];
+		rs[i].fio_tried = !p.o.no_fio && !p.t.is_sim && !strcmp(names[i], "uring");
+		rs[i].fio.write_mbs = rs[i].fio.read_mbs = NAN;
+		if (backend_run(&p, &rs[i]) == -EINTR)
+			goto out;
+		print_latency(&p, &rs[i]);
+	}
+	if (!p.o.json)
+		print_bandwidth(&p, rs, nr);
+
+	elapsed = (double)(now_ns() - t0) / 1e9;
+	if (p.o.json)
+		print_json(&p, &geom, auto_be, rs, nr, elapsed);
+	else
+		out(&p, "\nprobe took %.1f s\n", elapsed);
+	/* One unusable backend among several is reported, not fatal; none usable is. */
+	for (size_t i = 0; i < nr; i++)
+		if (rs[i].ok)
+			ret = TOOL_EXIT_OK;
+out:
+	progress_clear(&p);
+	if (adev)
+		io_dev_close(adev);
+	if (interrupted(&p))
+		fail(p.t.path, "interrupted");
+	target_cleanup(&p);
+	free(p.samples);
+	/* A pending stop signal is delivered here, after the cleanup. */
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
+}

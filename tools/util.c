@@ -1,0 +1,285 @@
+/*
+ * util.c - helpers shared by the delog subcommands: byte-size and count parsing, a
+ * streaming JSON writer, latency statistics, the clock, and version and error strings.
+ *
+ * The JSON writer streams straight to a FILE (no document tree): the tools emit one
+ * document at the end of a run, and a writer that only tracks "is this the first member
+ * at this depth" is enough to place commas.  It does not check that keys are unique;
+ * callers write each key once.
+ */
+#include "tools.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef DELOG_HAVE_ENGINE
+#include <delog.h>
+#endif
+
+const char *tool_version(void)
+{
+#ifdef DELOG_HAVE_ENGINE
+	return delog_version_string();
+#else
+	return DELOG_VERSION;
+#endif
+}
+
+const char *tool_strerror(int err)
+{
+#ifdef DELOG_HAVE_ENGINE
+	return delog_strerror(err);
+#else
+	return strerror(err < 0 ? -err : err);
+#endif
+}
+
+/* ---- parsing ---- */
+
+int parse_size(const char *s, uint64_t *out)
+{
+	static const char units[] = "KMGT";
+	unsigned long long v;
+	const char *u;
+	char *end;
+	int shift = 0;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	if (*end) {
+		u = strchr(units, toupper((unsigned char)*end));
+		if (!u)
+			return -EINVAL;
+		shift = 10 * (int)(u - units + 1);
+		end++;
+		if ((end[0] == 'i' || end[0] == 'I') && (end[1] == 'B' || end[1] == 'b'))
+			end += 2;
+		else if (end[0] == 'B' || end[0] == 'b')
+			end++;
+		if (*end)
+			return -EINVAL;
+	}
+	if (shift && v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+int parse_count(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end)
+		return -EINVAL;
+	if (errno == ERANGE || v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+const char *fmt_bytes(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	unsigned u = 0;
+	uint64_t whole = bytes;
+
+	while (whole >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+		whole /= 1024;
+		u++;
+	}
+	if (u && bytes % ((uint64_t)1 << (10 * u)))
+		snprintf(buf, len, "%.1f %s", (double)bytes / (double)((uint64_t)1 << (10 * u)),
+			 units[u]);
+	else
+		snprintf(buf, len, "%" PRIu64 " %s", whole, units[u]);
+	return buf;
+}
+
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- statistics ---- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+uint64_t percentile_sorted(const uint64_t *sorted, size_t n, double p)
+{
+	double rank;
+	size_t idx;
+
+	if (!n)
+		return 0;
+	rank = ceil(p / 100.0 * (double)n);
+	idx = rank < 1.0 ? 0 : (size_t)rank - 1;
+	return sorted[idx < n ? idx : n - 1];
+}
+
+void lat_stats_compute(uint64_t *samples, size_t n, struct lat_stats *out)
+{
+	double sum = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->n = n;
+	if (!n)
+		return;
+	qsort(samples, n, sizeof(*samples), cmp_u64);
+	for (size_t i = 0; i < n; i++)
+		sum += (double)samples[i];
+	out->min_us = (double)samples[0] / 1e3;
+	out->max_us = (double)samples[n - 1] / 1e3;
+	out->median_us = (double)percentile_sorted(samples, n, 50) / 1e3;
+	out->p99_us = (double)percentile_sorted(samples, n, 99) / 1e3;
+	out->mean_us = sum / (double)n / 1e3;
+}
+
+/* ---- JSON ---- */
+
+void json_init(struct json *j, FILE *f, bool pretty)
+{
+	memset(j, 0, sizeof(*j));
+	j->f = f;
+	j->pretty = pretty;
+	j->first[0] = true;
+}
+
+static void json_indent(struct json *j)
+{
+	if (!j->pretty)
+		return;
+	fputc('\n', j->f);
+	for (int i = 0; i < j->depth; i++)
+		fputs("  ", j->f);
+}
+
+static void json_string_lit(struct json *j, const char *s)
+{
+	fputc('"', j->f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		switch (*p) {
+		case '"': fputs("\\\"", j->f); break;
+		case '\\': fputs("\\\\", j->f); break;
+		case '\n': fputs("\\n", j->f); break;
+		case '\r': fputs("\\r", j->f); break;
+		case '\t': fputs("\\t", j->f); break;
+		case '\b': fputs("\\b", j->f); break;
+		case '\f': fputs("\\f", j->f); break;
+		default:
+			if (*p < 0x20)
+				fprintf(j->f, "\\u%04x", *p);
+			else
+				fputc(*p, j->f);
+		}
+	}
+	fputc('"', j->f);
+}
+
+/* Separator, indentation and key before a value at the current depth. */
+static void json_member(struct json *j, const char *key)
+{
+	if (!j->first[j->depth])
+		fputc(',', j->f);
+	j->first[j->depth] = false;
+	if (j->depth)
+		json_indent(j);
+	if (key) {
+		json_string_lit(j, key);
+		fputs(j->pretty ? ": " : ":", j->f);
+	}
+}
+
+static void json_open(struct json *j, const char *key, char c)
+{
+	json_member(j, key);
+	fputc(c, j->f);
+	if (j->depth + 1 < JSON_MAX_DEPTH)
+		j->depth++;
+	j->first[j->depth] = true;
+}
+
+static void json_close(struct json *j, char c)
+{
+	bool empty = j->first[j->depth];
+
+	if (j->depth)
+		j->depth--;
+	if (!empty)
+		json_indent(j);
+	fputc(c, j->f);
+}
+
+void json_obj_begin(struct json *j, const char *key) { json_open(j, key, '{'); }
+void json_obj_end(struct json *j) { json_close(j, '}'); }
+void json_arr_begin(struct json *j, const char *key) { json_open(j, key, '['); }
+void json_arr_end(struct json *j) { json_close(j, ']'); }
+
+void json_str(struct json *j, const char *key, const char *val)
+{
+	json_member(j, key);
+	if (val)
+		json_string_lit(j, val);
+	else
+		fputs("null", j->f);
+}
+
+void json_u64(struct json *j, const char *key, uint64_t val)
+{
+	json_member(j, key);
+	fprintf(j->f, "%" PRIu64, val);
+}
+
+void json_i64(struct json *j, const char *key, int64_t val)
+{
+	json_member(j, key);
+	fprintf(j->f, "%" PRId64, val);
+}
+
+void json_dbl(struct json *j, const char *key, double val)
+{
+	json_member(j, key);
+	if (isfinite(val))
+		fprintf(j->f, "%.6g", val);
+	else
+		fputs("null", j->f);
+}
+
+void json_bool(struct json *j, const char *key, bool val)
+{
+	json_member(j, key);
+	fputs(val ? "true" : "false", j->f);
+}
+
+void json_null(struct json *j, const char *key)
+{
+	json_member(j, key);
+	fputs("null", j->f);
+}
+
+void json_finish(struct json *j)
+{
+	fputc('\n', j->f);
+	fflush(j->f);
+}
