@@ -5,15 +5,18 @@
  * are IORING_OP_READV/WRITEV on the O_DIRECT descriptor; IO_FUA puts RWF_DSYNC in the
  * write's rw_flags; IO_OP_FLUSH is IORING_OP_FSYNC with IORING_FSYNC_DATASYNC.
  *
- * PREFLUSH.  A write with IO_PREFLUSH is two SQEs: FSYNC(DATASYNC) with IOSQE_IO_LINK,
- * then the write.  The kernel starts a linked SQE only after the one before it completed,
- * and fails it with -ECANCELED if that one failed, so the write cannot reach the device
- * before the flush is done.  The pair shares one request; its user_data carries a tag in
- * the low bits (UD_FLUSH or UD_RW), and the request completes only after both CQEs have
- * been seen.  If the flush failed the request reports the flush's error (the write's
- * -ECANCELED says nothing new); otherwise the write's result.  Scratch words while in
- * flight: be_u64[BE_OUTSTANDING] = CQEs still to come, be_u64[BE_FLUSH_RES] and
- * be_u64[BE_RW_RES] = the two results (as int64).
+ * PREFLUSH.  The flush (FSYNC, DATASYNC) goes out alone; when the reaper sees it
+ * complete successfully it queues the write in the slot the flush just gave back.  So
+ * the write is not issued before the flush completed, and everything that completed
+ * before the request was submitted is stable before its data can reach the device.  If
+ * the flush fails the request reports the flush's error and the write is never issued,
+ * as with REQ_PREFLUSH in the block layer.  IOSQE_IO_LINK would save the reaper's round
+ * trip but cannot give that: since Linux 6.0 io_fsync() records its result without
+ * marking the request failed, so a linked write still runs after a failed fsync (checked
+ * on 6.18: an FSYNC returning -EINVAL, linked to a write, and the write moved its bytes;
+ * only errors found while preparing the SQE, such as a bad descriptor, cancel the link).
+ * Scratch words while in flight: be_u64[BE_STAGE] (STAGE_PREFLUSH, then STAGE_RW) and
+ * be_u64[BE_RES] (the result, as int64, once known); user_data is the request pointer.
  *
  * Locking.  u->lock protects the SQ (every io_uring_get_sqe and io_uring_submit happens
  * under it), the slot count, the backlog and the pending count.  The CQ has exactly one
@@ -22,13 +25,14 @@
  * words written by a submitter under the lock are read by the reaper under the same lock
  * (this is also the happens-before that ThreadSanitizer can see).
  *
- * Queue bounding.  u->sqes_used counts SQEs submitted whose CQE has not been reaped; it
- * never exceeds u->entries (the SQ size; a PREFLUSH write needs 2).  So the CQ (2 x
- * entries) cannot overflow and io_uring_get_sqe cannot fail: the SQ is empty whenever
- * the lock is free, because every submit call either consumes all queued SQEs or
- * retracts them (see below).  An ordinary submitter that finds no room, or finds the
- * backlog non-empty, waits on u->space.  The reaper never waits: a request submitted
- * from a completion callback (the reaper's own thread) when there is no room goes onto
+ * Queue bounding.  u->sqes_used counts requests whose SQE has been submitted and whose
+ * CQE has not been reaped (one SQE each; a PREFLUSH write keeps its slot from the flush
+ * to the write).  It never exceeds u->entries, the SQ size, so the CQ (2 x entries)
+ * cannot overflow and io_uring_get_sqe cannot fail: the SQ is empty whenever the lock is
+ * free, because every submit call either gets all queued SQEs consumed or retracts them
+ * (see below).  An ordinary submitter that finds no room, or finds the backlog
+ * non-empty, waits on u->space.  The reaper never waits: a request submitted from a
+ * completion callback (the reaper's own thread) when there is no room goes onto
  * u->backlog, a FIFO linked through be_next.  The backlog is drained, under the lock,
  * every time the reaper frees slots, before waiters are woken, so it goes first.
  * Invariant: backlog non-empty implies SQEs in flight (it is only appended to when the
@@ -43,16 +47,18 @@
  * kernel has consumed none of the SQEs, so for any other error (a broken ring) the
  * queued SQEs are retracted from the SQ tail and their requests fail with that error;
  * SQEs published but never consumed could otherwise be submitted later, after their
- * request was reported.  IORING_SETUP_SUBMIT_ALL (where supported) makes the kernel keep
- * going past an SQE it rejects (that one gets an error CQE), so a link pair is only split
- * across two io_uring_enter calls if the kernel runs out of request memory between them.
+ * request was reported.  An SQE the kernel rejects while consuming it gets an error CQE
+ * like any other failure.
  *
  * Shutdown.  ->close() runs after the core stopped accepting requests: it waits for
  * u->pending (accepted, not yet reported) to reach zero, then submits an IORING_OP_NOP
- * with user_data UD_STOP; the reaper exits when it reaps it; then it is joined and the
- * ring torn down.  (Should the ring be so broken that the NOP cannot be submitted, the
- * reaper's failing waits see u->stopping instead.)  pending drops only after io_req_done() returned, so no callback is
- * running on the reaper when close proceeds.
+ * with user_data UD_STOP (no request has that address); the reaper exits when it reaps
+ * it, is joined, and the ring is torn down.  Where the kernel takes a timeout with the
+ * wait itself (IORING_FEAT_EXT_ARG, 5.11+; without it liburing would queue a timeout SQE
+ * from the reaper, outside our SQ lock) the reaper also wakes every second and leaves
+ * once it finds u->stopping set, so close does not depend on the NOP being accepted.
+ * pending drops only after io_req_done() returned, so no callback is running on the
+ * reaper when close proceeds.
  */
 #include "io_private.h"
 
@@ -67,31 +73,29 @@
 #include <sys/uio.h>
 #include <time.h>
 
-/* user_data: the request pointer with a tag in the low two bits. */
-enum {
-	UD_RW = 0,    /* the request's read, write or flush */
-	UD_FLUSH = 1, /* the linked flush in front of a PREFLUSH write */
-	UD_STOP = 2,  /* the shutdown NOP (no request) */
-};
-#define UD_TAG_MASK 3u
+/* user_data of the shutdown NOP; requests use their own address. */
+#define UD_STOP ((uint64_t)0)
 
 /* Scratch words of an in-flight request. */
 enum {
-	BE_OUTSTANDING = 0,
-	BE_FLUSH_RES = 1,
-	BE_RW_RES = 2,
+	BE_STAGE = 0,
+	BE_RES = 1,
+};
+
+enum uring_stage {
+	STAGE_RW,       /* the request's own read, write or flush */
+	STAGE_PREFLUSH, /* the flush in front of a PREFLUSH write */
 };
 
 #define URING_MIN_ENTRIES 8u
 #define URING_MAX_ENTRIES 32768u
 #define URING_BATCH 64u
 
-_Static_assert(_Alignof(struct io_req) > UD_TAG_MASK, "request pointers need free low bits");
-
 struct uring_dev {
 	struct io_uring ring;
 	int fd;
 	unsigned entries;           /* SQ size: the bound on SQEs in flight */
+	bool wait_timeout;          /* IORING_FEAT_EXT_ARG: waits take a timeout */
 	pthread_t reaper;
 
 	pthread_mutex_t lock;
@@ -123,40 +127,28 @@ static void req_list_add(struct req_list *l, struct io_req *req)
 	l->tail = &req->be_next;
 }
 
-static uint64_t ud_make(struct io_req *req, unsigned tag)
+static struct io_req *ud_req(uint64_t ud)
 {
-	return (uint64_t)(uintptr_t)req | tag;
+	return (struct io_req *)(uintptr_t)ud;
 }
 
-static unsigned sqes_needed(const struct io_req *req)
+static bool have_room_locked(const struct uring_dev *u)
 {
-	return io_opf_op(req->opf) == IO_OP_WRITE && io_opf_has(req->opf, IO_PREFLUSH) ? 2 : 1;
+	return u->sqes_used < u->entries;
 }
 
-static bool have_room_locked(const struct uring_dev *u, unsigned need)
+/* @req is finished with result @res (bytes, or a negative errno): queue its report. */
+static void req_finish(struct req_list *done, struct io_req *req, int res)
 {
-	return u->sqes_used + need <= u->entries;
+	req->be_u64[BE_RES] = (uint64_t)(int64_t)res;
+	req_list_add(done, req);
 }
 
-/*
- * Account for one CQE (or retracted SQE) of @req with result @res.  Returns true when it
- * was the request's last one, so the request is ready to report.
- */
-static bool req_cqe_locked(struct io_req *req, unsigned tag, int res)
-{
-	req->be_u64[tag == UD_FLUSH ? BE_FLUSH_RES : BE_RW_RES] = (uint64_t)(int64_t)res;
-	return --req->be_u64[BE_OUTSTANDING] == 0;
-}
-
-/* Report a request whose CQEs have all been seen. */
 static void req_report(struct io_req *req)
 {
-	int flush_res = (int)(int64_t)req->be_u64[BE_FLUSH_RES];
-	int64_t res = (int64_t)req->be_u64[BE_RW_RES];
+	int64_t res = (int64_t)req->be_u64[BE_RES];
 
-	if (flush_res < 0)
-		io_req_done(req, flush_res, 0);
-	else if (res < 0)
+	if (res < 0)
 		io_req_done(req, (int)res, 0);
 	else
 		io_req_done(req, 0, (size_t)res);
@@ -184,30 +176,21 @@ static void report_list(struct uring_dev *u, struct req_list *l)
 	pthread_mutex_unlock(&u->lock);
 }
 
-/* Put @req's SQE(s) on the SQ.  The caller checked have_room_locked(). */
-static void queue_req_locked(struct uring_dev *u, struct io_req *req)
+/* Put @req's SQE for its current stage on the SQ.  The caller has a slot for it. */
+static void queue_sqe_locked(struct uring_dev *u, struct io_req *req)
 {
-	enum io_op op = io_opf_op(req->opf);
-	struct io_uring_sqe *sqe;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
 
-	req->be_u64[BE_OUTSTANDING] = 1;
-	req->be_u64[BE_FLUSH_RES] = 0;
-	req->be_u64[BE_RW_RES] = 0;
-	if (sqes_needed(req) == 2) {
-		sqe = io_uring_get_sqe(&u->ring);
-		assert(sqe);
-		io_uring_prep_fsync(sqe, u->fd, IORING_FSYNC_DATASYNC);
-		sqe->flags |= IOSQE_IO_LINK;
-		io_uring_sqe_set_data64(sqe, ud_make(req, UD_FLUSH));
-		req->be_u64[BE_OUTSTANDING] = 2;
-	}
-	sqe = io_uring_get_sqe(&u->ring);
 	assert(sqe);
-	switch (op) {
+	switch (io_opf_op(req->opf)) {
 	case IO_OP_READ:
 		io_uring_prep_readv(sqe, u->fd, req->vec, req->nr_segs, req->off);
 		break;
 	case IO_OP_WRITE:
+		if (req->be_u64[BE_STAGE] == STAGE_PREFLUSH) {
+			io_uring_prep_fsync(sqe, u->fd, IORING_FSYNC_DATASYNC);
+			break;
+		}
 		io_uring_prep_writev(sqe, u->fd, req->vec, req->nr_segs, req->off);
 		if (io_opf_has(req->opf, IO_FUA))
 			sqe->rw_flags = RWF_DSYNC;
@@ -216,8 +199,18 @@ static void queue_req_locked(struct uring_dev *u, struct io_req *req)
 		io_uring_prep_fsync(sqe, u->fd, IORING_FSYNC_DATASYNC);
 		break;
 	}
-	io_uring_sqe_set_data64(sqe, ud_make(req, UD_RW));
-	u->sqes_used += (unsigned)req->be_u64[BE_OUTSTANDING];
+	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)req);
+}
+
+/* Take a slot for a new request and queue its first SQE.  The caller checked room. */
+static void queue_req_locked(struct uring_dev *u, struct io_req *req)
+{
+	bool preflush = io_opf_op(req->opf) == IO_OP_WRITE && io_opf_has(req->opf, IO_PREFLUSH);
+
+	req->be_u64[BE_STAGE] = preflush ? STAGE_PREFLUSH : STAGE_RW;
+	req->be_u64[BE_RES] = 0;
+	u->sqes_used++;
+	queue_sqe_locked(u, req);
 }
 
 /*
@@ -232,16 +225,11 @@ static void retract_locked(struct uring_dev *u, int err, struct req_list *failed
 	unsigned head = *sq->khead;
 
 	for (unsigned i = head; i != sq->sqe_tail; i++) {
-		struct io_uring_sqe *sqe = &sq->sqes[sq->array[i & sq->ring_mask]];
-		uint64_t ud = sqe->user_data;
-		struct io_req *req = (struct io_req *)(uintptr_t)(ud & ~(uint64_t)UD_TAG_MASK);
-		unsigned tag = (unsigned)(ud & UD_TAG_MASK);
+		uint64_t ud = sq->sqes[sq->array[i & sq->ring_mask]].user_data;
 
 		u->sqes_used--;
-		if (tag == UD_STOP)
-			continue;
-		if (req_cqe_locked(req, tag, err))
-			req_list_add(failed, req);
+		if (ud != UD_STOP)
+			req_finish(failed, ud_req(ud), err);
 	}
 	sq->sqe_head = sq->sqe_tail = head;
 	__atomic_store_n(sq->ktail, head, __ATOMIC_RELEASE);
@@ -269,7 +257,7 @@ static void flush_sq_locked(struct uring_dev *u, struct req_list *failed)
 static void kick_locked(struct uring_dev *u, struct req_list *failed)
 {
 	do {
-		while (u->backlog && have_room_locked(u, sqes_needed(u->backlog))) {
+		while (u->backlog && have_room_locked(u)) {
 			struct io_req *req = u->backlog;
 
 			u->backlog = req->be_next;
@@ -280,13 +268,12 @@ static void kick_locked(struct uring_dev *u, struct req_list *failed)
 		flush_sq_locked(u, failed);
 		/* A retraction frees slots; keep draining so the backlog never sits behind
 		 * an empty ring. */
-	} while (u->backlog && have_room_locked(u, sqes_needed(u->backlog)));
+	} while (u->backlog && have_room_locked(u));
 }
 
 static void uring_submit(struct io_dev *dev, struct io_req *req)
 {
 	struct uring_dev *u = dev->be;
-	unsigned need = sqes_needed(req);
 	struct req_list failed;
 
 	req_list_init(&failed);
@@ -294,7 +281,7 @@ static void uring_submit(struct io_dev *dev, struct io_req *req)
 	u->pending++;
 	if (pthread_equal(pthread_self(), u->reaper)) {
 		/* From a completion callback: never wait (only we can free room). */
-		if (u->backlog || !have_room_locked(u, need)) {
+		if (u->backlog || !have_room_locked(u)) {
 			req->be_next = NULL;
 			*u->backlog_tail = req;
 			u->backlog_tail = &req->be_next;
@@ -302,7 +289,7 @@ static void uring_submit(struct io_dev *dev, struct io_req *req)
 			return;
 		}
 	} else {
-		while (u->backlog || !have_room_locked(u, need))
+		while (u->backlog || !have_room_locked(u))
 			pthread_cond_wait(&u->space, &u->lock);
 	}
 	queue_req_locked(u, req);
@@ -327,17 +314,24 @@ static void *uring_reaper(void *arg)
 		unsigned n;
 		int ret;
 
-		ret = io_uring_wait_cqe(&u->ring, &cqe);
+		if (u->wait_timeout) {
+			struct __kernel_timespec ts = { .tv_sec = 1 };
+
+			ret = io_uring_wait_cqe_timeout(&u->ring, &cqe, &ts);
+		} else {
+			ret = io_uring_wait_cqe(&u->ring, &cqe);
+		}
 		if (ret < 0) {
 			if (ret == -EINTR || ret == -EAGAIN)
 				continue;
-			/* A ring that cannot wait cannot complete anything either: back off
-			 * rather than spin, and leave if close() is waiting for us (its NOP
-			 * may never have made it onto this ring). */
+			/* Idle for a second, or a ring that cannot wait (which cannot
+			 * complete anything either: back off rather than spin).  Leave if
+			 * close() is waiting for us: pending is zero then, and its NOP may
+			 * not have made it onto the ring. */
 			pthread_mutex_lock(&u->lock);
 			stop = u->stopping;
 			pthread_mutex_unlock(&u->lock);
-			if (!stop)
+			if (!stop && ret != -ETIME)
 				nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
 			continue;
 		}
@@ -352,16 +346,21 @@ static void *uring_reaper(void *arg)
 		pthread_mutex_lock(&u->lock);
 		u->sqes_used -= n;
 		for (unsigned i = 0; i < n; i++) {
-			unsigned tag = (unsigned)(got[i].ud & UD_TAG_MASK);
-			struct io_req *req =
-				(struct io_req *)(uintptr_t)(got[i].ud & ~(uint64_t)UD_TAG_MASK);
+			struct io_req *req = ud_req(got[i].ud);
 
-			if (tag == UD_STOP) {
+			if (got[i].ud == UD_STOP) {
 				stop = true;
 				continue;
 			}
-			if (req_cqe_locked(req, tag, got[i].res))
-				req_list_add(&done, req);
+			if (req->be_u64[BE_STAGE] == STAGE_PREFLUSH && got[i].res >= 0) {
+				/* The flush is done: now, and only now, the write, in the
+				 * slot the flush held (ahead of the backlog). */
+				req->be_u64[BE_STAGE] = STAGE_RW;
+				u->sqes_used++;
+				queue_sqe_locked(u, req);
+				continue;
+			}
+			req_finish(&done, req, got[i].res);
 		}
 		kick_locked(u, &done);
 		pthread_cond_broadcast(&u->space);
@@ -421,21 +420,14 @@ static int uring_open(struct io_dev *dev, const char *path, const struct io_dev_
 	u->backlog_tail = &u->backlog;
 
 	memset(&p, 0, sizeof(p));
-	p.flags = IORING_SETUP_SUBMIT_ALL;
 	err = io_uring_queue_init_params(u->entries, &u->ring, &p);
-	if (err == -EINVAL) {
-		/* Kernels before 5.18 do not know SUBMIT_ALL. */
-		memset(&p, 0, sizeof(p));
-		err = io_uring_queue_init_params(u->entries, &u->ring, &p);
-	}
 	if (err) {
 		io_set_errmsg(opts, "%s: io_uring_queue_init(%u): %s", path, u->entries,
 			      strerror(-err));
 		free(u);
 		return err;
 	}
-	/* The kernel may round the SQ up; our bound stays what we asked for, which the
-	 * CQ (twice the SQ) always covers. */
+	u->wait_timeout = p.features & IORING_FEAT_EXT_ARG;
 
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->space, NULL);
@@ -472,7 +464,7 @@ static void uring_close(struct io_dev *dev)
 	pthread_mutex_lock(&u->lock);
 	while (u->pending)
 		pthread_cond_wait(&u->idle, &u->lock);
-	while (!have_room_locked(u, 1))
+	while (!have_room_locked(u))
 		pthread_cond_wait(&u->space, &u->lock);
 	u->stopping = true;
 	sqe = io_uring_get_sqe(&u->ring);
