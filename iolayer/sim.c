@@ -45,12 +45,12 @@
  * order; with in_order, strictly in submission order (a request waits for every earlier
  * one).  The thread sleeps on CLOCK_MONOTONIC until the next due time (timer slack set to
  * 1 ns; it wakes early by its learnt wake-up overshoot and yields in a loop for the rest,
- * at most SIM_OVERSLEEP_MAX), so benchmarks take the simulated time.  With hold, there is no sim thread:
- * io_sim_deliver() delivers on the caller's thread, and a PREFLUSH write then completes
- * its flush and its write in one step (no crash state is lost: a power cut before that
- * step may leave any subset of both).  io_sim_deliver() may also be called without hold,
- * to force completions early.  Close delivers what is left in FIFO order (hold) or waits
- * for the sim thread to deliver it.
+ * at most SIM_OVERSLEEP_MAX), so benchmarks take the simulated time.  With hold, there is
+ * no sim thread: io_sim_deliver() delivers on the caller's thread, and a PREFLUSH write
+ * then completes its flush and its write in one step (no crash state is lost: a power
+ * cut before that step may leave any subset of both).  io_sim_deliver() may also be
+ * called without hold, to force completions early.  Close delivers what is left in FIFO
+ * order (hold) or waits for the sim thread to deliver it.
  *
  * Power cuts (io_sim_crash*) read a consistent snapshot under the lock and do not disturb
  * the disk.  The unstable sectors are every cache slot (including ones a flush in flight
@@ -1320,7 +1320,7 @@ size_t io_sim_unstable(struct io_dev *dev, uint64_t *sectors, size_t max)
 		return 0;
 	}
 	pthread_mutex_unlock(&s->lock);
-	if (sectors)
+	if (sectors && n && max)
 		memcpy(sectors, u, (n < max ? n : max) * sizeof(*u));
 	free(u);
 	return n;
