@@ -232,6 +232,21 @@ Test(sim, flush_skips_write_in_flight, .timeout = T_TIMEOUT)
 	io_req_release(&w);
 	io_req_release(&f);
 	io_req_release(&f2);
+
+	/* A write submitted and completed while a flush is in flight (after the flush was
+	 * submitted) is not covered by that flush either. */
+	t_fill(buf, 8192, 65536, 2);
+	submit(td.dev, &f, IO_OPF(IO_OP_FLUSH, 0), 0, NULL, 0, &fc);
+	submit(td.dev, &w, IO_OPF(IO_OP_WRITE, 0), 65536, buf, 8192, &wc);
+	cr_assert_eq(io_sim_deliver(td.dev, 1, IO_SIM_LIFO), 1);
+	cr_assert_eq(atomic_load(&wc.calls), 1, "LIFO did not deliver the write");
+	cr_assert_eq(atomic_load(&wc.status), 0);
+	cr_assert_eq(deliver_until(td.dev, &fc, IO_SIM_FIFO), 0);
+	cr_assert(is_unstable(td.dev, 65536, 8192), "a flush covered a write that completed "
+		  "after the flush was submitted");
+	cr_assert_eq(crash_classes(td.dev, 65536, 4096, 2, IO_SIM_STRICT), S_OLD | S_NEW);
+	io_req_release(&w);
+	io_req_release(&f);
 	free(buf);
 	t_dev_close(&td);
 }
