@@ -81,8 +81,9 @@ struct jrnl_item_view {
 	uint32_t len;
 };
 
-/* Called once per complete checkpoint, in log order.  Return 0 to go on; any other
- * value stops recovery, which returns it. */
+/* Called once per complete checkpoint, in log (commit) order, on the thread that called
+ * jrnl_recover.  Return 0 to go on; any other value stops recovery, which returns it
+ * (and stamps nothing). */
 typedef int (*jrnl_replay_fn)(void *priv, const struct jrnl_ckpt *ckpt,
 			      const struct jrnl_item_view *items, size_t nitems);
 
@@ -90,28 +91,37 @@ struct jrnl_recover_opts {
 	jrnl_replay_fn replay;    /* may be NULL: verify and report only */
 	void *priv;
 	bool read_only;           /* do not stamp the blocks past the head */
-	size_t read_chunk;        /* bytes per chained read; 0: 4 MiB */
-	unsigned reads_in_flight; /* chained reads kept in flight; 0: 2 (minimum 2) */
+	size_t read_chunk;        /* bytes per chained read; 0: 4 MiB; clamped to
+				   * [1 MiB, 256 MiB], rounded down to IO_SEG_BYTES */
+	unsigned reads_in_flight; /* chained reads kept in flight; 0: 2 (minimum 2,
+				   * maximum 16); one more buffer is being parsed */
 };
 
 struct jrnl_report {
-	bool empty;               /* freshly formatted: nothing ever written */
+	bool empty;               /* no valid record: the next record goes at lsn 1/0
+				   * (torn_bytes says whether a first write was lost) */
 	bool clean;               /* last record is an unmount record */
 	uint64_t head_lsn;        /* where the next record goes */
 	uint64_t tail_lsn;        /* oldest LSN still needed (from the last good record) */
-	uint64_t last_lsn;        /* last good record */
-	uint64_t durable_lsn;     /* the last good record's durable_lsn */
+	uint64_t last_lsn;        /* last good record (0 if none) */
+	uint64_t durable_lsn;     /* the last good record's durable_lsn; head_lsn once the
+				   * stamping's flush made everything before the head stable */
 	uint64_t records;         /* good records between tail and head */
 	uint64_t checkpoints;     /* complete checkpoints replayed */
 	uint64_t items;
-	uint64_t bytes_replayed;  /* item payload bytes handed to the callback */
+	uint64_t bytes_replayed;  /* item data bytes handed to the callback */
 	uint64_t dropped;         /* incomplete checkpoints dropped at the head */
-	uint64_t torn_bytes;      /* bytes at the head discarded as a torn write */
+	uint64_t torn_bytes;      /* bytes between the head and where the cycles put it,
+				   * discarded as a torn write */
 	uint64_t bytes_read;      /* log bytes read */
 	uint64_t read_reqs;       /* device requests those reads were split into */
+	unsigned max_reads_in_flight; /* most chained reads outstanding at once */
+	uint64_t stamped_bytes;   /* bytes stamped past the head (0 when read_only) */
 	int corruption;           /* 0, or the DELOG_E* code of the damage found */
-	uint64_t corrupt_lsn;     /* where: the record's LSN ... */
-	uint64_t corrupt_offset;  /* ... and its byte offset on the device */
+	uint64_t corrupt_lsn;     /* where: the record's LSN (the head's, for damage at
+				   * the head proved by a later record) ... */
+	uint64_t corrupt_offset;  /* ... and the byte offset on the device of the damaged
+				   * sector or op */
 	char corrupt_what[128];   /* what was wrong there */
 };
 
@@ -119,15 +129,66 @@ struct jrnl_report {
  * Recover the log on @dev (superblock already read into @g): find head and tail, verify
  * every record between them, reassemble checkpoints and hand the complete ones to
  * @o->replay in order, then (unless read_only) stamp the sectors past the head so a
- * later crash recovers the same state.  Fills @rep in every case.  Returns 0 (a torn
- * write at the head is not an error: it is reported in torn_bytes), the DELOG_E* code
- * of corruption found behind the torn-write window (nothing after it is replayed), the
- * callback's non-zero return, or an I/O -errno.  Idempotent.
+ * later crash recovers the same state.  Fills @rep in every case.  Idempotent: a second
+ * run replays the same checkpoints and reports the same head, tail and counts (only
+ * torn_bytes, stamped_bytes and the read counters differ, since the first run's stamping
+ * erased the torn write).  Not thread-safe against other users of the log area.
+ *
+ * A damaged record that starts at or after the durable point (the largest durable_lsn
+ * of any valid record) is a torn write: the head moves back to it, nothing is reported
+ * but torn_bytes, and 0 is returned.  Anything else is an error, with report.corruption,
+ * corrupt_lsn, corrupt_offset and corrupt_what set; the checkpoints before the damage
+ * may have been replayed, none after it:
+ *   DELOG_ECHECKSUM  a record's CRC fails behind the durable point, or a checkpoint's
+ *                    item crc differs from its COMMIT's
+ *   DELOG_ECORRUPT   a record behind the durable point is not completely written (a
+ *                    sector carries the wrong cycle), has no valid header, is from the
+ *                    wrong lap or breaks the prev_lsn chain; a record past the head
+ *                    proves the head's damage was stable data; a COMMIT's seq,
+ *                    start_lsn, nitems or payload_bytes disagree with the log; a tail_lsn
+ *                    outside the log; cycles of the log's end sectors inconsistent;
+ *                    no valid record in a log that has wrapped
+ *   DELOG_EFOREIGN   a record carries another log's uuid (anywhere: format zeroes the
+ *                    log, so no crash leaves one)
+ *   DELOG_EVERSION   a record of a newer format version
+ *   DELOG_EBADOP     in a record whose CRC holds: an op header or payload running past
+ *                    the record's len, unknown type or flags, non-zero reserved bits,
+ *                    flags that do not fit the type, a wrong payload size, CONTINUE not
+ *                    on the record's last op, a continued op not continued, bytes after
+ *                    the last op, START of an open tid, more than 256 open transactions
+ *   DELOG_EORPHAN    a WAS_CONT op that continues nothing (not first in its record, or
+ *                    the previous record did not end with CONTINUE of that tid and
+ *                    type), or a COMMIT whose START lies inside [tail, head) unseen
+ * or the callback's non-zero return, -EINVAL (bad geometry), -ENOMEM, or an I/O -errno.
+ * Ops of a transaction whose START lies before the tail (already written back) are
+ * skipped, not replayed.
  */
 int jrnl_recover(struct io_dev *dev, const struct jrnl_geom *g, const struct jrnl_recover_opts *o,
 		 struct jrnl_report *rep);
 
 /* ---- the log writer: log-buffer ring (journal/log.c) ---- */
+
+/*
+ * The writer packs log transactions into a ring of log buffers, one record per buffer
+ * (docs/FORMAT.md), and writes each buffer through the iolayer once it is switched out.
+ * Completions are processed strictly in LSN order whatever order the device completes
+ * them in.  journal/log.c's top comment has the state machine and its invariants.
+ *
+ * When a buffer is switched out (becomes a record and is written):
+ *  - when the next op or op piece does not fit in it, or fewer than 24 bytes (an op
+ *    header and 8 bytes) remain after an op;
+ *  - at jrnl_tx_commit when the transaction has JRNL_TX_FLUSH_COMMIT or JRNL_TX_FUA_COMMIT;
+ *    otherwise the commit stays in the open buffer so later transactions share it (group
+ *    commit) until it fills or is forced;
+ *  - by jrnl_log_force, jrnl_log_unmount and jrnl_log_close.
+ * Buffers are submitted in LSN order; a buffer held back by JRNL_TX_WAIT_PREV holds back
+ * the ones after it too.
+ *
+ * Threads: one writer at a time calls jrnl_tx_*, jrnl_log_unmount (the caller
+ * serialises them).  jrnl_log_force, jrnl_log_flush, jrnl_log_set_tail, jrnl_log_head,
+ * jrnl_log_free_bytes, jrnl_log_tx_bytes and jrnl_log_stats may be called from any
+ * thread at any time; jrnl_log_close once no other call is running.
+ */
 
 struct jrnl_log;
 
@@ -140,51 +201,120 @@ struct jrnl_log_opts {
 #define JRNL_TX_FLUSH_START (1u << 0)  /* the buffer holding START goes out with PREFLUSH */
 #define JRNL_TX_FLUSH_COMMIT (1u << 1) /* the buffer holding COMMIT goes out with PREFLUSH */
 #define JRNL_TX_FUA_COMMIT (1u << 2)   /* ... and with FUA */
-#define JRNL_TX_WAIT_PREV (1u << 3)    /* issue the COMMIT buffer only after every earlier
-					* buffer of the log completed */
+#define JRNL_TX_WAIT_PREV (1u << 3)    /* if the transaction spans buffers (START in an
+					* earlier buffer than COMMIT), issue the COMMIT buffer
+					* only after every earlier buffer of the log completed
+					* (XFS since 5.18); no effect on a single-buffer one */
+#define JRNL_TX_FLAGS_KNOWN 0xfu
 
-/* Completion of a transaction's commit record: called once, in LSN order, after the
- * buffer holding its COMMIT op (and every earlier buffer) completed; @err non-zero if
- * any of those writes failed. */
+/*
+ * Completion of a transaction's commit record: called once, in LSN order, after the
+ * buffer holding its COMMIT op (and every earlier buffer) completed; @err is the first
+ * error of that write or any earlier one (0 if they all succeeded).  @commit_lsn is the
+ * LSN of the record holding the COMMIT op, @end_lsn the LSN just past that record.
+ * Called iff jrnl_tx_commit returned 0.  Runs with no journal lock held, on an iolayer
+ * completion thread (or, once the log is shut down or a submission was refused, on the
+ * thread that found it: a writer, a force or close).  It may call jrnl_log_set_tail,
+ * jrnl_log_head, jrnl_log_free_bytes and jrnl_log_stats; it must not call jrnl_tx_*,
+ * jrnl_log_force, jrnl_log_flush, jrnl_log_unmount or jrnl_log_close.
+ */
 typedef void (*jrnl_done_fn)(void *priv, int err, uint64_t commit_lsn, uint64_t end_lsn);
 
-/* A log transaction being written; filled by jrnl_tx_start, owned by the caller. */
+/* A log transaction being written; filled by jrnl_tx_start, owned by the caller, which
+ * may reuse it once jrnl_tx_commit returned. */
 struct jrnl_wtx {
 	struct jrnl_log *log;
-	uint32_t tid;
+	uint32_t tid;             /* nonzero; random start, one per transaction */
 	uint64_t seq;
 	unsigned flags;
 	uint32_t nitems;
-	uint32_t crc;
+	uint32_t crc;             /* running CRC32c of the item payloads */
 	uint64_t payload_bytes;
-	uint64_t start_lsn;
+	uint64_t start_lsn;       /* record holding the START op */
 };
 
+/*
+ * Open the writer on @dev (geometry @g from jrnl_sb_read) at the place recovery left:
+ * the head at @rec->head_lsn, the tail at @rec->tail_lsn, the first record's prev_lsn
+ * @rec->last_lsn, durable_lsn starting at @rec->durable_lsn.  @rec NULL or @rec->empty:
+ * a freshly formatted log (head and tail at cycle 1 sector 0, prev_lsn 0).  @opts may be
+ * NULL (defaults).  Allocates logbufs O_DIRECT buffers of logbsize bytes.  Returns 0,
+ * -EINVAL (bad opts, a geometry the device cannot address, or a report whose head and
+ * tail are inconsistent), or -ENOMEM.
+ */
 int jrnl_log_open(struct io_dev *dev, const struct jrnl_geom *g, const struct jrnl_report *rec,
 		  const struct jrnl_log_opts *opts, struct jrnl_log **out);
-/* Write out what is buffered, wait for every write, free.  Does not write an unmount
- * record (jrnl_log_unmount does). */
+/* Force (write out what is buffered, wait for every write and its callbacks), then free.
+ * Does not write an unmount record (jrnl_log_unmount does).  Returns the force's result
+ * (0 or the log's first error); the log is freed either way.  NULL is a no-op. */
 int jrnl_log_close(struct jrnl_log *log);
 
-/* Write a log transaction: START, items, COMMIT.  One transaction is written at a time
+/*
+ * Write a log transaction: START, items, COMMIT.  One transaction is written at a time
  * per log (the caller serialises); the ring's buffers fill, switch and go out as they
- * fill.  Errors: DELOG_ELOGFULL when the record would reach the tail, DELOG_ESHUTDOWN
- * after a write failed, -EINVAL for an item larger than 1 GiB. */
+ * fill, and a call may block until a buffer completes and returns to the ring.
+ * Errors: DELOG_ELOGFULL when the op would not fit before the tail (nothing of that op
+ * is written; the transaction is abandoned: what it already wrote stays in the log
+ * without a COMMIT, which recovery discards, and the caller starts a new transaction
+ * once the tail moved), DELOG_ESHUTDOWN after a write or flush failed, -EINVAL for
+ * unknown flags, a NULL data pointer with a non-zero length or an item larger than 1 GiB.
+ * Op payloads: START jrnl_start{seq}; ITEM jrnl_item{key, len} + data; COMMIT
+ * jrnl_commit{seq, start_lsn, nitems, crc, payload_bytes} where crc chains jrnl_crc32c
+ * from 0 over each item's jrnl_item header and data (unpadded), in order.
+ */
 int jrnl_tx_start(struct jrnl_log *log, uint64_t seq, unsigned flags, struct jrnl_wtx *tx);
 int jrnl_tx_item(struct jrnl_wtx *tx, uint64_t key, const void *data, uint32_t len);
+/* @done may be NULL (no completion callback). */
 int jrnl_tx_commit(struct jrnl_wtx *tx, jrnl_done_fn done, void *priv);
 
-/* Push the current buffer out (if it holds anything) and wait until every buffer
- * written so far has completed.  Returns 0 or the first write error. */
+/* Switch the open buffer out (if it holds anything; after the op in progress, if any)
+ * and wait until every buffer switched so far has completed and had its callbacks run.
+ * Completion, not durability: durability comes from the transactions' flags or
+ * jrnl_log_flush.  Returns 0 or the log's first error. */
 int jrnl_log_force(struct jrnl_log *log);
-/* Write an unmount record with PREFLUSH|FUA and wait for it. */
+/* Issue a device cache flush and wait for it: afterwards every buffer that had completed
+ * when it was issued is durable (durable_lsn moves up to that point).  Does not push or
+ * wait for buffers (jrnl_log_force first for "everything written so far").  A failed
+ * flush shuts the log down.  Returns 0 or the log's first error. */
+int jrnl_log_flush(struct jrnl_log *log);
+/* Force, then write a record holding a single UNMOUNT op with PREFLUSH|FUA once every
+ * earlier buffer completed, and wait for it.  Writer-side call (serialised with
+ * jrnl_tx_*).  Returns 0, DELOG_ELOGFULL, or the log's first error. */
 int jrnl_log_unmount(struct jrnl_log *log);
 
-/* Space: the live region is [tail, head).  The engine moves the tail; the writer never
- * writes a record that would overwrite it. */
+/*
+ * Space: the live region is [tail, head).  The engine moves the tail forward (a value
+ * below the current tail is ignored, one past the head is taken as the head); the writer
+ * never writes a record that would overwrite the live region, and always keeps one
+ * sector free so that head and tail on the same sector mean an empty live region.
+ * jrnl_log_head: where the next record goes (the open buffer's record, if it holds
+ * anything).  jrnl_log_free_bytes: log bytes a record may still take, the open buffer's
+ * record counted as used (a record needs its header sectors out of this too).
+ */
 void jrnl_log_set_tail(struct jrnl_log *log, uint64_t tail_lsn);
 uint64_t jrnl_log_head(const struct jrnl_log *log);
 uint64_t jrnl_log_free_bytes(const struct jrnl_log *log);
+/* An upper bound of the log bytes (record headers, padding and continuation headers
+ * included) that one transaction with @nitems items of @item_bytes data bytes in total
+ * takes, provided no jrnl_log_force switches a buffer between its ops; each such force
+ * may cost up to (header sectors + 1) sectors more.  For the engine's reservations. */
+uint64_t jrnl_log_tx_bytes(const struct jrnl_log *log, uint32_t nitems, uint64_t item_bytes);
+
+struct jrnl_log_stats {
+	uint64_t head_lsn, tail_lsn;
+	uint64_t completed_lsn;   /* end of the prefix of records that completed, in LSN order */
+	uint64_t durable_lsn;     /* end of the prefix known stable (see log.c, (L6)) */
+	uint64_t records;         /* records submitted */
+	uint64_t record_bytes;    /* their bytes (headers and padding included) */
+	uint64_t preflush_writes, fua_writes; /* records written with PREFLUSH / FUA */
+	uint64_t flushes;         /* jrnl_log_flush calls that reached the device */
+	uint64_t wraps;           /* records split at the physical end of the log */
+	uint64_t wait_prev_holds; /* times a WAIT_PREV buffer waited for earlier ones */
+	uint64_t buffer_waits;    /* times the writer waited for a buffer to come back */
+	uint32_t hdr_sectors;     /* H of every record of this writer */
+	uint32_t payload_capacity;/* op bytes one buffer holds */
+};
+void jrnl_log_stats(const struct jrnl_log *log, struct jrnl_log_stats *out);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,1369 @@
+/*
+ * recover.c - log recovery (journal/recover.c) on the simulated disk, 512- and 4096-byte
+ * sectors: empty log, checkpoints in one and many records, continuation across records,
+ * every wrap boundary class (research/reliability.md section 5), torn heads and holes,
+ * corruption behind the durable point, each bad-input error code, clean unmount,
+ * idempotence, the stamping past the head, and the chained read path.
+ *
+ * Logs are built here with jrnl_rec_seal, not with the writer: struct tlog lays ops out
+ * per docs/FORMAT.md (splitting a payload that does not fit with CONTINUE / WAS_CONT /
+ * END), seals records and writes them to the device.  Positions are addresses as in
+ * recover.c: lap * N + sector, the first record ever at address N.
+ */
+#include <criterion/criterion.h>
+#include <delog.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+#include "io_sim.h"
+#include "jrnl.h"
+#include "record.h"
+
+#define TO 120
+#define LOG4M (4ull << 20)
+
+static const uint8_t UUID[16] = { 0xd1, 0x0c, 0x5e, 0x11, 0x42, 0x17, 0x4a, 0x7e,
+				  0x9b, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd };
+static const uint8_t OTHER[16] = { 0xee, 0x0c, 0x5e, 0x11, 0x42, 0x17, 0x4a, 0x7e,
+				   0x9b, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd };
+static const uint32_t SECTORS[2] = { 512, 4096 };
+
+/* ---- addresses ---- */
+
+static uint32_t lap_cycle(uint64_t lap)
+{
+	return (uint32_t)(lap >= JRNL_REC_MAGIC ? lap + 1 : lap);
+}
+
+/* ---- the test log builder ---- */
+
+struct trec {
+	uint64_t a;               /* address */
+	uint64_t n;               /* sectors */
+};
+
+struct tlog {
+	struct io_dev *dev;
+	struct jrnl_geom g;
+	uint32_t S;
+	uint64_t N;
+	uint32_t logbsize, H, Pmax;
+	unsigned char *rec;       /* the record being built */
+	size_t used;              /* op bytes in it */
+	uint32_t nops;
+	uint64_t head;            /* address of the next record */
+	uint64_t prev_lsn;
+	uint64_t tail;            /* address written as tail_lsn */
+	int64_t durable;          /* address written as durable_lsn; < 0: the record's own */
+	const uint8_t *uuid;      /* sealed with this uuid */
+	struct trec *recs;
+	size_t nrecs, recs_cap;
+	uint32_t next_tid;
+	uint64_t next_seq;
+};
+
+static uint64_t t_lsn(const struct tlog *t, uint64_t a)
+{
+	return jrnl_lsn(lap_cycle(a / t->N), (uint32_t)(a % t->N));
+}
+
+static uint64_t t_off(const struct tlog *t, uint64_t a)
+{
+	return JRNL_LOG_START + (a % t->N) * t->S;
+}
+
+static void t_open_lat(struct tlog *t, uint32_t S, uint64_t log_bytes, uint32_t logbsize,
+		       enum io_sim_latency lat)
+{
+	struct io_sim_opts so = { .size = sizeof(so), .dev_bytes = JRNL_LOG_START + log_bytes,
+				  .sector = S, .latency = lat, .seed = 7 };
+	struct io_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
+	struct jrnl_format_opts fo = { .sector = S, .log_size = log_bytes, .uuid = UUID };
+
+	memset(t, 0, sizeof(*t));
+	cr_assert_eq(io_dev_open(NULL, &o, &t->dev), 0);
+	cr_assert_eq(jrnl_format(t->dev, &fo, &t->g), 0);
+	t->S = S;
+	t->N = t->g.log_sectors;
+	t->logbsize = logbsize;
+	t->H = jrnl_rec_hdr_sectors_for(S, logbsize, &t->Pmax);
+	t->rec = io_buf_alloc(t->dev, logbsize);
+	cr_assert(t->rec);
+	memset(t->rec, 0, logbsize);
+	t->head = t->N;
+	t->tail = t->N;
+	t->durable = -1;
+	t->uuid = UUID;
+	t->next_tid = 0x100;
+	t->next_seq = 1;
+}
+
+static void t_open(struct tlog *t, uint32_t S, uint64_t log_bytes, uint32_t logbsize)
+{
+	t_open_lat(t, S, log_bytes, logbsize, IO_SIM_LAT_NONE);
+}
+
+static void t_close(struct tlog *t)
+{
+	free(t->rec);
+	free(t->recs);
+	cr_assert_eq(io_dev_close(t->dev), 0);
+}
+
+static size_t t_room(const struct tlog *t)
+{
+	return (size_t)t->Pmax * t->S - t->used;
+}
+
+/* Write sectors [a, a + n) from @buf, cut at the physical end. */
+static void t_write(struct tlog *t, uint64_t a, const void *buf, uint64_t n)
+{
+	const unsigned char *p = buf;
+
+	while (n) {
+		uint64_t k = n < t->N - a % t->N ? n : t->N - a % t->N;
+
+		cr_assert_eq(io_rw_wait(t->dev, IO_OPF(IO_OP_WRITE, 0), t_off(t, a), (void *)p,
+					k * t->S, NULL), 0);
+		a += k;
+		n -= k;
+		p += k * t->S;
+	}
+}
+
+static void t_read(struct tlog *t, uint64_t a, void *buf, uint64_t n)
+{
+	unsigned char *p = buf;
+
+	while (n) {
+		uint64_t k = n < t->N - a % t->N ? n : t->N - a % t->N;
+
+		cr_assert_eq(io_rw_wait(t->dev, IO_OPF(IO_OP_READ, 0), t_off(t, a), p, k * t->S,
+					NULL), 0);
+		a += k;
+		n -= k;
+		p += k * t->S;
+	}
+}
+
+/* Seal the record being built and write it at the head. */
+static void t_seal(struct tlog *t)
+{
+	struct jrnl_rec_fill f = {
+		.cycle = lap_cycle(t->head / t->N),
+		.sector_no = (uint32_t)(t->head % t->N),
+		.log_sectors = t->N,
+		.tail_lsn = t_lsn(t, t->tail),
+		.durable_lsn = t_lsn(t, t->durable < 0 ? t->head : (uint64_t)t->durable),
+		.prev_lsn = t->prev_lsn,
+		.len = (uint32_t)t->used,
+		.num_ops = t->nops,
+		.hdr_sectors = t->H,
+		.logbufs = 8,
+		.logbsize = t->logbsize,
+		.uuid = t->uuid,
+	};
+	size_t bytes = jrnl_rec_seal(t->rec, t->S, &f);
+	uint64_t n = bytes / t->S;
+
+	cr_assert_leq(t->head + n - t->tail, t->N, "test log overruns its tail");
+	t_write(t, t->head, t->rec, n);
+	if (t->nrecs == t->recs_cap) {
+		t->recs_cap = t->recs_cap ? 2 * t->recs_cap : 64;
+		t->recs = realloc(t->recs, t->recs_cap * sizeof(*t->recs));
+		cr_assert(t->recs);
+	}
+	t->recs[t->nrecs++] = (struct trec){ t->head, n };
+	t->prev_lsn = t_lsn(t, t->head);
+	t->head += n;
+	t->used = 0;
+	t->nops = 0;
+	memset(t->rec, 0, t->logbsize);
+}
+
+/* Append one op (header, payload, zero padding); it must fit. */
+static void t_put(struct tlog *t, uint32_t tid, uint16_t type, uint16_t flags, const void *data,
+		  uint32_t len)
+{
+	unsigned char *p = t->rec + (size_t)t->H * t->S + t->used;
+	struct jrnl_op op = { .tid = tid, .len = len, .flags = flags, .type = type };
+
+	cr_assert_leq(sizeof(op) + ((len + 7u) & ~7u), t_room(t));
+	memcpy(p, &op, sizeof(op));
+	if (len)
+		memcpy(p + sizeof(op), data, len);
+	t->used += sizeof(op) + ((len + 7u) & ~7u);
+	t->nops++;
+}
+
+/* Append an op, splitting it across records when it does not fit.  Returns the LSN of
+ * the record holding its first piece. */
+static uint64_t t_op(struct tlog *t, uint32_t tid, uint16_t type, uint16_t flags,
+		     const void *data, uint32_t len)
+{
+	const unsigned char *d = data;
+	uint64_t lsn;
+	uint32_t off = 0;
+	bool first = true;
+
+	if (t_room(t) < 16 + 8)
+		t_seal(t);
+	lsn = t_lsn(t, t->head);
+	for (;;) {
+		uint32_t rest = len - off, piece;
+
+		if (16 + ((rest + 7u) & ~7u) <= t_room(t)) {
+			t_put(t, tid, type, first ? flags : JRNL_OP_WAS_CONT | JRNL_OP_END, d + off,
+			      rest);
+			return lsn;
+		}
+		piece = (uint32_t)((t_room(t) - 16) & ~(size_t)7);
+		t_put(t, tid, type, (first ? flags : JRNL_OP_WAS_CONT) | JRNL_OP_CONTINUE, d + off,
+		      piece);
+		off += piece;
+		first = false;
+		t_seal(t);
+	}
+}
+
+/* A checkpoint being written. */
+struct tck {
+	uint32_t tid;
+	uint64_t seq, start_lsn, bytes;
+	uint32_t n, crc;
+};
+
+static uint8_t pat(uint64_t key, uint32_t i)
+{
+	return (uint8_t)(key * 31 + i * 7 + 1);
+}
+
+static void t_begin(struct tlog *t, struct tck *c)
+{
+	struct jrnl_start st = { .seq = t->next_seq++ };
+
+	memset(c, 0, sizeof(*c));
+	c->tid = t->next_tid++;
+	c->seq = st.seq;
+	c->start_lsn = t_op(t, c->tid, JRNL_T_START, JRNL_OP_START, &st, sizeof(st));
+}
+
+static void t_item(struct tlog *t, struct tck *c, uint32_t dlen)
+{
+	uint64_t key = c->seq << 20 | c->n;
+	unsigned char *buf = malloc(sizeof(struct jrnl_item) + dlen);
+	struct jrnl_item it = { .key = key, .data_len = dlen };
+
+	cr_assert(buf);
+	memcpy(buf, &it, sizeof(it));
+	for (uint32_t i = 0; i < dlen; i++)
+		buf[sizeof(it) + i] = pat(key, i);
+	c->crc = jrnl_crc32c(c->crc, buf, sizeof(it) + dlen);
+	c->bytes += sizeof(it) + dlen;
+	c->n++;
+	t_op(t, c->tid, JRNL_T_ITEM, 0, buf, (uint32_t)(sizeof(it) + dlen));
+	free(buf);
+}
+
+static void t_commit(struct tlog *t, struct tck *c)
+{
+	struct jrnl_commit cm = { .seq = c->seq, .start_lsn = c->start_lsn, .nitems = c->n,
+				  .crc = c->crc, .payload_bytes = c->bytes };
+
+	t_op(t, c->tid, JRNL_T_COMMIT, JRNL_OP_COMMIT, &cm, sizeof(cm));
+}
+
+/* A whole checkpoint of @n items of @dlen bytes; returns its seq. */
+static uint64_t t_ckpt(struct tlog *t, uint32_t n, uint32_t dlen)
+{
+	struct tck c;
+
+	t_begin(t, &c);
+	for (uint32_t i = 0; i < n; i++)
+		t_item(t, &c, dlen);
+	t_commit(t, &c);
+	return c.seq;
+}
+
+/* A checkpoint alone in a record of exactly @k sectors (k > H); returns its seq. */
+static uint64_t t_ckpt_sized(struct tlog *t, uint64_t k)
+{
+	uint64_t seq;
+
+	cr_assert_eq(t->used, 0);
+	cr_assert(k > t->H && k <= t->H + t->Pmax);
+	/* START 32 + ITEM 32 + data + COMMIT 48 bytes of ops. */
+	seq = t_ckpt(t, 1, (uint32_t)((k - t->H) * t->S - 112));
+	cr_assert_eq(t->used, (k - t->H) * t->S);
+	t_seal(t);
+	return seq;
+}
+
+/* Fill with sized checkpoints until the head is at @target. */
+static void t_pad_to(struct tlog *t, uint64_t target)
+{
+	uint64_t maxk = t->H + t->Pmax;
+
+	cr_assert_eq(t->used, 0);
+	while (t->head < target) {
+		uint64_t d = target - t->head, k = d < maxk ? d : maxk;
+
+		if (d - k && d - k < t->H + 1)
+			k = d - (t->H + 1);
+		t_ckpt_sized(t, k);
+	}
+	cr_assert_eq(t->head, target);
+}
+
+/* Make sectors [a, a + n) look never written by this lap: the previous lap's cycle. */
+static void t_unwrite(struct tlog *t, uint64_t a, uint64_t n)
+{
+	unsigned char *buf = io_buf_alloc(t->dev, t->S);
+
+	cr_assert(buf);
+	for (uint64_t i = 0; i < n; i++) {
+		uint32_t c = lap_cycle((a + i) / t->N - 1);
+
+		memset(buf, 0, t->S);
+		memcpy(buf, &c, sizeof(c));
+		t_write(t, a + i, buf, 1);
+	}
+	free(buf);
+}
+
+/* Change one byte of the sector at @a. */
+static void t_poke(struct tlog *t, uint64_t a, uint32_t off, uint8_t x)
+{
+	unsigned char *buf = io_buf_alloc(t->dev, t->S);
+
+	cr_assert(buf);
+	t_read(t, a, buf, 1);
+	buf[off] ^= x;
+	t_write(t, a, buf, 1);
+	free(buf);
+}
+
+/* ---- replay collection ---- */
+
+#define GOT_MAX 4096
+
+struct got {
+	uint64_t seq[GOT_MAX];
+	uint32_t nitems[GOT_MAX];
+	size_t n;
+	uint64_t items;
+	bool bad;                 /* an item's key or bytes were not what was written */
+};
+
+static int collect(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_item_view *it,
+		   size_t n)
+{
+	struct got *g = priv;
+
+	if (g->n < GOT_MAX) {
+		g->seq[g->n] = ck->seq;
+		g->nitems[g->n] = (uint32_t)n;
+	}
+	g->n++;
+	g->items += n;
+	if (n != ck->nitems)
+		g->bad = true;
+	for (size_t i = 0; i < n; i++) {
+		const unsigned char *d = it[i].data;
+
+		if (it[i].key >> 20 != ck->seq || (it[i].key & 0xfffff) != i)
+			g->bad = true;
+		for (uint32_t j = 0; j < it[i].len; j++)
+			if (d[j] != pat(it[i].key, j)) {
+				g->bad = true;
+				break;
+			}
+	}
+	return 0;
+}
+
+static int t_recover(struct tlog *t, bool read_only, struct jrnl_report *rep, struct got *g)
+{
+	struct jrnl_recover_opts o = { .replay = collect, .priv = g, .read_only = read_only };
+
+	memset(g, 0, sizeof(*g));
+	return jrnl_recover(t->dev, &t->g, &o, rep);
+}
+
+/* The replayed seqs are exactly from..to. */
+static void want_seqs(const struct got *g, uint64_t from, uint64_t to)
+{
+	cr_assert(!g->bad, "replayed item data differs from what was written");
+	cr_assert_eq(g->n, to + 1 - from, "replayed %zu checkpoints, expected %llu..%llu", g->n,
+		     (unsigned long long)from, (unsigned long long)to);
+	for (size_t i = 0; i < g->n && i < GOT_MAX; i++)
+		cr_assert_eq(g->seq[i], from + i, "checkpoint %zu is seq %llu, expected %llu", i,
+			     (unsigned long long)g->seq[i], (unsigned long long)(from + i));
+}
+
+static struct got G; /* large: not on the stack */
+
+/* ---- tests ---- */
+
+Test(recover, empty_log, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		struct jrnl_report rep;
+		struct tlog t;
+
+		t_open(&t, SECTORS[s], LOG4M, 32 << 10);
+		cr_assert_eq(t_recover(&t, false, &rep, &G), 0);
+		cr_assert(rep.empty);
+		cr_assert(!rep.clean);
+		cr_assert_eq(rep.head_lsn, jrnl_lsn(1, 0));
+		cr_assert_eq(rep.tail_lsn, jrnl_lsn(1, 0));
+		cr_assert_eq(rep.records, 0);
+		cr_assert_eq(rep.checkpoints, 0);
+		cr_assert_eq(rep.torn_bytes, 0);
+		cr_assert_eq(rep.corruption, 0);
+		cr_assert_gt(rep.stamped_bytes, 0);
+		cr_assert_eq(G.n, 0);
+		/* and again, after the stamping */
+		cr_assert_eq(t_recover(&t, false, &rep, &G), 0);
+		cr_assert(rep.empty);
+		cr_assert_eq(rep.head_lsn, jrnl_lsn(1, 0));
+		t_close(&t);
+	}
+}
+
+Test(recover, one_checkpoint, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		struct jrnl_report rep;
+		struct tlog t;
+
+		t_open(&t, SECTORS[s], LOG4M, 32 << 10);
+		t_ckpt(&t, 3, 100);
+		t_seal(&t);
+		cr_assert_eq(t_recover(&t, false, &rep, &G), 0, "%s", rep.corrupt_what);
+		want_seqs(&G, 1, 1);
+		cr_assert(!rep.empty);
+		cr_assert_eq(rep.records, 1);
+		cr_assert_eq(rep.checkpoints, 1);
+		cr_assert_eq(rep.items, 3);
+		cr_assert_eq(rep.bytes_replayed, 300);
+		cr_assert_eq(rep.dropped, 0);
+		cr_assert_eq(rep.torn_bytes, 0);
+		cr_assert_eq(rep.head_lsn, t_lsn(&t, t.head));
+		cr_assert_eq(rep.tail_lsn, jrnl_lsn(1, 0));
+		cr_assert_eq(rep.last_lsn, jrnl_lsn(1, 0));
+		cr_assert_gt(rep.bytes_read, 0);
+		cr_assert_gt(rep.read_reqs, 0);
+		cr_assert_eq(rep.durable_lsn, rep.head_lsn); /* after the stamping's flush */
+		t_close(&t);
+	}
+}
+
+Test(recover, many_checkpoints, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		struct jrnl_report rep;
+		struct tlog t;
+
+		t_open(&t, SECTORS[s], LOG4M, 32 << 10);
+		for (int i = 0; i < 300; i++) {
+			t_ckpt(&t, 1 + i % 5, (uint32_t)(i * 37 % 700));
+			if (i % 3 == 2)
+				t_seal(&t);
+		}
+		t_seal(&t);
+		cr_assert_eq(t_recover(&t, true, &rep, &G), 0, "%s", rep.corrupt_what);
+		want_seqs(&G, 1, 300);
+		cr_assert_eq(rep.records, t.nrecs);
+		cr_assert_eq(rep.checkpoints, 300);
+		cr_assert_eq(rep.head_lsn, t_lsn(&t, t.head));
+		cr_assert_eq(rep.stamped_bytes, 0);
+		cr_assert_eq(rep.last_lsn, t_lsn(&t, t.recs[t.nrecs - 1].a));
+		cr_assert_eq(rep.durable_lsn, rep.last_lsn); /* read-only: the record's word */
+		t_close(&t);
+	}
+}
+
+/* Items larger than a record: CONTINUE, WAS_CONT | CONTINUE ..., WAS_CONT | END. */
+Test(recover, spanning_records, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		struct jrnl_report rep;
+		struct tlog t;
+		struct tck c;
+
+		t_open(&t, SECTORS[s], LOG4M, 16 << 10);
+		t_ckpt(&t, 2, 50);
+		t_begin(&t, &c);
+		t_item(&t, &c, 40000);
+		t_item(&t, &c, 3);
+		t_item(&t, &c, 70001);
+		t_commit(&t, &c);
+		for (int i = 0; i < 20; i++)
+			t_ckpt(&t, 2, 5000 + 999 * i);
+		t_seal(&t);
+		cr_assert_gt(t.nrecs, 10);
+		cr_assert_eq(t_recover(&t, false, &rep, &G), 0, "%s", rep.corrupt_what);
+		want_seqs(&G, 1, 22);
+		cr_assert_eq(G.nitems[1], 3);
+		cr_assert_eq(rep.records, t.nrecs);
+		t_close(&t);
+	}
+}
+
+enum wrap_class { END_EXACT, HDR_LAST, STRADDLE_1, PAYLOAD_SPLIT, NCLASS };
+
+/*
+ * Build a log in its second lap with the record of @cls placed at the physical end:
+ * lap 1 padded up to shortly before the end, the tail moved there, one checkpoint, the
+ * boundary record, then two more checkpoints.  Returns the seq of the first checkpoint
+ * after the tail; *brec gets the index of the boundary record.
+ */
+static uint64_t build_wrap(struct tlog *t, enum wrap_class cls, uint64_t k, size_t *brec)
+{
+	uint64_t end = 2 * t->N, at, first;
+
+	switch (cls) {
+	case END_EXACT:
+		at = end - k;
+		break;
+	case HDR_LAST:
+		at = end - 1;
+		break;
+	case STRADDLE_1:
+		at = end - (k - 1);
+		break;
+	default:
+		at = end - k / 2;
+		break;
+	}
+	t_pad_to(t, at - 3 * (t->H + 2));
+	t->tail = t->head;
+	first = t_ckpt_sized(t, t->H + 2);
+	t_ckpt_sized(t, 2 * (t->H + 2));
+	cr_assert_eq(t->head, at);
+	/* What follows was written with the boundary record possibly in flight. */
+	t->durable = (int64_t)at;
+	*brec = t->nrecs;
+	t_ckpt_sized(t, k);
+	t_ckpt(t, 2, 3000);
+	t_seal(t);
+	t_ckpt(t, 1, 10);
+	t_seal(t);
+	return first;
+}
+
+Test(recover, wrap_boundary_classes, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		for (int cls = 0; cls < NCLASS; cls++) {
+			/* 256 KiB buffers with 512-byte sectors need 5 header sectors: the
+			 * header itself then straddles the end too. */
+			for (int big = 0; big < 2; big++) {
+				uint32_t lb = big ? 256 << 10 : 32 << 10;
+				struct jrnl_report rep;
+				struct tlog t;
+				uint64_t first, k;
+				size_t b;
+
+				t_open(&t, SECTORS[s], LOG4M, lb);
+				k = t.H + (t.Pmax > 8 ? 8 : t.Pmax);
+				first = build_wrap(&t, (enum wrap_class)cls, k, &b);
+				cr_assert_eq(t_recover(&t, false, &rep, &G), 0,
+					     "sector %u class %d big %d: %s", SECTORS[s], cls, big,
+					     rep.corrupt_what);
+				want_seqs(&G, first, t.next_seq - 1);
+				cr_assert_eq(rep.head_lsn, t_lsn(&t, t.head));
+				cr_assert_eq(rep.tail_lsn, t_lsn(&t, t.tail));
+				cr_assert_eq(rep.torn_bytes, 0);
+				cr_assert_eq(jrnl_lsn_cycle(rep.head_lsn), 2);
+
+				/* Tear the boundary record's part at the log start (its
+				 * sectors there still show lap 1): torn, cut before it. */
+				if (t.recs[b].a + t.recs[b].n > 2 * t.N) {
+					t_unwrite(&t, 2 * t.N, t.recs[b].a + t.recs[b].n - 2 * t.N);
+					cr_assert_eq(t_recover(&t, true, &rep, &G), 0, "%s",
+						     rep.corrupt_what);
+					want_seqs(&G, first, first + 1);
+					cr_assert_eq(rep.head_lsn, t_lsn(&t, t.recs[b].a));
+					cr_assert_gt(rep.torn_bytes, 0);
+					cr_assert_eq(rep.dropped, 0);
+				}
+				t_close(&t);
+			}
+		}
+	}
+}
+
+/* The last record half written: its second half still shows the old cycle. */
+Test(recover, torn_head, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		for (int lap = 1; lap <= 2; lap++) {
+			struct jrnl_report rep;
+			struct tlog t;
+			struct trec last;
+			uint64_t first = 1;
+
+			t_open(&t, SECTORS[s], LOG4M, 32 << 10);
+			if (lap == 2) {
+				t_pad_to(&t, t.N + t.N / 2);
+				t.tail = t.head;
+				first = t.next_seq;
+				t_pad_to(&t, 2 * t.N + 100);
+			}
+			for (int i = 0; i < 5; i++) {
+				t_ckpt(&t, 2, 1500);
+				t_seal(&t);
+			}
+			last = t.recs[t.nrecs - 1];
+			t_unwrite(&t, last.a + last.n / 2, last.n - last.n / 2);
+			cr_assert_eq(t_recover(&t, false, &rep, &G), 0, "%s", rep.corrupt_what);
+			want_seqs(&G, first, t.next_seq - 2);
+			cr_assert_eq(rep.head_lsn, t_lsn(&t, last.a));
+			cr_assert_eq(rep.torn_bytes, (last.n / 2) * t.S);
+			cr_assert_eq(rep.corruption, 0);
+			cr_assert_eq(rep.dropped, 0);
+			t_close(&t);
+		}
+	}
+}
+
+/* A hole: the last-but-one buffer never reached the disk, the last one did (completions
+ * out of order).  The head is the hole; the record after it is discarded. */
+Test(recover, hole_in_flight_window, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		struct jrnl_report rep;
+		struct tlog t;
+		struct trec r5, r6;
+		struct tck c;
+
+		t_open(&t, SECTORS[s], LOG4M, 32 << 10);
+		for (int i = 0; i < 4; i++) {
+			t_ckpt(&t, 1, 2000);
+			t_seal(&t);
+		}
+		t.durable = (int64_t)t.head; /* R5 and R6 were in flight together */
+		t_begin(&t, &c); /* checkpoint 5 spans the hole and the record after it */
+		t_item(&t, &c, 20000);
+		t_item(&t, &c, 20000);
+		t_commit(&t, &c);
+		t_seal(&t);
+		cr_assert_geq(t.nrecs, 6);
+		r5 = t.recs[4];
+		r6 = t.recs[t.nrecs - 1];
+		t_unwrite(&t, r5.a, r5.n);
+		cr_assert_eq(t_recover(&t, false, &rep, &G), 0, "%s", rep.corrupt_what);
+		want_seqs(&G, 1, 4);
+		cr_assert_eq(rep.head_lsn, t_lsn(&t, r5.a));
+		cr_assert_eq(rep.torn_bytes, (r6.a + r6.n - r5.a) * t.S);
+		cr_assert_eq(rep.dropped, 0);
+		/* Stamped: a second run sees a clean head. */
+		cr_assert_eq(t_recover(&t, false, &rep, &G), 0);
+		want_seqs(&G, 1, 4);
+		cr_assert_eq(rep.head_lsn, t_lsn(&t, r5.a));
+		cr_assert_eq(rep.torn_bytes, 0);
+		t_close(&t);
+	}
+}
+
+Test(recover, incomplete_checkpoint_dropped, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		struct jrnl_report rep;
+		struct tlog t;
+		struct tck c;
+
+		t_open(&t, SECTORS[s], LOG4M, 16 << 10);
+		t_ckpt(&t, 2, 100);
+		t_begin(&t, &c);
+		t_item(&t, &c, 30000); /* spans records; no COMMIT ever written */
+		t_seal(&t);
+		cr_assert_eq(t_recover(&t, false, &rep, &G), 0, "%s", rep.corrupt_what);
+		want_seqs(&G, 1, 1);
+		cr_assert_eq(rep.dropped, 1);
+		cr_assert_eq(rep.records, t.nrecs);
+		cr_assert_eq(rep.head_lsn, t_lsn(&t, t.head));
+		t_close(&t);
+	}
+}
+
+/* Six records, each written after the ones before were stable (durable_lsn = its own
+ * start), so damage in any but the last is corruption. */
+static void six_records(struct tlog *t, uint32_t S)
+{
+	t_open(t, S, LOG4M, 32 << 10);
+	for (int i = 0; i < 6; i++) {
+		t_ckpt(t, 2, 3000);
+		t_seal(t);
+	}
+}
+
+Test(recover, crc_flip_behind_durable_is_corruption, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		struct jrnl_report rep;
+		struct tlog t;
+		struct trec r3;
+
+		six_records(&t, SECTORS[s]);
+		r3 = t.recs[2];
+		t_poke(&t, r3.a + r3.n - 1, 100, 0x40);
+		cr_assert_eq(t_recover(&t, false, &rep, &G), DELOG_ECHECKSUM);
+		cr_assert_eq(rep.corruption, DELOG_ECHECKSUM);
+		cr_assert_eq(rep.corrupt_lsn, t_lsn(&t, r3.a));
+		cr_assert_eq(rep.corrupt_offset, t_off(&t, r3.a));
+		cr_assert(strstr(rep.corrupt_what, "CRC"), "%s", rep.corrupt_what);
+		want_seqs(&G, 1, 2);
+		cr_assert_eq(rep.stamped_bytes, 0);
+		t_close(&t);
+	}
+}
+
+Test(recover, crc_flip_at_head_is_torn, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		struct jrnl_report rep;
+		struct tlog t;
+		struct trec r6;
+
+		six_records(&t, SECTORS[s]);
+		r6 = t.recs[5];
+		t_poke(&t, r6.a + 1, 200, 0x01);
+		cr_assert_eq(t_recover(&t, false, &rep, &G), 0, "%s", rep.corrupt_what);
+		want_seqs(&G, 1, 5);
+		cr_assert_eq(rep.head_lsn, t_lsn(&t, r6.a));
+		cr_assert_eq(rep.torn_bytes, r6.n * t.S);
+		t_close(&t);
+	}
+}
+
+/* A sector of a middle record reads as never written: not a torn write, because the
+ * records after it say it was stable. */
+Test(recover, old_cycle_behind_durable_is_corruption, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		struct jrnl_report rep;
+		struct tlog t;
+		struct trec r2;
+
+		six_records(&t, SECTORS[s]);
+		r2 = t.recs[1];
+		t_unwrite(&t, r2.a + 2, 1);
+		cr_assert_eq(t_recover(&t, false, &rep, &G), DELOG_ECORRUPT);
+		cr_assert_eq(rep.corrupt_lsn, t_lsn(&t, r2.a));
+		want_seqs(&G, 1, 1);
+		t_close(&t);
+	}
+}
+
+/* A damaged sector right where the binary search looks first misleads the head search;
+ * the records after it, which vouch for it, expose that. */
+Test(recover, damaged_sector_on_search_path, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		struct jrnl_report rep;
+		struct tlog t;
+		uint64_t mid;
+		size_t i;
+
+		t_open(&t, SECTORS[s], LOG4M, 32 << 10);
+		t_pad_to(&t, t.N + t.N * 3 / 4);
+		mid = t.N + (t.N - 1) / 2;
+		for (i = 0; t.recs[i].a + t.recs[i].n <= mid; i++)
+			;
+		t_unwrite(&t, mid, 1);
+		cr_assert_eq(t_recover(&t, false, &rep, &G), DELOG_ECORRUPT);
+		cr_assert_eq(rep.corrupt_lsn, t_lsn(&t, t.recs[i].a), "%s", rep.corrupt_what);
+		want_seqs(&G, 1, i);
+		cr_assert_eq(rep.stamped_bytes, 0);
+		t_close(&t);
+	}
+}
+
+Test(recover, uuid_mismatch, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		for (int where = 0; where < 2; where++) {
+			struct jrnl_report rep;
+			struct tlog t;
+			uint64_t a;
+
+			t_open(&t, SECTORS[s], LOG4M, 32 << 10);
+			for (int i = 0; i < 5; i++) {
+				t_ckpt(&t, 1, 700);
+				if (i == (where ? 4 : 2))
+					t.uuid = OTHER;
+				t_seal(&t);
+				t.uuid = UUID;
+			}
+			a = t.recs[where ? 4 : 2].a;
+			cr_assert_eq(t_recover(&t, false, &rep, &G), DELOG_EFOREIGN);
+			cr_assert_eq(rep.corruption, DELOG_EFOREIGN);
+			cr_assert_eq(rep.corrupt_lsn, t_lsn(&t, a));
+			cr_assert_eq(rep.corrupt_offset, t_off(&t, a));
+			cr_assert_leq(G.n, 2);
+			t_close(&t);
+		}
+	}
+}
+
+/* An op whose length runs past its record's len, in a record whose CRC holds. */
+Test(recover, op_len_past_record, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		for (int where = 0; where < 2; where++) {
+			struct jrnl_report rep;
+			struct tlog t;
+			struct jrnl_op op;
+			size_t at = 0;
+			uint64_t a = 0;
+
+			t_open(&t, SECTORS[s], LOG4M, 32 << 10);
+			for (int i = 0; i < 4; i++) {
+				if (i == (where ? 3 : 1)) {
+					t_ckpt(&t, 1, 40);
+					at = t.used;
+					t_ckpt(&t, 1, 40);
+					memcpy(&op, t.rec + t.H * t.S + at, sizeof(op));
+					op.len = (uint32_t)t.used; /* past the end */
+					memcpy(t.rec + t.H * t.S + at, &op, sizeof(op));
+					a = t.head;
+				} else {
+					t_ckpt(&t, 1, 40);
+				}
+				t_seal(&t);
+			}
+			cr_assert_eq(t_recover(&t, false, &rep, &G), DELOG_EBADOP);
+			cr_assert_eq(rep.corrupt_lsn, t_lsn(&t, a));
+			cr_assert_eq(rep.corrupt_offset, t_off(&t, a) + t.H * t.S + at,
+				     "%s", rep.corrupt_what);
+			cr_assert(strstr(rep.corrupt_what, "run past"), "%s", rep.corrupt_what);
+			/* the checkpoint before the bad op, in the same record, was whole */
+			want_seqs(&G, 1, where ? 4 : 2);
+			t_close(&t);
+		}
+	}
+}
+
+/* More malformed ops: each its own code, never a crash. */
+Test(recover, malformed_ops, .timeout = TO)
+{
+	struct {
+		uint16_t type, flags;
+		uint32_t len, reserved;
+		int want;
+	} cases[] = {
+		{ 9, 0, 8, 0, DELOG_EBADOP },                         /* unknown type */
+		{ JRNL_T_ITEM, 0x40, 24, 0, DELOG_EBADOP },           /* unknown flag */
+		{ JRNL_T_ITEM, 0, 24, 1, DELOG_EBADOP },              /* reserved set */
+		{ JRNL_T_ITEM, JRNL_OP_COMMIT, 24, 0, DELOG_EBADOP }, /* flags vs type */
+		{ JRNL_T_ITEM, JRNL_OP_END, 24, 0, DELOG_EBADOP },    /* END, no WAS_CONT */
+		{ JRNL_T_START, JRNL_OP_START, 8, 0, DELOG_EBADOP },  /* START too short */
+		{ JRNL_T_UNMOUNT, JRNL_OP_UNMOUNT, 16, 0, DELOG_EBADOP }, /* bad magic */
+		{ JRNL_T_ITEM, JRNL_OP_WAS_CONT | JRNL_OP_END, 24, 0, DELOG_EORPHAN },
+	};
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct jrnl_report rep;
+		struct tlog t;
+		unsigned char payload[64] = { 0 };
+
+		t_open(&t, 4096, LOG4M, 32 << 10);
+		t_ckpt(&t, 1, 10);
+		t_seal(&t);
+		t_ckpt(&t, 1, 10);
+		t_put(&t, 0x77, 0, 0, payload, cases[k].len);
+		{
+			struct jrnl_op op = { .tid = 0x77, .len = cases[k].len,
+					      .flags = cases[k].flags, .type = cases[k].type,
+					      .reserved = cases[k].reserved };
+
+			memcpy(t.rec + t.H * t.S + t.used - 16 - ((cases[k].len + 7) & ~7u), &op,
+			       sizeof(op));
+		}
+		t_seal(&t);
+		t_ckpt(&t, 1, 10);
+		t_seal(&t);
+		cr_assert_eq(t_recover(&t, false, &rep, &G), cases[k].want, "case %zu: %s", k,
+			     rep.corrupt_what);
+		cr_assert_eq(rep.corrupt_lsn, t_lsn(&t, t.recs[1].a), "case %zu", k);
+		want_seqs(&G, 1, 2);
+		t_close(&t);
+	}
+}
+
+/* A record that starts with a continuation whose start is nowhere. */
+Test(recover, orphan_continuation, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		struct jrnl_report rep;
+		struct tlog t;
+		unsigned char junk[24] = { 1, 2, 3 };
+
+		t_open(&t, SECTORS[s], LOG4M, 32 << 10);
+		t_ckpt(&t, 1, 100);
+		t_seal(&t);
+		t_ckpt(&t, 1, 100);
+		t_seal(&t);
+		t_put(&t, 0x99, JRNL_T_ITEM, JRNL_OP_WAS_CONT | JRNL_OP_END, junk, sizeof(junk));
+		t_ckpt(&t, 1, 100);
+		t_seal(&t);
+		cr_assert_eq(t_recover(&t, false, &rep, &G), DELOG_EORPHAN);
+		cr_assert_eq(rep.corrupt_lsn, t_lsn(&t, t.recs[2].a));
+		cr_assert_eq(rep.corrupt_offset, t_off(&t, t.recs[2].a) + t.H * t.S);
+		want_seqs(&G, 1, 2);
+		t_close(&t);
+	}
+}
+
+/* A COMMIT whose START should lie inside the log but is not there. */
+Test(recover, orphan_commit, .timeout = TO)
+{
+	struct jrnl_report rep;
+	struct tlog t;
+	struct jrnl_commit cm = { .seq = 77, .nitems = 0 };
+
+	t_open(&t, 512, LOG4M, 32 << 10);
+	t_ckpt(&t, 1, 100);
+	t_seal(&t);
+	cm.start_lsn = t_lsn(&t, t.recs[0].a);
+	t_put(&t, 0x5555, JRNL_T_COMMIT, JRNL_OP_COMMIT, &cm, sizeof(cm));
+	t_seal(&t);
+	cr_assert_eq(t_recover(&t, false, &rep, &G), DELOG_EORPHAN);
+	cr_assert_eq(rep.corrupt_lsn, t_lsn(&t, t.recs[1].a));
+	want_seqs(&G, 1, 1);
+	t_close(&t);
+}
+
+/* A checkpoint whose START lies before the tail is already written back: its items and
+ * COMMIT after the tail are skipped, the checkpoints after it replayed. */
+Test(recover, checkpoint_started_before_tail, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		struct jrnl_report rep;
+		struct tlog t;
+		struct tck a;
+
+		t_open(&t, SECTORS[s], LOG4M, 16 << 10);
+		t_ckpt(&t, 1, 10);
+		t_begin(&t, &a);
+		t_seal(&t);
+		t.tail = t.head;
+		t_item(&t, &a, 30000); /* continues across records */
+		t_commit(&t, &a);
+		t_ckpt(&t, 2, 10);
+		t_seal(&t);
+		cr_assert_eq(t_recover(&t, false, &rep, &G), 0, "%s", rep.corrupt_what);
+		want_seqs(&G, 3, 3);
+		cr_assert_eq(rep.dropped, 0);
+		cr_assert_eq(rep.tail_lsn, t_lsn(&t, t.tail));
+		t_close(&t);
+	}
+}
+
+Test(recover, commit_mismatch, .timeout = TO)
+{
+	for (int k = 0; k < 2; k++) {
+		struct jrnl_report rep;
+		struct tlog t;
+		struct tck c;
+
+		t_open(&t, 4096, LOG4M, 32 << 10);
+		t_ckpt(&t, 1, 10);
+		t_begin(&t, &c);
+		t_item(&t, &c, 100);
+		t_item(&t, &c, 100);
+		if (k)
+			c.crc ^= 1;
+		else
+			c.n = 3;
+		t_commit(&t, &c);
+		t_seal(&t);
+		cr_assert_eq(t_recover(&t, false, &rep, &G), k ? DELOG_ECHECKSUM : DELOG_ECORRUPT,
+			     "%s", rep.corrupt_what);
+		want_seqs(&G, 1, 1);
+		t_close(&t);
+	}
+}
+
+static void t_unmount(struct tlog *t)
+{
+	struct jrnl_unmount u = { .magic = JRNL_UNMOUNT_MAGIC };
+
+	if (t->used)
+		t_seal(t);
+	t_put(t, 0x1, JRNL_T_UNMOUNT, JRNL_OP_UNMOUNT, &u, sizeof(u));
+	t_seal(t);
+}
+
+Test(recover, unmount_is_clean, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		for (int moved = 0; moved < 2; moved++) {
+			struct jrnl_report rep;
+			struct tlog t;
+
+			t_open(&t, SECTORS[s], LOG4M, 32 << 10);
+			for (int i = 0; i < 4; i++)
+				t_ckpt(&t, 2, 200);
+			t_seal(&t);
+			if (moved)
+				t.tail = t.head; /* everything written back at unmount */
+			t_unmount(&t);
+			cr_assert_eq(t_recover(&t, false, &rep, &G), 0, "%s", rep.corrupt_what);
+			cr_assert(rep.clean);
+			cr_assert_eq(rep.head_lsn, t_lsn(&t, t.head));
+			if (moved)
+				cr_assert_eq(G.n, 0);
+			else
+				want_seqs(&G, 1, 4);
+			/* a session after the unmount makes the log dirty again */
+			t_ckpt(&t, 1, 5);
+			t_seal(&t);
+			cr_assert_eq(t_recover(&t, false, &rep, &G), 0);
+			cr_assert(!rep.clean);
+			want_seqs(&G, moved ? 5 : 1, 5);
+			t_close(&t);
+		}
+	}
+}
+
+static void same_outcome(const struct jrnl_report *a, const struct jrnl_report *b)
+{
+	cr_assert_eq(a->empty, b->empty);
+	cr_assert_eq(a->clean, b->clean);
+	cr_assert_eq(a->head_lsn, b->head_lsn);
+	cr_assert_eq(a->tail_lsn, b->tail_lsn);
+	cr_assert_eq(a->last_lsn, b->last_lsn);
+	cr_assert_eq(a->durable_lsn, b->durable_lsn);
+	cr_assert_eq(a->records, b->records);
+	cr_assert_eq(a->checkpoints, b->checkpoints);
+	cr_assert_eq(a->items, b->items);
+	cr_assert_eq(a->bytes_replayed, b->bytes_replayed);
+	cr_assert_eq(a->dropped, b->dropped);
+	cr_assert_eq(a->corruption, b->corruption);
+}
+
+Test(recover, idempotent, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		struct jrnl_report r1, r2;
+		static struct got g1;
+		struct tlog t;
+		struct trec last;
+		struct tck c;
+
+		t_open(&t, SECTORS[s], LOG4M, 16 << 10);
+		for (int i = 0; i < 30; i++)
+			t_ckpt(&t, 3, 900);
+		t_begin(&t, &c);
+		t_item(&t, &c, 20000);
+		t_seal(&t);
+		last = t.recs[t.nrecs - 1];
+		t_unwrite(&t, last.a + 1, 1);
+
+		/* read-only twice: identical */
+		cr_assert_eq(t_recover(&t, true, &r1, &g1), 0, "%s", r1.corrupt_what);
+		cr_assert_eq(t_recover(&t, true, &r2, &G), 0);
+		same_outcome(&r1, &r2);
+		cr_assert_eq(r1.torn_bytes, r2.torn_bytes);
+		cr_assert_eq(r1.bytes_read, r2.bytes_read);
+		cr_assert_eq(g1.n, G.n);
+		cr_assert_eq(memcmp(g1.seq, G.seq, sizeof(G.seq)), 0);
+		cr_assert_eq(r1.dropped, 1);
+		cr_assert_gt(r1.torn_bytes, 0);
+
+		/* stamping, then again: the same checkpoints, no torn bytes left */
+		cr_assert_eq(t_recover(&t, false, &r1, &g1), 0);
+		cr_assert_eq(t_recover(&t, false, &r2, &G), 0);
+		same_outcome(&r1, &r2);
+		cr_assert_eq(g1.n, G.n);
+		cr_assert_eq(memcmp(g1.seq, G.seq, sizeof(G.seq)), 0);
+		cr_assert_eq(r2.torn_bytes, 0);
+		t_close(&t);
+	}
+}
+
+/*
+ * A stale record past the head: R7 reached the disk, R6 before it never did, so the
+ * head is R6's position.  The next session then writes a record R6' of R6's size there,
+ * whose end is exactly R7's start and whose LSN is R6's: without the stamping, R7
+ * (cycle, position and prev link all fitting) would come back after the next crash.
+ */
+Test(recover, stamping_buries_stale_records, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		for (int ro = 0; ro < 2; ro++) {
+			struct jrnl_report rep;
+			struct tlog t;
+			uint64_t r6, k = 6, r5_lsn;
+
+			t_open(&t, SECTORS[s], LOG4M, 32 << 10);
+			for (int i = 0; i < 5; i++)
+				t_ckpt_sized(&t, 4);
+			r6 = t.head;
+			r5_lsn = t.prev_lsn;
+			/* R7, written while R6 was in flight */
+			t.head = r6 + k;
+			t.prev_lsn = t_lsn(&t, r6);
+			t.durable = (int64_t)r6;
+			t.next_seq = 7;
+			t_ckpt_sized(&t, 5);
+			t.durable = -1;
+
+			cr_assert_eq(t_recover(&t, ro, &rep, &G), 0, "%s", rep.corrupt_what);
+			want_seqs(&G, 1, 5);
+			cr_assert_eq(rep.head_lsn, t_lsn(&t, r6));
+			cr_assert_eq(rep.torn_bytes, (k + 5) * t.S);
+			cr_assert_eq(rep.stamped_bytes > 0, !ro);
+
+			/* the next session writes R6' and crashes */
+			t.head = r6;
+			t.prev_lsn = r5_lsn;
+			t.next_seq = 6;
+			t_ckpt_sized(&t, k);
+			cr_assert_eq(t_recover(&t, true, &rep, &G), 0, "%s", rep.corrupt_what);
+			if (ro) {
+				want_seqs(&G, 1, 7); /* the stale record came back */
+			} else {
+				want_seqs(&G, 1, 6);
+				cr_assert_eq(rep.head_lsn, t_lsn(&t, r6 + k));
+			}
+			t_close(&t);
+		}
+	}
+}
+
+/*
+ * A writer that leaves much of the log unflushed (durable_lsn far behind): damage far
+ * from the head, beyond any in-flight window, is still a torn write when it lies after
+ * the durable point, and the tail comes from the last good record before it.
+ */
+Test(recover, torn_far_behind_lagging_durable, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		for (int lag = 0; lag < 2; lag++) {
+			struct jrnl_report rep;
+			struct tlog t;
+			struct trec r5;
+
+			t_open(&t, SECTORS[s], 16ull << 20, 256 << 10);
+			for (int i = 0; i < 20; i++) {
+				if (lag && i == 2)
+					t.durable = (int64_t)t.head;
+				if (i == 8)
+					t.tail = t.recs[2].a;
+				t_ckpt(&t, 1, 200000);
+				t_seal(&t);
+			}
+			r5 = t.recs[4];
+			t_poke(&t, r5.a + 3, 64, 0x10);
+			if (lag) {
+				cr_assert_eq(t_recover(&t, false, &rep, &G), 0, "%s",
+					     rep.corrupt_what);
+				want_seqs(&G, 1, 4);
+				cr_assert_eq(rep.head_lsn, t_lsn(&t, r5.a));
+				cr_assert_eq(rep.tail_lsn, jrnl_lsn(1, 0));
+				cr_assert_eq(rep.last_lsn, t_lsn(&t, t.recs[3].a));
+				cr_assert_eq(rep.torn_bytes, (t.head - r5.a) * t.S);
+				/* and the same after the stamping */
+				cr_assert_eq(t_recover(&t, false, &rep, &G), 0);
+				want_seqs(&G, 1, 4);
+				cr_assert_eq(rep.tail_lsn, jrnl_lsn(1, 0));
+			} else {
+				cr_assert_eq(t_recover(&t, false, &rep, &G), DELOG_ECHECKSUM);
+				cr_assert_eq(rep.corrupt_lsn, t_lsn(&t, r5.a));
+				want_seqs(&G, 3, 4);
+			}
+			t_close(&t);
+		}
+	}
+}
+
+/* Garbage in sector 0 of a wrapped log (a torn write of the record straddling the end):
+ * the end sectors disagree, the interior decides, the head is that record. */
+Test(recover, garbage_at_sector_zero, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		struct jrnl_report rep;
+		struct tlog t;
+		unsigned char *junk;
+		uint64_t first, wr, maxk;
+
+		t_open(&t, SECTORS[s], LOG4M, 32 << 10);
+		maxk = t.H + t.Pmax;
+		t_pad_to(&t, 2 * t.N - maxk / 2 - 10);
+		t.tail = t.head;
+		first = t_ckpt_sized(&t, 5);
+		t_ckpt_sized(&t, 5);
+		wr = t.head;
+		t_ckpt_sized(&t, maxk); /* straddles the end */
+		junk = io_buf_alloc(t.dev, t.S);
+		for (uint32_t i = 0; i < t.S; i++)
+			junk[i] = (unsigned char)(i * 131 + 17);
+		t_write(&t, 2 * t.N, junk, 1);
+		free(junk);
+		cr_assert_eq(t_recover(&t, false, &rep, &G), 0, "%s", rep.corrupt_what);
+		want_seqs(&G, first, first + 1);
+		cr_assert_eq(rep.head_lsn, t_lsn(&t, wr));
+		t_close(&t);
+	}
+}
+
+/* Nothing but a torn first write: empty, with torn bytes. */
+Test(recover, only_torn_first_write, .timeout = TO)
+{
+	struct jrnl_report rep;
+	struct tlog t;
+
+	t_open(&t, 512, LOG4M, 32 << 10);
+	t_ckpt(&t, 2, 3000);
+	t_seal(&t);
+	t_unwrite(&t, t.N + 3, 1);
+	cr_assert_eq(t_recover(&t, false, &rep, &G), 0, "%s", rep.corrupt_what);
+	cr_assert(rep.empty);
+	cr_assert_eq(rep.head_lsn, jrnl_lsn(1, 0));
+	cr_assert_gt(rep.torn_bytes, 0);
+	cr_assert_eq(G.n, 0);
+	cr_assert_eq(t_recover(&t, false, &rep, &G), 0);
+	cr_assert(rep.empty);
+	cr_assert_eq(rep.torn_bytes, 0);
+	t_close(&t);
+}
+
+/* A 72 MiB log read back in 4 MiB chained reads, each split at io_max_segs, with at
+ * least two outstanding while parsing. */
+Test(recover, chained_reads, .timeout = TO)
+{
+	struct jrnl_report rep;
+	struct jrnl_recover_opts o = { .replay = collect, .priv = &G };
+	struct tlog t;
+	uint64_t per_req;
+	int n = 0;
+
+	t_open_lat(&t, 4096, 72ull << 20, 256 << 10, IO_SIM_LAT_NVME);
+	io_sim_trace_enable(t.dev, false);
+	while ((t.head + 64 - t.N) * t.S < (70ull << 20)) {
+		t_ckpt(&t, 3, 60000);
+		t_seal(&t);
+		n++;
+	}
+	memset(&G, 0, sizeof(G));
+	cr_assert_eq(jrnl_recover(t.dev, &t.g, &o, &rep), 0, "%s", rep.corrupt_what);
+	want_seqs(&G, 1, (uint64_t)n);
+	per_req = (uint64_t)io_max_segs(t.dev, IO_MAX_SEGS_DEFAULT) * IO_SEG_BYTES;
+	cr_assert_geq(rep.bytes_read, 64ull << 20);
+	cr_assert_gt(rep.read_reqs, rep.bytes_read / per_req - 1, "%llu requests for %llu bytes",
+		     (unsigned long long)rep.read_reqs, (unsigned long long)rep.bytes_read);
+	cr_assert_geq(rep.max_reads_in_flight, 2);
+	t_close(&t);
+}
+
+/* Read errors anywhere in recovery: the error comes back, nothing crashes or hangs. */
+Test(recover, read_errors, .timeout = TO)
+{
+	int failed = 0;
+
+	for (uint64_t nth = 1; nth <= 80; nth += 3) {
+		struct io_sim_fault f = { .op = IO_OP_READ, .nth = nth, .kind = IO_SIM_FAULT_EIO };
+		struct jrnl_report rep;
+		struct tlog t;
+		int err;
+
+		t_open(&t, 4096, LOG4M, 32 << 10);
+		for (int i = 0; i < 40; i++) {
+			t_ckpt(&t, 2, 3000);
+			t_seal(&t);
+		}
+		cr_assert_eq(io_sim_fault_add(t.dev, &f), 0);
+		err = t_recover(&t, false, &rep, &G);
+		cr_assert(err == 0 || err == -EIO, "nth %llu: %d", (unsigned long long)nth, err);
+		failed += err == -EIO;
+		t_close(&t);
+	}
+	cr_assert_gt(failed, 3);
+}
+
+/* Damage of every kind at random places: an error or a prefix, never a crash, and never
+ * a replayed checkpoint that was not written. */
+Test(recover, random_damage, .timeout = TO)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	for (int it = 0; it < 60; it++) {
+		struct jrnl_report rep;
+		struct tlog t;
+		int err, nd;
+
+		t_open(&t, it % 2 ? 512 : 4096, LOG4M, 16 << 10);
+		for (int i = 0; i < 25; i++)
+			t_ckpt(&t, 1 + i % 3, 1000 + 3000 * (i % 4));
+		t_seal(&t);
+		nd = 1 + it % 4;
+		for (int d = 0; d < nd; d++) {
+			uint64_t a;
+
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			a = t.N + x % (t.head - t.N);
+			switch (x >> 60 & 3) {
+			case 0:
+				t_unwrite(&t, a, 1 + (x >> 40) % 8);
+				break;
+			case 1:
+				t_poke(&t, a, (uint32_t)((x >> 20) % t.S), (uint8_t)(1 + (x >> 8) % 255));
+				break;
+			default:
+				t_poke(&t, a, (uint32_t)((x >> 20) % 64), (uint8_t)(1 + (x >> 8) % 255));
+				break;
+			}
+		}
+		err = t_recover(&t, true, &rep, &G);
+		cr_assert(err == 0 || err == DELOG_ECORRUPT || err == DELOG_ECHECKSUM ||
+			  err == DELOG_EBADOP || err == DELOG_EORPHAN || err == DELOG_EFOREIGN ||
+			  err == DELOG_EVERSION, "iteration %d: %d", it, err);
+		cr_assert_eq(err, rep.corruption);
+		cr_assert(!G.bad, "iteration %d replayed damaged data", it);
+		for (size_t i = 0; i < G.n; i++)
+			cr_assert_eq(G.seq[i], i + 1);
+		t_close(&t);
+	}
+}
+
+/* Ops mutated before sealing (so the CRC holds and the parser sees them). */
+Test(recover, random_ops_with_valid_crc, .timeout = TO)
+{
+	uint64_t x = 0x243f6a8885a308d3ull;
+
+	for (int it = 0; it < 150; it++) {
+		struct jrnl_report rep;
+		struct tlog t;
+		int err;
+
+		t_open(&t, it % 2 ? 512 : 4096, LOG4M, 16 << 10);
+		for (int i = 0; i < 6; i++) {
+			t_ckpt(&t, 2, 500 + 4000 * (i % 3));
+			if (i == 3 && t.used) {
+				for (int m = 0; m < 3; m++) {
+					x ^= x << 13;
+					x ^= x >> 7;
+					x ^= x << 17;
+					t.rec[t.H * t.S + x % t.used] ^= (uint8_t)(1 + (x >> 32) % 255);
+				}
+			}
+		}
+		t_seal(&t);
+		err = t_recover(&t, true, &rep, &G);
+		cr_assert(err == 0 || err == DELOG_ECORRUPT || err == DELOG_ECHECKSUM ||
+			  err == DELOG_EBADOP || err == DELOG_EORPHAN, "iteration %d: %d %s", it,
+			  err, rep.corrupt_what);
+		for (size_t i = 0; i < G.n; i++)
+			cr_assert_leq(G.seq[i], 6);
+		t_close(&t);
+	}
+}
