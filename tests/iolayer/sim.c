@@ -17,7 +17,7 @@
  *   - power cuts are deterministic per seed and do not disturb the running disk; reads see
  *     the volatile cache while io_sim_media shows only durable media;
  *   - the trace records submit, flush issue/done and completion events with the right
- *     request numbers, offsets, lengths, flags and status;
+ *     request numbers, offsets, lengths, flags and status, and can be switched off;
  *   - completions arrive out of submission order for some seed, and in order with
  *     in_order; held completions are delivered only by io_sim_deliver, in the asked order;
  *   - faults: EIO with a chosen errno, short reads, bit flips, once versus persistent,
@@ -547,6 +547,18 @@ Test(sim, trace_records_events, .timeout = T_TIMEOUT)
 	cr_assert_eq(io_sim_trace_copy(td.dev, n - 2, ev, 64), 2);
 	cr_assert_eq(ev[0].seq, n - 1);
 	cr_assert_eq(io_sim_trace_copy(td.dev, n, ev, 64), 0);
+
+	/* Switched off, nothing is recorded, but sequence numbers keep counting. */
+	io_sim_trace_enable(td.dev, false);
+	cr_assert_eq(t_io(td.dev, IO_OPF(IO_OP_READ, 0), 0, buf, 4096, 0, NULL), 0);
+	cr_assert_eq(io_sim_trace_len(td.dev), n, "events recorded while the trace was off");
+	io_sim_trace_enable(td.dev, true);
+	cr_assert_eq(t_io(td.dev, IO_OPF(IO_OP_READ, 0), 0, buf, 4096, 0, NULL), 0);
+	cr_assert_eq(io_sim_trace_len(td.dev), n + 2);
+	cr_assert_eq(io_sim_trace_copy(td.dev, n, ev, 64), 2);
+	cr_assert_eq(ev[0].type, IO_SIM_EV_SUBMIT);
+	cr_assert_eq(ev[0].req_id, 6, "request numbers stopped while the trace was off");
+	cr_assert_eq(ev[0].seq, n + 3, "sequence numbers stopped while the trace was off");
 	free(buf);
 	t_dev_close(&td);
 }
