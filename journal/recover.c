@@ -515,6 +515,12 @@ static int back_scan(struct rctx *r, uint64_t e, uint64_t floor, struct rinfo *r
 	return 0;
 }
 
+/*
+ * Step 2: move the head back over torn writes and find L, the record the tail comes
+ * from.  D survives a restart because a claim made by a valid record stays true when
+ * the head moves back before it: a damaged record counts as torn only if no valid
+ * record anywhere vouches for it.  Each restart moves E strictly back, so this ends.
+ */
 static int settle_head(struct rctx *r)
 {
 	uint64_t floor = max64(r->N, r->hc - min64(r->hc, r->N));
@@ -633,11 +639,16 @@ static int fr_issue(struct fread *fr)
 		uint64_t n = min64(min64(r->cap, fr->end - fr->next), r->N - fr->next % r->N);
 		int err;
 
+		pthread_mutex_lock(&fr->lock);
+		if (fr->outstanding == r->inflight) {
+			/* The limit asked for; fr_release issues the next one. */
+			pthread_mutex_unlock(&fr->lock);
+			break;
+		}
 		s->a = fr->next;
 		s->n = n;
 		s->status = 0;
 		s->done = false;
-		pthread_mutex_lock(&fr->lock);
 		fr->outstanding++;
 		if (fr->outstanding > r->rep->max_reads_in_flight)
 			r->rep->max_reads_in_flight = fr->outstanding;
@@ -673,7 +684,10 @@ static int fr_front(struct fread *fr, struct fslot **out)
 	status = s->status;
 	pthread_mutex_unlock(&fr->lock);
 	*out = s;
-	return status;
+	if (status)
+		return status;
+	/* A buffer may be free but unissued because the limit was reached then. */
+	return fr_issue(fr);
 }
 
 static int fr_release(struct fread *fr)
@@ -762,6 +776,7 @@ struct ptx {
 struct parse {
 	struct ptx *tx;
 	size_t ntx;
+	struct ptx spare;         /* buffers of a finished transaction, for the next one */
 	/* The op being reassembled (it may continue into the next record). */
 	bool cont;                /* the last op of the previous record carried CONTINUE */
 	uint32_t op_tid;
@@ -791,8 +806,15 @@ static void tx_free(struct ptx *t)
 	free(t->data);
 }
 
+/* Finish with @t; its buffers are kept for the next transaction (regrowing them for
+ * every checkpoint would copy each checkpoint's bytes twice more). */
 static void tx_remove(struct parse *ps, struct ptx *t)
 {
+	if (!ps->spare.data && !ps->spare.items) {
+		ps->spare = *t;
+		t->data = NULL;
+		t->items = NULL;
+	}
 	tx_free(t);
 	*t = ps->tx[--ps->ntx];
 }
@@ -813,6 +835,13 @@ static struct ptx *tx_add(struct parse *ps, uint32_t tid, bool skip)
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
 	t->skip = skip;
+	if (!skip) {
+		t->data = ps->spare.data;
+		t->data_cap = ps->spare.data_cap;
+		t->items = ps->spare.items;
+		t->items_cap = ps->spare.items_cap;
+		memset(&ps->spare, 0, sizeof(ps->spare));
+	}
 	return t;
 }
 
@@ -1271,6 +1300,7 @@ static int replay_pass(struct rctx *r)
 	}
 	for (size_t i = 0; i < ps.ntx; i++)
 		tx_free(&ps.tx[i]);
+	tx_free(&ps.spare);
 	free(ps.tx);
 	free(ps.views);
 	for (unsigned i = 0; i < fr.nslots; i++)

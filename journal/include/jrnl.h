@@ -239,8 +239,9 @@ struct jrnl_wtx {
  * @rec->last_lsn, durable_lsn starting at @rec->durable_lsn.  @rec NULL or @rec->empty:
  * a freshly formatted log (head and tail at cycle 1 sector 0, prev_lsn 0).  @opts may be
  * NULL (defaults).  Allocates logbufs O_DIRECT buffers of logbsize bytes.  Returns 0,
- * -EINVAL (bad opts, a geometry the device cannot address, or a report whose head and
- * tail are inconsistent), or -ENOMEM.
+ * -EINVAL (bad opts, a geometry the device cannot address, a log smaller than twice
+ * logbufs x logbsize, or a report whose head and tail are not within one lap), or
+ * -ENOMEM.
  */
 int jrnl_log_open(struct io_dev *dev, const struct jrnl_geom *g, const struct jrnl_report *rec,
 		  const struct jrnl_log_opts *opts, struct jrnl_log **out);

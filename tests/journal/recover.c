@@ -1214,6 +1214,53 @@ Test(recover, garbage_at_sector_zero, .timeout = TO)
 	}
 }
 
+/*
+ * A crash part way through the stamping leaves some sectors past the head stamped and
+ * others as they were: every such mix recovers to the same head and checkpoints.
+ */
+Test(recover, crash_during_stamping, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		for (int mix = 0; mix < 5; mix++) {
+			struct jrnl_report rep, ref;
+			struct tlog t;
+			struct trec r5, r6;
+			uint64_t from, to;
+
+			t_open(&t, SECTORS[s], LOG4M, 32 << 10);
+			for (int i = 0; i < 4; i++) {
+				t_ckpt(&t, 1, 2000);
+				t_seal(&t);
+			}
+			t.durable = (int64_t)t.head;
+			t_ckpt(&t, 1, 2000);
+			t_seal(&t);
+			t_ckpt(&t, 1, 2000);
+			t_seal(&t);
+			r5 = t.recs[4];
+			r6 = t.recs[5];
+			t_unwrite(&t, r5.a + 1, 1); /* R5 torn, R6 complete */
+			cr_assert_eq(t_recover(&t, true, &ref, &G), 0, "%s", ref.corrupt_what);
+			want_seqs(&G, 1, 4);
+			from = r5.a;
+			to = r6.a + r6.n;
+			/* what a partial stamping may have left */
+			for (uint64_t a = from; a < to; a++) {
+				bool stamp = mix == 0 ? a % 2 == 0 : mix == 1 ? a == r6.a :
+					     mix == 2 ? a + 1 == to : mix == 3 ? a >= r6.a : a < r6.a;
+
+				if (stamp)
+					t_unwrite(&t, a, 1);
+			}
+			cr_assert_eq(t_recover(&t, true, &rep, &G), 0, "mix %d: %s", mix,
+				     rep.corrupt_what);
+			want_seqs(&G, 1, 4);
+			same_outcome(&ref, &rep);
+			t_close(&t);
+		}
+	}
+}
+
 /* Nothing but a torn first write: empty, with torn bytes. */
 Test(recover, only_torn_first_write, .timeout = TO)
 {
@@ -1260,6 +1307,17 @@ Test(recover, chained_reads, .timeout = TO)
 	cr_assert_gt(rep.read_reqs, rep.bytes_read / per_req - 1, "%llu requests for %llu bytes",
 		     (unsigned long long)rep.read_reqs, (unsigned long long)rep.bytes_read);
 	cr_assert_geq(rep.max_reads_in_flight, 2);
+	cr_assert_leq(rep.max_reads_in_flight, 2);
+
+	/* 1 MiB chunks, three in flight: never more than asked for */
+	o.read_chunk = 1 << 20;
+	o.reads_in_flight = 3;
+	o.read_only = true;
+	memset(&G, 0, sizeof(G));
+	cr_assert_eq(jrnl_recover(t.dev, &t.g, &o, &rep), 0, "%s", rep.corrupt_what);
+	want_seqs(&G, 1, (uint64_t)n);
+	cr_assert_geq(rep.read_reqs, rep.bytes_read >> 20);
+	cr_assert_eq(rep.max_reads_in_flight, 3);
 	t_close(&t);
 }
 
