@@ -201,6 +201,20 @@ static inline uint32_t jrnl_cycle_next(uint32_t c)
 	return c;
 }
 
+/* The LSN @n sectors after @lsn in a log of @log_sectors; each pass over the physical
+ * end moves to the next cycle. */
+static inline uint64_t jrnl_lsn_add(uint64_t lsn, uint64_t n, uint64_t log_sectors)
+{
+	uint64_t sec = jrnl_lsn_sector(lsn) + n;
+	uint32_t cycle = jrnl_lsn_cycle(lsn);
+
+	while (sec >= log_sectors) {
+		sec -= log_sectors;
+		cycle = jrnl_cycle_next(cycle);
+	}
+	return jrnl_lsn(cycle, (uint32_t)sec);
+}
+
 /* Saved-word slots in H header sectors of @sector bytes. */
 static inline uint32_t jrnl_rec_slots(uint32_t sector, uint32_t h)
 {

@@ -199,14 +199,7 @@ static uint64_t lsn_dist(const struct jrnl_log *log, uint64_t tail, uint64_t hea
 /* The LSN @n sectors after @lsn; passing the physical end bumps the cycle. */
 static uint64_t lsn_add(const struct jrnl_log *log, uint64_t lsn, uint64_t n)
 {
-	uint64_t sec = jrnl_lsn_sector(lsn) + n;
-	uint32_t cycle = jrnl_lsn_cycle(lsn);
-
-	if (sec >= log->geom.log_sectors) {
-		sec -= log->geom.log_sectors;
-		cycle = jrnl_cycle_next(cycle);
-	}
-	return jrnl_lsn(cycle, (uint32_t)sec);
+	return jrnl_lsn_add(lsn, n, log->geom.log_sectors);
 }
 
 static uint32_t pad8(uint32_t n)

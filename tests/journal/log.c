@@ -114,14 +114,7 @@ static void tl_close(struct tl *t)
 /* LSN @n sectors after @lsn. */
 static uint64_t t_lsn_add(const struct tl *t, uint64_t lsn, uint64_t n)
 {
-	uint64_t s = jrnl_lsn_sector(lsn) + n;
-	uint32_t c = jrnl_lsn_cycle(lsn);
-
-	while (s >= t->g.log_sectors) {
-		s -= t->g.log_sectors;
-		c = jrnl_cycle_next(c);
-	}
-	return jrnl_lsn(c, (uint32_t)s);
+	return jrnl_lsn_add(lsn, n, t->g.log_sectors);
 }
 
 /* ---- reading ---- */
