@@ -51,6 +51,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define OP_BYTES 4096u            /* latency op size */
@@ -62,7 +63,7 @@
 #define DEFAULT_SIZE (256ull << 20)
 #define DEFAULT_SIM_SIZE (64ull << 20)
 #define MIN_SIZE (8ull << 20)
-#define DEFAULT_PASSES 3u
+#define DEFAULT_PASSES 5u
 #define MAX_PASSES 20u
 #define FIO_OUTPUT_MAX (4u << 20)
 
@@ -120,6 +121,7 @@ struct backend_result {
 
 struct progress {
 	bool on;
+	bool shown;                /* a progress line is on the terminal */
 	uint64_t last_ns;
 };
 
@@ -150,6 +152,7 @@ static void progress(struct probe *p, const char *fmt, ...)
 	if (now - p->prog.last_ns < 100000000ull)
 		return;
 	p->prog.last_ns = now;
+	p->prog.shown = true;
 	fputs("\r\033[K", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -159,10 +162,11 @@ static void progress(struct probe *p, const char *fmt, ...)
 
 static void progress_clear(struct probe *p)
 {
-	if (!p->prog.on)
+	if (!p->prog.shown)
 		return;
 	fputs("\r\033[K", stderr);
 	fflush(stderr);
+	p->prog.shown = false;
 	p->prog.last_ns = 0;
 }
 
@@ -319,35 +323,78 @@ struct bw_slot {
 	struct io_req req;
 	void *buf;
 	struct bw *bw;
-	bool inited;
 };
 
+/*
+ * One pass: each slot's completion callback reissues the slot at the next offset (every
+ * backend allows submitting from a callback), so the queue never waits for the
+ * submitting thread to be scheduled, as fio's reap-and-resubmit loop does not.
+ */
 struct bw {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	unsigned inflight;
-	unsigned nfree;
-	unsigned free[BW_QD];
-	int err;
+	struct io_dev *dev;
+	enum io_op op;
+	uint64_t next, end;        /* Locked: next offset to issue, end of the pass */
+	unsigned inflight;         /* Locked: slots issued and not yet finished */
+	bool stop;                 /* Locked: interrupted, issue nothing more */
+	int err;                   /* Locked: first error */
 	uint64_t err_off;
 	struct bw_slot slot[BW_QD];
 };
 
+static void bw_end_io(struct io_req *req);
+
+/* (Re)issue @s at @off.  Returns 0 or the submission error. */
+static int bw_issue(struct bw_slot *s, uint64_t off)
+{
+	struct bw *bw = s->bw;
+	int rc = io_req_init(&s->req, bw->dev, 1, IO_OPF(bw->op, 0));
+
+	if (!rc)
+		rc = io_req_add(&s->req, s->buf, BW_BLOCK);
+	if (rc)
+		return rc;
+	s->req.off = off;
+	s->req.end_io = bw_end_io;
+	s->req.priv = s;
+	return io_submit(&s->req);
+}
+
+/* Take the next offset for a slot, or retire the slot (with @err, if any). */
+static bool bw_next(struct bw *bw, int err, uint64_t err_off, uint64_t *off)
+{
+	bool more;
+
+	pthread_mutex_lock(&bw->lock);
+	if (err && !bw->err) {
+		bw->err = err;
+		bw->err_off = err_off;
+	}
+	more = !bw->err && !bw->stop && bw->next < bw->end;
+	if (more) {
+		*off = bw->next;
+		bw->next += BW_BLOCK;
+	} else if (--bw->inflight == 0) {
+		pthread_cond_signal(&bw->cond);
+	}
+	pthread_mutex_unlock(&bw->lock);
+	return more;
+}
+
 static void bw_end_io(struct io_req *req)
 {
 	struct bw_slot *s = req->priv;
-	struct bw *bw = s->bw;
 	int status = atomic_load(&req->status);
+	uint64_t off = req->off;
 
-	pthread_mutex_lock(&bw->lock);
-	if (status && !bw->err) {
-		bw->err = status;
-		bw->err_off = req->off;
+	io_req_release(req);
+	while (bw_next(s->bw, status, off, &off)) {
+		status = bw_issue(s, off);
+		if (!status)
+			return;
+		io_req_release(&s->req); /* rejected: its end_io will not run */
 	}
-	bw->free[bw->nfree++] = (unsigned)(s - bw->slot);
-	bw->inflight--;
-	pthread_cond_signal(&bw->cond);
-	pthread_mutex_unlock(&bw->lock);
 }
 
 static int bw_setup(struct bw *bw, struct io_dev *dev, bool zero)
@@ -355,6 +402,7 @@ static int bw_setup(struct bw *bw, struct io_dev *dev, bool zero)
 	memset(bw, 0, sizeof(*bw));
 	pthread_mutex_init(&bw->lock, NULL);
 	pthread_cond_init(&bw->cond, NULL);
+	bw->dev = dev;
 	for (unsigned i = 0; i < BW_QD; i++) {
 		bw->slot[i].bw = bw;
 		bw->slot[i].buf = io_buf_alloc(dev, BW_BLOCK);
@@ -369,11 +417,8 @@ static int bw_setup(struct bw *bw, struct io_dev *dev, bool zero)
 
 static void bw_teardown(struct bw *bw)
 {
-	for (unsigned i = 0; i < BW_QD; i++) {
-		if (bw->slot[i].inited)
-			io_req_release(&bw->slot[i].req);
+	for (unsigned i = 0; i < BW_QD; i++)
 		free(bw->slot[i].buf);
-	}
 	pthread_mutex_destroy(&bw->lock);
 	pthread_cond_destroy(&bw->cond);
 }
@@ -382,65 +427,44 @@ static void bw_teardown(struct bw *bw)
 static int bw_pass(struct probe *p, struct bw *bw, struct io_dev *dev, enum io_op op,
 		   uint64_t bytes, uint64_t *ns, char *err, size_t errlen)
 {
-	uint64_t t0, off;
-	int rc = 0;
+	struct timespec ts;
+	uint64_t t0, off = 0;
+	int rc;
 
-	bw->nfree = BW_QD;
-	for (unsigned i = 0; i < BW_QD; i++)
-		bw->free[i] = i;
+	pthread_mutex_lock(&bw->lock);
+	bw->op = op;
+	bw->next = 0;
+	bw->end = bytes;
 	bw->err = 0;
-	bw->inflight = 0;
+	bw->stop = false;
+	bw->inflight = BW_QD; /* each slot retires itself through bw_next */
+	pthread_mutex_unlock(&bw->lock);
 
 	t0 = now_ns();
-	for (off = 0; off < bytes; off += BW_BLOCK) {
-		struct bw_slot *s;
-		unsigned idx;
+	for (unsigned i = 0; i < BW_QD; i++) {
+		struct bw_slot *s = &bw->slot[i];
+		int st = 0;
 
-		pthread_mutex_lock(&bw->lock);
-		while (!bw->nfree && !bw->err)
-			pthread_cond_wait(&bw->cond, &bw->lock);
-		if (bw->err) {
-			pthread_mutex_unlock(&bw->lock);
-			break;
-		}
-		idx = bw->free[--bw->nfree];
-		bw->inflight++;
-		pthread_mutex_unlock(&bw->lock);
-
-		s = &bw->slot[idx];
-		if (s->inited)
+		while (bw_next(bw, st, off, &off)) {
+			st = bw_issue(s, off);
+			if (!st)
+				break;
 			io_req_release(&s->req);
-		rc = io_req_init(&s->req, dev, 1, IO_OPF(op, 0));
-		s->inited = rc == 0;
-		if (!rc)
-			rc = io_req_add(&s->req, s->buf, BW_BLOCK);
-		if (!rc) {
-			s->req.off = off;
-			s->req.end_io = bw_end_io;
-			s->req.priv = s;
-			rc = io_submit(&s->req);
-		}
-		if (rc) {
-			pthread_mutex_lock(&bw->lock);
-			bw->free[bw->nfree++] = idx;
-			bw->inflight--;
-			if (!bw->err) {
-				bw->err = rc;
-				bw->err_off = off;
-			}
-			pthread_mutex_unlock(&bw->lock);
-			break;
-		}
-		if ((off / BW_BLOCK) % 64 == 0 && interrupted(p)) {
-			rc = -EINTR;
-			break;
 		}
 	}
 	pthread_mutex_lock(&bw->lock);
-	while (bw->inflight)
-		pthread_cond_wait(&bw->cond, &bw->lock);
-	if (!rc)
-		rc = bw->err;
+	while (bw->inflight) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 50000000; /* poll for a stop signal every 50 ms */
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&bw->cond, &bw->lock, &ts);
+		if (bw->inflight && interrupted(p))
+			bw->stop = true;
+	}
+	rc = bw->stop ? -EINTR : bw->err;
 	pthread_mutex_unlock(&bw->lock);
 	*ns = now_ns() - t0;
 	if (rc && rc != -EINTR)
@@ -457,6 +481,16 @@ static int flush_wait(struct io_dev *dev)
 	if (!rc)
 		rc = io_submit_wait(&f);
 	io_req_release(&f);
+	return rc;
+}
+
+/* flush_wait, describing a failure in @err. */
+static int flush_report(struct io_dev *dev, char *err, size_t errlen)
+{
+	int rc = flush_wait(dev);
+
+	if (rc)
+		snprintf(err, errlen, "flush: %s", tool_strerror(rc));
 	return rc;
 }
 
@@ -642,8 +676,8 @@ static int fio_run(struct probe *p, const char *dir, double *out_mbs, char *err,
 		/* fio's own error is usually its first line. */
 		nl = strchr(msg, '\n');
 		if (WIFEXITED(status))
-			snprintf(err, errlen, "fio exited with status %d: %.*s", WEXITSTATUS(status),
-				 nl ? (int)(nl - msg) : 200, msg);
+			snprintf(err, errlen, "fio exited with status %d: %.*s",
+				 WEXITSTATUS(status), nl ? (int)(nl - msg) : 200, msg);
 		else
 			snprintf(err, errlen, "fio was killed by signal %d",
 				 WIFSIGNALED(status) ? WTERMSIG(status) : 0);
@@ -680,13 +714,45 @@ static void opts_for(const struct probe *p, struct io_dev_opts *dopts, struct io
 	}
 }
 
-/* Bandwidth passes for one backend; for uring with fio, fio passes alternate with ours. */
+/* One timed pass of ours; a write pass is followed by an untimed flush, so the next
+ * pass (ours or fio's) does not start behind this one's write-back. */
+static int bw_ours(struct probe *p, struct bw *bw, struct io_dev *dev, enum io_op op,
+		   struct backend_result *r, double *out_mbs)
+{
+	uint64_t ns;
+	int rc = bw_pass(p, bw, dev, op, p->o.bw_bytes, &ns, r->error, sizeof(r->error));
+
+	if (!rc && op == IO_OP_WRITE)
+		rc = flush_report(dev, r->error, sizeof(r->error));
+	if (!rc)
+		*out_mbs = mbs(p->o.bw_bytes, ns);
+	return rc;
+}
+
+/* One fio pass (NAN once fio has failed: the first error is kept and fio is not run
+ * again); fio does not flush, so flush for it, untimed, as after ours. */
+static int bw_fio(struct probe *p, struct io_dev *dev, const char *dir,
+		  struct backend_result *r, double *out_mbs)
+{
+	*out_mbs = NAN;
+	if (!r->fio.error[0] && fio_run(p, dir, out_mbs, r->fio.error, sizeof(r->fio.error)))
+		*out_mbs = NAN;
+	if (!strcmp(dir, "write"))
+		return flush_report(dev, r->error, sizeof(r->error));
+	return 0;
+}
+
+/*
+ * Bandwidth passes for one backend: one untimed warm-up pass per direction, then
+ * o.passes timed ones.  For uring with fio, fio's passes interleave with ours and the
+ * order flips every pass (ours first, then fio first), so neither side always runs
+ * right after the other's write-back or always first on a cold queue.
+ */
 static int bw_measure(struct probe *p, struct io_dev *dev, struct backend_result *r)
 {
-	double w[MAX_PASSES], rd[MAX_PASSES], fw[MAX_PASSES], fr[MAX_PASSES];
+	double w[MAX_PASSES], rd[MAX_PASSES], fw[MAX_PASSES], fr[MAX_PASSES], warm;
 	bool with_fio = r->fio_tried && p->fio;
 	struct bw bw;
-	uint64_t ns;
 	int rc;
 
 	rc = bw_setup(&bw, dev, false);
@@ -702,23 +768,20 @@ static int bw_measure(struct probe *p, struct io_dev *dev, struct backend_result
 		const char *dir = d ? "read" : "write";
 		double *mine = d ? rd : w, *theirs = d ? fr : fw;
 
+		progress(p, "%s: sequential %s warm-up", r->name, dir);
+		rc = bw_ours(p, &bw, dev, op, r, &warm);
 		for (unsigned i = 0; i < p->o.passes && !rc; i++) {
-			progress(p, "%s: sequential %s pass %u/%u", r->name, dir, i + 1, p->o.passes);
-			rc = bw_pass(p, &bw, dev, op, p->o.bw_bytes, &ns, r->error,
-				     sizeof(r->error));
-			if (!rc && op == IO_OP_WRITE)
-				rc = flush_wait(dev); /* untimed: leave the cache clean */
-			if (rc)
-				break;
-			mine[i] = mbs(p->o.bw_bytes, ns);
-			if (!with_fio)
-				continue;
-			progress(p, "fio: sequential %s pass %u/%u", dir, i + 1, p->o.passes);
-			theirs[i] = NAN;
-			if (!r->fio.error[0] &&
-			    fio_run(p, dir, &theirs[i], r->fio.error, sizeof(r->fio.error)))
-				theirs[i] = NAN;
-			if (interrupted(p))
+			bool fio_first = with_fio && i % 2;
+
+			progress(p, "%s: sequential %s pass %u/%u", r->name, dir, i + 1,
+				 p->o.passes);
+			if (fio_first)
+				rc = bw_fio(p, dev, dir, r, &theirs[i]);
+			if (!rc)
+				rc = bw_ours(p, &bw, dev, op, r, &mine[i]);
+			if (!rc && with_fio && !fio_first)
+				rc = bw_fio(p, dev, dir, r, &theirs[i]);
+			if (!rc && interrupted(p))
 				rc = -EINTR;
 		}
 	}
@@ -747,7 +810,7 @@ static int backend_run(struct probe *p, struct backend_result *r)
 	rc = io_dev_open(p->t.is_sim ? NULL : p->t.path, &dopts, &dev);
 	if (rc) {
 		snprintf(r->error, sizeof(r->error), "%s", errmsg[0] ? errmsg : tool_strerror(rc));
-		return rc == -EINTR ? rc : 0; /* a backend that cannot open is reported, not fatal */
+		return 0; /* a backend that cannot open is reported, not fatal */
 	}
 	buf = io_buf_alloc(dev, OP_BYTES);
 	if (!buf) {
@@ -757,9 +820,7 @@ static int backend_run(struct probe *p, struct backend_result *r)
 	}
 	memset(buf, 0xa5, OP_BYTES);
 
-	rc = flush_wait(dev); /* start from a clean cache */
-	if (rc)
-		snprintf(r->error, sizeof(r->error), "flush: %s", tool_strerror(rc));
+	rc = flush_report(dev, r->error, sizeof(r->error)); /* start from a clean cache */
 	for (int t = 0; !rc && t < NR_LAT; t++)
 		rc = lat_test_run(p, dev, r->name, (enum lat_test)t, buf, &r->lat[t], r->error,
 				  sizeof(r->error));
@@ -838,7 +899,7 @@ static int target_open(struct probe *p)
 				fail(t->path, "is in use (mounted, or claimed by another process); "
 				     "not probing it");
 			else
-				fail(t->path, "%s", strerror(errno));
+				fail(t->path, "cannot open it exclusively: %s", strerror(errno));
 			return -errno;
 		}
 		t->is_blockdev = true;
@@ -897,11 +958,8 @@ static int target_prepare(struct probe *p, struct io_dev *dev)
 	progress(p, "zero-filling %" PRIu64 " MiB", t->region >> 20);
 	rc = bw_pass(p, &bw, dev, IO_OP_WRITE, t->region, &ns, err, sizeof(err));
 	bw_teardown(&bw);
-	if (!rc) {
-		rc = flush_wait(dev);
-		if (rc)
-			snprintf(err, sizeof(err), "flush: %s", tool_strerror(rc));
-	}
+	if (!rc)
+		rc = flush_report(dev, err, sizeof(err));
 	if (rc && rc != -EINTR)
 		fail(t->path, "zero-fill: %s", err);
 	t->prepare_s = (double)(now_ns() - t0) / 1e9;
@@ -929,7 +987,8 @@ static void print_device(struct probe *p, const struct io_geom *g, const char *a
 		    p->o.sim_latency == IO_SIM_LAT_NVME ? "nvme" :
 		    p->o.sim_latency == IO_SIM_LAT_SATA ? "sata" : "none");
 	else if (t->is_blockdev)
-		out(p, "  target           block device, %s\n", fmt_bytes(g->size_bytes, a, sizeof(a)));
+		out(p, "  target           block device, %s\n",
+		    fmt_bytes(g->size_bytes, a, sizeof(a)));
 	else
 		out(p, "  target           file on %s, %s\n", g->fs_type,
 		    t->created ? "created for the probe (removed at exit)" :
@@ -993,8 +1052,8 @@ static void print_bandwidth(struct probe *p, const struct backend_result *rs, si
 	const struct backend_result *fio_r = NULL;
 	char a[32];
 
-	out(p, "\nsequential O_DIRECT, %u KiB requests, queue depth %u, %s per pass, median of %u "
-	       "(MB/s = 10^6 bytes/s)\n", BW_BLOCK >> 10, BW_QD,
+	out(p, "\nsequential O_DIRECT, %u MiB requests, queue depth %u, %s per pass, median of %u "
+	       "(MB/s = 10^6 bytes/s)\n", BW_BLOCK >> 20, BW_QD,
 	    fmt_bytes(p->o.bw_bytes, a, sizeof(a)), p->o.passes);
 	out(p, "  %-14s %12s %12s\n", "backend", "write MB/s", "read MB/s");
 	for (size_t i = 0; i < nr; i++) {
@@ -1011,6 +1070,10 @@ static void print_bandwidth(struct probe *p, const struct backend_result *rs, si
 	}
 	if (p->t.is_sim)
 		return;
+	if (p->o.no_fio) {
+		out(p, "  fio            skipped (--no-fio)\n");
+		return;
+	}
 	if (!p->fio) {
 		out(p, "  fio            not installed (apt-get install fio)\n");
 		return;
@@ -1236,7 +1299,8 @@ static int parse_args(int argc, char **argv, struct probe_opts *o)
 			break;
 		case 's':
 			if (parse_size(optarg, &o->size) || o->size < MIN_SIZE)
-				return usage_error("--size: '%s' is not a size of at least 8M", optarg);
+				return usage_error("--size: '%s' is not a size of at least 8M",
+						   optarg);
 			size_given = true;
 			break;
 		case 'n':
@@ -1319,6 +1383,7 @@ static size_t backend_list(const struct probe_opts *o, const char **names, size_
 
 int cmd_probe(int argc, char **argv)
 {
+	static const int stop_sigs[] = { SIGINT, SIGTERM, SIGHUP };
 	struct probe p;
 	struct backend_result rs[8];
 	const char *names[8];
@@ -1355,9 +1420,13 @@ int cmd_probe(int argc, char **argv)
 
 	/* Block the stop signals before any backend thread exists, so all inherit it. */
 	sigemptyset(&p.stop_sigs);
-	sigaddset(&p.stop_sigs, SIGINT);
-	sigaddset(&p.stop_sigs, SIGTERM);
-	sigaddset(&p.stop_sigs, SIGHUP);
+	for (size_t i = 0; i < sizeof(stop_sigs) / sizeof(stop_sigs[0]); i++) {
+		struct sigaction sa;
+
+		/* An ignored signal (nohup, a background job) must not stop the probe. */
+		if (sigaction(stop_sigs[i], NULL, &sa) == 0 && sa.sa_handler != SIG_IGN)
+			sigaddset(&p.stop_sigs, stop_sigs[i]);
+	}
 	pthread_sigmask(SIG_BLOCK, &p.stop_sigs, &old);
 
 	if (target_open(&p))
