@@ -174,6 +174,8 @@ struct rctx {
 	const struct jrnl_geom *g;
 	struct jrnl_report *rep;
 	jrnl_replay_fn replay;
+	jrnl_rec_fn on_record;
+	jrnl_op_fn on_op;
 	void *priv;
 	uint32_t S;               /* sector bytes */
 	uint64_t N;               /* log sectors */
@@ -1180,6 +1182,16 @@ static int parse_record(struct rctx *r, struct parse *ps, const unsigned char *r
 			return OP_BAD(r, &oc, DELOG_EBADOP,
 				      "op %u of tid %#x carries CONTINUE but is not its record's last",
 				      i, op.tid);
+		if (r->on_op) {
+			struct jrnl_op_view ov = {
+				.rec_lsn = ri->lsn, .offset = oc.off, .idx = i, .tid = op.tid,
+				.len = op.len, .flags = op.flags, .type = op.type, .data = pl + off,
+			};
+
+			err = r->on_op(r->priv, &ov);
+			if (err)
+				return err;
+		}
 		err = op_piece(r, ps, &op, pl + off, &oc, first_rec);
 		if (err)
 			return err;
@@ -1282,6 +1294,19 @@ static int replay_pass(struct rctx *r)
 				      jrnl_lsn_cycle(ri.prev_lsn), jrnl_lsn_sector(ri.prev_lsn),
 				      jrnl_lsn_cycle(prev_lsn), jrnl_lsn_sector(prev_lsn));
 			break;
+		}
+		if (r->on_record) {
+			struct jrnl_rec_view rv = {
+				.lsn = ri.lsn, .tail_lsn = ri.tail_lsn, .durable_lsn = ri.durable_lsn,
+				.prev_lsn = ri.prev_lsn, .offset = dev_off(r, pos), .cycle = rd32(p + 4),
+				.len = ri.len, .num_ops = ri.num_ops, .hdr_sectors = ri.h,
+				.payload_sectors = ri.p, .crc = rd32(p + 48), .logbufs = rd32(p + 80),
+				.logbsize = rd32(p + 84), .wraps = pos % r->N + ri.h + ri.p > r->N,
+			};
+
+			err = r->on_record(r->priv, &rv);
+			if (err)
+				break;
 		}
 		jrnl_rec_unpack(p, r->S);
 		err = parse_record(r, &ps, p, &ri, first);
@@ -1444,6 +1469,8 @@ int jrnl_recover(struct io_dev *dev, const struct jrnl_geom *g, const struct jrn
 	r.g = g;
 	r.rep = rep;
 	r.replay = o->replay;
+	r.on_record = o->on_record;
+	r.on_op = o->on_op;
 	r.priv = o->priv;
 	r.S = g->sector;
 	r.N = g->log_sectors;

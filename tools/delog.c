@@ -23,6 +23,9 @@ struct command {
 };
 
 static const struct command commands[] = {
+	{ "format", cmd_format, "create a log on a file or block device" },
+	{ "print", cmd_print, "print a log: superblock, head, tail, records, ops, checkpoints" },
+	{ "recover", cmd_recover, "recover a log and print the recovery report" },
 	{ "probe", cmd_probe, "measure a device: flush and FUA latency, O_DIRECT bandwidth" },
 };
 

@@ -6,9 +6,9 @@
  * volatile write cache, FUA, filesystem) and, for every usable backend, the latency of a
  * single 4 KiB O_DIRECT write, a write followed by a flush, a FUA write and an idle flush,
  * plus sequential O_DIRECT write and read bandwidth with 8 requests of 1 MiB in flight.
- * When fio is installed it runs fio's io_uring engine with the same block size, queue
- * depth, byte count and file in the same run, so the uring numbers can be judged against
- * an independent implementation (a report, not a pass/fail test).
+ * When fio is installed it runs fio's io_uring engine (through tools/fio.c) with the same
+ * block size, queue depth, byte count and file in the same run, so the uring numbers can
+ * be judged against an independent implementation (a report, not a pass/fail test).
  *
  * Why it is built this way:
  *  - The probe region is written with zeroes before anything is measured (after
@@ -45,12 +45,10 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -65,7 +63,6 @@
 #define MIN_SIZE (8ull << 20)
 #define DEFAULT_PASSES 5u
 #define MAX_PASSES 20u
-#define FIO_OUTPUT_MAX (4u << 20)
 
 enum lat_test { LAT_WRITE, LAT_WRITE_FLUSH, LAT_FUA, LAT_FLUSH, NR_LAT };
 
@@ -494,204 +491,18 @@ static int flush_report(struct io_dev *dev, char *err, size_t errlen)
 	return rc;
 }
 
-/* ---- fio ---- */
-
-static const char *find_in_path(const char *prog, char *buf, size_t len)
-{
-	const char *path = getenv("PATH");
-
-	if (!path || !*path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	while (*path) {
-		size_t n = strcspn(path, ":");
-
-		if (n && (size_t)snprintf(buf, len, "%.*s/%s", (int)n, path, prog) < len &&
-		    access(buf, X_OK) == 0)
-			return buf;
-		path += n;
-		if (*path == ':')
-			path++;
-	}
-	return NULL;
-}
-
-/*
- * Find "key" used as an object key (followed by ':') after @from; returns a pointer just
- * past the colon, or NULL.  Enough for fio's output, where "write" is also a value of
- * "rw" in the job options but is never followed by a colon there.
- */
-static const char *json_find_key(const char *from, const char *key)
-{
-	size_t klen = strlen(key);
-
-	for (const char *s = from; (s = strchr(s, '"')); s++) {
-		const char *e;
-
-		if (strncmp(s + 1, key, klen) || s[1 + klen] != '"')
-			continue;
-		e = s + klen + 2;
-		while (*e == ' ' || *e == '\t' || *e == '\n' || *e == '\r')
-			e++;
-		if (*e == ':')
-			return e + 1;
-	}
-	return NULL;
-}
-
-/* fio's bandwidth for the @dir ("write" or "read") section of jobs[0], in bytes/s. */
-static int fio_parse_bw(const char *json, const char *dir, double *bytes_per_s)
-{
-	const char *jobs = json_find_key(json, "jobs");
-	const char *sec = jobs ? json_find_key(jobs, dir) : NULL;
-	const char *v;
-	char *end;
-	double d;
-
-	if (!sec)
-		return -EINVAL;
-	v = json_find_key(sec, "bw_bytes");
-	if (v) {
-		d = strtod(v, &end);
-		if (end != v) {
-			*bytes_per_s = d;
-			return 0;
-		}
-	}
-	v = json_find_key(sec, "bw"); /* KiB/s in fio's JSON */
-	if (v) {
-		d = strtod(v, &end);
-		if (end != v) {
-			*bytes_per_s = d * 1024;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-/* fio treats ':' in --filename as a separator between files; escape it. */
-static int fio_filename_arg(const char *path, char *buf, size_t len)
-{
-	size_t o = (size_t)snprintf(buf, len, "--filename=");
-
-	for (const char *s = path; *s; s++) {
-		if (o + 3 >= len)
-			return -ENAMETOOLONG;
-		if (*s == ':')
-			buf[o++] = '\\';
-		buf[o++] = *s;
-	}
-	buf[o] = '\0';
-	return 0;
-}
+/* ---- fio (tools/fio.c runs it) ---- */
 
 /* Run one fio job like the bandwidth pass and return its MB/s (10^6 bytes/s). */
-static int fio_run(struct probe *p, const char *dir, double *out_mbs, char *err, size_t errlen)
+static int fio_pass(struct probe *p, const char *dir, double *out_mbs, char *err, size_t errlen)
 {
-	char file_arg[PATH_MAX + 64], rw_arg[32], size_arg[64];
-	char *argv[16];
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t none;
-	char *buf = NULL;
-	size_t used = 0, cap = 0;
-	int fds[2], status, rc, argc = 0;
-	double bps;
-	pid_t pid;
+	struct fio_job job = {
+		.fio = p->fio, .name = "delog-probe", .filename = p->t.path, .rw = dir,
+		.ioengine = "io_uring", .bs = BW_BLOCK, .iodepth = BW_QD, .offset = 0,
+		.size = p->o.bw_bytes,
+	};
 
-	if (fio_filename_arg(p->t.path, file_arg, sizeof(file_arg))) {
-		snprintf(err, errlen, "path too long for fio");
-		return -ENAMETOOLONG;
-	}
-	snprintf(rw_arg, sizeof(rw_arg), "--rw=%s", dir);
-	snprintf(size_arg, sizeof(size_arg), "--size=%" PRIu64, p->o.bw_bytes);
-	argv[argc++] = (char *)p->fio;
-	argv[argc++] = (char *)"--name=delog-probe";
-	argv[argc++] = file_arg;
-	argv[argc++] = rw_arg;
-	argv[argc++] = (char *)"--bs=1M";
-	argv[argc++] = (char *)"--iodepth=8";
-	argv[argc++] = (char *)"--ioengine=io_uring";
-	argv[argc++] = (char *)"--direct=1";
-	argv[argc++] = size_arg;
-	argv[argc++] = (char *)"--offset=0";
-	argv[argc++] = (char *)"--fallocate=none";
-	argv[argc++] = (char *)"--output-format=json";
-	argv[argc] = NULL;
-
-	if (pipe2(fds, O_CLOEXEC)) {
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
-		return -errno;
-	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-	posix_spawnattr_init(&attr);
-	sigemptyset(&none);
-	posix_spawnattr_setsigmask(&attr, &none); /* we block SIGINT; fio must not */
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-	rc = posix_spawn(&pid, p->fio, &fa, &attr, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
-	close(fds[1]);
-	if (rc) {
-		close(fds[0]);
-		snprintf(err, errlen, "cannot run %s: %s", p->fio, strerror(rc));
-		return -rc;
-	}
-	for (;;) {
-		ssize_t n;
-
-		if (cap - used < 4096 && cap < FIO_OUTPUT_MAX) {
-			char *nb = realloc(buf, cap ? cap * 2 : 65536);
-
-			if (!nb)
-				break;
-			buf = nb;
-			cap = cap ? cap * 2 : 65536;
-		}
-		if (cap - used <= 1) {
-			char sink[4096];
-
-			if (read(fds[0], sink, sizeof(sink)) <= 0)
-				break;
-			continue;
-		}
-		n = read(fds[0], buf + used, cap - used - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		used += (size_t)n;
-	}
-	close(fds[0]);
-	if (buf)
-		buf[used] = '\0';
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-		const char *msg = buf ? buf : "";
-		const char *nl;
-
-		/* fio's own error is usually its first line. */
-		nl = strchr(msg, '\n');
-		if (WIFEXITED(status))
-			snprintf(err, errlen, "fio exited with status %d: %.*s",
-				 WEXITSTATUS(status), nl ? (int)(nl - msg) : 200, msg);
-		else
-			snprintf(err, errlen, "fio was killed by signal %d",
-				 WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-		free(buf);
-		return -EIO;
-	}
-	rc = buf ? fio_parse_bw(buf, dir, &bps) : -EINVAL;
-	free(buf);
-	if (rc) {
-		snprintf(err, errlen, "no %s bandwidth in fio's JSON output", dir);
-		return rc;
-	}
-	*out_mbs = bps / 1e6;
-	return 0;
+	return fio_run(&job, out_mbs, err, errlen);
 }
 
 /* ---- one backend ---- */
@@ -735,7 +546,7 @@ static int bw_fio(struct probe *p, struct io_dev *dev, const char *dir,
 		  struct backend_result *r, double *out_mbs)
 {
 	*out_mbs = NAN;
-	if (!r->fio.error[0] && fio_run(p, dir, out_mbs, r->fio.error, sizeof(r->fio.error)))
+	if (!r->fio.error[0] && fio_pass(p, dir, out_mbs, r->fio.error, sizeof(r->fio.error)))
 		*out_mbs = NAN;
 	if (!strcmp(dir, "write"))
 		return flush_report(dev, r->error, sizeof(r->error));
@@ -1410,7 +1221,7 @@ int cmd_probe(int argc, char **argv)
 	if (!p.o.bw_bytes)
 		p.o.bw_bytes = p.o.size;
 	if (!p.o.no_fio && !p.t.is_sim)
-		p.fio = find_in_path("fio", p.fio_path, sizeof(p.fio_path));
+		p.fio = fio_find(p.fio_path, sizeof(p.fio_path));
 	nr = backend_list(&p.o, names, sizeof(names) / sizeof(names[0]));
 	p.samples = calloc(p.o.ops, sizeof(*p.samples));
 	if (!p.samples) {

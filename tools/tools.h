@@ -29,6 +29,78 @@ enum {
 /* ---- subcommands ---- */
 
 int cmd_probe(int argc, char **argv);
+int cmd_format(int argc, char **argv);
+int cmd_print(int argc, char **argv);
+int cmd_recover(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+/* ---- logdev.c: opening a log and reporting what is wrong with one ---- */
+
+#include "jrnl.h"
+
+struct json;
+
+struct tool_log {
+	const char *path;
+	struct io_dev *dev;
+	struct jrnl_geom g;
+	int err;                  /* tool_log_open's failure: the code ... */
+	uint64_t err_off;         /* ... the byte offset ... */
+	char err_what[256];       /* ... and what was found there */
+};
+
+/*
+ * Open @path on @backend (NULL: the best available) and read its superblock.  On
+ * failure prints "delog <cmd>: <path>: <code>: <message>, at offset N: <what>" on
+ * stderr, keeps the code, offset and text in @out for --json, and returns the negative
+ * error (a DELOG_E* code or -errno); @out->dev is then NULL.
+ */
+int tool_log_open(const char *cmd, const char *path, const char *backend, bool read_only,
+		  struct tool_log *out);
+void tool_log_close(struct tool_log *l);
+/* Print a refusal in the form above (@what may be NULL: code and message only). */
+void tool_log_error(const char *cmd, const char *path, int err, uint64_t off, const char *what);
+/* Print why jrnl_recover failed: the corruption it found and where, or the error. */
+void tool_recover_error(const char *cmd, const char *path, int err, const struct jrnl_report *rep);
+const char *tool_lsn(uint64_t lsn, char *buf, size_t len);     /* "cycle/sector" */
+const char *tool_uuid(const uint8_t u[16], char buf[37]);
+const char *tool_err_name(int err);                            /* "DELOG_ECORRUPT", "EIO" */
+void tool_print_geom(FILE *f, const char *path, const struct jrnl_geom *g);
+void tool_print_report(FILE *f, const struct jrnl_geom *g, const struct jrnl_report *r);
+void tool_json_geom(struct json *j, const char *key, const struct jrnl_geom *g);
+void tool_json_report(struct json *j, const char *key, const struct jrnl_report *r);
+void tool_json_error(struct json *j, int err, uint64_t off, const char *what);
+
+/* ---- fio.c: fio as a reference (probe, bench) ---- */
+
+/* fio's path: the first executable "fio" in $PATH (or /usr/local/bin:/usr/bin:/bin),
+ * written into @buf; NULL when there is none. */
+const char *fio_find(char *buf, size_t len);
+
+/* One fio job: --direct=1 --fallocate=none --output-format=json over [offset, offset +
+ * size) of one file or block device. */
+struct fio_job {
+	const char *fio;          /* fio's path (fio_find) */
+	const char *name;         /* --name */
+	const char *filename;     /* ':' is escaped for fio */
+	const char *rw;           /* "read" or "write": --rw, and the JSON section read back */
+	const char *ioengine;     /* "io_uring", "libaio", ... */
+	uint64_t bs;              /* bytes per request */
+	unsigned iodepth;         /* 0: 1 */
+	uint64_t offset, size;    /* bytes */
+	bool readonly;            /* --readonly: fio refuses to write */
+};
+
+/*
+ * Run @job to completion (the caller's blocked signals are unblocked in the child) and
+ * return its bandwidth in MB/s (10^6 bytes/s).  Returns 0, or a negative errno with a
+ * one-line reason in @err: fio could not be started, exited non-zero (its first output
+ * line is quoted), was killed, or printed no bandwidth for @job->rw.
+ */
+int fio_run(const struct fio_job *job, double *mbs, char *err, size_t errlen);
+/* The bandwidth of section @dir ("read" or "write") of jobs[0] in fio's JSON output, in
+ * bytes/s (bw_bytes, or bw in KiB/s from older fio).  Returns 0 or -EINVAL. */
+int fio_parse_bw(const char *json, const char *dir, double *bytes_per_s);
 
 /* ---- util.c ---- */
 

@@ -87,9 +87,37 @@ struct jrnl_item_view {
 typedef int (*jrnl_replay_fn)(void *priv, const struct jrnl_ckpt *ckpt,
 			      const struct jrnl_item_view *items, size_t nitems);
 
+/* A record as recovery verified it (for `delog print`): what its header says. */
+struct jrnl_rec_view {
+	uint64_t lsn, tail_lsn, durable_lsn, prev_lsn;
+	uint64_t offset;          /* device byte offset of its header sector 0 */
+	uint32_t cycle, len, num_ops, hdr_sectors, payload_sectors, crc, logbufs, logbsize;
+	bool wraps;               /* split at the physical end of the log */
+};
+
+/* One op header of a verified record, with its payload piece in this record. */
+struct jrnl_op_view {
+	uint64_t rec_lsn;         /* the record holding it */
+	uint64_t offset;          /* device byte offset of the op header */
+	uint32_t idx;             /* op index in its record */
+	uint32_t tid, len;        /* len: payload bytes of this piece */
+	uint16_t flags, type;     /* JRNL_OP_*, enum jrnl_op_type (format.h) */
+	const void *data;         /* the piece's len bytes; valid only during the callback */
+};
+
+/* Observers: called on the recovering thread, in log order, each record after its CRC,
+ * cycles and back link were verified and before its ops are parsed, each op once its
+ * header lies within the record and carries known type and flags (before its meaning is
+ * checked, so a malformed op is seen just before recovery reports it).  Non-zero stops
+ * recovery like the replay callback's. */
+typedef int (*jrnl_rec_fn)(void *priv, const struct jrnl_rec_view *rec);
+typedef int (*jrnl_op_fn)(void *priv, const struct jrnl_op_view *op);
+
 struct jrnl_recover_opts {
 	jrnl_replay_fn replay;    /* may be NULL: verify and report only */
-	void *priv;
+	void *priv;               /* passed to replay, on_record and on_op */
+	jrnl_rec_fn on_record;    /* may be NULL */
+	jrnl_op_fn on_op;         /* may be NULL */
 	bool read_only;           /* do not stamp the blocks past the head */
 	size_t read_chunk;        /* bytes per chained read; 0: 4 MiB; clamped to
 				   * [1 MiB, 256 MiB], rounded down to IO_SEG_BYTES */

@@ -1,0 +1,253 @@
+#!/bin/sh
+# logtool_test.sh - end-to-end tests of `delog format`, `delog print` and `delog recover`,
+# run by ctest (tests/tools/CMakeLists.txt).
+#
+#   logtool_test.sh MODE DELOG MKLOG TESTDIR
+#
+# MODE is one of:
+#   format         new file (mode 0600, --mode), refusal to overwrite a log or data
+#                  without --force, symlinks refused, usage errors, --json
+#   print_recover  a log written by the real writer (mklog good/clean): print shows every
+#                  record, op and checkpoint, --json agrees with the report, print writes
+#                  nothing, recover is idempotent, an unmounted log reports clean
+#   badinput       the bad-input catalogue (tests/tools/mklog.c): each damaged log gives
+#                  its own error code, the offset of the damage, exit 1, for print,
+#                  recover --dry-run and recover, and a refused log is left unchanged;
+#                  a torn write at the head is dropped (exit 0, torn bytes reported)
+#   loop           format, print and recover on a loop device (root, losetup)
+# Exit 0 pass, 1 fail, 77 skip (ctest SKIP_RETURN_CODE), with the reason on stderr.
+set -u
+
+MODE=${1:?mode}
+DELOG=${2:?path to delog}
+MKLOG=${3:?path to mklog}
+DIR=${4:?test directory}
+TMP=$(mktemp -d "${DIR}/logtool_test.XXXXXX") || exit 1
+LOOPDEV=
+trap 'test -n "$LOOPDEV" && losetup -d "$LOOPDEV"; rm -rf "$TMP"' EXIT
+FAILS=0
+
+fail() {
+	echo "FAIL: $*" >&2
+	FAILS=$((FAILS + 1))
+}
+
+skip() {
+	echo "SKIP: $*" >&2
+	exit 77
+}
+
+# expect_rc WANT DESCRIPTION CMD... : run CMD, stdout to $TMP/out, stderr to $TMP/err.
+expect_rc() {
+	want=$1
+	what=$2
+	shift 2
+	"$@" >"$TMP/out" 2>"$TMP/err"
+	rc=$?
+	if [ "$rc" -ne "$want" ]; then
+		fail "$what: exit $rc, expected $want"
+		sed 's/^/  stderr: /' "$TMP/err" >&2
+	fi
+}
+
+# expect_in FILE PATTERN DESCRIPTION : FILE contains the fixed string PATTERN.
+expect_in() {
+	grep -qF -- "$2" "$1" || fail "$3: '$2' not in $(basename "$1")"
+}
+
+# jcheck FILE DESCRIPTION PYTHON-EXPR : FILE parses as JSON and EXPR (over `d`) is true.
+jcheck() {
+	python3 - "$1" "$3" <<'EOF' || fail "$2: JSON check '$3' failed"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ok = eval(sys.argv[2])
+if not ok:
+    sys.exit("false: %s\n%s" % (sys.argv[2], json.dumps(d)[:2000]))
+EOF
+}
+
+need_python() {
+	command -v python3 >/dev/null 2>&1 || skip "python3 is not installed (needed to parse --json)"
+}
+
+sum() {
+	cksum "$1" | cut -d' ' -f1,2
+}
+
+# mk CASE FILE : build a test log; sets VICTIM to the damaged record's byte offset.
+mk() {
+	"$MKLOG" "$1" "$2" >"$TMP/mk.out" 2>"$TMP/mk.err" || {
+		fail "mklog $1: $(cat "$TMP/mk.err")"
+		VICTIM=0
+		return 1
+	}
+	VICTIM=$(sed -n 's/.*victim_offset=\([0-9]*\).*/\1/p' "$TMP/mk.out")
+}
+
+case "$MODE" in
+format)
+	need_python
+	L=$TMP/a.log
+	expect_rc 0 "format a new file" "$DELOG" format "$L" --size 8M --sector 512
+	expect_in "$TMP/out" "8 MiB" "format names the size"
+	[ "$(stat -c %a "$L")" = 600 ] || fail "new log has mode $(stat -c %a "$L"), expected 600"
+	[ "$(stat -c %s "$L")" = $((8 * 1024 * 1024 + 4096)) ] || fail "file is $(stat -c %s "$L") bytes"
+	expect_rc 1 "format over an existing log" "$DELOG" format "$L" --size 8M
+	expect_in "$TMP/err" "holds a delog log" "refusal says what is there"
+	expect_in "$TMP/err" "--force" "refusal names --force"
+	expect_rc 0 "format --force --json" "$DELOG" format "$L" --force --json
+	jcheck "$TMP/out" "format --json" 'd["superblock"]["log_size"] == 8 << 20 and d["superblock"]["sector"] == 4096 and d["created"] is False'
+	expect_rc 0 "print of a fresh log" "$DELOG" print "$L"
+	expect_in "$TMP/out" "state: empty" "fresh log is empty"
+	(umask 022 && "$DELOG" format "$TMP/b.log" --size 8M --mode 0644 >/dev/null) ||
+		fail "format --mode 0644"
+	[ "$(stat -c %a "$TMP/b.log")" = 644 ] || fail "--mode 0644 gave $(stat -c %a "$TMP/b.log")"
+	ln -s "$L" "$TMP/link"
+	expect_rc 1 "format through a symlink to a file" "$DELOG" format "$TMP/link" --size 8M --force
+	expect_in "$TMP/err" "symbolic link" "symlink refusal"
+	head -c 9437184 /dev/urandom >"$TMP/data"
+	expect_rc 1 "format over a file holding data" "$DELOG" format "$TMP/data" --size 8M
+	expect_in "$TMP/err" "holds data" "data refusal"
+	: >"$TMP/empty"
+	expect_rc 0 "format an existing empty file" "$DELOG" format "$TMP/empty" --size 8M
+	expect_rc 2 "a new file without --size" "$DELOG" format "$TMP/c.log"
+	[ -e "$TMP/c.log" ] && fail "a refused format left a file"
+	expect_rc 2 "--sector 1024" "$DELOG" format "$TMP/c.log" --size 8M --sector 1024
+	expect_rc 2 "--size below the minimum" "$DELOG" format "$TMP/c.log" --size 1M
+	expect_rc 2 "--size not a size" "$DELOG" format "$TMP/c.log" --size lots
+	expect_rc 2 "--mode not octal" "$DELOG" format "$TMP/c.log" --size 8M --mode 9
+	expect_rc 1 "a path in a missing directory" "$DELOG" format "$TMP/no/such.log" --size 8M
+	expect_rc 0 "format --help" "$DELOG" format --help
+	expect_in "$TMP/out" "--force" "format --help lists --force"
+	;;
+print_recover)
+	need_python
+	L=$TMP/good.log
+	mk good "$L" || exit 1
+	before=$(sum "$L")
+	expect_rc 0 "print" "$DELOG" print "$L"
+	expect_in "$TMP/out" "checkpoint 40 complete" "print shows the last checkpoint"
+	expect_in "$TMP/out" "WAS_CONT" "print shows continued ops"
+	expect_in "$TMP/out" "COMMIT" "print shows commit ops"
+	expect_in "$TMP/out" "not cleanly unmounted" "a crashed log is not clean"
+	expect_rc 0 "print --json" "$DELOG" print --json "$L"
+	jcheck "$TMP/out" "print --json" 'len(d["checkpoints"]) == 40 and d["report"]["checkpoints"] == 40 and len(d["records"]) == d["report"]["records"] and all(len(r["ops"]) == r["num_ops"] for r in d["records"]) and d["error"] is None'
+	jcheck "$TMP/out" "print --json checkpoint order" '[c["seq"] for c in d["checkpoints"]] == list(range(1, 41))'
+	expect_rc 0 "print --no-ops --json" "$DELOG" print --no-ops --json "$L"
+	jcheck "$TMP/out" "print --no-ops" 'all(r["ops"] == [] for r in d["records"])'
+	[ "$(sum "$L")" = "$before" ] || fail "print changed the log"
+	expect_rc 0 "recover --dry-run --json" "$DELOG" recover --dry-run --json "$L"
+	jcheck "$TMP/out" "recover --dry-run" 'd["report"]["checkpoints"] == 40 and d["report"]["stamped_bytes"] == 0 and not d["report"]["clean"] and d["dry_run"]'
+	[ "$(sum "$L")" = "$before" ] || fail "recover --dry-run changed the log"
+	expect_rc 0 "recover --json" "$DELOG" recover --json --reads-in-flight 4 --read-chunk 1M "$L"
+	cp "$TMP/out" "$TMP/first.json"
+	jcheck "$TMP/out" "recover" 'd["report"]["checkpoints"] == 40 and d["report"]["stamped_bytes"] > 0 and d["report"]["items"] == 120'
+	expect_rc 0 "recover again" "$DELOG" recover --json "$L"
+	python3 - "$TMP/first.json" "$TMP/out" <<'EOF' || fail "recovery is not idempotent"
+import json, sys
+a, b = (json.load(open(p))["report"] for p in sys.argv[1:3])
+for k in ("head", "tail", "last", "records", "checkpoints", "items", "bytes_replayed", "dropped"):
+    assert a[k] == b[k], (k, a[k], b[k])
+EOF
+	expect_rc 0 "recover (text)" "$DELOG" recover "$L"
+	expect_in "$TMP/out" "checkpoints 40 replayed" "recover's report"
+	mk clean "$TMP/clean.log" || exit 1
+	expect_rc 0 "recover of an unmounted log" "$DELOG" recover --json "$TMP/clean.log"
+	jcheck "$TMP/out" "unmounted log" 'd["report"]["clean"] and d["report"]["checkpoints"] == 40'
+	expect_rc 2 "recover without PATH" "$DELOG" recover
+	expect_rc 2 "recover --reads-in-flight 1" "$DELOG" recover --reads-in-flight 1 "$L"
+	expect_rc 1 "print of a missing file" "$DELOG" print "$TMP/nope"
+	expect_in "$TMP/err" "nope" "missing file named"
+	;;
+badinput)
+	need_python
+	# case  code  offset-check ("victim": the damaged record's offset, "sb:N", or "-")
+	while read -r c code where; do
+		L=$TMP/$c.log
+		mk "$c" "$L" || continue
+		case "$where" in
+		victim) off=$VICTIM ;;
+		sb:*) off=${where#sb:} ;;
+		*) off= ;;
+		esac
+		before=$(sum "$L")
+		for cmd in "print" "recover --dry-run" "recover"; do
+			# shellcheck disable=SC2086
+			expect_rc 1 "$cmd of '$c'" "$DELOG" $cmd "$L"
+			expect_in "$TMP/err" "$code" "$cmd of '$c' names $code"
+			expect_in "$TMP/err" "$L" "$cmd of '$c' names the path"
+			expect_in "$TMP/err" "at offset ${off}" "$cmd of '$c' names the offset"
+			# shellcheck disable=SC2086
+			expect_rc 1 "$cmd --json of '$c'" "$DELOG" $cmd --json "$L"
+			jcheck "$TMP/out" "$cmd --json of '$c'" "d['error']['name'] == 'DELOG_$code'${off:+ and d['error']['offset'] == $off}"
+		done
+		[ "$(sum "$L")" = "$before" ] || fail "a refused recovery changed '$c'"
+	done <<'EOF'
+zero ETRUNCATED sb:0
+truncated ETRUNCATED -
+random ENOTLOG sb:0
+magic ENOTLOG sb:0
+sbcrc ECHECKSUM sb:508
+version EVERSION sb:8
+incompat EFEATURE sb:12
+geometry ECORRUPT sb:20
+corrupt ECHECKSUM victim
+foreign EFOREIGN victim
+recversion EVERSION victim
+oplen EBADOP -
+orphan EORPHAN -
+EOF
+	# Every case above gives a different (code, where) pair, and so a different message.
+	# A damaged last record is a torn write: dropped, not an error.
+	mk torn "$TMP/torn.log" || exit 1
+	expect_rc 0 "print of a torn head" "$DELOG" print --json "$TMP/torn.log"
+	jcheck "$TMP/out" "torn head (print)" 'd["error"] is None and d["report"]["torn_bytes"] > 0 and d["report"]["checkpoints"] < 40 and d["report"]["corruption"] is None'
+	expect_rc 0 "recover of a torn head" "$DELOG" recover --json "$TMP/torn.log"
+	cp "$TMP/out" "$TMP/torn1.json"
+	expect_rc 0 "recover of a torn head, again" "$DELOG" recover --json "$TMP/torn.log"
+	python3 - "$TMP/torn1.json" "$TMP/out" <<'EOF' || fail "torn head: second recovery differs"
+import json, sys
+a, b = (json.load(open(p))["report"] for p in sys.argv[1:3])
+assert a["torn_bytes"] > 0 and b["torn_bytes"] == 0, (a["torn_bytes"], b["torn_bytes"])
+for k in ("head", "tail", "checkpoints", "items"):
+    assert a[k] == b[k], (k, a[k], b[k])
+EOF
+	;;
+loop)
+	need_python
+	[ "$(id -u)" -eq 0 ] || skip "loop devices need root"
+	command -v losetup >/dev/null 2>&1 || skip "losetup is not installed"
+	truncate -s 32M "$TMP/loop.img" || exit 1
+	LOOPDEV=$(losetup --find --show --direct-io=on "$TMP/loop.img" 2>"$TMP/err") ||
+		skip "losetup failed: $(cat "$TMP/err")"
+	expect_rc 0 "format a zeroed loop device" "$DELOG" format "$LOOPDEV" --json
+	jcheck "$TMP/out" "loop format" 'd["superblock"]["log_size"] == (32 << 20) - 4096'
+	expect_rc 1 "format the loop device again" "$DELOG" format "$LOOPDEV"
+	expect_in "$TMP/err" "--force" "loop refusal names --force"
+	expect_rc 0 "format --force --size" "$DELOG" format "$LOOPDEV" --force --size 16M
+	expect_rc 0 "print a loop device" "$DELOG" print --json "$LOOPDEV"
+	jcheck "$TMP/out" "loop print" 'd["report"]["empty"] and d["superblock"]["log_size"] == 16 << 20'
+	expect_rc 0 "recover a loop device" "$DELOG" recover "$LOOPDEV"
+	losetup -d "$LOOPDEV"
+	LOOPDEV=
+	# A device holding a written log, recovered through the loop device.
+	mk good "$TMP/good.log" || exit 1
+	LOOPDEV=$(losetup --find --show --direct-io=on "$TMP/good.log" 2>"$TMP/err") ||
+		skip "losetup failed: $(cat "$TMP/err")"
+	expect_rc 0 "recover a written log on a loop device" "$DELOG" recover --json "$LOOPDEV"
+	jcheck "$TMP/out" "loop recover" 'd["report"]["checkpoints"] == 40'
+	dd if=/dev/urandom of="$LOOPDEV" bs=4096 count=1 conv=notrunc,fsync 2>/dev/null
+	expect_rc 1 "format over a device holding data" "$DELOG" format "$LOOPDEV"
+	expect_in "$TMP/err" "holds data" "loop data refusal"
+	;;
+*)
+	echo "unknown mode $MODE" >&2
+	exit 1
+	;;
+esac
+
+if [ "$FAILS" -ne 0 ]; then
+	echo "$MODE: $FAILS check(s) failed" >&2
+	exit 1
+fi
+echo "$MODE: ok"

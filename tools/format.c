@@ -1,0 +1,316 @@
+/*
+ * format.c - `delog format PATH --size N [--sector 512|4096] [--force] [--mode M]`: make
+ * a new log on a file or a block device.
+ *
+ * What it guarantees, and why:
+ *  - Nothing is destroyed by accident.  An existing delog log (any superblock whose
+ *    magic matches, even one this build cannot read) and anything else that holds data
+ *    (a non-zero byte in its first FORMAT_PROBE_BYTES, or a regular file of non-zero size
+ *    that is not all zeroes there) is refused without --force, naming what was found.
+ *  - A new file is created O_EXCL | O_NOFOLLOW with mode 0600 (owner only; --mode
+ *    changes it, the umask still applies), so a symlink planted at PATH is refused rather
+ *    than followed, and a log is never world-readable by default.  An existing symlink is
+ *    accepted only when it resolves to a block device (/dev/disk/by-id/... names).
+ *  - The file's blocks are allocated (fallocate) and then the whole log area is written
+ *    with zeroes through O_DIRECT by jrnl_format, so later log writes never meet
+ *    unwritten extents (each would cost the filesystem a metadata transaction, and a
+ *    flush of ours would then also commit the filesystem journal).  Only then is the
+ *    superblock written (FUA) and made stable: a crash during format leaves no
+ *    superblock, i.e. no log, never a log with stale records.
+ *  - --size is the size of the log area; the superblock area (4 KiB) comes in front of
+ *    it, so a new file is --size + 4 KiB.  Without --size an existing file or device is
+ *    used whole.  A file this command created is removed again if formatting fails.
+ */
+#include "tools.h"
+
+#include "format.h"
+
+#include <delog.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define FORMAT_PROBE_BYTES (64u * 1024u) /* bytes inspected for existing data */
+#define MIN_LOG (2ull * JRNL_MAX_LOGBUFS * JRNL_MAX_LOGBSIZE) /* as journal/sb.c */
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: delog format PATH [--size N] [--sector 512|4096] [--force] [--mode OCTAL]\n"
+		   "                   [--backend B] [--json]\n");
+}
+
+static void help(void)
+{
+	usage(stdout);
+	printf("\nCreate a delog log on PATH, a file (created if missing) or a block device.\n"
+	       "\noptions:\n"
+	       "  -s, --size N       log area size (K, M, G suffixes; at least %llu MiB);\n"
+	       "                     the file is N + 4 KiB (superblock).  Required for a new\n"
+	       "                     or empty file; default for an existing one: all of it\n"
+	       "      --sector S     log sector size, 512 or 4096 (default 4096)\n"
+	       "  -f, --force        overwrite an existing log or a device that holds data\n"
+	       "  -m, --mode OCTAL   permissions of a new file (default 0600, less the umask)\n"
+	       "  -b, --backend B    I/O backend: uring, aio, psync (default: best available)\n"
+	       "  -j, --json         print the new geometry as JSON\n"
+	       "  -h, --help         show this help\n"
+	       "\nThe whole log area is written with zeroes before the superblock, so\n"
+	       "formatting takes as long as writing N bytes.  Exit status: 0 formatted,\n"
+	       "1 refused or failed, 2 usage error.\n", (unsigned long long)(MIN_LOG >> 20));
+}
+
+/* Does @dev hold anything: a delog superblock (described in @what) or non-zero bytes? */
+static int holds_data(struct io_dev *dev, char *what, size_t len)
+{
+	uint64_t size = io_dev_geom(dev)->size_bytes;
+	size_t n = size < FORMAT_PROBE_BYTES ? (size_t)size : FORMAT_PROBE_BYTES;
+	struct jrnl_geom g;
+	unsigned char *buf;
+	char uuid[37];
+	int err;
+
+	if (!size)
+		return 0;
+	err = jrnl_sb_read(dev, &g);
+	if (!err) {
+		snprintf(what, len, "it holds a delog log (uuid %s, %" PRIu64 " bytes)",
+			 tool_uuid(g.uuid, uuid), g.log_size);
+		return 1;
+	}
+	if (err != DELOG_ENOTLOG && size >= JRNL_SB_AREA &&
+	    (err == DELOG_ETRUNCATED || err == DELOG_ECHECKSUM || err == DELOG_EVERSION ||
+	     err == DELOG_EFEATURE || err == DELOG_ECORRUPT)) {
+		/* The magic matched: a delog log, even if this build cannot use it. */
+		snprintf(what, len, "it holds a delog superblock this build refuses (%s)",
+			 tool_err_name(err));
+		return 1;
+	}
+	n -= n % io_dev_geom(dev)->dio_off_align;
+	if (!n)
+		return 0;
+	buf = io_buf_alloc(dev, n);
+	if (!buf)
+		return -ENOMEM;
+	err = io_rw_wait(dev, IO_OPF(IO_OP_READ, 0), 0, buf, n, NULL);
+	if (!err) {
+		for (size_t i = 0; i < n; i++) {
+			if (buf[i]) {
+				snprintf(what, len, "it holds data (non-zero byte at offset %zu)", i);
+				err = 1;
+				break;
+			}
+		}
+	}
+	free(buf);
+	return err;
+}
+
+static int parse_mode(const char *s, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 8);
+	if (errno || end == s || *end || v > 07777)
+		return -EINVAL;
+	*out = (unsigned)v;
+	return 0;
+}
+
+int cmd_format(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "size", required_argument, NULL, 's' },
+		{ "sector", required_argument, NULL, 'S' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "backend", required_argument, NULL, 'b' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	uint64_t size = 0, sector = 4096;
+	const char *backend = NULL, *path;
+	bool force = false, json = false, created = false;
+	unsigned mode = 0600;
+	char msg[512] = "", what[256] = "";
+	struct io_dev_opts o = { .size = sizeof(o), .errmsg = msg, .errmsg_len = sizeof(msg) };
+	struct jrnl_format_opts fo = { 0 };
+	struct io_dev *dev = NULL;
+	struct jrnl_geom g;
+	struct stat st;
+	int ch, err;
+
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, "s:fm:b:jh", lopts, NULL)) != -1) {
+		switch (ch) {
+		case 's':
+			if (parse_size(optarg, &size) || !size) {
+				fprintf(stderr, "delog format: --size: '%s' is not a size\n", optarg);
+				return TOOL_EXIT_USAGE;
+			}
+			break;
+		case 'S':
+			if (parse_count(optarg, 512, 4096, &sector) || (sector != 512 && sector != 4096)) {
+				fprintf(stderr, "delog format: --sector: '%s': must be 512 or 4096\n", optarg);
+				return TOOL_EXIT_USAGE;
+			}
+			break;
+		case 'f':
+			force = true;
+			break;
+		case 'm':
+			if (parse_mode(optarg, &mode)) {
+				fprintf(stderr, "delog format: --mode: '%s' is not an octal mode\n", optarg);
+				return TOOL_EXIT_USAGE;
+			}
+			break;
+		case 'b':
+			backend = strcmp(optarg, "auto") ? optarg : NULL;
+			if (backend && (!strcmp(backend, "sim") || !io_backend_built(backend))) {
+				fprintf(stderr, "delog format: --backend: '%s' is not a built-in device backend\n",
+					optarg);
+				return TOOL_EXIT_USAGE;
+			}
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			help();
+			return TOOL_EXIT_OK;
+		default:
+			usage(stderr);
+			return TOOL_EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "delog format: %s\n", optind < argc ? "one PATH only" : "PATH is missing");
+		usage(stderr);
+		return TOOL_EXIT_USAGE;
+	}
+	path = argv[optind];
+	if (size && (size % sector || size < MIN_LOG)) {
+		fprintf(stderr, "delog format: --size: %" PRIu64 " bytes: must be a multiple of the "
+			"%" PRIu64 "-byte sector and at least %llu MiB\n", size, sector,
+			(unsigned long long)(MIN_LOG >> 20));
+		return TOOL_EXIT_USAGE;
+	}
+
+	if (lstat(path, &st)) {
+		if (errno != ENOENT) {
+			fprintf(stderr, "delog format: %s: %s\n", path, strerror(errno));
+			return TOOL_EXIT_FAIL;
+		}
+		if (!size) {
+			fprintf(stderr, "delog format: %s: does not exist; --size is needed to create it\n",
+				path);
+			return TOOL_EXIT_USAGE;
+		}
+		err = io_file_create(path, JRNL_SB_AREA + size, mode, msg, sizeof(msg));
+		if (err) {
+			fprintf(stderr, "delog format: %s\n", *msg ? msg : strerror(-err));
+			return TOOL_EXIT_FAIL;
+		}
+		created = true;
+	} else if (S_ISLNK(st.st_mode)) {
+		if (stat(path, &st) || !S_ISBLK(st.st_mode)) {
+			fprintf(stderr, "delog format: %s: is a symbolic link not to a block device; "
+				"give the target's path\n", path);
+			return TOOL_EXIT_FAIL;
+		}
+	} else if (S_ISREG(st.st_mode) && (uint64_t)st.st_size < JRNL_SB_AREA + size) {
+		/* An existing file too small for --size (e.g. empty, from mktemp): grow it. */
+		int fd;
+
+		if (st.st_size && !force) {
+			fprintf(stderr, "delog format: %s: is %lld bytes, smaller than --size needs "
+				"(%" PRIu64 "); use --force to grow it\n", path,
+				(long long)st.st_size, JRNL_SB_AREA + size);
+			return TOOL_EXIT_FAIL;
+		}
+		fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+		err = fd < 0 ? errno : posix_fallocate(fd, 0, (off_t)(JRNL_SB_AREA + size));
+		if (fd >= 0)
+			close(fd);
+		if (err) {
+			fprintf(stderr, "delog format: %s: cannot allocate %" PRIu64 " bytes: %s\n",
+				path, JRNL_SB_AREA + size, strerror(err));
+			return TOOL_EXIT_FAIL;
+		}
+	} else if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+		fprintf(stderr, "delog format: %s: not a regular file or block device\n", path);
+		return TOOL_EXIT_FAIL;
+	}
+
+	o.backend = backend;
+	err = io_dev_open(path, &o, &dev);
+	if (err) {
+		fprintf(stderr, "delog format: %s\n", *msg ? msg : strerror(-err));
+		goto fail;
+	}
+	if (!created && !force) {
+		err = holds_data(dev, what, sizeof(what));
+		if (err) {
+			if (err > 0)
+				fprintf(stderr, "delog format: %s: %s; use --force to overwrite it\n",
+					path, what);
+			else
+				fprintf(stderr, "delog format: %s: %s\n", path, tool_strerror(err));
+			goto fail;
+		}
+	}
+	if (io_dev_geom(dev)->size_bytes < JRNL_SB_AREA + MIN_LOG ||
+	    size > io_dev_geom(dev)->size_bytes - JRNL_SB_AREA) {
+		fprintf(stderr, "delog format: %s: %" PRIu64 " bytes: too small for a %s log "
+			"(need %" PRIu64 " bytes)\n", path, io_dev_geom(dev)->size_bytes,
+			size ? "--size" : "minimal", (uint64_t)JRNL_SB_AREA + (size ? size : (uint64_t)MIN_LOG));
+		err = -ENOSPC;
+		goto fail;
+	}
+	if (sector < io_dev_geom(dev)->dio_off_align) {
+		fprintf(stderr, "delog format: %s: --sector %" PRIu64 " is below the device's "
+			"%u-byte O_DIRECT alignment; use --sector 4096\n", path, sector,
+			io_dev_geom(dev)->dio_off_align);
+		err = -EINVAL;
+		goto fail;
+	}
+	fo.sector = (uint32_t)sector;
+	fo.log_size = size ? size : (io_dev_geom(dev)->size_bytes - JRNL_SB_AREA) / sector * sector;
+	err = jrnl_format(dev, &fo, &g);
+	if (err) {
+		fprintf(stderr, "delog format: %s: %s\n", path, tool_strerror(err));
+		goto fail;
+	}
+	err = io_dev_close(dev);
+	dev = NULL;
+	if (err) {
+		fprintf(stderr, "delog format: %s: close: %s\n", path, strerror(-err));
+		goto fail;
+	}
+	if (json) {
+		struct json j;
+
+		json_init(&j, stdout, true);
+		json_obj_begin(&j, NULL);
+		json_str(&j, "path", path);
+		json_bool(&j, "created", created);
+		tool_json_geom(&j, "superblock", &g);
+		json_obj_end(&j);
+		json_finish(&j);
+	} else {
+		tool_print_geom(stdout, path, &g);
+	}
+	return TOOL_EXIT_OK;
+fail:
+	if (dev)
+		io_dev_close(dev);
+	if (created)
+		unlink(path);
+	return TOOL_EXIT_FAIL;
+}

@@ -1,0 +1,282 @@
+/*
+ * logdev.c - what `delog format`, `print` and `recover` share: opening a log, and saying
+ * precisely what is wrong with one.
+ *
+ * A log that cannot be used is reported, never guessed at: every refusal names the
+ * path, the error code (DELOG_ENOTLOG, DELOG_ECHECKSUM, ...; the codes are documented in
+ * delog.h and docs/FORMAT.md), the byte offset of the damage and what was found there,
+ * in the one-line form "delog <cmd>: <path>: <code>: <message>, at offset N: <what>".
+ * The superblock checks live in journal/sb.c; when jrnl_sb_read refuses a superblock,
+ * this file reads the raw bytes again to name the offending field and its value, so the
+ * journal does not have to carry the CLI's wording.
+ */
+#include "tools.h"
+
+#include "format.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <delog.h>
+
+const char *tool_lsn(uint64_t lsn, char *buf, size_t len)
+{
+	snprintf(buf, len, "%u/%u", jrnl_lsn_cycle(lsn), jrnl_lsn_sector(lsn));
+	return buf;
+}
+
+const char *tool_uuid(const uint8_t u[16], char buf[37])
+{
+	snprintf(buf, 37,
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+		 u[13], u[14], u[15]);
+	return buf;
+}
+
+const char *tool_err_name(int err)
+{
+	return delog_err_name(err);
+}
+
+/* Name the superblock field behind jrnl_sb_read's @err, from the raw bytes. */
+static void sb_detail(struct io_dev *dev, int err, uint64_t *off, char *what, size_t len)
+{
+	uint64_t size = io_dev_geom(dev)->size_bytes;
+	struct jrnl_sb sb;
+	unsigned char *buf;
+	bool zero = true;
+
+	*off = 0;
+	if (err == DELOG_ETRUNCATED && size < JRNL_SB_AREA) {
+		snprintf(what, len, "%s is %" PRIu64 " bytes, smaller than the %u-byte superblock area",
+			 io_dev_geom(dev)->is_blockdev ? "the device" : "the file", size, JRNL_SB_AREA);
+		*off = size;
+		return;
+	}
+	buf = io_buf_alloc(dev, JRNL_SB_AREA);
+	if (!buf || io_rw_wait(dev, IO_OPF(IO_OP_READ, 0), 0, buf, JRNL_SB_AREA, NULL)) {
+		snprintf(what, len, "the superblock cannot be read back");
+		free(buf);
+		return;
+	}
+	memcpy(&sb, buf, sizeof(sb));
+	for (size_t i = 0; i < JRNL_SB_AREA; i++)
+		zero &= !buf[i];
+	switch (err) {
+	case DELOG_ETRUNCATED:
+		*off = size;
+		snprintf(what, len, "the superblock describes a log ending at byte %" PRIu64
+			 ", but the %s ends at %" PRIu64, sb.log_start + sb.log_size,
+			 io_dev_geom(dev)->is_blockdev ? "device" : "file", size);
+		break;
+	case DELOG_ENOTLOG:
+		if (zero)
+			snprintf(what, len, "the first %u bytes are zero (never formatted?)",
+				 JRNL_SB_AREA);
+		else
+			snprintf(what, len, "magic %#018" PRIx64 ", expected %#018" PRIx64
+				 " (\"DLOGGSB1\")", sb.magic, (uint64_t)JRNL_SB_MAGIC);
+		break;
+	case DELOG_ECHECKSUM:
+		*off = offsetof(struct jrnl_sb, crc);
+		snprintf(what, len, "superblock crc %#010x, its bytes 0-%zu give %#010x", sb.crc,
+			 offsetof(struct jrnl_sb, crc) - 1,
+			 jrnl_crc32c(0, buf, offsetof(struct jrnl_sb, crc)));
+		break;
+	case DELOG_EVERSION:
+		*off = offsetof(struct jrnl_sb, version);
+		snprintf(what, len, "format version %u, this build reads version %u", sb.version,
+			 JRNL_FORMAT_VERSION);
+		break;
+	case DELOG_EFEATURE:
+		*off = offsetof(struct jrnl_sb, incompat);
+		snprintf(what, len, "incompatible feature bits %#x, this build knows %#x",
+			 sb.incompat, JRNL_INCOMPAT_KNOWN);
+		break;
+	case DELOG_ECORRUPT:
+		*off = offsetof(struct jrnl_sb, sector_size);
+		snprintf(what, len, "impossible geometry: sector %u, log start %" PRIu64
+			 ", log size %" PRIu64, sb.sector_size, sb.log_start, sb.log_size);
+		break;
+	default:
+		snprintf(what, len, "reading the superblock");
+		break;
+	}
+	free(buf);
+}
+
+void tool_log_error(const char *cmd, const char *path, int err, uint64_t off, const char *what)
+{
+	if (what && *what)
+		fprintf(stderr, "delog %s: %s: %s, at offset %" PRIu64 ": %s\n", cmd, path,
+			tool_strerror(err), off, what);
+	else
+		fprintf(stderr, "delog %s: %s: %s\n", cmd, path, tool_strerror(err));
+}
+
+int tool_log_open(const char *cmd, const char *path, const char *backend, bool read_only,
+		  struct tool_log *out)
+{
+	char msg[512] = "";
+	struct io_dev_opts o = {
+		.size = sizeof(o), .backend = backend, .read_only = read_only,
+		.errmsg = msg, .errmsg_len = sizeof(msg),
+	};
+	uint64_t off;
+	char what[256];
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	out->path = path;
+	err = io_dev_open(path, &o, &out->dev);
+	if (err) {
+		fprintf(stderr, "delog %s: %s: %s\n", cmd, path, *msg ? msg : tool_strerror(err));
+		return err;
+	}
+	err = jrnl_sb_read(out->dev, &out->g);
+	if (err) {
+		sb_detail(out->dev, err, &off, what, sizeof(what));
+		tool_log_error(cmd, path, err, off, what);
+		out->err = err;
+		out->err_off = off;
+		snprintf(out->err_what, sizeof(out->err_what), "%s", what);
+		io_dev_close(out->dev);
+		out->dev = NULL;
+		return err;
+	}
+	return 0;
+}
+
+void tool_log_close(struct tool_log *l)
+{
+	if (l->dev)
+		io_dev_close(l->dev);
+	l->dev = NULL;
+}
+
+void tool_recover_error(const char *cmd, const char *path, int err, const struct jrnl_report *rep)
+{
+	char lsn[32];
+	char what[256];
+
+	if (rep->corruption && err == rep->corruption) {
+		snprintf(what, sizeof(what), "%s (record lsn %s)", rep->corrupt_what,
+			 tool_lsn(rep->corrupt_lsn, lsn, sizeof(lsn)));
+		tool_log_error(cmd, path, err, rep->corrupt_offset, what);
+	} else {
+		fprintf(stderr, "delog %s: %s: recovery failed: %s\n", cmd, path, tool_strerror(err));
+	}
+}
+
+void tool_json_error(struct json *j, int err, uint64_t off, const char *what)
+{
+	json_obj_begin(j, "error");
+	json_i64(j, "code", err);
+	json_str(j, "name", tool_err_name(err));
+	json_str(j, "message", tool_strerror(err));
+	json_u64(j, "offset", off);
+	json_str(j, "what", what);
+	json_obj_end(j);
+}
+
+void tool_print_geom(FILE *f, const char *path, const struct jrnl_geom *g)
+{
+	char uuid[37], size[32], when[64];
+	time_t t = (time_t)g->format_time;
+	struct tm tm;
+
+	if (gmtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	else
+		snprintf(when, sizeof(when), "%" PRIu64, g->format_time);
+	fprintf(f, "%s: delog log, format version %u, incompat %#x\n", path, g->version,
+		g->incompat);
+	fprintf(f, "  uuid %s, formatted %s\n", tool_uuid(g->uuid, uuid), when);
+	fprintf(f, "  log %s at byte %" PRIu64 ": %" PRIu64 " sectors of %u bytes\n",
+		fmt_bytes(g->log_size, size, sizeof(size)), g->log_start, g->log_sectors,
+		g->sector);
+}
+
+void tool_json_geom(struct json *j, const char *key, const struct jrnl_geom *g)
+{
+	char uuid[37];
+
+	json_obj_begin(j, key);
+	json_u64(j, "version", g->version);
+	json_u64(j, "incompat", g->incompat);
+	json_str(j, "uuid", tool_uuid(g->uuid, uuid));
+	json_u64(j, "sector", g->sector);
+	json_u64(j, "log_start", g->log_start);
+	json_u64(j, "log_size", g->log_size);
+	json_u64(j, "log_sectors", g->log_sectors);
+	json_u64(j, "format_time", g->format_time);
+	json_obj_end(j);
+}
+
+void tool_print_report(FILE *f, const struct jrnl_geom *g, const struct jrnl_report *r)
+{
+	char a[32], b[32], c[32], d[32], sz[32];
+	uint64_t head_off = g->log_start + (uint64_t)jrnl_lsn_sector(r->head_lsn) * g->sector;
+
+	fprintf(f, "state: %s\n", r->empty ? "empty (no record)" :
+		r->clean ? "clean (last record is an unmount record)" :
+		"not cleanly unmounted (crash recovery)");
+	fprintf(f, "head %s (byte %" PRIu64 "), tail %s, last record %s, durable to %s\n",
+		tool_lsn(r->head_lsn, a, sizeof(a)), head_off, tool_lsn(r->tail_lsn, b, sizeof(b)),
+		tool_lsn(r->last_lsn, c, sizeof(c)), tool_lsn(r->durable_lsn, d, sizeof(d)));
+	fprintf(f, "records %" PRIu64 ", checkpoints %" PRIu64 " replayed (%" PRIu64
+		" items, %s of item data), incomplete checkpoints dropped %" PRIu64 "\n",
+		r->records, r->checkpoints, r->items,
+		fmt_bytes(r->bytes_replayed, sz, sizeof(sz)), r->dropped);
+	fprintf(f, "torn write discarded: %" PRIu64 " bytes; stamped past the head: %" PRIu64
+		" bytes\n", r->torn_bytes, r->stamped_bytes);
+	fprintf(f, "read %s in %" PRIu64 " requests, at most %u chained reads in flight\n",
+		fmt_bytes(r->bytes_read, sz, sizeof(sz)), r->read_reqs, r->max_reads_in_flight);
+	if (r->corruption)
+		fprintf(f, "corruption: %s at byte %" PRIu64 " (record lsn %s): %s\n",
+			tool_err_name(r->corruption), r->corrupt_offset,
+			tool_lsn(r->corrupt_lsn, a, sizeof(a)), r->corrupt_what);
+}
+
+void tool_json_report(struct json *j, const char *key, const struct jrnl_report *r)
+{
+	char lsn[32];
+
+	json_obj_begin(j, key);
+	json_bool(j, "empty", r->empty);
+	json_bool(j, "clean", r->clean);
+	json_str(j, "head", tool_lsn(r->head_lsn, lsn, sizeof(lsn)));
+	json_str(j, "tail", tool_lsn(r->tail_lsn, lsn, sizeof(lsn)));
+	json_str(j, "last", tool_lsn(r->last_lsn, lsn, sizeof(lsn)));
+	json_str(j, "durable", tool_lsn(r->durable_lsn, lsn, sizeof(lsn)));
+	json_u64(j, "head_lsn", r->head_lsn);
+	json_u64(j, "tail_lsn", r->tail_lsn);
+	json_u64(j, "last_lsn", r->last_lsn);
+	json_u64(j, "durable_lsn", r->durable_lsn);
+	json_u64(j, "records", r->records);
+	json_u64(j, "checkpoints", r->checkpoints);
+	json_u64(j, "items", r->items);
+	json_u64(j, "bytes_replayed", r->bytes_replayed);
+	json_u64(j, "dropped", r->dropped);
+	json_u64(j, "torn_bytes", r->torn_bytes);
+	json_u64(j, "stamped_bytes", r->stamped_bytes);
+	json_u64(j, "bytes_read", r->bytes_read);
+	json_u64(j, "read_reqs", r->read_reqs);
+	json_u64(j, "max_reads_in_flight", r->max_reads_in_flight);
+	if (r->corruption) {
+		json_obj_begin(j, "corruption");
+		json_i64(j, "code", r->corruption);
+		json_str(j, "name", tool_err_name(r->corruption));
+		json_u64(j, "offset", r->corrupt_offset);
+		json_u64(j, "lsn", r->corrupt_lsn);
+		json_str(j, "what", r->corrupt_what);
+		json_obj_end(j);
+	} else {
+		json_null(j, "corruption");
+	}
+	json_obj_end(j);
+}
