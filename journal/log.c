@@ -874,7 +874,8 @@ int jrnl_tx_commit(struct jrnl_wtx *tx, jrnl_done_fn done, void *priv)
 			b->cbs[b->ncbs].priv = priv;
 			b->ncbs++;
 		}
-		if (tx->flags & JRNL_TX_FLUSH_COMMIT)
+		if ((tx->flags & JRNL_TX_FLUSH_COMMIT) ||
+		    ((tx->flags & JRNL_TX_FLUSH_SPAN) && tx->start_lsn != b->lsn))
 			b->need_flush = true;
 		if (tx->flags & JRNL_TX_FUA_COMMIT)
 			b->need_fua = true;

@@ -14,6 +14,9 @@
 #ifndef DELOG_H
 #define DELOG_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -61,6 +64,224 @@ const char *delog_err_name(int err);
  * Thread-safe. */
 unsigned delog_version(void);
 const char *delog_version_string(void);
+
+/* ======================================================================================
+ * The log
+ *
+ * Model (DESIGN.md section 4; the XFS delayed-logging design):
+ *  - A transaction (delog_tx) logs items: a 64-bit key and up to 1 GiB of data each.
+ *    delog_tx_commit copies them into the committed item list (CIL) in memory and returns
+ *    the sequence number of the checkpoint they will be written in.  Commit is NOT
+ *    durable: delog_force(log, seq) returns once checkpoint seq and every one before it
+ *    are stable on the device.  Many transactions share one checkpoint (group commit),
+ *    and logging a key again while its checkpoint is still open replaces the earlier
+ *    copy (relogging: one copy per key per checkpoint).
+ *  - A checkpoint is atomic: after a crash, recovery replays whole checkpoints, in order,
+ *    a prefix of those committed, including every one a force acknowledged.
+ *  - The log is circular.  Its space is held by checkpoints until the application says
+ *    their contents are safe elsewhere: delog_release(log, seq) (everything up to seq is
+ *    durable elsewhere) or, with item tracking, delog_item_written(log, key, seq) per
+ *    item.  A full log blocks delog_tx_begin (or fails it with -EAGAIN under
+ *    DELOG_TX_NOWAIT); the push callback asks the application to write back before
+ *    that happens.
+ *  - The flush policy decides which log writes carry a cache flush (PREFLUSH) or FUA
+ *    and when a standalone flush is issued; docs/FLUSH-POLICIES.md gives each one's
+ *    rules and safety argument.
+ *  - Any failed log write or flush shuts the log down: every waiter and every later call
+ *    gets DELOG_ESHUTDOWN (delog_error() returns the original error), nothing more is
+ *    acknowledged, and what was acknowledged before stays recoverable.  Reopen recovers.
+ * ====================================================================================== */
+
+typedef struct delog delog;
+typedef struct delog_tx delog_tx;
+
+/* Flush policies (docs/FLUSH-POLICIES.md). */
+enum delog_flush_policy {
+	DELOG_FLUSH_SYNC = 0,   /* PREFLUSH on a checkpoint's first write, PREFLUSH|FUA on its
+				 * commit write after the earlier ones completed (XFS >= 5.18) */
+	DELOG_FLUSH_ASYNC = 1,  /* a flush issued when the push starts and awaited before the
+				 * first write; FUA on the commit write (XFS 5.14-5.17) */
+	DELOG_FLUSH_SINGLE = 2, /* one device flush per checkpoint, after all its writes */
+	DELOG_FLUSH_NONE = 3,   /* no flushes at all: NOT crash-safe; benchmarks only */
+};
+
+/* Name ("sync", ...) of a policy, or NULL; and the reverse (0 or -EINVAL).  Thread-safe. */
+const char *delog_flush_policy_name(enum delog_flush_policy p);
+int delog_flush_policy_parse(const char *name, enum delog_flush_policy *out);
+
+/* An item as recovery hands it back; @data is valid only during the callback. */
+struct delog_item {
+	uint64_t key;
+	const void *data;
+	uint32_t len;
+};
+
+/* A checkpoint replayed by recovery. */
+struct delog_checkpoint {
+	uint64_t seq;
+	uint64_t lsn;             /* log position of its commit record (informational) */
+	size_t nitems;
+};
+
+/*
+ * Called by delog_open once per complete checkpoint found in the log, in order, on the
+ * opening thread, before delog_open returns.  Return 0 to go on; anything else makes
+ * delog_open fail with that value (and leaves the log as it was).
+ */
+typedef int (*delog_recover_fn)(void *arg, const struct delog_checkpoint *ckpt,
+				const struct delog_item *items, size_t nitems);
+
+/*
+ * Called when free log space falls under 25%: the application should write back what it
+ * logged up to and including checkpoint @seq (at least) and then call delog_release or
+ * delog_item_written.  Runs on delog's push thread with no delog lock held; it must not
+ * block for long and must not call delog_force, delog_tx_* or delog_close (it may call
+ * delog_release, delog_item_written, delog_stats).
+ */
+typedef void (*delog_push_fn)(void *arg, delog *log, uint64_t seq);
+
+/* What recovery found when the log was opened (see `delog recover`). */
+struct delog_recovery {
+	int clean;                /* 1: the log was closed cleanly */
+	uint64_t checkpoints;     /* complete checkpoints replayed */
+	uint64_t items, bytes;    /* items and item data bytes replayed */
+	uint64_t dropped;         /* incomplete checkpoints discarded at the head */
+	uint64_t torn_bytes;      /* torn write discarded at the head */
+	uint64_t last_seq;        /* sequence of the last replayed checkpoint (0: none) */
+	uint64_t head_lsn, tail_lsn;
+};
+
+/* delog_options.flags */
+#define DELOG_OPEN_CREATE 0x1u   /* create and format PATH if it does not exist */
+#define DELOG_OPEN_FORMAT 0x2u   /* format PATH even if it holds a log (destroys it) */
+#define DELOG_OPEN_TRACK_ITEMS 0x4u /* keep the per-key AIL that delog_item_written needs */
+
+struct delog_options {
+	size_t size;              /* sizeof(struct delog_options): set it first */
+	const char *backend;      /* "uring", "aio", "psync", "sim"; NULL: best available */
+	unsigned logbufs;         /* log buffers, 2..8; 0: 8 */
+	uint32_t logbsize;        /* log buffer bytes, power of two 16 KiB..256 KiB; 0: 256 KiB */
+	enum delog_flush_policy flush; /* default DELOG_FLUSH_SYNC (0) */
+	unsigned flags;           /* DELOG_OPEN_* */
+	uint64_t create_size;     /* log size for CREATE/FORMAT of a new file; 0: 64 MiB */
+	uint32_t sector;          /* sector size for FORMAT: 512 or 4096; 0: 4096 */
+	uint64_t cil_push_bytes;  /* background push threshold; 0: min(log/8, 32 MiB);
+				   * committers block at twice it */
+	delog_recover_fn recover; /* may be NULL */
+	void *recover_arg;
+	delog_push_fn push;       /* may be NULL */
+	void *push_arg;
+	struct delog_recovery *recovery; /* may be NULL: receives what recovery found */
+};
+
+/*
+ * Open (and recover) the log at @path.  Recovery replays complete checkpoints through
+ * @opts->recover; new checkpoints continue after the last one (delog_durable_seq() is
+ * its sequence).  @opts may be NULL (defaults, no create).  "sim" runs on an in-memory
+ * disk (@path ignored, always created): for tests and benchmarks.
+ * Errors: -ENOENT (no such file, and no DELOG_OPEN_CREATE), the DELOG_E* codes of a log
+ * recovery refuses, -EINVAL (bad options), -ENOMEM, -EIO and other -errno, or the
+ * recover callback's value.  Thread-safe (independent handles).
+ */
+int delog_open(const char *path, const struct delog_options *opts, delog **out);
+
+/*
+ * Close: push and force everything committed, write an unmount record (so the next open
+ * knows the log was closed cleanly) and free the handle.  No other call on @log may be
+ * running or follow.  Returns 0, or the shut-down error (the handle is freed anyway).
+ * NULL is a no-op.
+ */
+int delog_close(delog *log);
+
+/* delog_tx_begin flags */
+#define DELOG_TX_NOWAIT 0x1u      /* fail with -EAGAIN instead of blocking for space */
+
+/* Per-item log overhead to count in a reservation (headers and padding). */
+#define DELOG_ITEM_OVERHEAD 64u
+
+/*
+ * Begin a transaction, reserving @reserve bytes of log space: the item data it will log
+ * plus DELOG_ITEM_OVERHEAD per item (a transaction that logs more takes more space as it
+ * goes, which may block).  Blocks while the log is too full (back-pressure), or returns
+ * -EAGAIN with DELOG_TX_NOWAIT.  Errors: -EINVAL (flags, or a reservation larger than a
+ * quarter of the log), -ENOMEM, DELOG_ESHUTDOWN.  Thread-safe: any number of threads
+ * run transactions at once; one transaction belongs to one thread at a time.
+ */
+int delog_tx_begin(delog *log, uint64_t reserve, unsigned flags, delog_tx **tx);
+/*
+ * Log an item: @len bytes at @data (copied before the call returns) under @key.  Logging
+ * a key again in the same transaction replaces the earlier copy.  Errors: -EINVAL (NULL
+ * data with len > 0, len > 1 GiB), -ENOMEM, -EAGAIN (more space needed under NOWAIT),
+ * DELOG_ESHUTDOWN; the transaction stays usable (or abortable) after an error.
+ */
+int delog_tx_log(delog_tx *tx, uint64_t key, const void *data, uint32_t len);
+/*
+ * Commit: the items enter the CIL atomically, into checkpoint *@seq (may be NULL).  Not
+ * durable until delog_force(log, *seq) returns 0.  Frees @tx in every case.  Errors:
+ * DELOG_ESHUTDOWN (nothing was committed).  An empty transaction commits nothing and
+ * returns the current open checkpoint's sequence.
+ */
+int delog_tx_commit(delog_tx *tx, uint64_t *seq);
+/* Discard the transaction and its reservation; frees @tx.  NULL is a no-op. */
+void delog_tx_abort(delog_tx *tx);
+
+/*
+ * Wait until checkpoint @seq and all before it are durable (0: everything committed so
+ * far).  Pushes the CIL if that checkpoint is still open.  A sequence that is already
+ * durable returns at once without I/O.  Returns 0 or DELOG_ESHUTDOWN.  Thread-safe.
+ */
+int delog_force(delog *log, uint64_t seq);
+/* Commit @tx and force its checkpoint (*@seq may be NULL).  Thread-safe. */
+int delog_tx_commit_force(delog_tx *tx, uint64_t *seq);
+
+/* Highest checkpoint sequence known durable (watermark).  Thread-safe, lock-free. */
+uint64_t delog_durable_seq(const delog *log);
+/*
+ * An eventfd (EFD_NONBLOCK) that becomes readable whenever the durable watermark
+ * advances (and on shutdown); read it to re-arm, then check delog_durable_seq.  Owned by
+ * the log (closed by delog_close).  Thread-safe.
+ */
+int delog_durable_fd(const delog *log);
+
+/*
+ * Space.  delog_release(log, seq): the application has made everything logged up to and
+ * including checkpoint @seq durable elsewhere; the log may reuse that space at once (no
+ * flush needed).  delog_item_written(log, key, seq) (needs DELOG_OPEN_TRACK_ITEMS): the
+ * application's in-place write of @key as of checkpoint @seq has completed but may
+ * still sit in a volatile cache; the space is reused only after a device flush that
+ * follows this call (rule R1, docs/FLUSH-POLICIES.md), which delog issues itself when it
+ * needs the space.  A key logged again in a later checkpoint stays pinned by that one.
+ * Both return 0, -EINVAL (a sequence not yet durable; item_written without tracking) or
+ * DELOG_ESHUTDOWN.  Thread-safe.
+ */
+int delog_release(delog *log, uint64_t seq);
+int delog_item_written(delog *log, uint64_t key, uint64_t seq);
+
+/* 0, or the error that shut the log down (the first failed write or flush).  Thread-safe. */
+int delog_error(const delog *log);
+
+struct delog_stats {
+	size_t size;              /* set to sizeof(struct delog_stats) before the call */
+	uint64_t transactions, items_logged;
+	uint64_t relogged;        /* item copies replaced within an open checkpoint */
+	uint64_t checkpoints;     /* checkpoints written */
+	uint64_t checkpoint_items, checkpoint_bytes; /* items / item bytes they carried */
+	uint64_t forces, force_waits, force_no_io; /* calls; that waited; already durable */
+	uint64_t records, record_bytes; /* log buffer writes and their bytes */
+	uint64_t preflushes, fua_writes; /* writes carrying PREFLUSH / FUA */
+	uint64_t flushes;         /* standalone device flushes */
+	uint64_t device_flushes;  /* cache flushes requested: preflushes + flushes (FUA
+				   * writes are counted apart; a device without FUA pays a
+				   * flush for each) */
+	double flushes_per_checkpoint, bytes_per_flush, txs_per_checkpoint;
+	uint64_t durable_seq, open_seq;
+	uint64_t log_size, log_used, cil_bytes, reserved_bytes;
+	uint64_t head_lsn, tail_lsn;
+	uint64_t space_waits;     /* delog_tx_begin calls that waited for space */
+	uint64_t push_calls;      /* push callback invocations */
+};
+/* Fill @st (st->size set by the caller).  Returns 0 or -EINVAL.  Thread-safe. */
+int delog_stats(const delog *log, struct delog_stats *st);
 
 #ifdef __cplusplus
 }

@@ -233,7 +233,9 @@ struct jrnl_log_opts {
 					* earlier buffer than COMMIT), issue the COMMIT buffer
 					* only after every earlier buffer of the log completed
 					* (XFS since 5.18); no effect on a single-buffer one */
-#define JRNL_TX_FLAGS_KNOWN 0xfu
+#define JRNL_TX_FLUSH_SPAN (1u << 4)  /* the COMMIT buffer goes out with PREFLUSH only if
+					* the transaction spans buffers */
+#define JRNL_TX_FLAGS_KNOWN 0x1fu
 
 /*
  * Completion of a transaction's commit record: called once, in LSN order, after the

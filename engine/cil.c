@@ -1,0 +1,368 @@
+/*
+ * cil.c - transactions and the committed item list (CIL), after fs/xfs/xfs_log_cil.c.
+ *
+ * A transaction gathers private copies of its items (delog_tx_log copies; a key logged
+ * twice in one transaction keeps the last copy).  delog_tx_commit moves them into the
+ * open checkpoint context, log->cur, atomically with respect to checkpoint boundaries:
+ *
+ *  (C1) Commit holds ctx_lock for read while it inserts; the push thread takes it for
+ *       write only to swap log->cur for an empty context.  So every transaction lands
+ *       wholly in one context, and once the swap returns, every commit into the old
+ *       context is complete: the push thread may write it without further locking.
+ *       The rwlock prefers writers, so a stream of committers cannot starve the push.
+ *  (C2) No global lock on the hot path besides that shared read lock: the context is
+ *       split into CIL_SHARDS shards by key hash, each with its own mutex, hash table
+ *       and data arena.  Committers touching different keys rarely meet.
+ *  (C3) Relogging: a key already in the open context has its copy replaced in place (or
+ *       re-allocated in the arena if it grew), so a checkpoint carries one copy per key,
+ *       the newest; ctx->relogged counts the replacements.
+ *  (C4) Space: a transaction holds a grant from delog_tx_begin; logging beyond it takes
+ *       more (possibly blocking).  At commit the grant is exchanged for the CIL charge of
+ *       what it added (data + ITEM_COST per new item), so grant + journal use never
+ *       shrinks below what the log will have to write (space.c).
+ *  (C5) Back-pressure on the CIL: past push_bytes of CIL a commit wakes the push thread;
+ *       past twice that it waits until the context is swapped (DESIGN section 4).
+ */
+#include "engine_private.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ITEM (1u << 30)
+
+static inline uint64_t key_hash(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ull;
+	k ^= k >> 33;
+	return k;
+}
+
+void cil_ctx_init(struct cil_ctx *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (unsigned i = 0; i < CIL_SHARDS; i++)
+		pthread_mutex_init(&c->shard[i].lock, NULL);
+}
+
+void cil_ctx_reset(struct cil_ctx *c)
+{
+	for (unsigned i = 0; i < CIL_SHARDS; i++) {
+		struct cil_shard *s = &c->shard[i];
+
+		if (s->n)
+			memset(s->slots, 0, s->nslots * sizeof(*s->slots));
+		s->n = 0;
+		s->arena_len = 0;
+		s->data_bytes = 0;
+		/* Keep the memory of a normal-sized checkpoint, drop that of a huge one. */
+		if (s->arena_cap > (64u << 20)) {
+			free(s->arena);
+			s->arena = NULL;
+			s->arena_cap = 0;
+		}
+	}
+	atomic_store(&c->nitems, 0);
+	atomic_store(&c->data_bytes, 0);
+	atomic_store(&c->cost, 0);
+	atomic_store(&c->ntx, 0);
+	atomic_store(&c->relogged, 0);
+}
+
+void cil_ctx_destroy(struct cil_ctx *c)
+{
+	for (unsigned i = 0; i < CIL_SHARDS; i++) {
+		free(c->shard[i].items);
+		free(c->shard[i].slots);
+		free(c->shard[i].arena);
+		pthread_mutex_destroy(&c->shard[i].lock);
+	}
+}
+
+static int shard_grow_slots(struct cil_shard *s)
+{
+	size_t n = s->nslots ? s->nslots * 2 : 64;
+	uint32_t *slots = calloc(n, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n; i++) {
+		size_t h = key_hash(s->items[i].key) & (n - 1);
+
+		while (slots[h])
+			h = (h + 1) & (n - 1);
+		slots[h] = (uint32_t)(i + 1);
+	}
+	free(s->slots);
+	s->slots = slots;
+	s->nslots = n;
+	return 0;
+}
+
+static int arena_take(struct cil_shard *s, uint32_t len, uint64_t *off)
+{
+	uint64_t need = s->arena_len + ((len + 7ull) & ~7ull);
+
+	if (need > s->arena_cap) {
+		uint64_t cap = s->arena_cap ? s->arena_cap : 16384;
+		unsigned char *a;
+
+		while (cap < need)
+			cap *= 2;
+		a = realloc(s->arena, cap);
+		if (!a)
+			return -ENOMEM;
+		s->arena = a;
+		s->arena_cap = cap;
+	}
+	*off = s->arena_len;
+	s->arena_len = need;
+	return 0;
+}
+
+/* Insert or replace one item (shard lock held).  *@delta gets the cost change. */
+static int shard_put(struct cil_shard *s, uint64_t key, const void *data, uint32_t len,
+		     int64_t *delta, bool *relogged)
+{
+	struct cil_item *it;
+	size_t h;
+	int err;
+
+	if ((s->n + 1) * 4 > s->nslots * 3 && (err = shard_grow_slots(s)))
+		return err;
+	h = key_hash(key) & (s->nslots - 1);
+	while (s->slots[h]) {
+		it = &s->items[s->slots[h] - 1];
+		if (it->key == key) {
+			*relogged = true;
+			*delta = (int64_t)len - (int64_t)it->len;
+			s->data_bytes = s->data_bytes - it->len + len;
+			if (len > it->cap) {
+				if ((err = arena_take(s, len, &it->off)))
+					return err;
+				it->cap = len;
+			}
+			memcpy(s->arena + it->off, data, len);
+			it->len = len;
+			return 0;
+		}
+		h = (h + 1) & (s->nslots - 1);
+	}
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		struct cil_item *items = realloc(s->items, cap * sizeof(*items));
+
+		if (!items)
+			return -ENOMEM;
+		s->items = items;
+		s->cap = cap;
+	}
+	it = &s->items[s->n];
+	it->key = key;
+	it->len = it->cap = len;
+	if ((err = arena_take(s, len, &it->off)))
+		return err;
+	memcpy(s->arena + it->off, data, len);
+	s->slots[h] = (uint32_t)(s->n + 1);
+	s->n++;
+	s->data_bytes += len;
+	*relogged = false;
+	*delta = (int64_t)len + ITEM_COST;
+	return 0;
+}
+
+int cil_insert(struct cil_ctx *c, const struct delog_tx *tx, int64_t *cost_delta)
+{
+	int64_t total = 0, delta, dbytes = 0;
+	uint64_t added = 0, relog = 0;
+	bool relogged;
+	int err = 0;
+
+	for (size_t i = 0; i < tx->n && !err; i++) {
+		struct cil_shard *s = &c->shard[key_hash(tx->items[i].key) % CIL_SHARDS];
+
+		pthread_mutex_lock(&s->lock);
+		err = shard_put(s, tx->items[i].key, tx->data + tx->items[i].off, tx->items[i].len,
+				&delta, &relogged);
+		pthread_mutex_unlock(&s->lock);
+		if (err)
+			break;
+		total += delta;
+		if (relogged) {
+			relog++;
+			dbytes += delta;
+		} else {
+			added++;
+			dbytes += delta - ITEM_COST;
+		}
+	}
+	/* An -ENOMEM part way leaves the items inserted so far in the checkpoint: they
+	 * are whole items, and the caller shuts the log down (atomicity is gone). */
+	atomic_fetch_add(&c->nitems, added);
+	atomic_fetch_add(&c->data_bytes, (uint64_t)dbytes);
+	atomic_fetch_add(&c->cost, (uint64_t)total);
+	atomic_fetch_add(&c->relogged, relog);
+	atomic_fetch_add(&c->ntx, 1);
+	*cost_delta = total;
+	return err;
+}
+
+/* ---- the public transaction calls ---- */
+
+int delog_tx_begin(delog *log, uint64_t reserve, unsigned flags, delog_tx **out)
+{
+	struct delog_tx *tx;
+	uint64_t r;
+	int err;
+
+	if (!log || !out || (flags & ~DELOG_TX_NOWAIT) || reserve > log->geom.log_size / 4)
+		return -EINVAL;
+	*out = NULL;
+	if (atomic_load(&log->error))
+		return DELOG_ESHUTDOWN;
+	tx = calloc(1, sizeof(*tx));
+	if (!tx)
+		return -ENOMEM;
+	r = reserve + jrnl_log_tx_bytes(log->jl, 0, 0);
+	err = space_grant(log, r, flags & DELOG_TX_NOWAIT);
+	if (err) {
+		free(tx);
+		return err;
+	}
+	tx->log = log;
+	tx->reserved = r;
+	tx->flags = flags;
+	*out = tx;
+	return 0;
+}
+
+int delog_tx_log(delog_tx *tx, uint64_t key, const void *data, uint32_t len)
+{
+	struct delog *log;
+	uint64_t off;
+	int err;
+
+	if (!tx || (len && !data) || len > MAX_ITEM)
+		return -EINVAL;
+	log = tx->log;
+	if (atomic_load(&log->error))
+		return DELOG_ESHUTDOWN;
+	for (size_t i = 0; i < tx->n; i++) {
+		if (tx->items[i].key == key) {
+			/* Same key twice in one transaction: the later copy wins. */
+			tx->cost -= tx->items[i].len + ITEM_COST;
+			memmove(&tx->items[i], &tx->items[i + 1], (tx->n - i - 1) * sizeof(*tx->items));
+			tx->n--;
+			break;
+		}
+	}
+	if (tx->cost + len + ITEM_COST > tx->reserved) {
+		uint64_t more = tx->cost + len + ITEM_COST - tx->reserved;
+
+		if (tx->reserved + more > log->geom.log_size / 4)
+			return -E2BIG;
+		err = space_grant(log, more, tx->flags & DELOG_TX_NOWAIT);
+		if (err)
+			return err;
+		tx->reserved += more;
+	}
+	if (tx->n == tx->cap) {
+		size_t cap = tx->cap ? tx->cap * 2 : 8;
+		void *p = realloc(tx->items, cap * sizeof(*tx->items));
+
+		if (!p)
+			return -ENOMEM;
+		tx->items = p;
+		tx->cap = cap;
+	}
+	off = tx->data_len;
+	if (off + len > tx->data_cap) {
+		uint64_t cap = tx->data_cap ? tx->data_cap : 1024;
+		unsigned char *p;
+
+		while (cap < off + len)
+			cap *= 2;
+		p = realloc(tx->data, cap);
+		if (!p)
+			return -ENOMEM;
+		tx->data = p;
+		tx->data_cap = cap;
+	}
+	if (len)
+		memcpy(tx->data + off, data, len);
+	tx->data_len += len;
+	tx->items[tx->n].key = key;
+	tx->items[tx->n].off = off;
+	tx->items[tx->n].len = len;
+	tx->n++;
+	tx->cost += len + ITEM_COST;
+	atomic_fetch_add_explicit(&log->st_items, 1, memory_order_relaxed);
+	return 0;
+}
+
+static void tx_free(struct delog_tx *tx)
+{
+	free(tx->items);
+	free(tx->data);
+	free(tx);
+}
+
+void delog_tx_abort(delog_tx *tx)
+{
+	if (!tx)
+		return;
+	space_ungrant(tx->log, tx->reserved);
+	tx_free(tx);
+}
+
+int delog_tx_commit(delog_tx *tx, uint64_t *seq)
+{
+	struct delog *log;
+	struct cil_ctx *c;
+	int64_t delta = 0;
+	uint64_t cseq, ctx_seq, cost;
+	int err = 0;
+
+	if (!tx)
+		return -EINVAL;
+	log = tx->log;
+	pthread_rwlock_rdlock(&log->ctx_lock);
+	c = log->cur;
+	cseq = ctx_seq = c->seq;
+	if (atomic_load(&log->error))
+		err = DELOG_ESHUTDOWN;
+	else if (tx->n)
+		err = cil_insert(c, tx, &delta);
+	if (!err && !tx->n && !atomic_load(&c->ntx))
+		cseq--; /* nothing open: the last checkpoint is the one to force */
+	cost = atomic_load(&c->cost);
+	/* Exchange the transaction's grant for the CIL charge (C4), inside the read lock
+	 * so the push thread's accounting of this context sees it. */
+	if (delta > 0)
+		atomic_fetch_add(&log->space.grant, (uint64_t)delta);
+	else
+		atomic_fetch_sub(&log->space.grant, (uint64_t)-delta);
+	pthread_rwlock_unlock(&log->ctx_lock);
+	space_ungrant(log, tx->reserved);
+	if (err == -ENOMEM)
+		log_shutdown(log, err);
+	if (!err) {
+		atomic_fetch_add_explicit(&log->st_tx, 1, memory_order_relaxed);
+		if (seq)
+			*seq = cseq;
+	}
+	tx_free(tx);
+	if (!err && cost >= log->push_bytes) {
+		pthread_mutex_lock(&log->lock);
+		push_request(log, 0);
+		/* (C5) twice the threshold: wait for the swap. */
+		while (cost >= 2 * log->push_bytes && atomic_load(&log->open_seq) == ctx_seq &&
+		       !atomic_load(&log->error))
+			pthread_cond_wait(&log->durable_cond, &log->lock);
+		pthread_mutex_unlock(&log->lock);
+	}
+	return err;
+}

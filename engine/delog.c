@@ -1,0 +1,453 @@
+/*
+ * delog.c - a log's life: open (format, recovery, writer), force, the durable
+ * watermark, shutdown, statistics, close.
+ *
+ * Durability and acknowledgement:
+ *  (D1) durable_seq is the only thing that acknowledges: delog_force returns 0 only once
+ *       durable_seq >= its sequence, and log_durable moves durable_seq only on the flush
+ *       policy's evidence (policy.c) and only while the log is not shut down.
+ *  (D2) log_durable is called in sequence order (commit records complete in LSN order,
+ *       push.c), so durable_seq = s means every checkpoint <= s is stable.
+ *  (D3) Shutdown is sticky: the first error is kept; every waiter (force, space,
+ *       committers at the CIL limit) is woken and fails with DELOG_ESHUTDOWN, and every
+ *       later call fails fast.  What was acknowledged before stays recoverable because
+ *       nothing is ever written over the live region (space.c) and a failed write
+ *       acknowledges nothing after it.
+ * Open runs recovery before anything is written: complete checkpoints go to the
+ * recover callback in order, the writer continues at the recovered head, and sequence
+ * numbers continue after the last recovered checkpoint (the newest checkpoint always
+ * stays in the live region, space.c S1, so that number is never lost).
+ */
+#include "engine_private.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io_sim.h"
+
+#define DEFAULT_CREATE_SIZE (64ull << 20)
+#define OPTS_MIN_SIZE offsetof(struct delog_options, recovery)
+
+void log_shutdown(struct delog *log, int err)
+{
+	int expect = 0;
+
+	if (!err)
+		err = -EIO;
+	atomic_compare_exchange_strong(&log->error, &expect, err);
+	pthread_mutex_lock(&log->lock);
+	pthread_cond_broadcast(&log->durable_cond);
+	pthread_cond_broadcast(&log->push_cond);
+	pthread_mutex_unlock(&log->lock);
+	space_wake(log);
+	if (log->efd >= 0) {
+		uint64_t one = 1;
+		ssize_t r = write(log->efd, &one, sizeof(one));
+
+		(void)r;
+	}
+}
+
+void log_durable(struct delog *log, uint64_t seq)
+{
+	bool moved = false;
+
+	pthread_mutex_lock(&log->lock);
+	if (!atomic_load(&log->error) && seq > atomic_load(&log->durable_seq)) {
+		atomic_store(&log->durable_seq, seq);
+		moved = true;
+		pthread_cond_broadcast(&log->durable_cond);
+	}
+	pthread_mutex_unlock(&log->lock);
+	if (moved && log->efd >= 0) {
+		uint64_t one = 1;
+		ssize_t r = write(log->efd, &one, sizeof(one));
+
+		(void)r;
+	}
+}
+
+/* ---- open ---- */
+
+struct open_ctx {
+	struct delog *log;
+	delog_recover_fn fn;
+	void *arg;
+	struct delog_item *items;
+	size_t cap;
+	uint64_t last_seq;
+};
+
+static int open_replay(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_item_view *v,
+		       size_t n)
+{
+	struct open_ctx *oc = priv;
+	struct delog_checkpoint dc = { .seq = ck->seq, .lsn = ck->commit_lsn, .nitems = n };
+	int err;
+
+	if (ck->seq <= oc->last_seq)
+		return DELOG_ECORRUPT; /* sequences must grow through the log */
+	if (oc->last_seq && ck->seq != oc->last_seq + 1)
+		return DELOG_ECORRUPT;
+	if (n > oc->cap) {
+		struct delog_item *p = realloc(oc->items, n * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		oc->items = p;
+		oc->cap = n;
+	}
+	for (size_t i = 0; i < n; i++)
+		oc->items[i] = (struct delog_item){ v[i].key, v[i].data, v[i].len };
+	err = space_ckpt_add(oc->log, ck->seq, ck->start_lsn);
+	for (size_t i = 0; !err && oc->log->space.tracking && i < n; i++)
+		err = space_ail_log(oc->log, v[i].key, ck->seq);
+	if (!err && oc->fn)
+		err = oc->fn(oc->arg, &dc, oc->items, n);
+	if (!err)
+		oc->last_seq = ck->seq;
+	return err;
+}
+
+static int check_opts(const struct delog_options *o)
+{
+	if (o->size < OPTS_MIN_SIZE || o->size > sizeof(*o))
+		return -EINVAL;
+	if (o->logbufs && (o->logbufs < JRNL_MIN_LOGBUFS || o->logbufs > JRNL_MAX_LOGBUFS))
+		return -EINVAL;
+	if (o->logbsize && (o->logbsize < JRNL_MIN_LOGBSIZE || o->logbsize > JRNL_MAX_LOGBSIZE ||
+			    (o->logbsize & (o->logbsize - 1))))
+		return -EINVAL;
+	if (!flush_policy_get(o->flush))
+		return -EINVAL;
+	if (o->flags & ~(DELOG_OPEN_CREATE | DELOG_OPEN_FORMAT | DELOG_OPEN_TRACK_ITEMS))
+		return -EINVAL;
+	if (o->sector && o->sector != 512 && o->sector != 4096)
+		return -EINVAL;
+	return 0;
+}
+
+static void log_free(struct delog *log)
+{
+	if (log->cur) {
+		cil_ctx_destroy(log->cur);
+		free(log->cur);
+	}
+	if (log->spare) {
+		cil_ctx_destroy(log->spare);
+		free(log->spare);
+	}
+	if (log->efd >= 0)
+		close(log->efd);
+	space_destroy(log);
+	pthread_rwlock_destroy(&log->ctx_lock);
+	pthread_cond_destroy(&log->push_cond);
+	pthread_cond_destroy(&log->durable_cond);
+	pthread_mutex_destroy(&log->lock);
+	if (log->own_dev)
+		io_dev_close(log->dev);
+	free(log);
+}
+
+static int open_common(struct io_dev *dev, bool own, bool fresh, const struct delog_options *o,
+		       delog **out)
+{
+	struct jrnl_log_opts lo = { .logbufs = o->logbufs, .logbsize = o->logbsize };
+	struct jrnl_report rep;
+	struct open_ctx oc = { 0 };
+	struct jrnl_recover_opts ro = { .replay = open_replay, .priv = &oc };
+	pthread_rwlockattr_t ra;
+	struct delog *log;
+	int err;
+
+	log = calloc(1, sizeof(*log));
+	if (!log) {
+		if (own)
+			io_dev_close(dev);
+		return -ENOMEM;
+	}
+	log->dev = dev;
+	log->own_dev = own;
+	log->efd = -1;
+	pthread_mutex_init(&log->lock, NULL);
+	pthread_cond_init(&log->push_cond, NULL);
+	pthread_cond_init(&log->durable_cond, NULL);
+	pthread_rwlockattr_init(&ra);
+	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&log->ctx_lock, &ra);
+	pthread_rwlockattr_destroy(&ra);
+	log->policy_id = o->flush;
+	log->policy = flush_policy_get(o->flush);
+	log->push_cb = o->push;
+	log->push_arg = o->push_arg;
+
+	err = jrnl_sb_read(dev, &log->geom);
+	if (fresh || (o->flags & DELOG_OPEN_FORMAT) ||
+	    (err == DELOG_ENOTLOG && !own && (o->flags & DELOG_OPEN_CREATE))) {
+		struct jrnl_format_opts fo = { .sector = o->sector, .log_size = 0 };
+
+		if (!own && o->create_size)
+			fo.log_size = o->create_size;
+		err = jrnl_format(dev, &fo, &log->geom);
+	}
+	if (err)
+		goto fail;
+	space_init(log);
+	log->space.tracking = o->flags & DELOG_OPEN_TRACK_ITEMS;
+	log->push_bytes = o->cil_push_bytes ? o->cil_push_bytes :
+			  (log->geom.log_size / 8 < (32u << 20) ? log->geom.log_size / 8 : 32u << 20);
+
+	oc.log = log;
+	oc.fn = o->recover;
+	oc.arg = o->recover_arg;
+	err = jrnl_recover(dev, &log->geom, &ro, &rep);
+	free(oc.items);
+	if (err)
+		goto fail;
+	if (o->recovery) {
+		*o->recovery = (struct delog_recovery){
+			.clean = rep.clean, .checkpoints = rep.checkpoints, .items = rep.items,
+			.bytes = rep.bytes_replayed, .dropped = rep.dropped,
+			.torn_bytes = rep.torn_bytes, .last_seq = oc.last_seq,
+			.head_lsn = rep.head_lsn, .tail_lsn = rep.tail_lsn,
+		};
+	}
+	err = jrnl_log_open(dev, &log->geom, &rep, &lo, &log->jl);
+	if (err)
+		goto fail;
+	log->space.tail_lsn = rep.tail_lsn;
+	atomic_store(&log->durable_seq, oc.last_seq);
+	log->done_seq = log->pushed_seq = oc.last_seq;
+	log->cur = malloc(sizeof(*log->cur));
+	log->spare = malloc(sizeof(*log->spare));
+	log->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (!log->cur || !log->spare || log->efd < 0) {
+		err = log->efd < 0 ? -errno : -ENOMEM;
+		free(log->cur);
+		free(log->spare);
+		log->cur = log->spare = NULL;
+		goto fail_jl;
+	}
+	cil_ctx_init(log->cur);
+	cil_ctx_init(log->spare);
+	log->cur->seq = oc.last_seq + 1;
+	atomic_store(&log->open_seq, log->cur->seq);
+	err = push_start(log);
+	if (err)
+		goto fail_jl;
+	*out = log;
+	return 0;
+fail_jl:
+	jrnl_log_close(log->jl);
+fail:
+	log_free(log);
+	return err;
+}
+
+int delog_open_dev(struct io_dev *dev, const struct delog_options *opts, delog **out)
+{
+	struct delog_options def = { .size = sizeof(def) };
+	int err;
+
+	if (!dev || !out)
+		return -EINVAL;
+	*out = NULL;
+	if (!opts)
+		opts = &def;
+	if ((err = check_opts(opts)))
+		return err;
+	return open_common(dev, false, false, opts, out);
+}
+
+int delog_open(const char *path, const struct delog_options *opts, delog **out)
+{
+	struct delog_options def = { .size = sizeof(def) };
+	uint64_t size;
+	struct io_dev_opts io = { .size = sizeof(io) };
+	struct io_sim_opts so = { .size = sizeof(so) };
+	struct io_dev *dev;
+	bool fresh = false;
+	struct stat st;
+	int err;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!opts)
+		opts = &def;
+	if ((err = check_opts(opts)))
+		return err;
+	size = JRNL_SB_AREA + (opts->create_size ? opts->create_size : DEFAULT_CREATE_SIZE);
+	io.backend = opts->backend;
+	if (opts->backend && !strcmp(opts->backend, "sim")) {
+		so.dev_bytes = size;
+		so.sector = opts->sector ? opts->sector : 4096;
+		io.sim = &so;
+		path = NULL;
+		fresh = true;
+	} else {
+		if (!path)
+			return -EINVAL;
+		if (stat(path, &st)) {
+			if (errno != ENOENT || !(opts->flags & DELOG_OPEN_CREATE))
+				return -errno;
+			err = io_file_create(path, size, 0600, NULL, 0);
+			if (err)
+				return err;
+			fresh = true;
+		}
+	}
+	err = io_dev_open(path, &io, &dev);
+	if (err) {
+		if (fresh && path)
+			unlink(path);
+		return err;
+	}
+	err = open_common(dev, true, fresh, opts, out);
+	if (err && fresh && path)
+		unlink(path);
+	return err;
+}
+
+int delog_close(delog *log)
+{
+	int err, e2;
+
+	if (!log)
+		return 0;
+	push_stop(log);
+	err = atomic_load(&log->error);
+	if (!err) {
+		err = jrnl_log_unmount(log->jl);
+		if (err)
+			log_shutdown(log, err);
+	}
+	e2 = jrnl_log_close(log->jl);
+	if (!err)
+		err = e2;
+	if (!err)
+		err = atomic_load(&log->error);
+	log_free(log);
+	return err;
+}
+
+struct io_dev *delog_dev(delog *log)
+{
+	return log->dev;
+}
+
+/* ---- force and the watermark ---- */
+
+int delog_force(delog *log, uint64_t seq)
+{
+	uint64_t open;
+	bool has;
+
+	if (!log)
+		return -EINVAL;
+	atomic_fetch_add_explicit(&log->st_forces, 1, memory_order_relaxed);
+	if (atomic_load(&log->error))
+		return DELOG_ESHUTDOWN;
+	pthread_rwlock_rdlock(&log->ctx_lock);
+	open = log->cur->seq;
+	has = atomic_load(&log->cur->ntx) != 0;
+	pthread_rwlock_unlock(&log->ctx_lock);
+	if (!seq || (seq == open && !has))
+		seq = has ? open : open - 1;
+	if (seq > open)
+		return -EINVAL;
+	if (atomic_load(&log->durable_seq) >= seq) {
+		atomic_fetch_add_explicit(&log->st_force_no_io, 1, memory_order_relaxed);
+		return 0;
+	}
+	atomic_fetch_add_explicit(&log->st_force_waits, 1, memory_order_relaxed);
+	pthread_mutex_lock(&log->lock);
+	push_request(log, seq);
+	while (atomic_load(&log->durable_seq) < seq && !atomic_load(&log->error))
+		pthread_cond_wait(&log->durable_cond, &log->lock);
+	pthread_mutex_unlock(&log->lock);
+	return atomic_load(&log->durable_seq) >= seq ? 0 : DELOG_ESHUTDOWN;
+}
+
+int delog_tx_commit_force(delog_tx *tx, uint64_t *seqp)
+{
+	struct delog *log = tx ? tx->log : NULL;
+	uint64_t seq;
+	int err;
+
+	err = delog_tx_commit(tx, &seq);
+	if (!err)
+		err = delog_force(log, seq);
+	if (!err && seqp)
+		*seqp = seq;
+	return err;
+}
+
+uint64_t delog_durable_seq(const delog *log)
+{
+	return atomic_load(&((struct delog *)log)->durable_seq);
+}
+
+int delog_durable_fd(const delog *log)
+{
+	return log->efd;
+}
+
+int delog_error(const delog *log)
+{
+	return atomic_load(&((struct delog *)log)->error);
+}
+
+int delog_stats(const delog *clog, struct delog_stats *st)
+{
+	struct delog *log = (struct delog *)clog;
+	struct jrnl_log_stats js;
+	size_t size;
+
+	if (!log || !st || st->size < sizeof(*st))
+		return -EINVAL;
+	size = st->size;
+	memset(st, 0, sizeof(*st));
+	st->size = size;
+	jrnl_log_stats(log->jl, &js);
+	st->transactions = atomic_load(&log->st_tx);
+	st->items_logged = atomic_load(&log->st_items);
+	st->relogged = atomic_load(&log->st_relogged);
+	st->forces = atomic_load(&log->st_forces);
+	st->force_waits = atomic_load(&log->st_force_waits);
+	st->force_no_io = atomic_load(&log->st_force_no_io);
+	pthread_mutex_lock(&log->lock);
+	st->checkpoints = log->st_ckpts;
+	st->checkpoint_items = log->st_ckpt_items;
+	st->checkpoint_bytes = log->st_ckpt_bytes;
+	st->txs_per_checkpoint = log->st_ckpts ? (double)log->st_ckpt_txs / log->st_ckpts : 0;
+	pthread_mutex_unlock(&log->lock);
+	st->records = js.records;
+	st->record_bytes = js.record_bytes;
+	st->preflushes = js.preflush_writes;
+	st->fua_writes = js.fua_writes;
+	st->flushes = js.flushes;
+	st->device_flushes = js.preflush_writes + js.flushes;
+	st->flushes_per_checkpoint = st->checkpoints ? (double)st->device_flushes / st->checkpoints : 0;
+	st->bytes_per_flush = st->device_flushes ? (double)js.record_bytes / st->device_flushes : 0;
+	st->durable_seq = atomic_load(&log->durable_seq);
+	st->open_seq = atomic_load(&log->open_seq);
+	st->log_size = log->geom.log_size;
+	st->log_used = log->geom.log_size - jrnl_log_free_bytes(log->jl);
+	st->reserved_bytes = atomic_load(&log->space.grant);
+	pthread_rwlock_rdlock(&log->ctx_lock);
+	st->cil_bytes = atomic_load(&log->cur->cost);
+	pthread_rwlock_unlock(&log->ctx_lock);
+	st->head_lsn = js.head_lsn;
+	st->tail_lsn = js.tail_lsn;
+	pthread_mutex_lock(&log->space.lock);
+	st->space_waits = log->space.waits;
+	st->push_calls = log->space.push_calls;
+	pthread_mutex_unlock(&log->space.lock);
+	return 0;
+}

@@ -1,0 +1,24 @@
+/*
+ * engine.h - engine entry points for delog's own tests and tools (not installed).
+ *
+ * delog_open_dev runs the log on a device the caller already opened, typically the
+ * simulated disk (iolayer/include/io_sim.h) so tests can inject faults, delay or reorder
+ * completions and crash it.  The device must stay open until delog_close returned; the
+ * log never closes it.
+ */
+#ifndef DELOG_ENGINE_H
+#define DELOG_ENGINE_H
+
+#include <delog.h>
+
+#include "io.h"
+
+/* As delog_open, on @dev.  DELOG_OPEN_CREATE formats a device that holds no log
+ * (DELOG_ENOTLOG), DELOG_OPEN_FORMAT formats it whatever it holds; create_size 0 means
+ * the whole device. */
+int delog_open_dev(struct io_dev *dev, const struct delog_options *opts, delog **out);
+
+/* The device a log runs on (for tests: sim faults and crashes). */
+struct io_dev *delog_dev(delog *log);
+
+#endif

@@ -1,0 +1,194 @@
+/*
+ * engine_private.h - the engine's shared state (not installed).  One struct delog per
+ * open log; the files of engine/ each own a part of it:
+ *
+ *   delog.c   open (recovery), close, shutdown, force, stats, the durable watermark
+ *   cil.c     transactions and the committed item list (CIL): sharded, relogging
+ *   push.c    the push thread: swaps the CIL context, writes the checkpoint
+ *   policy.c  the flush policies (sync, async, single, none) behind struct flush_policy
+ *   space.c   grants, the checkpoint list (AIL), the tail, release and item_written
+ *
+ * Lock order (never take a lock to the left while holding one to the right):
+ *   ctx_lock (rwlock) -> shard locks -> lock (the log's mutex) -> space.lock
+ * The journal's own lock is below all of these; its done callbacks (ckpt_done) take only
+ * `lock` and `space.lock`, and no engine lock is held across jrnl_tx_* calls except by the
+ * push thread, which holds none of them there.
+ */
+#ifndef DELOG_ENGINE_PRIVATE_H
+#define DELOG_ENGINE_PRIVATE_H
+
+#include <delog.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "io.h"
+#include "format.h"
+#include "jrnl.h"
+
+#define CIL_SHARDS 16u
+
+/* ---- cil.c ---- */
+
+struct cil_item {
+	uint64_t key;
+	uint64_t off;             /* data offset in the shard's arena */
+	uint32_t len, cap;        /* bytes used, bytes available at off */
+};
+
+struct cil_shard {
+	pthread_mutex_t lock;
+	struct cil_item *items;
+	size_t n, cap;
+	uint32_t *slots;          /* open addressing: index + 1 into items, 0 empty */
+	size_t nslots;
+	unsigned char *arena;
+	uint64_t arena_len, arena_cap;
+	uint64_t data_bytes;
+} __attribute__((aligned(64)));
+
+/* One checkpoint being gathered (or written). */
+struct cil_ctx {
+	uint64_t seq;
+	_Atomic uint64_t nitems, data_bytes, cost, ntx, relogged;
+	struct cil_shard shard[CIL_SHARDS];
+};
+
+struct delog_tx {
+	struct delog *log;
+	uint64_t reserved;        /* grant held */
+	uint64_t cost;            /* item cost logged so far (len + ITEM_COST each) */
+	size_t n, cap;
+	struct { uint64_t key; uint64_t off; uint32_t len; } *items;
+	unsigned char *data;
+	uint64_t data_len, data_cap;
+	unsigned flags;
+};
+
+/* Log bytes an item is charged in the CIL beyond its data (op and item headers, padding). */
+#define ITEM_COST 40u
+
+void cil_ctx_init(struct cil_ctx *c);
+void cil_ctx_reset(struct cil_ctx *c);
+void cil_ctx_destroy(struct cil_ctx *c);
+/* Insert the items of @tx into @c (ctx_lock held for read).  Returns the cost delta. */
+int cil_insert(struct cil_ctx *c, const struct delog_tx *tx, int64_t *cost_delta);
+
+/* ---- policy.c ---- */
+
+struct flush_policy {
+	const char *name;
+	/* jrnl_tx_* flags of a checkpoint's log transaction */
+	unsigned tx_flags;
+	/* Before the checkpoint's first write (async: flush and wait).  0 or error. */
+	int (*before)(struct delog *log);
+	/* After jrnl_tx_commit of checkpoint @seq returned.  0 or error. */
+	int (*after)(struct delog *log, uint64_t seq);
+	/* The checkpoint's commit record completed (done callback): is it durable now? */
+	bool durable_on_done;
+};
+const struct flush_policy *flush_policy_get(enum delog_flush_policy p);
+
+/* ---- space.c ---- */
+
+struct ckpt_ent {
+	uint64_t seq;
+	uint64_t start_lsn;       /* record holding its START op */
+	uint64_t refs;            /* AIL items still pinning it (item tracking) */
+};
+
+struct ail_ent {
+	uint64_t key, seq;        /* key 0 slot empty iff seq == 0 */
+};
+
+struct space {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;      /* space freed, or shutdown */
+	_Atomic uint64_t grant;   /* open reservations + CIL charges not yet in the journal */
+	uint64_t slack;           /* bytes kept back for per-record overheads */
+	uint64_t log_size;
+	struct ckpt_ent *ck;      /* ring of written checkpoints, oldest first */
+	size_t ck_head, ck_n, ck_cap;
+	uint64_t released;        /* delog_release watermark */
+	uint64_t tail_lsn;        /* tail last given to the journal */
+	uint64_t pending_tail;    /* tail that item_written allows, once a flush followed */
+	struct ail_ent *ail;      /* key -> seq of its newest logged copy (tracking) */
+	size_t ail_n, ail_cap;
+	bool tracking;
+	_Atomic bool low;         /* free space under 25%: push callback wanted */
+	uint64_t waits, push_calls;
+};
+
+int space_init(struct delog *log);
+void space_destroy(struct delog *log);
+/* Free log bytes a new reservation may take (may be "negative": 0). */
+uint64_t space_avail(struct delog *log);
+/* Take @bytes of grant; blocks for space unless @nowait (-EAGAIN).  DELOG_ESHUTDOWN. */
+int space_grant(struct delog *log, uint64_t bytes, bool nowait);
+void space_ungrant(struct delog *log, uint64_t bytes);
+/* A checkpoint is being written starting at @start_lsn (push thread). */
+int space_ckpt_add(struct delog *log, uint64_t seq, uint64_t start_lsn);
+/* Record that @key was logged in checkpoint @seq (push thread, tracking only). */
+int space_ail_log(struct delog *log, uint64_t key, uint64_t seq);
+/* A device flush completed that was issued after @snapshot was taken: apply it. */
+void space_flushed(struct delog *log, uint64_t snapshot);
+uint64_t space_pending_tail(struct delog *log);
+/* Recompute the tail and give it to the journal (space.lock held). */
+void space_update_tail(struct delog *log);
+/* Target for the push callback; 0 if none needed. */
+uint64_t space_push_target(struct delog *log);
+void space_wake(struct delog *log);
+
+/* ---- the log ---- */
+
+struct delog {
+	struct io_dev *dev;
+	bool own_dev;
+	struct jrnl_geom geom;
+	struct jrnl_log *jl;
+	const struct flush_policy *policy;
+	enum delog_flush_policy policy_id;
+	delog_push_fn push_cb;
+	void *push_arg;
+	uint64_t push_bytes;      /* background push threshold */
+
+	/* CIL: ctx_lock read by committers, written by the push thread to swap cur. */
+	pthread_rwlock_t ctx_lock;
+	struct cil_ctx *cur, *spare;
+	_Atomic uint64_t open_seq; /* cur->seq, readable without ctx_lock */
+
+	/* lock protects what follows and the conds. */
+	pthread_mutex_t lock;
+	pthread_cond_t push_cond;     /* wake the push thread */
+	pthread_cond_t durable_cond;  /* durable_seq moved, a push finished, or shutdown */
+	pthread_t push_thread;
+	bool push_running, stopping;
+	uint64_t force_seq;       /* highest sequence a force asked to push */
+	uint64_t pushed_seq;      /* highest sequence whose checkpoint was written */
+	uint64_t done_seq;        /* highest sequence whose commit record completed */
+	_Atomic uint64_t durable_seq;
+	_Atomic int error;        /* sticky: the first failure */
+	int efd;
+
+	struct space space;
+
+	/* stats */
+	_Atomic uint64_t st_tx, st_items, st_relogged, st_forces, st_force_waits, st_force_no_io;
+	uint64_t st_ckpts, st_ckpt_items, st_ckpt_bytes, st_ckpt_txs;
+};
+
+/* Shut the log down with @err (first error wins); wakes every waiter. */
+void log_shutdown(struct delog *log, int err);
+/* The checkpoint @seq is durable (in order). */
+void log_durable(struct delog *log, uint64_t seq);
+/* Done callback of a checkpoint's commit record (journal completion thread). */
+void ckpt_done(void *priv, int err, uint64_t commit_lsn, uint64_t end_lsn);
+
+int push_start(struct delog *log);
+void push_stop(struct delog *log);
+/* Ask the push thread to write everything up to @seq (lock held). */
+void push_request(struct delog *log, uint64_t seq);
+
+#endif

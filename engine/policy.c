@@ -1,0 +1,118 @@
+/*
+ * policy.c - the flush policies: which log writes of a checkpoint carry PREFLUSH / FUA
+ * and when a standalone flush is issued.  docs/FLUSH-POLICIES.md states each rule and
+ * its safety argument; in short, a checkpoint may be acknowledged (log_durable) only
+ * once every record of it, and every record before it, is on stable media:
+ *
+ *  sync    START buffer PREFLUSH; COMMIT buffer PREFLUSH|FUA, issued only after every
+ *          earlier buffer completed (JRNL_TX_WAIT_PREV).  The PREFLUSH makes the
+ *          checkpoint's earlier buffers (and all before) stable, the FUA the commit
+ *          record itself, so the done callback of the commit record proves durability.
+ *          Device flushes per checkpoint: 1 (one buffer, PREFLUSH|FUA) to 2 (+ START's).
+ *  async   a standalone flush is issued when the push starts and waited for before the
+ *          first write (it makes everything completed before it stable, the role the
+ *          START PREFLUSH plays in sync); the COMMIT buffer carries FUA, and PREFLUSH
+ *          only when the checkpoint spans buffers, after the earlier ones completed.
+ *  single  no flag on any write; after the commit record's buffer and all before it
+ *          completed (jrnl_log_force), exactly one standalone flush makes them stable;
+ *          then the checkpoint is durable.  A crash before that flush may leave any
+ *          subset of the checkpoint's sectors: recovery treats the damage as a torn
+ *          write (nothing vouches for it: every durable_lsn written lies before it) and
+ *          the commit op's item CRC refuses a checkpoint whose records are stale.
+ *  none    no flushes: completion is taken as durability.  Not crash-safe.
+ *
+ * Rule R1 (research/xfs-log.md section 2.5: before log space is reused, the in-place
+ * writes that freed it must be stable) is kept by space.c for every policy: a tail
+ * movement allowed by delog_item_written reaches the journal only after a standalone
+ * flush issued after it (the async and single flushes, or one space.c issues).
+ */
+#include "engine_private.h"
+
+#include <errno.h>
+#include <string.h>
+
+static int async_before(struct delog *log)
+{
+	uint64_t snap = space_pending_tail(log);
+	int err = jrnl_log_flush(log->jl);
+
+	if (!err)
+		space_flushed(log, snap);
+	return err;
+}
+
+static int single_after(struct delog *log, uint64_t seq)
+{
+	uint64_t snap;
+	int err;
+
+	/* Every buffer up to the commit record completed ... */
+	err = jrnl_log_force(log->jl);
+	if (err)
+		return err;
+	/* ... then one flush makes them all stable. */
+	snap = space_pending_tail(log);
+	err = jrnl_log_flush(log->jl);
+	if (err)
+		return err;
+	space_flushed(log, snap);
+	log_durable(log, seq);
+	return 0;
+}
+
+static int none_after(struct delog *log, uint64_t seq)
+{
+	(void)seq;
+	/* Push the buffer out now: no flag would switch it. */
+	return jrnl_log_force(log->jl);
+}
+
+static const struct flush_policy policies[] = {
+	[DELOG_FLUSH_SYNC] = {
+		.name = "sync",
+		.tx_flags = JRNL_TX_FLUSH_START | JRNL_TX_FLUSH_COMMIT | JRNL_TX_FUA_COMMIT |
+			    JRNL_TX_WAIT_PREV,
+		.durable_on_done = true,
+	},
+	[DELOG_FLUSH_ASYNC] = {
+		.name = "async",
+		.tx_flags = JRNL_TX_FLUSH_SPAN | JRNL_TX_FUA_COMMIT | JRNL_TX_WAIT_PREV,
+		.before = async_before,
+		.durable_on_done = true,
+	},
+	[DELOG_FLUSH_SINGLE] = {
+		.name = "single",
+		.tx_flags = 0,
+		.after = single_after,
+		.durable_on_done = false,
+	},
+	[DELOG_FLUSH_NONE] = {
+		.name = "none",
+		.tx_flags = 0,
+		.after = none_after,
+		.durable_on_done = true,
+	},
+};
+
+const struct flush_policy *flush_policy_get(enum delog_flush_policy p)
+{
+	return (unsigned)p < sizeof(policies) / sizeof(policies[0]) ? &policies[p] : NULL;
+}
+
+const char *delog_flush_policy_name(enum delog_flush_policy p)
+{
+	const struct flush_policy *fp = flush_policy_get(p);
+
+	return fp ? fp->name : NULL;
+}
+
+int delog_flush_policy_parse(const char *name, enum delog_flush_policy *out)
+{
+	for (unsigned i = 0; name && i < sizeof(policies) / sizeof(policies[0]); i++) {
+		if (!strcmp(name, policies[i].name)) {
+			*out = (enum delog_flush_policy)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}

@@ -1,0 +1,180 @@
+/*
+ * push.c - the push thread: turns the open CIL context into a checkpoint in the log
+ * (xlog_cil_push_work).
+ *
+ * It wakes when a force asks for a sequence that is still open, when the CIL passed
+ * push_bytes, when space runs low (to call the push callback), and at close.  A push:
+ *   1. swaps log->cur for the empty spare context under ctx_lock held for write (C1 in
+ *      cil.c): from then on no commit can reach the old one;
+ *   2. charges the checkpoint's record overheads to the grant (space.c), registers the
+ *      checkpoint in the AIL ring at the journal's head, and runs the policy's before
+ *      hook (async: flush and wait);
+ *   3. writes one log transaction: START(seq), one ITEM per key (the newest copy),
+ *      COMMIT, with the policy's flags; ckpt_done runs when the commit record completed;
+ *   4. drops the charge (the journal's head now counts the bytes), resets the context as
+ *      the next spare, and runs the policy's after hook (single: force + one flush).
+ *
+ * Ordering: only this thread writes to the journal (jrnl_tx_* need one writer), so
+ * checkpoints reach the log in sequence order, and their commit records complete in LSN
+ * order (journal invariant L1), hence in sequence order: ckpt_done only has to count.
+ * Several checkpoints may be in flight under sync and async (nothing here waits for a
+ * write); single waits for each checkpoint's flush, while the next context fills.
+ * Sequence numbers of written checkpoints are consecutive: an empty context is never
+ * pushed, so the open sequence moves on only when a checkpoint is written.
+ */
+#include "engine_private.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void push_request(struct delog *log, uint64_t seq)
+{
+	if (seq > log->force_seq)
+		log->force_seq = seq;
+	pthread_cond_signal(&log->push_cond);
+}
+
+void ckpt_done(void *priv, int err, uint64_t commit_lsn, uint64_t end_lsn)
+{
+	struct delog *log = priv;
+	uint64_t seq;
+
+	(void)commit_lsn;
+	(void)end_lsn;
+	if (err) {
+		log_shutdown(log, err);
+		return;
+	}
+	pthread_mutex_lock(&log->lock);
+	seq = ++log->done_seq;
+	pthread_mutex_unlock(&log->lock);
+	if (log->policy->durable_on_done)
+		log_durable(log, seq);
+}
+
+static int write_ckpt(struct delog *log, struct cil_ctx *c)
+{
+	uint64_t n = atomic_load(&c->nitems), bytes = atomic_load(&c->data_bytes);
+	uint64_t charged = atomic_load(&c->cost), total, over;
+	struct jrnl_wtx tx;
+	int err;
+
+	total = jrnl_log_tx_bytes(log->jl, (uint32_t)n, bytes);
+	over = total > charged ? total - charged : 0;
+	atomic_fetch_add(&log->space.grant, over);
+	err = space_ckpt_add(log, c->seq, jrnl_log_head(log->jl));
+	if (!err && log->policy->before)
+		err = log->policy->before(log);
+	if (!err)
+		err = jrnl_tx_start(log->jl, c->seq, log->policy->tx_flags, &tx);
+	for (unsigned s = 0; !err && s < CIL_SHARDS; s++) {
+		struct cil_shard *sh = &c->shard[s];
+
+		for (size_t i = 0; !err && i < sh->n; i++) {
+			err = jrnl_tx_item(&tx, sh->items[i].key, sh->arena + sh->items[i].off,
+					   sh->items[i].len);
+			if (!err && log->space.tracking)
+				err = space_ail_log(log, sh->items[i].key, c->seq);
+		}
+	}
+	if (!err)
+		err = jrnl_tx_commit(&tx, ckpt_done, log);
+	atomic_fetch_sub(&log->space.grant, over + charged);
+	if (err)
+		return err;
+	pthread_mutex_lock(&log->lock);
+	log->pushed_seq = c->seq;
+	log->st_ckpts++;
+	log->st_ckpt_items += n;
+	log->st_ckpt_bytes += bytes;
+	log->st_ckpt_txs += atomic_load(&c->ntx);
+	pthread_mutex_unlock(&log->lock);
+	atomic_fetch_add(&log->st_relogged, atomic_load(&c->relogged));
+	if (log->policy->after)
+		err = log->policy->after(log, c->seq);
+	return err;
+}
+
+static void *push_main(void *arg)
+{
+	struct delog *log = arg;
+
+	pthread_mutex_lock(&log->lock);
+	for (;;) {
+		struct cil_ctx *old;
+		bool want, has;
+		uint64_t target;
+		int err;
+
+		has = atomic_load(&log->cur->ntx) != 0;
+		want = has && (log->force_seq >= log->cur->seq || log->stopping ||
+			       atomic_load(&log->cur->cost) >= log->push_bytes);
+		if (log->push_cb && log->space.low) {
+			pthread_mutex_unlock(&log->lock);
+			target = space_push_target(log);
+			if (target && !atomic_load(&log->error))
+				log->push_cb(log->push_arg, log, target);
+			pthread_mutex_lock(&log->lock);
+			continue;
+		}
+		if (atomic_load(&log->error) || (!want && log->stopping))
+			break;
+		if (!want) {
+			pthread_cond_wait(&log->push_cond, &log->lock);
+			continue;
+		}
+		pthread_mutex_unlock(&log->lock);
+
+		/* 1. swap (C1) */
+		pthread_rwlock_wrlock(&log->ctx_lock);
+		old = log->cur;
+		log->cur = log->spare;
+		log->cur->seq = old->seq + 1;
+		atomic_store(&log->open_seq, log->cur->seq);
+		log->spare = NULL;
+		pthread_rwlock_unlock(&log->ctx_lock);
+		pthread_mutex_lock(&log->lock);
+		pthread_cond_broadcast(&log->durable_cond); /* committers waiting at 2x (C5) */
+		pthread_mutex_unlock(&log->lock);
+
+		/* 2.-4. */
+		err = write_ckpt(log, old);
+		cil_ctx_reset(old);
+		pthread_mutex_lock(&log->lock);
+		log->spare = old;
+		if (err) {
+			pthread_mutex_unlock(&log->lock);
+			log_shutdown(log, err);
+			pthread_mutex_lock(&log->lock);
+			break;
+		}
+		if (log->push_cb && space_avail(log) < log->space.log_size / 4)
+			log->space.low = true;
+	}
+	pthread_cond_broadcast(&log->durable_cond);
+	pthread_mutex_unlock(&log->lock);
+	return NULL;
+}
+
+int push_start(struct delog *log)
+{
+	int err = pthread_create(&log->push_thread, NULL, push_main, log);
+
+	if (err)
+		return -err;
+	log->push_running = true;
+	return 0;
+}
+
+void push_stop(struct delog *log)
+{
+	if (!log->push_running)
+		return;
+	pthread_mutex_lock(&log->lock);
+	log->stopping = true;
+	pthread_cond_signal(&log->push_cond);
+	pthread_mutex_unlock(&log->lock);
+	pthread_join(log->push_thread, NULL);
+	log->push_running = false;
+}

@@ -1,0 +1,415 @@
+/*
+ * space.c - log space: grants, the list of written checkpoints (the AIL), the tail, and
+ * delog_release / delog_item_written (research/xfs-log.md section 4).
+ *
+ * Accounting.  The journal knows the live region [tail, head) and how much is free
+ * (jrnl_log_free_bytes).  On top of that the engine keeps one grant counter:
+ *   grant = reservations of open transactions + CIL charges not yet written.
+ * A transaction may begin only if free - grant - slack >= its reservation; commit swaps
+ * its reservation for the CIL charge of what it added; the push thread adds a
+ * checkpoint's record overheads before writing it and drops the whole charge once its
+ * bytes are in the journal (they are then counted by the journal's head).  slack
+ * (log/32 + two maximal buffers) absorbs the rounding of those overhead estimates, so
+ * the journal never refuses a checkpoint half way (DELOG_ELOGFULL would then shut the
+ * log down; it is a bug, never back-pressure).  Back-pressure is the wait in
+ * space_grant, woken when the tail moves; the push callback is asked to write back when
+ * free space falls under 25%.
+ *
+ * The tail.  Every written checkpoint has an entry (seq, start_lsn, refs) in a ring,
+ * oldest first; seqs are consecutive.  A checkpoint is free when the application
+ * released it (seq <= released) or, with item tracking, when no key's newest copy lives
+ * in it any more (refs == 0; a key relogged in a later checkpoint moves its reference
+ * forward, as XFS moves a relogged item in the AIL).  The tail is the start of the
+ * oldest checkpoint that is not free, with two rules:
+ *  (S1) the newest written checkpoint always stays in the live region, so recovery
+ *       always sees the last sequence number and a reopened log continues it;
+ *  (S2) rule R1: a checkpoint freed by delog_item_written was freed by an in-place write
+ *       that may still be in a volatile cache, so the tail may pass it only after a
+ *       device flush issued after that call completed.  space_pending_tail() is taken
+ *       before a flush is issued and space_flushed() applies it after the flush
+ *       completed.  Releases need no flush (the application vouches for durability).
+ */
+#include "engine_private.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static inline uint64_t key_hash(uint64_t k)
+{
+	k ^= k >> 31;
+	k *= 0x9e3779b97f4a7c15ull;
+	return k ^ (k >> 29);
+}
+
+int space_init(struct delog *log)
+{
+	struct space *sp = &log->space;
+
+	memset(sp, 0, sizeof(*sp));
+	pthread_mutex_init(&sp->lock, NULL);
+	pthread_cond_init(&sp->cond, NULL);
+	sp->log_size = log->geom.log_size;
+	sp->slack = sp->log_size / 32 + 2ull * JRNL_MAX_LOGBSIZE;
+	return 0;
+}
+
+void space_destroy(struct delog *log)
+{
+	free(log->space.ck);
+	free(log->space.ail);
+	pthread_cond_destroy(&log->space.cond);
+	pthread_mutex_destroy(&log->space.lock);
+}
+
+uint64_t space_avail(struct delog *log)
+{
+	uint64_t f = jrnl_log_free_bytes(log->jl), g = atomic_load(&log->space.grant);
+
+	return f > g + log->space.slack ? f - g - log->space.slack : 0;
+}
+
+static bool try_grant(struct delog *log, uint64_t bytes)
+{
+	struct space *sp = &log->space;
+	uint64_t f = jrnl_log_free_bytes(log->jl), g = atomic_load(&sp->grant);
+
+	while (f >= g + bytes + sp->slack)
+		if (atomic_compare_exchange_weak(&sp->grant, &g, g + bytes))
+			return true;
+	return false;
+}
+
+static struct ckpt_ent *ck_at(struct space *sp, size_t i)
+{
+	return &sp->ck[(sp->ck_head + i) % sp->ck_cap];
+}
+
+/* The entry of checkpoint @seq, or NULL if it left the ring. */
+static struct ckpt_ent *ck_find(struct space *sp, uint64_t seq)
+{
+	uint64_t first;
+
+	if (!sp->ck_n)
+		return NULL;
+	first = ck_at(sp, 0)->seq;
+	if (seq < first || seq - first >= sp->ck_n)
+		return NULL;
+	return ck_at(sp, (size_t)(seq - first));
+}
+
+/* Tail start allowed by releases alone, and by releases plus unflushed item writes. */
+static void tails(struct delog *log, uint64_t *t_release, uint64_t *t_full)
+{
+	struct space *sp = &log->space;
+	uint64_t durable = atomic_load(&log->durable_seq);
+	size_t i;
+
+	*t_release = *t_full = 0;
+	if (!sp->ck_n)
+		return;
+	for (i = 0; i + 1 < sp->ck_n && ck_at(sp, i)->seq <= sp->released; i++)
+		;
+	*t_release = ck_at(sp, i)->start_lsn;
+	if (!sp->tracking) {
+		*t_full = *t_release;
+		return;
+	}
+	for (; i + 1 < sp->ck_n; i++) {
+		struct ckpt_ent *e = ck_at(sp, i);
+
+		if (e->refs || e->seq > durable)
+			break;
+	}
+	*t_full = ck_at(sp, i)->start_lsn; /* (S1): never past the newest */
+}
+
+void space_update_tail(struct delog *log)
+{
+	struct space *sp = &log->space;
+	uint64_t tr, tf, t;
+
+	tails(log, &tr, &tf);
+	t = tr > sp->pending_tail ? tr : sp->pending_tail;
+	if (t > sp->tail_lsn) {
+		sp->tail_lsn = t;
+		jrnl_log_set_tail(log->jl, t);
+		/* Entries wholly before the tail are of no further use. */
+		while (sp->ck_n > 1 && ck_at(sp, 1)->start_lsn <= t) {
+			sp->ck_head = (sp->ck_head + 1) % sp->ck_cap;
+			sp->ck_n--;
+		}
+		pthread_cond_broadcast(&sp->cond);
+	}
+}
+
+uint64_t space_pending_tail(struct delog *log)
+{
+	uint64_t tr, tf;
+
+	pthread_mutex_lock(&log->space.lock);
+	tails(log, &tr, &tf);
+	pthread_mutex_unlock(&log->space.lock);
+	return tf;
+}
+
+void space_flushed(struct delog *log, uint64_t snapshot)
+{
+	struct space *sp = &log->space;
+
+	pthread_mutex_lock(&sp->lock);
+	if (snapshot > sp->pending_tail)
+		sp->pending_tail = snapshot; /* (S2): a flush followed those writes */
+	space_update_tail(log);
+	pthread_mutex_unlock(&sp->lock);
+}
+
+int space_grant(struct delog *log, uint64_t bytes, bool nowait)
+{
+	struct space *sp = &log->space;
+	int err = 0;
+
+	if (try_grant(log, bytes))
+		return 0;
+	pthread_mutex_lock(&sp->lock);
+	for (;;) {
+		uint64_t tr, tf;
+
+		if (atomic_load(&log->error)) {
+			err = DELOG_ESHUTDOWN;
+			break;
+		}
+		if (try_grant(log, bytes))
+			break;
+		tails(log, &tr, &tf);
+		if (tf > sp->tail_lsn && tf > tr) {
+			/* Space freed by item writes waits for a flush (S2): issue one. */
+			pthread_mutex_unlock(&sp->lock);
+			err = jrnl_log_flush(log->jl);
+			if (err) {
+				log_shutdown(log, err);
+				return DELOG_ESHUTDOWN;
+			}
+			space_flushed(log, tf);
+			pthread_mutex_lock(&sp->lock);
+			continue;
+		}
+		if (nowait) {
+			err = -EAGAIN;
+			sp->low = true;
+			break;
+		}
+		sp->waits++;
+		sp->low = true;
+		pthread_mutex_unlock(&sp->lock);
+		pthread_mutex_lock(&log->lock);
+		pthread_cond_signal(&log->push_cond); /* the push thread calls the push callback */
+		pthread_mutex_unlock(&log->lock);
+		pthread_mutex_lock(&sp->lock);
+		if (!try_grant(log, bytes) && !atomic_load(&log->error)) {
+			struct timespec ts;
+
+			/* The tail moves under sp->lock (broadcast); the timeout only bounds
+			 * the wait for grants returned by aborts and commits. */
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 10 * 1000 * 1000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&sp->cond, &sp->lock, &ts);
+		} else if (!atomic_load(&log->error)) {
+			break;
+		}
+	}
+	pthread_mutex_unlock(&sp->lock);
+	return err;
+}
+
+void space_ungrant(struct delog *log, uint64_t bytes)
+{
+	atomic_fetch_sub(&log->space.grant, bytes);
+}
+
+int space_ckpt_add(struct delog *log, uint64_t seq, uint64_t start_lsn)
+{
+	struct space *sp = &log->space;
+	int err = 0;
+
+	pthread_mutex_lock(&sp->lock);
+	if (sp->ck_n == sp->ck_cap) {
+		size_t cap = sp->ck_cap ? sp->ck_cap * 2 : 256;
+		struct ckpt_ent *ck = malloc(cap * sizeof(*ck));
+
+		if (!ck) {
+			err = -ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < sp->ck_n; i++)
+			ck[i] = *ck_at(sp, i);
+		free(sp->ck);
+		sp->ck = ck;
+		sp->ck_cap = cap;
+		sp->ck_head = 0;
+	}
+	sp->ck[(sp->ck_head + sp->ck_n) % sp->ck_cap] =
+		(struct ckpt_ent){ .seq = seq, .start_lsn = start_lsn };
+	sp->ck_n++;
+out:
+	pthread_mutex_unlock(&sp->lock);
+	return err;
+}
+
+/* ---- the per-key AIL (item tracking): key -> seq of its newest logged copy ---- */
+
+static struct ail_ent *ail_slot(struct space *sp, uint64_t key)
+{
+	size_t m = sp->ail_cap - 1, h = key_hash(key) & m;
+
+	while (sp->ail[h].seq && sp->ail[h].key != key)
+		h = (h + 1) & m;
+	return &sp->ail[h];
+}
+
+static int ail_grow(struct space *sp)
+{
+	size_t cap = sp->ail_cap ? sp->ail_cap * 2 : 1024;
+	struct ail_ent *old = sp->ail, *e;
+	size_t ocap = sp->ail_cap;
+
+	sp->ail = calloc(cap, sizeof(*sp->ail));
+	if (!sp->ail) {
+		sp->ail = old;
+		return -ENOMEM;
+	}
+	sp->ail_cap = cap;
+	for (size_t i = 0; i < ocap; i++) {
+		if (old[i].seq) {
+			e = ail_slot(sp, old[i].key);
+			*e = old[i];
+		}
+	}
+	free(old);
+	return 0;
+}
+
+/* Remove @e by backward-shift deletion (linear probing stays valid). */
+static void ail_del(struct space *sp, struct ail_ent *e)
+{
+	size_t m = sp->ail_cap - 1, i = (size_t)(e - sp->ail), j = i;
+
+	for (;;) {
+		size_t k;
+
+		j = (j + 1) & m;
+		if (!sp->ail[j].seq)
+			break;
+		k = key_hash(sp->ail[j].key) & m;
+		/* Move j back to i if its home k is not cyclically in (i, j]. */
+		if ((i <= j) ? (k <= i || k > j) : (k <= i && k > j)) {
+			sp->ail[i] = sp->ail[j];
+			i = j;
+		}
+	}
+	sp->ail[i].seq = 0;
+	sp->ail_n--;
+}
+
+int space_ail_log(struct delog *log, uint64_t key, uint64_t seq)
+{
+	struct space *sp = &log->space;
+	struct ail_ent *e;
+	struct ckpt_ent *c;
+	int err = 0;
+
+	pthread_mutex_lock(&sp->lock);
+	if ((sp->ail_n + 1) * 4 > sp->ail_cap * 3 && (err = ail_grow(sp)))
+		goto out;
+	e = ail_slot(sp, key);
+	if (e->seq) {
+		if ((c = ck_find(sp, e->seq)) && c->refs)
+			c->refs--;
+	} else {
+		sp->ail_n++;
+	}
+	e->key = key;
+	e->seq = seq;
+	if ((c = ck_find(sp, seq)))
+		c->refs++;
+out:
+	pthread_mutex_unlock(&sp->lock);
+	return err;
+}
+
+int delog_item_written(delog *log, uint64_t key, uint64_t seq)
+{
+	struct space *sp;
+	struct ail_ent *e;
+	struct ckpt_ent *c;
+
+	if (!log)
+		return -EINVAL;
+	if (atomic_load(&log->error))
+		return DELOG_ESHUTDOWN;
+	sp = &log->space;
+	if (!sp->tracking || !seq || seq > atomic_load(&log->durable_seq))
+		return -EINVAL;
+	pthread_mutex_lock(&sp->lock);
+	if (sp->ail_cap) {
+		e = ail_slot(sp, key);
+		/* An older write than the newest copy frees nothing. */
+		if (e->seq && e->seq <= seq) {
+			if ((c = ck_find(sp, e->seq)) && c->refs)
+				c->refs--;
+			ail_del(sp, e);
+		}
+	}
+	pthread_mutex_unlock(&sp->lock);
+	return 0;
+}
+
+int delog_release(delog *log, uint64_t seq)
+{
+	struct space *sp;
+
+	if (!log)
+		return -EINVAL;
+	if (atomic_load(&log->error))
+		return DELOG_ESHUTDOWN;
+	if (seq > atomic_load(&log->durable_seq))
+		return -EINVAL;
+	sp = &log->space;
+	pthread_mutex_lock(&sp->lock);
+	if (seq > sp->released)
+		sp->released = seq;
+	space_update_tail(log);
+	pthread_mutex_unlock(&sp->lock);
+	return 0;
+}
+
+uint64_t space_push_target(struct delog *log)
+{
+	struct space *sp = &log->space;
+	uint64_t target = 0;
+
+	pthread_mutex_lock(&sp->lock);
+	if (sp->low || space_avail(log) < sp->log_size / 4) {
+		sp->low = false;
+		/* Ask for the older half of the live checkpoints, at least one. */
+		if (sp->ck_n)
+			target = ck_at(sp, sp->ck_n / 2)->seq;
+		if (target > atomic_load(&log->durable_seq))
+			target = atomic_load(&log->durable_seq);
+		if (target)
+			sp->push_calls++;
+	}
+	pthread_mutex_unlock(&sp->lock);
+	return target;
+}
+
+void space_wake(struct delog *log)
+{
+	pthread_mutex_lock(&log->space.lock);
+	pthread_cond_broadcast(&log->space.cond);
+	pthread_mutex_unlock(&log->space.lock);
+}
