@@ -221,6 +221,7 @@ static int open_common(struct io_dev *dev, bool own, bool fresh, const struct de
 	if (err)
 		goto fail;
 	log->space.tail_lsn = rep.tail_lsn;
+	space_refresh(log);
 	atomic_store(&log->durable_seq, oc.last_seq);
 	log->done_seq = log->pushed_seq = oc.last_seq;
 	log->cur = malloc(sizeof(*log->cur));

@@ -107,6 +107,7 @@ struct space {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;      /* space freed, or shutdown */
 	_Atomic uint64_t grant;   /* open reservations + CIL charges not yet in the journal */
+	_Atomic uint64_t jfree;   /* jrnl_log_free_bytes, refreshed when head or tail moved */
 	uint64_t slack;           /* bytes kept back for per-record overheads */
 	uint64_t log_size;
 	struct ckpt_ent *ck;      /* ring of written checkpoints, oldest first */
@@ -140,6 +141,8 @@ void space_update_tail(struct delog *log);
 /* Target for the push callback; 0 if none needed. */
 uint64_t space_push_target(struct delog *log);
 void space_wake(struct delog *log);
+/* Re-read the journal's free space (after the head or the tail moved). */
+void space_refresh(struct delog *log);
 
 /* ---- the log ---- */
 

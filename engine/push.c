@@ -80,6 +80,9 @@ static int write_ckpt(struct delog *log, struct cil_ctx *c)
 	}
 	if (!err)
 		err = jrnl_tx_commit(&tx, ckpt_done, log);
+	/* The journal's head now counts these bytes: refresh its free space first, then
+	 * drop the charge, so the two never both miss them (space.c). */
+	space_refresh(log);
 	atomic_fetch_sub(&log->space.grant, over + charged);
 	if (err)
 		return err;
@@ -93,6 +96,7 @@ static int write_ckpt(struct delog *log, struct cil_ctx *c)
 	atomic_fetch_add(&log->st_relogged, atomic_load(&c->relogged));
 	if (log->policy->after)
 		err = log->policy->after(log, c->seq);
+	space_refresh(log);
 	return err;
 }
 

@@ -62,9 +62,14 @@ void space_destroy(struct delog *log)
 	pthread_mutex_destroy(&log->space.lock);
 }
 
+void space_refresh(struct delog *log)
+{
+	atomic_store(&log->space.jfree, jrnl_log_free_bytes(log->jl));
+}
+
 uint64_t space_avail(struct delog *log)
 {
-	uint64_t f = jrnl_log_free_bytes(log->jl), g = atomic_load(&log->space.grant);
+	uint64_t f = atomic_load(&log->space.jfree), g = atomic_load(&log->space.grant);
 
 	return f > g + log->space.slack ? f - g - log->space.slack : 0;
 }
@@ -72,8 +77,10 @@ uint64_t space_avail(struct delog *log)
 static bool try_grant(struct delog *log, uint64_t bytes)
 {
 	struct space *sp = &log->space;
-	uint64_t f = jrnl_log_free_bytes(log->jl), g = atomic_load(&sp->grant);
+	uint64_t f = atomic_load(&sp->jfree), g = atomic_load(&sp->grant);
 
+	/* jfree is re-read by the push thread before it drops a checkpoint's charge, so a
+	 * stale value only ever overstates use (push.c). */
 	while (f >= g + bytes + sp->slack)
 		if (atomic_compare_exchange_weak(&sp->grant, &g, g + bytes))
 			return true;
@@ -134,6 +141,7 @@ void space_update_tail(struct delog *log)
 	if (t > sp->tail_lsn) {
 		sp->tail_lsn = t;
 		jrnl_log_set_tail(log->jl, t);
+		space_refresh(log);
 		/* Entries wholly before the tail are of no further use. */
 		while (sp->ck_n > 1 && ck_at(sp, 1)->start_lsn <= t) {
 			sp->ck_head = (sp->ck_head + 1) % sp->ck_cap;
