@@ -44,7 +44,7 @@
  * restored, the first rec.len bytes).  Each op is a 16-byte struct jrnl_op followed by
  * op.len bytes, padded to 8 bytes.  A checkpoint is one log transaction (one tid):
  *   START   op {tid, len 16, flags START, type START}: struct jrnl_start
- *   ITEM    op {type ITEM}: struct jrnl_item then key_len + data_len bytes, may be
+ *   ITEM    op {type ITEM}: struct jrnl_item (key, data_len) then data_len bytes, may be
  *           split: the piece in one record has CONTINUE, the rest starts the next
  *           record as {WAS_CONT | CONTINUE} ... {WAS_CONT | END}
  *   COMMIT  op {flags COMMIT, type COMMIT}: struct jrnl_commit, whose crc covers the
