@@ -297,6 +297,7 @@ int io_dev_open(const char *path, const struct io_dev_opts *opts, struct io_dev 
 	if (!dev)
 		return -ENOMEM;
 	dev->fd = -1;
+	pthread_mutex_init(&dev->faults.lock, NULL);
 	dev->read_only = opts->read_only;
 	dev->queue_depth = opts->queue_depth ? opts->queue_depth : 128;
 	dev->max_segs = opts->max_segs ? opts->max_segs : IO_MAX_SEGS_DEFAULT;
@@ -328,6 +329,7 @@ int io_dev_open(const char *path, const struct io_dev_opts *opts, struct io_dev 
 		if (dev->fd >= 0)
 			close(dev->fd);
 		free(dev->path);
+		pthread_mutex_destroy(&dev->faults.lock);
 		free(dev);
 		return err;
 	}
@@ -346,6 +348,7 @@ int io_dev_close(struct io_dev *dev)
 	if (dev->fd >= 0 && close(dev->fd) < 0)
 		err = -errno;
 	free(dev->path);
+	pthread_mutex_destroy(&dev->faults.lock);
 	free(dev);
 	return err;
 }
@@ -414,4 +417,55 @@ void *io_buf_alloc(const struct io_dev *dev, size_t len)
 	if (!len || posix_memalign(&p, align, (len + align - 1) / align * align))
 		return NULL;
 	return p;
+}
+
+/* ---- fault injection on the real backends (io.h) ---- */
+
+int io_dev_fault_add(struct io_dev *dev, const struct io_fault *f)
+{
+	int err = 0;
+
+	if (!dev || !f || !dev->ops->needs_fd || !f->nth ||
+	    (f->op != IO_OP_READ && f->op != IO_OP_WRITE && f->op != IO_OP_FLUSH) ||
+	    f->err > 0)
+		return -EINVAL;
+	pthread_mutex_lock(&dev->faults.lock);
+	if (atomic_load(&dev->faults.nr) == IO_FAULTS_MAX) {
+		err = -ENOSPC;
+	} else {
+		unsigned n = atomic_load(&dev->faults.nr);
+
+		dev->faults.f[n] = *f;
+		dev->faults.base[n] = dev->faults.seen[f->op];
+		atomic_store(&dev->faults.nr, n + 1);
+	}
+	pthread_mutex_unlock(&dev->faults.lock);
+	return err;
+}
+
+void io_dev_fault_clear(struct io_dev *dev)
+{
+	pthread_mutex_lock(&dev->faults.lock);
+	atomic_store(&dev->faults.nr, 0);
+	pthread_mutex_unlock(&dev->faults.lock);
+}
+
+int io_fault_check(struct io_dev *dev, enum io_op op)
+{
+	uint64_t k;
+	int err = 0;
+
+	if (!atomic_load_explicit(&dev->faults.nr, memory_order_acquire))
+		return 0;
+	pthread_mutex_lock(&dev->faults.lock);
+	k = ++dev->faults.seen[op];
+	for (unsigned i = 0; i < atomic_load(&dev->faults.nr) && !err; i++) {
+		const struct io_fault *f = &dev->faults.f[i];
+		uint64_t idx = k - dev->faults.base[i];
+
+		if (f->op == op && (idx == f->nth || (f->persistent && idx > f->nth)))
+			err = f->err ? f->err : -EIO;
+	}
+	pthread_mutex_unlock(&dev->faults.lock);
+	return err;
 }

@@ -193,6 +193,14 @@ void io_req_done(struct io_req *req, int err, size_t bytes)
 	req->bytes = bytes;
 	if (!err && op != IO_OP_FLUSH && bytes != io_req_len(req))
 		err = -EIO;
+	/* Injected faults (io_dev_fault_add): psync fails the syscall itself (psync.c);
+	 * the other real backends fail the op here, in the completion path. */
+	if (!err && dev->ops->needs_fd && dev->ops != &io_psync_ops) {
+		if (op == IO_OP_WRITE && io_opf_has(req->opf, IO_PREFLUSH))
+			err = io_fault_check(dev, IO_OP_FLUSH);
+		if (!err)
+			err = io_fault_check(dev, op);
+	}
 	if (err)
 		atomic_fetch_add_explicit(&dev->cnt.errors, 1, memory_order_relaxed);
 	else if (op == IO_OP_READ)

@@ -51,6 +51,13 @@ struct io_dev {
 		atomic_uint_fast64_t bytes_read, bytes_written, errors;
 	} cnt;
 	void *be;                   /* backend state */
+	struct {
+		pthread_mutex_t lock;
+		atomic_uint nr;         /* entries armed (fast path: 0) */
+		struct io_fault f[IO_FAULTS_MAX];
+		uint64_t base[IO_FAULTS_MAX]; /* op count of f[i].op when it was added */
+		uint64_t seen[3];       /* ops seen per type (READ, WRITE, FLUSH) */
+	} faults;
 };
 
 extern const struct io_ops io_psync_ops;
@@ -68,6 +75,10 @@ extern const struct io_ops io_sim_ops;
  * Runs the chain and the request's end_io; @req must not be touched afterwards.
  */
 void io_req_done(struct io_req *req, int err, size_t bytes);
+
+/* Count one op of type @op against the fault plan (io_dev_fault_add): 0, or the error
+ * an armed entry injects into it.  Cheap when nothing is armed. */
+int io_fault_check(struct io_dev *dev, enum io_op op);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t io_now_ns(void);

@@ -41,8 +41,46 @@ struct psync {
 	pthread_t workers[PSYNC_MAX_WORKERS];
 };
 
+/*
+ * The syscall table: every syscall the backend makes goes through these, so the test
+ * fault plan (io_dev_fault_add) can fail one before it reaches the kernel, exactly as
+ * the kernel would report a device error (-EIO and nothing done).
+ */
+static ssize_t sys_pwritev2(struct io_dev *dev, const struct iovec *v, int n, off_t off, int rwf)
+{
+	int err = io_fault_check(dev, IO_OP_WRITE);
+
+	if (err) {
+		errno = -err;
+		return -1;
+	}
+	return pwritev2(dev->fd, v, n, off, rwf);
+}
+
+static ssize_t sys_preadv2(struct io_dev *dev, const struct iovec *v, int n, off_t off)
+{
+	int err = io_fault_check(dev, IO_OP_READ);
+
+	if (err) {
+		errno = -err;
+		return -1;
+	}
+	return preadv2(dev->fd, v, n, off, 0);
+}
+
+static int sys_fdatasync(struct io_dev *dev)
+{
+	int err = io_fault_check(dev, IO_OP_FLUSH);
+
+	if (err) {
+		errno = -err;
+		return -1;
+	}
+	return fdatasync(dev->fd);
+}
+
 /* Run a vectored transfer to the end, continuing after short results. */
-static int rw_full(int fd, bool write, struct iovec *vec, unsigned nr, uint64_t off,
+static int rw_full(struct io_dev *dev, bool write, struct iovec *vec, unsigned nr, uint64_t off,
 		   int rwf, size_t *moved)
 {
 	struct iovec local[IO_MAX_SEGS_LIMIT];
@@ -51,8 +89,8 @@ static int rw_full(int fd, bool write, struct iovec *vec, unsigned nr, uint64_t 
 
 	*moved = 0;
 	while (n) {
-		ssize_t r = write ? pwritev2(fd, v, (int)n, (off_t)(off + *moved), rwf)
-				  : preadv2(fd, v, (int)n, (off_t)(off + *moved), 0);
+		ssize_t r = write ? sys_pwritev2(dev, v, (int)n, (off_t)(off + *moved), rwf)
+				  : sys_preadv2(dev, v, (int)n, (off_t)(off + *moved));
 
 		if (r < 0) {
 			if (errno == EINTR)
@@ -82,9 +120,9 @@ static int rw_full(int fd, bool write, struct iovec *vec, unsigned nr, uint64_t 
 	return 0;
 }
 
-static int do_fdatasync(int fd)
+static int do_fdatasync(struct io_dev *dev)
 {
-	while (fdatasync(fd) < 0) {
+	while (sys_fdatasync(dev) < 0) {
 		if (errno != EINTR)
 			return -errno;
 	}
@@ -99,16 +137,16 @@ static void run(struct io_dev *dev, struct io_req *req)
 
 	switch (op) {
 	case IO_OP_FLUSH:
-		err = do_fdatasync(dev->fd);
+		err = do_fdatasync(dev);
 		break;
 	case IO_OP_READ:
-		err = rw_full(dev->fd, false, req->vec, req->nr_segs, req->off, 0, &moved);
+		err = rw_full(dev, false, req->vec, req->nr_segs, req->off, 0, &moved);
 		break;
 	case IO_OP_WRITE:
 		if (io_opf_has(req->opf, IO_PREFLUSH))
-			err = do_fdatasync(dev->fd);
+			err = do_fdatasync(dev);
 		if (!err)
-			err = rw_full(dev->fd, true, req->vec, req->nr_segs, req->off,
+			err = rw_full(dev, true, req->vec, req->nr_segs, req->off,
 				      io_opf_has(req->opf, IO_FUA) ? RWF_DSYNC : 0, &moved);
 		break;
 	}

@@ -241,6 +241,26 @@ const char *const *io_backend_names(void);
 int io_file_create(const char *path, uint64_t size, unsigned mode, char *errmsg,
 		   size_t errmsg_len);
 
+/*
+ * Fault injection on the real backends (the sim backend has its own, richer plan in
+ * io_sim.h), for the I/O-error tests: the @nth op of type @op (1-based, counted from
+ * when the entry was added; a PREFLUSH write counts as a FLUSH and then a WRITE) fails
+ * with @err (0: -EIO), and with @persistent every later one too.  psync fails the
+ * syscall itself, before it runs (its syscall table, psync.c); uring and aio fail the
+ * op in the completion path, after the device did it (the write may have landed: as
+ * with a real error, nothing can be assumed about it).  Up to IO_FAULTS_MAX entries;
+ * -ENOSPC when full, -EINVAL for a bad entry or a sim device.  Thread-safe.
+ */
+#define IO_FAULTS_MAX 16
+struct io_fault {
+	enum io_op op;
+	uint64_t nth;
+	bool persistent;
+	int err;
+};
+int io_dev_fault_add(struct io_dev *dev, const struct io_fault *f);
+void io_dev_fault_clear(struct io_dev *dev);
+
 /* Allocate @len bytes aligned for O_DIRECT on @dev (at least 4096); free with free(). */
 void *io_buf_alloc(const struct io_dev *dev, size_t len);
 

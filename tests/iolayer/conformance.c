@@ -20,6 +20,8 @@
  *   - FLUSH, FUA and PREFLUSH complete with status 0 and are counted (on sim their
  *     effect on durability is checked too);
  *   - faults injected on sim reach the completion status of reads, writes and flushes;
+ *     on the real backends the io_dev_fault_add plan does the same (psync in its syscall
+ *     table, uring and aio in the completion path), once or persistently;
  *   - misaligned buffers, offsets and lengths, empty requests and ranges past the end are
  *     rejected with -EINVAL before any I/O and without running end_io;
  *   - 4 threads x 1000 concurrent asynchronous requests all complete exactly once with
@@ -950,6 +952,57 @@ Test(conformance, fault_to_status, .timeout = T_TIMEOUT)
 		cr_assert_eq(atomic_load(&cc.last_status), -EIO);
 		io_req_release(&req);
 	}
+	free(buf);
+	t_dev_close(&td);
+}
+
+/* The real backends' fault plan (io_dev_fault_add): psync fails the syscall, uring and
+ * aio the completion; either way the status is what the plan says, once or for good,
+ * counted per op type, and a PREFLUSH write's flush counts as a flush. */
+Test(conformance, real_fault_plan, .timeout = T_TIMEOUT)
+{
+	struct t_dev td;
+	unsigned char *buf;
+	struct io_fault f = { 0 };
+	int err;
+
+	t_dev_open(&td, NULL);
+	buf = t_buf(&td, 64 * 1024);
+	t_fill(buf, 64 * 1024, 0, 17);
+	f.op = IO_OP_WRITE;
+	f.nth = 1;
+	if (t_backend_is_sim()) {
+		cr_assert_eq(io_dev_fault_add(td.dev, &f), -EINVAL, "sim has its own plan");
+		free(buf);
+		t_dev_close(&td);
+		return;
+	}
+	f.nth = 2;
+	cr_assert_eq(io_dev_fault_add(td.dev, &f), 0);
+	cr_assert_eq(t_io(td.dev, IO_OPF(IO_OP_WRITE, 0), 0, buf, 4096, 0, NULL), 0);
+	err = t_io(td.dev, IO_OPF(IO_OP_WRITE, 0), 4096, buf, 4096, 0, NULL);
+	cr_assert_eq(err, -EIO, "2nd write: status %d", err);
+	cr_assert_eq(t_io(td.dev, IO_OPF(IO_OP_WRITE, 0), 8192, buf, 4096, 0, NULL), 0,
+		     "a one-shot fault fails one op only");
+	io_dev_fault_clear(td.dev);
+
+	f = (struct io_fault){ .op = IO_OP_FLUSH, .nth = 1, .persistent = true, .err = -ENOSPC };
+	cr_assert_eq(io_dev_fault_add(td.dev, &f), 0);
+	cr_assert_eq(t_flush(td.dev), -ENOSPC);
+	cr_assert_eq(t_flush(td.dev), -ENOSPC, "persistent");
+	err = t_io(td.dev, IO_OPF(IO_OP_WRITE, IO_PREFLUSH), 0, buf, 4096, 0, NULL);
+	cr_assert_eq(err, -ENOSPC, "a PREFLUSH write's flush fails it: %d", err);
+	cr_assert_eq(t_io(td.dev, IO_OPF(IO_OP_WRITE, 0), 0, buf, 4096, 0, NULL), 0,
+		     "plain writes are not flushes");
+	io_dev_fault_clear(td.dev);
+	cr_assert_eq(t_flush(td.dev), 0, "cleared");
+
+	f = (struct io_fault){ .op = IO_OP_READ, .nth = 1 };
+	cr_assert_eq(io_dev_fault_add(td.dev, &f), 0);
+	cr_assert_eq(t_io(td.dev, IO_OPF(IO_OP_READ, 0), 0, buf, 4096, 0, NULL), -EIO);
+	cr_assert_eq(t_io(td.dev, IO_OPF(IO_OP_READ, 0), 0, buf, 4096, 0, NULL), 0);
+	f.nth = 0;
+	cr_assert_eq(io_dev_fault_add(td.dev, &f), -EINVAL);
 	free(buf);
 	t_dev_close(&td);
 }
