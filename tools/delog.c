@@ -27,6 +27,7 @@ static const struct command commands[] = {
 	{ "print", cmd_print, "print a log: superblock, head, tail, records, ops, checkpoints" },
 	{ "recover", cmd_recover, "recover a log and print the recovery report" },
 	{ "probe", cmd_probe, "measure a device: flush and FUA latency, O_DIRECT bandwidth" },
+	{ "bench", cmd_bench, "benchmarks: --workload recovery (commit, dbench, fsmark later)" },
 };
 
 #define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,0 +1,611 @@
+/*
+ * bench.c - `delog bench --workload W [PATH] [OPTIONS]`: benchmarks of the log, one
+ * workload per file (tools/bench_<name>.c), dispatched from the table below as
+ * tools/delog.c dispatches subcommands.  Benchmarks report numbers next to a reference
+ * (fio, for I/O-bound workloads); they are not tests and assert nothing about speed.
+ *
+ * What this file owns, and why:
+ *  - The command line.  A workload declares its long options (struct option, values
+ *    from BENCH_OPT_WORKLOAD up) and a handler; the workload is found first by a plain
+ *    scan of argv for --workload / -w (getopt cannot be run twice, since it permutes
+ *    argv), then one getopt_long pass runs over the common options and that workload's
+ *    together.  So every option error is reported the same way, two workloads may both
+ *    have a --size, and `delog bench --workload W --help` shows both sets.  A --workload
+ *    that getopt sees but the scan did not (an abbreviation such as --work) must agree
+ *    with the scan, or it is a usage error.
+ *  - The target.  Without PATH a new file "delog-bench-PID-N.tmp" is created in the
+ *    current directory and removed at the end (--keep leaves it).  A PATH that does not
+ *    exist is created the same way; an existing non-empty file or a block device is
+ *    overwritten by the bench, so it needs --force (as for `delog probe`); a block device
+ *    is held open O_EXCL for the run, so it cannot be mounted under us.  tmpfs is refused
+ *    before anything is allocated on it (no O_DIRECT there).
+ *  - Stop signals.  SIGINT, SIGTERM and SIGHUP (unless ignored) are blocked before any
+ *    iolayer thread exists, so all threads inherit the mask; workloads poll
+ *    bench_interrupted between steps, the target is cleaned up, and only then is the
+ *    mask restored, so the pending signal kills the process after the cleanup.
+ *  - Errors and output.  "delog bench: <subject>: <reason>" on stderr; exit 0, 1, or 2
+ *    for usage.  With --json stdout carries exactly one document: the workload's on
+ *    success, or, when the workload failed before printing one, a short document with
+ *    the common members and "error" {code, name, message}.
+ */
+#include "bench.h"
+
+#include "io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/magic.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+static const struct bench_workload *const workloads[] = {
+	&bench_recovery,
+};
+
+#define NR_WORKLOADS (sizeof(workloads) / sizeof(workloads[0]))
+#define MAX_OPTS 64
+
+static const struct bench_workload *find_workload(const char *name)
+{
+	for (size_t i = 0; i < NR_WORKLOADS; i++)
+		if (!strcmp(workloads[i]->name, name))
+			return workloads[i];
+	return NULL;
+}
+
+/* ---- output ---- */
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: delog bench --workload W [PATH] [--backend B] [--keep] [--force] "
+		   "[--json] [WORKLOAD OPTIONS]\n"
+		   "       delog bench --workload W --help\n");
+}
+
+static void help(const struct bench_workload *w)
+{
+	usage(stdout);
+	printf("\nRun a benchmark of the log on PATH (default: a temporary file in the current\n"
+	       "directory, removed at the end).  A benchmark reports numbers, next to fio's\n"
+	       "where fio is installed; it is not a test.\n"
+	       "\nworkloads:\n");
+	for (size_t i = 0; i < NR_WORKLOADS; i++)
+		printf("  %-10s %s\n", workloads[i]->name, workloads[i]->summary);
+	printf("\ncommon options:\n"
+	       "  -w, --workload W   the benchmark to run (required)\n"
+	       "  -p, --path PATH    file or block device to run on (or PATH as an argument);\n"
+	       "                     a file that does not exist is created and removed at the\n"
+	       "                     end; an existing non-empty file or a block device is\n"
+	       "                     overwritten and needs --force\n"
+	       "  -b, --backend B    I/O backend: uring, aio, psync (default: uring%s)\n"
+	       "  -k, --keep         keep the file the bench created\n"
+	       "  -f, --force        allow overwriting an existing file or a block device\n"
+	       "  -j, --json         print one JSON document on stdout\n"
+	       "  -h, --help         show this help (with --workload: its options too)\n",
+	       io_backend_built("uring") ? "" : ", not built here: the best available");
+	if (w) {
+		printf("\n%s options:\n", w->name);
+		w->help(stdout);
+	}
+	printf("\nExit status: 0 success, 1 failure, 2 usage error.\n");
+}
+
+int bench_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "delog bench: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	usage(stderr);
+	return TOOL_EXIT_USAGE;
+}
+
+void bench_progress(struct bench *b, const char *fmt, ...)
+{
+	uint64_t now;
+	va_list ap;
+
+	if (!b->prog_on)
+		return;
+	now = now_ns();
+	if (now - b->prog_last < 100000000ull)
+		return;
+	b->prog_last = now;
+	b->prog_shown = true;
+	fputs("\r\033[K", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fflush(stderr);
+}
+
+void bench_progress_clear(struct bench *b)
+{
+	if (!b->prog_shown)
+		return;
+	fputs("\r\033[K", stderr);
+	fflush(stderr);
+	b->prog_shown = false;
+	b->prog_last = 0;
+}
+
+void bench_out(struct bench *b, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (b->o.json)
+		return;
+	bench_progress_clear(b);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+}
+
+void bench_fail(struct bench *b, int err, const char *subject, const char *fmt, ...)
+{
+	char msg[sizeof(b->err_msg)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	bench_progress_clear(b);
+	if (subject)
+		fprintf(stderr, "delog bench: %s: %s\n", subject, msg);
+	else
+		fprintf(stderr, "delog bench: %s\n", msg);
+	if (!b->err_msg[0]) {
+		b->err = err ? err : -EIO;
+		size_t k = subject ? (size_t)snprintf(b->err_msg, sizeof(b->err_msg), "%.*s: ",
+						      (int)sizeof(b->err_msg) / 2, subject) : 0;
+
+		memcpy(b->err_msg + k, msg, strnlen(msg, sizeof(b->err_msg) - k - 1));
+		b->err_msg[k + strnlen(msg, sizeof(b->err_msg) - k - 1)] = '\0';
+	}
+}
+
+bool bench_interrupted(const struct bench *b)
+{
+	sigset_t pend;
+
+	if (sigpending(&pend))
+		return false;
+	for (int s = 1; s < NSIG; s++)
+		if (sigismember(&b->stop_sigs, s) == 1 && sigismember(&pend, s) == 1)
+			return true;
+	return false;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+double bench_median(const double *v, size_t n)
+{
+	double *c = n ? malloc(n * sizeof(*c)) : NULL;
+	size_t ok = 0;
+	double m;
+
+	if (!c)
+		return NAN;
+	for (size_t i = 0; i < n; i++)
+		if (!isnan(v[i]))
+			c[ok++] = v[i];
+	if (!ok) {
+		free(c);
+		return NAN;
+	}
+	qsort(c, ok, sizeof(*c), cmp_dbl);
+	m = ok % 2 ? c[ok / 2] : (c[ok / 2 - 1] + c[ok / 2]) / 2;
+	free(c);
+	return m;
+}
+
+double bench_mbs(uint64_t bytes, uint64_t ns)
+{
+	return ns ? (double)bytes / ((double)ns / 1e9) / 1e6 : NAN;
+}
+
+void bench_json_head(struct bench *b, struct json *j)
+{
+	json_str(j, "tool", "delog bench");
+	json_str(j, "version", tool_version());
+	json_str(j, "workload", b->o.workload);
+	json_str(j, "path", b->t.path[0] ? b->t.path : NULL);
+	json_str(j, "backend", b->o.backend ? b->o.backend : "auto");
+	json_obj_begin(j, "target");
+	json_str(j, "kind", !b->t.path[0] ? NULL : b->t.is_blockdev ? "blockdev" : "file");
+	json_bool(j, "created", b->t.created);
+	json_bool(j, "kept", b->t.created && b->o.keep);
+	json_u64(j, "bytes", b->t.bytes);
+	json_obj_end(j);
+}
+
+/* ---- the target ---- */
+
+void bench_dev_opts(const struct bench *b, struct io_dev_opts *o, char *msg, size_t len)
+{
+	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
+	o->backend = b->o.backend;
+	o->errmsg = msg;
+	o->errmsg_len = len;
+	if (len)
+		msg[0] = '\0';
+}
+
+/* tmpfs and ramfs refuse O_DIRECT: say so before allocating anything there. */
+static int check_fs(struct bench *b, const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	struct statfs sfs;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (statfs(dir, &sfs))
+		return 0; /* creating the file will say what is wrong */
+	if (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC) {
+		bench_fail(b, -EINVAL, path, "the filesystem (%s) does not support O_DIRECT",
+			   sfs.f_type == TMPFS_MAGIC ? "tmpfs" : "ramfs");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int create_file(struct bench *b, const char *path, uint64_t bytes)
+{
+	char msg[512] = "";
+	int err;
+
+	err = check_fs(b, path);
+	if (err)
+		return err;
+	err = io_file_create(path, bytes, 0600, msg, sizeof(msg));
+	if (err) {
+		if (err != -EEXIST || b->o.path)
+			bench_fail(b, err, msg[0] ? NULL : path, "%s",
+				   msg[0] ? msg : tool_strerror(err));
+		return err;
+	}
+	snprintf(b->t.path, sizeof(b->t.path), "%s", path);
+	b->t.created = true;
+	b->t.bytes = bytes;
+	return 0;
+}
+
+int bench_target_open(struct bench *b, uint64_t bytes)
+{
+	struct bench_target *t = &b->t;
+	char sz[32], sz2[32];
+	struct stat st;
+	int fd, err;
+
+	if (!b->o.path) {
+		char name[64];
+
+		for (unsigned n = 0; n < 100; n++) {
+			snprintf(name, sizeof(name), "delog-bench-%ld-%u.tmp", (long)getpid(), n);
+			err = create_file(b, name, bytes);
+			if (err != -EEXIST)
+				return err;
+		}
+		bench_fail(b, -EEXIST, NULL, "cannot find a free temporary file name like %s "
+			   "in the current directory", name);
+		return -EEXIST;
+	}
+	if (lstat(b->o.path, &st) && errno == ENOENT)
+		return create_file(b, b->o.path, bytes);
+	snprintf(t->path, sizeof(t->path), "%s", b->o.path);
+	if (stat(t->path, &st)) {
+		err = -errno;
+		bench_fail(b, err, t->path, "%s", strerror(errno));
+		return err;
+	}
+	if (S_ISBLK(st.st_mode)) {
+		if (!b->o.force) {
+			bench_fail(b, -EPERM, t->path, "is a block device; the bench overwrites its "
+				   "first %s (add --force to allow that)",
+				   fmt_bytes(bytes, sz, sizeof(sz)));
+			return -EPERM;
+		}
+		t->hold_fd = open(t->path, O_RDONLY | O_EXCL | O_CLOEXEC);
+		if (t->hold_fd < 0) {
+			err = -errno;
+			if (errno == EBUSY)
+				bench_fail(b, err, t->path, "is in use (mounted, or claimed by another "
+					   "process); not overwriting it");
+			else
+				bench_fail(b, err, t->path, "cannot open it exclusively: %s",
+					   strerror(errno));
+			return err;
+		}
+		t->is_blockdev = true;
+		{
+			struct io_dev_opts o;
+			struct io_dev *dev;
+			char msg[512];
+
+			bench_dev_opts(b, &o, msg, sizeof(msg));
+			err = io_dev_open(t->path, &o, &dev);
+			if (err) {
+				bench_fail(b, err, msg[0] ? NULL : t->path, "%s",
+					   msg[0] ? msg : tool_strerror(err));
+				return err;
+			}
+			t->bytes = io_dev_geom(dev)->size_bytes;
+			io_dev_close(dev);
+		}
+		if (t->bytes < bytes) {
+			bench_fail(b, -ENOSPC, t->path, "holds %s; the bench needs %s (see --size)",
+				   fmt_bytes(t->bytes, sz, sizeof(sz)),
+				   fmt_bytes(bytes, sz2, sizeof(sz2)));
+			return -ENOSPC;
+		}
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		bench_fail(b, -EINVAL, t->path, "not a regular file or block device");
+		return -EINVAL;
+	}
+	if (st.st_size > 0 && !b->o.force) {
+		bench_fail(b, -EEXIST, t->path, "exists and holds %s; the bench overwrites it (add "
+			   "--force to allow that, or name a file that does not exist)",
+			   fmt_bytes((uint64_t)st.st_size, sz, sizeof(sz)));
+		return -EEXIST;
+	}
+	err = check_fs(b, t->path);
+	if (err)
+		return err;
+	t->bytes = (uint64_t)st.st_size;
+	if (t->bytes < bytes) {
+		fd = open(t->path, O_RDWR | O_CLOEXEC);
+		if (fd < 0 || (err = posix_fallocate(fd, 0, (off_t)bytes))) {
+			err = fd < 0 ? errno : err;
+			bench_fail(b, -err, t->path, "cannot extend to %s: %s",
+				   fmt_bytes(bytes, sz, sizeof(sz)), strerror(err));
+			if (fd >= 0)
+				close(fd);
+			return -err;
+		}
+		close(fd);
+		t->bytes = bytes;
+	}
+	return 0;
+}
+
+static void target_cleanup(struct bench *b)
+{
+	struct bench_target *t = &b->t;
+
+	if (t->created && !b->o.keep && unlink(t->path))
+		fprintf(stderr, "delog bench: %s: cannot remove the bench file: %s\n", t->path,
+			strerror(errno));
+	if (t->hold_fd >= 0)
+		close(t->hold_fd);
+	t->hold_fd = -1;
+}
+
+/* ---- command line ---- */
+
+static const struct option common_opts[] = {
+	{ "workload", required_argument, NULL, 'w' },
+	{ "path", required_argument, NULL, 'p' },
+	{ "backend", required_argument, NULL, 'b' },
+	{ "keep", no_argument, NULL, 'k' },
+	{ "force", no_argument, NULL, 'f' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+};
+
+#define NR_COMMON (sizeof(common_opts) / sizeof(common_opts[0]))
+
+/* The value of --workload / -w in argv, without getopt (see the top comment). */
+static const char *scan_workload(int argc, char **argv)
+{
+	const char *w = NULL;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--"))
+			break;
+		if ((!strcmp(a, "--workload") || !strcmp(a, "-w")) && i + 1 < argc)
+			w = argv[++i];
+		else if (!strncmp(a, "--workload=", 11))
+			w = a + 11;
+		else if (!strncmp(a, "-w", 2) && a[2])
+			w = a + 2;
+	}
+	return w;
+}
+
+/* Returns -1 to go on, or an exit code. */
+static int parse_args(int argc, char **argv, struct bench *b,
+		      const struct bench_workload **wout, void **state)
+{
+	struct option opts[MAX_OPTS];
+	const struct bench_workload *w = NULL;
+	const char *wname = scan_workload(argc, argv);
+	bool want_help = false;
+	size_t n = 0;
+	int ch, rc;
+
+	if (wname) {
+		w = find_workload(wname);
+		if (!w) {
+			fprintf(stderr, "delog bench: unknown workload '%s'; workloads:", wname);
+			for (size_t i = 0; i < NR_WORKLOADS; i++)
+				fprintf(stderr, " %s", workloads[i]->name);
+			fputc('\n', stderr);
+			usage(stderr);
+			return TOOL_EXIT_USAGE;
+		}
+		*state = calloc(1, w->state_size ? w->state_size : 1);
+		if (!*state) {
+			fprintf(stderr, "delog bench: out of memory\n");
+			return TOOL_EXIT_FAIL;
+		}
+		w->defaults(*state);
+	}
+	*wout = w;
+	for (size_t i = 0; i < NR_COMMON; i++)
+		opts[n++] = common_opts[i];
+	for (const struct option *o = w ? w->opts : NULL; o && o->name && n + 1 < MAX_OPTS; o++)
+		opts[n++] = *o;
+	memset(&opts[n], 0, sizeof(opts[n]));
+
+	b->o.backend = io_backend_built("uring") ? "uring" : NULL;
+	while ((ch = getopt_long(argc, argv, "w:p:b:kfjh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'w':
+			if (!wname || strcmp(optarg, wname))
+				return bench_usage_error("--workload: spell it --workload W or -w W, "
+							 "once");
+			b->o.workload = wname;
+			break;
+		case 'p':
+			if (b->o.path)
+				return bench_usage_error("takes one PATH");
+			b->o.path = optarg;
+			break;
+		case 'b':
+			if (!strcmp(optarg, "auto")) {
+				b->o.backend = NULL;
+				break;
+			}
+			if (!strcmp(optarg, "sim") || !io_backend_built(optarg))
+				return bench_usage_error("--backend: '%s' is not uring, aio or psync "
+							 "(built in: those listed by --help)", optarg);
+			b->o.backend = optarg;
+			break;
+		case 'k':
+			b->o.keep = true;
+			break;
+		case 'f':
+			b->o.force = true;
+			break;
+		case 'j':
+			b->o.json = true;
+			break;
+		case 'h':
+			want_help = true;
+			break;
+		default:
+			if (w && ch >= BENCH_OPT_WORKLOAD) {
+				rc = w->option(*state, ch, optarg);
+				if (rc)
+					return rc;
+				break;
+			}
+			usage(stderr);
+			return TOOL_EXIT_USAGE;
+		}
+	}
+	if (want_help) {
+		help(w);
+		return TOOL_EXIT_OK;
+	}
+	if (!w) {
+		char names[256] = "";
+		size_t k = 0;
+
+		for (size_t i = 0; i < NR_WORKLOADS && k < sizeof(names); i++)
+			k += (size_t)snprintf(names + k, sizeof(names) - k, "%s%s", i ? ", " : "",
+					      workloads[i]->name);
+		return bench_usage_error("no --workload given (one of: %s)", names);
+	}
+	b->o.workload = w->name;
+	if (optind < argc) {
+		if (b->o.path || optind + 1 < argc)
+			return bench_usage_error("takes one PATH");
+		b->o.path = argv[optind];
+	}
+	if (b->o.path && !*b->o.path)
+		return bench_usage_error("PATH is empty");
+	if (w->check) {
+		rc = w->check(b, *state);
+		if (rc)
+			return rc;
+	}
+	return -1;
+}
+
+static void json_error_doc(struct bench *b)
+{
+	struct json j;
+
+	json_init(&j, stdout, true);
+	json_obj_begin(&j, NULL);
+	bench_json_head(b, &j);
+	json_obj_begin(&j, "error");
+	json_i64(&j, "code", b->err);
+	json_str(&j, "name", tool_err_name(b->err));
+	json_str(&j, "message", b->err_msg[0] ? b->err_msg : tool_strerror(b->err));
+	json_obj_end(&j);
+	json_dbl(&j, "elapsed_s", (double)(now_ns() - b->t0) / 1e9);
+	json_obj_end(&j);
+	json_finish(&j);
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	static const int stop_sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	const struct bench_workload *w = NULL;
+	void *state = NULL;
+	struct bench b;
+	sigset_t old;
+	int rc;
+
+	memset(&b, 0, sizeof(b));
+	b.t.hold_fd = -1;
+	b.t0 = now_ns();
+	rc = parse_args(argc, argv, &b, &w, &state);
+	if (rc >= 0) {
+		free(state);
+		return rc;
+	}
+	b.prog_on = isatty(STDERR_FILENO);
+
+	/* Block the stop signals before any backend thread exists, so all inherit it. */
+	sigemptyset(&b.stop_sigs);
+	for (size_t i = 0; i < sizeof(stop_sigs) / sizeof(stop_sigs[0]); i++) {
+		struct sigaction sa;
+
+		/* An ignored signal (nohup, a background job) must not stop the bench. */
+		if (sigaction(stop_sigs[i], NULL, &sa) == 0 && sa.sa_handler != SIG_IGN)
+			sigaddset(&b.stop_sigs, stop_sigs[i]);
+	}
+	pthread_sigmask(SIG_BLOCK, &b.stop_sigs, &old);
+
+	rc = w->run(&b, state);
+	bench_progress_clear(&b);
+	if (bench_interrupted(&b) && rc == TOOL_EXIT_OK)
+		rc = TOOL_EXIT_FAIL;
+	if (bench_interrupted(&b) && !b.err_msg[0])
+		bench_fail(&b, -EINTR, b.t.path[0] ? b.t.path : NULL, "interrupted");
+	if (rc != TOOL_EXIT_OK && b.o.json && !b.json_done)
+		json_error_doc(&b);
+	target_cleanup(&b);
+	free(state);
+	/* A pending stop signal is delivered here, after the cleanup. */
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}

@@ -1,0 +1,895 @@
+/*
+ * bench_recovery.c - `delog bench --workload recovery`: how fast crash recovery reads a
+ * full log, next to how fast fio reads the same bytes of the same file in the same run.
+ * The target is recovery at >= 0.8 of fio's sequential O_DIRECT read bandwidth.
+ *
+ * Steps:
+ *  1. Format a log of --size bytes (default 1 GiB) on the target (jrnl_format zeroes it).
+ *  2. Fill it through the real writer (jrnl_log_open, jrnl_tx_start / jrnl_tx_item /
+ *     jrnl_tx_commit with flags 0, so group commit packs full records), checkpoints of
+ *     --ckpt-items items of --item-size bytes of pseudo-random data, until not even a
+ *     one-item checkpoint fits: each checkpoint is sized with jrnl_log_tx_bytes against
+ *     jrnl_log_free_bytes first (halving its item count near the end), so the writer
+ *     never refuses one and nothing is left half-written.  The tail stays at the start
+ *     of the log (nothing is released), so [tail, head) is the whole log less the last
+ *     checkpoint's worth; under 95 % of --size is a failure.  Then jrnl_log_force,
+ *     jrnl_log_flush, jrnl_log_close, and no unmount record: recovery sees a crashed log
+ *     and must read and replay all of it.
+ *  3. --passes times: jrnl_sb_read + jrnl_recover (read_only, so nothing is stamped and
+ *     every pass sees the same log) with a replay callback that touches every item (XORs
+ *     its first byte, counts its bytes), timed with now_ns; MB/s is report.bytes_read
+ *     over that time.  fio then reads the log's live byte range with the same block size
+ *     as recovery's read chunk and iodepth = reads in flight, --direct=1 --readonly, on
+ *     io_uring (libaio when the bench runs on the aio or psync backend).  Recovery and
+ *     fio passes alternate, and the order flips every pass, so device drift and caches
+ *     affect both alike; medians are reported, and every pass too.
+ *  4. Every pass must validate: no corruption, not clean, nothing dropped, exactly the
+ *     checkpoints, items and item bytes the fill wrote, the XOR the fill computed, and
+ *     the writer's record count.  A benchmark of a recovery that does not recover is
+ *     worthless, so any mismatch fails the run.
+ *
+ * Where the time goes: the recovering thread's CPU time (CLOCK_THREAD_CPUTIME_ID around
+ * jrnl_recover) is what it spent checking, unpacking and parsing records (CRCs, memcpy
+ * into transactions, the callback); the rest of the wall time it was waiting for reads.
+ * bytes_read / cpu time is the speed recovery would reach on an infinitely fast device,
+ * so when it is not well above fio's bandwidth the parser, not the device, is the limit.
+ * The process's CPU time (getrusage) adds the iolayer's completion threads.
+ *
+ * O_DIRECT throughout, so the page cache plays no part (a VM's host cache may; the
+ * alternation is what keeps that fair).
+ */
+#include "bench.h"
+
+#include "format.h"
+#include "io.h"
+
+#include <delog.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#define DEFAULT_SIZE (1ull << 30)
+#define MIN_SIZE (2ull * JRNL_MAX_LOGBUFS * JRNL_MAX_LOGBSIZE) /* as journal/sb.c */
+#define DEFAULT_ITEM_SIZE 4096u
+#define MAX_ITEM_SIZE (16u << 20)
+#define DEFAULT_CKPT_ITEMS 64u
+#define MAX_CKPT_ITEMS 100000u
+/* Recovery's read parameters as the bench passes them (jrnl_recover's own defaults are
+ * 4 MiB and 2); docs/BENCH.md has the measurements behind them. */
+#define DEFAULT_READ_CHUNK (4u << 20)
+#define DEFAULT_INFLIGHT 2u
+#define MIN_READ_CHUNK (1u << 20)  /* jrnl_recover's clamp */
+#define MAX_READ_CHUNK (256u << 20)
+#define MAX_INFLIGHT 16u
+#define DEFAULT_PASSES 3u
+#define MAX_PASSES 20u
+#define MIN_LIVE_FRACTION 0.95
+#define TARGET_RATIO 0.8
+#define PATTERN_BYTES (1u << 20)
+
+enum {
+	OPT_SIZE = BENCH_OPT_WORKLOAD,
+	OPT_SECTOR,
+	OPT_LOGBSIZE,
+	OPT_LOGBUFS,
+	OPT_ITEM_SIZE,
+	OPT_CKPT_ITEMS,
+	OPT_READ_CHUNK,
+	OPT_INFLIGHT,
+	OPT_PASSES,
+	OPT_NO_FIO,
+	OPT_NO_DURABLE,
+};
+
+static const struct option rec_options[] = {
+	{ "size", required_argument, NULL, OPT_SIZE },
+	{ "sector", required_argument, NULL, OPT_SECTOR },
+	{ "logbsize", required_argument, NULL, OPT_LOGBSIZE },
+	{ "logbufs", required_argument, NULL, OPT_LOGBUFS },
+	{ "item-size", required_argument, NULL, OPT_ITEM_SIZE },
+	{ "ckpt-items", required_argument, NULL, OPT_CKPT_ITEMS },
+	{ "read-chunk", required_argument, NULL, OPT_READ_CHUNK },
+	{ "reads-in-flight", required_argument, NULL, OPT_INFLIGHT },
+	{ "passes", required_argument, NULL, OPT_PASSES },
+	{ "no-fio", no_argument, NULL, OPT_NO_FIO },
+	{ "no-durable-point", no_argument, NULL, OPT_NO_DURABLE },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct rec_opts {
+	uint64_t size;            /* log bytes */
+	uint32_t sector, logbsize;
+	unsigned logbufs;
+	uint32_t item_size;
+	unsigned ckpt_items;
+	size_t read_chunk;
+	unsigned inflight;
+	unsigned passes;
+	bool no_fio;
+	bool no_durable;          /* no record written after the final flush */
+};
+
+/* What the fill wrote: what every recovery pass must find. */
+struct fill {
+	uint64_t ckpts, items, item_bytes;
+	uint8_t xor;              /* of the first byte of every item */
+	uint64_t records, record_bytes, buffer_waits;
+	uint64_t head_lsn, live_bytes;
+	double live_fraction;
+	double format_s, fill_s;
+};
+
+/* One recovery pass. */
+struct rec_pass {
+	uint64_t wall_ns, cpu_ns, proc_cpu_ns;
+	struct jrnl_report rep;
+	double mbs, fio_mbs;
+};
+
+/* What the replay callback sees. */
+struct replay {
+	struct bench *b;
+	uint64_t ckpts, items, bytes;
+	uint8_t xor;
+	bool stopped;
+};
+
+struct run {
+	struct bench *b;
+	const struct rec_opts *o;
+	struct io_dev *dev;
+	struct jrnl_geom g;
+	const char *backend;      /* the backend in use */
+	const char *fs_type;
+	struct fill f;
+	struct rec_pass pass[MAX_PASSES];
+	char fio_path[PATH_MAX];
+	const char *fio;          /* NULL: not installed or --no-fio */
+	bool installed;
+	struct fio_job job;
+	char fio_err[512];
+	bool fio_ran;
+};
+
+/* ---- options ---- */
+
+static void rec_defaults(void *state)
+{
+	struct rec_opts *o = state;
+
+	o->size = DEFAULT_SIZE;
+	o->sector = 4096;
+	o->logbsize = JRNL_MAX_LOGBSIZE;
+	o->logbufs = JRNL_MAX_LOGBUFS;
+	o->item_size = DEFAULT_ITEM_SIZE;
+	o->ckpt_items = DEFAULT_CKPT_ITEMS;
+	o->read_chunk = DEFAULT_READ_CHUNK;
+	o->inflight = DEFAULT_INFLIGHT;
+	o->passes = DEFAULT_PASSES;
+}
+
+static int rec_option(void *state, int opt, const char *arg)
+{
+	struct rec_opts *o = state;
+	uint64_t v;
+
+	switch (opt) {
+	case OPT_SIZE:
+		if (parse_size(arg, &v) || v < MIN_SIZE)
+			return bench_usage_error("--size: '%s' is not a size of at least %llu MiB",
+						 arg, MIN_SIZE >> 20);
+		o->size = v;
+		return 0;
+	case OPT_SECTOR:
+		if (parse_count(arg, 512, 4096, &v) || (v != 512 && v != 4096))
+			return bench_usage_error("--sector: '%s' is not 512 or 4096", arg);
+		o->sector = (uint32_t)v;
+		return 0;
+	case OPT_LOGBSIZE:
+		if (parse_size(arg, &v) || v < JRNL_MIN_LOGBSIZE || v > JRNL_MAX_LOGBSIZE ||
+		    (v & (v - 1)))
+			return bench_usage_error("--logbsize: '%s' is not a power of two from 16K "
+						 "to 256K", arg);
+		o->logbsize = (uint32_t)v;
+		return 0;
+	case OPT_LOGBUFS:
+		if (parse_count(arg, JRNL_MIN_LOGBUFS, JRNL_MAX_LOGBUFS, &v))
+			return bench_usage_error("--logbufs: '%s' is not a count from %u to %u", arg,
+						 JRNL_MIN_LOGBUFS, JRNL_MAX_LOGBUFS);
+		o->logbufs = (unsigned)v;
+		return 0;
+	case OPT_ITEM_SIZE:
+		if (parse_size(arg, &v) || v < 1 || v > MAX_ITEM_SIZE)
+			return bench_usage_error("--item-size: '%s' is not a size from 1 byte to "
+						 "16M", arg);
+		o->item_size = (uint32_t)v;
+		return 0;
+	case OPT_CKPT_ITEMS:
+		if (parse_count(arg, 1, MAX_CKPT_ITEMS, &v))
+			return bench_usage_error("--ckpt-items: '%s' is not a count from 1 to %u",
+						 arg, MAX_CKPT_ITEMS);
+		o->ckpt_items = (unsigned)v;
+		return 0;
+	case OPT_READ_CHUNK:
+		if (parse_size(arg, &v) || v < MIN_READ_CHUNK || v > MAX_READ_CHUNK ||
+		    v % IO_SEG_BYTES)
+			return bench_usage_error("--read-chunk: '%s' is not a multiple of 4K from "
+						 "1M to 256M", arg);
+		o->read_chunk = (size_t)v;
+		return 0;
+	case OPT_INFLIGHT:
+		if (parse_count(arg, 2, MAX_INFLIGHT, &v))
+			return bench_usage_error("--reads-in-flight: '%s' is not a count from 2 to "
+						 "%u", arg, MAX_INFLIGHT);
+		o->inflight = (unsigned)v;
+		return 0;
+	case OPT_PASSES:
+		if (parse_count(arg, 1, MAX_PASSES, &v))
+			return bench_usage_error("--passes: '%s' is not a count from 1 to %u", arg,
+						 MAX_PASSES);
+		o->passes = (unsigned)v;
+		return 0;
+	case OPT_NO_FIO:
+		o->no_fio = true;
+		return 0;
+	case OPT_NO_DURABLE:
+		o->no_durable = true;
+		return 0;
+	}
+	return bench_usage_error("unknown option");
+}
+
+static int rec_check(struct bench *b, void *state)
+{
+	struct rec_opts *o = state;
+	uint64_t ckpt = (uint64_t)o->ckpt_items * (o->item_size + 64u);
+
+	if (o->size % o->sector)
+		return bench_usage_error("--size is not a multiple of the %u-byte sector", o->sector);
+	if (ckpt > o->size / 4)
+		return bench_usage_error("a checkpoint of %u items of %u bytes takes more than a "
+					 "quarter of the log (--size)", o->ckpt_items, o->item_size);
+	return 0;
+}
+
+static void rec_help(FILE *f)
+{
+	fprintf(f,
+		"      --size N           log size, with K/M/G suffixes (default 1G, at least 4M);\n"
+		"                         the file is N + 4 KiB\n"
+		"      --sector S         log sector size, 512 or 4096 (default 4096)\n"
+		"      --logbsize N       writer's log buffer size, 16K..256K (default 256K)\n"
+		"      --logbufs N        writer's log buffers, 2..8 (default 8)\n"
+		"      --item-size N      bytes of each logged item (default 4096)\n"
+		"      --ckpt-items N     items per checkpoint (default %u)\n"
+		"      --read-chunk N     recovery's bytes per chained read, 1M..256M (default %uM);\n"
+		"                         also fio's block size\n"
+		"      --reads-in-flight N  recovery's chained reads outstanding, 2..16 (default %u);\n"
+		"                         also fio's iodepth\n"
+		"      --passes N         recovery passes and fio passes, alternating; medians\n"
+		"                         shown (default %u)\n"
+		"      --no-fio           skip the fio comparison\n"
+		"      --no-durable-point end the fill with the flush: then no record vouches for\n"
+		"                         any data, and recovery verifies every record back from\n"
+		"                         the head before replaying (it reads the log twice);\n"
+		"                         default: one more checkpoint after the flush, so the\n"
+		"                         last record carries the durable point, as after a\n"
+		"                         committing engine\n"
+		"\nThe log is formatted, filled to >= 95%% with checkpoints through the writer and\n"
+		"left without an unmount record; each pass recovers it read-only.  MB/s = 10^6\n"
+		"bytes/s.  Target: recovery / fio >= %.1f.\n",
+		DEFAULT_CKPT_ITEMS, DEFAULT_READ_CHUNK >> 20, DEFAULT_INFLIGHT, DEFAULT_PASSES,
+		TARGET_RATIO);
+}
+
+/* ---- fill ---- */
+
+static uint64_t xorshift(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
+/* One checkpoint of @nitems items through the writer, accounted in r->f. */
+static int write_ckpt(struct run *r, struct jrnl_log *log, uint64_t seq, unsigned nitems,
+		      const unsigned char *pat, uint64_t *seed, uint64_t *key)
+{
+	uint32_t isz = r->o->item_size;
+	struct jrnl_wtx tx;
+	int err;
+
+	err = jrnl_tx_start(log, seq, 0, &tx);
+	for (unsigned i = 0; !err && i < nitems; i++, (*key)++) {
+		const unsigned char *d = pat + (xorshift(seed) % PATTERN_BYTES);
+
+		err = jrnl_tx_item(&tx, *key, d, isz);
+		if (!err)
+			r->f.xor ^= d[0];
+	}
+	if (!err)
+		err = jrnl_tx_commit(&tx, NULL, NULL);
+	if (err) {
+		bench_fail(r->b, err, r->b->t.path, "writing checkpoint %" PRIu64 ": %s", seq,
+			   tool_strerror(err));
+		return err;
+	}
+	r->f.ckpts++;
+	r->f.items += nitems;
+	r->f.item_bytes += (uint64_t)nitems * isz;
+	return 0;
+}
+
+static int fill_log(struct run *r)
+{
+	const struct rec_opts *o = r->o;
+	struct jrnl_log_opts lo = { .logbufs = o->logbufs, .logbsize = o->logbsize };
+	struct jrnl_log_stats st;
+	struct jrnl_log *log;
+	unsigned char *pat;
+	uint64_t seed = 0x9e3779b97f4a7c15ull, seq = 1, key = 1, t0 = now_ns();
+	size_t pat_bytes = PATTERN_BYTES + o->item_size;
+	unsigned nitems = o->ckpt_items;
+	uint64_t reserve;
+	int err, cerr;
+
+	pat = malloc(pat_bytes);
+	if (!pat) {
+		bench_fail(r->b, -ENOMEM, NULL, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < pat_bytes; i += 8) {
+		uint64_t v = xorshift(&seed);
+
+		memcpy(pat + i, &v, pat_bytes - i < 8 ? pat_bytes - i : 8);
+	}
+	err = jrnl_log_open(r->dev, &r->g, NULL, &lo, &log);
+	if (err) {
+		free(pat);
+		bench_fail(r->b, err, r->b->t.path, "cannot open the log writer: %s",
+			   tool_strerror(err));
+		return err;
+	}
+	/* Room kept for the checkpoint written after the flush (see the top comment). */
+	reserve = o->no_durable ? 0 : jrnl_log_tx_bytes(log, 1, o->item_size) + 2ull * o->logbsize;
+	for (;;) {
+		uint64_t room = jrnl_log_free_bytes(log);
+
+		room -= room < reserve ? room : reserve;
+
+		while (nitems > 1 &&
+		       jrnl_log_tx_bytes(log, nitems, (uint64_t)nitems * o->item_size) > room)
+			nitems /= 2;
+		if (jrnl_log_tx_bytes(log, nitems, (uint64_t)nitems * o->item_size) > room)
+			break;
+		if ((seq & 63) == 0) {
+			if (bench_interrupted(r->b)) {
+				err = -EINTR;
+				break;
+			}
+			bench_progress(r->b, "filling the log: %.0f%%",
+				       100.0 * (double)(jrnl_lsn_sector(jrnl_log_head(log)) *
+							 (uint64_t)r->g.sector) / (double)o->size);
+		}
+		err = write_ckpt(r, log, seq++, nitems, pat, &seed, &key);
+		if (err)
+			break;
+	}
+	if (!err)
+		err = jrnl_log_force(log);
+	if (!err)
+		err = jrnl_log_flush(log);
+	if (!err && !o->no_durable) {
+		/* Its record is sealed after the flush, so it says everything before it is
+		 * stable: the state an engine that flushes its commits leaves at a crash. */
+		err = write_ckpt(r, log, seq++, 1, pat, &seed, &key);
+		if (!err)
+			err = jrnl_log_force(log);
+		if (!err)
+			err = jrnl_log_flush(log);
+	}
+	jrnl_log_stats(log, &st);
+	cerr = jrnl_log_close(log);
+	if (!err)
+		err = cerr;
+	free(pat);
+	r->f.fill_s = (double)(now_ns() - t0) / 1e9;
+	if (err) {
+		if (err != -EINTR && !r->b->err_msg[0])
+			bench_fail(r->b, err, r->b->t.path, "filling the log: %s", tool_strerror(err));
+		return err;
+	}
+	r->f.records = st.records;
+	r->f.record_bytes = st.record_bytes;
+	r->f.buffer_waits = st.buffer_waits;
+	r->f.head_lsn = st.head_lsn;
+	/* The tail never moved from 1/0 and the head never wrapped: live = head's sector. */
+	r->f.live_bytes = (uint64_t)jrnl_lsn_sector(st.head_lsn) * r->g.sector;
+	if (jrnl_lsn_cycle(st.head_lsn) != 1)
+		r->f.live_bytes = r->g.log_size;
+	r->f.live_fraction = (double)r->f.live_bytes / (double)r->g.log_size;
+	if (r->f.live_fraction < MIN_LIVE_FRACTION) {
+		bench_fail(r->b, -ENOSPC, r->b->t.path, "the fill covered only %.1f%% of the log "
+			   "(at least %.0f%% wanted)", 100 * r->f.live_fraction,
+			   100 * MIN_LIVE_FRACTION);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+/* ---- recovery passes ---- */
+
+static int replay_cb(void *priv, const struct jrnl_ckpt *ckpt, const struct jrnl_item_view *items,
+		     size_t nitems)
+{
+	struct replay *rp = priv;
+
+	for (size_t i = 0; i < nitems; i++) {
+		if (items[i].len)
+			rp->xor ^= *(const unsigned char *)items[i].data;
+		rp->bytes += items[i].len;
+	}
+	rp->items += nitems;
+	if ((++rp->ckpts & 255) == 0 && bench_interrupted(rp->b)) {
+		rp->stopped = true;
+		return 1;
+	}
+	(void)ckpt;
+	return 0;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t proc_cpu_ns(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
+	       ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
+}
+
+/* Say what in @rep or @rp disagrees with what the fill wrote; 0 when nothing does. */
+static int validate(struct run *r, const struct jrnl_report *rep, const struct replay *rp,
+		    char *what, size_t len)
+{
+	const struct fill *f = &r->f;
+
+	if (rep->corruption)
+		snprintf(what, len, "recovery reported %s: %s", tool_err_name(rep->corruption),
+			 rep->corrupt_what);
+	else if (rep->empty || rep->clean)
+		snprintf(what, len, "recovery found a%s log, not a crashed one",
+			 rep->empty ? "n empty" : " cleanly unmounted");
+	else if (rep->checkpoints != f->ckpts || rp->ckpts != f->ckpts)
+		snprintf(what, len, "recovery replayed %" PRIu64 " checkpoints (callback: %" PRIu64
+			 "), the fill wrote %" PRIu64, rep->checkpoints, rp->ckpts, f->ckpts);
+	else if (rep->items != f->items || rp->items != f->items)
+		snprintf(what, len, "recovery replayed %" PRIu64 " items, the fill wrote %" PRIu64,
+			 rep->items, f->items);
+	else if (rep->bytes_replayed != f->item_bytes || rp->bytes != f->item_bytes)
+		snprintf(what, len, "recovery replayed %" PRIu64 " item bytes (callback: %" PRIu64
+			 "), the fill wrote %" PRIu64, rep->bytes_replayed, rp->bytes, f->item_bytes);
+	else if (rp->xor != f->xor)
+		snprintf(what, len, "the items' first bytes XOR to %#x, the fill's to %#x",
+			 rp->xor, f->xor);
+	else if (rep->dropped)
+		snprintf(what, len, "recovery dropped %" PRIu64 " incomplete checkpoints",
+			 rep->dropped);
+	else if (rep->records != f->records)
+		snprintf(what, len, "recovery found %" PRIu64 " records, the writer wrote %" PRIu64,
+			 rep->records, f->records);
+	else if (rep->head_lsn != f->head_lsn)
+		snprintf(what, len, "recovery put the head at %u/%u, the writer's is at %u/%u",
+			 jrnl_lsn_cycle(rep->head_lsn), jrnl_lsn_sector(rep->head_lsn),
+			 jrnl_lsn_cycle(f->head_lsn), jrnl_lsn_sector(f->head_lsn));
+	else
+		return 0;
+	return -1;
+}
+
+static int recover_pass(struct run *r, unsigned i)
+{
+	struct rec_pass *p = &r->pass[i];
+	struct replay rp = { .b = r->b };
+	struct jrnl_recover_opts ro = {
+		.replay = replay_cb, .priv = &rp, .read_only = true,
+		.read_chunk = r->o->read_chunk, .reads_in_flight = r->o->inflight,
+	};
+	struct jrnl_geom g;
+	uint64_t t0, c0, pc0;
+	char what[512];
+	int err;
+
+	t0 = now_ns();
+	c0 = thread_cpu_ns();
+	pc0 = proc_cpu_ns();
+	err = jrnl_sb_read(r->dev, &g);
+	if (!err)
+		err = jrnl_recover(r->dev, &g, &ro, &p->rep);
+	p->cpu_ns = thread_cpu_ns() - c0;
+	p->proc_cpu_ns = proc_cpu_ns() - pc0;
+	p->wall_ns = now_ns() - t0;
+	if (rp.stopped)
+		return -EINTR;
+	if (err) {
+		if (!p->rep.corruption)
+			bench_fail(r->b, err, r->b->t.path, "recovery pass %u failed: %s", i + 1,
+				   tool_strerror(err));
+		else
+			bench_fail(r->b, err, r->b->t.path, "recovery pass %u: %s at offset %"
+				   PRIu64 ": %s", i + 1, tool_err_name(err), p->rep.corrupt_offset,
+				   p->rep.corrupt_what);
+		return err;
+	}
+	if (validate(r, &p->rep, &rp, what, sizeof(what))) {
+		bench_fail(r->b, DELOG_ECORRUPT, r->b->t.path, "recovery pass %u does not match the "
+			   "fill: %s", i + 1, what);
+		return DELOG_ECORRUPT;
+	}
+	p->mbs = bench_mbs(p->rep.bytes_read, p->wall_ns);
+	return 0;
+}
+
+/* One fio pass (NaN once fio has failed: the first error is kept, fio not run again). */
+static void fio_pass(struct run *r, unsigned i)
+{
+	r->pass[i].fio_mbs = NAN;
+	if (!r->fio || r->fio_err[0])
+		return;
+	r->fio_ran = true;
+	if (fio_run(&r->job, &r->pass[i].fio_mbs, r->fio_err, sizeof(r->fio_err)))
+		r->pass[i].fio_mbs = NAN;
+}
+
+static int passes(struct run *r)
+{
+	const struct rec_opts *o = r->o;
+	int err = 0;
+
+	if (r->fio) {
+		r->job = (struct fio_job){
+			.fio = r->fio, .name = "delog-bench-recovery", .filename = r->b->t.path,
+			.rw = "read",
+			.ioengine = !strcmp(r->backend, "uring") ? "io_uring" : "libaio",
+			.bs = o->read_chunk, .iodepth = o->inflight, .offset = r->g.log_start,
+			.size = r->f.live_bytes - r->f.live_bytes % o->read_chunk,
+			.readonly = true,
+		};
+		if (!r->job.size)
+			r->job.size = r->f.live_bytes - r->f.live_bytes % IO_SEG_BYTES;
+	}
+	for (unsigned i = 0; i < o->passes && !err; i++) {
+		bool fio_first = r->fio && i % 2;
+
+		r->pass[i].fio_mbs = NAN;
+		if (fio_first) {
+			bench_progress(r->b, "pass %u/%u: fio", i + 1, o->passes);
+			fio_pass(r, i);
+		}
+		if (bench_interrupted(r->b))
+			return -EINTR;
+		bench_progress(r->b, "pass %u/%u: recovery", i + 1, o->passes);
+		err = recover_pass(r, i);
+		if (!err && r->fio && !fio_first) {
+			bench_progress(r->b, "pass %u/%u: fio", i + 1, o->passes);
+			fio_pass(r, i);
+		}
+		if (!err && bench_interrupted(r->b))
+			err = -EINTR;
+	}
+	return err;
+}
+
+/* ---- report ---- */
+
+struct summary {
+	double rec_mbs, fio_mbs, ratio, wall_s, cpu_s, proc_cpu_s, cpu_mbs, ckpt_per_s;
+	double items_per_s;
+	double log_mbs;           /* live log bytes per second */
+	double read_amp;          /* bytes_read / live bytes */
+};
+
+static void summarise(const struct run *r, struct summary *s)
+{
+	unsigned n = r->o->passes;
+	double v[MAX_PASSES];
+
+	for (unsigned i = 0; i < n; i++)
+		v[i] = r->pass[i].mbs;
+	s->rec_mbs = bench_median(v, n);
+	for (unsigned i = 0; i < n; i++)
+		v[i] = r->pass[i].fio_mbs;
+	s->fio_mbs = bench_median(v, n);
+	s->ratio = s->rec_mbs / s->fio_mbs;
+	for (unsigned i = 0; i < n; i++)
+		v[i] = (double)r->pass[i].wall_ns / 1e9;
+	s->wall_s = bench_median(v, n);
+	for (unsigned i = 0; i < n; i++)
+		v[i] = (double)r->pass[i].cpu_ns / 1e9;
+	s->cpu_s = bench_median(v, n);
+	for (unsigned i = 0; i < n; i++)
+		v[i] = (double)r->pass[i].proc_cpu_ns / 1e9;
+	s->proc_cpu_s = bench_median(v, n);
+	s->cpu_mbs = (double)r->pass[0].rep.bytes_read / s->cpu_s / 1e6;
+	s->ckpt_per_s = (double)r->f.ckpts / s->wall_s;
+	s->items_per_s = (double)r->f.items / s->wall_s;
+	s->log_mbs = (double)r->f.live_bytes / s->wall_s / 1e6;
+	s->read_amp = (double)r->pass[0].rep.bytes_read / (double)r->f.live_bytes;
+}
+
+static void print_human(struct run *r, const struct summary *s)
+{
+	struct bench *b = r->b;
+	const struct rec_opts *o = r->o;
+	const struct jrnl_report *rep = &r->pass[0].rep;
+	char a[32], c[32], d[32];
+
+	bench_out(b, "delog bench --workload recovery %s\n", b->t.path);
+	bench_out(b, "  target      %s%s, backend %s\n",
+		  b->t.is_blockdev ? "block device" : "file on ", b->t.is_blockdev ? "" : r->fs_type,
+		  r->backend);
+	bench_out(b, "  log         %s, %u-byte sectors; writer %u x %s buffers; formatted in "
+		  "%.2f s\n", fmt_bytes(r->g.log_size, a, sizeof(a)), r->g.sector, o->logbufs,
+		  fmt_bytes(o->logbsize, c, sizeof(c)), r->f.format_s);
+	bench_out(b, "  fill        %" PRIu64 " checkpoints of up to %u items of %s, %" PRIu64
+		  " records, %s live (%.2f%% of the log), %.2f s (%.0f MB/s)\n", r->f.ckpts,
+		  o->ckpt_items, fmt_bytes(o->item_size, a, sizeof(a)), r->f.records,
+		  fmt_bytes(r->f.live_bytes, c, sizeof(c)), 100 * r->f.live_fraction, r->f.fill_s,
+		  (double)r->f.record_bytes / r->f.fill_s / 1e6);
+	bench_out(b, "  recovery    read-only, read chunk %s, %u reads in flight, %u pass%s\n",
+		  fmt_bytes(o->read_chunk, a, sizeof(a)), o->inflight, o->passes,
+		  o->passes == 1 ? "" : "es");
+	if (r->fio)
+		bench_out(b, "  fio         --rw=read --direct=1 --ioengine=%s --bs=%s --iodepth=%u, "
+			  "%s from byte %" PRIu64 "\n", r->job.ioengine,
+			  fmt_bytes(r->job.bs, a, sizeof(a)), r->job.iodepth,
+			  fmt_bytes(r->job.size, c, sizeof(c)), r->job.offset);
+
+	bench_out(b, "\n  %-6s %14s %10s %10s %14s\n", "pass", "recovery MB/s", "seconds",
+		  "cpu s", "fio MB/s");
+	for (unsigned i = 0; i < o->passes; i++) {
+		const struct rec_pass *p = &r->pass[i];
+
+		if (isnan(p->fio_mbs))
+			snprintf(d, sizeof(d), "%s", "-");
+		else
+			snprintf(d, sizeof(d), "%.1f", p->fio_mbs);
+		bench_out(b, "  %-6u %14.1f %10.3f %10.3f %14s\n", i + 1, p->mbs,
+			  (double)p->wall_ns / 1e9, (double)p->cpu_ns / 1e9, d);
+	}
+	if (isnan(s->fio_mbs))
+		snprintf(d, sizeof(d), "%s", "-");
+	else
+		snprintf(d, sizeof(d), "%.1f", s->fio_mbs);
+	bench_out(b, "  %-6s %14.1f %10.3f %10.3f %14s\n", "median", s->rec_mbs, s->wall_s,
+		  s->cpu_s, d);
+
+	bench_out(b, "\n  per pass    %" PRIu64 " checkpoints (%.0f/s), %" PRIu64 " items (%.0f/s), "
+		  "%s replayed\n", rep->checkpoints, s->ckpt_per_s, rep->items, s->items_per_s,
+		  fmt_bytes(rep->bytes_replayed, a, sizeof(a)));
+	bench_out(b, "              %s read in %" PRIu64 " requests, at most %u chained reads in "
+		  "flight; %" PRIu64 " records verified\n", fmt_bytes(rep->bytes_read, a, sizeof(a)),
+		  rep->read_reqs, rep->max_reads_in_flight, rep->records);
+	bench_out(b, "              %.2f bytes read per live log byte: the live log is recovered at "
+		  "%.1f MB/s\n", s->read_amp, s->log_mbs);
+	bench_out(b, "  cpu         recovering thread %.3f s of %.3f s (%.0f%%; parsing at %.0f MB/s "
+		  "when not waiting for reads); process %.3f s\n", s->cpu_s, s->wall_s,
+		  100 * s->cpu_s / s->wall_s, s->cpu_mbs, s->proc_cpu_s);
+	if (r->fio && !isnan(s->fio_mbs))
+	{
+		bench_out(b, "  ratio       recovery / fio = %.3f (target >= %.1f: %s)\n", s->ratio,
+			  TARGET_RATIO, s->ratio >= TARGET_RATIO ? "met" : "NOT met");
+		if (s->read_amp > 1.1)
+			bench_out(b, "              but recovery read the log %.2f times: live log "
+				  "MB/s / fio = %.3f\n", s->read_amp, s->log_mbs / s->fio_mbs);
+	}
+	else if (o->no_fio)
+		bench_out(b, "  ratio       - (fio skipped: --no-fio; target >= %.1f)\n", TARGET_RATIO);
+	else if (!r->fio)
+		bench_out(b, "  ratio       - (fio is not installed: apt-get install fio; target >= "
+			  "%.1f)\n", TARGET_RATIO);
+	if (r->fio_err[0])
+		bench_out(b, "  fio         %s\n", r->fio_err);
+	bench_out(b, "\nbench took %.1f s\n", (double)(now_ns() - b->t0) / 1e9);
+}
+
+static void json_pass_array(struct json *j, const char *key, const struct run *r, int what)
+{
+	json_arr_begin(j, key);
+	for (unsigned i = 0; i < r->o->passes; i++) {
+		const struct rec_pass *p = &r->pass[i];
+
+		switch (what) {
+		case 0: json_dbl(j, NULL, p->mbs); break;
+		case 1: json_dbl(j, NULL, (double)p->wall_ns / 1e9); break;
+		case 2: json_dbl(j, NULL, (double)p->cpu_ns / 1e9); break;
+		case 3: json_dbl(j, NULL, (double)p->proc_cpu_ns / 1e9); break;
+		default: json_dbl(j, NULL, p->fio_mbs); break; /* NaN -> null */
+		}
+	}
+	json_arr_end(j);
+}
+
+static void print_json(struct run *r, const struct summary *s)
+{
+	const struct rec_opts *o = r->o;
+	const struct jrnl_report *rep = &r->pass[0].rep;
+	bool have_fio = !isnan(s->fio_mbs);
+	struct json j;
+
+	json_init(&j, stdout, true);
+	json_obj_begin(&j, NULL);
+	bench_json_head(r->b, &j);
+	json_str(&j, "fs_type", r->fs_type);
+	json_u64(&j, "size", o->size);
+	json_obj_begin(&j, "params");
+	json_u64(&j, "sector", r->g.sector);
+	json_u64(&j, "logbufs", o->logbufs);
+	json_u64(&j, "logbsize", o->logbsize);
+	json_u64(&j, "item_size", o->item_size);
+	json_u64(&j, "ckpt_items", o->ckpt_items);
+	json_u64(&j, "read_chunk", o->read_chunk);
+	json_u64(&j, "reads_in_flight", o->inflight);
+	json_u64(&j, "passes", o->passes);
+	json_bool(&j, "durable_point", !o->no_durable);
+	json_obj_end(&j);
+	json_obj_begin(&j, "fill");
+	json_u64(&j, "checkpoints", r->f.ckpts);
+	json_u64(&j, "items", r->f.items);
+	json_u64(&j, "item_bytes", r->f.item_bytes);
+	json_u64(&j, "records", r->f.records);
+	json_u64(&j, "record_bytes", r->f.record_bytes);
+	json_u64(&j, "live_bytes", r->f.live_bytes);
+	json_dbl(&j, "live_fraction", r->f.live_fraction);
+	json_dbl(&j, "format_s", r->f.format_s);
+	json_dbl(&j, "fill_s", r->f.fill_s);
+	json_dbl(&j, "fill_mb_per_s", (double)r->f.record_bytes / r->f.fill_s / 1e6);
+	json_obj_end(&j);
+
+	json_u64(&j, "bytes_read", rep->bytes_read);
+	json_dbl(&j, "recovery_mb_per_s", s->rec_mbs);
+	if (have_fio) {
+		json_dbl(&j, "fio_mb_per_s", s->fio_mbs);
+		json_dbl(&j, "ratio", s->ratio);
+		json_bool(&j, "target_met", s->ratio >= TARGET_RATIO);
+		json_dbl(&j, "log_ratio", s->log_mbs / s->fio_mbs);
+	} else {
+		json_null(&j, "fio_mb_per_s");
+		json_null(&j, "ratio");
+		json_null(&j, "target_met");
+		json_null(&j, "log_ratio");
+	}
+	json_dbl(&j, "target_ratio", TARGET_RATIO);
+	json_dbl(&j, "recovery_s", s->wall_s);
+	json_dbl(&j, "log_mb_per_s", s->log_mbs);
+	json_dbl(&j, "read_amplification", s->read_amp);
+	json_u64(&j, "checkpoints", rep->checkpoints);
+	json_dbl(&j, "checkpoints_per_s", s->ckpt_per_s);
+	json_u64(&j, "items", rep->items);
+	json_dbl(&j, "items_per_s", s->items_per_s);
+	json_u64(&j, "bytes_replayed", rep->bytes_replayed);
+	json_u64(&j, "records", rep->records);
+	json_u64(&j, "read_reqs", rep->read_reqs);
+	json_u64(&j, "max_reads_in_flight", rep->max_reads_in_flight);
+	json_dbl(&j, "cpu_s", s->cpu_s);
+	json_dbl(&j, "cpu_fraction", s->cpu_s / s->wall_s);
+	json_dbl(&j, "cpu_mb_per_s", s->cpu_mbs);
+	json_dbl(&j, "process_cpu_s", s->proc_cpu_s);
+
+	json_obj_begin(&j, "passes");
+	json_pass_array(&j, "recovery_mb_per_s", r, 0);
+	json_pass_array(&j, "recovery_s", r, 1);
+	json_pass_array(&j, "cpu_s", r, 2);
+	json_pass_array(&j, "process_cpu_s", r, 3);
+	json_pass_array(&j, "fio_mb_per_s", r, 4);
+	json_obj_end(&j);
+
+	json_obj_begin(&j, "fio");
+	json_bool(&j, "installed", r->installed);
+	json_bool(&j, "skipped", o->no_fio);
+	json_bool(&j, "ran", r->fio_ran);
+	if (r->fio) {
+		json_str(&j, "ioengine", r->job.ioengine);
+		json_u64(&j, "bs", r->job.bs);
+		json_u64(&j, "iodepth", r->job.iodepth);
+		json_u64(&j, "offset", r->job.offset);
+		json_u64(&j, "bytes", r->job.size);
+	}
+	json_str(&j, "error", r->fio_err[0] ? r->fio_err : NULL);
+	json_obj_end(&j);
+	tool_json_geom(&j, "superblock", &r->g);
+	tool_json_report(&j, "report", rep);
+	json_null(&j, "error");
+	json_dbl(&j, "elapsed_s", (double)(now_ns() - r->b->t0) / 1e9);
+	json_obj_end(&j);
+	json_finish(&j);
+	r->b->json_done = true;
+}
+
+/* ---- the run ---- */
+
+static int rec_run(struct bench *b, void *state)
+{
+	const struct rec_opts *o = state;
+	struct run *r;
+	struct io_dev_opts dopts;
+	struct jrnl_format_opts fo = { .sector = o->sector, .log_size = o->size };
+	struct summary s;
+	char msg[512];
+	uint64_t t0;
+	int err, ret = TOOL_EXIT_FAIL;
+
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		bench_fail(b, -ENOMEM, NULL, "out of memory");
+		return TOOL_EXIT_FAIL;
+	}
+	r->b = b;
+	r->o = o;
+	r->fio = fio_find(r->fio_path, sizeof(r->fio_path));
+	r->installed = r->fio != NULL;
+	if (o->no_fio)
+		r->fio = NULL;
+	if (bench_target_open(b, JRNL_SB_AREA + o->size))
+		goto out;
+
+	bench_dev_opts(b, &dopts, msg, sizeof(msg));
+	err = io_dev_open(b->t.path, &dopts, &r->dev);
+	if (err) {
+		bench_fail(b, err, msg[0] ? NULL : b->t.path, "%s", msg[0] ? msg : tool_strerror(err));
+		goto out;
+	}
+	r->backend = io_dev_backend(r->dev);
+	r->fs_type = io_dev_geom(r->dev)->fs_type;
+	if (!b->o.backend)
+		b->o.backend = r->backend;
+
+	bench_progress(b, "formatting %s", b->t.path);
+	t0 = now_ns();
+	err = jrnl_format(r->dev, &fo, &r->g);
+	r->f.format_s = (double)(now_ns() - t0) / 1e9;
+	if (err) {
+		bench_fail(b, err, b->t.path, "cannot format: %s", tool_strerror(err));
+		goto out;
+	}
+	if (bench_interrupted(b) || fill_log(r) || passes(r))
+		goto out;
+	summarise(r, &s);
+	if (b->o.json)
+		print_json(r, &s);
+	else
+		print_human(r, &s);
+	ret = TOOL_EXIT_OK;
+out:
+	if (r->dev)
+		io_dev_close(r->dev);
+	free(r);
+	return ret;
+}
+
+const struct bench_workload bench_recovery = {
+	.name = "recovery",
+	.summary = "recovery read throughput of a full 1 GiB log, next to fio's sequential read",
+	.opts = rec_options,
+	.state_size = sizeof(struct rec_opts),
+	.defaults = rec_defaults,
+	.option = rec_option,
+	.check = rec_check,
+	.help = rec_help,
+	.run = rec_run,
+};
