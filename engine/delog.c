@@ -42,6 +42,8 @@ void log_shutdown(struct delog *log, int err)
 	atomic_compare_exchange_strong(&log->error, &expect, err);
 	pthread_mutex_lock(&log->lock);
 	pthread_cond_broadcast(&log->durable_cond);
+	for (unsigned i = 0; i < FORCE_QUEUES; i++)
+		pthread_cond_broadcast(&log->force_cond[i]);
 	pthread_cond_broadcast(&log->push_cond);
 	pthread_mutex_unlock(&log->lock);
 	space_wake(log);
@@ -59,9 +61,12 @@ void log_durable(struct delog *log, uint64_t seq)
 
 	pthread_mutex_lock(&log->lock);
 	if (!atomic_load(&log->error) && seq > atomic_load(&log->durable_seq)) {
+		uint64_t old = atomic_load(&log->durable_seq);
+
 		atomic_store(&log->durable_seq, seq);
 		moved = true;
-		pthread_cond_broadcast(&log->durable_cond);
+		for (uint64_t s = old + 1; s <= seq && s <= old + FORCE_QUEUES; s++)
+			pthread_cond_broadcast(&log->force_cond[s % FORCE_QUEUES]);
 	}
 	pthread_mutex_unlock(&log->lock);
 	if (moved && log->efd >= 0) {
@@ -148,6 +153,8 @@ static void log_free(struct delog *log)
 	pthread_rwlock_destroy(&log->ctx_lock);
 	pthread_cond_destroy(&log->push_cond);
 	pthread_cond_destroy(&log->durable_cond);
+	for (unsigned i = 0; i < FORCE_QUEUES; i++)
+		pthread_cond_destroy(&log->force_cond[i]);
 	pthread_mutex_destroy(&log->lock);
 	if (log->own_dev)
 		io_dev_close(log->dev);
@@ -177,6 +184,8 @@ static int open_common(struct io_dev *dev, bool own, bool fresh, const struct de
 	pthread_mutex_init(&log->lock, NULL);
 	pthread_cond_init(&log->push_cond, NULL);
 	pthread_cond_init(&log->durable_cond, NULL);
+	for (unsigned i = 0; i < FORCE_QUEUES; i++)
+		pthread_cond_init(&log->force_cond[i], NULL);
 	pthread_rwlockattr_init(&ra);
 	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	pthread_rwlock_init(&log->ctx_lock, &ra);
@@ -191,7 +200,7 @@ static int open_common(struct io_dev *dev, bool own, bool fresh, const struct de
 	    (err == DELOG_ENOTLOG && !own && (o->flags & DELOG_OPEN_CREATE))) {
 		struct jrnl_format_opts fo = { .sector = o->sector, .log_size = 0 };
 
-		if (!own && o->create_size)
+		if (o->create_size)
 			fo.log_size = o->create_size;
 		err = jrnl_format(dev, &fo, &log->geom);
 	}
@@ -370,7 +379,7 @@ int delog_force(delog *log, uint64_t seq)
 	pthread_mutex_lock(&log->lock);
 	push_request(log, seq);
 	while (atomic_load(&log->durable_seq) < seq && !atomic_load(&log->error))
-		pthread_cond_wait(&log->durable_cond, &log->lock);
+		pthread_cond_wait(&log->force_cond[seq % FORCE_QUEUES], &log->lock);
 	pthread_mutex_unlock(&log->lock);
 	return atomic_load(&log->durable_seq) >= seq ? 0 : DELOG_ESHUTDOWN;
 }

@@ -165,7 +165,11 @@ struct delog {
 	/* lock protects what follows and the conds. */
 	pthread_mutex_t lock;
 	pthread_cond_t push_cond;     /* wake the push thread */
-	pthread_cond_t durable_cond;  /* durable_seq moved, a push finished, or shutdown */
+	pthread_cond_t durable_cond;  /* a push swapped the CIL, or shutdown */
+	/* Forces wait on force_cond[seq % FORCE_QUEUES], so a checkpoint's durability wakes
+	 * only those waiting for it (and the rare alias), not every client. */
+#define FORCE_QUEUES 8u
+	pthread_cond_t force_cond[FORCE_QUEUES];
 	pthread_t push_thread;
 	bool push_running, stopping;
 	uint64_t force_seq;       /* highest sequence a force asked to push */

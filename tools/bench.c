@@ -19,7 +19,8 @@
  *    overwritten by the bench, so it needs --force (as for `delog probe`); a block device
  *    is held open O_EXCL for the run, so it cannot be mounted under us.  tmpfs is refused
  *    before anything is allocated on it (no O_DIRECT there).
- *  - Stop signals.  SIGINT, SIGTERM and SIGHUP (unless ignored) are blocked before any
+ *  - Stop signals.  SIGINT, SIGTERM, SIGHUP and SIGPIPE (unless ignored; SIGPIPE so
+ *    that `delog bench ... | head` still removes its file) are blocked before any
  *    iolayer thread exists, so all threads inherit the mask; workloads poll
  *    bench_interrupted between steps, the target is cleaned up, and only then is the
  *    mask restored, so the pending signal kills the process after the cleanup.
@@ -46,6 +47,7 @@
 
 static const struct bench_workload *const workloads[] = {
 	&bench_recovery,
+	&bench_commit,
 };
 
 #define NR_WORKLOADS (sizeof(workloads) / sizeof(workloads[0]))
@@ -491,8 +493,9 @@ static int parse_args(int argc, char **argv, struct bench *b,
 				b->o.backend = NULL;
 				break;
 			}
-			if (!strcmp(optarg, "sim") || !io_backend_built(optarg))
-				return bench_usage_error("--backend: '%s' is not uring, aio or psync "
+			/* sim: the in-memory disk, for workloads that support it (no PATH). */
+			if (!io_backend_built(optarg))
+				return bench_usage_error("--backend: '%s' is not uring, aio, psync or sim "
 							 "(built in: those listed by --help)", optarg);
 			b->o.backend = optarg;
 			break;
@@ -567,7 +570,7 @@ static void json_error_doc(struct bench *b)
 
 int cmd_bench(int argc, char **argv)
 {
-	static const int stop_sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	static const int stop_sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
 	const struct bench_workload *w = NULL;
 	void *state = NULL;
 	struct bench b;

@@ -66,6 +66,7 @@ struct bench_workload {
 };
 
 extern const struct bench_workload bench_recovery;
+extern const struct bench_workload bench_commit;
 
 /*
  * The target: the PATH given or a new temporary file "delog-bench-PID-N.tmp" in the
@@ -80,7 +81,7 @@ int bench_target_open(struct bench *b, uint64_t bytes);
 /* io_dev_opts for the target on the chosen backend, errors into @msg. */
 void bench_dev_opts(const struct bench *b, struct io_dev_opts *o, char *msg, size_t len);
 
-/* A stop signal (SIGINT, SIGTERM, SIGHUP) is pending: stop, clean up, return. */
+/* A stop signal (SIGINT, SIGTERM, SIGHUP, SIGPIPE) is pending: stop, clean up, return. */
 bool bench_interrupted(const struct bench *b);
 
 /* "delog bench: <subject>: <reason>" on stderr (subject may be NULL); the first one is

@@ -13,8 +13,13 @@
  *     never refuses one and nothing is left half-written.  The tail stays at the start
  *     of the log (nothing is released), so [tail, head) is the whole log less the last
  *     checkpoint's worth; under 95 % of --size is a failure.  Then jrnl_log_force,
- *     jrnl_log_flush, jrnl_log_close, and no unmount record: recovery sees a crashed log
- *     and must read and replay all of it.
+ *     jrnl_log_flush, one more one-item checkpoint, force and flush again, and
+ *     jrnl_log_close, with no unmount record: recovery sees a crashed log and must read
+ *     and replay all of it.  The last checkpoint's record is sealed after the flush, so
+ *     it carries the durable point, as the records of an engine that flushes its
+ *     commits do.  Without it (--no-durable-point) no record vouches for any other, and
+ *     recovery verifies every record back from the head before its main pass, reading
+ *     the log twice (docs/BENCH.md); the bench then also prints the live-log rate.
  *  3. --passes times: jrnl_sb_read + jrnl_recover (read_only, so nothing is stamped and
  *     every pass sees the same log) with a replay callback that touches every item (XORs
  *     its first byte, counts its bytes), timed with now_ns; MB/s is report.bytes_read
@@ -24,13 +29,15 @@
  *     fio passes alternate, and the order flips every pass, so device drift and caches
  *     affect both alike; medians are reported, and every pass too.
  *  4. Every pass must validate: no corruption, not clean, nothing dropped, exactly the
- *     checkpoints, items and item bytes the fill wrote, the XOR the fill computed, and
- *     the writer's record count.  A benchmark of a recovery that does not recover is
+ *     checkpoints, items and item bytes the fill wrote, the XOR the fill computed, the
+ *     writer's record count and its head.  A benchmark of a recovery that does not recover is
  *     worthless, so any mismatch fails the run.
  *
  * Where the time goes: the recovering thread's CPU time (CLOCK_THREAD_CPUTIME_ID around
  * jrnl_recover) is what it spent checking, unpacking and parsing records (CRCs, memcpy
- * into transactions, the callback); the rest of the wall time it was waiting for reads.
+ * into transactions, the callback) and submitting the reads (with io_uring the kernel
+ * pins the buffers' pages on the submitting thread); the rest of the wall time it was
+ * waiting for reads.
  * bytes_read / cpu time is the speed recovery would reach on an infinitely fast device,
  * so when it is not well above fio's bandwidth the parser, not the device, is the limit.
  * The process's CPU time (getrusage) adds the iolayer's completion threads.
@@ -247,6 +254,9 @@ static int rec_check(struct bench *b, void *state)
 {
 	struct rec_opts *o = state;
 	uint64_t ckpt = (uint64_t)o->ckpt_items * (o->item_size + 64u);
+
+	if (b->o.backend && !strcmp(b->o.backend, "sim"))
+		return bench_usage_error("the recovery workload needs a file or device, not sim");
 
 	if (o->size % o->sector)
 		return bench_usage_error("--size is not a multiple of the %u-byte sector", o->sector);
@@ -884,7 +894,7 @@ out:
 
 const struct bench_workload bench_recovery = {
 	.name = "recovery",
-	.summary = "recovery read throughput of a full 1 GiB log, next to fio's sequential read",
+	.summary = "recovery read MB/s of a full log (1 GiB), next to fio's sequential read",
 	.opts = rec_options,
 	.state_size = sizeof(struct rec_opts),
 	.defaults = rec_defaults,

@@ -163,7 +163,8 @@ struct delog_options {
 	uint32_t logbsize;        /* log buffer bytes, power of two 16 KiB..256 KiB; 0: 256 KiB */
 	enum delog_flush_policy flush; /* default DELOG_FLUSH_SYNC (0) */
 	unsigned flags;           /* DELOG_OPEN_* */
-	uint64_t create_size;     /* log size for CREATE/FORMAT of a new file; 0: 64 MiB */
+	uint64_t create_size;     /* log size for CREATE and FORMAT; 0: 64 MiB for a new
+				   * file, the whole file or device when formatting one */
 	uint32_t sector;          /* sector size for FORMAT: 512 or 4096; 0: 4096 */
 	uint64_t cil_push_bytes;  /* background push threshold; 0: min(log/8, 32 MiB);
 				   * committers block at twice it */
