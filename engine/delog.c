@@ -156,6 +156,7 @@ static void log_free(struct delog *log)
 	for (unsigned i = 0; i < FORCE_QUEUES; i++)
 		pthread_cond_destroy(&log->force_cond[i]);
 	pthread_mutex_destroy(&log->lock);
+	pthread_mutex_destroy(&log->write_lock);
 	if (log->own_dev)
 		io_dev_close(log->dev);
 	free(log);
@@ -182,6 +183,7 @@ static int open_common(struct io_dev *dev, bool own, bool fresh, const struct de
 	log->own_dev = own;
 	log->efd = -1;
 	pthread_mutex_init(&log->lock, NULL);
+	pthread_mutex_init(&log->write_lock, NULL);
 	pthread_cond_init(&log->push_cond, NULL);
 	pthread_cond_init(&log->durable_cond, NULL);
 	for (unsigned i = 0; i < FORCE_QUEUES; i++)
@@ -376,8 +378,15 @@ int delog_force(delog *log, uint64_t seq)
 		return 0;
 	}
 	atomic_fetch_add_explicit(&log->st_force_waits, 1, memory_order_relaxed);
+	/* Nobody writing: push it ourselves (push.c), no hand-off to the push thread. */
+	if (seq == open && pthread_mutex_trylock(&log->write_lock) == 0) {
+		if (atomic_load(&log->open_seq) == seq)
+			push_now(log);
+		pthread_mutex_unlock(&log->write_lock);
+	}
 	pthread_mutex_lock(&log->lock);
-	push_request(log, seq);
+	if (atomic_load(&log->open_seq) <= seq)
+		push_request(log, seq);
 	while (atomic_load(&log->durable_seq) < seq && !atomic_load(&log->error))
 		pthread_cond_wait(&log->force_cond[seq % FORCE_QUEUES], &log->lock);
 	pthread_mutex_unlock(&log->lock);

@@ -172,6 +172,8 @@ struct delog {
 	pthread_cond_t force_cond[FORCE_QUEUES];
 	pthread_t push_thread;
 	bool push_running, stopping;
+	bool push_wanted;         /* the CIL passed push_bytes: push even without a force */
+	pthread_mutex_t write_lock; /* held by whoever writes a checkpoint (push_now) */
 	uint64_t force_seq;       /* highest sequence a force asked to push */
 	uint64_t pushed_seq;      /* highest sequence whose checkpoint was written */
 	uint64_t done_seq;        /* highest sequence whose commit record completed */
@@ -195,7 +197,11 @@ void ckpt_done(void *priv, int err, uint64_t commit_lsn, uint64_t end_lsn);
 
 int push_start(struct delog *log);
 void push_stop(struct delog *log);
-/* Ask the push thread to write everything up to @seq (lock held). */
+/* Ask the push thread to write everything up to @seq, or (0) to push the CIL because
+ * it is large (lock held). */
 void push_request(struct delog *log, uint64_t seq);
+/* Swap and write the open CIL context if it holds anything (write_lock held).  Returns
+ * 0 or the error that shut the log down. */
+int push_now(struct delog *log);
 
 #endif

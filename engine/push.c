@@ -14,8 +14,10 @@
  *   4. drops the charge (the journal's head now counts the bytes), resets the context as
  *      the next spare, and runs the policy's after hook (single: force + one flush).
  *
- * Ordering: only this thread writes to the journal (jrnl_tx_* need one writer), so
- * checkpoints reach the log in sequence order, and their commit records complete in LSN
+ * Who pushes: this thread, or a forcing thread that finds nobody writing (delog_force
+ * takes write_lock with a trylock and pushes itself, saving two thread hand-offs on the
+ * latency path of a lone client).  write_lock makes them one writer at a time
+ * (jrnl_tx_* need one writer), so checkpoints reach the log in sequence order, and their commit records complete in LSN
  * order (journal invariant L1), hence in sequence order: ckpt_done only has to count.
  * Several checkpoints may be in flight under sync and async (nothing here waits for a
  * write); single waits for each checkpoint's flush, while the next context fills.
@@ -32,6 +34,8 @@ void push_request(struct delog *log, uint64_t seq)
 {
 	if (seq > log->force_seq)
 		log->force_seq = seq;
+	if (!seq)
+		log->push_wanted = true;
 	pthread_cond_signal(&log->push_cond);
 }
 
@@ -100,62 +104,89 @@ static int write_ckpt(struct delog *log, struct cil_ctx *c)
 	return err;
 }
 
+int push_now(struct delog *log)
+{
+	struct cil_ctx *old;
+	int err;
+
+	/* 1. swap (C1) */
+	pthread_rwlock_wrlock(&log->ctx_lock);
+	if (atomic_load(&log->error) || !atomic_load(&log->cur->ntx)) {
+		pthread_rwlock_unlock(&log->ctx_lock);
+		return atomic_load(&log->error) ? DELOG_ESHUTDOWN : 0;
+	}
+	old = log->cur;
+	log->cur = log->spare;
+	log->cur->seq = old->seq + 1;
+	atomic_store(&log->open_seq, log->cur->seq);
+	log->spare = NULL;
+	pthread_rwlock_unlock(&log->ctx_lock);
+	pthread_mutex_lock(&log->lock);
+	pthread_cond_broadcast(&log->durable_cond); /* committers waiting at 2x (C5) */
+	pthread_mutex_unlock(&log->lock);
+
+	/* 2.-4. */
+	err = write_ckpt(log, old);
+	cil_ctx_reset(old);
+	pthread_mutex_lock(&log->lock);
+	log->spare = old;
+	pthread_mutex_unlock(&log->lock);
+	if (err) {
+		log_shutdown(log, err);
+		return err;
+	}
+	if (log->push_cb && space_avail(log) < log->space.log_size / 4) {
+		atomic_store(&log->space.low, true);
+		pthread_mutex_lock(&log->lock);
+		pthread_cond_signal(&log->push_cond);
+		pthread_mutex_unlock(&log->lock);
+	}
+	return 0;
+}
+
 static void *push_main(void *arg)
 {
 	struct delog *log = arg;
 
-	pthread_mutex_lock(&log->lock);
 	for (;;) {
-		struct cil_ctx *old;
-		bool want, has;
-		uint64_t target;
-		int err;
+		bool has, want;
+		uint64_t cseq, cost, target;
 
+		pthread_rwlock_rdlock(&log->ctx_lock);
 		has = atomic_load(&log->cur->ntx) != 0;
-		want = has && (log->force_seq >= log->cur->seq || log->stopping ||
-			       atomic_load(&log->cur->cost) >= log->push_bytes);
-		if (log->push_cb && log->space.low) {
+		cseq = log->cur->seq;
+		cost = atomic_load(&log->cur->cost);
+		pthread_rwlock_unlock(&log->ctx_lock);
+
+		pthread_mutex_lock(&log->lock);
+		/* A force or the CIL limit asked (flags set under this lock, so no wakeup is
+		 * lost between the reads above and the wait below). */
+		want = log->force_seq >= cseq || log->push_wanted ||
+		       (has && (log->stopping || cost >= log->push_bytes));
+		if (log->push_cb && atomic_load(&log->space.low)) {
 			pthread_mutex_unlock(&log->lock);
 			target = space_push_target(log);
 			if (target && !atomic_load(&log->error))
 				log->push_cb(log->push_arg, log, target);
-			pthread_mutex_lock(&log->lock);
 			continue;
 		}
-		if (atomic_load(&log->error) || (!want && log->stopping))
+		if (atomic_load(&log->error) || (!want && log->stopping)) {
+			pthread_mutex_unlock(&log->lock);
 			break;
+		}
 		if (!want) {
 			pthread_cond_wait(&log->push_cond, &log->lock);
+			pthread_mutex_unlock(&log->lock);
 			continue;
 		}
+		log->push_wanted = false;
 		pthread_mutex_unlock(&log->lock);
 
-		/* 1. swap (C1) */
-		pthread_rwlock_wrlock(&log->ctx_lock);
-		old = log->cur;
-		log->cur = log->spare;
-		log->cur->seq = old->seq + 1;
-		atomic_store(&log->open_seq, log->cur->seq);
-		log->spare = NULL;
-		pthread_rwlock_unlock(&log->ctx_lock);
-		pthread_mutex_lock(&log->lock);
-		pthread_cond_broadcast(&log->durable_cond); /* committers waiting at 2x (C5) */
-		pthread_mutex_unlock(&log->lock);
-
-		/* 2.-4. */
-		err = write_ckpt(log, old);
-		cil_ctx_reset(old);
-		pthread_mutex_lock(&log->lock);
-		log->spare = old;
-		if (err) {
-			pthread_mutex_unlock(&log->lock);
-			log_shutdown(log, err);
-			pthread_mutex_lock(&log->lock);
-			break;
-		}
-		if (log->push_cb && space_avail(log) < log->space.log_size / 4)
-			log->space.low = true;
+		pthread_mutex_lock(&log->write_lock);
+		push_now(log);
+		pthread_mutex_unlock(&log->write_lock);
 	}
+	pthread_mutex_lock(&log->lock);
 	pthread_cond_broadcast(&log->durable_cond);
 	pthread_mutex_unlock(&log->lock);
 	return NULL;
