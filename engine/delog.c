@@ -65,16 +65,18 @@ void log_durable(struct delog *log, uint64_t seq)
 
 		atomic_store(&log->durable_seq, seq);
 		moved = true;
+		/* The eventfd first: a force that returns finds it readable already. */
+		if (log->efd >= 0) {
+			uint64_t one = 1;
+			ssize_t r = write(log->efd, &one, sizeof(one));
+
+			(void)r;
+		}
 		for (uint64_t s = old + 1; s <= seq && s <= old + FORCE_QUEUES; s++)
 			pthread_cond_broadcast(&log->force_cond[s % FORCE_QUEUES]);
 	}
 	pthread_mutex_unlock(&log->lock);
-	if (moved && log->efd >= 0) {
-		uint64_t one = 1;
-		ssize_t r = write(log->efd, &one, sizeof(one));
-
-		(void)r;
-	}
+	(void)moved;
 }
 
 /* ---- open ---- */
@@ -261,24 +263,37 @@ fail:
 	return err;
 }
 
+/* A caller's options, of a size between OPTS_MIN_SIZE and ours: fields it does not
+ * have read as zero (an older caller), so nothing past its struct is ever read. */
+static int copy_opts(const struct delog_options *in, struct delog_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
+	if (!in)
+		return 0;
+	if (in->size < OPTS_MIN_SIZE || in->size > sizeof(*o))
+		return -EINVAL;
+	memcpy(o, in, in->size);
+	return check_opts(o);
+}
+
 int delog_open_dev(struct io_dev *dev, const struct delog_options *opts, delog **out)
 {
-	struct delog_options def = { .size = sizeof(def) };
+	struct delog_options o;
 	int err;
 
 	if (!dev || !out)
 		return -EINVAL;
 	*out = NULL;
-	if (!opts)
-		opts = &def;
-	if ((err = check_opts(opts)))
+	if ((err = copy_opts(opts, &o)))
 		return err;
-	return open_common(dev, false, false, opts, out);
+	return open_common(dev, false, false, &o, out);
 }
 
-int delog_open(const char *path, const struct delog_options *opts, delog **out)
+int delog_open(const char *path, const struct delog_options *in, delog **out)
 {
-	struct delog_options def = { .size = sizeof(def) };
+	struct delog_options copy;
+	const struct delog_options *opts = &copy;
 	uint64_t size;
 	struct io_dev_opts io = { .size = sizeof(io) };
 	struct io_sim_opts so = { .size = sizeof(so) };
@@ -290,9 +305,7 @@ int delog_open(const char *path, const struct delog_options *opts, delog **out)
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
-	if (!opts)
-		opts = &def;
-	if ((err = check_opts(opts)))
+	if ((err = copy_opts(in, &copy)))
 		return err;
 	size = JRNL_SB_AREA + (opts->create_size ? opts->create_size : DEFAULT_CREATE_SIZE);
 	io.backend = opts->backend;

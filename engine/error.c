@@ -14,6 +14,7 @@
 /* errno values delog returns; the text is ours, so it does not depend on the locale. */
 #define ERRNO_MAP(X)                                                                     \
 	X(EPERM, "operation not permitted")                                              \
+	X(E2BIG, "transaction too large (more than a quarter of the log)")                \
 	X(ENOENT, "no such file or directory")                                           \
 	X(EINTR, "interrupted system call")                                              \
 	X(EIO, "input/output error")                                                     \

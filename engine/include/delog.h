@@ -151,7 +151,8 @@ struct delog_recovery {
 	uint64_t head_lsn, tail_lsn;
 };
 
-/* delog_options.flags */
+/* delog_options.flags.  An older caller's smaller struct (size >= the offset of
+ * `recovery`) is accepted: the fields it lacks read as zero. */
 #define DELOG_OPEN_CREATE 0x1u   /* create and format PATH if it does not exist */
 #define DELOG_OPEN_FORMAT 0x2u   /* format PATH even if it holds a log (destroys it) */
 #define DELOG_OPEN_TRACK_ITEMS 0x4u /* keep the per-key AIL that delog_item_written needs */
@@ -189,7 +190,8 @@ int delog_open(const char *path, const struct delog_options *opts, delog **out);
 /*
  * Close: push and force everything committed, write an unmount record (so the next open
  * knows the log was closed cleanly) and free the handle.  No other call on @log may be
- * running or follow.  Returns 0, or the shut-down error (the handle is freed anyway).
+ * running or follow.  Returns 0, or the error that shut the log down (the original
+ * one, as delog_error() reports it; the handle is freed anyway).
  * NULL is a no-op.
  */
 int delog_close(delog *log);
@@ -212,15 +214,18 @@ int delog_tx_begin(delog *log, uint64_t reserve, unsigned flags, delog_tx **tx);
 /*
  * Log an item: @len bytes at @data (copied before the call returns) under @key.  Logging
  * a key again in the same transaction replaces the earlier copy.  Errors: -EINVAL (NULL
- * data with len > 0, len > 1 GiB), -ENOMEM, -EAGAIN (more space needed under NOWAIT),
- * DELOG_ESHUTDOWN; the transaction stays usable (or abortable) after an error.
+ * data with len > 0, len > 1 GiB), -E2BIG (the transaction would exceed a quarter of
+ * the log), -ENOMEM, -EAGAIN (more space needed under NOWAIT), DELOG_ESHUTDOWN; the
+ * transaction stays usable (or abortable) after an error.
  */
 int delog_tx_log(delog_tx *tx, uint64_t key, const void *data, uint32_t len);
 /*
  * Commit: the items enter the CIL atomically, into checkpoint *@seq (may be NULL).  Not
  * durable until delog_force(log, *seq) returns 0.  Frees @tx in every case.  Errors:
- * DELOG_ESHUTDOWN (nothing was committed).  An empty transaction commits nothing and
- * returns the current open checkpoint's sequence.
+ * DELOG_ESHUTDOWN (nothing was committed), -ENOMEM (the CIL could not grow: the log
+ * is shut down, as atomicity can no longer be promised).  An empty transaction commits nothing; *@seq
+ * is then the sequence a force must reach to cover everything committed so far (the
+ * open checkpoint's if it holds anything, else the last written one's, 0 if none).
  */
 int delog_tx_commit(delog_tx *tx, uint64_t *seq);
 /* Discard the transaction and its reservation; frees @tx.  NULL is a no-op. */
@@ -229,7 +234,8 @@ void delog_tx_abort(delog_tx *tx);
 /*
  * Wait until checkpoint @seq and all before it are durable (0: everything committed so
  * far).  Pushes the CIL if that checkpoint is still open.  A sequence that is already
- * durable returns at once without I/O.  Returns 0 or DELOG_ESHUTDOWN.  Thread-safe.
+ * durable returns at once without I/O.  Returns 0, DELOG_ESHUTDOWN, or -EINVAL for a
+ * sequence beyond the open checkpoint.  Thread-safe.
  */
 int delog_force(delog *log, uint64_t seq);
 /* Commit @tx and force its checkpoint (*@seq may be NULL).  Thread-safe. */
@@ -239,7 +245,7 @@ int delog_tx_commit_force(delog_tx *tx, uint64_t *seq);
 uint64_t delog_durable_seq(const delog *log);
 /*
  * An eventfd (EFD_NONBLOCK) that becomes readable whenever the durable watermark
- * advances (and on shutdown); read it to re-arm, then check delog_durable_seq.  Owned by
+ * advances (before any force waiting for that advance returns) and on shutdown; read it to re-arm, then check delog_durable_seq.  Owned by
  * the log (closed by delog_close).  Thread-safe.
  */
 int delog_durable_fd(const delog *log);

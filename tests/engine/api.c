@@ -1,0 +1,1517 @@
+/*
+ * api.c - the contracts of <delog.h>, test by test, mostly on the simulated disk (so
+ * crashes and faults are exact and repeatable), some on real files per backend.
+ *
+ * What it proves (each Test names the contract it checks):
+ *  - options: a bad size field, logbufs, logbsize, flush policy, open flag or sector
+ *    is -EINVAL (and no file is created); a smaller (older) size is refused or
+ *    honoured, never read past; a missing file without DELOG_OPEN_CREATE is -ENOENT;
+ *    a file that holds no log (8 MiB of 0xa5, 1 MiB of 0xab) is DELOG_ENOTLOG and is
+ *    left untouched even with CREATE; a recover callback's value fails the open and
+ *    leaves the log as it was.
+ *  - transactions: begin / log / commit / abort; commit returns the checkpoint's seq,
+ *    an aborted transaction never reaches the log, the reservation is given back.
+ *  - force: returns with durable_seq >= seq; forcing a durable seq does no I/O (device
+ *    counters unchanged, stats.force_no_io + 1); after a force returns, a power cut
+ *    (strict profile: every unstable sector old or new) loses nothing forced, and what
+ *    recovery hands back is whole checkpoints, in order, a prefix of the commits,
+ *    each transaction in the checkpoint its commit returned.
+ *  - relogging: K commits of one key into one open checkpoint: relogged == K - 1 and
+ *    recovery has one copy, the last.
+ *  - 16 threads x 10,000 transactions (every 50th commit forced; 256 MiB sim disk, no
+ *    release): every transaction recovered exactly once, in the checkpoint its commit
+ *    returned, per thread in order, and each thread's relogged counter item holds the
+ *    newest value of its checkpoint.
+ *  - space: a full 8 MiB log fails NOWAIT begins of 4 KiB with -EAGAIN (never
+ *    DELOG_ELOGFULL, never a shutdown), blocks a waiting begin (still blocked after
+ *    200 ms) until delog_release frees space; the push callback runs (only) once space
+ *    ran low; delog_release moves the tail at once, without a flush; item tracking:
+ *    delog_item_written moves the tail only after a flush, needs
+ *    DELOG_OPEN_TRACK_ITEMS, leaves a relogged key pinned by its newest checkpoint,
+ *    and lets a small log of item writers run forever (delog flushes when it needs
+ *    the space).
+ *  - shutdown: an injected EIO (one-shot or persistent) on a write or a flush fails
+ *    the pending force with DELOG_ESHUTDOWN, delog_error keeps -EIO, every later call
+ *    fails fast, nothing more is acknowledged, close reports it (and writes no unmount
+ *    record), and the reopened device recovers all that was acknowledged; with four
+ *    threads forcing when the fault hits, every one of them wakes with DELOG_ESHUTDOWN.
+ *  - open-recover-continue: a clean close is reported clean; sequences continue after
+ *    reopen and after a crash.
+ *  - the durable eventfd becomes readable after a force.
+ *  - real files: the same round trip over each backend that is built and usable here.
+ *
+ * Why it is built this way: the sim device is the only place where "durable" can be
+ * checked exactly (io_sim_crash gives the image a power cut would leave, without
+ * disturbing the running log), so every durability claim is checked through such an
+ * image and a full recovery of it, never through the running log's own view.  Item
+ * payloads check themselves (helpers.h) so torn or stale items cannot pass.  No test
+ * asserts on time beyond "still blocked after 200 ms": waits are bounded only by
+ * Criterion's timeout, and "blocks" is shown by the engine's own wait counter plus the
+ * absence of a result 200 ms later, before the release.
+ */
+#include "helpers.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static void msleep(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* ======================================================================================
+ * options and open
+ * ====================================================================================== */
+
+Test(api, options_invalid, .timeout = 60)
+{
+	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NONE, 1, NULL);
+	struct delog_options o;
+	delog *log;
+	char *dir = t_mkdtemp("opts"), path[4200];
+	struct stat st;
+
+	/* size field */
+	o = t_opts(DELOG_FLUSH_SYNC);
+	o.size = 0;
+	log = (delog *)0x1;
+	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "size 0");
+	cr_expect_null(log, "*out must be NULL on failure");
+	o.size = 1;
+	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "size 1");
+	o.size = 8;
+	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "size 8");
+	/* logbufs 2..8 */
+	o = t_opts(DELOG_FLUSH_SYNC);
+	o.logbufs = 1;
+	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "logbufs 1");
+	o.logbufs = 9;
+	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "logbufs 9");
+	/* logbsize: power of two 16 KiB..256 KiB */
+	o = t_opts(DELOG_FLUSH_SYNC);
+	o.logbsize = 8192;
+	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "logbsize 8 KiB");
+	o.logbsize = 512u << 10;
+	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "logbsize 512 KiB");
+	o.logbsize = 48u << 10;
+	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "logbsize 48 KiB");
+	o.logbsize = 3000;
+	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "logbsize 3000");
+	/* policy */
+	o = t_opts(DELOG_FLUSH_SYNC);
+	o.flush = (enum delog_flush_policy)4;
+	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "policy 4");
+	o.flush = (enum delog_flush_policy)-1;
+	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "policy -1");
+	o.flush = (enum delog_flush_policy)7;
+	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "policy 7");
+	/* open flags: only DELOG_OPEN_* */
+	o = t_opts(DELOG_FLUSH_SYNC);
+	o.flags = DELOG_OPEN_CREATE | 0x8u;
+	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "unknown open flag 0x8");
+	o.flags = 0x80000000u;
+	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "unknown open flag 0x80000000");
+	/* format sector: 512 or 4096 */
+	o = t_opts(DELOG_FLUSH_SYNC);
+	o.sector = 1024;
+	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "sector 1024");
+	cr_expect_null(log, "*out must stay NULL on failure");
+
+	/* delog_open validates before it creates anything. */
+	snprintf(path, sizeof(path), "%s/log", dir);
+	o = t_opts(DELOG_FLUSH_SYNC);
+	o.backend = "psync";
+	o.create_size = 8 * T_MiB;
+	o.logbufs = 9;
+	cr_expect_eq(delog_open(path, &o, &log), -EINVAL);
+	cr_expect_neq(stat(path, &st), 0, "a refused open created %s", path);
+
+	/* The limits themselves are accepted. */
+	o = t_opts(DELOG_FLUSH_SYNC);
+	o.logbufs = 2;
+	o.logbsize = 16u << 10;
+	cr_assert_eq(delog_open_dev(dev, &o, &log), 0);
+	cr_assert_eq(t_commit1(log, 7, 1, 2, NULL, true), 0);
+	cr_assert_eq(delog_close(log), 0);
+	o.logbufs = 8;
+	o.logbsize = 256u << 10;
+	o.flags = 0;
+	cr_assert_eq(delog_open_dev(dev, &o, &log), 0);
+	cr_assert_eq(delog_close(log), 0);
+
+	/* Names of policies, both ways. */
+	for (int p = 0; p < 4; p++) {
+		enum delog_flush_policy back;
+		const char *name = delog_flush_policy_name((enum delog_flush_policy)p);
+
+		cr_assert_not_null(name);
+		cr_expect_eq(delog_flush_policy_parse(name, &back), 0);
+		cr_expect_eq((int)back, p);
+	}
+	cr_expect_null(delog_flush_policy_name((enum delog_flush_policy)4));
+	{
+		enum delog_flush_policy back;
+
+		cr_expect_eq(delog_flush_policy_parse("fast", &back), -EINVAL);
+	}
+	io_dev_close(dev);
+	rmdir(dir);
+	free(dir);
+}
+
+/*
+ * The size field is what lets an older caller (a smaller struct delog_options) work
+ * with a newer library: whatever the library does with a size it accepts, it must not
+ * read the caller's memory past it.  The struct is placed right before a PROT_NONE
+ * page, so an over-read is a SIGSEGV in any build, not only under ASan.
+ */
+Test(api, options_smaller_size_not_overread, .timeout = 60)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	unsigned char *map = mmap(NULL, 2 * (size_t)pg, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* The largest size smaller than the struct that ends at a pointer field. */
+	size_t sz = offsetof(struct delog_options, recovery);
+	struct delog_options *o;
+	delog *log = NULL;
+	int err;
+
+	cr_assert_neq(map, MAP_FAILED);
+	cr_assert_eq(mprotect(map + pg, (size_t)pg, PROT_NONE), 0);
+	o = (struct delog_options *)(map + pg - sz);
+	memset(o, 0, sz);
+	o->size = sz;
+	o->backend = "sim";
+	o->create_size = 8 * T_MiB;
+	err = delog_open(NULL, o, &log);
+	cr_expect(err == 0 || err == -EINVAL, "%s", delog_strerror(err));
+	if (!err) {
+		cr_expect_eq(t_commit1(log, 1, 1, 1, NULL, true), 0);
+		cr_expect_eq(delog_close(log), 0);
+	}
+	munmap(map, 2 * (size_t)pg);
+}
+
+Test(api, open_missing_is_enoent, .timeout = 60)
+{
+	char *dir = t_mkdtemp("enoent"), path[4200];
+	struct delog_options o = { .size = sizeof(o), .backend = "psync" };
+	struct stat st;
+	delog *log = NULL;
+
+	snprintf(path, sizeof(path), "%s/nope", dir);
+	cr_expect_eq(delog_open(path, &o, &log), -ENOENT);
+	cr_expect_null(log);
+	cr_expect_eq(delog_open(path, NULL, &log), -ENOENT, "NULL opts: no create");
+	cr_expect_neq(stat(path, &st), 0, "open without CREATE created %s", path);
+	rmdir(dir);
+	free(dir);
+}
+
+Test(api, open_notlog, .timeout = 60)
+{
+	char *dir = t_mkdtemp("notlog"), path[4200];
+	size_t len = 8 * T_MiB;
+	unsigned char *buf = malloc(len), *back = malloc(4096);
+	struct delog_options o = { .size = sizeof(o), .backend = "psync" };
+	struct io_dev *dev;
+	delog *log = NULL;
+	int fd;
+
+	cr_assert(buf && back);
+	memset(buf, 0xa5, len);
+	snprintf(path, sizeof(path), "%s/data", dir);
+	fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, buf, len), (ssize_t)len);
+	close(fd);
+
+	cr_expect_eq(delog_open(path, &o, &log), DELOG_ENOTLOG);
+	cr_expect_null(log);
+	/* CREATE is "create if it does not exist": an existing file is not a new one. */
+	o.flags = DELOG_OPEN_CREATE;
+	cr_expect_eq(delog_open(path, &o, &log), DELOG_ENOTLOG);
+	fd = open(path, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(read(fd, back, 4096), 4096);
+	close(fd);
+	cr_expect_eq(memcmp(back, buf, 4096), 0, "a refused open wrote over the file");
+	unlink(path);
+	rmdir(dir);
+	free(dir);
+
+	/* On a device: without CREATE refused, with CREATE formatted (engine.h). */
+	dev = t_sim(8 * T_MiB, IO_SIM_LAT_NONE, 3, buf);
+	o = (struct delog_options){ .size = sizeof(o) };
+	cr_expect_eq(delog_open_dev(dev, &o, &log), DELOG_ENOTLOG);
+	o.flags = DELOG_OPEN_CREATE;
+	cr_assert_eq(delog_open_dev(dev, &o, &log), 0);
+	cr_expect_eq(delog_close(log), 0);
+	io_dev_close(dev);
+	free(buf);
+	free(back);
+}
+
+/* The brief's exact case: 1 MiB of 0xAB (smaller than any log could be) is "not a
+ * log" (bad magic), not -EINVAL, DELOG_ETRUNCATED or a crash, and stays untouched. */
+Test(api, open_notlog_1mib_of_0xab, .timeout = 60)
+{
+	char *dir = t_mkdtemp("notlog1"), path[4200];
+	size_t len = T_MiB;
+	unsigned char *buf = malloc(len), *back = malloc(len);
+	struct delog_options o = { .size = sizeof(o), .backend = "psync" };
+	delog *log = NULL;
+	struct stat st;
+	int fd;
+
+	cr_assert(buf && back);
+	memset(buf, 0xab, len);
+	snprintf(path, sizeof(path), "%s/junk", dir);
+	fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, buf, len), (ssize_t)len);
+	close(fd);
+	cr_expect_eq(delog_open(path, &o, &log), DELOG_ENOTLOG);
+	cr_expect_null(log);
+	o.flags = DELOG_OPEN_CREATE;
+	cr_expect_eq(delog_open(path, &o, &log), DELOG_ENOTLOG, "CREATE on a non-log file");
+	o.flags = 0;
+	o.backend = NULL; /* best available backend: same answer */
+	cr_expect_eq(delog_open(path, &o, &log), DELOG_ENOTLOG);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_expect_eq((size_t)st.st_size, len, "a refused open resized the file");
+	fd = open(path, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(read(fd, back, len), (ssize_t)len);
+	close(fd);
+	cr_expect_eq(memcmp(back, buf, len), 0, "a refused open wrote to the file");
+	unlink(path);
+	rmdir(dir);
+	free(dir);
+	free(buf);
+	free(back);
+}
+
+/* ======================================================================================
+ * transactions and force
+ * ====================================================================================== */
+
+Test(api, tx_basics, .timeout = 60)
+{
+	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NONE, 4, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
+	delog *log = t_open_dev(dev, &o);
+	struct t_payload p = t_pl(100, 1, 1);
+	struct delog_stats st;
+	struct delog_recovery rec;
+	struct coll c = { 0 };
+	uint64_t s1, s2, s3, sempty;
+	delog_tx *tx, *tx2;
+	size_t k;
+
+	st = t_stats(log);
+	cr_expect_eq(st.reserved_bytes, 0);
+	cr_expect_eq(st.durable_seq, 0, "fresh log");
+	cr_expect_eq(delog_durable_seq(log), 0);
+	cr_expect_eq(delog_error(log), 0);
+
+	/* Bad arguments. */
+	cr_expect_eq(delog_tx_begin(log, 0, 0x80, &tx), -EINVAL, "unknown flag");
+	cr_expect_eq(delog_tx_begin(log, st.log_size / 4 + 1, 0, &tx), -EINVAL,
+		     "reservation over a quarter of the log");
+	{
+		struct delog_stats small = { .size = sizeof(small) - 8 };
+
+		cr_expect_eq(delog_stats(log, &small), -EINVAL, "stats size field");
+	}
+
+	/* Commit: a seq, the open one. */
+	cr_assert_eq(delog_tx_begin(log, T_RES(2), 0, &tx), 0);
+	cr_expect_gt(t_stats(log).reserved_bytes, 0, "begin reserves");
+	cr_expect_eq(delog_tx_log(tx, 100, NULL, 8), -EINVAL, "NULL data with len");
+	cr_assert_eq(delog_tx_log(tx, 100, &p, sizeof(p)), 0, "tx usable after an error");
+	st = t_stats(log);
+	cr_assert_eq(delog_tx_commit(tx, &s1), 0);
+	cr_expect_geq(s1, 1);
+	cr_expect_eq(s1, st.open_seq, "commit goes into the open checkpoint");
+	cr_expect_lt(delog_durable_seq(log), s1, "commit is not durable by itself");
+
+	/* Abort: nothing logged, reservation returned. */
+	cr_assert_eq(delog_tx_begin(log, T_RES(1), 0, &tx2), 0);
+	p = t_pl(200, 2, 2);
+	cr_assert_eq(delog_tx_log(tx2, 200, &p, sizeof(p)), 0);
+	delog_tx_abort(tx2);
+	delog_tx_abort(NULL);
+
+	/* A key logged twice in one transaction: the later copy. */
+	cr_assert_eq(delog_tx_begin(log, T_RES(2), 0, &tx), 0);
+	p = t_pl(300, 1, 0);
+	cr_assert_eq(delog_tx_log(tx, 300, &p, sizeof(p)), 0);
+	p = t_pl(300, 2, 0);
+	cr_assert_eq(delog_tx_log(tx, 300, &p, sizeof(p)), 0);
+	cr_assert_eq(delog_tx_commit(tx, &s2), 0);
+	cr_expect_eq(s2, s1, "no force in between: same checkpoint");
+
+	cr_assert_eq(delog_force(log, s2), 0);
+	cr_expect_geq(delog_durable_seq(log), s2);
+	st = t_stats(log);
+	cr_expect_eq(st.reserved_bytes, 0, "every reservation returned");
+	cr_expect_eq(st.transactions, 2, "two commits (the abort is none)");
+	cr_expect_gt(st.open_seq, s2, "a forced checkpoint is closed");
+
+	/* Empty transaction: commits nothing, returns the current open checkpoint, whose
+	 * seq then follows the last one (nothing open: the durable one) */
+	cr_assert_eq(delog_tx_begin(log, 0, 0, &tx), 0);
+	cr_assert_eq(delog_tx_commit(tx, &sempty), 0);
+	cr_expect(sempty == st.open_seq || sempty == s2,
+		  "empty commit returned %llu (open %llu, last %llu)",
+		  (unsigned long long)sempty, (unsigned long long)st.open_seq,
+		  (unsigned long long)s2);
+	cr_expect_eq(delog_force(log, sempty), 0);
+
+	cr_assert_eq(t_commit1(log, 400, 4, 4, &s3, true), 0);
+	cr_expect_gt(s3, s2);
+	cr_assert_eq(delog_close(log), 0);
+
+	log = t_reopen(dev, o, &c, &rec);
+	cr_assert_eq(c.bad, 0, "%s", c.why);
+	cr_expect_null(coll_find(&c, 200, NULL), "an aborted transaction was recovered");
+	cr_expect_not_null(coll_find(&c, 100, &k));
+	cr_expect_eq(k, 1);
+	cr_assert_not_null(coll_find(&c, 300, &k));
+	cr_expect_eq(k, 1, "key logged twice in one tx: one copy");
+	cr_expect_eq(coll_find(&c, 300, NULL)->a, 2, "the later copy");
+	cr_expect_eq(coll_find(&c, 100, NULL)->seq, s1, "recovered in its commit's checkpoint");
+	cr_expect_eq(coll_find(&c, 400, NULL)->seq, s3);
+	cr_expect_eq(rec.last_seq, s3);
+	cr_expect_eq(delog_durable_seq(log), s3, "durable_seq continues at the last checkpoint");
+	cr_assert_eq(delog_close(log), 0);
+	coll_free(&c);
+	io_dev_close(dev);
+}
+
+Test(api, force_of_durable_seq_does_no_io, .timeout = 60)
+{
+	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NONE, 5, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
+	delog *log = t_open_dev(dev, &o);
+	struct io_counters c0, c1;
+	struct delog_stats s0, s1;
+	uint64_t a, b;
+
+	cr_assert_eq(t_commit1(log, 1, 1, 1, &a, true), 0);
+	cr_assert_eq(t_commit1(log, 2, 2, 2, &b, false), 0);
+	cr_assert_eq(delog_force(log, b), 0);
+	cr_assert_geq(delog_durable_seq(log), b);
+	cr_assert_gt(b, a);
+
+	io_dev_counters(dev, &c0);
+	s0 = t_stats(log);
+	cr_expect_eq(delog_force(log, b), 0);
+	cr_expect_eq(delog_force(log, a), 0);
+	cr_expect_eq(delog_force(log, 0), 0, "nothing open: all is durable");
+	io_dev_counters(dev, &c1);
+	s1 = t_stats(log);
+	cr_expect_eq(c1.writes, c0.writes, "force of a durable seq wrote");
+	cr_expect_eq(c1.flushes, c0.flushes, "force of a durable seq flushed");
+	cr_expect_eq(c1.preflushes, c0.preflushes);
+	cr_expect_eq(s1.force_no_io, s0.force_no_io + 3);
+	cr_expect_eq(s1.forces, s0.forces + 3);
+	cr_expect_eq(s1.checkpoints, s0.checkpoints);
+
+	/* And a force of an open checkpoint does write (the counter can move). */
+	cr_assert_eq(t_commit1(log, 3, 3, 3, NULL, true), 0);
+	io_dev_counters(dev, &c1);
+	cr_expect_gt(c1.writes, c0.writes);
+	cr_expect_eq(t_stats(log).force_no_io, s1.force_no_io);
+	cr_assert_eq(delog_close(log), 0);
+	io_dev_close(dev);
+}
+
+/* ---- force then power cut ---- */
+
+#define FC_THREADS 4
+#define FC_TXS 1500
+#define FC_ITEMS 3
+#define FC_CUTS_PER 2             /* cuts per worker */
+#define FC_CUTS (FC_THREADS * FC_CUTS_PER)
+#define FC_DEV (24 * T_MiB)
+
+/* A power cut taken by a worker right after its force returned, while the other
+ * workers go on committing and writing. */
+struct fc_cut {
+	uint64_t forced;          /* seq the force acknowledged right before the cut */
+	void *image;
+	struct io_sim_crash_info info;
+	int err;
+};
+
+struct fc {
+	delog *log;
+	struct io_dev *dev;
+	_Atomic uint64_t seq[FC_THREADS][FC_TXS]; /* checkpoint of each commit; 0 none */
+	struct fc_cut cut[FC_CUTS];
+	atomic_int err;
+};
+
+struct fc_arg {
+	struct fc *fc;
+	unsigned t;
+};
+
+static uint64_t fc_key(unsigned t, unsigned i, unsigned j)
+{
+	return ((uint64_t)(t + 1) << 40) | ((uint64_t)i << 8) | j;
+}
+
+static void *fc_worker(void *arg)
+{
+	struct fc_arg *fa = arg;
+	struct fc *fc = fa->fc;
+	unsigned seed = 77 + fa->t, ncut = 0;
+
+	for (unsigned i = 0; i < FC_TXS; i++) {
+		/* this worker's cuts fall at evenly spaced points of its run */
+		bool cut = ncut < FC_CUTS_PER && i == (ncut + 1) * FC_TXS / (FC_CUTS_PER + 1);
+		delog_tx *tx;
+		uint64_t s;
+		int err = delog_tx_begin(fc->log, T_RES(FC_ITEMS), 0, &tx);
+
+		for (unsigned j = 0; !err && j < FC_ITEMS; j++) {
+			struct t_payload p = t_pl(fc_key(fa->t, i, j), fa->t, i);
+
+			err = delog_tx_log(tx, fc_key(fa->t, i, j), &p, sizeof(p));
+		}
+		if (!err)
+			err = delog_tx_commit(tx, &s);
+		if (!err)
+			atomic_store(&fc->seq[fa->t][i], s);
+		if (!err && (cut || rand_r(&seed) % 8 == 0))
+			err = delog_force(fc->log, s);
+		if (!err && cut) {
+			struct fc_cut *c = &fc->cut[fa->t * FC_CUTS_PER + ncut++];
+
+			c->forced = s;
+			c->image = malloc(FC_DEV);
+			c->err = c->image ? io_sim_crash(fc->dev, 1000 + fa->t * 10 + ncut,
+							 IO_SIM_STRICT, c->image, &c->info) : -ENOMEM;
+		}
+		if (err) {
+			atomic_store(&fc->err, err);
+			break;
+		}
+	}
+	return NULL;
+}
+
+struct fc_image {
+	uint64_t last;            /* last checkpoint recovered */
+	uint64_t *got;            /* per (t, i): recovered checkpoint, 0 none */
+	unsigned char *nitems;    /* per (t, i): items recovered */
+	int bad;
+	char why[256];
+};
+
+/* Recover the image of @cut into @im. */
+static void fc_check_image(const struct fc_cut *cut, struct fc_image *im,
+			   enum delog_flush_policy pol)
+{
+	struct io_dev *img = t_sim(FC_DEV, IO_SIM_LAT_NONE, 1, cut->image);
+	struct delog_options o = t_opts(pol);
+	struct delog_recovery rec;
+	struct coll c = { 0 };
+	delog *log;
+
+	o.flags = 0;
+	log = t_reopen(img, o, &c, &rec);
+	cr_log_info("%s cut: forced %llu, %llu unstable sectors (%llu kept old, %llu took new), "
+		    "recovered up to %llu, %llu torn bytes, %llu dropped",
+		    delog_flush_policy_name(pol), (unsigned long long)cut->forced,
+		    (unsigned long long)cut->info.unstable_sectors,
+		    (unsigned long long)cut->info.kept_old, (unsigned long long)cut->info.took_new,
+		    (unsigned long long)c.last_seq, (unsigned long long)rec.torn_bytes,
+		    (unsigned long long)rec.dropped);
+	im->bad = c.bad;
+	memcpy(im->why, c.why, sizeof(im->why));
+	im->last = c.last_seq;
+	for (size_t k = 0; k < c.n; k++) {
+		const struct citem *ci = &c.v[k];
+		size_t idx;
+
+		if (ci->a >= FC_THREADS || ci->b >= FC_TXS ||
+		    (ci->key & ~0xffull) != (fc_key((unsigned)ci->a, (unsigned)ci->b, 0))) {
+			im->bad++;
+			continue;
+		}
+		idx = ci->a * FC_TXS + ci->b;
+		if (im->got[idx] && im->got[idx] != ci->seq)
+			im->bad++;
+		im->got[idx] = ci->seq;
+		im->nitems[idx]++;
+	}
+	cr_assert_eq(delog_close(log), 0);
+	coll_free(&c);
+	io_dev_close(img);
+}
+
+static void force_crash_run(enum delog_flush_policy pol)
+{
+	struct fc *fc = calloc(1, sizeof(*fc));
+	struct delog_options o = t_opts(pol);
+	struct fc_arg args[FC_THREADS];
+	pthread_t th[FC_THREADS];
+	const unsigned total = FC_THREADS * FC_TXS;
+	uint64_t unstable = 0;
+
+	cr_assert_not_null(fc);
+	fc->dev = t_sim(FC_DEV, IO_SIM_LAT_NVME, 11 + pol, NULL);
+	fc->log = t_open_dev(fc->dev, &o);
+	io_sim_trace_enable(fc->dev, false);
+	for (unsigned t = 0; t < FC_THREADS; t++) {
+		args[t] = (struct fc_arg){ fc, t };
+		cr_assert_eq(pthread_create(&th[t], NULL, fc_worker, &args[t]), 0);
+	}
+	for (unsigned t = 0; t < FC_THREADS; t++)
+		pthread_join(th[t], NULL);
+	cr_assert_eq(atomic_load(&fc->err), 0, "worker: %s", delog_strerror(atomic_load(&fc->err)));
+	cr_assert_eq(delog_close(fc->log), 0);
+
+	for (unsigned k = 0; k < FC_CUTS; k++) {
+		const struct fc_cut *cut = &fc->cut[k];
+		struct fc_image m = { 0 };
+
+		cr_assert_eq(cut->err, 0, "cut %u: io_sim_crash: %s", k, delog_strerror(cut->err));
+		m.got = calloc(total, sizeof(uint64_t));
+		m.nitems = calloc(total, 1);
+		cr_assert(m.got && m.nitems);
+		fc_check_image(cut, &m, pol);
+		unstable += cut->info.unstable_sectors;
+
+		cr_assert_eq(m.bad, 0, "cut %u: %s", k, m.why);
+		cr_assert_geq(m.last, cut->forced, "cut %u: last recovered %llu < forced %llu",
+			      k, (unsigned long long)m.last, (unsigned long long)cut->forced);
+		for (unsigned t = 0; t < FC_THREADS; t++) {
+			for (unsigned i = 0; i < FC_TXS; i++) {
+				size_t idx = (size_t)t * FC_TXS + i;
+				uint64_t s = atomic_load(&fc->seq[t][i]);
+
+				if (s && s <= m.last) {
+					/* a prefix of checkpoint order, whole transactions, every
+					 * forced one among them */
+					cr_assert_eq(m.got[idx], s,
+						     "cut %u (forced %llu, last %llu): tx %u/%u of "
+						     "checkpoint %llu recovered as %llu", k,
+						     (unsigned long long)cut->forced,
+						     (unsigned long long)m.last, t, i,
+						     (unsigned long long)s,
+						     (unsigned long long)m.got[idx]);
+					cr_assert_eq(m.nitems[idx], FC_ITEMS,
+						     "cut %u: tx %u/%u has %u of %u items", k, t, i,
+						     m.nitems[idx], FC_ITEMS);
+				} else {
+					cr_assert_eq(m.got[idx], 0,
+						     "cut %u: tx %u/%u (checkpoint %llu) recovered "
+						     "past the last checkpoint %llu", k, t, i,
+						     (unsigned long long)s, (unsigned long long)m.last);
+				}
+			}
+		}
+		free(m.got);
+		free(m.nitems);
+		free(cut->image);
+	}
+	cr_log_info("%s: %llu unstable sectors over %d cuts", delog_flush_policy_name(pol),
+		    (unsigned long long)unstable, FC_CUTS);
+	io_dev_close(fc->dev);
+	free(fc);
+}
+
+Test(api, force_then_crash_sync, .timeout = 120) { force_crash_run(DELOG_FLUSH_SYNC); }
+Test(api, force_then_crash_async, .timeout = 120) { force_crash_run(DELOG_FLUSH_ASYNC); }
+Test(api, force_then_crash_single, .timeout = 120) { force_crash_run(DELOG_FLUSH_SINGLE); }
+
+/* ---- relogging ---- */
+
+Test(api, relog_one_copy_per_checkpoint, .timeout = 60)
+{
+	enum { K = 50 };
+	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NONE, 6, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
+	delog *log;
+	struct delog_stats s0, s1;
+	struct delog_recovery rec;
+	struct coll c = { 0 };
+	uint64_t seq[K];
+	const struct citem *ci;
+	size_t copies;
+
+	/* no background push in between: the K commits share one open checkpoint */
+	o.cil_push_bytes = 8 * T_MiB;
+	log = t_open_dev(dev, &o);
+	s0 = t_stats(log);
+	for (unsigned i = 0; i < K; i++) {
+		delog_tx *tx;
+		struct t_payload p = t_pl(42, i, 0), q = t_pl(1000 + i, i, 1);
+
+		cr_assert_eq(delog_tx_begin(log, T_RES(2), 0, &tx), 0);
+		cr_assert_eq(delog_tx_log(tx, 42, &p, sizeof(p)), 0);
+		cr_assert_eq(delog_tx_log(tx, 1000 + i, &q, sizeof(q)), 0);
+		cr_assert_eq(delog_tx_commit(tx, &seq[i]), 0);
+		cr_assert_eq(seq[i], seq[0], "commit %u left the open checkpoint (%llu, %llu): "
+			     "the test needs them in one", i, (unsigned long long)seq[i],
+			     (unsigned long long)seq[0]);
+	}
+	cr_assert_eq(delog_force(log, seq[0]), 0);
+	s1 = t_stats(log);
+	cr_expect_eq(s1.relogged - s0.relogged, K - 1, "relogged %llu, expected %d",
+		     (unsigned long long)(s1.relogged - s0.relogged), K - 1);
+	cr_expect_eq(s1.checkpoints - s0.checkpoints, 1);
+	cr_expect_eq(s1.checkpoint_items - s0.checkpoint_items, K + 1,
+		     "one copy of the relogged key plus K unique");
+	cr_expect_eq(s1.items_logged - s0.items_logged, 2 * K);
+	cr_assert_eq(delog_close(log), 0);
+
+	log = t_reopen(dev, o, &c, &rec);
+	cr_assert_eq(c.bad, 0, "%s", c.why);
+	ci = coll_find(&c, 42, &copies);
+	cr_assert_not_null(ci);
+	cr_expect_eq(copies, 1, "%zu copies of a relogged key", copies);
+	cr_expect_eq(ci->a, K - 1, "relogged key holds %llu, not the last value",
+		     (unsigned long long)ci->a);
+	cr_expect_eq(ci->seq, seq[0]);
+	for (unsigned i = 0; i < K; i++)
+		cr_expect_not_null(coll_find(&c, 1000 + i, NULL));
+	cr_expect_eq(c.n, K + 1);
+	cr_assert_eq(delog_close(log), 0);
+	coll_free(&c);
+	io_dev_close(dev);
+}
+
+/* ---- 16 threads ---- */
+
+#define MT_THREADS 16
+#define MT_TXS 10000
+#define MT_COUNTER (1ull << 63)
+
+struct mt {
+	delog *log;
+	uint64_t (*seq)[MT_TXS];
+	atomic_int err;
+	atomic_uint fails_at;
+};
+
+struct mt_arg {
+	struct mt *mt;
+	unsigned t;
+};
+
+static void *mt_worker(void *arg)
+{
+	struct mt_arg *ma = arg;
+	struct mt *mt = ma->mt;
+	unsigned seed = 991 * (ma->t + 1);
+	uint64_t ckey = MT_COUNTER | ma->t;
+
+	for (unsigned i = 0; i < MT_TXS; i++) {
+		uint64_t key = ((uint64_t)ma->t << 32) | i, s = 0;
+		struct t_payload p = t_pl(key, ma->t, i), q = t_pl(ckey, ma->t, i);
+		delog_tx *tx;
+		int err = delog_tx_begin(mt->log, T_RES(2), 0, &tx);
+
+		if (!err)
+			err = delog_tx_log(tx, key, &p, sizeof(p));
+		if (!err)
+			err = delog_tx_log(tx, ckey, &q, sizeof(q));
+		if (!err)
+			err = delog_tx_commit(tx, &s);
+		else if (tx)
+			delog_tx_abort(tx);
+		mt->seq[ma->t][i] = s;
+		/* every 50th commit forced (of its own seq, or of everything) */
+		if (!err && i % 50 == 49)
+			err = delog_force(mt->log, rand_r(&seed) % 2 ? s : 0);
+		if (!err && i % 50 == 49 && delog_durable_seq(mt->log) < s)
+			err = -EPROTO; /* the force returned before its checkpoint was durable */
+		if (err) {
+			atomic_store(&mt->err, err);
+			atomic_store(&mt->fails_at, ma->t * MT_TXS + i);
+			break;
+		}
+	}
+	return NULL;
+}
+
+Test(api, threads_16_by_10000, .timeout = 300)
+{
+	/* no release: recovery must see all 160,000 transactions, so the log holds them */
+	struct io_dev *dev = t_sim(256 * T_MiB, IO_SIM_LAT_NONE, 16, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
+	struct mt mt = { 0 };
+	struct mt_arg args[MT_THREADS];
+	pthread_t th[MT_THREADS];
+	struct delog_recovery rec;
+	struct coll c = { 0 };
+	uint64_t (*got)[MT_TXS];
+	unsigned (*cnt)[MT_TXS];
+	/* per thread: newest counter value seen in the current checkpoint */
+	uint64_t cur_seq = 0, ctr[MT_THREADS], maxi[MT_THREADS];
+	bool has_ctr[MT_THREADS], has_tx[MT_THREADS];
+	struct delog_stats st;
+
+	mt.seq = calloc(MT_THREADS, sizeof(*mt.seq));
+	got = calloc(MT_THREADS, sizeof(*got));
+	cnt = calloc(MT_THREADS, sizeof(*cnt));
+	cr_assert(mt.seq && got && cnt);
+	mt.log = t_open_dev(dev, &o);
+	io_sim_trace_enable(dev, false);
+	for (unsigned t = 0; t < MT_THREADS; t++) {
+		args[t] = (struct mt_arg){ &mt, t };
+		cr_assert_eq(pthread_create(&th[t], NULL, mt_worker, &args[t]), 0);
+	}
+	for (unsigned t = 0; t < MT_THREADS; t++)
+		pthread_join(th[t], NULL);
+	cr_assert_eq(atomic_load(&mt.err), 0, "tx %u failed: %s", atomic_load(&mt.fails_at),
+		     delog_strerror(atomic_load(&mt.err)));
+	st = t_stats(mt.log);
+	cr_expect_eq(st.transactions, (uint64_t)MT_THREADS * MT_TXS);
+	cr_assert_eq(delog_close(mt.log), 0);
+
+	/* Per thread, commits never go back to an earlier checkpoint. */
+	for (unsigned t = 0; t < MT_THREADS; t++)
+		for (unsigned i = 1; i < MT_TXS; i++)
+			cr_assert_geq(mt.seq[t][i], mt.seq[t][i - 1],
+				      "thread %u: tx %u in checkpoint %llu after tx %u in %llu", t, i,
+				      (unsigned long long)mt.seq[t][i], i - 1,
+				      (unsigned long long)mt.seq[t][i - 1]);
+
+	mt.log = t_reopen(dev, o, &c, &rec);
+	cr_assert_eq(c.bad, 0, "%s", c.why);
+	cr_expect_eq(rec.clean, 1);
+	/* Walk the recovered items checkpoint by checkpoint (the collector keeps log
+	 * order): each thread's counter item must hold the newest i of that thread's
+	 * transactions in that checkpoint, and exist iff the thread had one there. */
+	for (size_t k = 0; k <= c.n; k++) {
+		if (k == c.n || c.v[k].seq != cur_seq) {
+			for (unsigned t = 0; cur_seq && t < MT_THREADS; t++) {
+				cr_assert_eq(has_ctr[t], has_tx[t],
+					     "checkpoint %llu thread %u: counter %d, txs %d",
+					     (unsigned long long)cur_seq, t, has_ctr[t], has_tx[t]);
+				if (has_tx[t])
+					cr_assert_eq(ctr[t], maxi[t],
+						     "checkpoint %llu thread %u: counter %llu, newest "
+						     "tx %llu", (unsigned long long)cur_seq, t,
+						     (unsigned long long)ctr[t],
+						     (unsigned long long)maxi[t]);
+			}
+			if (k == c.n)
+				break;
+			cur_seq = c.v[k].seq;
+			memset(has_ctr, 0, sizeof(has_ctr));
+			memset(has_tx, 0, sizeof(has_tx));
+		}
+		const struct citem *ci = &c.v[k];
+
+		cr_assert_lt(ci->a, MT_THREADS);
+		cr_assert_lt(ci->b, MT_TXS);
+		if (ci->key & MT_COUNTER) {
+			cr_assert_eq(ci->key, MT_COUNTER | ci->a);
+			cr_assert(!has_ctr[ci->a], "checkpoint %llu: two copies of counter %llu",
+				  (unsigned long long)cur_seq, (unsigned long long)ci->a);
+			has_ctr[ci->a] = true;
+			ctr[ci->a] = ci->b;
+		} else {
+			cr_assert_eq(ci->key, (ci->a << 32) | ci->b);
+			got[ci->a][ci->b] = ci->seq;
+			cnt[ci->a][ci->b]++;
+			if (!has_tx[ci->a] || ci->b > maxi[ci->a])
+				maxi[ci->a] = ci->b;
+			has_tx[ci->a] = true;
+		}
+	}
+	for (unsigned t = 0; t < MT_THREADS; t++) {
+		for (unsigned i = 0; i < MT_TXS; i++) {
+			cr_assert_eq(cnt[t][i], 1, "thread %u tx %u recovered %u times", t, i,
+				     cnt[t][i]);
+			cr_assert_eq(got[t][i], mt.seq[t][i],
+				     "thread %u tx %u: committed into %llu, recovered in %llu", t, i,
+				     (unsigned long long)mt.seq[t][i],
+				     (unsigned long long)got[t][i]);
+		}
+	}
+	cr_assert_eq(delog_close(mt.log), 0);
+	coll_free(&c);
+	free(mt.seq);
+	free(got);
+	free(cnt);
+	io_dev_close(dev);
+}
+
+/* ======================================================================================
+ * space
+ * ====================================================================================== */
+
+#define FULL_LOG (4 * T_MiB)      /* journal/sb.c MIN_LOG_BYTES: 2 x 8 x 256 KiB */
+#define FULL_ITEM 1024u
+#define FULL8_LOG (8 * T_MiB)     /* the back-pressure test's log */
+#define FULL8_ITEM 4096u
+
+struct full {
+	delog *log;
+	atomic_uint calls;
+	atomic_uint early;        /* calls while over half the log was still free */
+	atomic_uint bad_seq;
+	_Atomic uint64_t last_target;
+	/* the blocked begin */
+	atomic_int begun;         /* 0 waiting, 1 returned */
+	atomic_int begin_err;
+	delog_tx *tx;
+};
+
+static void full_push(void *arg, delog *log, uint64_t seq)
+{
+	struct full *f = arg;
+	struct delog_stats st = { .size = sizeof(st) };
+
+	atomic_fetch_add(&f->calls, 1);
+	atomic_store(&f->last_target, seq);
+	if (!seq || seq > delog_durable_seq(log))
+		atomic_fetch_add(&f->bad_seq, 1);
+	if (delog_stats(log, &st) == 0 && st.log_used + st.reserved_bytes < st.log_size / 2)
+		atomic_fetch_add(&f->early, 1);
+}
+
+static int full_tx_len(delog *log, uint64_t key, unsigned flags, uint64_t *seq, uint32_t len)
+{
+	static unsigned char data[FULL8_ITEM];
+	delog_tx *tx;
+	int err = delog_tx_begin(log, len + DELOG_ITEM_OVERHEAD, flags, &tx);
+
+	if (err)
+		return err;
+	memset(data, (int)(key & 0xff), len);
+	err = delog_tx_log(tx, key, data, len);
+	if (err) {
+		delog_tx_abort(tx);
+		return err;
+	}
+	return delog_tx_commit_force(tx, seq);
+}
+
+static int full_tx(delog *log, uint64_t key, unsigned flags, uint64_t *seq)
+{
+	return full_tx_len(log, key, flags, seq, FULL_ITEM);
+}
+
+static void *full_waiter(void *arg)
+{
+	struct full *f = arg;
+	int err = delog_tx_begin(f->log, FULL8_ITEM + DELOG_ITEM_OVERHEAD, 0, &f->tx);
+
+	atomic_store(&f->begin_err, err);
+	atomic_store(&f->begun, 1);
+	return NULL;
+}
+
+Test(api, full_log_backpressure_and_release, .timeout = 120)
+{
+	struct io_dev *dev = t_sim(FULL8_LOG + 4096, IO_SIM_LAT_NONE, 21, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
+	struct full f = { 0 };
+	struct delog_stats st;
+	pthread_t th;
+	uint64_t key = 0, seq = 0;
+	unsigned calls_at_full;
+	int err = 0;
+
+	o.push = full_push;
+	o.push_arg = &f;
+	f.log = t_open_dev(dev, &o);
+	cr_assert_eq(t_stats(f.log).log_size, FULL8_LOG);
+	/* Far more than the log holds: NOWAIT must say -EAGAIN long before (never
+	 * DELOG_ELOGFULL, never a shutdown). */
+	for (key = 1; key < 100000; key++) {
+		err = full_tx_len(f.log, key, DELOG_TX_NOWAIT, &seq, FULL8_ITEM);
+		if (err)
+			break;
+	}
+	cr_assert_eq(err, -EAGAIN, "tx %llu of 4 KiB: %s (expected -EAGAIN)",
+		     (unsigned long long)key, delog_strerror(err));
+	cr_assert_gt(key, 100, "full after only %llu transactions", (unsigned long long)key);
+	cr_assert_eq(delog_error(f.log), 0, "a full log is back-pressure, not an error");
+	calls_at_full = atomic_load(&f.calls);
+	cr_expect_geq(calls_at_full, 1, "push callback never called before the log was full");
+	cr_expect_eq(atomic_load(&f.early), 0, "push callback called with over half the log free");
+	cr_expect_eq(atomic_load(&f.bad_seq), 0, "push target 0 or not durable");
+	cr_expect_eq(delog_tx_begin(f.log, FULL8_ITEM, DELOG_TX_NOWAIT, &f.tx), -EAGAIN,
+		     "still full");
+
+	/* A blocking begin waits ... */
+	st = t_stats(f.log);
+	cr_assert_eq(pthread_create(&th, NULL, full_waiter, &f), 0);
+	while (t_stats(f.log).space_waits == st.space_waits && !atomic_load(&f.begun))
+		msleep(1);
+	msleep(200);
+	cr_assert_eq(atomic_load(&f.begun), 0, "blocking begin on a full log returned %s",
+		     delog_strerror(atomic_load(&f.begin_err)));
+	/* ... until the application releases what it wrote back. */
+	cr_assert_eq(delog_release(f.log, delog_durable_seq(f.log) + 1), -EINVAL,
+		     "release of a sequence not yet durable");
+	cr_assert_eq(delog_release(f.log, delog_durable_seq(f.log)), 0);
+	pthread_join(th, NULL);
+	cr_assert_eq(atomic_load(&f.begin_err), 0, "%s", delog_strerror(atomic_load(&f.begin_err)));
+	{
+		unsigned char d[FULL8_ITEM] = { 0 };
+		uint64_t s;
+
+		cr_assert_eq(delog_tx_log(f.tx, 999999, d, sizeof(d)), 0);
+		cr_assert_eq(delog_tx_commit_force(f.tx, &s), 0);
+		cr_expect_gt(s, seq);
+	}
+	cr_expect_eq(full_tx_len(f.log, key + 1, DELOG_TX_NOWAIT, NULL, FULL8_ITEM), 0,
+		     "space after release");
+	st = t_stats(f.log);
+	cr_expect_geq(st.space_waits, 1);
+	cr_expect_geq(st.push_calls, calls_at_full);
+	cr_assert_eq(delog_close(f.log), 0);
+	io_dev_close(dev);
+}
+
+Test(api, release_moves_tail_without_flush, .timeout = 60)
+{
+	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NONE, 22, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
+	delog *log = t_open_dev(dev, &o);
+	struct io_counters c0, c1;
+	uint64_t s[4], tail0;
+
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(t_commit1(log, 10 + i, i, 0, &s[i], true), 0);
+	tail0 = t_stats(log).tail_lsn;
+	io_dev_counters(dev, &c0);
+	cr_assert_eq(delog_release(log, s[2]), 0);
+	io_dev_counters(dev, &c1);
+	cr_expect_gt(t_stats(log).tail_lsn, tail0, "release did not move the tail");
+	cr_expect_eq(c1.flushes + c1.preflushes, c0.flushes + c0.preflushes,
+		     "release needs no flush");
+	cr_expect_eq(delog_item_written(log, 10, s[0]), -EINVAL, "item_written untracked");
+	cr_assert_eq(delog_close(log), 0);
+	io_dev_close(dev);
+}
+
+Test(api, item_written_moves_tail_after_flush, .timeout = 60)
+{
+	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NONE, 23, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SINGLE);
+	struct delog_stats s0, s1;
+	struct io_counters c0, c1;
+	uint64_t sa, sb, sc, sd;
+	delog *log;
+
+	o.flags |= DELOG_OPEN_TRACK_ITEMS;
+	log = t_open_dev(dev, &o);
+	cr_assert_eq(t_commit1(log, 0xa, 1, 0, &sa, true), 0);
+	cr_assert_eq(t_commit1(log, 0xb, 2, 0, &sb, true), 0);
+	cr_assert_eq(t_commit1(log, 0xc, 3, 0, &sc, true), 0);
+	cr_assert(sa < sb && sb < sc);
+	cr_expect_eq(delog_item_written(log, 0xa, sc + 1), -EINVAL, "seq not yet durable");
+
+	s0 = t_stats(log);
+	io_dev_counters(dev, &c0);
+	cr_assert_eq(delog_item_written(log, 0xa, sa), 0);
+	s1 = t_stats(log);
+	io_dev_counters(dev, &c1);
+	cr_expect_eq(c1.flushes + c1.preflushes, c0.flushes + c0.preflushes);
+	cr_expect_eq(s1.tail_lsn, s0.tail_lsn,
+		     "the tail moved on item_written before any flush (rule R1)");
+
+	/* The single policy's flush after the next checkpoint covers that write
+	 * (docs/FLUSH-POLICIES.md: the async and single policies' own flushes serve). */
+	cr_assert_eq(t_commit1(log, 0xd, 4, 0, &sd, true), 0);
+	s1 = t_stats(log);
+	cr_expect_gt(s1.flushes, s0.flushes);
+	cr_expect_gt(s1.tail_lsn, s0.tail_lsn, "tail did not move after a flush");
+
+	cr_assert_eq(delog_close(log), 0);
+	io_dev_close(dev);
+}
+
+Test(api, item_written_relogged_key_pinned_by_newest, .timeout = 60)
+{
+	/* 1 {A}  2 {A again}  3 {Y}  4 {Z}, Y and Z written, then the write of A's OLD copy
+	 * (as of 1).  A stays pinned by checkpoint 2: after a flush the tail may pass 1
+	 * (whose only key moved on) but not 2.  Then the write of A as of 2: after the next
+	 * flush the tail must move further.  Were A freed by the old write, the tail would
+	 * already stand at the newest unwritten checkpoint and could not move again. */
+	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NONE, 25, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SINGLE);
+	uint64_t s1, s2, sy, sz, t1, t2;
+	delog *log;
+
+	o.flags |= DELOG_OPEN_TRACK_ITEMS;
+	log = t_open_dev(dev, &o);
+	cr_assert_eq(t_commit1(log, 0xa, 1, 0, &s1, true), 0);
+	cr_assert_eq(t_commit1(log, 0xa, 2, 0, &s2, true), 0);
+	cr_assert_eq(t_commit1(log, 0x1, 3, 0, &sy, true), 0);
+	cr_assert_eq(t_commit1(log, 0x2, 4, 0, &sz, true), 0);
+	cr_assert_eq(delog_item_written(log, 0x1, sy), 0);
+	cr_assert_eq(delog_item_written(log, 0x2, sz), 0);
+	cr_assert_eq(delog_item_written(log, 0xa, s1), 0, "an old copy's write is not an error");
+	cr_assert_eq(t_commit1(log, 0x3, 5, 0, NULL, true), 0); /* single: + one flush */
+	t1 = t_stats(log).tail_lsn;
+	cr_assert_eq(delog_item_written(log, 0xa, s2), 0);
+	cr_assert_eq(t_commit1(log, 0x4, 6, 0, NULL, true), 0);
+	t2 = t_stats(log).tail_lsn;
+	cr_expect_gt(t2, t1, "the tail did not move after the newest copy of A was written "
+		     "(%#llx, %#llx): the write of its old copy already freed it",
+		     (unsigned long long)t1, (unsigned long long)t2);
+	cr_assert_eq(delog_close(log), 0);
+	io_dev_close(dev);
+}
+
+Test(api, item_written_keeps_small_log_going, .timeout = 120)
+{
+	/* Sync never issues a standalone flush of its own: the tail can only move because
+	 * delog issues one when it needs the space (delog.h, delog_item_written). */
+	struct io_dev *dev = t_sim(FULL_LOG + 4096, IO_SIM_LAT_NONE, 24, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
+	struct delog_stats st;
+	uint64_t written = 0;
+	delog *log;
+
+	o.flags |= DELOG_OPEN_TRACK_ITEMS;
+	log = t_open_dev(dev, &o);
+	for (uint64_t key = 1; written < 3 * FULL_LOG; key++) {
+		uint64_t seq;
+
+		cr_assert_eq(full_tx(log, key, 0, &seq), 0, "tx %llu: %s", (unsigned long long)key,
+			     delog_strerror(delog_error(log)));
+		cr_assert_eq(delog_item_written(log, key, seq), 0);
+		written += FULL_ITEM;
+	}
+	st = t_stats(log);
+	cr_expect_gt(st.flushes, 0, "space reclaimed without a flush after item_written");
+	cr_expect_gt(st.tail_lsn, 0);
+	cr_expect_eq(delog_error(log), 0);
+	cr_assert_eq(delog_close(log), 0);
+	io_dev_close(dev);
+}
+
+/* ======================================================================================
+ * shutdown
+ * ====================================================================================== */
+
+static void shutdown_run_p(enum delog_flush_policy pol, enum io_op op, bool persistent)
+{
+	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NONE, 30 + pol * 2 + op, NULL);
+	struct delog_options o = t_opts(pol);
+	struct io_sim_fault fault = { .op = op, .nth = 1, .persistent = persistent };
+	struct delog_recovery rec;
+	struct coll c = { 0 };
+	uint64_t acked[5], durable, s;
+	struct pollfd pfd;
+	delog_tx *pre, *tx;
+	delog *log = t_open_dev(dev, &o);
+	int err, cerr;
+
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(t_commit1(log, 100 + i, i, 0, &acked[i], true), 0);
+	durable = delog_durable_seq(log);
+	cr_assert_geq(durable, acked[4]);
+	cr_assert_eq(delog_tx_begin(log, T_RES(1), 0, &pre), 0);
+
+	cr_assert_eq(io_sim_fault_add(dev, &fault), 0);
+	err = t_commit1(log, 200, 0, 0, &s, true);
+	cr_assert_eq(err, DELOG_ESHUTDOWN, "%s policy, %s fault: force returned %s",
+		     delog_flush_policy_name(pol), op == IO_OP_WRITE ? "write" : "flush",
+		     delog_strerror(err));
+	cr_expect_eq(delog_error(log), -EIO, "delog_error: %s", delog_strerror(delog_error(log)));
+	/* One-shot fault: the device is healthy again, the log must stay down anyway;
+	 * persistent: every later write or flush would fail too. */
+	cr_expect_eq(delog_tx_begin(log, T_RES(1), 0, &tx), DELOG_ESHUTDOWN);
+	{
+		struct t_payload p = t_pl(201, 0, 0);
+		int lerr = delog_tx_log(pre, 201, &p, sizeof(p));
+
+		cr_expect(lerr == 0 || lerr == DELOG_ESHUTDOWN, "%s", delog_strerror(lerr));
+		cr_expect_eq(delog_tx_commit(pre, &s), DELOG_ESHUTDOWN);
+	}
+	cr_expect_eq(delog_force(log, 0), DELOG_ESHUTDOWN);
+	cr_expect_eq(delog_force(log, durable), DELOG_ESHUTDOWN, "every later call fails");
+	cr_expect_eq(delog_release(log, durable), DELOG_ESHUTDOWN);
+	cr_expect_eq(delog_durable_seq(log), durable, "acknowledged after the fault");
+	cr_expect_eq(delog_error(log), -EIO, "error is sticky");
+	pfd = (struct pollfd){ .fd = delog_durable_fd(log), .events = POLLIN };
+	cr_expect_eq(poll(&pfd, 1, 10000), 1, "eventfd not signalled on shutdown");
+	cerr = delog_close(log);
+	cr_expect(cerr == -EIO || cerr == DELOG_ESHUTDOWN, "close returned %s",
+		  delog_strerror(cerr));
+
+	/* Reopen the same device: everything acknowledged, nothing invented; no unmount
+	 * record was written by a shut-down log. */
+	io_sim_fault_clear(dev);
+	o.flags = 0;
+	log = t_reopen(dev, o, &c, &rec);
+	cr_assert_eq(c.bad, 0, "%s", c.why);
+	cr_expect_eq(rec.clean, 0, "a shut-down log was closed 'clean'");
+	for (int i = 0; i < 5; i++) {
+		const struct citem *ci = coll_find(&c, 100 + i, NULL);
+
+		cr_assert_not_null(ci, "acknowledged tx %d lost", i);
+		cr_expect_eq(ci->seq, acked[i]);
+	}
+	cr_expect_null(coll_find(&c, 201, NULL), "a commit refused by shutdown was recovered");
+	cr_expect_leq(rec.last_seq, durable + 1);
+	cr_assert_eq(t_commit1(log, 300, 0, 0, &s, true), 0, "the recovered log works");
+	cr_expect_gt(s, rec.last_seq);
+	cr_assert_eq(delog_close(log), 0);
+	coll_free(&c);
+	io_dev_close(dev);
+}
+
+static void shutdown_run(enum delog_flush_policy pol, enum io_op op)
+{
+	shutdown_run_p(pol, op, false);
+}
+
+Test(api, shutdown_on_persistent_write_eio_sync, .timeout = 60)
+{
+	shutdown_run_p(DELOG_FLUSH_SYNC, IO_OP_WRITE, true);
+}
+Test(api, shutdown_on_persistent_write_eio_single, .timeout = 60)
+{
+	shutdown_run_p(DELOG_FLUSH_SINGLE, IO_OP_WRITE, true);
+}
+Test(api, shutdown_on_persistent_flush_eio_async, .timeout = 60)
+{
+	shutdown_run_p(DELOG_FLUSH_ASYNC, IO_OP_FLUSH, true);
+}
+Test(api, shutdown_on_persistent_flush_eio_single, .timeout = 60)
+{
+	shutdown_run_p(DELOG_FLUSH_SINGLE, IO_OP_FLUSH, true);
+}
+Test(api, shutdown_on_write_eio_sync, .timeout = 60) { shutdown_run(DELOG_FLUSH_SYNC, IO_OP_WRITE); }
+Test(api, shutdown_on_write_eio_async, .timeout = 60) { shutdown_run(DELOG_FLUSH_ASYNC, IO_OP_WRITE); }
+Test(api, shutdown_on_write_eio_single, .timeout = 60) { shutdown_run(DELOG_FLUSH_SINGLE, IO_OP_WRITE); }
+Test(api, shutdown_on_write_eio_none, .timeout = 60) { shutdown_run(DELOG_FLUSH_NONE, IO_OP_WRITE); }
+Test(api, shutdown_on_flush_eio_sync, .timeout = 60) { shutdown_run(DELOG_FLUSH_SYNC, IO_OP_FLUSH); }
+Test(api, shutdown_on_flush_eio_async, .timeout = 60) { shutdown_run(DELOG_FLUSH_ASYNC, IO_OP_FLUSH); }
+Test(api, shutdown_on_flush_eio_single, .timeout = 60) { shutdown_run(DELOG_FLUSH_SINGLE, IO_OP_FLUSH); }
+
+/* Several threads forcing when the write fails: every waiter wakes with ESHUTDOWN (no
+ * hang), and every force that did return 0 is covered by the final watermark and
+ * recovered from the reopened device. */
+#define SW_THREADS 4
+#define SW_MAX 2000
+
+struct sw {
+	delog *log;
+	uint64_t acked[SW_THREADS][SW_MAX]; /* seq of each acknowledged tx, 0 none */
+	int last_err[SW_THREADS];
+	unsigned n[SW_THREADS];
+};
+
+struct sw_arg {
+	struct sw *sw;
+	unsigned t;
+};
+
+static void *sw_worker(void *arg)
+{
+	struct sw_arg *a = arg;
+	struct sw *sw = a->sw;
+	unsigned i;
+
+	for (i = 0; i < SW_MAX; i++) {
+		uint64_t s;
+		int err = t_commit1(sw->log, ((uint64_t)(a->t + 1) << 32) | i, a->t, i, &s, true);
+
+		if (err) {
+			sw->last_err[a->t] = err;
+			break;
+		}
+		sw->acked[a->t][i] = s;
+	}
+	sw->n[a->t] = i;
+	return NULL;
+}
+
+Test(api, shutdown_wakes_every_waiter, .timeout = 120)
+{
+	struct io_dev *dev = t_sim(64 * T_MiB, IO_SIM_LAT_NVME, 37, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
+	struct io_sim_fault fault = { .op = IO_OP_WRITE, .nth = 40 };
+	struct sw *sw = calloc(1, sizeof(*sw));
+	struct sw_arg args[SW_THREADS];
+	pthread_t th[SW_THREADS];
+	struct delog_recovery rec;
+	struct coll c = { 0 };
+	uint64_t durable;
+
+	cr_assert_not_null(sw);
+	sw->log = t_open_dev(dev, &o);
+	cr_assert_eq(io_sim_fault_add(dev, &fault), 0);
+	for (unsigned t = 0; t < SW_THREADS; t++) {
+		args[t] = (struct sw_arg){ sw, t };
+		cr_assert_eq(pthread_create(&th[t], NULL, sw_worker, &args[t]), 0);
+	}
+	for (unsigned t = 0; t < SW_THREADS; t++)
+		pthread_join(th[t], NULL);
+	cr_assert_eq(delog_error(sw->log), -EIO, "%s", delog_strerror(delog_error(sw->log)));
+	durable = delog_durable_seq(sw->log);
+	for (unsigned t = 0; t < SW_THREADS; t++) {
+		cr_expect_lt(sw->n[t], SW_MAX, "thread %u never saw the fault", t);
+		cr_expect_eq(sw->last_err[t], DELOG_ESHUTDOWN, "thread %u ended with %s", t,
+			     delog_strerror(sw->last_err[t]));
+		for (unsigned i = 0; i < sw->n[t]; i++)
+			cr_assert_leq(sw->acked[t][i], durable, "thread %u: force of %llu returned 0, "
+				      "final watermark %llu", t,
+				      (unsigned long long)sw->acked[t][i], (unsigned long long)durable);
+	}
+	cr_expect_neq(delog_close(sw->log), 0);
+
+	o.flags = 0;
+	sw->log = t_reopen(dev, o, &c, &rec);
+	cr_assert_eq(c.bad, 0, "%s", c.why);
+	{
+		/* index the recovered keys */
+		unsigned char *seen = calloc(SW_THREADS * SW_MAX, 1);
+
+		cr_assert_not_null(seen);
+		for (size_t k = 0; k < c.n; k++) {
+			uint64_t t = (c.v[k].key >> 32) - 1, i = c.v[k].key & 0xffffffffu;
+
+			if (t < SW_THREADS && i < SW_MAX)
+				seen[t * SW_MAX + i] = 1;
+		}
+		for (unsigned t = 0; t < SW_THREADS; t++)
+			for (unsigned i = 0; i < sw->n[t]; i++)
+				cr_assert(seen[t * SW_MAX + i], "thread %u tx %u (checkpoint %llu) was "
+					  "acknowledged and is lost", t, i,
+					  (unsigned long long)sw->acked[t][i]);
+		free(seen);
+	}
+	cr_assert_eq(delog_close(sw->log), 0);
+	coll_free(&c);
+	free(sw);
+	io_dev_close(dev);
+}
+
+/* ======================================================================================
+ * open, recover, continue
+ * ====================================================================================== */
+
+Test(api, open_recover_continue, .timeout = 60)
+{
+	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NVME, 40, NULL), *img;
+	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
+	struct delog_recovery rec;
+	struct coll c = { 0 };
+	uint64_t s1[10], s2[10], s3;
+	delog *log = t_open_dev(dev, &o);
+
+	for (int i = 0; i < 10; i++)
+		cr_assert_eq(t_commit1(log, 500 + i, i, 0, &s1[i], i % 3 == 2), 0);
+	cr_assert_eq(delog_force(log, 0), 0);
+	cr_assert_eq(delog_close(log), 0);
+
+	log = t_reopen(dev, o, &c, &rec);
+	cr_assert_eq(c.bad, 0, "%s", c.why);
+	cr_expect_eq(rec.clean, 1, "closed cleanly");
+	cr_expect_eq(rec.last_seq, s1[9]);
+	cr_expect_eq(rec.checkpoints, c.nck);
+	cr_expect_eq(rec.items, c.n);
+	cr_expect_eq(delog_durable_seq(log), s1[9]);
+	for (int i = 0; i < 10; i++)
+		cr_expect_eq(coll_find(&c, 500 + i, NULL) ? coll_find(&c, 500 + i, NULL)->seq : 0,
+			     s1[i]);
+	coll_free(&c);
+
+	for (int i = 0; i < 10; i++) {
+		cr_assert_eq(t_commit1(log, 600 + i, i, 0, &s2[i], true), 0);
+		cr_expect_gt(s2[i], s1[9], "sequence did not continue after reopen");
+	}
+	img = t_crash_copy(dev, 41, NULL);
+	cr_assert_eq(delog_close(log), 0);
+
+	o.flags = 0;
+	log = t_reopen(img, o, &c, &rec);
+	cr_assert_eq(c.bad, 0, "%s", c.why);
+	cr_expect_eq(rec.clean, 0, "a crashed log is not clean");
+	cr_expect_geq(rec.last_seq, s2[9]);
+	for (int i = 0; i < 10; i++) {
+		cr_expect_not_null(coll_find(&c, 500 + i, NULL), "first session tx %d lost", i);
+		cr_expect_not_null(coll_find(&c, 600 + i, NULL), "second session tx %d lost", i);
+	}
+	cr_assert_eq(t_commit1(log, 700, 0, 0, &s3, true), 0);
+	cr_expect_gt(s3, rec.last_seq, "sequence did not continue after the crash");
+	cr_assert_eq(delog_close(log), 0);
+	coll_free(&c);
+
+	/* ... and once more: the recovered log survives its own next open (G6). */
+	log = t_reopen(img, o, &c, &rec);
+	cr_assert_eq(c.bad, 0, "%s", c.why);
+	cr_expect_eq(rec.clean, 1);
+	cr_expect_not_null(coll_find(&c, 700, NULL));
+	cr_expect_eq(rec.last_seq, s3);
+	cr_assert_eq(delog_close(log), 0);
+	coll_free(&c);
+	io_dev_close(img);
+	io_dev_close(dev);
+}
+
+static int stop_at_second(void *arg, const struct delog_checkpoint *ck,
+			  const struct delog_item *it, size_t n)
+{
+	unsigned *calls = arg;
+
+	(void)ck;
+	(void)it;
+	(void)n;
+	return ++*calls == 2 ? 12345 : 0;
+}
+
+Test(api, recover_callback_error_fails_open, .timeout = 60)
+{
+	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NONE, 42, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
+	struct delog_recovery rec;
+	struct coll c = { 0 };
+	unsigned calls = 0;
+	delog *log = t_open_dev(dev, &o);
+
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(t_commit1(log, 1 + i, i, 1, NULL, true), 0);
+	cr_assert_eq(delog_close(log), 0);
+
+	/* The callback's value is delog_open's result, and the log is left as it was. */
+	o.flags = 0;
+	o.recover = stop_at_second;
+	o.recover_arg = &calls;
+	log = (delog *)0x1;
+	cr_expect_eq(delog_open_dev(dev, &o, &log), 12345);
+	cr_expect_null(log);
+	cr_expect_eq(calls, 2);
+	log = t_reopen(dev, o, &c, &rec);
+	cr_assert_eq(c.bad, 0, "%s", c.why);
+	cr_expect_eq(c.n, 3, "a refused open changed the log: %zu items", c.n);
+	cr_expect_eq(rec.clean, 1);
+	cr_assert_eq(delog_close(log), 0);
+	coll_free(&c);
+	io_dev_close(dev);
+}
+
+/* ======================================================================================
+ * the durable eventfd
+ * ====================================================================================== */
+
+Test(api, durable_fd_readable_after_force, .timeout = 60)
+{
+	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NVME, 50, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
+	delog *log = t_open_dev(dev, &o);
+	int fd = delog_durable_fd(log);
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	uint64_t v, seq;
+
+	cr_assert_geq(fd, 0);
+	while (read(fd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+		;
+	cr_expect_eq(poll(&pfd, 1, 0), 0, "readable with nothing made durable");
+	cr_assert_eq(t_commit1(log, 1, 1, 1, &seq, false), 0);
+	cr_expect_eq(poll(&pfd, 1, 0), 0, "readable after a mere commit");
+	cr_assert_eq(delog_force(log, seq), 0);
+	cr_assert_eq(poll(&pfd, 1, 10000), 1, "not readable after a force");
+	cr_expect(pfd.revents & POLLIN);
+	cr_assert_eq(read(fd, &v, sizeof(v)), (ssize_t)sizeof(v));
+	cr_expect_geq(v, 1);
+	cr_expect_geq(delog_durable_seq(log), seq);
+	cr_assert_eq(delog_close(log), 0);
+	io_dev_close(dev);
+}
+
+/* ======================================================================================
+ * real files, per backend
+ * ====================================================================================== */
+
+static void file_round_trip(const char *backend)
+{
+	char *dir = t_mkdtemp(backend), path[4200];
+	struct delog_options o = { .size = sizeof(o), .backend = backend,
+				   .flags = DELOG_OPEN_CREATE, .create_size = 8 * T_MiB };
+	struct delog_recovery rec;
+	struct coll c = { 0 };
+	struct stat st;
+	uint64_t s[20];
+	delog *log = NULL;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/log", dir);
+	err = delog_open(path, &o, &log);
+	if (err == -ENOSYS || err == -ENODEV || err == -EPERM) {
+		cr_log_warn("backend %s not usable here (%s): skipped", backend,
+			    delog_strerror(err));
+		rmdir(dir);
+		free(dir);
+		return;
+	}
+	cr_assert_eq(err, 0, "%s: delog_open(CREATE): %s", backend, delog_strerror(err));
+	cr_assert_eq(stat(path, &st), 0);
+	cr_expect_eq(st.st_mode & 0777, 0600);
+	for (int i = 0; i < 20; i++)
+		cr_assert_eq(t_commit1(log, 800 + i, i, 1, &s[i], i % 4 == 3), 0);
+	cr_assert_eq(delog_force(log, 0), 0);
+	cr_expect_geq(delog_durable_seq(log), s[19]);
+	cr_assert_eq(delog_close(log), 0);
+
+	o.flags = 0;
+	o.recover = coll_cb;
+	o.recover_arg = &c;
+	o.recovery = &rec;
+	cr_assert_eq(delog_open(path, &o, &log), 0, "%s: reopen", backend);
+	cr_assert_eq(c.bad, 0, "%s: %s", backend, c.why);
+	cr_expect_eq(rec.clean, 1);
+	cr_expect_eq(c.n, 20, "%s: %zu items recovered", backend, c.n);
+	for (int i = 0; i < 20; i++) {
+		const struct citem *ci = coll_find(&c, 800 + i, NULL);
+
+		cr_assert_not_null(ci, "%s: tx %d lost", backend, i);
+		cr_expect_eq(ci->seq, s[i]);
+	}
+	cr_assert_eq(t_commit1(log, 900, 0, 0, NULL, true), 0);
+	cr_assert_eq(delog_close(log), 0);
+	coll_free(&c);
+
+	/* FORMAT destroys what the log held. */
+	o.flags = DELOG_OPEN_FORMAT;
+	cr_assert_eq(delog_open(path, &o, &log), 0);
+	cr_expect_eq(c.nck, 0, "%s: FORMAT recovered %llu checkpoints", backend,
+		     (unsigned long long)c.nck);
+	cr_assert_eq(delog_close(log), 0);
+	coll_free(&c);
+	unlink(path);
+	rmdir(dir);
+	free(dir);
+}
+
+Test(api, file_backends_round_trip, .timeout = 120)
+{
+	static const char *const names[] = { "uring", "aio", "psync" };
+	unsigned ran = 0;
+
+	for (unsigned i = 0; i < 3; i++) {
+		if (!io_backend_built(names[i]))
+			continue;
+		file_round_trip(names[i]);
+		ran++;
+	}
+	cr_assert_geq(ran, 1, "psync is always built");
+}

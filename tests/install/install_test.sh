@@ -1,0 +1,209 @@
+#!/bin/sh
+# install_test.sh - `cmake --install` and package discovery, end to end, run by ctest.
+#
+#   install_test.sh SRCDIR TESTDIR CC [CMAKE CONFIGURE ARGS...]
+#
+# 1. Configures SRCDIR afresh in a temporary directory under TESTDIR (no tests, no
+#    sanitizer, the configure arguments given: backends, build type), builds it and
+#    installs it with `cmake --install BUILD --prefix PREFIX`.
+# 2. Checks the installed tree: libdelog.so (with a SONAME) and libdelog.a, <delog.h>,
+#    the delog tool (runs --version), the CMake package and version file, delog.pc,
+#    one man page per command of `delog --help`, API.md and CHANGELOG.md.
+# 3. Checks the dynamic symbols of libdelog.so: delog_open is there, no jrnl_* or io_*
+#    symbol is, and the exported set is exactly the functions declared in the installed
+#    delog.h.
+# 4. Builds the examples (docs/examples/hello.c, and kv.c when it exists) against the
+#    installed package with find_package (tests/install/consumer/, shared and static)
+#    and with `cc $(pkg-config --cflags --libs delog)` (and --static), and runs each once
+#    on a log in the temporary directory (kv: its self-test, a put and a get).  A
+#    find_package for a version the package does not provide must fail.  The installed
+#    examples directory (share/doc/delog/examples, with its CMakeLists.txt) must build as
+#    a project of its own against the installed package.
+# Exit 0 pass, 1 fail, 77 skip (a tool missing), with the reason on stderr.
+set -u
+
+SRC=${1:?source dir}
+DIR=${2:?test directory}
+CC=${3:?C compiler}
+shift 3
+TMP=$(mktemp -d "${DIR}/install_test.XXXXXX") || exit 1
+trap 'rm -rf "$TMP"' EXIT
+PREFIX=$TMP/prefix
+FAILS=0
+
+fail() {
+	echo "FAIL: $*" >&2
+	FAILS=$((FAILS + 1))
+}
+
+skip() {
+	echo "SKIP: $*" >&2
+	exit 77
+}
+
+# run DESCRIPTION CMD... : run CMD with its output in $TMP/log; on failure show it.
+run() {
+	what=$1
+	shift
+	if ! "$@" >"$TMP/log" 2>&1; then
+		fail "$what: $*"
+		sed 's/^/  | /' "$TMP/log" | tail -40 >&2
+		return 1
+	fi
+	echo "ok: $what"
+	return 0
+}
+
+for t in cmake pkg-config nm readelf; do
+	command -v $t >/dev/null 2>&1 || skip "$t is not installed"
+done
+# Leave the caller's sanitizer and compiler flags out of the fresh build.
+unset CFLAGS LDFLAGS CPPFLAGS PKG_CONFIG_PATH
+export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
+
+# ---- 1. configure, build, install ----------------------------------------------------
+run "configure" cmake -S "$SRC" -B "$TMP/build" -DCMAKE_C_COMPILER="$CC" \
+	-DDELOG_BUILD_TESTS=OFF -DDELOG_SANITIZE= "$@" || exit 1
+run "build" cmake --build "$TMP/build" || exit 1
+run "install" cmake --install "$TMP/build" --prefix "$PREFIX" || exit 1
+cp "$TMP/log" "$TMP/install.log"
+
+# ---- 2. the installed tree -----------------------------------------------------------
+SO=$(find "$PREFIX" -name libdelog.so -type l | head -n 1)
+if [ -z "$SO" ]; then
+	fail "no libdelog.so symlink installed"
+	sed 's/^/  | /' "$TMP/install.log" >&2
+	exit 1
+fi
+LIBDIR=$(dirname "$SO")
+for f in "$LIBDIR/libdelog.a" "$PREFIX/include/delog.h" "$PREFIX/bin/delog" \
+	"$LIBDIR/cmake/delog/delogConfig.cmake" "$LIBDIR/cmake/delog/delogConfigVersion.cmake" \
+	"$LIBDIR/cmake/delog/delogTargets.cmake" "$LIBDIR/pkgconfig/delog.pc" \
+	"$PREFIX/share/man/man1/delog.1" "$PREFIX/share/doc/delog/API.md" \
+	"$PREFIX/share/doc/delog/CHANGELOG.md" "$PREFIX/share/doc/delog/FORMAT.md"; do
+	[ -e "$f" ] || fail "not installed: ${f#"$PREFIX"/}"
+done
+SONAME=$(readelf -d "$SO" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+case $SONAME in
+libdelog.so.[0-9]*) ;;
+*) fail "libdelog.so has SONAME '$SONAME', expected libdelog.so.N" ;;
+esac
+[ -e "$LIBDIR/$SONAME" ] || fail "the SONAME link $SONAME is not installed"
+VERSION=$("$PREFIX/bin/delog" --version) || fail "installed delog --version failed"
+echo "installed: $VERSION, $SONAME in ${LIBDIR#"$PREFIX"/}"
+# Every command the tool lists has its man page.
+CMDS=$("$PREFIX/bin/delog" --help | awk '/^commands:/ { c = 1; next } /^$/ { c = 0 } c { print $1 }')
+[ -n "$CMDS" ] || fail "no commands in installed delog --help"
+for c in $CMDS; do
+	[ -e "$PREFIX/share/man/man1/delog-$c.1" ] || fail "no man page installed for delog $c"
+done
+
+# ---- 3. exported symbols -------------------------------------------------------------
+nm -D --defined-only "$SO" | awk 'NF == 3 && $2 ~ /^[TDBRVWiu]$/ { print $3 }' |
+	sed 's/@.*//' | sort -u >"$TMP/exported"
+grep -qx delog_open "$TMP/exported" || fail "libdelog.so does not export delog_open"
+if grep -E '^(jrnl|io)_' "$TMP/exported" >"$TMP/leaked"; then
+	fail "libdelog.so exports internal symbols: $(tr '\n' ' ' <"$TMP/leaked")"
+fi
+# The functions the installed header declares: a line in column 0 naming delog_x(.
+grep -E '^[A-Za-z_].*[ *]delog_[A-Za-z0-9_]+ *\(' "$PREFIX/include/delog.h" | grep -v '^typedef' |
+	sed -E 's/^[^(]*[ *](delog_[A-Za-z0-9_]+) *\(.*/\1/' | sort -u >"$TMP/declared"
+if ! cmp -s "$TMP/declared" "$TMP/exported"; then
+	fail "exports of libdelog.so differ from the functions of delog.h (< header only, > library only):"
+	diff "$TMP/declared" "$TMP/exported" | grep '^[<>]' | sed 's/^/  /' >&2
+fi
+
+# ---- 4. build and run the examples against the installed package --------------------
+EXAMPLES=$SRC/docs/examples/hello.c
+[ -f "$SRC/docs/examples/kv.c" ] && EXAMPLES="$EXAMPLES;$SRC/docs/examples/kv.c"
+
+# run_example NAME BINARY : run one built example once, on a fresh log in $TMP.
+run_example() {
+	name=$1
+	bin=$2
+	where=$TMP/run-$(basename "$(dirname "$bin")")-$(basename "$bin")
+	rm -rf "$where"
+	case $name in
+	hello) run "run $bin" "$bin" "$where.log" ;;
+	kv) run_kv "$bin" "$where" ;;
+	*) fail "no way to run example $name" ;;
+	esac
+}
+
+# kv (docs/examples/kv.c, the example key-value store; its usage is in its header):
+# `kv DBDIR` is its self-test, then one durable put, read back by a second process.
+run_kv() {
+	run "run $1 (self-test)" "$1" "$2" || return
+	run "run $1 put" "$1" "$2" put install-test-key install-test-value || return
+	run "run $1 get" "$1" "$2" get install-test-key || return
+	[ "$(cat "$TMP/log")" = install-test-value ] ||
+		fail "$1 get printed '$(cat "$TMP/log")', expected install-test-value"
+}
+
+# find_package(delog) from a project outside the tree.
+run "consumer configure (find_package)" cmake -S "$SRC/tests/install/consumer" \
+	-B "$TMP/consumer" -DCMAKE_C_COMPILER="$CC" -DCMAKE_PREFIX_PATH="$PREFIX" \
+	-DDELOG_VERSION_WANTED="${VERSION#delog }" "-DEXAMPLES=$EXAMPLES" &&
+	run "consumer build (find_package)" cmake --build "$TMP/consumer" &&
+	for src in $(echo "$EXAMPLES" | tr ';' ' '); do
+		name=$(basename "$src" .c)
+		run_example "$name" "$TMP/consumer/$name"
+		run_example "$name" "$TMP/consumer/${name}_static"
+		readelf -d "$TMP/consumer/$name" | grep -qF "[$SONAME]" ||
+			fail "find_package: $name is not linked with $SONAME"
+		if readelf -d "$TMP/consumer/${name}_static" | grep -q 'libdelog\.so'; then
+			fail "find_package: ${name}_static is linked with libdelog.so"
+		fi
+	done
+# A version the package does not provide is refused.
+if cmake -S "$SRC/tests/install/consumer" -B "$TMP/consumer-99" -DCMAKE_C_COMPILER="$CC" \
+	-DCMAKE_PREFIX_PATH="$PREFIX" -DDELOG_VERSION_WANTED=99.0 >"$TMP/log" 2>&1; then
+	fail "find_package(delog 99.0) succeeded against delog ${VERSION#delog }"
+fi
+
+# pkg-config, shared and static.
+export PKG_CONFIG_PATH=$LIBDIR/pkgconfig
+pkg-config --exists delog || fail "pkg-config does not find delog in $PKG_CONFIG_PATH"
+[ "$(pkg-config --modversion delog)" = "${VERSION#delog }" ] ||
+	fail "pkg-config --modversion delog: $(pkg-config --modversion delog), expected ${VERSION#delog }"
+STATIC_LIBS=$(pkg-config --static --libs delog)
+for l in -lisal -pthread; do
+	case " $STATIC_LIBS " in *" $l "*) ;; *) fail "pkg-config --static --libs delog lacks $l" ;; esac
+done
+mkdir -p "$TMP/pc"
+for src in $(echo "$EXAMPLES" | tr ';' ' '); do
+	name=$(basename "$src" .c)
+	# shellcheck disable=SC2046 # word splitting of pkg-config output is intended
+	run "pkg-config build of $name" "$CC" -o "$TMP/pc/$name" "$src" \
+		$(pkg-config --cflags --libs delog) -pthread -Wl,-rpath,"$LIBDIR" &&
+		run_example "$name" "$TMP/pc/$name"
+	# shellcheck disable=SC2046
+	run "pkg-config --static build of $name" "$CC" -o "$TMP/pc/${name}_static" "$src" \
+		$(pkg-config --cflags delog) \
+		$(echo "$STATIC_LIBS" | sed 's/-ldelog/-Wl,-Bstatic -ldelog -Wl,-Bdynamic/') -pthread &&
+		run_example "$name" "$TMP/pc/${name}_static"
+done
+
+# The installed examples directory is a project of its own (docs/examples/CMakeLists.txt,
+# in its find_package mode).
+EXDIR=$PREFIX/share/doc/delog/examples
+if [ -f "$EXDIR/CMakeLists.txt" ]; then
+	run "installed examples configure" cmake -S "$EXDIR" -B "$TMP/examples" \
+		-DCMAKE_C_COMPILER="$CC" -DCMAKE_PREFIX_PATH="$PREFIX" &&
+		run "installed examples build" cmake --build "$TMP/examples" &&
+		for src in $(echo "$EXAMPLES" | tr ';' ' '); do
+			name=$(basename "$src" .c)
+			if [ -x "$TMP/examples/$name" ]; then
+				run_example "$name" "$TMP/examples/$name"
+			else
+				fail "the installed examples project did not build $name"
+			fi
+		done
+fi
+
+if [ "$FAILS" -ne 0 ]; then
+	echo "install_test: $FAILS failure(s)" >&2
+	exit 1
+fi
+echo "install_test: ok"
+exit 0

@@ -1,0 +1,134 @@
+#!/bin/sh
+# bench_commit_test.sh - smoke test of `delog bench --workload commit`, run by ctest.
+#
+#   bench_commit_test.sh DELOG TESTDIR
+#
+# 1. A short run on a new file in a temporary directory of TESTDIR (--time 0.2
+#    --clients 1,2 --policy single,none --log-size 16M --json): exit 0, the JSON parses,
+#    has one row per (client count, system) with sane values (commits/s > 0, MB/s =
+#    commits/s x payload, 0 < p50 <= p99 <= max, flush counts that fit the policy), and
+#    the file it created is removed.
+# 2. The same on the in-memory disk (--backend sim): no baselines.
+# 3. Usage errors exit 2 and create nothing.
+# Exit 0 pass, 1 fail, 77 skip (ctest SKIP_RETURN_CODE), with the reason on stderr.
+# A smoke test of the tool: no speed is asserted.
+set -u
+
+DELOG=${1:?path to delog}
+DIR=${2:?test directory}
+TMP=$(mktemp -d "${DIR}/bench_commit_test.XXXXXX") || exit 1
+trap 'rm -rf "$TMP"' EXIT
+FAILS=0
+
+fail() {
+	echo "FAIL: $*" >&2
+	FAILS=$((FAILS + 1))
+}
+
+# expect_rc WANT DESCRIPTION CMD... : run CMD, stdout to $TMP/out, stderr to $TMP/err.
+expect_rc() {
+	want=$1
+	what=$2
+	shift 2
+	"$@" >"$TMP/out" 2>"$TMP/err"
+	rc=$?
+	if [ "$rc" -ne "$want" ]; then
+		fail "$what: exit $rc, expected $want"
+		sed 's/^/  stderr: /' "$TMP/err" >&2
+	fi
+}
+
+expect_in() {
+	grep -qF -- "$2" "$1" || fail "$3: '$2' not in $(basename "$1")"
+}
+
+# check_json FILE SYSTEMS : the document of a successful run with --clients 1,2, payload
+# 4 x 128 B, and rows for each of the comma-separated SYSTEMS.
+check_json() {
+	python3 - "$1" "$2" <<'EOF' || fail "--json output does not parse or has bad values"
+import json, math, sys
+doc = json.load(open(sys.argv[1]))
+systems = sys.argv[2].split(",")
+for k in ["tool", "version", "workload", "backend", "params", "rows", "acceptance",
+          "error", "elapsed_s"]:
+    assert k in doc, "missing %s" % k
+assert doc["workload"] == "commit", doc["workload"]
+assert doc["error"] is None, doc["error"]
+assert doc["params"]["clients"] == [1, 2], doc["params"]["clients"]
+assert doc["params"]["payload_bytes"] == 512, doc["params"]
+rows = doc["rows"]
+got = sorted((r["clients"], r["policy"]) for r in rows)
+want = sorted((c, s) for c in (1, 2) for s in systems)
+assert got == want, (got, want)
+need = ["workload", "policy", "clients", "commits_per_s", "mb_per_s", "lat_p50_us",
+        "lat_p99_us", "lat_max_us", "flushes_per_checkpoint", "txs_per_checkpoint",
+        "checkpoints", "device_flushes", "fua_writes"]
+for r in rows:
+    what = "%s/%d" % (r["policy"], r["clients"])
+    missing = [k for k in need if k not in r]
+    assert not missing, (what, missing)
+    assert r["workload"] == "commit", what
+    assert r["commits"] > 0 and r["commits_per_s"] > 0, (what, r["commits_per_s"])
+    assert math.isclose(r["mb_per_s"], r["commits_per_s"] * 512 / 1e6, rel_tol=1e-4), what
+    assert 0 < r["lat_p50_us"] <= r["lat_p99_us"] <= r["lat_max_us"], what
+    assert 0.1 < r["window_s"] < 10, (what, r["window_s"])
+    baseline = r["policy"] in ("raw-fdatasync", "ideal-group")
+    if baseline:
+        assert r["checkpoints"] is None and r["flushes_per_checkpoint"] is None, what
+        assert r["fdatasyncs"] > 0 and r["commits_per_fdatasync"] >= 1, what
+        if r["policy"] == "raw-fdatasync":
+            assert r["fdatasyncs"] == r["commits"], (what, r["fdatasyncs"], r["commits"])
+        continue
+    assert r["unsafe"] == (r["policy"] == "none"), what
+    ck, fl = r["checkpoints"], r["device_flushes"]
+    assert ck > 0 and r["transactions"] > 0, (what, ck)
+    assert r["txs_per_checkpoint"] > 0, (what, r["txs_per_checkpoint"])
+    # Counts, not speed: single flushes once per checkpoint (+-1 at each window edge),
+    # none never.
+    if r["policy"] == "single":
+        assert abs(fl - ck) <= 2, (what, fl, ck)
+        assert r["fua_writes"] == 0, what
+    if r["policy"] == "none":
+        assert fl == 0 and r["fua_writes"] == 0, (what, fl)
+    assert r["open_s"] >= 0, what
+EOF
+}
+
+command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 is not installed" >&2; exit 77; }
+cd "$TMP" || exit 1
+SHORT="--workload commit --time 0.2 --clients 1,2 --log-size 16M"
+
+# 1. A file: created, measured with both baselines, removed.
+expect_rc 0 "commit bench on a new file" "$DELOG" bench $SHORT --policy single,none --json \
+	"$TMP/commit.log"
+check_json "$TMP/out" "raw-fdatasync,ideal-group,single,none"
+[ -e "$TMP/commit.log" ] && fail "the bench file was not removed"
+python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["target"]["created"], d["target"]' \
+	<"$TMP/out" || fail "target.created is not true"
+
+# Human output: the table, the UNSAFE mark, the ratio line.
+expect_rc 0 "commit bench, human output" "$DELOG" bench $SHORT --clients 1 --policy none \
+	--no-baselines
+expect_in "$TMP/out" "commits/s" "human table"
+expect_in "$TMP/out" "none (UNSAFE)" "none is marked UNSAFE"
+
+# 2. The simulated disk: no PATH, no baselines.
+expect_rc 0 "commit bench on sim" "$DELOG" bench $SHORT --backend sim --policy none --json
+check_json "$TMP/out" "none"
+
+# 3. Usage errors.
+expect_rc 2 "--clients 0" "$DELOG" bench --workload commit --clients 0
+expect_in "$TMP/err" "delog bench: --clients" "error format"
+expect_rc 2 "--policy bogus" "$DELOG" bench --workload commit --policy sync,bogus
+expect_rc 2 "--time 0" "$DELOG" bench --workload commit --time 0
+expect_rc 2 "--backend sim with a PATH" "$DELOG" bench --workload commit --backend sim \
+	"$TMP/nope"
+[ -z "$(ls -A "$TMP" | grep -v '^out$' | grep -v '^err$')" ] ||
+	fail "a run left a file: $(ls -A "$TMP")"
+
+if [ "$FAILS" -ne 0 ]; then
+	echo "bench_commit: $FAILS check(s) failed" >&2
+	exit 1
+fi
+echo "bench_commit: ok"
+exit 0
