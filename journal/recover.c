@@ -1029,6 +1029,26 @@ static uint16_t type_flags(uint16_t type)
 }
 
 /*
+ * The previous record ended with an op piece flagged CONTINUE, and this record does not
+ * continue it.  Records are CRC-checked and chained by prev_lsn, so this is not damage:
+ * it is what a writer that resumed after a crash leaves.  The crash tore off the record
+ * holding the rest of that op (it lay past the durable point, so recovery dropped its
+ * checkpoint as incomplete), and the writer went on at that head with a new
+ * transaction.  The op, and the transaction it belongs to, are abandoned: counted as
+ * dropped, never replayed (its COMMIT cannot follow: the writer never reuses a tid).
+ */
+static void abandon_cont(struct rctx *r, struct parse *ps)
+{
+	struct ptx *t = tx_find(ps, ps->op_tid);
+
+	if (t) {
+		r->rep->dropped += !t->skip;
+		tx_remove(ps, t);
+	}
+	ps->cont = false;
+}
+
+/*
  * One op header and its payload piece (@op->len bytes at @data, already bounded by the
  * record).  Checks the flags against the op's type and against the continuation state,
  * then appends the piece and, when it is the last, acts on the op.
@@ -1078,9 +1098,7 @@ static int op_piece(struct rctx *r, struct parse *ps, const struct jrnl_op *op,
 		}
 	} else {
 		if (ps->cont)
-			return OP_BAD(r, oc, DELOG_EBADOP,
-				      "op of tid %#x continued from the previous record is missing",
-				      ps->op_tid);
+			abandon_cont(r, ps);
 		if (end)
 			return OP_BAD(r, oc, DELOG_EBADOP, "END flag without WAS_CONT (flags %#x)",
 				      op->flags);
@@ -1152,12 +1170,8 @@ static int parse_record(struct rctx *r, struct parse *ps, const unsigned char *r
 	int err;
 
 	ps->rec_unmount = false;
-	if (ps->cont && !ri->num_ops) {
-		oc.off = payload_off(r, ri, 0);
-		return OP_BAD(r, &oc, DELOG_EBADOP,
-			      "op of tid %#x continued from the previous record is missing",
-			      ps->op_tid);
-	}
+	if (ps->cont && !ri->num_ops)
+		abandon_cont(r, ps);
 	for (uint32_t i = 0; i < ri->num_ops; i++) {
 		struct jrnl_op op;
 

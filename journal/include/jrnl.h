@@ -182,7 +182,7 @@ struct jrnl_report {
  *   DELOG_EBADOP     in a record whose CRC holds: an op header or payload running past
  *                    the record's len, unknown type or flags, non-zero reserved bits,
  *                    flags that do not fit the type, a wrong payload size, CONTINUE not
- *                    on the record's last op, a continued op not continued, bytes after
+ *                    on the record's last op, bytes after
  *                    the last op, START of an open tid, more than 256 open transactions
  *   DELOG_EORPHAN    a WAS_CONT op that continues nothing (not first in its record, or
  *                    the previous record did not end with CONTINUE of that tid and

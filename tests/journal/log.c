@@ -1715,3 +1715,59 @@ Test(log, threads, .timeout = 120)
 	free(d);
 	tl_close(&t);
 }
+
+/*
+ * Resume after a torn continuation (found by fuzzing): a checkpoint whose one item is
+ * split over three records loses the third in a crash; recovery drops it and the writer
+ * resumes at that head with a new checkpoint.  The record before the head still ends
+ * with a CONTINUE piece that nothing continues: the next recovery must treat that op as
+ * abandoned (its checkpoint dropped), not as a malformed log, and replay checkpoint 2.
+ */
+Test(log, resume_after_torn_continuation, .timeout = 60)
+{
+	static const uint8_t uuid[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+	static unsigned char data[40000];
+	const uint32_t S = 4096;
+	struct io_sim_opts so = { .size = sizeof(so), .dev_bytes = 4096 + (4u << 20), .sector = S };
+	struct io_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
+	struct jrnl_format_opts fo = { .sector = S, .log_size = 4u << 20, .uuid = uuid };
+	struct jrnl_log_opts lo = { .logbufs = 2, .logbsize = 16384 };
+	const unsigned fl = JRNL_TX_FLUSH_START | JRNL_TX_FLUSH_COMMIT | JRNL_TX_FUA_COMMIT |
+			    JRNL_TX_WAIT_PREV;
+	struct jrnl_recover_opts ro = { .read_only = true };
+	struct jrnl_report r1, r2;
+	struct jrnl_log *log;
+	struct io_dev *dev;
+	struct jrnl_geom g;
+	struct jrnl_wtx tx;
+	unsigned char *z;
+
+	cr_assert_eq(io_dev_open(NULL, &o, &dev), 0);
+	cr_assert_eq(jrnl_format(dev, &fo, &g), 0);
+	cr_assert_eq(jrnl_log_open(dev, &g, NULL, &lo, &log), 0);
+	cr_assert_eq(jrnl_tx_start(log, 1, fl, &tx), 0);
+	cr_assert_eq(jrnl_tx_item(&tx, 7, data, sizeof(data)), 0);
+	cr_assert_eq(jrnl_tx_commit(&tx, NULL, NULL), 0);
+	cr_assert_eq(jrnl_log_force(log), 0);
+	cr_assert_eq(jrnl_log_close(log), 0);
+	/* The crash: the third record (sectors 8-11) never reached the disk. */
+	z = io_buf_alloc(dev, 4 * S);
+	memset(z, 0, 4 * S);
+	cr_assert_eq(io_rw_wait(dev, IO_OPF(IO_OP_WRITE, IO_FUA), 4096 + 8 * S, z, 4 * S, NULL), 0);
+	free(z);
+	cr_assert_eq(jrnl_recover(dev, &g, NULL, &r1), 0);
+	cr_assert_eq(r1.checkpoints, 0);
+	cr_assert_eq(r1.dropped, 1);
+	/* The next session resumes where recovery said and commits checkpoint 2. */
+	cr_assert_eq(jrnl_log_open(dev, &g, &r1, &lo, &log), 0);
+	cr_assert_eq(jrnl_tx_start(log, 2, fl, &tx), 0);
+	cr_assert_eq(jrnl_tx_item(&tx, 8, data, 100), 0);
+	cr_assert_eq(jrnl_tx_commit(&tx, NULL, NULL), 0);
+	cr_assert_eq(jrnl_log_force(log), 0);
+	cr_assert_eq(jrnl_log_flush(log), 0);
+	cr_assert_eq(jrnl_log_close(log), 0);
+	cr_assert_eq(jrnl_recover(dev, &g, &ro, &r2), 0, "%s", r2.corrupt_what);
+	cr_assert_eq(r2.checkpoints, 1, "checkpoint 2 replayed");
+	cr_assert_eq(r2.dropped, 1, "checkpoint 1 abandoned");
+	cr_assert_eq(io_dev_close(dev), 0);
+}
