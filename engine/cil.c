@@ -145,7 +145,8 @@ static int shard_put(struct cil_shard *s, uint64_t key, const void *data, uint32
 					return err;
 				it->cap = len;
 			}
-			memcpy(s->arena + it->off, data, len);
+			if (len)
+				memcpy(s->arena + it->off, data, len);
 			it->len = len;
 			return 0;
 		}
@@ -165,7 +166,8 @@ static int shard_put(struct cil_shard *s, uint64_t key, const void *data, uint32
 	it->len = it->cap = len;
 	if ((err = arena_take(s, len, &it->off)))
 		return err;
-	memcpy(s->arena + it->off, data, len);
+	if (len) /* an empty item may have no arena and no data */
+		memcpy(s->arena + it->off, data, len);
 	s->slots[h] = (uint32_t)(s->n + 1);
 	s->n++;
 	s->data_bytes += len;

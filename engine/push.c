@@ -76,7 +76,8 @@ static int write_ckpt(struct delog *log, struct cil_ctx *c)
 		struct cil_shard *sh = &c->shard[s];
 
 		for (size_t i = 0; !err && i < sh->n; i++) {
-			err = jrnl_tx_item(&tx, sh->items[i].key, sh->arena + sh->items[i].off,
+			err = jrnl_tx_item(&tx, sh->items[i].key,
+					   sh->arena ? sh->arena + sh->items[i].off : NULL,
 					   sh->items[i].len);
 			if (!err && log->space.tracking)
 				err = space_ail_log(log, sh->items[i].key, c->seq);
