@@ -387,14 +387,28 @@ static bool ends_consistent(uint32_t first, uint32_t last)
 }
 
 /*
- * The end sectors disagree: one of them is damaged (a torn write near the physical end
- * can leave garbage).  Believe the end whose lap family ({x, x - 1} for sector 0,
- * {y, y + 1} for the last sector) every interior probe belongs to, and derive the other.
+ * The end sectors disagree.  Two ways a crash leaves them so:
+ *
+ *  - a torn write near the physical end left garbage in one of them: believe the end
+ *    whose lap family ({x, x - 1} for sector 0, {y, y + 1} for the last sector) every
+ *    interior probe belongs to, and derive the other;
+ *  - the in-flight window spans the wrap: a write at the start of lap x + 1 reached the
+ *    disk while one covering the end of lap x did not (completions come in any order),
+ *    so sector 0 says x + 1, the last sector still x - 1, and every probe x.  Both
+ *    families fit; the last sector is a hole in the window and sector 0 the truth, so
+ *    last is taken as x and find_head's hole scan, which looks back across the wrap,
+ *    puts the head at that hole.  If both end sectors were in flight and came back as
+ *    garbage, neither family fits; the probes all agree on x: both ends are taken as x
+ *    (one whole lap) and the hole scan again finds the first damaged sector.
+ *
+ * Whatever is believed here only bounds the search: the head still has to be a chain
+ * of CRC-valid records, so a wrong guess can cut the log short (reported as torn) but
+ * never replay something that is not there.
  */
 static int resolve_ends(struct rctx *r, uint32_t *first, uint32_t *last)
 {
 	uint32_t f = *first, l = *last, pv[7];
-	bool tf = f != 0, tl = true, fprev = false, lnext = false;
+	bool tf = f != 0, tl = true, fprev = false, lnext = false, same = true;
 	int err;
 
 	for (unsigned i = 0; i < 7; i++) {
@@ -407,6 +421,15 @@ static int resolve_ends(struct rctx *r, uint32_t *first, uint32_t *last)
 			tl = false;
 		fprev |= pv[i] == cycle_prev(f);
 		lnext |= pv[i] == jrnl_cycle_next(l);
+		same &= pv[i] == pv[0];
+	}
+	if (tf && tl && same && pv[0] && pv[0] == cycle_prev(f) && pv[0] == jrnl_cycle_next(l)) {
+		*last = pv[0];                  /* the window spans the wrap */
+		return 0;
+	}
+	if (!tf && !tl && same && pv[0]) {
+		*first = *last = pv[0];         /* both ends in flight and garbled */
+		return 0;
 	}
 	if (tf == tl)
 		return corrupt(r, DELOG_ECORRUPT, r->N, dev_off(r, 0),
