@@ -32,7 +32,9 @@
  * The measuring thread calls delog_release(log, delog_durable_seq(log)) every 2 ms, so
  * the log never fills (delog keeps the newest checkpoint pinned, which costs nothing
  * here).  For every client count the points run raw-fdatasync, ideal-group, then each
- * policy, so drift in the device affects all alike.
+ * policy, so drift in the device affects all alike.  The process CPU time (getrusage,
+ * all threads) over the window is reported per commit: where a point is CPU-bound, and
+ * what delog's own path costs next to a bare pwrite + fdatasync.
  *
  * The log is formatted once (DELOG_OPEN_FORMAT, which zeroes the whole log area) and
  * reopened without FORMAT for every point: recovery of a cleanly closed log reads only

@@ -28,6 +28,8 @@ static const struct command commands[] = {
 	{ "recover", cmd_recover, "recover a log and print the recovery report" },
 	{ "probe", cmd_probe, "measure a device: flush and FUA latency, O_DIRECT bandwidth" },
 	{ "bench", cmd_bench, "benchmarks: --workload recovery (commit, dbench, fsmark later)" },
+	{ "crash", cmd_crash, "power cuts at every device event on the sim disk, each state checked" },
+	{ "stress", cmd_stress, "commit unique ids on a real backend, printing each once durable" },
 };
 
 #define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))

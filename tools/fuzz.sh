@@ -23,6 +23,8 @@ usage: tools/fuzz.sh [options] [target...]
   -n, --runs N        executions per target (default 1000000)
   -t, --time SECONDS  run each target for SECONDS instead (-max_total_time)
   -j, --jobs J        run the targets at the same time, J at once (default 1)
+  -p, --workers W     W processes per target sharing its corpus, seeds S..S+W-1, the
+                      executions split between them (default 1)
   -b, --build DIR     build directory (default build-fuzz)
   -c, --crashes DIR   where crash inputs go (default DIR/fuzz-crashes)
   -w, --work DIR      where the growing corpora and logs go (default DIR/fuzz-work)
@@ -38,6 +40,7 @@ src=$PWD
 runs=1000000
 time_budget=
 jobs=1
+workers=1
 build=build-fuzz
 crashes=
 work=
@@ -50,6 +53,7 @@ while [ $# -gt 0 ]; do
 	-n|--runs) runs=$2; shift 2 ;;
 	-t|--time) time_budget=$2; shift 2 ;;
 	-j|--jobs) jobs=$2; shift 2 ;;
+	-p|--workers) workers=$2; shift 2 ;;
 	-b|--build) build=$2; shift 2 ;;
 	-c|--crashes) crashes=$2; shift 2 ;;
 	-w|--work) work=$2; shift 2 ;;
@@ -82,30 +86,47 @@ work=$(cd "$work" && pwd)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-# run_target T: runs it, leaves "execs secs crashes corpus status" in $work/T.result.
+# run_target T: runs it (W workers), leaves "execs secs crashes corpus status" in
+# $work/T.result.
 run_target() {
 	local t=$1 bin=$build/tests/fuzz/fuzz_$1 log=$work/$1.log
-	local before after t0 t1 status=0 execs limit
+	local before after t0 t1 status=0 execs=0 e i wp=() limit
 	[ -x "$bin" ] || { echo "fuzz.sh: $bin not built" >&2; return 2; }
 	mkdir -p "$work/corpus/$t"
 	before=$(ls "$crashes" | grep -c "^$t-" || true)
-	if [ -n "$time_budget" ]; then limit=(-max_total_time="$time_budget"); else limit=(-runs="$runs"); fi
-	echo "fuzz.sh: $t: ${limit[*]}, log $log"
 	t0=$(date +%s.%N)
-	"$bin" "${limit[@]}" -seed="$seed" -print_final_stats=1 \
-		-artifact_prefix="$crashes/$t-" "${extra[@]}" \
-		"$work/corpus/$t" "$src/tests/fuzz/corpus/$t" >"$log" 2>&1 || status=$?
+	for ((i = 0; i < workers; i++)); do
+		if [ -n "$time_budget" ]; then
+			limit=(-max_total_time="$time_budget")
+		else # the first worker takes the remainder
+			limit=(-runs=$((runs / workers + (i == 0 ? runs % workers : 0))))
+		fi
+		[ "$workers" = 1 ] || log=$work/$t.$i.log
+		echo "fuzz.sh: $t: ${limit[*]} -seed=$((seed + i)), log $log"
+		"$bin" "${limit[@]}" -seed=$((seed + i)) -print_final_stats=1 \
+			-artifact_prefix="$crashes/$t-" "${extra[@]}" \
+			"$work/corpus/$t" "$src/tests/fuzz/corpus/$t" >"$log" 2>&1 &
+		wp+=($!)
+	done
+	for i in "${!wp[@]}"; do
+		wait "${wp[$i]}" || status=$?
+	done
 	t1=$(date +%s.%N)
 	after=$(ls "$crashes" | grep -c "^$t-" || true)
-	# stat::number_of_executed_units counts every input run, seeds included.
-	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-	[ -n "$execs" ] || execs=$(grep -o '^#[0-9]*' "$log" | tail -1 | tr -d '#')
-	echo "${execs:-0} $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') $((after - before)) $(ls "$work/corpus/$t" | wc -l) $status" \
+	for ((i = 0; i < workers; i++)); do
+		[ "$workers" = 1 ] || log=$work/$t.$i.log
+		# stat::number_of_executed_units counts every input run, seeds included.
+		e=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+		[ -n "$e" ] || e=$(grep -o '^#[0-9]*' "$log" | tail -1 | tr -d '#')
+		execs=$((execs + ${e:-0}))
+		if grep -q "ERROR: \|==ERROR\|deadly signal\|check failed" "$log"; then
+			echo "fuzz.sh: $t: failure in $log; its end:" >&2
+			tail -40 "$log" >&2
+		fi
+	done
+	echo "$execs $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') $((after - before)) $(ls "$work/corpus/$t" | wc -l) $status" \
 		>"$work/$t.result"
-	if [ $status != 0 ]; then
-		echo "fuzz.sh: $t exited with status $status; the end of its log:" >&2
-		tail -40 "$log" >&2
-	fi
+	[ "$status" = 0 ] || echo "fuzz.sh: $t exited with status $status" >&2
 }
 
 pids=()

@@ -10,8 +10,15 @@
  * checkpoints (recovery is idempotent).  Damage behind the torn-write window is never
  * truncated away: the command names the error code, the byte offset and what was found,
  * and exits 1, leaving the log untouched past the point it could verify.
+ *
+ * --ids prints, instead of the report, the ids that `delog stress` wrote (tools/ids.h)
+ * found in the complete checkpoints recovery replays, one per line in log order; the
+ * report goes to stderr.  tests/crash/kill_test.sh compares them with the ids stress
+ * printed as acknowledged before it was killed.
  */
 #include "tools.h"
+
+#include "ids.h"
 
 #include <delog.h>
 #include <errno.h>
@@ -21,7 +28,7 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: delog recover PATH [--json] [--dry-run] [--backend B]\n"
+	fprintf(f, "usage: delog recover PATH [--json | --ids] [--dry-run] [--backend B]\n"
 		   "                    [--read-chunk N] [--reads-in-flight N]\n");
 }
 
@@ -34,6 +41,8 @@ static void help(void)
 	       "\noptions:\n"
 	       "  -j, --json              print the report as one JSON document\n"
 	       "  -n, --dry-run           verify and report only; write nothing\n"
+	       "  -i, --ids               print the ids `delog stress` wrote that recovery\n"
+	       "                          replays, one per line (the report goes to stderr)\n"
 	       "  -b, --backend B         I/O backend: uring, aio, psync (default: best available)\n"
 	       "      --read-chunk N      bytes per chained read (default 4M)\n"
 	       "      --reads-in-flight N chained reads kept in flight (2..16, default 2)\n"
@@ -43,11 +52,34 @@ static void help(void)
 	       "corrupt, 2 usage error.\n");
 }
 
+struct ids_ctx {
+	uint64_t ids, other;
+};
+
+static int print_ids(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_item_view *v,
+		     size_t n)
+{
+	struct ids_ctx *x = priv;
+	struct ids_item it;
+
+	(void)ck;
+	for (size_t i = 0; i < n; i++) {
+		if (ids_parse(v[i].key, v[i].data, v[i].len, &it)) {
+			printf("%llu\n", (unsigned long long)it.id);
+			x->ids++;
+		} else {
+			x->other++;
+		}
+	}
+	return 0;
+}
+
 int cmd_recover(int argc, char **argv)
 {
 	static const struct option lopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "dry-run", no_argument, NULL, 'n' },
+		{ "ids", no_argument, NULL, 'i' },
 		{ "backend", required_argument, NULL, 'b' },
 		{ "read-chunk", required_argument, NULL, 'c' },
 		{ "reads-in-flight", required_argument, NULL, 'r' },
@@ -59,18 +91,24 @@ int cmd_recover(int argc, char **argv)
 	struct jrnl_report rep;
 	struct tool_log l;
 	struct json j;
-	bool json = false;
+	struct ids_ctx ids = { 0 };
+	bool json = false, want_ids = false;
 	uint64_t v;
 	int ch, err;
 
 	optind = 0;
-	while ((ch = getopt_long(argc, argv, "jnb:h", lopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "jnib:h", lopts, NULL)) != -1) {
 		switch (ch) {
 		case 'j':
 			json = true;
 			break;
 		case 'n':
 			ro.read_only = true;
+			break;
+		case 'i':
+			want_ids = true;
+			ro.replay = print_ids;
+			ro.priv = &ids;
 			break;
 		case 'b':
 			backend = strcmp(optarg, "auto") ? optarg : NULL;
@@ -105,6 +143,11 @@ int cmd_recover(int argc, char **argv)
 		usage(stderr);
 		return TOOL_EXIT_USAGE;
 	}
+	if (json && want_ids) {
+		fprintf(stderr, "delog recover: --json and --ids both want stdout\n");
+		usage(stderr);
+		return TOOL_EXIT_USAGE;
+	}
 	if (json) {
 		json_init(&j, stdout, true);
 		json_obj_begin(&j, NULL);
@@ -133,6 +176,12 @@ int cmd_recover(int argc, char **argv)
 			json_null(&j, "error");
 		json_obj_end(&j);
 		json_finish(&j);
+	} else if (want_ids) {
+		fflush(stdout);
+		tool_print_geom(stderr, l.path, &l.g);
+		tool_print_report(stderr, &l.g, &rep);
+		fprintf(stderr, "ids: %llu printed, %llu other items\n",
+			(unsigned long long)ids.ids, (unsigned long long)ids.other);
 	} else {
 		tool_print_geom(stdout, l.path, &l.g);
 		tool_print_report(stdout, &l.g, &rep);

@@ -33,6 +33,8 @@ int cmd_format(int argc, char **argv);
 int cmd_print(int argc, char **argv);
 int cmd_recover(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_crash(int argc, char **argv);
+int cmd_stress(int argc, char **argv);
 
 /* ---- logdev.c: opening a log and reporting what is wrong with one ---- */
 

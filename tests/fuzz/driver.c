@@ -1,8 +1,8 @@
 /*
  * driver.c - a standalone main() for the fuzz targets, used wherever libFuzzer is not
  * (gcc builds, or clang without -DDELOG_FUZZ=ON), so that the harnesses are built and
- * exercised by the ordinary test suite (ctest fuzz.*.driver) and, in CI's ASan+UBSan
- * stage, run under the sanitizers too.
+ * exercised by the ordinary test suite (ctest fuzz.record, fuzz.recover: the corpus and
+ * --runs 2000) and, in CI's ASan+UBSan stage, run under the sanitizers too.
  *
  *   fuzz_<target> [--runs N] [--seed S] [--max-len L] [--write-seeds DIR] [PATH...]
  *

@@ -1,0 +1,374 @@
+/*
+ * stress.c - `delog stress PATH --threads N [--backend B] [--policy P]`: commit
+ * transactions carrying unique ids on a real backend and print each id on stdout
+ * (line-buffered) only after the force covering it returned, until --count ids per
+ * thread are done or the process is killed.
+ *
+ * What it proves, with tests/crash/kill_test.sh: process death keeps everything the
+ * device accepted, so after a SIGKILL at any moment, `delog recover PATH --ids` must
+ * list every id stress printed (G1), and each thread's recovered ids must be a run
+ * without holes (G3): the real-kernel counterpart of `delog crash` (research/
+ * reliability.md T7).  An id is printed only after delog_force returned 0 for a
+ * sequence that covers it, so a printed id is an acknowledged one; the output goes
+ * through a pipe to the parent, never to the file being crashed (WiredTiger's side
+ * files had to tolerate torn lines for that reason).
+ *
+ * How: each thread commits a batch of 1..--batch transactions (one item each, the id as
+ * key and a self-checking struct ids_item, tools/ids.h), so batches of several threads
+ * share checkpoints (group commit), then forces the last one and prints the batch.  The
+ * log is opened with DELOG_OPEN_CREATE; an existing log is recovered and every thread
+ * continues after the highest counter recovered for it, so ids stay unique across runs
+ * (--format starts from an empty log instead).  The push callback releases what the
+ * log asks for (it is all printed already), so a run never fills the log; before each
+ * release it prints, on stderr, "released thread T through id C" for every thread
+ * (the highest id of T in a released checkpoint), so the test excuses exactly the ids
+ * the log was allowed to drop and no others.
+ */
+#include "tools.h"
+
+#include "ids.h"
+
+#include <delog.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define ST_MAX_THREADS 256u
+
+/* A thread's commits not yet released: (checkpoint, counter), oldest first. */
+struct st_pend {
+	pthread_mutex_t mu;
+	_Atomic uint64_t committing; /* counter between commit and pend_add (0: none) */
+	struct { uint64_t seq, counter; } *v;
+	size_t n, cap;
+};
+
+struct stress {
+	delog *log;
+	struct st_pend pend[ST_MAX_THREADS];
+	unsigned threads, batch;
+	uint64_t count;           /* per thread; 0: until killed */
+	uint64_t start[ST_MAX_THREADS]; /* last counter recovered per thread */
+	uint64_t other;           /* recovered items that are not ids */
+	pthread_mutex_t out_mu;
+	atomic_int failed;
+	_Atomic uint64_t acked;
+};
+
+struct st_thread {
+	struct stress *st;
+	unsigned t;
+	pthread_t th;
+};
+
+static int pend_add(struct st_pend *p, uint64_t seq, uint64_t counter)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&p->mu);
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? 2 * p->cap : 256;
+		void *v = realloc(p->v, cap * sizeof(*p->v));
+
+		if (v) {
+			p->v = v;
+			p->cap = cap;
+		} else {
+			err = -ENOMEM;
+		}
+	}
+	if (!err) {
+		p->v[p->n].seq = seq;
+		p->v[p->n].counter = counter;
+		p->n++;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return err;
+}
+
+static int on_recover(void *arg, const struct delog_checkpoint *ck, const struct delog_item *it,
+		      size_t n)
+{
+	struct stress *st = arg;
+	struct ids_item id;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!ids_parse(it[i].key, it[i].data, it[i].len, &id) || id.thread >= ST_MAX_THREADS) {
+			st->other++;
+			continue;
+		}
+		if (id.counter > st->start[id.thread])
+			st->start[id.thread] = id.counter;
+		/* Still in the log: announced when the log releases it, like a new one. */
+		if (pend_add(&st->pend[id.thread], ck->seq, id.counter))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void on_push(void *arg, delog *log, uint64_t seq)
+{
+	struct stress *st = arg;
+	uint64_t d = delog_durable_seq(log);
+
+	if (seq > d)
+		seq = d;
+	for (unsigned t = 0; t < ST_MAX_THREADS; t++) {
+		struct st_pend *p = &st->pend[t];
+		size_t k = 0;
+
+		uint64_t through = 0, cc;
+
+		pthread_mutex_lock(&p->mu);
+		/* Checkpoints in order; counters within one need not be (recovery hands a
+		 * checkpoint's items in its own order). */
+		for (; k < p->n && p->v[k].seq <= seq; k++)
+			if (p->v[k].counter > through)
+				through = p->v[k].counter;
+		/* A commit whose checkpoint is not known yet may be in the released range. */
+		cc = atomic_load(&p->committing);
+		if (cc > through)
+			through = cc;
+		if (through) {
+			fprintf(stderr, "released thread %u through id %" PRIu64 "\n", t,
+				ids_id(t, through));
+			memmove(p->v, p->v + k, (p->n - k) * sizeof(*p->v));
+			p->n -= k;
+		}
+		pthread_mutex_unlock(&p->mu);
+	}
+	fflush(stderr);
+	(void)delog_release(log, seq);
+}
+
+
+static void *thread_main(void *arg)
+{
+	struct st_thread *th = arg;
+	struct stress *st = th->st;
+	uint64_t c = st->start[th->t], r = ((uint64_t)th->t + 1) * 0x9e3779b97f4a7c15ull ^ now_ns();
+	uint64_t *batch = malloc(st->batch * sizeof(*batch));
+
+	if (!batch) {
+		atomic_store(&st->failed, -ENOMEM);
+		return NULL;
+	}
+	while (!atomic_load(&st->failed) && (!st->count || c < st->start[th->t] + st->count)) {
+		unsigned b, k = 0;
+		uint64_t seq = 0;
+		int err = 0;
+
+		r ^= r << 13;
+		r ^= r >> 7;
+		r ^= r << 17;
+		b = 1 + (unsigned)(r % st->batch);
+		if (st->count && b > st->start[th->t] + st->count - c)
+			b = (unsigned)(st->start[th->t] + st->count - c);
+		for (; k < b && !err; k++) {
+			struct ids_item it;
+			delog_tx *tx;
+
+			ids_make(th->t, ++c, &it);
+			err = delog_tx_begin(st->log, sizeof(it) + DELOG_ITEM_OVERHEAD, 0, &tx);
+			if (!err) {
+				err = delog_tx_log(tx, it.id, &it, sizeof(it));
+				if (err) {
+					delog_tx_abort(tx);
+				} else {
+					atomic_store(&st->pend[th->t].committing, c);
+					err = delog_tx_commit(tx, &seq);
+				}
+			}
+			if (!err)
+				err = pend_add(&st->pend[th->t], seq, c);
+			atomic_store(&st->pend[th->t].committing, 0);
+			batch[k] = it.id;
+		}
+		if (!err)
+			err = delog_force(st->log, seq);
+		if (err) {
+			fprintf(stderr, "delog stress: thread %u, id %" PRIu64 ": %s\n", th->t,
+				ids_id(th->t, c), delog_strerror(err));
+			atomic_store(&st->failed, err);
+			break;
+		}
+		/* Acknowledged: only now may the ids be printed. */
+		pthread_mutex_lock(&st->out_mu);
+		for (unsigned i = 0; i < k; i++)
+			printf("%" PRIu64 "\n", batch[i]);
+		fflush(stdout);
+		pthread_mutex_unlock(&st->out_mu);
+		atomic_fetch_add(&st->acked, k);
+	}
+	free(batch);
+	return NULL;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: delog stress PATH [--threads N] [--backend B] [--policy P]\n"
+		   "                    [--count N] [--batch N] [--create-size S] [--format]\n");
+}
+
+static void help(void)
+{
+	usage(stdout);
+	printf("\nCommit transactions carrying unique ids (thread << 40 | counter) and print\n"
+	       "each id on stdout once the force covering it returned; run until --count ids\n"
+	       "per thread are acknowledged, or until killed.  `delog recover PATH --ids`\n"
+	       "lists the ids a recovery finds: after a kill it must include every printed\n"
+	       "one.  An existing log is recovered and continued.\n"
+	       "\noptions:\n"
+	       "  -t, --threads N      committing threads (default 4)\n"
+	       "  -b, --backend B      uring, aio or psync (default: best available)\n"
+	       "  -p, --policy P       sync, async, single or none (default sync)\n"
+	       "  -c, --count N        ids per thread, then close and exit (default 0: forever)\n"
+	       "      --batch N        commits per force, 1..N at random (default 4)\n"
+	       "      --create-size S  log size when PATH is created (default 32M)\n"
+	       "      --format         start from an empty log even if PATH holds one\n"
+	       "  -h, --help           show this help\n"
+	       "\nExit status: 0 done, 1 failure, 2 usage error.\n");
+}
+
+int cmd_stress(int argc, char **argv)
+{
+	enum { O_BATCH = 256, O_CREATE, O_FORMAT };
+	static const struct option lopts[] = {
+		{ "threads", required_argument, NULL, 't' },
+		{ "backend", required_argument, NULL, 'b' },
+		{ "policy", required_argument, NULL, 'p' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "batch", required_argument, NULL, O_BATCH },
+		{ "create-size", required_argument, NULL, O_CREATE },
+		{ "format", no_argument, NULL, O_FORMAT },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	static struct stress st;
+	struct delog_options o = { .size = sizeof(o), .flags = DELOG_OPEN_CREATE,
+				   .create_size = 32u << 20 };
+	struct delog_recovery rec = { 0 };
+	struct st_thread *th;
+	const char *path;
+	uint64_t v;
+	int ch, err, rc = TOOL_EXIT_OK;
+
+	memset(&st, 0, sizeof(st));
+	st.threads = 4;
+	st.batch = 4;
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, "t:b:p:c:h", lopts, NULL)) != -1) {
+		switch (ch) {
+		case 't':
+			if (parse_count(optarg, 1, ST_MAX_THREADS, &v)) {
+				fprintf(stderr, "delog stress: --threads: '%s': need 1..%u\n", optarg,
+					ST_MAX_THREADS);
+				return TOOL_EXIT_USAGE;
+			}
+			st.threads = (unsigned)v;
+			break;
+		case 'b':
+			o.backend = strcmp(optarg, "auto") ? optarg : NULL;
+			break;
+		case 'p':
+			if (delog_flush_policy_parse(optarg, &o.flush)) {
+				fprintf(stderr, "delog stress: --policy: '%s': need sync, async, single "
+					"or none\n", optarg);
+				return TOOL_EXIT_USAGE;
+			}
+			break;
+		case 'c':
+			if (parse_count(optarg, 0, 1ull << 39, &st.count)) {
+				fprintf(stderr, "delog stress: --count: '%s': not a count\n", optarg);
+				return TOOL_EXIT_USAGE;
+			}
+			break;
+		case O_BATCH:
+			if (parse_count(optarg, 1, 1024, &v)) {
+				fprintf(stderr, "delog stress: --batch: '%s': need 1..1024\n", optarg);
+				return TOOL_EXIT_USAGE;
+			}
+			st.batch = (unsigned)v;
+			break;
+		case O_CREATE:
+			if (parse_size(optarg, &o.create_size) || o.create_size < (4u << 20)) {
+				fprintf(stderr, "delog stress: --create-size: '%s': need a size >= 4M\n",
+					optarg);
+				return TOOL_EXIT_USAGE;
+			}
+			break;
+		case O_FORMAT:
+			o.flags |= DELOG_OPEN_FORMAT;
+			break;
+		case 'h':
+			help();
+			return TOOL_EXIT_OK;
+		default:
+			usage(stderr);
+			return TOOL_EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "delog stress: %s\n", optind < argc ? "one PATH only" : "PATH is missing");
+		usage(stderr);
+		return TOOL_EXIT_USAGE;
+	}
+	path = argv[optind];
+	if (o.backend && !strcmp(o.backend, "sim")) {
+		fprintf(stderr, "delog stress: the sim disk dies with the process: use `delog "
+			"crash` for power cuts on it\n");
+		return TOOL_EXIT_USAGE;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (unsigned t = 0; t < ST_MAX_THREADS; t++)
+		pthread_mutex_init(&st.pend[t].mu, NULL);
+	o.recover = on_recover;
+	o.recover_arg = &st;
+	o.recovery = &rec;
+	o.push = on_push;
+	o.push_arg = &st;
+	err = delog_open(path, &o, &st.log);
+	if (err) {
+		fprintf(stderr, "delog stress: %s: %s\n", path, delog_strerror(err));
+		return TOOL_EXIT_FAIL;
+	}
+	fprintf(stderr, "delog stress: %s: %s policy, %u threads, recovered %" PRIu64
+		" checkpoints (%" PRIu64 " other items); committing\n", path,
+		delog_flush_policy_name(o.flush), st.threads, rec.checkpoints, st.other);
+	pthread_mutex_init(&st.out_mu, NULL);
+	th = calloc(st.threads, sizeof(*th));
+	if (!th) {
+		delog_close(st.log);
+		return TOOL_EXIT_FAIL;
+	}
+	for (unsigned t = 0; t < st.threads; t++) {
+		th[t] = (struct st_thread){ &st, t, 0 };
+		if (pthread_create(&th[t].th, NULL, thread_main, &th[t])) {
+			atomic_store(&st.failed, -EAGAIN);
+			st.threads = t;
+			break;
+		}
+	}
+	for (unsigned t = 0; t < st.threads; t++)
+		pthread_join(th[t].th, NULL);
+	free(th);
+	err = delog_close(st.log);
+	if (err || atomic_load(&st.failed)) {
+		fprintf(stderr, "delog stress: %s: %s\n", path,
+			delog_strerror(err ? err : atomic_load(&st.failed)));
+		rc = TOOL_EXIT_FAIL;
+	}
+	fprintf(stderr, "delog stress: %" PRIu64 " ids acknowledged\n", atomic_load(&st.acked));
+	pthread_mutex_destroy(&st.out_mu);
+	for (unsigned t = 0; t < ST_MAX_THREADS; t++) {
+		pthread_mutex_destroy(&st.pend[t].mu);
+		free(st.pend[t].v);
+	}
+	return rc;
+}
