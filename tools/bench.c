@@ -48,6 +48,12 @@
 static const struct bench_workload *const workloads[] = {
 	&bench_recovery,
 	&bench_commit,
+	&bench_dbench,
+	&bench_fsmark,
+	&bench_compare_flush,
+#ifdef DELOG_HAVE_PEERS
+	&bench_peers,
+#endif
 };
 
 #define NR_WORKLOADS (sizeof(workloads) / sizeof(workloads[0]))
@@ -67,7 +73,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: delog bench --workload W [PATH] [--backend B] [--keep] [--force] "
 		   "[--json] [WORKLOAD OPTIONS]\n"
-		   "       delog bench --workload W --help\n");
+		   "       delog bench --workload W --help\n"
+		   "       delog bench --compare-flush [PATH] [OPTIONS]\n");
 }
 
 static void help(const struct bench_workload *w)
@@ -89,6 +96,8 @@ static void help(const struct bench_workload *w)
 	       "  -k, --keep         keep the file the bench created\n"
 	       "  -f, --force        allow overwriting an existing file or a block device\n"
 	       "  -j, --json         print one JSON document on stdout\n"
+	       "      --peers        the same as --workload peers\n"
+	       "      --compare-flush  the same as --workload compare-flush\n"
 	       "  -h, --help         show this help (with --workload: its options too)\n",
 	       io_backend_built("uring") ? "" : ", not built here: the best available");
 	if (w) {
@@ -415,6 +424,8 @@ static const struct option common_opts[] = {
 	{ "force", no_argument, NULL, 'f' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "help", no_argument, NULL, 'h' },
+	{ "peers", no_argument, NULL, 'P' }, /* = --workload peers (bench_peers.c) */
+	{ "compare-flush", no_argument, NULL, 'C' }, /* = --workload compare-flush */
 };
 
 #define NR_COMMON (sizeof(common_opts) / sizeof(common_opts[0]))
@@ -435,6 +446,10 @@ static const char *scan_workload(int argc, char **argv)
 			w = a + 11;
 		else if (!strncmp(a, "-w", 2) && a[2])
 			w = a + 2;
+		else if (!strcmp(a, "--peers"))
+			w = "peers";
+		else if (!strcmp(a, "--compare-flush"))
+			w = "compare-flush";
 	}
 	return w;
 }
@@ -481,6 +496,17 @@ static int parse_args(int argc, char **argv, struct bench *b,
 			if (!wname || strcmp(optarg, wname))
 				return bench_usage_error("--workload: spell it --workload W or -w W, "
 							 "once");
+			b->o.workload = wname;
+			break;
+		case 'P':
+			if (!wname || strcmp(wname, "peers"))
+				return bench_usage_error("--peers: give it or --workload, not both");
+			b->o.workload = wname;
+			break;
+		case 'C':
+			if (!wname || strcmp(wname, "compare-flush"))
+				return bench_usage_error("--compare-flush: give it or --workload, not "
+							 "both");
 			b->o.workload = wname;
 			break;
 		case 'p':

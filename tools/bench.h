@@ -67,6 +67,16 @@ struct bench_workload {
 
 extern const struct bench_workload bench_recovery;
 extern const struct bench_workload bench_commit;
+extern const struct bench_workload bench_dbench;
+extern const struct bench_workload bench_fsmark;
+extern const struct bench_workload bench_compare_flush;
+extern const struct bench_workload bench_peers;    /* with DELOG_HAVE_PEERS */
+
+/* bench_commit.c: write zeroes over [@off, @off + @len) of the target with O_DIRECT and
+ * fdatasync, so a raw baseline's writes meet written blocks (no unwritten extent, no
+ * metadata for fdatasync to commit).  0 or a negative errno, after bench_fail.  Also used
+ * by bench_compare.c's raw baseline. */
+int bench_prewrite(struct bench *b, uint64_t off, uint64_t len);
 
 /*
  * The target: the PATH given or a new temporary file "delog-bench-PID-N.tmp" in the

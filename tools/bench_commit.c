@@ -789,7 +789,7 @@ static int baseline_point(struct crun *r, enum kind k, unsigned clients, struct 
 }
 
 /* Write zeroes over the baselines' region, so their writes meet written blocks. */
-static int prewrite(struct bench *b, uint64_t off, uint64_t len)
+int bench_prewrite(struct bench *b, uint64_t off, uint64_t len)
 {
 	const size_t chunk = 4u << 20;
 	void *buf = NULL;
@@ -1156,7 +1156,7 @@ static int prepare(struct crun *r)
 	if (!b->o.backend)
 		b->o.backend = io_dev_backend(dev);
 	io_dev_close(dev);
-	if (!o->no_baselines && prewrite(b, JRNL_SB_AREA + o->log_size, BASE_AREA))
+	if (!o->no_baselines && bench_prewrite(b, JRNL_SB_AREA + o->log_size, BASE_AREA))
 		return -1;
 	bench_progress(b, "formatting %s", b->t.path);
 	t0 = now_ns();

@@ -1,0 +1,158 @@
+#!/bin/sh
+# bench_compare_test.sh - smoke test of `delog bench --compare-flush` (and of the dbench
+# and fsmark workloads it runs), run by ctest.
+#
+#   bench_compare_test.sh DELOG TESTDIR
+#
+# Why: the comparison is delog's main job for a newcomer (the README's first command),
+# and its tables are only worth reading if the flush counts behind them follow the
+# policies' rules (docs/FLUSH-POLICIES.md).  So, on short runs (no speed asserted):
+# 1. The sim disk, sata profile (--time 0.2 --clients 1,8 --files 100 --log-size 16M): the
+#    human output has both tables (dbench: clients x policy BW/avg/max, the flush table,
+#    the raw-baseline ratios; fsmark: create/chown/unlink x policy) and none is marked
+#    UNSAFE; the same run with --json parses (python3 -m json.tool, then the rows), with
+#    --csv has the header and equal field counts; --plot (on the first run) writes a
+#    PNG (skipped without gnuplot).
+# 2. A new file in TESTDIR (the same options, --json): the same JSON
+#    checks, and the file is removed.
+# Flush rules checked on every policy row that has checkpoints: single exactly 1 device
+# flush per checkpoint (+-1 at a dbench window's edges, since the counters are read a
+# moment apart; exact in fsmark, whose phases end quiescent) and no FUA; none 0 flushes
+# and no FUA; sync and async between 1 and 2 per checkpoint, with FUA on the commit.
+# 3. Usage errors exit 2 with a "delog bench:" message; --workload dbench and fsmark run.
+# Exit 0 pass, 1 fail, 77 skip (ctest SKIP_RETURN_CODE), with the reason on stderr.
+set -u
+
+DELOG=${1:?path to delog}
+DIR=${2:?test directory}
+TMP=$(mktemp -d "${DIR}/bench_compare_test.XXXXXX") || exit 1
+trap 'rm -rf "$TMP"' EXIT
+FAILS=0
+
+fail() {
+	echo "FAIL: $*" >&2
+	FAILS=$((FAILS + 1))
+}
+
+# expect_rc WANT DESCRIPTION CMD... : run CMD, stdout to $TMP/out, stderr to $TMP/err.
+expect_rc() {
+	want=$1
+	what=$2
+	shift 2
+	"$@" >"$TMP/out" 2>"$TMP/err"
+	rc=$?
+	if [ "$rc" -ne "$want" ]; then
+		fail "$what: exit $rc, expected $want"
+		sed 's/^/  stderr: /' "$TMP/err" >&2
+	fi
+}
+
+expect_in() {
+	grep -qF -- "$2" "$1" || fail "$3: '$2' not in the output"
+}
+
+# check_json FILE WORKLOADS : a successful run with --clients 1,8 and all four policies.
+check_json() {
+	python3 -m json.tool "$1" >/dev/null || { fail "--json output does not parse"; return; }
+	python3 - "$1" "$2" <<'EOF' || fail "--json rows are missing or break a flush rule"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+want = sys.argv[2].split(",")
+assert doc["error"] is None, doc["error"]
+rows = doc["rows"]
+pols = ["sync", "async", "single", "none"]
+kinds = {}
+for r in rows:
+    kinds.setdefault(r["workload"], []).append(r)
+if "dbench" in want:
+    got = sorted((r["clients"], r["policy"]) for r in kinds["dbench"])
+    assert got == sorted((c, p) for c in (1, 8) for p in pols), got
+    assert sorted(r["clients"] for r in kinds["raw"]) == [1, 8], kinds.get("raw")
+    for r in kinds["raw"]:
+        assert r["syncs"] > 0 and r["lat_avg_ms"] > 0, r
+if "fsmark" in want:
+    got = sorted((r["policy"], r["phase"]) for r in kinds["fsmark"])
+    assert got == sorted((p, ph) for p in pols for ph in ("create", "chown", "unlink")), got
+for r in kinds.get("dbench", []) + kinds.get("fsmark", []):
+    what = "%s %s %s" % (r["workload"], r["policy"], r.get("clients", r.get("phase")))
+    assert r["unsafe"] == (r["policy"] == "none"), what
+    assert r["mb_per_s"] > 0 and r["transactions"] > 0, what
+    ck, fl, fua = r["checkpoints"], r["device_flushes"], r["fua_writes"]
+    assert ck > 0, what
+    edge = 1 if r["workload"] == "dbench" else 0
+    if r["workload"] == "dbench":
+        assert r["ops"] > 0 and r["forces"] > 0 and 0 < r["lat_avg_ms"] <= r["lat_max_ms"], what
+        assert r["vs_raw"] > 0, what
+    else:
+        assert r["phase_s"] > 0, what
+    p = r["policy"]
+    if p == "single":
+        assert abs(fl - ck) <= edge and fua == 0, (what, ck, fl, fua)
+    elif p == "none":
+        assert fl == 0 and fua == 0, (what, fl, fua)
+    else:
+        assert ck - edge <= fl <= 2 * ck + edge and fua > 0, (what, ck, fl, fua)
+EOF
+}
+
+command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 is not installed" >&2; exit 77; }
+cd "$TMP" || exit 1
+SHORT="--time 0.2 --clients 1,8 --files 100 --log-size 16M"
+PLOT=
+command -v gnuplot >/dev/null 2>&1 && PLOT="--plot $TMP/p.png"
+SIM="--backend sim --sim-profile sata"
+
+# 1. The sim disk: human tables and the plot, JSON, CSV.
+expect_rc 0 "compare-flush on sim" "$DELOG" bench --compare-flush $SIM $SHORT $PLOT
+if [ -n "$PLOT" ]; then
+	[ -s "$TMP/p.png" ] || fail "--plot wrote no PNG"
+	head -c 8 "$TMP/p.png" | od -An -c | grep -q 'P   N   G' || fail "--plot: not a PNG"
+	expect_in "$TMP/out" "plot written to $TMP/p.png" "human output"
+	rm -f "$TMP/p.png"
+else
+	echo "note: gnuplot not installed, --plot not tested" >&2
+fi
+for s in "dbench: BW = MB/s" "clients" "device flushes per checkpoint" "vs the raw device" \
+	"fsmark: 32 threads x 100 files" "create" "chown" "unlink" "none (UNSAFE)" \
+	"latency profile sata"; do
+	expect_in "$TMP/out" "$s" "human output"
+done
+expect_rc 0 "compare-flush on sim, --json" "$DELOG" bench --compare-flush $SIM $SHORT --json
+check_json "$TMP/out" "dbench,fsmark"
+expect_rc 0 "compare-flush on sim, --csv" "$DELOG" bench --compare-flush $SIM $SHORT \
+	--policy single,none --csv
+head -n 1 "$TMP/out" | grep -q '^workload,policy,unsafe,clients,phase,' ||
+	fail "--csv: no header"
+awk -F, 'NR == 1 { n = NF } NF != n { bad = 1 } END { exit bad || NR < 10 }' "$TMP/out" ||
+	fail "--csv: rows missing or of unequal field counts"
+
+# 2. A real file, created and removed by the bench.
+expect_rc 0 "compare-flush on a file" "$DELOG" bench --compare-flush $SHORT --json \
+	"$TMP/cmp.log"
+check_json "$TMP/out" "dbench,fsmark"
+[ -e "$TMP/cmp.log" ] && fail "the bench file was not removed"
+
+# 3. The workloads alone, and usage errors.
+expect_rc 0 "--workload dbench on sim" "$DELOG" bench --workload dbench --backend sim \
+	--time 0.1 --clients 2 --policy none --force-every 2
+expect_in "$TMP/out" "dbench: BW" "dbench alone"
+expect_rc 0 "--workload fsmark on sim" "$DELOG" bench --workload fsmark --backend sim \
+	--threads 4 --files 50 --policy single
+expect_in "$TMP/out" "fsmark: 4 threads x 50 files" "fsmark alone"
+for bad in "--clients 0" "--clients 1,1" "--policy sync,bogus" "--time 0" "--plot x.jpg" \
+	"--sim-profile sata" "--backend sim --sim-profile hdd" "--json --csv" \
+	"--device $TMP" "--force-every 0" "--logbsize 3K" "--workload commit"; do
+	# shellcheck disable=SC2086
+	expect_rc 2 "usage error $bad" "$DELOG" bench --compare-flush $bad
+	grep -q '^delog bench: ' "$TMP/err" || fail "usage error $bad: no message"
+done
+expect_rc 2 "sim with a PATH" "$DELOG" bench --compare-flush --backend sim "$TMP/nope"
+[ -z "$(ls -A "$TMP" | grep -v '^out$' | grep -v '^err$')" ] ||
+	fail "a run left a file: $(ls -A "$TMP")"
+
+if [ "$FAILS" -ne 0 ]; then
+	echo "bench_compare: $FAILS check(s) failed" >&2
+	exit 1
+fi
+echo "bench_compare: ok"
+exit 0

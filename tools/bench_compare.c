@@ -1,0 +1,1229 @@
+/*
+ * bench_compare.c - `delog bench --compare-flush` (the workload `compare-flush`): the
+ * flush-policy comparison of the Linux commit "xfs: drop async cache flushes from CIL
+ * commits", for every delog policy, on the user's own device, in one run.
+ *
+ * Why: that commit argued with two tables - dbench at 1, 8, 16, 32, 128 and 512
+ * clients (bandwidth and latency, async vs sync) and fs_mark's create/chown/unlink times
+ * - and found async and sync within noise on fast and slow SSDs.  delog has four
+ * policies (sync, async, single, and none, which is unsafe) and users choose between
+ * them for their device, so this runs the same two workloads (bench_dbench.c,
+ * bench_fsmark.c) under each and prints the tables in the commit's shape, with what the
+ * tables cannot show on their own:
+ *   - device flushes and transactions per checkpoint per policy (delog_stats), so a
+ *     difference in time can be traced to a difference in flushes (docs/FLUSH-POLICIES.md
+ *     has the rules: single exactly 1, none 0, sync and async 1..2);
+ *   - a raw device baseline: one thread writing 4 KiB with O_DIRECT and calling
+ *     fdatasync in a loop for the same time, in a region after the log that is written
+ *     with zeroes first (bench_commit.c's prewrite; on the sim disk: a 4 KiB write and a
+ *     flush through the iolayer on a disk with the same latency profile), measured beside
+ *     every client count; dbench's forces per second are shown as a ratio to it;
+ *   - fsmark times as a ratio to sync's.
+ * Policies are interleaved within each client count (the starting policy rotates from
+ * one client count to the next), so drift in the device affects all alike; the raw
+ * baseline runs first at each client count.
+ *
+ * Targets: a file (default: a temporary file in the current directory, which bench.c
+ * creates and removes), a block device (PATH or --device, with --force), formatted once
+ * and reopened per point as bench_commit.c does; or `--backend sim --sim-profile
+ * none|nvme|sata`, where every point gets a new simulated disk with that latency model
+ * (opened with io_dev_open and delog_open_dev from engine.h, the one non-public call:
+ * the public delog_open makes a sim disk without latency).  The workloads themselves
+ * use <delog.h> only.
+ *
+ * Output: human tables; --csv (a header and one line per row); --json (one document,
+ * one object per row in "rows"); --plot FILE.png (bandwidth and force latency against
+ * clients per policy, drawn by gnuplot).  The options, checks and the run loop here
+ * also serve `--workload dbench` and `--workload fsmark` (each the one half, no
+ * baseline).
+ */
+#include "bench_flush.h"
+
+#include "engine.h"
+#include "format.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MIN_LOG_SIZE (16ull << 20)
+#define MAX_FORCE_EVERY 1000000u
+#define MAX_FILES 10000000u
+#define QUICK_TIME_S 1.0
+#define QUICK_FILES 2000u
+#define THREAD_STACK (256u << 10)
+
+/* ---- options ---- */
+
+void fb_defaults(struct fb_opts *o)
+{
+	static const unsigned cl[] = { 1, 8, 16, 32, 128, 512 };
+
+	memset(o, 0, sizeof(*o));
+	memcpy(o->clients, cl, sizeof(cl));
+	o->nclients = sizeof(cl) / sizeof(cl[0]);
+	o->policy[0] = DELOG_FLUSH_SYNC;
+	o->policy[1] = DELOG_FLUSH_ASYNC;
+	o->policy[2] = DELOG_FLUSH_SINGLE;
+	o->policy[3] = DELOG_FLUSH_NONE;
+	o->npolicy = FB_NR_POLICIES;
+	o->time_s = 3;
+	o->force_every = 8;
+	o->threads = 32;
+	o->files = 20000;
+	o->log_size = 128ull << 20;
+	o->sim_profile = -1;
+}
+
+static int parse_list(struct fb_opts *o, int opt, const char *arg)
+{
+	const char *name = opt == FB_OPT_CLIENTS ? "--clients" : "--policy";
+	char buf[256], *save, *tok;
+	unsigned n = 0;
+	uint64_t v;
+
+	if (strlen(arg) >= sizeof(buf))
+		return bench_usage_error("%s: list too long: '%s'", name, arg);
+	strcpy(buf, arg);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (opt == FB_OPT_CLIENTS) {
+			if (n == FB_MAX_LIST || parse_count(tok, 1, FB_MAX_CLIENTS, &v))
+				return bench_usage_error("--clients: '%s' is not a list of up to %u "
+							 "counts from 1 to %u", arg, FB_MAX_LIST,
+							 FB_MAX_CLIENTS);
+			for (unsigned i = 0; i < n; i++)
+				if (o->clients[i] == v)
+					return bench_usage_error("--clients: '%s' names %s twice", arg,
+								 tok);
+			o->clients[n++] = (unsigned)v;
+		} else {
+			enum delog_flush_policy p;
+
+			if (n == FB_NR_POLICIES || delog_flush_policy_parse(tok, &p))
+				return bench_usage_error("--policy: '%s' is not a list of sync, async, "
+							 "single, none", arg);
+			for (unsigned i = 0; i < n; i++)
+				if (o->policy[i] == p)
+					return bench_usage_error("--policy: '%s' names %s twice", arg,
+								 tok);
+			o->policy[n++] = p;
+		}
+	}
+	if (!n)
+		return bench_usage_error("%s: empty list '%s'", name, arg);
+	if (opt == FB_OPT_CLIENTS)
+		o->nclients = n;
+	else
+		o->npolicy = n;
+	return 0;
+}
+
+int fb_option(void *state, int opt, const char *arg)
+{
+	struct fb_opts *o = state;
+	uint64_t v;
+
+	switch (opt) {
+	case FB_OPT_CLIENTS:
+	case FB_OPT_POLICY:
+		return parse_list(o, opt, arg);
+	case FB_OPT_TIME: {
+		char *end;
+		double t;
+
+		errno = 0;
+		t = strtod(arg, &end);
+		if (end == arg || *end || errno || !(t >= 0.05 && t <= 3600))
+			return bench_usage_error("--time: '%s' is not a number of seconds from 0.05 "
+						 "to 3600", arg);
+		o->time_s = t;
+		o->time_set = true;
+		return 0;
+	}
+	case FB_OPT_FORCE_EVERY:
+		if (parse_count(arg, 1, MAX_FORCE_EVERY, &v))
+			return bench_usage_error("--force-every: '%s' is not a count from 1 to %u",
+						 arg, MAX_FORCE_EVERY);
+		o->force_every = (unsigned)v;
+		return 0;
+	case FB_OPT_THREADS:
+		if (parse_count(arg, 1, FB_MAX_CLIENTS, &v))
+			return bench_usage_error("--threads: '%s' is not a count from 1 to %u", arg,
+						 FB_MAX_CLIENTS);
+		o->threads = (unsigned)v;
+		return 0;
+	case FB_OPT_FILES:
+		if (parse_count(arg, 1, MAX_FILES, &v))
+			return bench_usage_error("--files: '%s' is not a count from 1 to %u", arg,
+						 MAX_FILES);
+		o->files = (uint32_t)v;
+		o->files_set = true;
+		return 0;
+	case FB_OPT_LOG_SIZE:
+		if (parse_size(arg, &v) || v < MIN_LOG_SIZE || v % FB_RAW_BLOCK)
+			return bench_usage_error("--log-size: '%s' is not a multiple of 4K of at "
+						 "least 16M", arg);
+		o->log_size = v;
+		return 0;
+	case FB_OPT_LOGBUFS:
+		if (parse_count(arg, JRNL_MIN_LOGBUFS, JRNL_MAX_LOGBUFS, &v))
+			return bench_usage_error("--logbufs: '%s' is not a count from %u to %u", arg,
+						 JRNL_MIN_LOGBUFS, JRNL_MAX_LOGBUFS);
+		o->logbufs = (unsigned)v;
+		return 0;
+	case FB_OPT_LOGBSIZE:
+		if (parse_size(arg, &v) || v < JRNL_MIN_LOGBSIZE || v > JRNL_MAX_LOGBSIZE ||
+		    (v & (v - 1)))
+			return bench_usage_error("--logbsize: '%s' is not a power of two from 16K "
+						 "to 256K", arg);
+		o->logbsize = (uint32_t)v;
+		return 0;
+	case FB_OPT_DEVICE:
+		if (o->device)
+			return bench_usage_error("--device: given twice");
+		o->device = arg;
+		return 0;
+	case FB_OPT_SIM_PROFILE: {
+		enum io_sim_latency l;
+
+		if (io_sim_latency_parse(arg, &l))
+			return bench_usage_error("--sim-profile: '%s' is not none, nvme or sata", arg);
+		o->sim_profile = (int)l;
+		return 0;
+	}
+	case FB_OPT_CSV:
+		o->csv = true;
+		return 0;
+	case FB_OPT_PLOT: {
+		size_t n = strlen(arg);
+
+		if (n < 5 || strcmp(arg + n - 4, ".png") || strpbrk(arg, "'\"\\\n"))
+			return bench_usage_error("--plot: '%s' is not a FILE.png (without quotes or "
+						 "backslashes)", arg);
+		o->plot = arg;
+		return 0;
+	}
+	case FB_OPT_QUICK:
+		o->quick = true;
+		return 0;
+	case FB_OPT_NO_BASELINE:
+		o->no_baseline = true;
+		return 0;
+	}
+	return bench_usage_error("unknown option");
+}
+
+static bool is_sim(const struct bench *b)
+{
+	return b->o.backend && !strcmp(b->o.backend, "sim");
+}
+
+int fb_check(struct bench *b, void *state)
+{
+	struct fb_opts *o = state;
+	struct stat st;
+
+	if (b->o.json && o->csv)
+		return bench_usage_error("--json and --csv: choose one");
+	if (o->sim_profile >= 0 && !is_sim(b))
+		return bench_usage_error("--sim-profile needs --backend sim");
+	if (is_sim(b) && (b->o.path || o->device))
+		return bench_usage_error("--backend sim runs on an in-memory disk: it takes no "
+					 "PATH or --device");
+	if (o->device) {
+		if (b->o.path)
+			return bench_usage_error("takes one PATH (--device names it)");
+		if (stat(o->device, &st) || !S_ISBLK(st.st_mode))
+			return bench_usage_error("--device: '%s' is not a block device", o->device);
+		b->o.path = o->device;
+	}
+	if (o->quick) {
+		if (!o->time_set)
+			o->time_s = QUICK_TIME_S;
+		if (!o->files_set)
+			o->files = QUICK_FILES;
+	}
+	if (o->no_baseline)
+		o->do_raw = false;
+	if (o->sim_profile < 0)
+		o->sim_profile = IO_SIM_LAT_NONE;
+	return 0;
+}
+
+void fb_help_common(FILE *f)
+{
+	fprintf(f,
+		"      --log-size N       log size, at least 16M (default 128M); a file target is\n"
+		"                         the log + 4 KiB + %llu MiB for the raw baseline\n"
+		"      --logbufs N        log buffers, %u..%u (default: the engine's, 8)\n"
+		"      --logbsize N       log buffer size, power of two 16K..256K (default: the\n"
+		"                         engine's, 256K)\n"
+		"      --device DEV       run on block device DEV (as PATH; needs --force)\n"
+		"      --sim-profile P    with --backend sim: the disk's latency model, none, nvme\n"
+		"                         or sata (default none); a new sim disk per point\n"
+		"      --csv              print CSV (a header, then one line per row)\n",
+		FB_RAW_AREA >> 20, JRNL_MIN_LOGBUFS, JRNL_MAX_LOGBUFS);
+}
+
+/* ---- the log, per point ---- */
+
+uint64_t fb_warmup_ns(double time_s)
+{
+	uint64_t w = (uint64_t)(time_s * 1e9) / 10;
+
+	return w > FB_MIN_WARMUP_NS ? w : FB_MIN_WARMUP_NS;
+}
+
+int fb_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t a;
+	int e;
+
+	if ((e = pthread_attr_init(&a)))
+		return e;
+	(void)pthread_attr_setstacksize(&a, THREAD_STACK);
+	e = pthread_create(th, &a, fn, arg);
+	pthread_attr_destroy(&a);
+	return e;
+}
+
+static void nap(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+
+	nanosleep(&ts, NULL);
+}
+
+void fb_release(delog *log)
+{
+	uint64_t d = delog_durable_seq(log);
+
+	if (d)
+		(void)delog_release(log, d);
+}
+
+void fb_hold(struct bench *b, delog *log, uint64_t ns, const atomic_bool *stop)
+{
+	uint64_t end = now_ns() + ns, now;
+
+	while ((now = now_ns()) < end && !atomic_load(stop) && !bench_interrupted(b)) {
+		fb_release(log);
+		nap(end - now < FB_RELEASE_NS ? end - now : FB_RELEASE_NS);
+	}
+}
+
+void fb_stats_delta(struct fb_stats *d, const struct delog_stats *s0,
+		    const struct delog_stats *s1)
+{
+	d->checkpoints = s1->checkpoints - s0->checkpoints;
+	d->device_flushes = s1->device_flushes - s0->device_flushes;
+	d->preflushes = s1->preflushes - s0->preflushes;
+	d->flushes = s1->flushes - s0->flushes;
+	d->fua_writes = s1->fua_writes - s0->fua_writes;
+	d->transactions = s1->transactions - s0->transactions;
+	d->items_logged = s1->items_logged - s0->items_logged;
+	d->relogged = s1->relogged - s0->relogged;
+	d->records = s1->records - s0->records;
+	d->record_bytes = s1->record_bytes - s0->record_bytes;
+	d->space_waits = s1->space_waits - s0->space_waits;
+	d->flushes_per_ckpt = d->checkpoints ?
+		(double)d->device_flushes / (double)d->checkpoints : NAN;
+	d->txs_per_ckpt = d->checkpoints ?
+		(double)d->transactions / (double)d->checkpoints : NAN;
+}
+
+static struct delog_options log_opts(const struct fb_env *e, enum delog_flush_policy p,
+				     unsigned flags)
+{
+	struct delog_options lo = {
+		.size = sizeof(lo), .backend = e->b->o.backend, .flush = p, .flags = flags,
+		.logbufs = e->o->logbufs, .logbsize = e->o->logbsize,
+		.create_size = e->o->log_size,
+	};
+
+	return lo;
+}
+
+/* A new simulated disk of @bytes with the run's latency profile, not tracing. */
+static int sim_open(struct fb_env *e, uint64_t bytes, struct io_dev **dev)
+{
+	struct io_sim_opts so = { .size = sizeof(so), .dev_bytes = bytes, .sector = 4096,
+				  .seed = 1, .latency = e->lat };
+	struct io_dev_opts dopts;
+	char msg[512];
+	int err;
+
+	bench_dev_opts(e->b, &dopts, msg, sizeof(msg));
+	dopts.sim = &so;
+	err = io_dev_open(NULL, &dopts, dev);
+	if (err) {
+		bench_fail(e->b, err, "sim", "%s", msg[0] ? msg : tool_strerror(err));
+		return err;
+	}
+	io_sim_trace_enable(*dev, false);
+	return 0;
+}
+
+int fb_log_open(struct fb_env *e, enum delog_flush_policy p, delog **log,
+		struct io_dev **simdev)
+{
+	struct delog_options lo = log_opts(e, p, e->sim ? DELOG_OPEN_CREATE : 0);
+	int err;
+
+	*log = NULL;
+	*simdev = NULL;
+	if (e->sim) {
+		err = sim_open(e, JRNL_SB_AREA + e->o->log_size, simdev);
+		if (err)
+			return err;
+		err = delog_open_dev(*simdev, &lo, log);
+	} else {
+		err = delog_open(e->b->t.path, &lo, log);
+	}
+	if (err) {
+		bench_fail(e->b, err, e->sim ? "sim" : e->b->t.path, "cannot open the log (%s): %s",
+			   delog_flush_policy_name(p), tool_strerror(err));
+		if (*simdev)
+			io_dev_close(*simdev);
+		*simdev = NULL;
+	}
+	return err;
+}
+
+int fb_log_close(struct fb_env *e, delog *log, struct io_dev *simdev, const char *what)
+{
+	int err = delog_close(log);
+
+	if (simdev)
+		io_dev_close(simdev);
+	if (err)
+		bench_fail(e->b, err, NULL, "%s: closing the log: %s", what, tool_strerror(err));
+	return err;
+}
+
+/* The target: allocate, pre-write the baseline's region, format the log once. */
+static int prepare(struct fb_env *e)
+{
+	struct bench *b = e->b;
+	const struct fb_opts *o = e->o;
+	struct delog_options lo = log_opts(e, DELOG_FLUSH_SYNC, DELOG_OPEN_FORMAT);
+	struct io_dev_opts dopts;
+	struct io_dev *dev;
+	char msg[512];
+	delog *log;
+	uint64_t t0;
+	int err;
+
+	if (bench_target_open(b, JRNL_SB_AREA + o->log_size + FB_RAW_AREA))
+		return -1;
+	bench_dev_opts(b, &dopts, msg, sizeof(msg));
+	err = io_dev_open(b->t.path, &dopts, &dev);
+	if (err) {
+		bench_fail(b, err, msg[0] ? NULL : b->t.path, "%s", msg[0] ? msg : tool_strerror(err));
+		return err;
+	}
+	e->fs_type = io_dev_geom(dev)->fs_type; /* a static string */
+	if (!b->o.backend)
+		b->o.backend = io_dev_backend(dev);
+	io_dev_close(dev);
+	if (o->do_raw && bench_prewrite(b, JRNL_SB_AREA + o->log_size, FB_RAW_AREA))
+		return -1;
+	bench_progress(b, "formatting %s", b->t.path);
+	t0 = now_ns();
+	err = delog_open(b->t.path, &lo, &log);
+	if (!err)
+		err = delog_close(log);
+	e->format_s = (double)(now_ns() - t0) / 1e9;
+	if (err)
+		bench_fail(b, err, b->t.path, "cannot format the log: %s", tool_strerror(err));
+	return err;
+}
+
+/* ---- the raw baseline ---- */
+
+/* One 4 KiB write + flush on the raw region (file) or a sim disk.  0 or -errno. */
+static int raw_once(int fd, struct io_dev *dev, void *buf, uint64_t off)
+{
+	struct io_req req;
+	ssize_t n;
+	int err;
+
+	if (!dev) {
+		n = pwrite(fd, buf, FB_RAW_BLOCK, (off_t)off);
+		if (n != (ssize_t)FB_RAW_BLOCK)
+			return n < 0 ? -errno : -EIO;
+		return fdatasync(fd) ? -errno : 0;
+	}
+	err = io_rw_wait(dev, IO_OPF(IO_OP_WRITE, 0), off, buf, FB_RAW_BLOCK, NULL);
+	if (err)
+		return err;
+	err = io_req_init(&req, dev, 0, IO_OPF(IO_OP_FLUSH, 0));
+	if (err)
+		return err;
+	err = io_submit_wait(&req);
+	io_req_release(&req);
+	return err;
+}
+
+static int raw_point(struct fb_env *e, unsigned clients, struct raw_row *row)
+{
+	struct bench *b = e->b;
+	uint64_t base = e->sim ? 0 : JRNL_SB_AREA + e->o->log_size, k = 0, lat_sum = 0;
+	uint64_t lat_max = 0, t_end, ws, t;
+	struct io_dev *dev = NULL;
+	void *buf = NULL;
+	int fd = -1, err = 0;
+
+	memset(row, 0, sizeof(*row));
+	row->clients = clients;
+	if (e->sim)
+		err = sim_open(e, FB_RAW_AREA, &dev);
+	else if ((fd = open(b->t.path, O_RDWR | O_DIRECT | O_CLOEXEC)) < 0)
+		bench_fail(b, err = -errno, b->t.path, "cannot open with O_DIRECT: %s",
+			   strerror(errno));
+	if (!err && posix_memalign(&buf, 4096, FB_RAW_BLOCK))
+		err = -ENOMEM;
+	if (err)
+		goto out;
+	memset(buf, 0x5a, FB_RAW_BLOCK);
+	ws = now_ns() + fb_warmup_ns(e->o->time_s);
+	t_end = ws + (uint64_t)(e->o->time_s * 1e9);
+	while ((t = now_ns()) < t_end && !bench_interrupted(b)) {
+		uint64_t t1;
+
+		err = raw_once(fd, dev, buf, base + k++ * FB_RAW_BLOCK % FB_RAW_AREA);
+		if (err)
+			break;
+		t1 = now_ns();
+		if (t >= ws && t1 <= t_end) {
+			row->syncs++;
+			lat_sum += t1 - t;
+			if (t1 - t > lat_max)
+				lat_max = t1 - t;
+		}
+	}
+	if (err) {
+		bench_fail(b, err, NULL, "raw baseline: %s", tool_strerror(err));
+		goto out;
+	}
+	if (bench_interrupted(b)) {
+		err = -EINTR;
+		goto out;
+	}
+	row->window_s = (double)(t_end - ws) / 1e9;
+	row->syncs_per_s = (double)row->syncs / row->window_s;
+	row->mb_per_s = row->syncs_per_s * FB_RAW_BLOCK / 1e6;
+	row->lat_avg_ms = row->syncs ? (double)lat_sum / (double)row->syncs / 1e6 : NAN;
+	row->lat_max_ms = row->syncs ? (double)lat_max / 1e6 : NAN;
+out:
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	if (dev)
+		io_dev_close(dev);
+	return err;
+}
+
+/* ---- the run ---- */
+
+struct frun {
+	struct fb_env e;
+	struct dbench_row *db;    /* [client index][policy index] */
+	bool *db_ok;
+	struct raw_row *raw;      /* [client index] */
+	bool *raw_ok;
+	struct fsmark_row *fs;    /* [policy index] */
+	bool *fs_ok;
+};
+
+static const char *pname(enum delog_flush_policy p)
+{
+	return p == DELOG_FLUSH_NONE ? "none (UNSAFE)" : delog_flush_policy_name(p);
+}
+
+static const char *workload_label(const struct fb_opts *o)
+{
+	return o->do_dbench && o->do_fsmark ? "--compare-flush" :
+	       o->do_dbench ? "--workload dbench" : "--workload fsmark";
+}
+
+static const struct dbench_row *dbr(const struct frun *r, unsigned c, unsigned p)
+{
+	size_t i = (size_t)c * r->e.o->npolicy + p;
+
+	return r->db_ok && r->db_ok[i] ? &r->db[i] : NULL;
+}
+
+static const struct raw_row *rawr(const struct frun *r, unsigned c)
+{
+	return r->raw_ok && r->raw_ok[c] ? &r->raw[c] : NULL;
+}
+
+static const struct fsmark_row *fsr(const struct frun *r, unsigned p)
+{
+	return r->fs_ok && r->fs_ok[p] ? &r->fs[p] : NULL;
+}
+
+/* fsmark's sync row, for the ratios (NULL when sync was not run). */
+static const struct fsmark_row *fs_sync(const struct frun *r)
+{
+	for (unsigned p = 0; p < r->e.o->npolicy; p++)
+		if (r->e.o->policy[p] == DELOG_FLUSH_SYNC)
+			return fsr(r, p);
+	return NULL;
+}
+
+static double fs_total_checkpoints(const struct fsmark_row *f, double *flushes)
+{
+	double ck = 0, fl = 0;
+
+	for (unsigned ph = 0; ph < FB_NR_PHASES; ph++) {
+		ck += (double)f->st[ph].checkpoints;
+		fl += (double)f->st[ph].device_flushes;
+	}
+	*flushes = fl;
+	return ck;
+}
+
+static void print_human(struct frun *r)
+{
+	const struct fb_opts *o = r->e.o;
+	struct bench *b = r->e.b;
+	char sz[32], sz2[32];
+
+	bench_out(b, "delog bench %s %s\n", workload_label(o), r->e.sim ? "(sim)" : b->t.path);
+	if (r->e.sim)
+		bench_out(b, "  target      the in-memory disk (--backend sim), latency profile %s; "
+			  "a new disk per point\n", r->e.lat == IO_SIM_LAT_NVME ? "nvme" :
+			  r->e.lat == IO_SIM_LAT_SATA ? "sata" : "none");
+	else
+		bench_out(b, "  target      %s%s, backend %s\n",
+			  b->t.is_blockdev ? "block device" : "file on ",
+			  b->t.is_blockdev ? "" : r->e.fs_type, b->o.backend ? b->o.backend : "auto");
+	bench_out(b, "  log         %s, %u x %s buffers", fmt_bytes(o->log_size, sz, sizeof(sz)),
+		  o->logbufs ? o->logbufs : JRNL_MAX_LOGBUFS,
+		  fmt_bytes(o->logbsize ? o->logbsize : JRNL_MAX_LOGBSIZE, sz2, sizeof(sz2)));
+	if (!r->e.sim)
+		bench_out(b, "; formatted once in %.2f s, reopened per point", r->e.format_s);
+	bench_out(b, "\n");
+	if (o->do_dbench)
+		bench_out(b, "  dbench      1-4 items of 64 B-4 KiB per transaction, a force every %u; "
+			  "%.2f s per point after a %.2f s warm-up\n", o->force_every, o->time_s,
+			  (double)fb_warmup_ns(o->time_s) / 1e9);
+	if (o->do_fsmark)
+		bench_out(b, "  fsmark      %u threads x %u files; create, chown, unlink, each "
+			  "timed up to its final force\n", o->threads, o->files);
+	if (o->do_raw)
+		bench_out(b, "  raw         one thread, %s, for --time beside every client count\n",
+			  r->e.sim ? "4 KiB write + flush on a sim disk of the same profile" :
+			  "4 KiB O_DIRECT pwrite + fdatasync after the log");
+
+	if (o->do_dbench) {
+		bench_out(b, "\ndbench: BW = MB/s of logged payload; avg, max = latency of the "
+			  "forcing operations, ms\n%-7s", "");
+		for (unsigned p = 0; p < o->npolicy; p++)
+			bench_out(b, "  %-24s", pname(o->policy[p]));
+		bench_out(b, "\n%-7s", "clients");
+		for (unsigned p = 0; p < o->npolicy; p++)
+			bench_out(b, "  %8s %7s %7s", "BW", "avg", "max");
+		bench_out(b, "\n");
+		for (unsigned c = 0; c < o->nclients; c++) {
+			bench_out(b, "%7u", o->clients[c]);
+			for (unsigned p = 0; p < o->npolicy; p++) {
+				const struct dbench_row *w = dbr(r, c, p);
+
+				if (w)
+					bench_out(b, "  %8.2f %7.3f %7.2f", w->mb_per_s, w->lat_avg_ms,
+						  w->lat_max_ms);
+				else
+					bench_out(b, "  %8s %7s %7s", "-", "-", "-");
+			}
+			bench_out(b, "\n");
+		}
+		bench_out(b, "\ndbench: device flushes per checkpoint / transactions per checkpoint\n"
+			  "%-7s", "clients");
+		for (unsigned p = 0; p < o->npolicy; p++)
+			bench_out(b, "  %-16s", pname(o->policy[p]));
+		bench_out(b, "\n");
+		for (unsigned c = 0; c < o->nclients; c++) {
+			bench_out(b, "%7u", o->clients[c]);
+			for (unsigned p = 0; p < o->npolicy; p++) {
+				const struct dbench_row *w = dbr(r, c, p);
+				char cell[40];
+
+				if (w)
+					snprintf(cell, sizeof(cell), "%.2f / %.1f", w->st.flushes_per_ckpt,
+						 w->st.txs_per_ckpt);
+				else
+					snprintf(cell, sizeof(cell), "-");
+				bench_out(b, "  %-16s", cell);
+			}
+			bench_out(b, "\n");
+		}
+		if (o->do_raw) {
+			bench_out(b, "\ndbench vs the raw device: forces/s / raw %s/s (raw measured "
+				  "just before)\n%-7s %10s %8s", r->e.sim ? "write+flush" :
+				  "write+fdatasync", "clients", "raw/s", "raw ms");
+			for (unsigned p = 0; p < o->npolicy; p++)
+				bench_out(b, "  %13s", pname(o->policy[p]));
+			bench_out(b, "\n");
+			for (unsigned c = 0; c < o->nclients; c++) {
+				const struct raw_row *rw = rawr(r, c);
+
+				if (!rw)
+					continue;
+				bench_out(b, "%7u %10.1f %8.3f", o->clients[c], rw->syncs_per_s,
+					  rw->lat_avg_ms);
+				for (unsigned p = 0; p < o->npolicy; p++) {
+					const struct dbench_row *w = dbr(r, c, p);
+
+					bench_out(b, "  %12.2fx", w ? w->forces_per_s / rw->syncs_per_s :
+						  NAN);
+				}
+				bench_out(b, "\n");
+			}
+		}
+	}
+	if (o->do_fsmark) {
+		const struct fsmark_row *s = fs_sync(r);
+
+		bench_out(b, "\nfsmark: %u threads x %u files; seconds per phase, up to its final "
+			  "force\n%-16s", o->threads, o->files, "phase");
+		for (unsigned p = 0; p < o->npolicy; p++)
+			bench_out(b, "  %13s", pname(o->policy[p]));
+		bench_out(b, "\n");
+		for (unsigned ph = 0; ph < FB_NR_PHASES; ph++) {
+			bench_out(b, "%-16s", fb_phase_names[ph]);
+			for (unsigned p = 0; p < o->npolicy; p++) {
+				const struct fsmark_row *f = fsr(r, p);
+
+				bench_out(b, "  %13.3f", f ? f->phase_s[ph] : NAN);
+			}
+			bench_out(b, "\n");
+		}
+		bench_out(b, "%-16s", "flushes/ckpt");
+		for (unsigned p = 0; p < o->npolicy; p++) {
+			const struct fsmark_row *f = fsr(r, p);
+			double fl = 0, ck = f ? fs_total_checkpoints(f, &fl) : 0;
+			char cell[40];
+
+			snprintf(cell, sizeof(cell), "%.2f (%.0f)", ck ? fl / ck : NAN, ck);
+			bench_out(b, "  %13s", cell);
+		}
+		bench_out(b, "\n");
+		if (s) {
+			for (unsigned ph = 0; ph < FB_NR_PHASES; ph++) {
+				char label[32];
+
+				snprintf(label, sizeof(label), "%s vs sync", fb_phase_names[ph]);
+				bench_out(b, "%-16s", label);
+				for (unsigned p = 0; p < o->npolicy; p++) {
+					const struct fsmark_row *f = fsr(r, p);
+
+					bench_out(b, "  %12.3fx", f ? f->phase_s[ph] / s->phase_s[ph] :
+						  NAN);
+				}
+				bench_out(b, "\n");
+			}
+		}
+		bench_out(b, "  flushes/ckpt: device flushes per checkpoint over the three phases "
+			  "(checkpoints)\n");
+	}
+	bench_out(b, "\nbench took %.1f s\n", (double)(now_ns() - b->t0) / 1e9);
+}
+
+/* ---- CSV and JSON ---- */
+
+static const char csv_header[] =
+	"workload,policy,unsafe,clients,phase,window_s,ops,ops_per_s,mb_per_s,forces,"
+	"forces_per_s,lat_avg_ms,lat_max_ms,phase_s,checkpoints,device_flushes,preflushes,"
+	"flushes,fua_writes,transactions,relogged,flushes_per_checkpoint,txs_per_checkpoint,"
+	"vs_raw,vs_sync\n";
+
+static void csv_dbl(double v, bool last)
+{
+	if (isfinite(v))
+		printf("%.6g", v);
+	putchar(last ? '\n' : ',');
+}
+
+static void csv_stats(const struct fb_stats *s)
+{
+	printf("%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%"
+	       PRIu64 ",", s->checkpoints, s->device_flushes, s->preflushes, s->flushes,
+	       s->fua_writes, s->transactions, s->relogged);
+	csv_dbl(s->flushes_per_ckpt, false);
+	csv_dbl(s->txs_per_ckpt, false);
+}
+
+static void print_csv(struct frun *r)
+{
+	const struct fb_opts *o = r->e.o;
+	const struct fsmark_row *s = fs_sync(r);
+
+	fputs(csv_header, stdout);
+	for (unsigned c = 0; c < o->nclients && o->do_dbench; c++) {
+		const struct raw_row *rw = rawr(r, c);
+
+		if (rw) {
+			printf("raw,%s,false,%u,,", r->e.sim ? "write+flush" : "write+fdatasync",
+			       rw->clients);
+			csv_dbl(rw->window_s, false);
+			printf("%" PRIu64 ",", rw->syncs);
+			csv_dbl(rw->syncs_per_s, false);
+			csv_dbl(rw->mb_per_s, false);
+			printf("%" PRIu64 ",", rw->syncs);
+			csv_dbl(rw->syncs_per_s, false);
+			csv_dbl(rw->lat_avg_ms, false);
+			csv_dbl(rw->lat_max_ms, false);
+			printf(",,,,,,,,,,,\n");
+		}
+		for (unsigned p = 0; p < o->npolicy; p++) {
+			const struct dbench_row *w = dbr(r, c, p);
+
+			if (!w)
+				continue;
+			printf("dbench,%s,%s,%u,,", delog_flush_policy_name(w->policy),
+			       w->policy == DELOG_FLUSH_NONE ? "true" : "false", w->clients);
+			csv_dbl(w->window_s, false);
+			printf("%" PRIu64 ",", w->ops);
+			csv_dbl(w->ops_per_s, false);
+			csv_dbl(w->mb_per_s, false);
+			printf("%" PRIu64 ",", w->forces);
+			csv_dbl(w->forces_per_s, false);
+			csv_dbl(w->lat_avg_ms, false);
+			csv_dbl(w->lat_max_ms, false);
+			printf(",");
+			csv_stats(&w->st);
+			csv_dbl(rw ? w->forces_per_s / rw->syncs_per_s : NAN, false);
+			printf("\n");
+		}
+	}
+	for (unsigned p = 0; p < o->npolicy && o->do_fsmark; p++) {
+		const struct fsmark_row *f = fsr(r, p);
+
+		for (unsigned ph = 0; f && ph < FB_NR_PHASES; ph++) {
+			printf("fsmark,%s,%s,%u,%s,,,,", delog_flush_policy_name(f->policy),
+			       f->policy == DELOG_FLUSH_NONE ? "true" : "false", f->threads,
+			       fb_phase_names[ph]);
+			csv_dbl(bench_mbs(f->phase_bytes[ph], (uint64_t)(f->phase_s[ph] * 1e9)), false);
+			printf(",,,,");
+			csv_dbl(f->phase_s[ph], false);
+			csv_stats(&f->st[ph]);
+			printf(",");
+			csv_dbl(s ? f->phase_s[ph] / s->phase_s[ph] : NAN, true);
+		}
+	}
+	fflush(stdout);
+}
+
+static void json_stats(struct json *j, const struct fb_stats *s)
+{
+	json_u64(j, "checkpoints", s->checkpoints);
+	json_u64(j, "device_flushes", s->device_flushes);
+	json_u64(j, "preflushes", s->preflushes);
+	json_u64(j, "flushes", s->flushes);
+	json_u64(j, "fua_writes", s->fua_writes);
+	json_u64(j, "transactions", s->transactions);
+	json_u64(j, "items_logged", s->items_logged);
+	json_u64(j, "relogged", s->relogged);
+	json_u64(j, "records", s->records);
+	json_u64(j, "record_bytes", s->record_bytes);
+	json_u64(j, "space_waits", s->space_waits);
+	json_dbl(j, "flushes_per_checkpoint", s->flushes_per_ckpt);
+	json_dbl(j, "txs_per_checkpoint", s->txs_per_ckpt);
+}
+
+static void print_json(struct frun *r)
+{
+	const struct fb_opts *o = r->e.o;
+	const struct fsmark_row *s = fs_sync(r);
+	struct json j;
+
+	json_init(&j, stdout, true);
+	json_obj_begin(&j, NULL);
+	bench_json_head(r->e.b, &j);
+	json_str(&j, "fs_type", r->e.sim ? "sim" : r->e.fs_type);
+	json_str(&j, "sim_profile", !r->e.sim ? NULL : r->e.lat == IO_SIM_LAT_NVME ? "nvme" :
+		 r->e.lat == IO_SIM_LAT_SATA ? "sata" : "none");
+	json_obj_begin(&j, "params");
+	json_arr_begin(&j, "clients");
+	for (unsigned i = 0; o->do_dbench && i < o->nclients; i++)
+		json_u64(&j, NULL, o->clients[i]);
+	json_arr_end(&j);
+	json_arr_begin(&j, "policies");
+	for (unsigned i = 0; i < o->npolicy; i++)
+		json_str(&j, NULL, delog_flush_policy_name(o->policy[i]));
+	json_arr_end(&j);
+	json_dbl(&j, "time_s", o->time_s);
+	json_u64(&j, "force_every", o->force_every);
+	json_u64(&j, "threads", o->threads);
+	json_u64(&j, "files", o->files);
+	json_u64(&j, "log_size", o->log_size);
+	json_u64(&j, "logbufs", o->logbufs ? o->logbufs : JRNL_MAX_LOGBUFS);
+	json_u64(&j, "logbsize", o->logbsize ? o->logbsize : JRNL_MAX_LOGBSIZE);
+	json_bool(&j, "dbench", o->do_dbench);
+	json_bool(&j, "fsmark", o->do_fsmark);
+	json_bool(&j, "raw_baseline", o->do_raw);
+	json_obj_end(&j);
+	if (r->e.sim)
+		json_null(&j, "format_s");
+	else
+		json_dbl(&j, "format_s", r->e.format_s);
+	json_arr_begin(&j, "rows");
+	for (unsigned c = 0; c < o->nclients && o->do_dbench; c++) {
+		const struct raw_row *rw = rawr(r, c);
+
+		if (rw) {
+			json_obj_begin(&j, NULL);
+			json_str(&j, "workload", "raw");
+			json_str(&j, "policy", r->e.sim ? "write+flush" : "write+fdatasync");
+			json_bool(&j, "unsafe", false);
+			json_u64(&j, "clients", rw->clients);
+			json_dbl(&j, "window_s", rw->window_s);
+			json_u64(&j, "syncs", rw->syncs);
+			json_dbl(&j, "syncs_per_s", rw->syncs_per_s);
+			json_dbl(&j, "mb_per_s", rw->mb_per_s);
+			json_dbl(&j, "lat_avg_ms", rw->lat_avg_ms);
+			json_dbl(&j, "lat_max_ms", rw->lat_max_ms);
+			json_obj_end(&j);
+		}
+		for (unsigned p = 0; p < o->npolicy; p++) {
+			const struct dbench_row *w = dbr(r, c, p);
+
+			if (!w)
+				continue;
+			json_obj_begin(&j, NULL);
+			json_str(&j, "workload", "dbench");
+			json_str(&j, "policy", delog_flush_policy_name(w->policy));
+			json_bool(&j, "unsafe", w->policy == DELOG_FLUSH_NONE);
+			json_u64(&j, "clients", w->clients);
+			json_dbl(&j, "window_s", w->window_s);
+			json_u64(&j, "ops", w->ops);
+			json_dbl(&j, "ops_per_s", w->ops_per_s);
+			json_u64(&j, "bytes", w->bytes);
+			json_dbl(&j, "mb_per_s", w->mb_per_s);
+			json_u64(&j, "forces", w->forces);
+			json_dbl(&j, "forces_per_s", w->forces_per_s);
+			json_dbl(&j, "lat_avg_ms", w->lat_avg_ms);
+			json_dbl(&j, "lat_max_ms", w->lat_max_ms);
+			json_stats(&j, &w->st);
+			json_dbl(&j, "vs_raw", rw ? w->forces_per_s / rw->syncs_per_s : NAN);
+			json_obj_end(&j);
+		}
+	}
+	for (unsigned p = 0; p < o->npolicy && o->do_fsmark; p++) {
+		const struct fsmark_row *f = fsr(r, p);
+
+		for (unsigned ph = 0; f && ph < FB_NR_PHASES; ph++) {
+			json_obj_begin(&j, NULL);
+			json_str(&j, "workload", "fsmark");
+			json_str(&j, "policy", delog_flush_policy_name(f->policy));
+			json_bool(&j, "unsafe", f->policy == DELOG_FLUSH_NONE);
+			json_u64(&j, "threads", f->threads);
+			json_u64(&j, "files", f->files);
+			json_str(&j, "phase", fb_phase_names[ph]);
+			json_dbl(&j, "phase_s", f->phase_s[ph]);
+			json_u64(&j, "bytes", f->phase_bytes[ph]);
+			json_dbl(&j, "mb_per_s", bench_mbs(f->phase_bytes[ph],
+							   (uint64_t)(f->phase_s[ph] * 1e9)));
+			json_stats(&j, &f->st[ph]);
+			json_dbl(&j, "vs_sync", s ? f->phase_s[ph] / s->phase_s[ph] : NAN);
+			json_obj_end(&j);
+		}
+	}
+	json_arr_end(&j);
+	json_null(&j, "error");
+	json_dbl(&j, "elapsed_s", (double)(now_ns() - r->e.b->t0) / 1e9);
+	json_obj_end(&j);
+	json_finish(&j);
+	r->e.b->json_done = true;
+}
+
+/* ---- the plot ---- */
+
+/* Is gnuplot on PATH? */
+static bool have_gnuplot(void)
+{
+	const char *path = getenv("PATH");
+	char buf[4096];
+
+	for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
+		size_t n = strcspn(p, ":");
+
+		snprintf(buf, sizeof(buf), "%.*s/gnuplot", (int)n, n ? p : ".");
+		if (!access(buf, X_OK))
+			return true;
+		p += n + (p[n] == ':');
+	}
+	return false;
+}
+
+static void gp_name(char *dst, size_t len, const char *src)
+{
+	size_t k = 0;
+
+	for (; *src && k + 1 < len; src++)
+		dst[k++] = strchr("'\"\\\n", *src) ? '_' : *src;
+	dst[k] = '\0';
+}
+
+static int plot(struct frun *r)
+{
+	const struct fb_opts *o = r->e.o;
+	struct bench *b = r->e.b;
+	char dat[] = "/tmp/delog-plot-XXXXXX", gp[] = "/tmp/delog-plot-XXXXXX", title[512];
+	FILE *f = NULL;
+	int fd, status = 0, err = 0;
+	double cmin = INFINITY, cmax = 0;
+	pid_t pid;
+	struct stat st;
+
+	fd = mkstemp(dat);
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		bench_fail(b, -errno, NULL, "--plot: cannot create a temporary file: %s",
+			   strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(dat);
+		}
+		return -1;
+	}
+	for (unsigned c = 0; c < o->nclients; c++) {
+		fprintf(f, "%u", o->clients[c]);
+		for (unsigned p = 0; p < o->npolicy; p++) {
+			const struct dbench_row *w = dbr(r, c, p);
+
+			fprintf(f, " %.6g %.6g %.6g", w ? w->mb_per_s : NAN, w ? w->lat_avg_ms : NAN,
+				w ? w->lat_max_ms : NAN);
+		}
+		fputc('\n', f);
+	}
+	fclose(f);
+	fd = mkstemp(gp);
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		bench_fail(b, -errno, NULL, "--plot: cannot create a temporary file: %s",
+			   strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		unlink(dat);
+		unlink(gp);
+		return -1;
+	}
+	for (unsigned c = 0; c < o->nclients; c++) {
+		cmin = fmin(cmin, o->clients[c]);
+		cmax = fmax(cmax, o->clients[c]);
+	}
+	if (r->e.sim)
+		snprintf(title, sizeof(title), "delog dbench, sim disk (%s profile)",
+			 r->e.lat == IO_SIM_LAT_NVME ? "nvme" : r->e.lat == IO_SIM_LAT_SATA ? "sata" :
+			 "none");
+	else
+		gp_name(title, sizeof(title), b->t.is_blockdev ? b->t.path : r->e.fs_type);
+	if (!r->e.sim) {
+		char t2[600];
+
+		snprintf(t2, sizeof(t2), "delog dbench, %s %s, backend %s, a force every %u ops",
+			 b->t.is_blockdev ? "block device" : "file on", title,
+			 b->o.backend ? b->o.backend : "auto", o->force_every);
+		gp_name(title, sizeof(title), t2);
+	}
+	fprintf(f, "set terminal pngcairo size 1280,520 noenhanced font ',10'\n"
+		   "set output '%s'\n"
+		   "set multiplot layout 1,2 title '%s'\n"
+		   "set logscale x 2\nset grid\nset key top left\nset xlabel 'clients'\n"
+		   "set xrange [%g:%g]\nset xtics (", o->plot, title, cmin / 1.5, cmax * 1.5);
+	for (unsigned c = 0; c < o->nclients; c++)
+		fprintf(f, "%s'%u' %u", c ? ", " : "", o->clients[c], o->clients[c]);
+	fprintf(f, ")\nset yrange [0:*]\nset ylabel 'MB/s of logged payload'\nplot ");
+	for (unsigned p = 0; p < o->npolicy; p++)
+		fprintf(f, "%s'%s' using 1:%u with linespoints lw 2 title '%s'", p ? ", " : "", dat,
+			2 + 3 * p, pname(o->policy[p]));
+	fprintf(f, "\nset yrange [*:*]\nset logscale y\nset key below horizontal\nset ylabel 'latency of forcing ops, ms (solid: average, "
+		   "dashed: maximum)'\nplot ");
+	for (unsigned p = 0; p < o->npolicy; p++)
+		fprintf(f, "%s'%s' using 1:%u with linespoints lw 2 lc %u title '%s avg', "
+			   "'%s' using 1:%u with linespoints dt 2 lc %u title '%s max'",
+			p ? ", " : "", dat, 3 + 3 * p, p + 1, pname(o->policy[p]), dat, 4 + 3 * p,
+			p + 1, pname(o->policy[p]));
+	fprintf(f, "\nunset multiplot\n");
+	fclose(f);
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		if (null >= 0)
+			dup2(null, STDOUT_FILENO);
+		execlp("gnuplot", "gnuplot", gp, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0) {
+		err = -errno;
+		bench_fail(b, err, NULL, "--plot: cannot run gnuplot: %s", strerror(errno));
+	} else if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+		err = -ENOENT;
+		bench_fail(b, err, NULL, "--plot: gnuplot is not installed (apt-get install "
+			   "gnuplot-nox)");
+	} else if (!WIFEXITED(status) || WEXITSTATUS(status) || stat(o->plot, &st) ||
+		   !st.st_size) {
+		err = -EIO;
+		bench_fail(b, err, o->plot, "gnuplot failed to draw the plot");
+	}
+	unlink(dat);
+	unlink(gp);
+	return err;
+}
+
+/* ---- the run ---- */
+
+int fb_run(struct bench *b, void *state)
+{
+	const struct fb_opts *o = state;
+	struct frun r = { .e = { .b = b, .o = o, .fs_type = "sim" } };
+	size_t ndb = (size_t)o->nclients * o->npolicy;
+	unsigned total = 0, k = 0;
+	int err = 0;
+
+	r.e.sim = is_sim(b);
+	r.e.lat = (enum io_sim_latency)o->sim_profile;
+	if (o->plot && !have_gnuplot()) {
+		bench_fail(b, -ENOENT, NULL, "--plot needs gnuplot, which is not installed "
+			   "(apt-get install gnuplot-nox)");
+		return TOOL_EXIT_FAIL;
+	}
+	r.db = calloc(ndb, sizeof(*r.db));
+	r.db_ok = calloc(ndb, sizeof(*r.db_ok));
+	r.raw = calloc(o->nclients, sizeof(*r.raw));
+	r.raw_ok = calloc(o->nclients, sizeof(*r.raw_ok));
+	r.fs = calloc(o->npolicy, sizeof(*r.fs));
+	r.fs_ok = calloc(o->npolicy, sizeof(*r.fs_ok));
+	if (!r.db || !r.db_ok || !r.raw || !r.raw_ok || !r.fs || !r.fs_ok) {
+		bench_fail(b, err = -ENOMEM, NULL, "out of memory");
+		goto out;
+	}
+	if (!r.e.sim && (err = prepare(&r.e)))
+		goto out;
+	total = (o->do_dbench ? o->nclients * (o->npolicy + o->do_raw) : 0) +
+		(o->do_fsmark ? o->npolicy : 0);
+	for (unsigned c = 0; o->do_dbench && c < o->nclients && !err; c++) {
+		unsigned n = o->clients[c];
+
+		if (o->do_raw) {
+			bench_progress(b, "[%u/%u] raw baseline beside %u clients", ++k, total, n);
+			if (!(err = raw_point(&r.e, n, &r.raw[c])))
+				r.raw_ok[c] = true;
+		}
+		for (unsigned i = 0; i < o->npolicy && !err; i++) {
+			unsigned p = (i + c) % o->npolicy; /* rotate the starting policy */
+			size_t x = (size_t)c * o->npolicy + p;
+
+			bench_progress(b, "[%u/%u] dbench, %u clients: %s", ++k, total, n,
+				       delog_flush_policy_name(o->policy[p]));
+			if (!(err = dbench_point(&r.e, o->policy[p], n, &r.db[x])))
+				r.db_ok[x] = true;
+		}
+		if (!err && bench_interrupted(b))
+			err = -EINTR;
+	}
+	for (unsigned p = 0; o->do_fsmark && p < o->npolicy && !err; p++) {
+		bench_progress(b, "[%u/%u] fsmark: %s", ++k, total,
+			       delog_flush_policy_name(o->policy[p]));
+		if (!(err = fsmark_point(&r.e, o->policy[p], &r.fs[p])))
+			r.fs_ok[p] = true;
+		if (!err && bench_interrupted(b))
+			err = -EINTR;
+	}
+	bench_progress_clear(b);
+	if (err)
+		goto out;
+	if (o->plot && (err = plot(&r)))
+		goto out;
+	if (b->o.json)
+		print_json(&r);
+	else if (o->csv)
+		print_csv(&r);
+	else
+		print_human(&r);
+	if (o->plot && !b->o.json && !o->csv)
+		bench_out(b, "plot written to %s\n", o->plot);
+out:
+	free(r.db);
+	free(r.db_ok);
+	free(r.raw);
+	free(r.raw_ok);
+	free(r.fs);
+	free(r.fs_ok);
+	return err ? TOOL_EXIT_FAIL : TOOL_EXIT_OK;
+}
+
+static const struct option compare_options[] = {
+	{ "clients", required_argument, NULL, FB_OPT_CLIENTS },
+	{ "policy", required_argument, NULL, FB_OPT_POLICY },
+	{ "time", required_argument, NULL, FB_OPT_TIME },
+	{ "force-every", required_argument, NULL, FB_OPT_FORCE_EVERY },
+	{ "threads", required_argument, NULL, FB_OPT_THREADS },
+	{ "files", required_argument, NULL, FB_OPT_FILES },
+	{ "quick", no_argument, NULL, FB_OPT_QUICK },
+	{ "no-baseline", no_argument, NULL, FB_OPT_NO_BASELINE },
+	{ "plot", required_argument, NULL, FB_OPT_PLOT },
+	{ "log-size", required_argument, NULL, FB_OPT_LOG_SIZE },
+	{ "logbufs", required_argument, NULL, FB_OPT_LOGBUFS },
+	{ "logbsize", required_argument, NULL, FB_OPT_LOGBSIZE },
+	{ "device", required_argument, NULL, FB_OPT_DEVICE },
+	{ "sim-profile", required_argument, NULL, FB_OPT_SIM_PROFILE },
+	{ "csv", no_argument, NULL, FB_OPT_CSV },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void compare_defaults(void *state)
+{
+	struct fb_opts *o = state;
+
+	fb_defaults(o);
+	o->do_dbench = o->do_fsmark = o->do_raw = true;
+}
+
+static void compare_help(FILE *f)
+{
+	fprintf(f,
+		"      --clients LIST     dbench client counts (default 1,8,16,32,128,512)\n"
+		"      --policy LIST      flush policies: sync, async, single, none (UNSAFE: no\n"
+		"                         flushes) (default: all four)\n"
+		"      --time S           dbench and raw baseline seconds per point, after a\n"
+		"                         warm-up of S/10 (at least 20 ms) (default 3)\n"
+		"      --force-every K    every K-th dbench operation forces (default 8)\n"
+		"      --threads T        fsmark threads (default 32)\n"
+		"      --files M          fsmark files per thread (default 20000)\n"
+		"      --quick            --time %.0f and --files %u unless given\n"
+		"      --no-baseline      skip the raw device baseline\n"
+		"      --plot FILE.png    draw dbench bandwidth and latency against clients per\n"
+		"                         policy with gnuplot (apt-get install gnuplot-nox)\n",
+		QUICK_TIME_S, QUICK_FILES);
+	fb_help_common(f);
+	fprintf(f,
+		"\nRuns dbench at every client count under every policy (interleaved, the raw\n"
+		"baseline first: one thread, 4 KiB O_DIRECT write + fdatasync) and fsmark under\n"
+		"every policy; prints the tables of the Linux commit \"xfs: drop async cache\n"
+		"flushes from CIL commits\" with flushes per checkpoint and ratios.  The same as\n"
+		"--compare-flush.\n");
+}
+
+const struct bench_workload bench_compare_flush = {
+	.name = "compare-flush",
+	.summary = "dbench + fsmark per flush policy, vs the raw device (--compare-flush)",
+	.opts = compare_options,
+	.state_size = sizeof(struct fb_opts),
+	.defaults = compare_defaults,
+	.option = fb_option,
+	.check = fb_check,
+	.help = compare_help,
+	.run = fb_run,
+};
