@@ -19,6 +19,10 @@
  *          subset of the checkpoint's sectors: recovery treats the damage as a torn
  *          write (nothing vouches for it: every durable_lsn written lies before it) and
  *          the commit op's item CRC refuses a checkpoint whose records are stale.
+ *          Both steps wait, so both run on the pusher's thread on the descriptor
+ *          backends (journal/log.c L10, iolayer/io.c C5): a lone client that pushes its
+ *          own checkpoint makes one pwritev2, then one fdatasync, like the raw
+ *          write + fdatasync baseline, with no hand-off to a completion thread.
  *  none    no flushes: completion is taken as durability.  Not crash-safe.
  *
  * Rule R1 (research/xfs-log.md section 2.5: before log space is reused, the in-place

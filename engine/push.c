@@ -16,9 +16,13 @@
  *
  * Who pushes: this thread, or a forcing thread that finds nobody writing (delog_force
  * takes write_lock with a trylock and pushes itself, saving two thread hand-offs on the
- * latency path of a lone client).  write_lock makes them one writer at a time
- * (jrnl_tx_* need one writer), so checkpoints reach the log in sequence order, and their commit records complete in LSN
- * order (journal invariant L1), hence in sequence order: ckpt_done only has to count.
+ * latency path of a lone client; under single the policy's force and flush then run on
+ * that thread too, policy.c).  write_lock is held across the policy's I/O, but no
+ * committer takes it, and a forcer that finds it taken hands its sequence to this thread.
+ * write_lock makes them one writer at a time (jrnl_tx_* need one writer), so checkpoints
+ * reach the log in sequence order, and their commit records complete in LSN order
+ * (journal invariant L1), hence in sequence order: ckpt_done only has to count (it may
+ * now run on the pusher's own thread, inside the single policy's force).
  * Several checkpoints may be in flight under sync and async (nothing here waits for a
  * write); single waits for each checkpoint's flush, while the next context fills.
  * Sequence numbers of written checkpoints are consecutive: an empty context is never

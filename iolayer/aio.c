@@ -5,6 +5,11 @@
  * are IOCB_CMD_PREADV/PWRITEV on the O_DIRECT descriptor; IO_FUA sets RWF_DSYNC in
  * aio_rw_flags; IO_OP_FLUSH is IOCB_CMD_FDSYNC.
  *
+ * io_submit_wait does not come here: its request runs on the waiting thread as plain
+ * pwritev2 / fdatasync (->run = io_fd_run, psync.c), saving the reaper's wake-up and
+ * the waiter's.  Requests on the two paths may be in flight together; nothing orders
+ * them (io.h), and a flush on either path covers what completed before it was submitted.
+ *
  * Slots.  An iocb does not fit in a request's scratch words, so the device owns an array
  * of queue_depth slots (iocb + request pointer + stage); a request holds one slot from
  * submission until it is reported.  The number of slots is the in-flight bound and is
@@ -504,5 +509,6 @@ const struct io_ops io_aio_ops = {
 	.probe = aio_probe,
 	.open = aio_open,
 	.submit = aio_submit,
+	.run = io_fd_run,
 	.close = aio_close,
 };

@@ -19,6 +19,17 @@
  *  (C4) A rejected request that is chained still drops its reference on chain_next with
  *       its error, so the waiter at the end cannot hang and sees the error (C3).
  *
+ *  (C5) io_submit_wait performs its request on the calling thread when the backend has a
+ *       ->run (psync, uring, aio: plain syscalls, io_fd_run); the caller blocks until
+ *       the request is done either way, so nothing but the thread changes: the request
+ *       is validated and counted as any other, reaches io_req_done() exactly once (C1),
+ *       and requests chained into it still finish it from wherever they complete (C2),
+ *       so the wait still covers the whole chain.  end_io of such a request is the
+ *       waiter's own; io.h's "callbacks run on a backend thread" concerns the end_io of
+ *       asynchronous requests, which never run here.  This is the one-client fast path:
+ *       a force that writes its buffer and flushes with io_submit_wait makes the same
+ *       two syscalls as a raw O_DIRECT write + fdatasync, with no thread hand-off.
+ *
  * Validation (before a backend sees a request): op known; PREFLUSH/FUA only on writes;
  * reads and writes have at least one segment and a non-zero length; every segment's base
  * is aligned to dio_mem_align and its length to dio_off_align; the offset is aligned to
@@ -240,7 +251,9 @@ static int req_validate(const struct io_req *req)
 	return 0;
 }
 
-int io_submit(struct io_req *req)
+/* Validate, count and hand @req to its backend: to ->run on this thread if @here and the
+ * backend has one, else to ->submit. */
+static int submit(struct io_req *req, bool here)
 {
 	struct io_dev *dev = req->dev;
 	enum io_op op;
@@ -266,8 +279,16 @@ int io_submit(struct io_req *req)
 		if (io_opf_has(req->opf, IO_FUA))
 			atomic_fetch_add_explicit(&dev->cnt.fua_writes, 1, memory_order_relaxed);
 	}
-	dev->ops->submit(dev, req);
+	if (here && dev->ops->run)
+		dev->ops->run(dev, req);
+	else
+		dev->ops->submit(dev, req);
 	return 0;
+}
+
+int io_submit(struct io_req *req)
+{
+	return submit(req, false);
 }
 
 /* ---- waiting ---- */
@@ -329,7 +350,7 @@ int io_submit_wait(struct io_req *req)
 	waiter_init(&w);
 	req->priv = &w;
 	req->end_io = wait_end_io;
-	err = io_submit(req);
+	err = submit(req, true);
 	if (err) {
 		/* Rejected: its own I/O will not happen, but requests chained into it may
 		 * still be in flight; they finish it (and wake us) if they hold the last

@@ -16,6 +16,14 @@
  *               reported through io_req_done().  May block while the queue is full.
  *               PREFLUSH means: flush, wait for it, then issue the write.  FUA means:
  *               the write completes only once stable (RWF_DSYNC on real files).
+ *   ->run()     optional: perform a validated request on the calling thread and report
+ *               it through io_req_done() before returning.  Used by io_submit_wait
+ *               only (the caller blocks until the request is done anyway), so the lone
+ *               waiter makes the syscalls itself instead of handing the request to a
+ *               backend thread and being woken by it (two to four context switches per
+ *               request, and an io-wq worker for io_uring's FSYNC).  The descriptor
+ *               backends share io_fd_run (psync.c); sim has none (its latency model,
+ *               delivery control and trace need every request on its own path).
  *   ->close()   waits until every submitted request has completed, then frees.
  */
 #ifndef DELOG_IO_PRIVATE_H
@@ -34,6 +42,7 @@ struct io_ops {
 	int (*probe)(void);
 	int (*open)(struct io_dev *dev, const char *path, const struct io_dev_opts *opts);
 	void (*submit)(struct io_dev *dev, struct io_req *req);
+	void (*run)(struct io_dev *dev, struct io_req *req);
 	void (*close)(struct io_dev *dev);
 };
 
@@ -75,6 +84,16 @@ extern const struct io_ops io_sim_ops;
  * Runs the chain and the request's end_io; @req must not be touched afterwards.
  */
 void io_req_done(struct io_req *req, int err, size_t bytes);
+
+/*
+ * Perform @req on the calling thread with preadv2 / pwritev2 / fdatasync on dev->fd
+ * (the psync mapping: PREFLUSH is fdatasync then the write, FUA is RWF_DSYNC) and
+ * report it through io_req_done() before returning.  The ->run of psync, uring and aio.
+ * The fault plan is consulted where the device's backend consults it: in the syscall
+ * table for psync, in io_req_done for uring and aio, so a request fails the same way on
+ * either path.
+ */
+void io_fd_run(struct io_dev *dev, struct io_req *req);
 
 /* Count one op of type @op against the fault plan (io_dev_fault_add): 0, or the error
  * an armed entry injects into it.  Cheap when nothing is armed. */

@@ -1,6 +1,8 @@
 /*
  * psync.c - the synchronous backend: preadv2/pwritev2/fdatasync run by a small pool of
- * worker threads, which makes it asynchronous to its callers like the others.
+ * worker threads, which makes it asynchronous to its callers like the others.  The same
+ * syscall path, io_fd_run, is every descriptor backend's ->run: io_submit_wait performs
+ * its request on the waiting thread with it (io.c, C5).
  *
  * Mapping (DESIGN.md section 2):
  *   READ      preadv2(fd, vec, off, 0)
@@ -12,13 +14,24 @@
  * Ordering: a worker takes requests from one FIFO; with several workers, requests run
  * concurrently and may complete in any order, exactly the freedom the other backends
  * have.  A PREFLUSH write's flush covers every write that completed before the request
- * was submitted, because those completed before the worker picked the request up.
+ * was submitted, because those completed before the worker picked the request up.  The
+ * same holds for a request io_fd_run performs on a waiting thread: its syscalls start
+ * after the request was submitted, so a FLUSH (or a PREFLUSH) there covers every write
+ * that had completed by then, whatever is queued or in flight beside it, on this
+ * backend's workers or in another backend's ring: to the kernel they are all just
+ * concurrent I/O on one descriptor, and nothing orders requests that were in flight
+ * together.
+ *
+ * Faults (io_dev_fault_add): the syscall table below consults the plan only on a psync
+ * device; on uring and aio io_req_done does, after the op ran, as their completion path
+ * does (io.c), so each op is counted once and fails the same way on either path.
  *
  * Short transfers are continued from where they stopped (O_DIRECT rarely returns short,
  * but a signal or a device limit may split one); a transfer that moves nothing more is
  * reported short, which the core turns into -EIO.  EINTR is retried.
  *
- * Completion callbacks run on a worker with no lock held, so they may submit again.
+ * Completion callbacks run on a worker with no lock held, so they may submit again (or,
+ * through io_fd_run, on the thread in io_submit_wait, with no lock held either).
  * Close waits until the queue is empty and every worker is idle, then joins them.
  */
 #include "io_private.h"
@@ -44,11 +57,17 @@ struct psync {
 /*
  * The syscall table: every syscall the backend makes goes through these, so the test
  * fault plan (io_dev_fault_add) can fail one before it reaches the kernel, exactly as
- * the kernel would report a device error (-EIO and nothing done).
+ * the kernel would report a device error (-EIO and nothing done).  Only on a psync
+ * device: uring and aio devices have the plan applied in io_req_done.
  */
+static int sys_fault(struct io_dev *dev, enum io_op op)
+{
+	return dev->ops == &io_psync_ops ? io_fault_check(dev, op) : 0;
+}
+
 static ssize_t sys_pwritev2(struct io_dev *dev, const struct iovec *v, int n, off_t off, int rwf)
 {
-	int err = io_fault_check(dev, IO_OP_WRITE);
+	int err = sys_fault(dev, IO_OP_WRITE);
 
 	if (err) {
 		errno = -err;
@@ -59,7 +78,7 @@ static ssize_t sys_pwritev2(struct io_dev *dev, const struct iovec *v, int n, of
 
 static ssize_t sys_preadv2(struct io_dev *dev, const struct iovec *v, int n, off_t off)
 {
-	int err = io_fault_check(dev, IO_OP_READ);
+	int err = sys_fault(dev, IO_OP_READ);
 
 	if (err) {
 		errno = -err;
@@ -70,7 +89,7 @@ static ssize_t sys_preadv2(struct io_dev *dev, const struct iovec *v, int n, off
 
 static int sys_fdatasync(struct io_dev *dev)
 {
-	int err = io_fault_check(dev, IO_OP_FLUSH);
+	int err = sys_fault(dev, IO_OP_FLUSH);
 
 	if (err) {
 		errno = -err;
@@ -129,7 +148,7 @@ static int do_fdatasync(struct io_dev *dev)
 	return 0;
 }
 
-static void run(struct io_dev *dev, struct io_req *req)
+void io_fd_run(struct io_dev *dev, struct io_req *req)
 {
 	enum io_op op = io_opf_op(req->opf);
 	size_t moved = 0;
@@ -173,7 +192,7 @@ static void *worker(void *arg)
 		ps->busy++;
 		pthread_mutex_unlock(&ps->lock);
 
-		run(dev, req);
+		io_fd_run(dev, req);
 
 		pthread_mutex_lock(&ps->lock);
 		if (--ps->busy == 0 && !ps->head)
@@ -256,5 +275,6 @@ const struct io_ops io_psync_ops = {
 	.probe = psync_probe,
 	.open = psync_open,
 	.submit = psync_submit,
+	.run = io_fd_run,
 	.close = psync_close,
 };

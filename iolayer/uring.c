@@ -5,6 +5,14 @@
  * are IORING_OP_READV/WRITEV on the O_DIRECT descriptor; IO_FUA puts RWF_DSYNC in the
  * write's rw_flags; IO_OP_FLUSH is IORING_OP_FSYNC with IORING_FSYNC_DATASYNC.
  *
+ * io_submit_wait does not come here: its request runs on the waiting thread as plain
+ * pwritev2 / fdatasync (->run = io_fd_run, psync.c).  Through the ring a lone waiter
+ * costs a wake-up of the reaper and one of the waiter per request, and an FSYNC always
+ * goes to an io-wq worker first (io_uring cannot issue it inline): about ten context
+ * switches for a write and a flush, against two blocking syscalls.  Requests on the two
+ * paths may be in flight together; nothing orders them (io.h: completion in any order),
+ * and a flush on either path covers what completed before it was submitted.
+ *
  * PREFLUSH.  The flush (FSYNC, DATASYNC) goes out alone; when the reaper sees it
  * complete successfully it queues the write in the slot the flush just gave back.  So
  * the write is not issued before the flush completed, and everything that completed
@@ -490,5 +498,6 @@ const struct io_ops io_uring_ops = {
 	.probe = uring_probe,
 	.open = uring_open,
 	.submit = uring_submit,
+	.run = io_fd_run,
 	.close = uring_close,
 };

@@ -73,6 +73,21 @@
  *       if at least an op header and 8 bytes fit (else the buffer is switched first); the
  *       piece left in this buffer is a multiple of 8, so the continuation keeps > 0
  *       bytes.  START, COMMIT and UNMOUNT ops are never split.
+ *  (L10) jrnl_log_force writes the buffer it switched itself, on its own thread, when it
+ *       holds the submitting token and that buffer is the newest switched one
+ *       (log_push_mode, lb_write_sync: io_submit_wait, which the descriptor backends
+ *       perform on the calling thread).  The force waits for that write anyway; done
+ *       this way a lone forcer (the engine's single policy at one client: force, then
+ *       jrnl_log_flush) makes one pwritev2 and one fdatasync with no thread hand-off,
+ *       where the reaper's wake-up and the forcer's cost ~10 context switches per
+ *       commit.  Nothing else changes: the buffer is submitted in LSN order under the
+ *       token (L3), only after earlier WANT_SYNC buffers were submitted (async, still
+ *       free to complete in any order), it ends DONE_SYNC with the write's status like
+ *       lb_finish (an error shuts the log down, L8), and its callbacks run in LSN order
+ *       from log_process (L1), on the force's thread or on a completion thread that
+ *       holds the processing token.  While the token holder is in the write, a buffer
+ *       another thread switches waits for it (the holder re-checks after every
+ *       submission): one write's latency, no lost submission.
  *
  * Ordering relied upon (io.h): every accepted request completes exactly once, and a
  * rejected one never does (so a refused submission is completed here, with its error);
@@ -82,6 +97,11 @@
  * the start part is submitted only once the end part completed, so the end part's
  * PREFLUSH also orders the start part (the two would otherwise run concurrently, and a
  * PREFLUSH on the first says nothing about the second).  FUA is on both.
+ *
+ * Threads: done callbacks run on an iolayer completion thread, or on whichever writer,
+ * force or close thread runs log_process when a buffer is done: after a refusal or a
+ * shutdown, and for the buffer a force wrote itself (L10).  They never run with
+ * log->lock held.
  *
  * Locking: log->lock protects every field but the buffers' data, the op bytes being
  * copied (owned by the writer while op_busy) and the record being sealed (owned by the
@@ -333,11 +353,13 @@ static void log_fail(struct jrnl_log *log, int err)
 static void lb_end_io(struct io_req *req);
 
 /*
- * Seal @b and submit its write(s); called without the lock, @b SYNCING and owned by the
- * caller.  Returns 0, or the iolayer's refusal (the caller completes @b with it: a
- * refused request never completes on its own).
+ * Seal @b and set up its write(s) with @end_io (NULL for a synchronous write): req[0]
+ * the record (its end part if it wraps the physical end), req[1] the start part.
+ * Called without the lock, @b SYNCING and owned by the caller.  Returns 0 or the
+ * iolayer's refusal (nothing set up).
  */
-static int lb_submit(struct jrnl_log *log, struct logbuf *b, const struct jrnl_rec_fill *f)
+static int lb_prep(struct jrnl_log *log, struct logbuf *b, const struct jrnl_rec_fill *f,
+		   io_end_fn end_io)
 {
 	const struct jrnl_geom *g = &log->geom;
 	uint32_t wflags = (b->need_flush ? IO_PREFLUSH : 0) | (b->need_fua ? IO_FUA : 0);
@@ -354,7 +376,7 @@ static int lb_submit(struct jrnl_log *log, struct logbuf *b, const struct jrnl_r
 		return err;
 	io_req_add(&b->req[0], b->data, first);
 	b->req[0].off = g->log_start + (uint64_t)f->sector_no * g->sector;
-	b->req[0].end_io = lb_end_io;
+	b->req[0].end_io = end_io;
 	b->req[0].priv = b;
 	if (b->wrapped) {
 		err = io_req_init(&b->req[1], log->dev, 1,
@@ -365,9 +387,23 @@ static int lb_submit(struct jrnl_log *log, struct logbuf *b, const struct jrnl_r
 		}
 		io_req_add(&b->req[1], b->data + first, bytes - first);
 		b->req[1].off = g->log_start;
-		b->req[1].end_io = lb_end_io;
+		b->req[1].end_io = end_io;
 		b->req[1].priv = b;
 	}
+	return 0;
+}
+
+/*
+ * Seal @b and submit its write(s) asynchronously: lb_end_io completes it.  Returns 0,
+ * or the iolayer's refusal (the caller completes @b with it: a refused request never
+ * completes on its own).
+ */
+static int lb_submit(struct jrnl_log *log, struct logbuf *b, const struct jrnl_rec_fill *f)
+{
+	int err = lb_prep(log, b, f, lb_end_io);
+
+	if (err)
+		return err;
 	err = io_submit(&b->req[0]);
 	if (err) {
 		io_req_release(&b->req[0]);
@@ -378,13 +414,38 @@ static int lb_submit(struct jrnl_log *log, struct logbuf *b, const struct jrnl_r
 }
 
 /*
+ * Seal @b and write it on the calling thread (L10): io_submit_wait, which the
+ * descriptor backends perform right here (iolayer/io.c, C5).  A wrapped record's start
+ * part is submitted only once its end part completed, as lb_end_io does.  Returns the
+ * write's status (0, the refusal or the I/O error); @b stays SYNCING for the caller.
+ */
+static int lb_write_sync(struct jrnl_log *log, struct logbuf *b, const struct jrnl_rec_fill *f)
+{
+	int err = lb_prep(log, b, f, NULL);
+
+	if (err)
+		return err;
+	err = io_submit_wait(&b->req[0]);
+	io_req_release(&b->req[0]);
+	if (b->wrapped) {
+		if (!err)
+			err = io_submit_wait(&b->req[1]);
+		io_req_release(&b->req[1]);
+	}
+	return err;
+}
+
+/*
  * Submit what may go out, in LSN order (L3): the oldest unsubmitted buffer while it is
  * WANT_SYNC and, if wait_prev, every earlier one completed (L4).  After a shutdown the
  * buffers are completed with the error instead (L8).  One thread submits at a time; a
  * thread that finds the token taken leaves the work to its holder, which re-checks
- * after every submission.  Called and returns with the lock held; drops it to submit.
+ * after every submission.  With @sync (a force, which waits for every buffer anyway)
+ * the newest switched buffer is written on this thread (lb_write_sync, L10) and left
+ * DONE_SYNC for the caller's log_process; the others go out asynchronously as always.
+ * Called and returns with the lock held; drops it to submit.
  */
-static void log_push(struct jrnl_log *log)
+static void log_push_mode(struct jrnl_log *log, bool sync)
 {
 	if (log->submitting)
 		return;
@@ -392,6 +453,7 @@ static void log_push(struct jrnl_log *log)
 	for (;;) {
 		struct logbuf *b = &log->bufs[log->next_sub];
 		struct jrnl_rec_fill f;
+		bool here;
 		int err;
 
 		if (b->state != LB_WANT_SYNC)
@@ -432,10 +494,14 @@ static void log_push(struct jrnl_log *log)
 		log->st.fua_writes += b->need_fua;
 		if (jrnl_lsn_sector(b->lsn) + rec_sectors(log, b->off) > log->geom.log_sectors)
 			log->st.wraps++;
+		here = sync && b->lsn == log->prev_lsn;
 		pthread_mutex_unlock(&log->lock);
-		err = lb_submit(log, b, &f);
+		err = here ? lb_write_sync(log, b, &f) : lb_submit(log, b, &f);
 		pthread_mutex_lock(&log->lock);
-		if (err) {
+		if (here && !err) {
+			b->status = 0;
+			b->state = LB_DONE_SYNC;
+		} else if (err) {
 			b->status = err;
 			b->state = LB_DONE_SYNC;
 			log_fail(log, err);
@@ -443,6 +509,11 @@ static void log_push(struct jrnl_log *log)
 	}
 	log->submitting = false;
 	pthread_cond_broadcast(&log->cond);
+}
+
+static void log_push(struct jrnl_log *log)
+{
+	log_push_mode(log, false);
 }
 
 /* Back to ACTIVE: forget everything of the record just processed. */
@@ -905,7 +976,10 @@ int jrnl_log_force(struct jrnl_log *log)
 	while (log->op_busy)
 		pthread_cond_wait(&log->cond, &log->lock);
 	switch_open(log);
-	log_kick(log);
+	/* log_kick, but the newest buffer written on this thread (L10). */
+	log_process(log);
+	log_push_mode(log, true);
+	log_process(log);
 	wait_done(log, log->head);
 	err = log->error;
 	pthread_mutex_unlock(&log->lock);

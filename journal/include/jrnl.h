@@ -244,7 +244,8 @@ struct jrnl_log_opts {
  * LSN of the record holding the COMMIT op, @end_lsn the LSN just past that record.
  * Called iff jrnl_tx_commit returned 0.  Runs with no journal lock held, on an iolayer
  * completion thread (or, once the log is shut down or a submission was refused, on the
- * thread that found it: a writer, a force or close).  It may call jrnl_log_set_tail,
+ * thread that found it: a writer, a force or close; or on the thread of the
+ * jrnl_log_force that wrote the buffer itself, see below).  It may call jrnl_log_set_tail,
  * jrnl_log_head, jrnl_log_free_bytes and jrnl_log_stats; it must not call jrnl_tx_*,
  * jrnl_log_force, jrnl_log_flush, jrnl_log_unmount or jrnl_log_close.
  */
@@ -301,12 +302,17 @@ int jrnl_tx_commit(struct jrnl_wtx *tx, jrnl_done_fn done, void *priv);
 /* Switch the open buffer out (if it holds anything; after the op in progress, if any)
  * and wait until every buffer switched so far has completed and had its callbacks run.
  * Completion, not durability: durability comes from the transactions' flags or
- * jrnl_log_flush.  Returns 0 or the log's first error. */
+ * jrnl_log_flush.  The buffer it switches is written on the calling thread when no
+ * other thread is submitting (one blocking write instead of a hand-off to a completion
+ * thread and back; journal/log.c L10), so its done callbacks may run on this thread (a
+ * force waits for them anyway, so its caller can hold no lock they take).  Returns 0 or
+ * the log's first error. */
 int jrnl_log_force(struct jrnl_log *log);
 /* Issue a device cache flush and wait for it: afterwards every buffer that had completed
  * when it was issued is durable (durable_lsn moves up to that point).  Does not push or
- * wait for buffers (jrnl_log_force first for "everything written so far").  A failed
- * flush shuts the log down.  Returns 0 or the log's first error. */
+ * wait for buffers (jrnl_log_force first for "everything written so far").  The flush
+ * is io_submit_wait: an fdatasync on the calling thread on the descriptor backends.  A
+ * failed flush shuts the log down.  Returns 0 or the log's first error. */
 int jrnl_log_flush(struct jrnl_log *log);
 /* Force, then write a record holding a single UNMOUNT op with PREFLUSH|FUA once every
  * earlier buffer completed, and wait for it.  Writer-side call (serialised with
