@@ -27,7 +27,10 @@
  *
  * Completion: every accepted request completes exactly once; its end_io callback runs
  * then, on a backend thread (or, for requests rejected in flight, possibly on the
- * submitting thread before io_submit returns).  A request either moves all its bytes or
+ * submitting thread before io_submit returns).  io_submit_wait is the exception: on the
+ * descriptor backends (psync, uring, aio) it performs its request on the calling thread
+ * (pwritev2 / preadv2 / fdatasync), so its own completion happens there; requests
+ * chained into it still complete wherever they run.  A request either moves all its bytes or
  * fails: req->status is 0 or a negative errno; a short transfer is reported as -EIO with
  * req->bytes saying how much moved.  Buffers must stay untouched until completion.
  *
