@@ -581,9 +581,7 @@ static void json_error_doc(struct bench *b)
 {
 	struct json j;
 
-	json_init(&j, stdout, true);
-	json_obj_begin(&j, NULL);
-	bench_json_head(b, &j);
+	bench_json_begin(b, &j);
 	json_obj_begin(&j, "error");
 	json_i64(&j, "code", b->err);
 	json_str(&j, "name", tool_err_name(b->err));

@@ -5,16 +5,21 @@
  * stop signals, progress and error output, and the JSON error document; a workload owns
  * its own options (merged into bench.c's getopt table), its measurement and its report.
  * A new workload is one file defining a struct bench_workload and one row in bench.c's
- * table.
+ * table.  bench_util.c holds what several workloads measure alike (option values, the
+ * client threads' start gate and window, latency samples, the raw baseline, the log's
+ * target), declared at the end of this header.
  */
 #ifndef DELOG_BENCH_H
 #define DELOG_BENCH_H
 
 #include "tools.h"
 
+#include <delog.h>
 #include <getopt.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 
 /* Workload option values start here (below are bench.c's short options). */
 #define BENCH_OPT_WORKLOAD 1000
@@ -72,11 +77,6 @@ extern const struct bench_workload bench_fsmark;
 extern const struct bench_workload bench_compare_flush;
 extern const struct bench_workload bench_peers;    /* with DELOG_HAVE_PEERS */
 
-/* bench_commit.c: write zeroes over [@off, @off + @len) of the target with O_DIRECT and
- * fdatasync, so a raw baseline's writes meet written blocks (no unwritten extent, no
- * metadata for fdatasync to commit).  0 or a negative errno, after bench_fail.  Also used
- * by bench_compare.c's raw baseline. */
-int bench_prewrite(struct bench *b, uint64_t off, uint64_t len);
 
 /*
  * The target: the PATH given or a new temporary file "delog-bench-PID-N.tmp" in the
@@ -114,5 +114,216 @@ double bench_mbs(uint64_t bytes, uint64_t ns);
 /* The opening members every bench JSON document has: tool, version, workload, path,
  * backend, target {kind, created, kept, bytes}. */
 void bench_json_head(struct bench *b, struct json *j);
+
+/* ---- what several workloads share (bench_util.c) ---- */
+
+#define BENCH_RAW_BLOCK 4096u
+#define BENCH_RELEASE_NS 2000000ull    /* delog_release period of the measuring thread */
+#define BENCH_MIN_WARMUP_NS 20000000ull
+#define BENCH_MIN_LOG_SIZE (16ull << 20)
+#define BENCH_NR_POLICIES 4u           /* sync, async, single, none */
+
+/* --backend sim (the in-memory disk) was chosen. */
+bool bench_is_sim(const struct bench *b);
+
+/* Option values, each 0 or TOOL_EXIT_USAGE (via bench_usage_error, with the option's
+ * name and range in the message):
+ *   --time       seconds from 0.05 to 3600, fractions allowed;
+ *   --clients    a list of up to @max_list counts from 1 to @max (@unique: none twice);
+ *   --policy     a list of distinct flush policies (sync, async, single, none), @out
+ *                holding BENCH_NR_POLICIES;
+ *   --log-size   a multiple of 4K of at least 16M;
+ *   --logbufs, --logbsize   the journal's ranges (JRNL_MIN/MAX_LOGBUFS, 16K..256K, a
+ *                power of two);
+ *   --item-size  1 byte to @max (a whole number of KiB or MiB, as the message says it). */
+int bench_parse_time(const char *arg, double *out);
+int bench_parse_clients(const char *arg, unsigned max_list, unsigned max, bool unique,
+			unsigned *out, unsigned *n);
+int bench_parse_policies(const char *arg, enum delog_flush_policy *out, unsigned *n);
+int bench_parse_log_size(const char *arg, uint64_t *out);
+int bench_parse_logbufs(const char *arg, unsigned *out);
+int bench_parse_logbsize(const char *arg, uint32_t *out);
+int bench_parse_item_size(const char *arg, uint32_t max, uint32_t *out);
+/* --items: a count from 1 to @max. */
+int bench_parse_items(const char *arg, uint32_t max, uint32_t *out);
+
+/* The largest of @n client counts (0 for none). */
+unsigned bench_max_clients(const unsigned *clients, unsigned n);
+
+/* Sleep @ns; the process CPU time (user + system, all threads, getrusage) in ns. */
+void bench_sleep_ns(uint64_t ns);
+uint64_t bench_cpu_ns(void);
+
+/* delog_release(log, delog_durable_seq(log)) when anything is durable. */
+void bench_release(delog *log);
+/* The measuring thread: wait @ns, or until *@stop or a stop signal, releasing @log (when
+ * not NULL) every BENCH_RELEASE_NS so it never fills. */
+void bench_hold(struct bench *b, delog *log, uint64_t ns, const atomic_bool *stop);
+/* Warm-up before a measured window of @time_s seconds: max(@time_s / 10, 20 ms). */
+uint64_t bench_warmup_ns(double time_s);
+
+/*
+ * The start gate and measured window of a point's client threads (bench_commit.c,
+ * bench_peers.c, bench_dbench.c): the clients wait at the gate until all exist, so none
+ * gets a head start; the measuring thread opens it (or abandons the point), holds a
+ * warm-up, then the window, and an operation counts when it completes inside the window.
+ */
+struct bench_gate {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned ready;           /* clients waiting */
+	int gate;                 /* 0 wait, 1 go, -1 abandon */
+	_Atomic uint64_t win_start, win_end; /* the measured window (now_ns); 0 until set */
+	atomic_bool stop;         /* the clients stop (set by either side) */
+};
+
+/* What bench_gate_measure measured. */
+struct bench_span {
+	uint64_t ws, we;          /* the window (now_ns) */
+	uint64_t c0, c1;          /* bench_cpu_ns at its ends */
+};
+
+void bench_gate_init(struct bench_gate *g);
+void bench_gate_destroy(struct bench_gate *g);
+/* A client: wait at the gate; false when the point was abandoned. */
+bool bench_gate_wait(struct bench_gate *g);
+/* The measuring thread: @how 1 waits for @wait_for clients and lets them go, -1
+ * abandons the point. */
+void bench_gate_open(struct bench_gate *g, int how, unsigned wait_for);
+/* @t (now_ns) is inside the window. */
+bool bench_in_window(struct bench_gate *g, uint64_t t);
+/* The measuring thread after bench_gate_open: a warm-up of bench_warmup_ns(@time_s), then
+ * the window of @time_s seconds (both bench_hold with @log), filling @sp.  @edge (may be
+ * NULL) reads the workload's own counters: (@arg, 0) just before the window opens, (@arg,
+ * 1) just after it closes. */
+void bench_gate_measure(struct bench_gate *g, struct bench *b, delog *log, double time_s,
+			void (*edge)(void *arg, int end), void *arg, struct bench_span *sp);
+
+/* A client's latency samples (ns); out of memory, the samples so far are kept (the
+ * operation count stays exact). */
+struct bench_samples {
+	uint64_t *v;
+	size_t n, cap;
+	bool oom;                 /* bench_samples_take could not merge */
+};
+
+void bench_sample_add(struct bench_samples *s, uint64_t ns);
+/* Move @from's samples to the end of @all (and free @from's). */
+void bench_samples_take(struct bench_samples *all, struct bench_samples *from);
+/* lat_stats_compute over @s (reordered), or every member NaN when it has no sample. */
+void bench_samples_stats(struct bench_samples *s, struct lat_stats *out);
+void bench_samples_free(struct bench_samples *s);
+
+/*
+ * The client threads of a commit-shaped point (bench_commit.c, bench_peers.c): each
+ * workload's client struct starts with a struct bench_client, and an array of them is
+ * passed with its element size.
+ */
+struct bench_client {
+	unsigned id;
+	pthread_t th;
+	bool started;
+	uint64_t commits;         /* completed inside the window */
+	struct bench_samples lat; /* their latencies */
+	unsigned char *buf;       /* bench_client_buf: one item's data, or the O_DIRECT record */
+	uint64_t key;             /* next key counter (bench_commit_key), from 1 */
+	uint64_t next;            /* raw: next record in its share (bench_raw_commit) */
+	int err;                  /* the error that stopped it */
+};
+
+/* Give client i of @n (at (char *)@clients + i * @size) its id, key and a bench_client_buf
+ * of @buflen, start a thread on @fn for each, then open @g for those started (abandon it
+ * when one could not start).  0 or the first error (a thread that could not start: with
+ * @msg set). */
+int bench_clients_start(struct bench_gate *g, void *clients, size_t size, unsigned n,
+			size_t buflen, void *(*fn)(void *), char *msg, size_t len);
+/* Stop the clients and join those started: their commits added to *@commits, their
+ * samples moved to @all, their buffers freed, @g destroyed.  0 or the first client's
+ * error, that client in *@failed. */
+int bench_clients_join(struct bench_gate *g, void *clients, size_t size, unsigned n,
+		       uint64_t *commits, struct bench_samples *all,
+		       struct bench_client **failed);
+/* A client's operation that began at @t0 (now_ns) returned @err: false, with the error
+ * kept and the point stopped; else true, and counted with its latency when it completed
+ * inside the window. */
+bool bench_client_done(struct bench_gate *g, struct bench_client *c, uint64_t t0, int err);
+
+/*
+ * The raw baseline of bench_commit.c and bench_peers.c (and the write of
+ * bench_compare.c's): a client writes each commit as one O_DIRECT pwrite of @rec bytes
+ * (its payload rounded up to 4 KiB, bench_raw_record) at its own offsets, cycling through
+ * its share of a region after the log that bench_prewrite wrote with zeroes, and calls
+ * fdatasync.
+ */
+struct bench_raw {
+	int fd;                   /* O_DIRECT descriptor of the target */
+	uint64_t base;            /* byte offset of the region */
+	uint64_t share;           /* bytes of the region per client (>= rec) */
+	uint64_t rec;             /* bytes per commit */
+};
+
+/* @payload rounded up to 4 KiB. */
+uint64_t bench_raw_record(uint64_t payload);
+/* @r's layout for @clients clients on a region of @area bytes at @base. */
+void bench_raw_layout(struct bench_raw *r, uint64_t base, uint64_t area, uint64_t rec,
+		      unsigned clients);
+/* One pwrite of @len bytes at @off and fdatasync.  0 or a negative errno. */
+int bench_write_sync(int fd, const void *buf, size_t len, uint64_t off);
+/* Client @id's next commit (*@next counts them) through bench_write_sync. */
+int bench_raw_commit(const struct bench_raw *r, unsigned id, uint64_t *next,
+		     const void *buf);
+
+/* Write zeroes over [@off, @off + @len) of the target with O_DIRECT and fdatasync, so a
+ * raw baseline's writes meet written blocks (no unwritten extent, no metadata for
+ * fdatasync to commit).  0 or a negative errno, after bench_fail. */
+int bench_prewrite(struct bench *b, uint64_t off, uint64_t len);
+
+/* delog_options for the target on the chosen backend. */
+struct delog_options bench_log_opts(const struct bench *b, enum delog_flush_policy p,
+				    unsigned flags, unsigned logbufs, uint32_t logbsize,
+				    uint64_t log_size);
+
+/*
+ * A workload's target for a delog log that it formats once and reopens per point:
+ * bench_target_open(@bytes); when @fs_type is not NULL, the iolayer's name of the
+ * filesystem into it (a static string) and, when no --backend was chosen, the backend in
+ * use into b->o.backend; bench_prewrite of [@pre_off, @pre_off + @pre_len) when @pre_len;
+ * then delog_open + delog_close with @lo (DELOG_OPEN_FORMAT), timed into @format_s.
+ * 0 or nonzero after bench_fail.
+ */
+int bench_log_prepare(struct bench *b, uint64_t bytes, const char **fs_type,
+		      uint64_t pre_off, uint64_t pre_len, const struct delog_options *lo, double *format_s);
+
+/* Human output: "  target      file on ext4, backend B" (or "block device"). */
+void bench_out_target(struct bench *b, const char *fs_type, const char *backend);
+
+/* A workload's JSON document on stdout: bench_json_begin opens it with bench_json_head's
+ * members; bench_json_end closes it with "error": null and "elapsed_s" and marks it
+ * printed (b->json_done). */
+void bench_json_begin(struct bench *b, struct json *j);
+void bench_json_end(struct bench *b, struct json *j);
+/* An array @key of @n counts. */
+void bench_json_counts(struct json *j, const char *key, const unsigned *v, unsigned n);
+/* A row's latency members: lat_p50_us, lat_p99_us, lat_max_us, lat_mean_us. */
+void bench_json_lat(struct json *j, const struct lat_stats *lat);
+
+/*
+ * The durable commit of bench_commit.c and bench_peers.c: a transaction of @items items
+ * of @item_size bytes under keys client << 40 | counter (bench_commit_key: distinct, so
+ * nothing is relogged), reserving bench_tx_reservation; @buf holds one item's data, its
+ * first byte set to the key's low byte.  Committed with delog_tx_commit_force, or
+ * delog_tx_commit when not @force.  0 or the first error (the transaction aborted).
+ */
+uint64_t bench_commit_key(unsigned client, uint64_t *counter);
+uint64_t bench_tx_reservation(uint32_t items, uint32_t item_size);
+int bench_delog_commit(delog *log, uint32_t items, uint32_t item_size, unsigned client,
+		       uint64_t *counter, unsigned char *buf, bool force);
+/* A client's buffer of @len bytes, 4 KiB-aligned (O_DIRECT), filled with 0x20 + @client %
+ * 64.  0 or -ENOMEM. */
+int bench_client_buf(unsigned char **buf, size_t len, unsigned client);
+/* The window's length (s), @ops per second, MB/s of @bytes_per_op each, and the process
+ * CPU time in it (s). */
+void bench_span_rates(const struct bench_span *sp, uint64_t ops, uint64_t bytes_per_op,
+		      double *window_s, double *ops_per_s, double *mb_per_s, double *cpu_s);
 
 #endif

@@ -11,9 +11,10 @@
  * payload (items x item size per commit), not what reaches the disk.
  *
  * The baselines, with plain syscalls (not the iolayer) on an O_DIRECT descriptor of the
- * same file, in a region of BASE_AREA bytes after the log (so they never touch it) that
- * is written with zeroes before the first point, so no write meets an unwritten extent
- * and fdatasync has no metadata to commit:
+ * same file (bench_util.c's bench_raw_commit and bench_prewrite, which bench_peers.c's
+ * raw baseline shares), in a region of BASE_AREA bytes after the log (so they never
+ * touch it) that is written with zeroes before the first point, so no write meets an
+ * unwritten extent and fdatasync has no metadata to commit:
  *   raw-fdatasync  every client thread writes each commit as one O_DIRECT pwrite of its
  *                  payload rounded up to 4 KiB at its own offsets (cycling through its
  *                  share of the region) and calls fdatasync: the kernel merges
@@ -24,11 +25,13 @@
  *                  the next offset, fdatasyncs and wakes the commits it covered: group
  *                  commit with no log format, no CPU work and no thread hand-off.
  *
- * How a point is measured: the N client threads wait at a start gate until all exist,
- * then run for a warm-up of max(--time / 10, 20 ms) and the measured window of --time
- * seconds; a commit counts, with its latency, when it completes inside the window, and
- * delog_stats is read at both ends of it, so checkpoints, device flushes, FUA writes,
- * flushes per checkpoint and transactions per checkpoint are those of the steady state.
+ * How a point is measured (bench_util.c: bench_clients_start, bench_gate_measure,
+ * bench_clients_join, shared with bench_peers.c): the N client threads wait at a start
+ * gate until all exist, then run for a warm-up of max(--time / 10, 20 ms) and the
+ * measured window of --time seconds; a commit counts, with its latency, when it
+ * completes inside the window, and delog_stats is read at both ends of it, so
+ * checkpoints, device flushes, FUA writes, flushes per checkpoint and transactions per
+ * checkpoint are those of the steady state.
  * The measuring thread calls delog_release(log, delog_durable_seq(log)) every 2 ms, so
  * the log never fills (delog keeps the newest checkpoint pinned, which costs nothing
  * here).  For every client count the points run raw-fdatasync, ideal-group, then each
@@ -65,21 +68,15 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #define MAX_CLIENTS 1024u
 #define MAX_LIST 16u
-#define NR_POLICIES 4u
-#define RAW_BLOCK 4096u
+#define NR_POLICIES BENCH_NR_POLICIES
+#define RAW_BLOCK BENCH_RAW_BLOCK
 #define BASE_AREA (64ull << 20)        /* the baselines' region, after the log */
-#define MIN_LOG_SIZE (16ull << 20)
 #define MAX_ITEM_SIZE (1u << 20)
 #define MAX_ITEMS 1024u
-#define RELEASE_NS 2000000ull          /* delog_release period */
-#define MIN_WARMUP_NS 20000000ull
-#define KEY_MASK ((1ull << 40) - 1)
 
 /* The acceptance targets (reported, not asserted). */
 #define T_SINGLE1_VS_RAW 0.9
@@ -147,98 +144,28 @@ static void commit_defaults(void *state)
 	o->log_size = 256ull << 20;
 }
 
-static int parse_list(struct commit_opts *o, int opt, const char *arg)
-{
-	char buf[256], *save, *tok;
-	unsigned n = 0;
-	uint64_t v;
-
-	if (strlen(arg) >= sizeof(buf))
-		return bench_usage_error("%s: list too long: '%s'",
-					 opt == OPT_CLIENTS ? "--clients" : "--policy", arg);
-	strcpy(buf, arg);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (opt == OPT_CLIENTS) {
-			if (n == MAX_LIST || parse_count(tok, 1, MAX_CLIENTS, &v))
-				return bench_usage_error("--clients: '%s' is not a list of up to %u "
-							 "counts from 1 to %u", arg, MAX_LIST,
-							 MAX_CLIENTS);
-			o->clients[n++] = (unsigned)v;
-		} else {
-			enum delog_flush_policy p;
-
-			if (n == NR_POLICIES || delog_flush_policy_parse(tok, &p))
-				return bench_usage_error("--policy: '%s' is not a list of sync, async, "
-							 "single, none", arg);
-			for (unsigned i = 0; i < n; i++)
-				if (o->policy[i] == p)
-					return bench_usage_error("--policy: '%s' names %s twice", arg,
-								 tok);
-			o->policy[n++] = p;
-		}
-	}
-	if (!n)
-		return bench_usage_error("%s: empty list '%s'",
-					 opt == OPT_CLIENTS ? "--clients" : "--policy", arg);
-	if (opt == OPT_CLIENTS)
-		o->nclients = n;
-	else
-		o->npolicy = n;
-	return 0;
-}
-
 static int commit_option(void *state, int opt, const char *arg)
 {
 	struct commit_opts *o = state;
-	uint64_t v;
 
 	switch (opt) {
 	case OPT_CLIENTS:
+		return bench_parse_clients(arg, MAX_LIST, MAX_CLIENTS, false, o->clients,
+					   &o->nclients);
 	case OPT_POLICY:
-		return parse_list(o, opt, arg);
-	case OPT_TIME: {
-		char *end;
-		double t;
-
-		errno = 0;
-		t = strtod(arg, &end);
-		if (end == arg || *end || errno || !(t >= 0.05 && t <= 3600))
-			return bench_usage_error("--time: '%s' is not a number of seconds from 0.05 "
-						 "to 3600", arg);
-		o->time_s = t;
-		return 0;
-	}
+		return bench_parse_policies(arg, o->policy, &o->npolicy);
+	case OPT_TIME:
+		return bench_parse_time(arg, &o->time_s);
 	case OPT_ITEM_SIZE:
-		if (parse_size(arg, &v) || v < 1 || v > MAX_ITEM_SIZE)
-			return bench_usage_error("--item-size: '%s' is not a size from 1 byte to 1M",
-						 arg);
-		o->item_size = (uint32_t)v;
-		return 0;
+		return bench_parse_item_size(arg, MAX_ITEM_SIZE, &o->item_size);
 	case OPT_ITEMS:
-		if (parse_count(arg, 1, MAX_ITEMS, &v))
-			return bench_usage_error("--items: '%s' is not a count from 1 to %u", arg,
-						 MAX_ITEMS);
-		o->items = (uint32_t)v;
-		return 0;
+		return bench_parse_items(arg, MAX_ITEMS, &o->items);
 	case OPT_LOG_SIZE:
-		if (parse_size(arg, &v) || v < MIN_LOG_SIZE || v % RAW_BLOCK)
-			return bench_usage_error("--log-size: '%s' is not a multiple of 4K of at "
-						 "least 16M", arg);
-		o->log_size = v;
-		return 0;
+		return bench_parse_log_size(arg, &o->log_size);
 	case OPT_LOGBUFS:
-		if (parse_count(arg, JRNL_MIN_LOGBUFS, JRNL_MAX_LOGBUFS, &v))
-			return bench_usage_error("--logbufs: '%s' is not a count from %u to %u", arg,
-						 JRNL_MIN_LOGBUFS, JRNL_MAX_LOGBUFS);
-		o->logbufs = (unsigned)v;
-		return 0;
+		return bench_parse_logbufs(arg, &o->logbufs);
 	case OPT_LOGBSIZE:
-		if (parse_size(arg, &v) || v < JRNL_MIN_LOGBSIZE || v > JRNL_MAX_LOGBSIZE ||
-		    (v & (v - 1)))
-			return bench_usage_error("--logbsize: '%s' is not a power of two from 16K "
-						 "to 256K", arg);
-		o->logbsize = (uint32_t)v;
-		return 0;
+		return bench_parse_logbsize(arg, &o->logbsize);
 	case OPT_NO_BASELINES:
 		o->no_baselines = true;
 		return 0;
@@ -249,11 +176,6 @@ static int commit_option(void *state, int opt, const char *arg)
 	return bench_usage_error("unknown option");
 }
 
-static bool is_sim(const struct bench *b)
-{
-	return b->o.backend && !strcmp(b->o.backend, "sim");
-}
-
 static uint64_t payload(const struct commit_opts *o)
 {
 	return (uint64_t)o->items * o->item_size;
@@ -262,29 +184,21 @@ static uint64_t payload(const struct commit_opts *o)
 /* Bytes a baseline writes per commit: the payload rounded up to 4 KiB. */
 static uint64_t raw_record(const struct commit_opts *o)
 {
-	return (payload(o) + RAW_BLOCK - 1) / RAW_BLOCK * RAW_BLOCK;
-}
-
-static uint64_t reservation(const struct commit_opts *o)
-{
-	return (uint64_t)o->items * (o->item_size + DELOG_ITEM_OVERHEAD);
+	return bench_raw_record(payload(o));
 }
 
 static int commit_check(struct bench *b, void *state)
 {
 	struct commit_opts *o = state;
-	unsigned maxc = 0;
+	unsigned maxc = bench_max_clients(o->clients, o->nclients);
 
-	for (unsigned i = 0; i < o->nclients; i++)
-		if (o->clients[i] > maxc)
-			maxc = o->clients[i];
-	if (is_sim(b) && b->o.path)
+	if (bench_is_sim(b) && b->o.path)
 		return bench_usage_error("--backend sim runs on an in-memory disk: it takes no PATH");
 	/* delog refuses a reservation over a quarter of the log; keep well inside it. */
-	if (reservation(o) > o->log_size / 8)
+	if (bench_tx_reservation(o->items, o->item_size) > o->log_size / 8)
 		return bench_usage_error("a transaction of %u x %u bytes needs more than an eighth "
 					 "of the log (--log-size)", o->items, o->item_size);
-	if (!is_sim(b) && !o->no_baselines && raw_record(o) * maxc > BASE_AREA)
+	if (!bench_is_sim(b) && !o->no_baselines && raw_record(o) * maxc > BASE_AREA)
 		return bench_usage_error("%u clients x %" PRIu64 " bytes per commit do not fit the "
 					 "baselines' %llu MiB region; use --no-baselines", maxc,
 					 raw_record(o), BASE_AREA >> 20);
@@ -321,40 +235,13 @@ static void commit_help(FILE *f)
 
 /* ---- one point ---- */
 
-struct samples {
-	uint64_t *v;
-	size_t n, cap;
-};
-
-static void sample_add(struct samples *s, uint64_t ns)
-{
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 4096;
-		uint64_t *p = realloc(s->v, cap * sizeof(*p));
-
-		if (!p)
-			return; /* keep the samples so far; the commit count stays exact */
-		s->v = p;
-		s->cap = cap;
-	}
-	s->v[s->n++] = ns;
-}
-
 enum kind { K_DELOG, K_RAW, K_GROUP };
 
 struct point;
 
 struct client {
+	struct bench_client bc;   /* buf: delog, one item's data; raw, the O_DIRECT record */
 	struct point *pt;
-	unsigned id;
-	pthread_t th;
-	bool started;
-	uint64_t commits;         /* completed inside the window */
-	struct samples lat;
-	unsigned char *buf;       /* delog: one item's data; raw: the O_DIRECT record */
-	uint64_t key;             /* delog: next key counter */
-	uint64_t next;            /* raw: next record in its share of the region */
-	int err;
 };
 
 struct point {
@@ -362,18 +249,11 @@ struct point {
 	const struct commit_opts *o;
 	enum kind kind;
 	delog *log;
-	int fd;                   /* baselines: O_DIRECT descriptor of the target */
-	uint64_t base;            /* baselines: byte offset of their region */
-	uint64_t share;           /* raw: bytes of the region per client */
-	uint64_t rec;             /* baselines: bytes per commit */
+	struct bench_raw raw;     /* baselines: the target (O_DIRECT) and their region; the
+				   * group's leader writes at raw.base + goff */
 	unsigned nclients;
-	/* start gate */
-	pthread_mutex_t gate_lock;
-	pthread_cond_t gate_cond;
-	unsigned ready;
-	int gate;                 /* 0 wait, 1 go, -1 abandon */
-	_Atomic uint64_t win_start, win_end; /* the measured window (now_ns); 0 until set */
-	atomic_bool stop;
+	struct bench_gate g;
+	struct delog_stats s0, s1; /* delog: at both ends of the window */
 	/* ideal group commit */
 	pthread_mutex_t glock;
 	pthread_cond_t gcond;
@@ -402,47 +282,17 @@ struct row {
 	double open_s;            /* delog: reopening the log for this point */
 };
 
-static bool in_window(struct point *pt, uint64_t t)
-{
-	uint64_t ws = atomic_load_explicit(&pt->win_start, memory_order_acquire), we;
-
-	if (!ws || t <= ws)
-		return false;
-	we = atomic_load_explicit(&pt->win_end, memory_order_acquire);
-	return !we || t <= we;
-}
-
 static int do_delog(struct client *c)
 {
 	const struct commit_opts *o = c->pt->o;
-	delog_tx *tx;
-	int err;
 
-	err = delog_tx_begin(c->pt->log, reservation(o), 0, &tx);
-	if (err)
-		return err;
-	for (uint32_t k = 0; k < o->items && !err; k++) {
-		uint64_t key = (uint64_t)c->id << 40 | (c->key++ & KEY_MASK);
-
-		c->buf[0] = (unsigned char)key;
-		err = delog_tx_log(tx, key, c->buf, o->item_size);
-	}
-	if (err) {
-		delog_tx_abort(tx);
-		return err;
-	}
-	return o->no_force ? delog_tx_commit(tx, NULL) : delog_tx_commit_force(tx, NULL);
+	return bench_delog_commit(c->pt->log, o->items, o->item_size, c->bc.id, &c->bc.key,
+				  c->bc.buf, !o->no_force);
 }
 
 static int do_raw(struct client *c)
 {
-	struct point *pt = c->pt;
-	uint64_t off = pt->base + c->id * pt->share + (c->next++ * pt->rec) % pt->share;
-	ssize_t n = pwrite(pt->fd, c->buf, pt->rec, (off_t)off);
-
-	if (n != (ssize_t)pt->rec)
-		return n < 0 ? -errno : -EIO;
-	return fdatasync(pt->fd) ? -errno : 0;
+	return bench_raw_commit(&c->pt->raw, c->bc.id, &c->bc.next, c->bc.buf);
 }
 
 /* One commit through the ideal group commit: queue a ticket, lead or wait. */
@@ -464,23 +314,21 @@ static int do_group(struct client *c)
 		size_t len = (size_t)(((end - pt->completed) * payload(pt->o) + RAW_BLOCK - 1) /
 				      RAW_BLOCK * RAW_BLOCK);
 		uint64_t off;
-		ssize_t n;
 
 		if (len > pt->gbuf_len) /* cannot happen: one ticket per client */
 			len = pt->gbuf_len;
 		pt->leader = true;
 		if (pt->goff + len > BASE_AREA)
 			pt->goff = 0;
-		off = pt->base + pt->goff;
+		off = pt->raw.base + pt->goff;
 		pt->goff += len;
 		pthread_mutex_unlock(&pt->glock);
-		n = pwrite(pt->fd, pt->gbuf, len, (off_t)off);
-		err = n != (ssize_t)len ? (n < 0 ? -errno : -EIO) : fdatasync(pt->fd) ? -errno : 0;
+		err = bench_write_sync(pt->raw.fd, pt->gbuf, len, off);
 		pthread_mutex_lock(&pt->glock);
 		pt->leader = false;
 		if (err)
 			pt->gerr = err;
-		else if (in_window(pt, now_ns()))
+		else if (bench_in_window(&pt->g, now_ns()))
 			pt->gsyncs++;
 		pt->completed = end;
 		pthread_cond_broadcast(&pt->gcond);
@@ -490,88 +338,22 @@ static int do_group(struct client *c)
 	return err;
 }
 
-/* Wait at the start gate; false: the point was abandoned. */
-static bool gate_wait(struct point *pt)
-{
-	bool go;
-
-	pthread_mutex_lock(&pt->gate_lock);
-	pt->ready++;
-	pthread_cond_broadcast(&pt->gate_cond);
-	while (!pt->gate)
-		pthread_cond_wait(&pt->gate_cond, &pt->gate_lock);
-	go = pt->gate > 0;
-	pthread_mutex_unlock(&pt->gate_lock);
-	return go;
-}
-
-static void gate_open(struct point *pt, int how, unsigned wait_for)
-{
-	pthread_mutex_lock(&pt->gate_lock);
-	while (how > 0 && pt->ready < wait_for)
-		pthread_cond_wait(&pt->gate_cond, &pt->gate_lock);
-	pt->gate = how;
-	pthread_cond_broadcast(&pt->gate_cond);
-	pthread_mutex_unlock(&pt->gate_lock);
-}
-
 static void *client_main(void *arg)
 {
 	struct client *c = arg;
 	struct point *pt = c->pt;
 
-	if (!gate_wait(pt))
+	if (!bench_gate_wait(&pt->g))
 		return NULL;
-	while (!atomic_load_explicit(&pt->stop, memory_order_relaxed)) {
-		uint64_t t0 = now_ns(), t1;
+	while (!atomic_load_explicit(&pt->g.stop, memory_order_relaxed)) {
+		uint64_t t0 = now_ns();
 		int err = pt->kind == K_DELOG ? do_delog(c) :
 			  pt->kind == K_RAW ? do_raw(c) : do_group(c);
 
-		t1 = now_ns();
-		if (err) {
-			c->err = err;
-			atomic_store(&pt->stop, true);
+		if (!bench_client_done(&pt->g, &c->bc, t0, err))
 			break;
-		}
-		if (in_window(pt, t1)) {
-			c->commits++;
-			sample_add(&c->lat, t1 - t0);
-		}
 	}
 	return NULL;
-}
-
-static void sleep_ns(uint64_t ns)
-{
-	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
-
-	nanosleep(&ts, NULL);
-}
-
-/* Let the clients run for @ns, releasing the log every RELEASE_NS (delog points). */
-static void hold(struct point *pt, uint64_t ns)
-{
-	uint64_t end = now_ns() + ns, now;
-
-	while ((now = now_ns()) < end && !atomic_load(&pt->stop) && !bench_interrupted(pt->b)) {
-		if (pt->log) {
-			uint64_t d = delog_durable_seq(pt->log);
-
-			if (d)
-				(void)delog_release(pt->log, d);
-		}
-		sleep_ns(end - now < RELEASE_NS ? end - now : RELEASE_NS);
-	}
-}
-
-static uint64_t cpu_ns(void)
-{
-	struct rusage ru;
-
-	if (getrusage(RUSAGE_SELF, &ru))
-		return 0;
-	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u +
-	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
 }
 
 static void stats_delta(struct row *row, const struct delog_stats *s0,
@@ -593,111 +375,63 @@ static void stats_delta(struct row *row, const struct delog_stats *s0,
 		(double)row->transactions / (double)row->checkpoints : NAN;
 }
 
+/* delog_stats at the window's ends (bench_gate_measure's edge). */
+static void read_stats(void *arg, int end)
+{
+	struct point *pt = arg;
+
+	if (pt->log)
+		delog_stats(pt->log, end ? &pt->s1 : &pt->s0);
+}
+
 /* Run @pt's clients through warm-up and window and fill @row.  0 or the first error. */
 static int run_point(struct point *pt, struct row *row)
 {
 	const struct commit_opts *o = pt->o;
-	struct delog_stats s0 = { .size = sizeof(s0) }, s1 = { .size = sizeof(s1) };
-	uint64_t t_meas = (uint64_t)(o->time_s * 1e9), ws = 0, we = 0, nsamp = 0, c0 = 0, c1 = 0;
-	size_t buflen = pt->kind == K_DELOG ? o->item_size : pt->rec;
+	size_t buflen = pt->kind == K_DELOG ? o->item_size : pt->raw.rec;
+	struct bench_samples all = { 0 };
+	struct bench_span sp = { 0 };
+	struct bench_client *failed;
 	struct client *cl;
-	uint64_t *all;
-	unsigned started = 0;
-	int err = 0;
+	char msg[256] = "";
+	int err, e;
 
 	cl = calloc(pt->nclients, sizeof(*cl));
 	if (!cl)
 		return -ENOMEM;
-	pthread_mutex_init(&pt->gate_lock, NULL);
-	pthread_cond_init(&pt->gate_cond, NULL);
-	pt->ready = 0;
-	pt->gate = 0;
-	atomic_store(&pt->stop, false);
-	atomic_store(&pt->win_start, 0);
-	atomic_store(&pt->win_end, 0);
-	for (unsigned i = 0; i < pt->nclients && !err; i++) {
+	bench_gate_init(&pt->g);
+	pt->s0 = pt->s1 = (struct delog_stats){ .size = sizeof(pt->s0) };
+	for (unsigned i = 0; i < pt->nclients; i++)
 		cl[i].pt = pt;
-		cl[i].id = i;
-		cl[i].key = 1;
-		if (posix_memalign((void **)&cl[i].buf, 4096, buflen))
-			err = -ENOMEM;
-		else
-			memset(cl[i].buf, 0x20 + (int)(i % 64), buflen);
-	}
-	for (unsigned i = 0; i < pt->nclients && !err; i++) {
-		int e = pthread_create(&cl[i].th, NULL, client_main, &cl[i]);
-
-		if (e) {
-			err = -e;
-			bench_fail(pt->b, err, NULL, "cannot start client thread %u of %u: %s", i + 1,
-				   pt->nclients, strerror(e));
-			break;
-		}
-		cl[i].started = true;
-		started++;
-	}
-	gate_open(pt, err ? -1 : 1, started);
-	if (!err) {
-		uint64_t warm = t_meas / 10 > MIN_WARMUP_NS ? t_meas / 10 : MIN_WARMUP_NS;
-
-		hold(pt, warm);
-		if (pt->log)
-			delog_stats(pt->log, &s0);
-		c0 = cpu_ns();
-		ws = now_ns();
-		atomic_store_explicit(&pt->win_start, ws, memory_order_release);
-		hold(pt, t_meas);
-		we = now_ns();
-		atomic_store_explicit(&pt->win_end, we, memory_order_release);
-		c1 = cpu_ns();
-		if (pt->log)
-			delog_stats(pt->log, &s1);
-		atomic_store(&pt->stop, true);
-	}
-	for (unsigned i = 0; i < pt->nclients; i++) {
-		if (!cl[i].started)
-			continue;
-		pthread_join(cl[i].th, NULL);
-		row->commits += cl[i].commits;
-		nsamp += cl[i].lat.n;
-		if (cl[i].err && !err)
-			err = cl[i].err;
-	}
+	err = bench_clients_start(&pt->g, cl, sizeof(*cl), pt->nclients, buflen, client_main, msg,
+				  sizeof(msg));
+	if (err && msg[0])
+		bench_fail(pt->b, err, NULL, "%s", msg);
+	if (!err)
+		bench_gate_measure(&pt->g, pt->b, pt->log, o->time_s, read_stats, pt, &sp);
+	e = bench_clients_join(&pt->g, cl, sizeof(*cl), pt->nclients, &row->commits, &all,
+			       &failed);
+	if (e && !err)
+		err = e;
 	if (!err && bench_interrupted(pt->b))
 		err = -EINTR;
 	if (!err && pt->log && o->no_force)
 		err = delog_force(pt->log, 0);
-	all = malloc((nsamp ? nsamp : 1) * sizeof(*all));
-	nsamp = 0;
-	for (unsigned i = 0; i < pt->nclients; i++) {
-		if (all && cl[i].lat.n)
-			memcpy(all + nsamp, cl[i].lat.v, cl[i].lat.n * sizeof(*all));
-		nsamp += cl[i].lat.n;
-		free(cl[i].lat.v);
-		free(cl[i].buf);
-	}
 	free(cl);
-	pthread_cond_destroy(&pt->gate_cond);
-	pthread_mutex_destroy(&pt->gate_lock);
-	if (!err && !all)
+	if (!err && all.oom)
 		err = -ENOMEM;
 	if (!err) {
 		row->clients = pt->nclients;
-		row->window_s = (double)(we - ws) / 1e9;
-		row->commits_per_s = (double)row->commits / row->window_s;
-		row->mb_per_s = row->commits_per_s * (double)payload(o) / 1e6;
-		row->cpu_s = (double)(c1 - c0) / 1e9;
-		lat_stats_compute(all, (size_t)nsamp, &row->lat);
-		if (!nsamp)
-			row->lat.median_us = row->lat.p99_us = row->lat.max_us =
-				row->lat.mean_us = row->lat.min_us = NAN;
+		bench_span_rates(&sp, row->commits, payload(o), &row->window_s, &row->commits_per_s,
+				 &row->mb_per_s, &row->cpu_s);
+		bench_samples_stats(&all, &row->lat);
 		/* raw: one fdatasync per commit; group: one per leader write */
 		if (pt->kind != K_DELOG)
 			row->syncs = pt->kind == K_RAW ? row->commits : pt->gsyncs;
 		if (pt->log)
-			stats_delta(row, &s0, &s1);
+			stats_delta(row, &pt->s0, &pt->s1);
 	}
-	free(all);
+	bench_samples_free(&all);
 	return err;
 }
 
@@ -716,13 +450,7 @@ struct crun {
 static struct delog_options log_opts(const struct crun *r, enum delog_flush_policy p,
 				     unsigned flags)
 {
-	struct delog_options lo = {
-		.size = sizeof(lo), .backend = r->b->o.backend, .flush = p, .flags = flags,
-		.logbufs = r->o->logbufs, .logbsize = r->o->logbsize,
-		.create_size = r->o->log_size,
-	};
-
-	return lo;
+	return bench_log_opts(r->b, p, flags, r->o->logbufs, r->o->logbsize, r->o->log_size);
 }
 
 static int delog_point(struct crun *r, enum delog_flush_policy p, unsigned clients,
@@ -730,7 +458,7 @@ static int delog_point(struct crun *r, enum delog_flush_policy p, unsigned clien
 {
 	struct delog_options lo = log_opts(r, p, r->sim ? DELOG_OPEN_CREATE : 0);
 	struct point pt = { .b = r->b, .o = r->o, .kind = K_DELOG, .nclients = clients,
-			    .fd = -1 };
+			    .raw.fd = -1 };
 	uint64_t t0 = now_ns();
 	int err, e2;
 
@@ -757,15 +485,15 @@ static int baseline_point(struct crun *r, enum kind k, unsigned clients, struct 
 	struct point pt = { .b = r->b, .o = r->o, .kind = k, .nclients = clients };
 	int err;
 
-	pt.fd = open(r->b->t.path, O_RDWR | O_DIRECT | O_CLOEXEC);
-	if (pt.fd < 0) {
+	pt.raw.fd = open(r->b->t.path, O_RDWR | O_DIRECT | O_CLOEXEC);
+	if (pt.raw.fd < 0) {
 		err = -errno;
 		bench_fail(r->b, err, r->b->t.path, "cannot open with O_DIRECT: %s", strerror(-err));
 		return err;
 	}
-	pt.base = JRNL_SB_AREA + r->o->log_size;
-	pt.rec = raw_record(r->o);
-	pt.share = BASE_AREA / clients / pt.rec * pt.rec; /* >= rec: commit_check */
+	/* share >= rec: commit_check */
+	bench_raw_layout(&pt.raw, JRNL_SB_AREA + r->o->log_size, BASE_AREA, raw_record(r->o),
+			 clients);
 	pthread_mutex_init(&pt.glock, NULL);
 	pthread_cond_init(&pt.gcond, NULL);
 	pt.gbuf_len = (size_t)((clients * payload(r->o) + RAW_BLOCK - 1) / RAW_BLOCK * RAW_BLOCK);
@@ -781,40 +509,10 @@ static int baseline_point(struct crun *r, enum kind k, unsigned clients, struct 
 	free(pt.gbuf);
 	pthread_cond_destroy(&pt.gcond);
 	pthread_mutex_destroy(&pt.glock);
-	close(pt.fd);
+	close(pt.raw.fd);
 	if (err && err != -EINTR)
 		bench_fail(r->b, err, NULL, "%s at %u clients: %s", row->name, clients,
 			   strerror(-err));
-	return err;
-}
-
-/* Write zeroes over the baselines' region, so their writes meet written blocks. */
-int bench_prewrite(struct bench *b, uint64_t off, uint64_t len)
-{
-	const size_t chunk = 4u << 20;
-	void *buf = NULL;
-	int fd, err = 0;
-
-	fd = open(b->t.path, O_RDWR | O_DIRECT | O_CLOEXEC);
-	if (fd < 0 || posix_memalign(&buf, 4096, chunk)) {
-		err = fd < 0 ? -errno : -ENOMEM;
-	} else {
-		memset(buf, 0, chunk);
-		for (uint64_t o = 0; o < len && !err; o += chunk) {
-			ssize_t n = pwrite(fd, buf, chunk, (off_t)(off + o));
-
-			if (n != (ssize_t)chunk)
-				err = n < 0 ? -errno : -EIO;
-		}
-		if (!err && fdatasync(fd))
-			err = -errno;
-	}
-	if (err)
-		bench_fail(b, err, b->t.path, "cannot pre-write the baselines' region: %s",
-			   strerror(-err));
-	free(buf);
-	if (fd >= 0)
-		close(fd);
 	return err;
 }
 
@@ -952,9 +650,7 @@ static void print_human(struct crun *r)
 		bench_out(b, "  target      the in-memory disk (--backend sim); baselines skipped "
 			  "(they need a file)\n");
 	else
-		bench_out(b, "  target      %s%s, backend %s\n",
-			  b->t.is_blockdev ? "block device" : "file on ",
-			  b->t.is_blockdev ? "" : r->fs_type, b->o.backend ? b->o.backend : "auto");
+		bench_out_target(b, r->fs_type, b->o.backend);
 	bench_out(b, "  log         %s, %u x %s buffers; ", fmt_bytes(o->log_size, sz, sizeof(sz)),
 		  o->logbufs ? o->logbufs : JRNL_MAX_LOGBUFS,
 		  fmt_bytes(o->logbsize ? o->logbsize : JRNL_MAX_LOGBSIZE, sz2, sizeof(sz2)));
@@ -967,7 +663,7 @@ static void print_human(struct crun *r)
 		  "after a %.2f s warm-up\n", o->items, o->item_size, payload(o),
 		  o->no_force ? "begin + log + commit, NOT forced (--no-force; one force after the "
 		  "window)" : "begin + log + commit_force", o->time_s,
-		  fmax(o->time_s / 10, (double)MIN_WARMUP_NS / 1e9));
+		  fmax(o->time_s / 10, (double)BENCH_MIN_WARMUP_NS / 1e9));
 	if (!r->sim && !o->no_baselines)
 		bench_out(b, "  baselines   raw-fdatasync: per client, O_DIRECT pwrite of %" PRIu64
 			  " B + fdatasync; ideal-group: a leader writes all queued commits + "
@@ -1045,15 +741,10 @@ static void print_json(struct crun *r)
 	size_t nacc = acceptance(r, acc);
 	struct json j;
 
-	json_init(&j, stdout, true);
-	json_obj_begin(&j, NULL);
-	bench_json_head(r->b, &j);
+	bench_json_begin(r->b, &j);
 	json_str(&j, "fs_type", r->fs_type);
 	json_obj_begin(&j, "params");
-	json_arr_begin(&j, "clients");
-	for (unsigned i = 0; i < o->nclients; i++)
-		json_u64(&j, NULL, o->clients[i]);
-	json_arr_end(&j);
+	bench_json_counts(&j, "clients", o->clients, o->nclients);
 	json_arr_begin(&j, "policies");
 	for (unsigned i = 0; i < o->npolicy; i++)
 		json_str(&j, NULL, delog_flush_policy_name(o->policy[i]));
@@ -1088,10 +779,7 @@ static void print_json(struct crun *r)
 		json_dbl(&j, "window_s", w->window_s);
 		json_dbl(&j, "commits_per_s", w->commits_per_s);
 		json_dbl(&j, "mb_per_s", w->mb_per_s);
-		json_dbl(&j, "lat_p50_us", w->lat.median_us);
-		json_dbl(&j, "lat_p99_us", w->lat.p99_us);
-		json_dbl(&j, "lat_max_us", w->lat.max_us);
-		json_dbl(&j, "lat_mean_us", w->lat.mean_us);
+		bench_json_lat(&j, &w->lat);
 		json_dbl(&j, "flushes_per_checkpoint", w->has_stats ? w->flushes_per_ckpt : NAN);
 		json_dbl(&j, "txs_per_checkpoint", w->has_stats ? w->txs_per_ckpt : NAN);
 		json_u64_or_null(&j, "checkpoints", w->has_stats, w->checkpoints);
@@ -1124,49 +812,18 @@ static void print_json(struct crun *r)
 		json_obj_end(&j);
 	}
 	json_obj_end(&j);
-	json_null(&j, "error");
-	json_dbl(&j, "elapsed_s", (double)(now_ns() - r->b->t0) / 1e9);
-	json_obj_end(&j);
-	json_finish(&j);
-	r->b->json_done = true;
+	bench_json_end(r->b, &j);
 }
 
 /* The target file: allocate, pre-write the baselines' region, format the log once. */
 static int prepare(struct crun *r)
 {
-	struct bench *b = r->b;
 	const struct commit_opts *o = r->o;
 	struct delog_options lo = log_opts(r, DELOG_FLUSH_SYNC, DELOG_OPEN_FORMAT);
-	struct io_dev_opts dopts;
-	struct io_dev *dev;
-	char msg[512];
-	delog *log;
-	uint64_t t0;
-	int err;
 
-	if (bench_target_open(b, JRNL_SB_AREA + o->log_size + BASE_AREA))
-		return -1;
-	bench_dev_opts(b, &dopts, msg, sizeof(msg));
-	err = io_dev_open(b->t.path, &dopts, &dev);
-	if (err) {
-		bench_fail(b, err, msg[0] ? NULL : b->t.path, "%s", msg[0] ? msg : tool_strerror(err));
-		return err;
-	}
-	r->fs_type = io_dev_geom(dev)->fs_type; /* a static string */
-	if (!b->o.backend)
-		b->o.backend = io_dev_backend(dev);
-	io_dev_close(dev);
-	if (!o->no_baselines && bench_prewrite(b, JRNL_SB_AREA + o->log_size, BASE_AREA))
-		return -1;
-	bench_progress(b, "formatting %s", b->t.path);
-	t0 = now_ns();
-	err = delog_open(b->t.path, &lo, &log);
-	if (!err)
-		err = delog_close(log);
-	r->format_s = (double)(now_ns() - t0) / 1e9;
-	if (err)
-		bench_fail(b, err, b->t.path, "cannot format the log: %s", tool_strerror(err));
-	return err;
+	return bench_log_prepare(r->b, JRNL_SB_AREA + o->log_size + BASE_AREA, &r->fs_type,
+				 JRNL_SB_AREA + o->log_size, o->no_baselines ? 0 : BASE_AREA, &lo,
+				 &r->format_s);
 }
 
 static int commit_run(struct bench *b, void *state)
@@ -1175,7 +832,7 @@ static int commit_run(struct bench *b, void *state)
 	struct crun r = { .b = b, .o = o, .fs_type = "sim" };
 	int err = 0;
 
-	r.sim = is_sim(b);
+	r.sim = bench_is_sim(b);
 	r.rows = calloc((size_t)o->nclients * (o->npolicy + 2), sizeof(*r.rows));
 	if (!r.rows) {
 		bench_fail(b, -ENOMEM, NULL, "out of memory");

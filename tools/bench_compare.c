@@ -15,9 +15,10 @@
  *     has the rules: single exactly 1, none 0, sync and async 1..2);
  *   - a raw device baseline: one thread writing 4 KiB with O_DIRECT and calling
  *     fdatasync in a loop for the same time, in a region after the log that is written
- *     with zeroes first (bench_commit.c's prewrite; on the sim disk: a 4 KiB write and a
- *     flush through the iolayer on a disk with the same latency profile), measured beside
- *     every client count; dbench's forces per second are shown as a ratio to it;
+ *     with zeroes first (bench_prewrite, as for bench_commit.c's baselines; on the sim
+ *     disk: a 4 KiB write and a flush through the iolayer on a disk with the same
+ *     latency profile), measured beside every client count; dbench's forces per second
+ *     are shown as a ratio to it;
  *   - fsmark times as a ratio to sync's.
  * Policies are interleaved within each client count (the starting policy rotates from
  * one client count to the next), so drift in the device affects all alike; the raw
@@ -53,7 +54,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MIN_LOG_SIZE (16ull << 20)
 #define MAX_FORCE_EVERY 1000000u
 #define MAX_FILES 10000000u
 #define QUICK_TIME_S 1.0
@@ -82,49 +82,6 @@ void fb_defaults(struct fb_opts *o)
 	o->sim_profile = -1;
 }
 
-static int parse_list(struct fb_opts *o, int opt, const char *arg)
-{
-	const char *name = opt == FB_OPT_CLIENTS ? "--clients" : "--policy";
-	char buf[256], *save, *tok;
-	unsigned n = 0;
-	uint64_t v;
-
-	if (strlen(arg) >= sizeof(buf))
-		return bench_usage_error("%s: list too long: '%s'", name, arg);
-	strcpy(buf, arg);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (opt == FB_OPT_CLIENTS) {
-			if (n == FB_MAX_LIST || parse_count(tok, 1, FB_MAX_CLIENTS, &v))
-				return bench_usage_error("--clients: '%s' is not a list of up to %u "
-							 "counts from 1 to %u", arg, FB_MAX_LIST,
-							 FB_MAX_CLIENTS);
-			for (unsigned i = 0; i < n; i++)
-				if (o->clients[i] == v)
-					return bench_usage_error("--clients: '%s' names %s twice", arg,
-								 tok);
-			o->clients[n++] = (unsigned)v;
-		} else {
-			enum delog_flush_policy p;
-
-			if (n == FB_NR_POLICIES || delog_flush_policy_parse(tok, &p))
-				return bench_usage_error("--policy: '%s' is not a list of sync, async, "
-							 "single, none", arg);
-			for (unsigned i = 0; i < n; i++)
-				if (o->policy[i] == p)
-					return bench_usage_error("--policy: '%s' names %s twice", arg,
-								 tok);
-			o->policy[n++] = p;
-		}
-	}
-	if (!n)
-		return bench_usage_error("%s: empty list '%s'", name, arg);
-	if (opt == FB_OPT_CLIENTS)
-		o->nclients = n;
-	else
-		o->npolicy = n;
-	return 0;
-}
-
 int fb_option(void *state, int opt, const char *arg)
 {
 	struct fb_opts *o = state;
@@ -132,21 +89,13 @@ int fb_option(void *state, int opt, const char *arg)
 
 	switch (opt) {
 	case FB_OPT_CLIENTS:
+		return bench_parse_clients(arg, FB_MAX_LIST, FB_MAX_CLIENTS, true, o->clients,
+					   &o->nclients);
 	case FB_OPT_POLICY:
-		return parse_list(o, opt, arg);
-	case FB_OPT_TIME: {
-		char *end;
-		double t;
-
-		errno = 0;
-		t = strtod(arg, &end);
-		if (end == arg || *end || errno || !(t >= 0.05 && t <= 3600))
-			return bench_usage_error("--time: '%s' is not a number of seconds from 0.05 "
-						 "to 3600", arg);
-		o->time_s = t;
+		return bench_parse_policies(arg, o->policy, &o->npolicy);
+	case FB_OPT_TIME:
 		o->time_set = true;
-		return 0;
-	}
+		return bench_parse_time(arg, &o->time_s);
 	case FB_OPT_FORCE_EVERY:
 		if (parse_count(arg, 1, MAX_FORCE_EVERY, &v))
 			return bench_usage_error("--force-every: '%s' is not a count from 1 to %u",
@@ -167,24 +116,11 @@ int fb_option(void *state, int opt, const char *arg)
 		o->files_set = true;
 		return 0;
 	case FB_OPT_LOG_SIZE:
-		if (parse_size(arg, &v) || v < MIN_LOG_SIZE || v % FB_RAW_BLOCK)
-			return bench_usage_error("--log-size: '%s' is not a multiple of 4K of at "
-						 "least 16M", arg);
-		o->log_size = v;
-		return 0;
+		return bench_parse_log_size(arg, &o->log_size);
 	case FB_OPT_LOGBUFS:
-		if (parse_count(arg, JRNL_MIN_LOGBUFS, JRNL_MAX_LOGBUFS, &v))
-			return bench_usage_error("--logbufs: '%s' is not a count from %u to %u", arg,
-						 JRNL_MIN_LOGBUFS, JRNL_MAX_LOGBUFS);
-		o->logbufs = (unsigned)v;
-		return 0;
+		return bench_parse_logbufs(arg, &o->logbufs);
 	case FB_OPT_LOGBSIZE:
-		if (parse_size(arg, &v) || v < JRNL_MIN_LOGBSIZE || v > JRNL_MAX_LOGBSIZE ||
-		    (v & (v - 1)))
-			return bench_usage_error("--logbsize: '%s' is not a power of two from 16K "
-						 "to 256K", arg);
-		o->logbsize = (uint32_t)v;
-		return 0;
+		return bench_parse_logbsize(arg, &o->logbsize);
 	case FB_OPT_DEVICE:
 		if (o->device)
 			return bench_usage_error("--device: given twice");
@@ -220,11 +156,6 @@ int fb_option(void *state, int opt, const char *arg)
 	return bench_usage_error("unknown option");
 }
 
-static bool is_sim(const struct bench *b)
-{
-	return b->o.backend && !strcmp(b->o.backend, "sim");
-}
-
 int fb_check(struct bench *b, void *state)
 {
 	struct fb_opts *o = state;
@@ -232,9 +163,9 @@ int fb_check(struct bench *b, void *state)
 
 	if (b->o.json && o->csv)
 		return bench_usage_error("--json and --csv: choose one");
-	if (o->sim_profile >= 0 && !is_sim(b))
+	if (o->sim_profile >= 0 && !bench_is_sim(b))
 		return bench_usage_error("--sim-profile needs --backend sim");
-	if (is_sim(b) && (b->o.path || o->device))
+	if (bench_is_sim(b) && (b->o.path || o->device))
 		return bench_usage_error("--backend sim runs on an in-memory disk: it takes no "
 					 "PATH or --device");
 	if (o->device) {
@@ -274,13 +205,6 @@ void fb_help_common(FILE *f)
 
 /* ---- the log, per point ---- */
 
-uint64_t fb_warmup_ns(double time_s)
-{
-	uint64_t w = (uint64_t)(time_s * 1e9) / 10;
-
-	return w > FB_MIN_WARMUP_NS ? w : FB_MIN_WARMUP_NS;
-}
-
 int fb_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
 {
 	pthread_attr_t a;
@@ -292,31 +216,6 @@ int fb_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
 	e = pthread_create(th, &a, fn, arg);
 	pthread_attr_destroy(&a);
 	return e;
-}
-
-static void nap(uint64_t ns)
-{
-	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
-
-	nanosleep(&ts, NULL);
-}
-
-void fb_release(delog *log)
-{
-	uint64_t d = delog_durable_seq(log);
-
-	if (d)
-		(void)delog_release(log, d);
-}
-
-void fb_hold(struct bench *b, delog *log, uint64_t ns, const atomic_bool *stop)
-{
-	uint64_t end = now_ns() + ns, now;
-
-	while ((now = now_ns()) < end && !atomic_load(stop) && !bench_interrupted(b)) {
-		fb_release(log);
-		nap(end - now < FB_RELEASE_NS ? end - now : FB_RELEASE_NS);
-	}
 }
 
 void fb_stats_delta(struct fb_stats *d, const struct delog_stats *s0,
@@ -342,13 +241,7 @@ void fb_stats_delta(struct fb_stats *d, const struct delog_stats *s0,
 static struct delog_options log_opts(const struct fb_env *e, enum delog_flush_policy p,
 				     unsigned flags)
 {
-	struct delog_options lo = {
-		.size = sizeof(lo), .backend = e->b->o.backend, .flush = p, .flags = flags,
-		.logbufs = e->o->logbufs, .logbsize = e->o->logbsize,
-		.create_size = e->o->log_size,
-	};
-
-	return lo;
+	return bench_log_opts(e->b, p, flags, e->o->logbufs, e->o->logbsize, e->o->log_size);
 }
 
 /* A new simulated disk of @bytes with the run's latency profile, not tracing. */
@@ -408,42 +301,26 @@ int fb_log_close(struct fb_env *e, delog *log, struct io_dev *simdev, const char
 	return err;
 }
 
+int fb_point_end(struct fb_env *e, int err, delog *log, struct io_dev *simdev,
+		 const char *what)
+{
+	int e2;
+
+	if (err && err != -EINTR)
+		bench_fail(e->b, err, NULL, "%s: %s", what, tool_strerror(err));
+	e2 = fb_log_close(e, log, simdev, what);
+	return err ? err : e2;
+}
+
 /* The target: allocate, pre-write the baseline's region, format the log once. */
 static int prepare(struct fb_env *e)
 {
-	struct bench *b = e->b;
 	const struct fb_opts *o = e->o;
 	struct delog_options lo = log_opts(e, DELOG_FLUSH_SYNC, DELOG_OPEN_FORMAT);
-	struct io_dev_opts dopts;
-	struct io_dev *dev;
-	char msg[512];
-	delog *log;
-	uint64_t t0;
-	int err;
 
-	if (bench_target_open(b, JRNL_SB_AREA + o->log_size + FB_RAW_AREA))
-		return -1;
-	bench_dev_opts(b, &dopts, msg, sizeof(msg));
-	err = io_dev_open(b->t.path, &dopts, &dev);
-	if (err) {
-		bench_fail(b, err, msg[0] ? NULL : b->t.path, "%s", msg[0] ? msg : tool_strerror(err));
-		return err;
-	}
-	e->fs_type = io_dev_geom(dev)->fs_type; /* a static string */
-	if (!b->o.backend)
-		b->o.backend = io_dev_backend(dev);
-	io_dev_close(dev);
-	if (o->do_raw && bench_prewrite(b, JRNL_SB_AREA + o->log_size, FB_RAW_AREA))
-		return -1;
-	bench_progress(b, "formatting %s", b->t.path);
-	t0 = now_ns();
-	err = delog_open(b->t.path, &lo, &log);
-	if (!err)
-		err = delog_close(log);
-	e->format_s = (double)(now_ns() - t0) / 1e9;
-	if (err)
-		bench_fail(b, err, b->t.path, "cannot format the log: %s", tool_strerror(err));
-	return err;
+	return bench_log_prepare(e->b, JRNL_SB_AREA + o->log_size + FB_RAW_AREA, &e->fs_type,
+				 JRNL_SB_AREA + o->log_size, o->do_raw ? FB_RAW_AREA : 0, &lo,
+				 &e->format_s);
 }
 
 /* ---- the raw baseline ---- */
@@ -452,15 +329,10 @@ static int prepare(struct fb_env *e)
 static int raw_once(int fd, struct io_dev *dev, void *buf, uint64_t off)
 {
 	struct io_req req;
-	ssize_t n;
 	int err;
 
-	if (!dev) {
-		n = pwrite(fd, buf, FB_RAW_BLOCK, (off_t)off);
-		if (n != (ssize_t)FB_RAW_BLOCK)
-			return n < 0 ? -errno : -EIO;
-		return fdatasync(fd) ? -errno : 0;
-	}
+	if (!dev)
+		return bench_write_sync(fd, buf, FB_RAW_BLOCK, off);
 	err = io_rw_wait(dev, IO_OPF(IO_OP_WRITE, 0), off, buf, FB_RAW_BLOCK, NULL);
 	if (err)
 		return err;
@@ -493,7 +365,7 @@ static int raw_point(struct fb_env *e, unsigned clients, struct raw_row *row)
 	if (err)
 		goto out;
 	memset(buf, 0x5a, FB_RAW_BLOCK);
-	ws = now_ns() + fb_warmup_ns(e->o->time_s);
+	ws = now_ns() + bench_warmup_ns(e->o->time_s);
 	t_end = ws + (uint64_t)(e->o->time_s * 1e9);
 	while ((t = now_ns()) < t_end && !bench_interrupted(b)) {
 		uint64_t t1;
@@ -604,9 +476,7 @@ static void print_human(struct frun *r)
 			  "a new disk per point\n", r->e.lat == IO_SIM_LAT_NVME ? "nvme" :
 			  r->e.lat == IO_SIM_LAT_SATA ? "sata" : "none");
 	else
-		bench_out(b, "  target      %s%s, backend %s\n",
-			  b->t.is_blockdev ? "block device" : "file on ",
-			  b->t.is_blockdev ? "" : r->e.fs_type, b->o.backend ? b->o.backend : "auto");
+		bench_out_target(b, r->e.fs_type, b->o.backend);
 	bench_out(b, "  log         %s, %u x %s buffers", fmt_bytes(o->log_size, sz, sizeof(sz)),
 		  o->logbufs ? o->logbufs : JRNL_MAX_LOGBUFS,
 		  fmt_bytes(o->logbsize ? o->logbsize : JRNL_MAX_LOGBSIZE, sz2, sizeof(sz2)));
@@ -616,7 +486,7 @@ static void print_human(struct frun *r)
 	if (o->do_dbench)
 		bench_out(b, "  dbench      1-4 items of 64 B-4 KiB per transaction, a force every %u; "
 			  "%.2f s per point after a %.2f s warm-up\n", o->force_every, o->time_s,
-			  (double)fb_warmup_ns(o->time_s) / 1e9);
+			  (double)bench_warmup_ns(o->time_s) / 1e9);
 	if (o->do_fsmark)
 		bench_out(b, "  fsmark      %u threads x %u files; create, chown, unlink, each "
 			  "timed up to its final force\n", o->threads, o->files);
@@ -847,17 +717,12 @@ static void print_json(struct frun *r)
 	const struct fsmark_row *s = fs_sync(r);
 	struct json j;
 
-	json_init(&j, stdout, true);
-	json_obj_begin(&j, NULL);
-	bench_json_head(r->e.b, &j);
+	bench_json_begin(r->e.b, &j);
 	json_str(&j, "fs_type", r->e.sim ? "sim" : r->e.fs_type);
 	json_str(&j, "sim_profile", !r->e.sim ? NULL : r->e.lat == IO_SIM_LAT_NVME ? "nvme" :
 		 r->e.lat == IO_SIM_LAT_SATA ? "sata" : "none");
 	json_obj_begin(&j, "params");
-	json_arr_begin(&j, "clients");
-	for (unsigned i = 0; o->do_dbench && i < o->nclients; i++)
-		json_u64(&j, NULL, o->clients[i]);
-	json_arr_end(&j);
+	bench_json_counts(&j, "clients", o->clients, o->do_dbench ? o->nclients : 0);
 	json_arr_begin(&j, "policies");
 	for (unsigned i = 0; i < o->npolicy; i++)
 		json_str(&j, NULL, delog_flush_policy_name(o->policy[i]));
@@ -940,11 +805,7 @@ static void print_json(struct frun *r)
 		}
 	}
 	json_arr_end(&j);
-	json_null(&j, "error");
-	json_dbl(&j, "elapsed_s", (double)(now_ns() - r->e.b->t0) / 1e9);
-	json_obj_end(&j);
-	json_finish(&j);
-	r->e.b->json_done = true;
+	bench_json_end(r->e.b, &j);
 }
 
 /* ---- the plot ---- */
@@ -1092,7 +953,7 @@ int fb_run(struct bench *b, void *state)
 	unsigned total = 0, k = 0;
 	int err = 0;
 
-	r.e.sim = is_sim(b);
+	r.e.sim = bench_is_sim(b);
 	r.e.lat = (enum io_sim_latency)o->sim_profile;
 	if (o->plot && !have_gnuplot()) {
 		bench_fail(b, -ENOENT, NULL, "--plot needs gnuplot, which is not installed "
@@ -1174,13 +1035,7 @@ static const struct option compare_options[] = {
 	{ "quick", no_argument, NULL, FB_OPT_QUICK },
 	{ "no-baseline", no_argument, NULL, FB_OPT_NO_BASELINE },
 	{ "plot", required_argument, NULL, FB_OPT_PLOT },
-	{ "log-size", required_argument, NULL, FB_OPT_LOG_SIZE },
-	{ "logbufs", required_argument, NULL, FB_OPT_LOGBUFS },
-	{ "logbsize", required_argument, NULL, FB_OPT_LOGBSIZE },
-	{ "device", required_argument, NULL, FB_OPT_DEVICE },
-	{ "sim-profile", required_argument, NULL, FB_OPT_SIM_PROFILE },
-	{ "csv", no_argument, NULL, FB_OPT_CSV },
-	{ NULL, 0, NULL, 0 },
+	FB_COMMON_OPTIONS,
 };
 
 static void compare_defaults(void *state)

@@ -22,11 +22,11 @@
  * Throughput is MB/s of logged payload (the items' bytes, 10^6 B/s), as dbench reports
  * the bytes its clients moved; ops/s counts transactions.
  *
- * How a point is measured (as in bench_commit.c): the client threads wait at a gate
- * until all exist, run a warm-up of max(--time / 10, 20 ms) and a window of --time
- * seconds; an operation counts when it completes inside the window; delog_stats is read
- * at both ends of the window, so flushes and transactions per checkpoint are the steady
- * state's.  The measuring thread calls delog_release(log, delog_durable_seq(log)) every
+ * How a point is measured (bench_util.c's start gate and window, as in bench_commit.c):
+ * the client threads wait at a gate until all exist, run a warm-up of max(--time / 10,
+ * 20 ms) and a window of --time seconds; an operation counts when it completes inside
+ * the window; delog_stats is read at both ends of the window, so flushes and
+ * transactions per checkpoint are the steady state's.  The measuring thread calls delog_release(log, delog_durable_seq(log)) every
  * 2 ms, so the log never fills.  Client randomness is seeded by the client number, so a
  * point replays the same operations every run.
  */
@@ -65,12 +65,8 @@ struct dpoint {
 	struct bench *b;
 	const struct fb_opts *o;
 	delog *log;
-	pthread_mutex_t gate_lock;
-	pthread_cond_t gate_cond;
-	unsigned ready;
-	int gate;                 /* 0 wait, 1 go, -1 abandon */
-	_Atomic uint64_t win_start, win_end;
-	atomic_bool stop;
+	struct bench_gate g;
+	struct delog_stats s0, s1; /* at both ends of the window */
 };
 
 /* xorshift64*: cheap, and the same sequence for the same client every run. */
@@ -91,16 +87,6 @@ static uint32_t item_size(uint64_t *s)
 	uint32_t sz = base + (uint32_t)(rnd(s) % (base + 1));
 
 	return sz > MAX_ITEM ? MAX_ITEM : sz;
-}
-
-static bool in_window(struct dpoint *pt, uint64_t t)
-{
-	uint64_t ws = atomic_load_explicit(&pt->win_start, memory_order_acquire), we;
-
-	if (!ws || t <= ws)
-		return false;
-	we = atomic_load_explicit(&pt->win_end, memory_order_acquire);
-	return !we || t <= we;
 }
 
 /* One operation: a transaction, and a force every k-th time.  0 or an error. */
@@ -141,7 +127,7 @@ static int do_op(struct dclient *c)
 	if (err)
 		return err;
 	t1 = now_ns();
-	if (in_window(pt, t1)) {
+	if (bench_in_window(&pt->g, t1)) {
 		c->ops++;
 		c->bytes += payload;
 		if (force) {
@@ -158,48 +144,39 @@ static void *client_main(void *arg)
 {
 	struct dclient *c = arg;
 	struct dpoint *pt = c->pt;
-	bool go;
+	bool go = bench_gate_wait(&pt->g);
 
-	pthread_mutex_lock(&pt->gate_lock);
-	pt->ready++;
-	pthread_cond_broadcast(&pt->gate_cond);
-	while (!pt->gate)
-		pthread_cond_wait(&pt->gate_cond, &pt->gate_lock);
-	go = pt->gate > 0;
-	pthread_mutex_unlock(&pt->gate_lock);
-	while (go && !atomic_load_explicit(&pt->stop, memory_order_relaxed)) {
+	while (go && !atomic_load_explicit(&pt->g.stop, memory_order_relaxed)) {
 		int err = do_op(c);
 
 		if (err) {
 			c->err = err;
-			atomic_store(&pt->stop, true);
+			atomic_store(&pt->g.stop, true);
 		}
 	}
 	return NULL;
 }
 
-static void gate_open(struct dpoint *pt, int how, unsigned wait_for)
+/* delog_stats at the window's ends (bench_gate_measure's edge). */
+static void read_stats(void *arg, int end)
 {
-	pthread_mutex_lock(&pt->gate_lock);
-	while (how > 0 && pt->ready < wait_for)
-		pthread_cond_wait(&pt->gate_cond, &pt->gate_lock);
-	pt->gate = how;
-	pthread_cond_broadcast(&pt->gate_cond);
-	pthread_mutex_unlock(&pt->gate_lock);
+	struct dpoint *pt = arg;
+
+	delog_stats(pt->log, end ? &pt->s1 : &pt->s0);
 }
 
 static int run_clients(struct dpoint *pt, unsigned nclients, struct dbench_row *row)
 {
-	struct delog_stats s0 = { .size = sizeof(s0) }, s1 = { .size = sizeof(s1) };
-	uint64_t t_meas = (uint64_t)(pt->o->time_s * 1e9), ws = 0, we = 0, lat_sum = 0;
 	struct dclient *cl = calloc(nclients, sizeof(*cl));
+	struct bench_span sp = { 0 };
+	uint64_t lat_sum = 0;
 	unsigned started = 0;
 	int err = 0;
 
 	if (!cl)
 		return -ENOMEM;
-	pthread_mutex_init(&pt->gate_lock, NULL);
-	pthread_cond_init(&pt->gate_cond, NULL);
+	bench_gate_init(&pt->g);
+	pt->s0 = pt->s1 = (struct delog_stats){ .size = sizeof(pt->s0) };
 	for (unsigned i = 0; i < nclients; i++) {
 		cl[i].pt = pt;
 		cl[i].id = i;
@@ -218,18 +195,10 @@ static int run_clients(struct dpoint *pt, unsigned nclients, struct dbench_row *
 		cl[i].started = true;
 		started++;
 	}
-	gate_open(pt, err ? -1 : 1, started);
-	if (!err) {
-		fb_hold(pt->b, pt->log, fb_warmup_ns(pt->o->time_s), &pt->stop);
-		delog_stats(pt->log, &s0);
-		ws = now_ns();
-		atomic_store_explicit(&pt->win_start, ws, memory_order_release);
-		fb_hold(pt->b, pt->log, t_meas, &pt->stop);
-		we = now_ns();
-		atomic_store_explicit(&pt->win_end, we, memory_order_release);
-		delog_stats(pt->log, &s1);
-	}
-	atomic_store(&pt->stop, true);
+	bench_gate_open(&pt->g, err ? -1 : 1, started);
+	if (!err)
+		bench_gate_measure(&pt->g, pt->b, pt->log, pt->o->time_s, read_stats, pt, &sp);
+	atomic_store(&pt->g.stop, true);
 	for (unsigned i = 0; i < nclients; i++) {
 		if (!cl[i].started)
 			continue;
@@ -244,21 +213,20 @@ static int run_clients(struct dpoint *pt, unsigned nclients, struct dbench_row *
 			err = cl[i].err;
 	}
 	free(cl);
-	pthread_cond_destroy(&pt->gate_cond);
-	pthread_mutex_destroy(&pt->gate_lock);
+	bench_gate_destroy(&pt->g);
 	if (!err && bench_interrupted(pt->b))
 		err = -EINTR;
 	if (err)
 		return err;
 	row->clients = nclients;
-	row->window_s = (double)(we - ws) / 1e9;
+	row->window_s = (double)(sp.we - sp.ws) / 1e9;
 	row->ops_per_s = (double)row->ops / row->window_s;
 	row->forces_per_s = (double)row->forces / row->window_s;
-	row->mb_per_s = bench_mbs(row->bytes, we - ws);
+	row->mb_per_s = bench_mbs(row->bytes, sp.we - sp.ws);
 	row->lat_avg_ms = row->forces ? (double)lat_sum / (double)row->forces / 1e6 : NAN;
 	if (!row->forces)
 		row->lat_max_ms = NAN;
-	fb_stats_delta(&row->st, &s0, &s1);
+	fb_stats_delta(&row->st, &pt->s0, &pt->s1);
 	return 0;
 }
 
@@ -268,7 +236,7 @@ int dbench_point(struct fb_env *e, enum delog_flush_policy p, unsigned clients,
 	struct dpoint pt = { .b = e->b, .o = e->o };
 	struct io_dev *simdev = NULL;
 	char what[64];
-	int err, e2;
+	int err;
 
 	memset(row, 0, sizeof(*row));
 	row->policy = p;
@@ -278,10 +246,7 @@ int dbench_point(struct fb_env *e, enum delog_flush_policy p, unsigned clients,
 	err = run_clients(&pt, clients, row);
 	snprintf(what, sizeof(what), "dbench, %s at %u clients", delog_flush_policy_name(p),
 		 clients);
-	if (err && err != -EINTR)
-		bench_fail(e->b, err, NULL, "%s: %s", what, tool_strerror(err));
-	e2 = fb_log_close(e, pt.log, simdev, what);
-	return err ? err : e2;
+	return fb_point_end(e, err, pt.log, simdev, what);
 }
 
 static const struct option dbench_options[] = {
@@ -289,13 +254,7 @@ static const struct option dbench_options[] = {
 	{ "policy", required_argument, NULL, FB_OPT_POLICY },
 	{ "time", required_argument, NULL, FB_OPT_TIME },
 	{ "force-every", required_argument, NULL, FB_OPT_FORCE_EVERY },
-	{ "log-size", required_argument, NULL, FB_OPT_LOG_SIZE },
-	{ "logbufs", required_argument, NULL, FB_OPT_LOGBUFS },
-	{ "logbsize", required_argument, NULL, FB_OPT_LOGBSIZE },
-	{ "device", required_argument, NULL, FB_OPT_DEVICE },
-	{ "sim-profile", required_argument, NULL, FB_OPT_SIM_PROFILE },
-	{ "csv", no_argument, NULL, FB_OPT_CSV },
-	{ NULL, 0, NULL, 0 },
+	FB_COMMON_OPTIONS,
 };
 
 static void dbench_defaults(void *state)

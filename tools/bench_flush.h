@@ -25,10 +25,8 @@
 #define FB_MAX_CLIENTS 1024u
 #define FB_NR_POLICIES 4u
 #define FB_NR_PHASES 3u           /* fsmark: create, chown, unlink */
-#define FB_RAW_BLOCK 4096u
+#define FB_RAW_BLOCK BENCH_RAW_BLOCK
 #define FB_RAW_AREA (16ull << 20) /* the raw baseline's region, after the log */
-#define FB_RELEASE_NS 2000000ull  /* delog_release period of the measuring thread */
-#define FB_MIN_WARMUP_NS 20000000ull
 
 enum {
 	FB_OPT_CLIENTS = BENCH_OPT_WORKLOAD + 100,
@@ -47,6 +45,16 @@ enum {
 	FB_OPT_QUICK,
 	FB_OPT_NO_BASELINE,
 };
+
+/* The long options all three workloads take, at the end of each one's table. */
+#define FB_COMMON_OPTIONS \
+	{ "log-size", required_argument, NULL, FB_OPT_LOG_SIZE }, \
+	{ "logbufs", required_argument, NULL, FB_OPT_LOGBUFS }, \
+	{ "logbsize", required_argument, NULL, FB_OPT_LOGBSIZE }, \
+	{ "device", required_argument, NULL, FB_OPT_DEVICE }, \
+	{ "sim-profile", required_argument, NULL, FB_OPT_SIM_PROFILE }, \
+	{ "csv", no_argument, NULL, FB_OPT_CSV }, \
+	{ NULL, 0, NULL, 0 }
 
 /* The options of all three workloads (each declares the subset it takes). */
 struct fb_opts {
@@ -121,14 +129,12 @@ extern const char *const fb_phase_names[FB_NR_PHASES];
 int fb_log_open(struct fb_env *e, enum delog_flush_policy p, delog **log,
 		struct io_dev **simdev);
 int fb_log_close(struct fb_env *e, delog *log, struct io_dev *simdev, const char *what);
-/* Release everything durable (the measuring thread's periodic call). */
-void fb_release(delog *log);
-/* Release every FB_RELEASE_NS for @ns or until *@stop or a stop signal. */
-void fb_hold(struct bench *b, delog *log, uint64_t ns, const atomic_bool *stop);
+/* The end of a dbench or fsmark point: report @err (unless 0 or -EINTR) as "@what: ...",
+ * close the log (fb_log_close); returns @err, else fb_log_close's result. */
+int fb_point_end(struct fb_env *e, int err, delog *log, struct io_dev *simdev,
+		 const char *what);
 void fb_stats_delta(struct fb_stats *d, const struct delog_stats *s0,
 		    const struct delog_stats *s1);
-/* Warm-up before a measured window of @time_s seconds. */
-uint64_t fb_warmup_ns(double time_s);
 /* A thread for a client: a small stack, as 512 clients x 8 MiB of address space is a lot. */
 int fb_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 

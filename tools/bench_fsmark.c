@@ -29,7 +29,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define INODE_BYTES 256u
 #define DIR_BYTES 512u
@@ -170,13 +169,6 @@ static unsigned count(struct fpoint *pt, const unsigned *what)
 	return v;
 }
 
-static void nap(uint64_t ns)
-{
-	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
-
-	nanosleep(&ts, NULL);
-}
-
 /* Wait until @n thread-phases are done, releasing the log meanwhile; a stop signal
  * stops the threads (they count themselves done). */
 static void wait_done(struct fpoint *pt, unsigned n)
@@ -189,11 +181,11 @@ static void wait_done(struct fpoint *pt, unsigned n)
 		if (bench_interrupted(pt->b))
 			atomic_store(&pt->stop, true);
 
-		if (now - last >= FB_RELEASE_NS) {
-			fb_release(pt->log);
+		if (now - last >= BENCH_RELEASE_NS) {
+			bench_release(pt->log);
 			last = now;
 		}
-		nap(500000);
+		bench_sleep_ns(500000);
 	}
 }
 
@@ -224,7 +216,7 @@ static int run_phases(struct fpoint *pt, struct fsmark_row *row)
 		started++;
 	}
 	while (!err && count(pt, &pt->ready) < started)
-		nap(200000);
+		bench_sleep_ns(200000);
 	for (unsigned p = 0; p < FB_NR_PHASES && !err; p++) {
 		struct delog_stats s0 = { .size = sizeof(s0) }, s1 = { .size = sizeof(s1) };
 		uint64_t t0, t1;
@@ -242,7 +234,7 @@ static int run_phases(struct fpoint *pt, struct fsmark_row *row)
 		err = delog_force(pt->log, 0);
 		t1 = now_ns();
 		delog_stats(pt->log, &s1);
-		fb_release(pt->log);
+		bench_release(pt->log);
 		row->phase_s[p] = (double)(t1 - t0) / 1e9;
 		row->phase_bytes[p] = (uint64_t)nt * pt->o->files * fsmark_phase_payload(p);
 		fb_stats_delta(&row->st[p], &s0, &s1);
@@ -268,7 +260,7 @@ int fsmark_point(struct fb_env *e, enum delog_flush_policy p, struct fsmark_row 
 	struct fpoint pt = { .b = e->b, .o = e->o };
 	struct io_dev *simdev = NULL;
 	char what[64];
-	int err, e2;
+	int err;
 
 	memset(row, 0, sizeof(*row));
 	row->policy = p;
@@ -279,23 +271,14 @@ int fsmark_point(struct fb_env *e, enum delog_flush_policy p, struct fsmark_row 
 		return err;
 	err = run_phases(&pt, row);
 	snprintf(what, sizeof(what), "fsmark, %s", delog_flush_policy_name(p));
-	if (err && err != -EINTR)
-		bench_fail(e->b, err, NULL, "%s: %s", what, tool_strerror(err));
-	e2 = fb_log_close(e, pt.log, simdev, what);
-	return err ? err : e2;
+	return fb_point_end(e, err, pt.log, simdev, what);
 }
 
 static const struct option fsmark_options[] = {
 	{ "threads", required_argument, NULL, FB_OPT_THREADS },
 	{ "files", required_argument, NULL, FB_OPT_FILES },
 	{ "policy", required_argument, NULL, FB_OPT_POLICY },
-	{ "log-size", required_argument, NULL, FB_OPT_LOG_SIZE },
-	{ "logbufs", required_argument, NULL, FB_OPT_LOGBUFS },
-	{ "logbsize", required_argument, NULL, FB_OPT_LOGBSIZE },
-	{ "device", required_argument, NULL, FB_OPT_DEVICE },
-	{ "sim-profile", required_argument, NULL, FB_OPT_SIM_PROFILE },
-	{ "csv", no_argument, NULL, FB_OPT_CSV },
-	{ NULL, 0, NULL, 0 },
+	FB_COMMON_OPTIONS,
 };
 
 static void fsmark_defaults(void *state)

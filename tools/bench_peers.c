@@ -25,8 +25,8 @@
  *      raw-fdatasync    every thread writes each commit as one O_DIRECT pwrite of its
  *                       payload rounded up to 4 KiB at its own offsets, in a region
  *                       after the log that was written with zeroes first, then
- *                       fdatasync: bench_commit.c's raw baseline, same layout (and
- *                       its bench_prewrite).
+ *                       fdatasync: bench_commit.c's raw baseline, the same code
+ *                       (bench_raw_commit and bench_prewrite in bench_util.c).
  *    The peers run with their defaults apart from the durability settings the issue
  *    names: the point is what a user gets who asks each for durable commits.
  *  - One run, one directory, interleaved: the delog file and the peers' databases all
@@ -34,10 +34,11 @@
  *    system runs in turn, so drift in the device (this machine's disk varies by 2x
  *    between runs) hits all alike.  Each peer gets a new database directory per point,
  *    removed after it, so no point inherits another's compaction or checkpoint debt.
- *  - How a point is measured is bench_commit.c's method: the threads (and a SQLite
- *    thread's connection, opened before the gate) wait at a start gate, run a warm-up of
- *    max(--time / 10, 20 ms), then the measured window of --time seconds; a commit counts,
- *    with its latency, when it completes inside the window.  The measuring thread calls
+ *  - How a point is measured is bench_commit.c's method and code (bench_util.c's start
+ *    gate, window and latency samples): the threads (and a SQLite thread's connection,
+ *    opened before the gate) wait at a start gate, run a warm-up of max(--time / 10,
+ *    20 ms), then the measured window of --time seconds; a commit counts, with its
+ *    latency, when it completes inside the window.  The measuring thread calls
  *    delog_release(log, delog_durable_seq(log)) every 2 ms on delog points.
  *  - Device flushes are counted, not assumed: field 16 of /sys/block/DISK/stat (flush
  *    requests completed, Linux >= 5.5) is read at both ends of the window, for the disk
@@ -73,10 +74,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <time.h>
 #include <unistd.h>
 
 #ifdef DELOG_HAVE_ROCKSDB
@@ -91,14 +90,10 @@
 
 #define MAX_CLIENTS 256u
 #define MAX_LIST 16u
-#define RAW_BLOCK 4096u
 #define LOG_SIZE (256ull << 20)        /* delog's log, as bench_commit's default */
 #define BASE_AREA (64ull << 20)        /* the raw baseline's region, after the log */
 #define MAX_ITEM_SIZE (64u << 10)
 #define MAX_ITEMS 256u
-#define RELEASE_NS 2000000ull          /* delog_release period */
-#define MIN_WARMUP_NS 20000000ull
-#define KEY_MASK ((1ull << 40) - 1)
 #define SQLITE_BUSY_MS 10000
 #define LMDB_MAP_SIZE (4ull << 30)     /* address space only; the file grows as used */
 #define IDLE_WARN 10.0                 /* flushes/s by others that make the counts suspect */
@@ -206,27 +201,6 @@ static void peers_defaults(void *state)
 	o->items = 4;
 }
 
-static int parse_clients(struct peers_opts *o, const char *arg)
-{
-	char buf[256], *save, *tok;
-	unsigned n = 0;
-	uint64_t v;
-
-	if (strlen(arg) >= sizeof(buf))
-		return bench_usage_error("--clients: list too long: '%s'", arg);
-	strcpy(buf, arg);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (n == MAX_LIST || parse_count(tok, 1, MAX_CLIENTS, &v))
-			return bench_usage_error("--clients: '%s' is not a list of up to %u counts "
-						 "from 1 to %u", arg, MAX_LIST, MAX_CLIENTS);
-		o->clients[n++] = (unsigned)v;
-	}
-	if (!n)
-		return bench_usage_error("--clients: empty list '%s'", arg);
-	o->nclients = n;
-	return 0;
-}
-
 static int parse_systems(struct peers_opts *o, const char *arg)
 {
 	char buf[256], *save, *tok;
@@ -263,37 +237,19 @@ static int parse_systems(struct peers_opts *o, const char *arg)
 static int peers_option(void *state, int opt, const char *arg)
 {
 	struct peers_opts *o = state;
-	uint64_t v;
 
 	switch (opt) {
 	case OPT_CLIENTS:
-		return parse_clients(o, arg);
+		return bench_parse_clients(arg, MAX_LIST, MAX_CLIENTS, false, o->clients,
+					   &o->nclients);
 	case OPT_SYSTEMS:
 		return parse_systems(o, arg);
-	case OPT_TIME: {
-		char *end;
-		double t;
-
-		errno = 0;
-		t = strtod(arg, &end);
-		if (end == arg || *end || errno || !(t >= 0.05 && t <= 3600))
-			return bench_usage_error("--time: '%s' is not a number of seconds from 0.05 "
-						 "to 3600", arg);
-		o->time_s = t;
-		return 0;
-	}
+	case OPT_TIME:
+		return bench_parse_time(arg, &o->time_s);
 	case OPT_ITEM_SIZE:
-		if (parse_size(arg, &v) || v < 1 || v > MAX_ITEM_SIZE)
-			return bench_usage_error("--item-size: '%s' is not a size from 1 byte to 64K",
-						 arg);
-		o->item_size = (uint32_t)v;
-		return 0;
+		return bench_parse_item_size(arg, MAX_ITEM_SIZE, &o->item_size);
 	case OPT_ITEMS:
-		if (parse_count(arg, 1, MAX_ITEMS, &v))
-			return bench_usage_error("--items: '%s' is not a count from 1 to %u", arg,
-						 MAX_ITEMS);
-		o->items = (uint32_t)v;
-		return 0;
+		return bench_parse_items(arg, MAX_ITEMS, &o->items);
 	case OPT_DIR:
 		if (!*arg)
 			return bench_usage_error("--dir: empty");
@@ -311,34 +267,26 @@ static uint64_t payload(const struct peers_opts *o)
 /* Bytes the raw baseline writes per commit: the payload rounded up to 4 KiB. */
 static uint64_t raw_record(const struct peers_opts *o)
 {
-	return (payload(o) + RAW_BLOCK - 1) / RAW_BLOCK * RAW_BLOCK;
-}
-
-static uint64_t reservation(const struct peers_opts *o)
-{
-	return (uint64_t)o->items * (o->item_size + DELOG_ITEM_OVERHEAD);
+	return bench_raw_record(payload(o));
 }
 
 static int peers_check(struct bench *b, void *state)
 {
 	struct peers_opts *o = state;
-	unsigned maxc = 0;
+	unsigned maxc = bench_max_clients(o->clients, o->nclients);
 	struct stat st;
 
 	if (b->o.path)
 		return bench_usage_error("--workload peers runs in a directory: give it with "
 					 "--dir DIR, not as PATH");
-	if (b->o.backend && !strcmp(b->o.backend, "sim"))
+	if (bench_is_sim(b))
 		return bench_usage_error("--workload peers needs a real disk: --backend sim is "
 					 "not supported");
-	for (unsigned i = 0; i < o->nclients; i++)
-		if (o->clients[i] > maxc)
-			maxc = o->clients[i];
 	if (o->sys[S_RAW] && raw_record(o) * maxc > BASE_AREA)
 		return bench_usage_error("%u clients x %" PRIu64 " bytes per commit do not fit the "
 					 "raw baseline's %llu MiB region", maxc, raw_record(o),
 					 BASE_AREA >> 20);
-	if (reservation(o) > LOG_SIZE / 8)
+	if (bench_tx_reservation(o->items, o->item_size) > LOG_SIZE / 8)
 		return bench_usage_error("a transaction of %u x %u bytes is too large for the "
 					 "%llu MiB log", o->items, o->item_size, LOG_SIZE >> 20);
 	if (o->dir) {
@@ -434,39 +382,12 @@ static struct devcount devstat_read(const struct devstat *d)
 
 /* ---- one point ---- */
 
-struct samples {
-	uint64_t *v;
-	size_t n, cap;
-};
-
-static void sample_add(struct samples *s, uint64_t ns)
-{
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 4096;
-		uint64_t *p = realloc(s->v, cap * sizeof(*p));
-
-		if (!p)
-			return; /* keep the samples so far; the commit count stays exact */
-		s->v = p;
-		s->cap = cap;
-	}
-	s->v[s->n++] = ns;
-}
-
 struct prun;
 struct point;
 
 struct client {
+	struct bench_client bc;   /* buf: one record's data (raw: the O_DIRECT block) */
 	struct point *pt;
-	unsigned id;
-	pthread_t th;
-	bool started;
-	uint64_t commits;         /* completed inside the window */
-	struct samples lat;
-	unsigned char *buf;       /* one record's data (raw: the O_DIRECT block) */
-	uint64_t key;             /* next key counter */
-	uint64_t next;            /* raw: next block in its share of the region */
-	int err;
 	char msg[256];            /* a peer's own error text */
 #ifdef DELOG_HAVE_ROCKSDB
 	rocksdb_writebatch_t *wb;
@@ -483,8 +404,7 @@ struct point {
 	enum sys_id sys;
 	unsigned nclients;
 	delog *log;
-	int fd;                   /* raw: O_DIRECT descriptor of the delog file */
-	uint64_t base, share, rec; /* raw: region offset, bytes per client, bytes per commit */
+	struct bench_raw raw;     /* raw: the delog file (O_DIRECT) and the region after the log */
 	char dbdir[PATH_MAX];     /* a peer's database directory for this point */
 #ifdef DELOG_HAVE_ROCKSDB
 	rocksdb_t *rdb;
@@ -498,13 +418,9 @@ struct point {
 	MDB_env *env;
 	MDB_dbi dbi;
 #endif
-	/* start gate */
-	pthread_mutex_t gate_lock;
-	pthread_cond_t gate_cond;
-	unsigned ready;
-	int gate;                 /* 0 wait, 1 go, -1 abandon */
-	_Atomic uint64_t win_start, win_end; /* the measured window (now_ns); 0 until set */
-	atomic_bool stop;
+	struct bench_gate g;
+	struct row *row;          /* being measured */
+	struct delog_stats s0, s1; /* delog: at both ends of the window */
 };
 
 struct row {
@@ -531,19 +447,9 @@ struct prun {
 	size_t nrows;
 };
 
-static bool in_window(struct point *pt, uint64_t t)
-{
-	uint64_t ws = atomic_load_explicit(&pt->win_start, memory_order_acquire), we;
-
-	if (!ws || t <= ws)
-		return false;
-	we = atomic_load_explicit(&pt->win_end, memory_order_acquire);
-	return !we || t <= we;
-}
-
 static uint64_t next_key(struct client *c)
 {
-	return (uint64_t)c->id << 40 | (c->key++ & KEY_MASK);
+	return bench_commit_key(c->bc.id, &c->bc.key);
 }
 
 static void be64(unsigned char *p, uint64_t v)
@@ -555,34 +461,14 @@ static void be64(unsigned char *p, uint64_t v)
 static int do_delog(struct client *c)
 {
 	const struct peers_opts *o = c->pt->o;
-	delog_tx *tx;
-	int err;
 
-	err = delog_tx_begin(c->pt->log, reservation(o), 0, &tx);
-	if (err)
-		return err;
-	for (uint32_t k = 0; k < o->items && !err; k++) {
-		uint64_t key = next_key(c);
-
-		c->buf[0] = (unsigned char)key;
-		err = delog_tx_log(tx, key, c->buf, o->item_size);
-	}
-	if (err) {
-		delog_tx_abort(tx);
-		return err;
-	}
-	return delog_tx_commit_force(tx, NULL);
+	return bench_delog_commit(c->pt->log, o->items, o->item_size, c->bc.id, &c->bc.key,
+				  c->bc.buf, true);
 }
 
 static int do_raw(struct client *c)
 {
-	struct point *pt = c->pt;
-	uint64_t off = pt->base + c->id * pt->share + (c->next++ * pt->rec) % pt->share;
-	ssize_t n = pwrite(pt->fd, c->buf, pt->rec, (off_t)off);
-
-	if (n != (ssize_t)pt->rec)
-		return n < 0 ? -errno : -EIO;
-	return fdatasync(pt->fd) ? -errno : 0;
+	return bench_raw_commit(&c->pt->raw, c->bc.id, &c->bc.next, c->bc.buf);
 }
 
 #ifdef DELOG_HAVE_ROCKSDB
@@ -597,8 +483,8 @@ static int do_rocksdb(struct client *c)
 		uint64_t kv = next_key(c);
 
 		be64(key, kv);
-		c->buf[0] = (unsigned char)kv;
-		rocksdb_writebatch_put(c->wb, (const char *)key, sizeof(key), (const char *)c->buf,
+		c->bc.buf[0] = (unsigned char)kv;
+		rocksdb_writebatch_put(c->wb, (const char *)key, sizeof(key), (const char *)c->bc.buf,
 				       o->item_size);
 	}
 	rocksdb_write(c->pt->rdb, c->pt->rwo, c->wb, &err);
@@ -619,6 +505,17 @@ static int sqlite_fail(struct client *c, const char *what)
 	return -EIO;
 }
 
+/* @stmt (@what) failed inside the transaction: keep the error, reset it, roll back. */
+static int sqlite_rollback(struct client *c, sqlite3_stmt *stmt, const char *what)
+{
+	int err = sqlite_fail(c, what);
+
+	sqlite3_reset(stmt);
+	sqlite3_step(c->rollback);
+	sqlite3_reset(c->rollback);
+	return err;
+}
+
 static int do_sqlite(struct client *c)
 {
 	const struct peers_opts *o = c->pt->o;
@@ -636,27 +533,15 @@ static int do_sqlite(struct client *c)
 	for (uint32_t k = 0; k < o->items; k++) {
 		uint64_t kv = next_key(c);
 
-		c->buf[0] = (unsigned char)kv;
+		c->bc.buf[0] = (unsigned char)kv;
 		sqlite3_bind_int64(c->ins, 1, (sqlite3_int64)kv);
-		sqlite3_bind_blob(c->ins, 2, c->buf, (int)o->item_size, SQLITE_STATIC);
-		if (sqlite3_step(c->ins) != SQLITE_DONE) {
-			int err = sqlite_fail(c, "INSERT");
-
-			sqlite3_reset(c->ins);
-			sqlite3_step(c->rollback);
-			sqlite3_reset(c->rollback);
-			return err;
-		}
+		sqlite3_bind_blob(c->ins, 2, c->bc.buf, (int)o->item_size, SQLITE_STATIC);
+		if (sqlite3_step(c->ins) != SQLITE_DONE)
+			return sqlite_rollback(c, c->ins, "INSERT");
 		sqlite3_reset(c->ins);
 	}
-	if (sqlite3_step(c->commit) != SQLITE_DONE) {
-		int err = sqlite_fail(c, "COMMIT");
-
-		sqlite3_reset(c->commit);
-		sqlite3_step(c->rollback);
-		sqlite3_reset(c->rollback);
-		return err;
-	}
+	if (sqlite3_step(c->commit) != SQLITE_DONE)
+		return sqlite_rollback(c, c->commit, "COMMIT");
 	sqlite3_reset(c->commit);
 	return 0;
 }
@@ -713,10 +598,10 @@ static int do_lmdb(struct client *c)
 	for (uint32_t k = 0; k < o->items; k++) {
 		unsigned char key[8];
 		uint64_t kv = next_key(c);
-		MDB_val mk = { sizeof(key), key }, mv = { o->item_size, c->buf };
+		MDB_val mk = { sizeof(key), key }, mv = { o->item_size, c->bc.buf };
 
 		be64(key, kv);
-		c->buf[0] = (unsigned char)kv;
+		c->bc.buf[0] = (unsigned char)kv;
 		rc = mdb_put(txn, c->pt->dbi, &mk, &mv, 0);
 		if (rc) {
 			set_msg(c->msg, sizeof(c->msg), "mdb_put: %s", mdb_strerror(rc));
@@ -786,94 +671,45 @@ static void client_teardown(struct client *c)
 #endif
 }
 
-/* Wait at the start gate; false: the point was abandoned. */
-static bool gate_wait(struct point *pt)
-{
-	bool go;
-
-	pthread_mutex_lock(&pt->gate_lock);
-	pt->ready++;
-	pthread_cond_broadcast(&pt->gate_cond);
-	while (!pt->gate)
-		pthread_cond_wait(&pt->gate_cond, &pt->gate_lock);
-	go = pt->gate > 0;
-	pthread_mutex_unlock(&pt->gate_lock);
-	return go;
-}
-
-static void gate_open(struct point *pt, int how, unsigned wait_for)
-{
-	pthread_mutex_lock(&pt->gate_lock);
-	while (how > 0 && pt->ready < wait_for)
-		pthread_cond_wait(&pt->gate_cond, &pt->gate_lock);
-	pt->gate = how;
-	pthread_cond_broadcast(&pt->gate_cond);
-	pthread_mutex_unlock(&pt->gate_lock);
-}
-
 static void *client_main(void *arg)
 {
 	struct client *c = arg;
 	struct point *pt = c->pt;
 
-	c->err = client_setup(c);
-	if (c->err)
-		atomic_store(&pt->stop, true);
-	if (!gate_wait(pt) || c->err) {
+	c->bc.err = client_setup(c);
+	if (c->bc.err)
+		atomic_store(&pt->g.stop, true);
+	if (!bench_gate_wait(&pt->g) || c->bc.err) {
 		client_teardown(c);
 		return NULL;
 	}
-	while (!atomic_load_explicit(&pt->stop, memory_order_relaxed)) {
-		uint64_t t0 = now_ns(), t1;
+	while (!atomic_load_explicit(&pt->g.stop, memory_order_relaxed)) {
+		uint64_t t0 = now_ns();
 		int err = do_commit(c);
 
-		t1 = now_ns();
-		if (err) {
-			c->err = err;
-			atomic_store(&pt->stop, true);
+		if (!bench_client_done(&pt->g, &c->bc, t0, err))
 			break;
-		}
-		if (in_window(pt, t1)) {
-			c->commits++;
-			sample_add(&c->lat, t1 - t0);
-		}
 	}
 	client_teardown(c);
 	return NULL;
 }
 
-static void sleep_ns(uint64_t ns)
+/* The engine's and the device's counters at the window's ends (bench_gate_measure's
+ * edge). */
+static void read_counters(void *arg, int end)
 {
-	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+	struct point *pt = arg;
+	const struct devstat *dev = &pt->r->dev;
 
-	nanosleep(&ts, NULL);
-}
-
-/* Let the clients run for @ns, releasing the log every RELEASE_NS (delog points). */
-static void hold(struct point *pt, uint64_t ns)
-{
-	uint64_t end = now_ns() + ns, now;
-
-	while ((now = now_ns()) < end && !atomic_load(&pt->stop) &&
-	       !bench_interrupted(pt->r->b)) {
-		if (pt->log) {
-			uint64_t d = delog_durable_seq(pt->log);
-
-			if (d)
-				(void)delog_release(pt->log, d);
-		}
-		sleep_ns(end - now < RELEASE_NS ? end - now : RELEASE_NS);
+	if (!end) {
+		if (pt->log)
+			delog_stats(pt->log, &pt->s0);
+		pt->row->d0 = devstat_read(dev);
+	} else {
+		pt->row->d1 = devstat_read(dev);
+		if (pt->log)
+			delog_stats(pt->log, &pt->s1);
 	}
-}
-
-static uint64_t cpu_ns(void)
-{
-	struct rusage ru;
-
-	if (getrusage(RUSAGE_SELF, &ru))
-		return 0;
-	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u +
-	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
 }
 
 /* Run @pt's clients through warm-up and window and fill @row.  0 or the first error
@@ -881,113 +717,51 @@ static uint64_t cpu_ns(void)
 static int run_point(struct point *pt, struct row *row, char *msg, size_t msglen)
 {
 	const struct peers_opts *o = pt->o;
-	const struct devstat *dev = &pt->r->dev;
-	struct delog_stats s0 = { .size = sizeof(s0) }, s1 = { .size = sizeof(s1) };
-	uint64_t t_meas = (uint64_t)(o->time_s * 1e9), ws = 0, we = 0, nsamp = 0, c0 = 0, c1 = 0;
-	size_t buflen = pt->sys == S_RAW ? pt->rec : o->item_size;
+	size_t buflen = pt->sys == S_RAW ? pt->raw.rec : o->item_size;
+	struct bench_samples all = { 0 };
+	struct bench_span sp = { 0 };
+	struct bench_client *failed;
 	struct client *cl;
-	uint64_t *all;
-	unsigned started = 0;
-	int err = 0;
+	int err, e;
 
 	cl = calloc(pt->nclients, sizeof(*cl));
 	if (!cl)
 		return -ENOMEM;
-	pthread_mutex_init(&pt->gate_lock, NULL);
-	pthread_cond_init(&pt->gate_cond, NULL);
-	pt->ready = 0;
-	pt->gate = 0;
-	atomic_store(&pt->stop, false);
-	atomic_store(&pt->win_start, 0);
-	atomic_store(&pt->win_end, 0);
-	for (unsigned i = 0; i < pt->nclients && !err; i++) {
+	bench_gate_init(&pt->g);
+	pt->row = row;
+	pt->s0 = pt->s1 = (struct delog_stats){ .size = sizeof(pt->s0) };
+	for (unsigned i = 0; i < pt->nclients; i++)
 		cl[i].pt = pt;
-		cl[i].id = i;
-		cl[i].key = 1;
-		if (posix_memalign((void **)&cl[i].buf, 4096, buflen))
-			err = -ENOMEM;
-		else
-			memset(cl[i].buf, 0x20 + (int)(i % 64), buflen);
-	}
-	for (unsigned i = 0; i < pt->nclients && !err; i++) {
-		int e = pthread_create(&cl[i].th, NULL, client_main, &cl[i]);
-
-		if (e) {
-			err = -e;
-			set_msg(msg, msglen, "cannot start client thread %u of %u: %s", i + 1,
-				 pt->nclients, strerror(e));
-			break;
-		}
-		cl[i].started = true;
-		started++;
-	}
-	gate_open(pt, err ? -1 : 1, started);
-	if (!err && !atomic_load(&pt->stop)) {
-		uint64_t warm = t_meas / 10 > MIN_WARMUP_NS ? t_meas / 10 : MIN_WARMUP_NS;
-
-		hold(pt, warm);
-		if (pt->log)
-			delog_stats(pt->log, &s0);
-		row->d0 = devstat_read(dev);
-		c0 = cpu_ns();
-		ws = now_ns();
-		atomic_store_explicit(&pt->win_start, ws, memory_order_release);
-		hold(pt, t_meas);
-		we = now_ns();
-		atomic_store_explicit(&pt->win_end, we, memory_order_release);
-		c1 = cpu_ns();
-		row->d1 = devstat_read(dev);
-		if (pt->log)
-			delog_stats(pt->log, &s1);
-	}
-	atomic_store(&pt->stop, true);
-	for (unsigned i = 0; i < pt->nclients; i++) {
-		if (!cl[i].started)
-			continue;
-		pthread_join(cl[i].th, NULL);
-		row->commits += cl[i].commits;
-		nsamp += cl[i].lat.n;
-		if (cl[i].err && !err) {
-			err = cl[i].err;
-			if (cl[i].msg[0])
-				set_msg(msg, msglen, "%s", cl[i].msg);
-		}
+	err = bench_clients_start(&pt->g, cl, sizeof(*cl), pt->nclients, buflen, client_main, msg,
+				  msglen);
+	if (!err && !atomic_load(&pt->g.stop))
+		bench_gate_measure(&pt->g, pt->r->b, pt->log, o->time_s, read_counters, pt, &sp);
+	e = bench_clients_join(&pt->g, cl, sizeof(*cl), pt->nclients, &row->commits, &all,
+			       &failed);
+	if (e && !err) {
+		err = e;
+		if (((struct client *)failed)->msg[0])
+			set_msg(msg, msglen, "%s", ((struct client *)failed)->msg);
 	}
 	if (!err && bench_interrupted(pt->r->b))
 		err = -EINTR;
-	all = malloc((nsamp ? nsamp : 1) * sizeof(*all));
-	nsamp = 0;
-	for (unsigned i = 0; i < pt->nclients; i++) {
-		if (all && cl[i].lat.n)
-			memcpy(all + nsamp, cl[i].lat.v, cl[i].lat.n * sizeof(*all));
-		nsamp += cl[i].lat.n;
-		free(cl[i].lat.v);
-		free(cl[i].buf);
-	}
 	free(cl);
-	pthread_cond_destroy(&pt->gate_cond);
-	pthread_mutex_destroy(&pt->gate_lock);
-	if (!err && !all)
+	if (!err && all.oom)
 		err = -ENOMEM;
 	if (!err) {
 		row->clients = pt->nclients;
-		row->window_s = (double)(we - ws) / 1e9;
-		row->commits_per_s = (double)row->commits / row->window_s;
-		row->mb_per_s = row->commits_per_s * (double)payload(o) / 1e6;
-		row->cpu_s = (double)(c1 - c0) / 1e9;
-		lat_stats_compute(all, (size_t)nsamp, &row->lat);
-		if (!nsamp)
-			row->lat.median_us = row->lat.p99_us = row->lat.max_us =
-				row->lat.mean_us = row->lat.min_us = NAN;
+		bench_span_rates(&sp, row->commits, payload(o), &row->window_s, &row->commits_per_s,
+				 &row->mb_per_s, &row->cpu_s);
+		bench_samples_stats(&all, &row->lat);
 		if (pt->log) {
 			row->has_stats = true;
-			row->checkpoints = s1.checkpoints - s0.checkpoints;
-			row->engine_flushes = s1.device_flushes - s0.device_flushes;
-			row->fua_writes = s1.fua_writes - s0.fua_writes;
-			row->transactions = s1.transactions - s0.transactions;
+			row->checkpoints = pt->s1.checkpoints - pt->s0.checkpoints;
+			row->engine_flushes = pt->s1.device_flushes - pt->s0.device_flushes;
+			row->fua_writes = pt->s1.fua_writes - pt->s0.fua_writes;
+			row->transactions = pt->s1.transactions - pt->s0.transactions;
 		}
 	}
-	free(all);
+	bench_samples_free(&all);
 	return err;
 }
 
@@ -1017,11 +791,8 @@ static int store_open(struct point *pt, char *msg, size_t len)
 	const char *name = systems[pt->sys].name;
 
 	if (systems[pt->sys].kind == K_DELOG) {
-		struct delog_options lo = {
-			.size = sizeof(lo), .backend = r->b->o.backend,
-			.flush = (enum delog_flush_policy)systems[pt->sys].policy,
-			.create_size = LOG_SIZE,
-		};
+		struct delog_options lo = bench_log_opts(r->b,
+			(enum delog_flush_policy)systems[pt->sys].policy, 0, 0, 0, LOG_SIZE);
 		int err = delog_open(r->b->t.path, &lo, &pt->log);
 
 		if (err)
@@ -1029,15 +800,15 @@ static int store_open(struct point *pt, char *msg, size_t len)
 		return err;
 	}
 	if (pt->sys == S_RAW) {
-		pt->fd = open(r->b->t.path, O_RDWR | O_DIRECT | O_CLOEXEC);
-		if (pt->fd < 0) {
+		pt->raw.fd = open(r->b->t.path, O_RDWR | O_DIRECT | O_CLOEXEC);
+		if (pt->raw.fd < 0) {
 			set_msg(msg, len, "cannot open %s with O_DIRECT: %s", r->b->t.path,
 				 strerror(errno));
 			return -errno;
 		}
-		pt->base = JRNL_SB_AREA + LOG_SIZE;
-		pt->rec = raw_record(pt->o);
-		pt->share = BASE_AREA / pt->nclients / pt->rec * pt->rec; /* >= rec: peers_check */
+		/* share >= rec: peers_check */
+		bench_raw_layout(&pt->raw, JRNL_SB_AREA + LOG_SIZE, BASE_AREA, raw_record(pt->o),
+				 pt->nclients);
 		return 0;
 	}
 	if ((size_t)snprintf(pt->dbdir, sizeof(pt->dbdir), "%s/delog-bench-%ld-%s-%u.db", r->dir,
@@ -1127,9 +898,9 @@ static int store_close(struct point *pt, char *msg, size_t len)
 			set_msg(msg, len, "closing the log: %s", tool_strerror(err));
 		pt->log = NULL;
 	}
-	if (pt->fd >= 0)
-		close(pt->fd);
-	pt->fd = -1;
+	if (pt->raw.fd >= 0)
+		close(pt->raw.fd);
+	pt->raw.fd = -1;
 #ifdef DELOG_HAVE_ROCKSDB
 	if (pt->rdb)
 		rocksdb_close(pt->rdb);
@@ -1153,7 +924,7 @@ static int store_close(struct point *pt, char *msg, size_t len)
 
 static int sys_point(struct prun *r, enum sys_id s, unsigned clients, struct row *row)
 {
-	struct point pt = { .r = r, .o = r->o, .sys = s, .nclients = clients, .fd = -1 };
+	struct point pt = { .r = r, .o = r->o, .sys = s, .nclients = clients, .raw.fd = -1 };
 	char msg[512] = "", msg2[256] = "";
 	uint64_t t0 = now_ns();
 	int err, e2;
@@ -1180,7 +951,7 @@ static double idle_rate(struct prun *r)
 	struct devcount c0 = devstat_read(&r->dev), c1;
 	uint64_t t0 = now_ns();
 
-	sleep_ns(1000000000ull);
+	bench_sleep_ns(1000000000ull);
 	c1 = devstat_read(&r->dev);
 	if (!c0.ok || !c1.ok)
 		return NAN;
@@ -1190,27 +961,14 @@ static double idle_rate(struct prun *r)
 /* The delog file in the directory: allocate, pre-write the raw region, format once. */
 static int prepare(struct prun *r)
 {
-	struct bench *b = r->b;
-	struct delog_options lo = { .size = sizeof(lo), .backend = b->o.backend,
-				    .flags = DELOG_OPEN_FORMAT, .create_size = LOG_SIZE };
-	delog *log;
-	uint64_t t0;
+	struct delog_options lo = bench_log_opts(r->b, DELOG_FLUSH_SYNC, DELOG_OPEN_FORMAT, 0, 0,
+						 LOG_SIZE);
 	int err;
 
-	if (bench_target_open(b, JRNL_SB_AREA + LOG_SIZE + BASE_AREA))
-		return -1;
-	if (bench_prewrite(b, JRNL_SB_AREA + LOG_SIZE, BASE_AREA))
-		return -1;
-	bench_progress(b, "formatting %s", b->t.path);
-	t0 = now_ns();
-	err = delog_open(b->t.path, &lo, &log);
-	if (!err)
-		err = delog_close(log);
-	r->format_s = (double)(now_ns() - t0) / 1e9;
-	if (err) {
-		bench_fail(b, err, b->t.path, "cannot format the log: %s", tool_strerror(err));
+	err = bench_log_prepare(r->b, JRNL_SB_AREA + LOG_SIZE + BASE_AREA, NULL,
+				JRNL_SB_AREA + LOG_SIZE, BASE_AREA, &lo, &r->format_s);
+	if (err)
 		return err;
-	}
 	r->idle_before = idle_rate(r);
 	return 0;
 }
@@ -1303,7 +1061,7 @@ static void print_human(struct prun *r)
 	bench_out(b, "  commit      %u x %u B records (%" PRIu64 " B payload), durable when the "
 		  "commit returns; %.2f s per point after a %.2f s warm-up\n", o->items,
 		  o->item_size, payload(o), o->time_s,
-		  fmax(o->time_s / 10, (double)MIN_WARMUP_NS / 1e9));
+		  fmax(o->time_s / 10, (double)BENCH_MIN_WARMUP_NS / 1e9));
 	if (o->sys[S_DELOG_SYNC] || o->sys[S_DELOG_ASYNC] || o->sys[S_DELOG_SINGLE])
 		bench_out(b, "  delog       %s, %llu MiB log (formatted in %.2f s), backend %s, "
 			  "%u x %u KiB buffers (the engine's defaults); tx_begin + tx_log x %u + "
@@ -1415,15 +1173,10 @@ static void print_json(struct prun *r)
 	};
 	struct json j;
 
-	json_init(&j, stdout, true);
-	json_obj_begin(&j, NULL);
-	bench_json_head(r->b, &j);
+	bench_json_begin(r->b, &j);
 	json_str(&j, "dir", r->dir);
 	json_obj_begin(&j, "params");
-	json_arr_begin(&j, "clients");
-	for (unsigned i = 0; i < o->nclients; i++)
-		json_u64(&j, NULL, o->clients[i]);
-	json_arr_end(&j);
+	bench_json_counts(&j, "clients", o->clients, o->nclients);
 	json_arr_begin(&j, "systems");
 	for (unsigned s = 0; s < NR_SYS; s++)
 		if (o->sys[s])
@@ -1477,10 +1230,7 @@ static void print_json(struct prun *r)
 		json_dbl(&j, "window_s", w->window_s);
 		json_dbl(&j, "commits_per_s", w->commits_per_s);
 		json_dbl(&j, "mb_per_s", w->mb_per_s);
-		json_dbl(&j, "lat_p50_us", w->lat.median_us);
-		json_dbl(&j, "lat_p99_us", w->lat.p99_us);
-		json_dbl(&j, "lat_max_us", w->lat.max_us);
-		json_dbl(&j, "lat_mean_us", w->lat.mean_us);
+		bench_json_lat(&j, &w->lat);
 		if (dok) {
 			json_u64(&j, "device_flushes", w->d1.flushes - w->d0.flushes);
 			json_u64(&j, "device_write_bytes",
@@ -1545,11 +1295,7 @@ static void print_json(struct prun *r)
 		json_obj_end(&j);
 	}
 	json_obj_end(&j);
-	json_null(&j, "error");
-	json_dbl(&j, "elapsed_s", (double)(now_ns() - r->b->t0) / 1e9);
-	json_obj_end(&j);
-	json_finish(&j);
-	r->b->json_done = true;
+	bench_json_end(r->b, &j);
 }
 
 static int peers_run(struct bench *b, void *state)

@@ -56,7 +56,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 
 #define DEFAULT_SIZE (1ull << 30)
@@ -197,24 +196,11 @@ static int rec_option(void *state, int opt, const char *arg)
 		o->sector = (uint32_t)v;
 		return 0;
 	case OPT_LOGBSIZE:
-		if (parse_size(arg, &v) || v < JRNL_MIN_LOGBSIZE || v > JRNL_MAX_LOGBSIZE ||
-		    (v & (v - 1)))
-			return bench_usage_error("--logbsize: '%s' is not a power of two from 16K "
-						 "to 256K", arg);
-		o->logbsize = (uint32_t)v;
-		return 0;
+		return bench_parse_logbsize(arg, &o->logbsize);
 	case OPT_LOGBUFS:
-		if (parse_count(arg, JRNL_MIN_LOGBUFS, JRNL_MAX_LOGBUFS, &v))
-			return bench_usage_error("--logbufs: '%s' is not a count from %u to %u", arg,
-						 JRNL_MIN_LOGBUFS, JRNL_MAX_LOGBUFS);
-		o->logbufs = (unsigned)v;
-		return 0;
+		return bench_parse_logbufs(arg, &o->logbufs);
 	case OPT_ITEM_SIZE:
-		if (parse_size(arg, &v) || v < 1 || v > MAX_ITEM_SIZE)
-			return bench_usage_error("--item-size: '%s' is not a size from 1 byte to "
-						 "16M", arg);
-		o->item_size = (uint32_t)v;
-		return 0;
+		return bench_parse_item_size(arg, MAX_ITEM_SIZE, &o->item_size);
 	case OPT_CKPT_ITEMS:
 		if (parse_count(arg, 1, MAX_CKPT_ITEMS, &v))
 			return bench_usage_error("--ckpt-items: '%s' is not a count from 1 to %u",
@@ -255,7 +241,7 @@ static int rec_check(struct bench *b, void *state)
 	struct rec_opts *o = state;
 	uint64_t ckpt = (uint64_t)o->ckpt_items * (o->item_size + 64u);
 
-	if (b->o.backend && !strcmp(b->o.backend, "sim"))
+	if (bench_is_sim(b))
 		return bench_usage_error("the recovery workload needs a file or device, not sim");
 
 	if (o->size % o->sector)
@@ -463,16 +449,6 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t proc_cpu_ns(void)
-{
-	struct rusage ru;
-
-	if (getrusage(RUSAGE_SELF, &ru))
-		return 0;
-	return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
-	       ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
-}
-
 /* Say what in @rep or @rp disagrees with what the fill wrote; 0 when nothing does. */
 static int validate(struct run *r, const struct jrnl_report *rep, const struct replay *rp,
 		    char *what, size_t len)
@@ -527,12 +503,12 @@ static int recover_pass(struct run *r, unsigned i)
 
 	t0 = now_ns();
 	c0 = thread_cpu_ns();
-	pc0 = proc_cpu_ns();
+	pc0 = bench_cpu_ns();
 	err = jrnl_sb_read(r->dev, &g);
 	if (!err)
 		err = jrnl_recover(r->dev, &g, &ro, &p->rep);
 	p->cpu_ns = thread_cpu_ns() - c0;
-	p->proc_cpu_ns = proc_cpu_ns() - pc0;
+	p->proc_cpu_ns = bench_cpu_ns() - pc0;
 	p->wall_ns = now_ns() - t0;
 	if (rp.stopped)
 		return -EINTR;
@@ -650,9 +626,7 @@ static void print_human(struct run *r, const struct summary *s)
 	char a[32], c[32], d[32];
 
 	bench_out(b, "delog bench --workload recovery %s\n", b->t.path);
-	bench_out(b, "  target      %s%s, backend %s\n",
-		  b->t.is_blockdev ? "block device" : "file on ", b->t.is_blockdev ? "" : r->fs_type,
-		  r->backend);
+	bench_out_target(b, r->fs_type, r->backend);
 	bench_out(b, "  log         %s, %u-byte sectors; writer %u x %s buffers; formatted in "
 		  "%.2f s\n", fmt_bytes(r->g.log_size, a, sizeof(a)), r->g.sector, o->logbufs,
 		  fmt_bytes(o->logbsize, c, sizeof(c)), r->f.format_s);
@@ -742,9 +716,7 @@ static void print_json(struct run *r, const struct summary *s)
 	bool have_fio = !isnan(s->fio_mbs);
 	struct json j;
 
-	json_init(&j, stdout, true);
-	json_obj_begin(&j, NULL);
-	bench_json_head(r->b, &j);
+	bench_json_begin(r->b, &j);
 	json_str(&j, "fs_type", r->fs_type);
 	json_u64(&j, "size", o->size);
 	json_obj_begin(&j, "params");
@@ -824,11 +796,7 @@ static void print_json(struct run *r, const struct summary *s)
 	json_obj_end(&j);
 	tool_json_geom(&j, "superblock", &r->g);
 	tool_json_report(&j, "report", rep);
-	json_null(&j, "error");
-	json_dbl(&j, "elapsed_s", (double)(now_ns() - r->b->t0) / 1e9);
-	json_obj_end(&j);
-	json_finish(&j);
-	r->b->json_done = true;
+	bench_json_end(r->b, &j);
 }
 
 /* ---- the run ---- */

@@ -1,0 +1,614 @@
+/*
+ * bench_util.c - what several `delog bench` workloads share (declared in bench.h, below
+ * "what several workloads share"): their common option values, the start gate and
+ * measured window of a point's client threads with the measuring thread's hold loop,
+ * latency samples, the raw O_DIRECT write + fdatasync baseline and its pre-written
+ * region, and a target formatted once for a delog log.
+ *
+ * Why here and not in each workload: bench_commit.c, bench_peers.c and the flush-policy
+ * workloads (bench_dbench.c, bench_fsmark.c, bench_compare.c) compare numbers with each
+ * other (docs/BENCH.md, docs/FLUSH-POLICIES.md), so a point must be measured the same
+ * way in each: the same gate, warm-up and window, the same raw baseline, the same option
+ * ranges and messages.  bench.c itself owns the command line and the target.
+ */
+#include "bench.h"
+
+#include "format.h"
+#include "io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- options ---- */
+
+bool bench_is_sim(const struct bench *b)
+{
+	return b->o.backend && !strcmp(b->o.backend, "sim");
+}
+
+int bench_parse_time(const char *arg, double *out)
+{
+	char *end;
+	double t;
+
+	errno = 0;
+	t = strtod(arg, &end);
+	if (end == arg || *end || errno || !(t >= 0.05 && t <= 3600))
+		return bench_usage_error("--time: '%s' is not a number of seconds from 0.05 "
+					 "to 3600", arg);
+	*out = t;
+	return 0;
+}
+
+int bench_parse_clients(const char *arg, unsigned max_list, unsigned max, bool unique,
+			unsigned *out, unsigned *n_out)
+{
+	char buf[256], *save, *tok;
+	unsigned n = 0;
+	uint64_t v;
+
+	if (strlen(arg) >= sizeof(buf))
+		return bench_usage_error("--clients: list too long: '%s'", arg);
+	strcpy(buf, arg);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (n == max_list || parse_count(tok, 1, max, &v))
+			return bench_usage_error("--clients: '%s' is not a list of up to %u counts "
+						 "from 1 to %u", arg, max_list, max);
+		for (unsigned i = 0; unique && i < n; i++)
+			if (out[i] == v)
+				return bench_usage_error("--clients: '%s' names %s twice", arg, tok);
+		out[n++] = (unsigned)v;
+	}
+	if (!n)
+		return bench_usage_error("--clients: empty list '%s'", arg);
+	*n_out = n;
+	return 0;
+}
+
+int bench_parse_policies(const char *arg, enum delog_flush_policy *out, unsigned *n_out)
+{
+	char buf[256], *save, *tok;
+	unsigned n = 0;
+
+	if (strlen(arg) >= sizeof(buf))
+		return bench_usage_error("--policy: list too long: '%s'", arg);
+	strcpy(buf, arg);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		enum delog_flush_policy p;
+
+		if (n == BENCH_NR_POLICIES || delog_flush_policy_parse(tok, &p))
+			return bench_usage_error("--policy: '%s' is not a list of sync, async, "
+						 "single, none", arg);
+		for (unsigned i = 0; i < n; i++)
+			if (out[i] == p)
+				return bench_usage_error("--policy: '%s' names %s twice", arg, tok);
+		out[n++] = p;
+	}
+	if (!n)
+		return bench_usage_error("--policy: empty list '%s'", arg);
+	*n_out = n;
+	return 0;
+}
+
+int bench_parse_log_size(const char *arg, uint64_t *out)
+{
+	uint64_t v;
+
+	if (parse_size(arg, &v) || v < BENCH_MIN_LOG_SIZE || v % BENCH_RAW_BLOCK)
+		return bench_usage_error("--log-size: '%s' is not a multiple of 4K of at "
+					 "least 16M", arg);
+	*out = v;
+	return 0;
+}
+
+int bench_parse_logbufs(const char *arg, unsigned *out)
+{
+	uint64_t v;
+
+	if (parse_count(arg, JRNL_MIN_LOGBUFS, JRNL_MAX_LOGBUFS, &v))
+		return bench_usage_error("--logbufs: '%s' is not a count from %u to %u", arg,
+					 JRNL_MIN_LOGBUFS, JRNL_MAX_LOGBUFS);
+	*out = (unsigned)v;
+	return 0;
+}
+
+int bench_parse_logbsize(const char *arg, uint32_t *out)
+{
+	uint64_t v;
+
+	if (parse_size(arg, &v) || v < JRNL_MIN_LOGBSIZE || v > JRNL_MAX_LOGBSIZE ||
+	    (v & (v - 1)))
+		return bench_usage_error("--logbsize: '%s' is not a power of two from 16K "
+					 "to 256K", arg);
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int bench_parse_item_size(const char *arg, uint32_t max, uint32_t *out)
+{
+	uint64_t v;
+
+	if (parse_size(arg, &v) || v < 1 || v > max)
+		return bench_usage_error("--item-size: '%s' is not a size from 1 byte to %u%s", arg,
+					 max % (1u << 20) ? max >> 10 : max >> 20,
+					 max % (1u << 20) ? "K" : "M");
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int bench_parse_items(const char *arg, uint32_t max, uint32_t *out)
+{
+	uint64_t v;
+
+	if (parse_count(arg, 1, max, &v))
+		return bench_usage_error("--items: '%s' is not a count from 1 to %u", arg, max);
+	*out = (uint32_t)v;
+	return 0;
+}
+
+unsigned bench_max_clients(const unsigned *clients, unsigned n)
+{
+	unsigned m = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		if (clients[i] > m)
+			m = clients[i];
+	return m;
+}
+
+/* ---- time ---- */
+
+void bench_sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+
+	nanosleep(&ts, NULL);
+}
+
+uint64_t bench_cpu_ns(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
+	       ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
+}
+
+void bench_release(delog *log)
+{
+	uint64_t d = delog_durable_seq(log);
+
+	if (d)
+		(void)delog_release(log, d);
+}
+
+void bench_hold(struct bench *b, delog *log, uint64_t ns, const atomic_bool *stop)
+{
+	uint64_t end = now_ns() + ns, now;
+
+	while ((now = now_ns()) < end && !atomic_load(stop) && !bench_interrupted(b)) {
+		if (log)
+			bench_release(log);
+		bench_sleep_ns(end - now < BENCH_RELEASE_NS ? end - now : BENCH_RELEASE_NS);
+	}
+}
+
+uint64_t bench_warmup_ns(double time_s)
+{
+	uint64_t w = (uint64_t)(time_s * 1e9) / 10;
+
+	return w > BENCH_MIN_WARMUP_NS ? w : BENCH_MIN_WARMUP_NS;
+}
+
+/* ---- the start gate and the window ---- */
+
+void bench_gate_init(struct bench_gate *g)
+{
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_cond_init(&g->cond, NULL);
+	g->ready = 0;
+	g->gate = 0;
+	atomic_store(&g->stop, false);
+	atomic_store(&g->win_start, 0);
+	atomic_store(&g->win_end, 0);
+}
+
+void bench_gate_destroy(struct bench_gate *g)
+{
+	pthread_cond_destroy(&g->cond);
+	pthread_mutex_destroy(&g->lock);
+}
+
+bool bench_gate_wait(struct bench_gate *g)
+{
+	bool go;
+
+	pthread_mutex_lock(&g->lock);
+	g->ready++;
+	pthread_cond_broadcast(&g->cond);
+	while (!g->gate)
+		pthread_cond_wait(&g->cond, &g->lock);
+	go = g->gate > 0;
+	pthread_mutex_unlock(&g->lock);
+	return go;
+}
+
+void bench_gate_open(struct bench_gate *g, int how, unsigned wait_for)
+{
+	pthread_mutex_lock(&g->lock);
+	while (how > 0 && g->ready < wait_for)
+		pthread_cond_wait(&g->cond, &g->lock);
+	g->gate = how;
+	pthread_cond_broadcast(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+}
+
+bool bench_in_window(struct bench_gate *g, uint64_t t)
+{
+	uint64_t ws = atomic_load_explicit(&g->win_start, memory_order_acquire), we;
+
+	if (!ws || t <= ws)
+		return false;
+	we = atomic_load_explicit(&g->win_end, memory_order_acquire);
+	return !we || t <= we;
+}
+
+void bench_gate_measure(struct bench_gate *g, struct bench *b, delog *log, double time_s,
+			void (*edge)(void *arg, int end), void *arg, struct bench_span *sp)
+{
+	bench_hold(b, log, bench_warmup_ns(time_s), &g->stop);
+	if (edge)
+		edge(arg, 0);
+	sp->c0 = bench_cpu_ns();
+	sp->ws = now_ns();
+	atomic_store_explicit(&g->win_start, sp->ws, memory_order_release);
+	bench_hold(b, log, (uint64_t)(time_s * 1e9), &g->stop);
+	sp->we = now_ns();
+	atomic_store_explicit(&g->win_end, sp->we, memory_order_release);
+	sp->c1 = bench_cpu_ns();
+	if (edge)
+		edge(arg, 1);
+}
+
+void bench_span_rates(const struct bench_span *sp, uint64_t ops, uint64_t bytes_per_op,
+		      double *window_s, double *ops_per_s, double *mb_per_s, double *cpu_s)
+{
+	*window_s = (double)(sp->we - sp->ws) / 1e9;
+	*ops_per_s = (double)ops / *window_s;
+	*mb_per_s = *ops_per_s * (double)bytes_per_op / 1e6;
+	*cpu_s = (double)(sp->c1 - sp->c0) / 1e9;
+}
+
+/* ---- the durable commit ---- */
+
+#define KEY_MASK ((1ull << 40) - 1)
+
+uint64_t bench_commit_key(unsigned client, uint64_t *counter)
+{
+	return (uint64_t)client << 40 | ((*counter)++ & KEY_MASK);
+}
+
+uint64_t bench_tx_reservation(uint32_t items, uint32_t item_size)
+{
+	return (uint64_t)items * (item_size + DELOG_ITEM_OVERHEAD);
+}
+
+int bench_delog_commit(delog *log, uint32_t items, uint32_t item_size, unsigned client,
+		       uint64_t *counter, unsigned char *buf, bool force)
+{
+	delog_tx *tx;
+	int err;
+
+	err = delog_tx_begin(log, bench_tx_reservation(items, item_size), 0, &tx);
+	if (err)
+		return err;
+	for (uint32_t k = 0; k < items && !err; k++) {
+		uint64_t key = bench_commit_key(client, counter);
+
+		buf[0] = (unsigned char)key;
+		err = delog_tx_log(tx, key, buf, item_size);
+	}
+	if (err) {
+		delog_tx_abort(tx);
+		return err;
+	}
+	return force ? delog_tx_commit_force(tx, NULL) : delog_tx_commit(tx, NULL);
+}
+
+int bench_client_buf(unsigned char **buf, size_t len, unsigned client)
+{
+	if (posix_memalign((void **)buf, 4096, len))
+		return -ENOMEM;
+	memset(*buf, 0x20 + (int)(client % 64), len);
+	return 0;
+}
+
+/* ---- latency samples ---- */
+
+void bench_sample_add(struct bench_samples *s, uint64_t ns)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 4096;
+		uint64_t *p = realloc(s->v, cap * sizeof(*p));
+
+		if (!p)
+			return; /* keep the samples so far; the commit count stays exact */
+		s->v = p;
+		s->cap = cap;
+	}
+	s->v[s->n++] = ns;
+}
+
+void bench_samples_take(struct bench_samples *all, struct bench_samples *from)
+{
+	if (from->n && !all->oom && all->n + from->n > all->cap) {
+		size_t cap = all->cap * 2 > all->n + from->n ? all->cap * 2 : all->n + from->n;
+		uint64_t *p = realloc(all->v, cap * sizeof(*p));
+
+		if (p) {
+			all->v = p;
+			all->cap = cap;
+		} else {
+			all->oom = true;
+		}
+	}
+	if (from->n && !all->oom) {
+		memcpy(all->v + all->n, from->v, from->n * sizeof(*from->v));
+		all->n += from->n;
+	}
+	bench_samples_free(from);
+}
+
+void bench_samples_stats(struct bench_samples *s, struct lat_stats *out)
+{
+	lat_stats_compute(s->v, s->n, out);
+	if (!s->n)
+		out->median_us = out->p99_us = out->max_us = out->mean_us = out->min_us = NAN;
+}
+
+void bench_samples_free(struct bench_samples *s)
+{
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+/* ---- client threads ---- */
+
+static struct bench_client *client_at(void *clients, size_t size, unsigned i)
+{
+	return (struct bench_client *)((char *)clients + (size_t)i * size);
+}
+
+int bench_clients_start(struct bench_gate *g, void *clients, size_t size, unsigned n,
+			size_t buflen, void *(*fn)(void *), char *msg, size_t len)
+{
+	unsigned started = 0;
+	int err = 0;
+
+	for (unsigned i = 0; i < n && !err; i++) {
+		struct bench_client *c = client_at(clients, size, i);
+
+		c->id = i;
+		c->key = 1;
+		err = bench_client_buf(&c->buf, buflen, i);
+	}
+	for (unsigned i = 0; i < n && !err; i++) {
+		struct bench_client *c = client_at(clients, size, i);
+		int e = pthread_create(&c->th, NULL, fn, c);
+
+		if (e) {
+			err = -e;
+			snprintf(msg, len, "cannot start client thread %u of %u: %s", i + 1, n,
+				 strerror(e));
+			break;
+		}
+		c->started = true;
+		started++;
+	}
+	bench_gate_open(g, err ? -1 : 1, started);
+	return err;
+}
+
+int bench_clients_join(struct bench_gate *g, void *clients, size_t size, unsigned n,
+		       uint64_t *commits, struct bench_samples *all,
+		       struct bench_client **failed)
+{
+	int err = 0;
+
+	*failed = NULL;
+	atomic_store(&g->stop, true);
+	for (unsigned i = 0; i < n; i++) {
+		struct bench_client *c = client_at(clients, size, i);
+
+		if (c->started) {
+			pthread_join(c->th, NULL);
+			*commits += c->commits;
+			if (c->err && !err) {
+				err = c->err;
+				*failed = c;
+			}
+		}
+		bench_samples_take(all, &c->lat);
+		free(c->buf);
+		c->buf = NULL;
+	}
+	bench_gate_destroy(g);
+	return err;
+}
+
+bool bench_client_done(struct bench_gate *g, struct bench_client *c, uint64_t t0, int err)
+{
+	uint64_t t1 = now_ns();
+
+	if (err) {
+		c->err = err;
+		atomic_store(&g->stop, true);
+		return false;
+	}
+	if (bench_in_window(g, t1)) {
+		c->commits++;
+		bench_sample_add(&c->lat, t1 - t0);
+	}
+	return true;
+}
+
+/* ---- the raw baseline ---- */
+
+uint64_t bench_raw_record(uint64_t payload)
+{
+	return (payload + BENCH_RAW_BLOCK - 1) / BENCH_RAW_BLOCK * BENCH_RAW_BLOCK;
+}
+
+void bench_raw_layout(struct bench_raw *r, uint64_t base, uint64_t area, uint64_t rec,
+		      unsigned clients)
+{
+	r->base = base;
+	r->rec = rec;
+	r->share = area / clients / rec * rec;
+}
+
+int bench_write_sync(int fd, const void *buf, size_t len, uint64_t off)
+{
+	ssize_t n = pwrite(fd, buf, len, (off_t)off);
+
+	if (n != (ssize_t)len)
+		return n < 0 ? -errno : -EIO;
+	return fdatasync(fd) ? -errno : 0;
+}
+
+int bench_raw_commit(const struct bench_raw *r, unsigned id, uint64_t *next,
+		     const void *buf)
+{
+	uint64_t off = r->base + id * r->share + ((*next)++ * r->rec) % r->share;
+
+	return bench_write_sync(r->fd, buf, r->rec, off);
+}
+
+int bench_prewrite(struct bench *b, uint64_t off, uint64_t len)
+{
+	const size_t chunk = 4u << 20;
+	void *buf = NULL;
+	int fd, err = 0;
+
+	fd = open(b->t.path, O_RDWR | O_DIRECT | O_CLOEXEC);
+	if (fd < 0 || posix_memalign(&buf, 4096, chunk)) {
+		err = fd < 0 ? -errno : -ENOMEM;
+	} else {
+		memset(buf, 0, chunk);
+		for (uint64_t o = 0; o < len && !err; o += chunk) {
+			ssize_t n = pwrite(fd, buf, chunk, (off_t)(off + o));
+
+			if (n != (ssize_t)chunk)
+				err = n < 0 ? -errno : -EIO;
+		}
+		if (!err && fdatasync(fd))
+			err = -errno;
+	}
+	if (err)
+		bench_fail(b, err, b->t.path, "cannot pre-write the baselines' region: %s",
+			   strerror(-err));
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+/* ---- the log's target ---- */
+
+struct delog_options bench_log_opts(const struct bench *b, enum delog_flush_policy p,
+				    unsigned flags, unsigned logbufs, uint32_t logbsize,
+				    uint64_t log_size)
+{
+	struct delog_options lo = {
+		.size = sizeof(lo), .backend = b->o.backend, .flush = p, .flags = flags,
+		.logbufs = logbufs, .logbsize = logbsize, .create_size = log_size,
+	};
+
+	return lo;
+}
+
+int bench_log_prepare(struct bench *b, uint64_t bytes, const char **fs_type,
+		      uint64_t pre_off, uint64_t pre_len, const struct delog_options *lo, double *format_s)
+{
+	delog *log;
+	uint64_t t0;
+	int err;
+
+	if (bench_target_open(b, bytes))
+		return -1;
+	if (fs_type) {
+		struct io_dev_opts dopts;
+		struct io_dev *dev;
+		char msg[512];
+
+		bench_dev_opts(b, &dopts, msg, sizeof(msg));
+		err = io_dev_open(b->t.path, &dopts, &dev);
+		if (err) {
+			bench_fail(b, err, msg[0] ? NULL : b->t.path, "%s",
+				   msg[0] ? msg : tool_strerror(err));
+			return err;
+		}
+		*fs_type = io_dev_geom(dev)->fs_type; /* a static string */
+		if (!b->o.backend)
+			b->o.backend = io_dev_backend(dev);
+		io_dev_close(dev);
+	}
+	if (pre_len && bench_prewrite(b, pre_off, pre_len))
+		return -1;
+	bench_progress(b, "formatting %s", b->t.path);
+	t0 = now_ns();
+	err = delog_open(b->t.path, lo, &log);
+	if (!err)
+		err = delog_close(log);
+	*format_s = (double)(now_ns() - t0) / 1e9;
+	if (err)
+		bench_fail(b, err, b->t.path, "cannot format the log: %s", tool_strerror(err));
+	return err;
+}
+
+void bench_out_target(struct bench *b, const char *fs_type, const char *backend)
+{
+	bench_out(b, "  target      %s%s, backend %s\n",
+		  b->t.is_blockdev ? "block device" : "file on ", b->t.is_blockdev ? "" : fs_type,
+		  backend ? backend : "auto");
+}
+
+void bench_json_begin(struct bench *b, struct json *j)
+{
+	json_init(j, stdout, true);
+	json_obj_begin(j, NULL);
+	bench_json_head(b, j);
+}
+
+void bench_json_end(struct bench *b, struct json *j)
+{
+	json_null(j, "error");
+	json_dbl(j, "elapsed_s", (double)(now_ns() - b->t0) / 1e9);
+	json_obj_end(j);
+	json_finish(j);
+	b->json_done = true;
+}
+
+void bench_json_counts(struct json *j, const char *key, const unsigned *v, unsigned n)
+{
+	json_arr_begin(j, key);
+	for (unsigned i = 0; i < n; i++)
+		json_u64(j, NULL, v[i]);
+	json_arr_end(j);
+}
+
+void bench_json_lat(struct json *j, const struct lat_stats *lat)
+{
+	json_dbl(j, "lat_p50_us", lat->median_us);
+	json_dbl(j, "lat_p99_us", lat->p99_us);
+	json_dbl(j, "lat_max_us", lat->max_us);
+	json_dbl(j, "lat_mean_us", lat->mean_us);
+}
