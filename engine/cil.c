@@ -244,7 +244,8 @@ int delog_tx_begin(delog *log, uint64_t reserve, unsigned flags, delog_tx **out)
 int delog_tx_log(delog_tx *tx, uint64_t key, const void *data, uint32_t len)
 {
 	struct delog *log;
-	uint64_t off;
+	uint64_t off, cost;
+	size_t dup;
 	int err;
 
 	if (!tx || (len && !data) || len > MAX_ITEM)
@@ -252,17 +253,14 @@ int delog_tx_log(delog_tx *tx, uint64_t key, const void *data, uint32_t len)
 	log = tx->log;
 	if (atomic_load(&log->error))
 		return DELOG_ESHUTDOWN;
-	for (size_t i = 0; i < tx->n; i++) {
-		if (tx->items[i].key == key) {
-			/* Same key twice in one transaction: the later copy wins. */
-			tx->cost -= tx->items[i].len + ITEM_COST;
-			memmove(&tx->items[i], &tx->items[i + 1], (tx->n - i - 1) * sizeof(*tx->items));
-			tx->n--;
-			break;
-		}
-	}
-	if (tx->cost + len + ITEM_COST > tx->reserved) {
-		uint64_t more = tx->cost + len + ITEM_COST - tx->reserved;
+	/* Same key twice in one transaction: the later copy wins.  The earlier copy is
+	 * dropped only once the new one is sure to go in, so a failed call (E2BIG, EAGAIN,
+	 * ENOMEM) leaves the transaction as it was. */
+	for (dup = 0; dup < tx->n && tx->items[dup].key != key; dup++)
+		;
+	cost = tx->cost - (dup < tx->n ? tx->items[dup].len + ITEM_COST : 0);
+	if (cost + len + ITEM_COST > tx->reserved) {
+		uint64_t more = cost + len + ITEM_COST - tx->reserved;
 
 		if (tx->reserved + more > log->geom.log_size / 4)
 			return -E2BIG;
@@ -296,6 +294,11 @@ int delog_tx_log(delog_tx *tx, uint64_t key, const void *data, uint32_t len)
 	if (len)
 		memcpy(tx->data + off, data, len);
 	tx->data_len += len;
+	if (dup < tx->n) {
+		memmove(&tx->items[dup], &tx->items[dup + 1], (tx->n - dup - 1) * sizeof(*tx->items));
+		tx->n--;
+	}
+	tx->cost = cost;
 	tx->items[tx->n].key = key;
 	tx->items[tx->n].off = off;
 	tx->items[tx->n].len = len;

@@ -231,6 +231,14 @@ int space_grant(struct delog *log, uint64_t bytes, bool nowait)
 		}
 	}
 	pthread_mutex_unlock(&sp->lock);
+	if (err == -EAGAIN && log->push_cb) {
+		/* As for a blocking wait: the push thread calls the push callback, so the
+		 * application hears that the log is full even when it only ever asks with
+		 * DELOG_TX_NOWAIT (nothing else may be pushing). */
+		pthread_mutex_lock(&log->lock);
+		pthread_cond_signal(&log->push_cond);
+		pthread_mutex_unlock(&log->lock);
+	}
 	return err;
 }
 

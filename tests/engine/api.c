@@ -773,6 +773,47 @@ Test(api, relog_one_copy_per_checkpoint, .timeout = 60)
 	io_dev_close(dev);
 }
 
+/* A relog that fails (E2BIG here; EAGAIN and ENOMEM take the same path) leaves the
+ * transaction as it was: the earlier copy of the key is still there and commits. */
+Test(api, failed_relog_keeps_earlier_copy, .timeout = 60)
+{
+	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NONE, 7, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
+	struct t_payload p = t_pl(42, 1, 0), q = t_pl(43, 2, 0);
+	struct delog_recovery rec;
+	struct coll c = { 0 };
+	const struct citem *ci;
+	uint32_t big = 5 * T_MiB; /* > a quarter of the log: E2BIG */
+	unsigned char *junk = calloc(1, big);
+	delog_tx *tx;
+	delog *log;
+	uint64_t seq;
+	size_t copies;
+
+	cr_assert_not_null(junk);
+	log = t_open_dev(dev, &o);
+	cr_assert_eq(delog_tx_begin(log, T_RES(2), 0, &tx), 0);
+	cr_assert_eq(delog_tx_log(tx, 42, &p, sizeof(p)), 0);
+	cr_assert_eq(delog_tx_log(tx, 42, junk, big), -E2BIG);
+	cr_assert_eq(delog_tx_log(tx, 43, &q, sizeof(q)), 0, "the transaction stays usable");
+	cr_assert_eq(delog_tx_commit(tx, &seq), 0);
+	cr_assert_gt(seq, 0, "the transaction had items");
+	cr_assert_eq(delog_force(log, seq), 0);
+	cr_assert_eq(delog_close(log), 0);
+	free(junk);
+
+	log = t_reopen(dev, o, &c, &rec);
+	cr_assert_eq(c.bad, 0, "%s", c.why);
+	ci = coll_find(&c, 42, &copies);
+	cr_assert_not_null(ci, "the earlier copy of key 42 was dropped by the failed relog");
+	cr_expect_eq(copies, 1);
+	cr_expect_eq(ci->a, 1);
+	cr_expect_not_null(coll_find(&c, 43, NULL));
+	cr_assert_eq(delog_close(log), 0);
+	coll_free(&c);
+	io_dev_close(dev);
+}
+
 /* ---- 16 threads ---- */
 
 #define MT_THREADS 16
