@@ -346,6 +346,7 @@ int delog_close(delog *log)
 	if (!log)
 		return 0;
 	push_stop(log);
+	policy_wait_flushes(log);
 	err = atomic_load(&log->error);
 	if (!err) {
 		err = jrnl_log_unmount(log->jl);

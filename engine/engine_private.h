@@ -177,6 +177,7 @@ struct delog {
 	uint64_t force_seq;       /* highest sequence a force asked to push */
 	uint64_t pushed_seq;      /* highest sequence whose checkpoint was written */
 	uint64_t done_seq;        /* highest sequence whose commit record completed */
+	unsigned flushes_inflight; /* single's pipelined flushes not yet done (policy.c) */
 	_Atomic uint64_t durable_seq;
 	_Atomic int error;        /* sticky: the first failure */
 	int efd;
@@ -192,6 +193,8 @@ struct delog {
 void log_shutdown(struct delog *log, int err);
 /* The checkpoint @seq is durable (in order). */
 void log_durable(struct delog *log, uint64_t seq);
+/* Wait until no pipelined flush (policy.c) is in flight: before unmount and close. */
+void policy_wait_flushes(struct delog *log);
 /* Done callback of a checkpoint's commit record (journal completion thread). */
 void ckpt_done(void *priv, int err, uint64_t commit_lsn, uint64_t end_lsn);
 

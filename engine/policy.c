@@ -23,6 +23,10 @@
  *          backends (journal/log.c L10, iolayer/io.c C5): a lone client that pushes its
  *          own checkpoint makes one pwritev2, then one fdatasync, like the raw
  *          write + fdatasync baseline, with no hand-off to a completion thread.
+ *          When transactions wait in the open context the flush is pipelined instead
+ *          (jrnl_log_flush_async): the checkpoint becomes durable in the flush's
+ *          completion while the next push writes; see single_after for why any
+ *          completion order of those flushes is safe.
  *  none    no flushes: completion is taken as durability.  Not crash-safe.
  *
  * Rule R1 (research/xfs-log.md section 2.5: before log space is reused, the in-place
@@ -33,6 +37,7 @@
 #include "engine_private.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int async_before(struct delog *log)
@@ -45,8 +50,41 @@ static int async_before(struct delog *log)
 	return err;
 }
 
+/* A pipelined single flush: checkpoint @seq and the tail snapshot it makes stable. */
+struct single_flush {
+	struct delog *log;
+	uint64_t seq, snap;
+};
+
+static void single_flushed(void *priv, int err)
+{
+	struct single_flush *f = priv;
+	struct delog *log = f->log;
+
+	if (err) {
+		log_shutdown(log, err);
+	} else {
+		space_flushed(log, f->snap);
+		log_durable(log, f->seq);
+	}
+	free(f);
+	pthread_mutex_lock(&log->lock);
+	log->flushes_inflight--;
+	pthread_cond_broadcast(&log->durable_cond);
+	pthread_mutex_unlock(&log->lock);
+}
+
+void policy_wait_flushes(struct delog *log)
+{
+	pthread_mutex_lock(&log->lock);
+	while (log->flushes_inflight)
+		pthread_cond_wait(&log->durable_cond, &log->lock);
+	pthread_mutex_unlock(&log->lock);
+}
+
 static int single_after(struct delog *log, uint64_t seq)
 {
+	struct single_flush *f;
 	uint64_t snap;
 	int err;
 
@@ -56,6 +94,27 @@ static int single_after(struct delog *log, uint64_t seq)
 		return err;
 	/* ... then one flush makes them all stable. */
 	snap = space_pending_tail(log);
+	/*
+	 * Pipelined when transactions are already waiting in the open context (log->cur:
+	 * only the writer, which we are, swaps it): the flush goes out asynchronously and
+	 * this checkpoint becomes durable in its completion, while the next push writes.
+	 * Safe because the flush covers every buffer that completed before it was
+	 * submitted (this checkpoint's, all of them: jrnl_log_force above), and a later
+	 * checkpoint's flush, issued only after its own writes completed, covers this one
+	 * too, so durability may be declared in either completion order (log_durable keeps
+	 * the maximum).  Otherwise (a lone client waiting for this very checkpoint) the
+	 * flush is waited for here, which on the descriptor backends is an fdatasync on
+	 * this thread (no hand-off).
+	 */
+	f = atomic_load(&log->cur->ntx) ? malloc(sizeof(*f)) : NULL;
+	if (f) {
+		*f = (struct single_flush){ log, seq, snap };
+		pthread_mutex_lock(&log->lock);
+		log->flushes_inflight++;
+		pthread_mutex_unlock(&log->lock);
+		err = jrnl_log_flush_async(log->jl, single_flushed, f);
+		return err; /* single_flushed ran or will run, with any error */
+	}
 	err = jrnl_log_flush(log->jl);
 	if (err)
 		return err;

@@ -24,7 +24,8 @@
  * (journal invariant L1), hence in sequence order: ckpt_done only has to count (it may
  * now run on the pusher's own thread, inside the single policy's force).
  * Several checkpoints may be in flight under sync and async (nothing here waits for a
- * write); single waits for each checkpoint's flush, while the next context fills.
+ * write); single waits for each checkpoint's writes and, unless transactions wait behind
+ * it, its flush (policy.c pipelines the flush otherwise), while the next context fills.
  * Sequence numbers of written checkpoints are consecutive: an empty context is never
  * pushed, so the open sequence moves on only when a checkpoint is written.
  */

@@ -88,6 +88,12 @@
  *       holds the processing token.  While the token holder is in the write, a buffer
  *       another thread switches waits for it (the holder re-checks after every
  *       submission): one write's latency, no lost submission.
+ *  (L11) jrnl_log_flush_async is jrnl_log_flush split in two: completed_lsn is taken and
+ *       the flush submitted under the same rules (it covers what completed before it was
+ *       submitted), durable_lsn moves (or the log fails) in its completion, then the
+ *       caller's callback runs with no lock held.  Flushes in flight together may
+ *       complete in any order; durable_lsn only ever moves up (lsn_max).  close waits
+ *       until none is in flight (async_flushes).
  *
  * Ordering relied upon (io.h): every accepted request completes exactly once, and a
  * rejected one never does (so a refused submission is completed here, with its error);
@@ -177,6 +183,7 @@ struct jrnl_log {
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;      /* buffer back to ACTIVE, op done, callbacks run, tokens */
+	unsigned async_flushes;   /* jrnl_log_flush_async in flight (close waits) */
 	struct logbuf *bufs;
 	unsigned cur;             /* the open buffer (ACTIVE, or still in flight) */
 	unsigned oldest;          /* oldest buffer not ACTIVE, if inflight */
@@ -1016,6 +1023,79 @@ int jrnl_log_flush(struct jrnl_log *log)
 	return err;
 }
 
+/* One jrnl_log_flush_async in flight. */
+struct flush_async {
+	struct io_req req;
+	struct jrnl_log *log;
+	uint64_t snap;            /* completed_lsn when the flush was submitted */
+	jrnl_flush_fn fn;
+	void *priv;
+};
+
+static void flush_async_end(struct io_req *req)
+{
+	struct flush_async *fa = req->priv;
+	struct jrnl_log *log = fa->log;
+	jrnl_flush_fn fn = fa->fn;
+	void *priv = fa->priv;
+	int err = req->status;
+
+	io_req_release(req);
+	pthread_mutex_lock(&log->lock);
+	log->st.flushes++;
+	if (err) {
+		log_fail(log, err);
+		log_kick(log);
+	} else {
+		log->durable_lsn = lsn_max(log->durable_lsn, fa->snap);
+	}
+	err = err ? err : log->error;
+	log->async_flushes--;
+	pthread_cond_broadcast(&log->cond);
+	pthread_mutex_unlock(&log->lock);       /* @log may be closed from here on */
+	free(fa);
+	fn(priv, err);
+}
+
+int jrnl_log_flush_async(struct jrnl_log *log, jrnl_flush_fn fn, void *priv)
+{
+	struct flush_async *fa = calloc(1, sizeof(*fa));
+	int err;
+
+	pthread_mutex_lock(&log->lock);
+	err = log->error;
+	if (fa)
+		fa->snap = log->completed_lsn;
+	pthread_mutex_unlock(&log->lock);
+	if (!err && !fa)
+		err = -ENOMEM;
+	if (!err)
+		err = io_req_init(&fa->req, log->dev, 0, IO_OPF(IO_OP_FLUSH, 0));
+	if (!err) {
+		fa->log = log;
+		fa->fn = fn;
+		fa->priv = priv;
+		fa->req.end_io = flush_async_end;
+		fa->req.priv = fa;
+		pthread_mutex_lock(&log->lock);
+		log->async_flushes++;
+		pthread_mutex_unlock(&log->lock);
+		err = io_submit(&fa->req);
+		if (!err)
+			return 0;
+		io_req_release(&fa->req);
+		pthread_mutex_lock(&log->lock);
+		log->async_flushes--;
+		pthread_cond_broadcast(&log->cond);
+		log_fail(log, err);
+		log_kick(log);
+		pthread_mutex_unlock(&log->lock);
+	}
+	free(fa);
+	fn(priv, err);
+	return err;
+}
+
 int jrnl_log_unmount(struct jrnl_log *log)
 {
 	struct jrnl_unmount um = { .magic = JRNL_UNMOUNT_MAGIC };
@@ -1049,7 +1129,7 @@ int jrnl_log_close(struct jrnl_log *log)
 		return 0;
 	err = jrnl_log_force(log);
 	pthread_mutex_lock(&log->lock);
-	while (log->inflight || log->submitting || log->processing)
+	while (log->inflight || log->submitting || log->processing || log->async_flushes)
 		pthread_cond_wait(&log->cond, &log->lock);
 	pthread_mutex_unlock(&log->lock);
 	log_free(log);

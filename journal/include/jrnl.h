@@ -314,6 +314,15 @@ int jrnl_log_force(struct jrnl_log *log);
  * is io_submit_wait: an fdatasync on the calling thread on the descriptor backends.  A
  * failed flush shuts the log down.  Returns 0 or the log's first error. */
 int jrnl_log_flush(struct jrnl_log *log);
+/* jrnl_log_flush without the wait: the flush is submitted now (covering every buffer
+ * that had completed by then) and @fn(@priv, err) runs once it is done, with no journal
+ * lock held, on an iolayer completion thread (or on this thread if the submission was
+ * refused or the log is already shut down).  durable_lsn has moved before @fn runs; a
+ * failed flush shuts the log down first.  Always calls @fn exactly once; returns 0, or
+ * the error @fn was (or will be) given when it is known at once.  The caller must keep
+ * whatever @fn touches alive until it ran (jrnl_log_close does not wait for it). */
+typedef void (*jrnl_flush_fn)(void *priv, int err);
+int jrnl_log_flush_async(struct jrnl_log *log, jrnl_flush_fn fn, void *priv);
 /* Force, then write a record holding a single UNMOUNT op with PREFLUSH|FUA once every
  * earlier buffer completed, and wait for it.  Writer-side call (serialised with
  * jrnl_tx_*).  Returns 0, DELOG_ELOGFULL, or the log's first error. */
