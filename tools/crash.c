@@ -59,6 +59,24 @@
  * its parameters drawn from the seed) run until it is reached, each crash point taking
  * a share of the budget.
  *
+ * The log-full workload (--workload full; T8, G9).  Its clients commit and force but
+ * never release, and its push callback only counts the requests, so the tail stays
+ * pinned until the log is full: committers wait in delog_tx_begin, and a third of the
+ * transactions, which begin with DELOG_TX_NOWAIT (half of them reserving too little, so
+ * delog_tx_log must take more), get -EAGAIN, which must leave nothing behind (no
+ * transaction, no shutdown; the whole transaction is retried later, and were any of the
+ * failed attempt to reach the log the oracle would find it twice or in the wrong
+ * checkpoint).  Only then does a releaser thread move the tail, mostly by one or two
+ * small checkpoints (cil_push_bytes is log/64 here), so the log is back at the edge at
+ * once; if everything durable is released and a committer still waits, it forces the
+ * CIL and releases that, so a waiting committer is always set free (no deadlock), and a
+ * wait that outlasts everything being released is reported (G9: progress resumes once
+ * space is freed).  Crash points are taken at every device event as for the other
+ * workloads, so also at the full edge: writes issued right after a release land just
+ * behind the tail, where the G9 check above looks.  The continuation of the sampled
+ * images begins with NOWAIT (a recovered image may be of a full log), and reports a
+ * log that nothing can free after recovery.
+ *
  * Determinism.  The seed fixes every round's workload, every transaction's contents, the
  * delivery order and the states sampled; the interleaving of the client threads is the
  * OS's, so a rerun explores the same space without promising the same events.  Each
@@ -177,9 +195,11 @@ struct wl {
 	unsigned release_1in;     /* 0: only the push callback releases */
 	unsigned logbufs;
 	uint32_t logbsize;
+	bool full;                /* the log-full workload: nobody releases but the releaser */
+	unsigned nowait_1in;      /* transactions that begin with DELOG_TX_NOWAIT */
 };
 
-static const char *const wl_names[] = { "mixed", "wrap", "relog", "small" };
+static const char *const wl_names[] = { "mixed", "wrap", "relog", "small", "full" };
 #define NR_WL (sizeof(wl_names) / sizeof(wl_names[0]))
 
 /* Sizes on the boundaries of sectors and buffers, mixed into every workload. */
@@ -235,6 +255,24 @@ static void wl_pick(const char *name, uint64_t seed, unsigned threads, uint32_t 
 		w->release_1in = 8;
 		w->logbufs = (unsigned)rnd_in(&r, 2, 4);
 		laps = 2.0 + (double)(rnd(&r) % 50) / 100.0;
+	} else if (!strcmp(name, "full")) {
+		/* Log full (T8): clients commit and force but never release, so the tail stays
+		 * pinned until the log is full and committers wait (or fail with -EAGAIN under
+		 * DELOG_TX_NOWAIT); a releaser moves the tail in bursts only then, so the log
+		 * goes through the full edge again and again while it wraps. */
+		w->full = true;
+		w->clients = (unsigned)rnd_in(&r, 2, 3);
+		w->max_items = 3;
+		w->small_max = 3000;
+		w->big_min = 4u << 10;
+		w->big_max = 40u << 10;
+		w->big_1in = 8;
+		w->force_1in = 3;
+		w->shared_1in = 4;
+		w->nshared = 3;
+		w->nowait_1in = 3;
+		w->logbsize = bsz[rnd(&r) % 3];
+		laps = 2.0 + (double)(rnd(&r) % 60) / 100.0;
 	} else if (!strcmp(name, "relog")) {
 		w->clients = (unsigned)rnd_in(&r, 3, 4);
 		w->max_items = 1;
@@ -291,6 +329,8 @@ struct txspec {
 	uint32_t len[CR_MAX_ITEMS];
 	uint16_t shared;
 	bool relog_twice, force;
+	bool nowait, under;       /* DELOG_TX_NOWAIT; reserve only the first item (so
+				   * delog_tx_log must take more space, which may fail too) */
 	unsigned release_lag;     /* 0: no release; else lag + 1 */
 };
 
@@ -317,6 +357,11 @@ struct round {
 	_Atomic uint64_t arm_ev;
 	pthread_mutex_t err_mu;
 	char err[256];            /* first workload failure */
+	/* The full workload. */
+	_Atomic uint64_t blocked_since[CR_MAX_CLIENTS]; /* ns: in a blocking tx_begin */
+	_Atomic uint64_t eagain_begin, eagain_log, nowait_ok, bursts, forces_rel;
+	_Atomic uint64_t push_calls;
+	uint64_t space_waits;     /* delog_stats at the end */
 };
 
 static void tx_spec(const struct round *rd, unsigned c, uint32_t n, struct txspec *t)
@@ -349,6 +394,10 @@ static void tx_spec(const struct round *rd, unsigned c, uint32_t n, struct txspe
 	t->force = rnd(&r) % w->force_1in == 0;
 	if (w->release_1in && rnd(&r) % w->release_1in == 0)
 		t->release_lag = 1 + (unsigned)(rnd(&r) % 6);
+	if (w->nowait_1in && rnd(&r) % w->nowait_1in == 0) {
+		t->nowait = true;
+		t->under = rnd(&r) % 2 == 0;
+	}
 }
 
 /* The payload hash: the header up to its check field, and the filler after it. */
@@ -799,6 +848,10 @@ struct crash {
 	uint64_t states, distinct, recoveries, cps, exh_cps, max_k, rounds;
 	_Atomic uint64_t full_opens, continuations, full_seq;
 	uint64_t protocol_events, nviol, nprot;
+	/* the full workload */
+	uint64_t f_rounds, f_edge_cps, f_bursts, f_forces, f_eagain_begin, f_eagain_log;
+	uint64_t f_nowait_ok, f_waits, f_push_calls, f_min_free, f_laps, f_hi_cps, f_used;
+	uint64_t last_cp_t, f_last_eagain;
 	struct viol viols[CR_MAX_VIOL_KEPT];
 	size_t nviols;
 	struct { char what[120]; uint64_t n; } kinds[32]; /* violations by message, numbers
@@ -1202,6 +1255,7 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 	unsigned char *img = NULL;
 	delog *log = NULL;
 	char msg[240];
+	bool cont_released = false;
 	int err;
 
 	atomic_fetch_add(&cr->full_opens, 1);
@@ -1241,7 +1295,37 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 			sizeof(a), a);
 		pl_make(rd, KEY_RELOG(CR_MAX_CLIENTS), CR_MAX_CLIENTS, n, IDX_RELOG, 0, 0,
 			sizeof(b), b);
-		err = delog_tx_begin(log, 2 * (sizeof(a) + DELOG_ITEM_OVERHEAD), 0, &tx);
+		if (!rd->wl.full) {
+			err = delog_tx_begin(log, 2 * (sizeof(a) + DELOG_ITEM_OVERHEAD), 0, &tx);
+		} else {
+			/* The image may be of a full log: a blocking begin could wait forever
+			 * here (nobody else runs), so NOWAIT, and on -EAGAIN what an
+			 * application can do: force, release everything recovered, retry. */
+			for (int tries = 0;; tries++) {
+				err = delog_tx_begin(log, 2 * (sizeof(a) + DELOG_ITEM_OVERHEAD),
+						     DELOG_TX_NOWAIT, &tx);
+				if (err != -EAGAIN || tries == 20)
+					break;
+				(void)delog_force(log, 0);
+				if (ref->nck) { /* the recovered checkpoints only */
+					(void)delog_release(log, ref->hi);
+					cont_released = true;
+				}
+				nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+			}
+			if (err == -EAGAIN) {
+				struct delog_stats st = { .size = sizeof(st) };
+
+				(void)delog_stats(log, &st);
+				snprintf(msg, sizeof(msg), "after recovery of a full log (%" PRIu64 " of "
+					 "%" PRIu64 " bytes used, checkpoints %" PRIu64 "..%" PRIu64 "), "
+					 "delog_tx_begin gets -EAGAIN even after delog_release(%" PRIu64
+					 "): nothing can free the space (G9)", st.log_used, st.log_size,
+					 ref->lo, ref->hi, ref->hi);
+				viol_add(cr, cp, choice, cp->k, msg, w->shadow);
+				goto out;
+			}
+		}
 		if (!err) {
 			err = delog_tx_log(tx, KEY_UNIQUE(CR_MAX_CLIENTS, n, 0), a, sizeof(a));
 			if (!err)
@@ -1278,7 +1362,10 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 		bool good = s3.ok && s3.nck == ref->nck + CR_CONT_TXS && s3.hi == base + CR_CONT_TXS &&
 			    (!ref->nck || s3.lo == ref->lo) && s3.last_n[CR_MAX_CLIENTS] == CR_CONT_TXS;
 
-		for (unsigned c = 0; good && c < rd->wl.clients; c++)
+		if (cont_released) /* the old set was released: only the new must be there */
+			good = s3.ok && s3.hi == base + CR_CONT_TXS && s3.nck >= CR_CONT_TXS &&
+			       s3.last_n[CR_MAX_CLIENTS] == CR_CONT_TXS;
+		for (unsigned c = 0; good && !cont_released && c < rd->wl.clients; c++)
 			good = s3.last_n[c] == ref->last_n[c];
 		if (!good) {
 			snprintf(msg, sizeof(msg), "after recovery (%" PRIu64 "..%" PRIu64 "), %u "
@@ -1663,6 +1750,22 @@ static int take_point(struct crash *cr, struct ctl *t, struct pointbuf *pb, uint
 			break;
 	}
 	cp->released = atomic_load(&rd->released);
+	if (rd->wl.full) {
+		/* At the full edge: a committer has waited for space since before the last
+		 * crash point, or a NOWAIT transaction just failed with -EAGAIN. */
+		uint64_t eg = atomic_load(&rd->eagain_begin) + atomic_load(&rd->eagain_log);
+		bool edge = eg != cr->f_last_eagain;
+
+		for (unsigned c = 0; c < rd->wl.clients && !edge; c++) {
+			uint64_t b = atomic_load(&rd->blocked_since[c]);
+
+			edge = b && b < cr->last_cp_t;
+		}
+		cr->f_last_eagain = eg;
+		cr->f_edge_cps += edge;
+		cr->f_hi_cps += cr->f_used * 4 >= 3 * CR_LOG_BYTES;
+		cr->last_cp_t = now_ns();
+	}
 	cp->id = ++cr->cp_ids;
 	cp->seq = round_cp;
 	cp->ev = L0;
@@ -2011,6 +2114,17 @@ static void amax(_Atomic uint64_t *a, uint64_t v)
 		;
 }
 
+/* After -EAGAIN: wait a moment (the releaser sees the failure and moves the tail).
+ * Returns true when the round is stopping. */
+static bool nowait_backoff(struct round *rd, struct client *cl)
+{
+	struct timespec ts = { 0, 50000 };
+
+	(void)rd;
+	nanosleep(&ts, NULL);
+	return atomic_load(cl->stop);
+}
+
 static void *client_main(void *arg)
 {
 	struct client *cl = arg;
@@ -2035,9 +2149,34 @@ static void *client_main(void *arg)
 			reserve += ts.len[i] + DELOG_ITEM_OVERHEAD;
 		reserve += (uint64_t)__builtin_popcount(ts.shared) *
 			   (sizeof(val) + DELOG_ITEM_OVERHEAD);
-		err = delog_tx_begin(log, reserve, 0, &tx);
+again:
+		if (ts.nowait) {
+			tx = NULL;
+			err = delog_tx_begin(log, ts.under ? ts.len[0] + DELOG_ITEM_OVERHEAD : reserve,
+					     DELOG_TX_NOWAIT, &tx);
+			if (err == -EAGAIN) {
+				/* Log full: nothing was begun, nothing is lost; try again once the
+				 * releaser has moved the tail. */
+				if (tx || delog_error(log)) {
+					wl_fail(rd, "client %u tx %u: -EAGAIN from delog_tx_begin "
+						"left %s", c, n, tx ? "a transaction" : "the log shut down");
+					break;
+				}
+				atomic_fetch_add(&rd->eagain_begin, 1);
+				if (nowait_backoff(rd, cl))
+					break;
+				goto again;
+			}
+			if (!err)
+				atomic_fetch_add(&rd->nowait_ok, 1);
+		} else {
+			atomic_store(&rd->blocked_since[c], now_ns());
+			err = delog_tx_begin(log, reserve, 0, &tx);
+			atomic_store(&rd->blocked_since[c], 0);
+		}
 		if (err) {
-			wl_fail(rd, "client %u tx %u: delog_tx_begin: %s", c, n, delog_err_name(err));
+			wl_fail(rd, "client %u tx %u: delog_tx_begin%s: %s", c, n,
+				ts.nowait ? " (NOWAIT)" : "", delog_err_name(err));
 			break;
 		}
 		if (ts.relog_twice) { /* replaced by the value below, in the transaction */
@@ -2057,6 +2196,21 @@ static void *client_main(void *arg)
 		if (!err) {
 			pl_make(rd, KEY_RELOG(c), c, n, IDX_RELOG, 0, 0, sizeof(val), val);
 			err = delog_tx_log(tx, KEY_RELOG(c), val, sizeof(val));
+		}
+		if (err == -EAGAIN && ts.nowait) {
+			/* More space needed under NOWAIT: abort; the whole transaction is
+			 * logged again later (were anything of this attempt to reach the log,
+			 * the oracle finds the transaction twice or in the wrong checkpoint). */
+			delog_tx_abort(tx);
+			if (delog_error(log)) {
+				wl_fail(rd, "client %u tx %u: -EAGAIN from delog_tx_log, and the log "
+					"shut down", c, n);
+				break;
+			}
+			atomic_fetch_add(&rd->eagain_log, 1);
+			if (nowait_backoff(rd, cl))
+				break;
+			goto again;
 		}
 		if (err) {
 			delog_tx_abort(tx);
@@ -2113,10 +2267,116 @@ static void on_push(void *arg, delog *log, uint64_t seq)
 	(void)delog_release(log, seq);
 }
 
+/* The full workload's push callback: the application is slow to write back; it only
+ * notes the request (the releaser moves the tail, and only once the log is full). */
+static void on_push_full(void *arg, delog *log, uint64_t seq)
+{
+	struct round *rd = arg;
+
+	(void)log;
+	(void)seq;
+	atomic_fetch_add(&rd->push_calls, 1);
+}
+
 struct coord {
 	struct round *rd;
 	_Atomic bool stop;
 };
+
+#define CR_FULL_WAIT_NS 50000ull           /* a committer waiting this long: log full */
+#define CR_FULL_STUCK_NS (20ull * 1000000000ull)
+
+/*
+ * The full workload's releaser: it moves the tail only when the log is full (a committer
+ * waits in delog_tx_begin, or a NOWAIT begin failed since the last burst), and then by a
+ * seeded amount (often a little, sometimes everything durable), so the log fills to the
+ * edge again at once.  If everything durable is released and a committer still waits, it
+ * forces the CIL (delog_force(0): I/O the controller delivers) and releases that too:
+ * a waiting committer is always released, so the workload cannot deadlock.  After
+ * everything was released, the CIL empty and a committer still waiting for
+ * CR_FULL_STUCK_NS, it reports the wait (progress must resume once the tail moves; G9).
+ */
+static void *releaser_main(void *arg)
+{
+	struct coord *co = arg;
+	struct round *rd = co->rd;
+	delog *log = rd->log;
+	uint64_t r = seed_for(rd->seed, 0x4e1ea5e, 0), last_eagain = 0, stuck_since = 0;
+	uint64_t seen[CR_MAX_CLIENTS] = { 0 }, last_burst = 0;
+
+	while (atomic_load(&rd->clients_done) < rd->wl.clients) {
+		uint64_t t = now_ns(), eg = atomic_load(&rd->eagain_begin) +
+					    atomic_load(&rd->eagain_log);
+		uint64_t d, rel, target;
+		bool full = eg != last_eagain, stop = atomic_load(&co->stop), waiting = false;
+		struct timespec ts = { 0, 10000 + (long)(rnd(&r) % 50000) };
+
+		for (unsigned c = 0; c < rd->wl.clients; c++) {
+			uint64_t b = atomic_load(&rd->blocked_since[c]);
+
+			/* A new wait; or one that outlasted the last release by 5 ms (that
+			 * release was too small, or woke it too late): release again. */
+			if (b && t > b + CR_FULL_WAIT_NS &&
+			    (b != seen[c] || t > last_burst + 5000000ull)) {
+				waiting = true;
+				seen[c] = b;
+			}
+		}
+		full |= waiting;
+		if (!full && !stop) {
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		last_eagain = eg;
+		d = delog_durable_seq(log);
+		rel = atomic_load(&rd->released);
+		if (d <= rel) {
+			struct delog_stats st = { .size = sizeof(st) };
+
+			/* Everything durable is released: what holds the space is in the CIL. */
+			if (!delog_stats(log, &st) && !st.cil_bytes && waiting) {
+				if (!stuck_since)
+					stuck_since = t;
+				else if (t - stuck_since > CR_FULL_STUCK_NS)
+					wl_fail(rd, "a committer waits in delog_tx_begin with everything "
+						"released and the CIL empty (log used %" PRIu64 " of %" PRIu64
+						", reserved %" PRIu64 "; G9: no progress once space is freed)",
+						st.log_used, st.log_size, st.reserved_bytes);
+			} else {
+				stuck_since = 0;
+			}
+			atomic_fetch_add(&rd->forces_rel, 1);
+			if (delog_force(log, 0))
+				break;
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		stuck_since = 0;
+		switch (stop ? 0 : rnd(&r) % 32) {
+		case 0:
+			target = d;
+			break;
+		case 1:
+			target = rel + 1 + rnd(&r) % ((d - rel + 1) / 2);
+			break;
+		default: /* a little: one or two checkpoints */
+			target = rel + 1 + rnd(&r) % 2;
+			break;
+		}
+		if (target > d)
+			target = d;
+		amax(&rd->released, target);
+		if (delog_release(log, target)) {
+			wl_fail(rd, "releaser: delog_release(%" PRIu64 "), durable %" PRIu64 ": failed",
+				target, d);
+			break;
+		}
+		atomic_fetch_add(&rd->bursts, 1);
+		last_burst = now_ns();
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
 
 static void *coord_main(void *arg)
 {
@@ -2124,9 +2384,13 @@ static void *coord_main(void *arg)
 	struct round *rd = co->rd;
 	struct delog_options o = { .size = sizeof(o), .flush = rd->policy,
 				   .logbufs = rd->wl.logbufs, .logbsize = rd->wl.logbsize,
-				   .push = on_push, .push_arg = rd };
+				   .push = rd->wl.full ? on_push_full : on_push, .push_arg = rd,
+				   /* full: small checkpoints, so a release frees a little */
+				   .cil_push_bytes = rd->wl.full ? CR_LOG_BYTES / 64 : 0 };
 	struct client cl[CR_MAX_CLIENTS];
 	delog *log = NULL;
+	pthread_t rel_th;
+	bool rel_started = false;
 	int err;
 
 	err = delog_open_dev(rd->dev, &o, &log);
@@ -2148,8 +2412,22 @@ static void *coord_main(void *arg)
 			break;
 		}
 	}
+	if (rd->wl.full) {
+		if (pthread_create(&rel_th, NULL, releaser_main, co))
+			wl_fail(rd, "cannot start the releaser");
+		else
+			rel_started = true;
+	}
 	for (unsigned c = 0; c < rd->wl.clients; c++)
 		pthread_join(cl[c].th, NULL);
+	if (rel_started)
+		pthread_join(rel_th, NULL);
+	if (rd->wl.full) {
+		struct delog_stats st = { .size = sizeof(st) };
+
+		if (!delog_stats(log, &st))
+			rd->space_waits = st.space_waits;
+	}
 	if (!rd->err[0]) {
 		err = delog_force(log, 0);
 		if (err) {
@@ -2214,7 +2492,7 @@ static int run_round(struct crash *cr, uint64_t r)
 	struct coord co = { 0 };
 	uint64_t nsec = CR_DEV_BYTES / cr->sector, round_cp = 0, last_ev = SIZE_MAX;
 	uint64_t last_ack = UINT64_MAX, last_dur = UINT64_MAX, idle_since = 0;
-	uint64_t states0 = cr->states, cps0 = cr->cps;
+	uint64_t states0 = cr->states, cps0 = cr->cps, head_cycle = 0;
 	pthread_t th;
 	int err = 0;
 
@@ -2245,6 +2523,9 @@ static int run_round(struct crash *cr, uint64_t r)
 			cr->budget = CR_MAX_PER_POINT;
 	}
 	cr->rd = rd;
+	cr->f_last_eagain = 0;
+	cr->last_cp_t = 0;
+	cr->f_used = 0;
 	cr->cp.k = 0;
 	cr->ntouch = 0;
 	cr->nchg = 0;
@@ -2291,6 +2572,13 @@ static int run_round(struct crash *cr, uint64_t r)
 		if (rd->log && !delog_stats(rd->log, &st))
 			known = true;
 		pthread_mutex_unlock(&rd->log_mu);
+		if (known && rd->wl.full) {
+			cr->f_used = st.log_used;
+			if (st.log_size - st.log_used < cr->f_min_free)
+				cr->f_min_free = st.log_size - st.log_used;
+			if ((st.head_lsn >> 32) > head_cycle)
+				head_cycle = st.head_lsn >> 32;
+		}
 		trace_step(cr, &t, L, st.tail_lsn, known);
 		if (atomic_load(&rd->armed)) {
 			ack = atomic_load(&rd->ack_events);
@@ -2348,6 +2636,22 @@ static int run_round(struct crash *cr, uint64_t r)
 		viol_add(cr, NULL, NULL, 0, msg, NULL);
 	}
 	cr->rounds++;
+	if (rd->wl.full) {
+		cr->f_rounds++;
+		cr->f_bursts += rd->bursts;
+		cr->f_forces += rd->forces_rel;
+		cr->f_eagain_begin += rd->eagain_begin;
+		cr->f_eagain_log += rd->eagain_log;
+		cr->f_nowait_ok += rd->nowait_ok;
+		cr->f_waits += rd->space_waits;
+		cr->f_push_calls += rd->push_calls;
+		cr->f_laps += head_cycle ? head_cycle - 1 : 0;
+		if (cr->verbose)
+			fprintf(stderr, "delog crash: round %" PRIu64 " (full): %" PRIu64 " bursts, %"
+				PRIu64 " waits, %" PRIu64 "+%" PRIu64 " EAGAIN, head cycle %" PRIu64
+				"\n", r, (uint64_t)rd->bursts, rd->space_waits,
+				(uint64_t)rd->eagain_begin, (uint64_t)rd->eagain_log, head_cycle);
+	}
 	if (cr->verbose)
 		fprintf(stderr, "delog crash: round %" PRIu64 ": %" PRIu64 " crash points, %" PRIu64
 			" states\n", r, cr->cps - cps0, cr->states - states0);
@@ -2387,7 +2691,9 @@ static void help(void)
 	       "it: acknowledged <= recovered <= submitted, a prefix of checkpoint order, whole\n"
 	       "checkpoints with matching payload hashes, nothing from another lap or log.\n"
 	       "\noptions:\n"
-	       "  -w, --workload W    mixed, wrap, relog, small, or all (default: all, one per\n"
+	       "  -w, --workload W    mixed, wrap, relog, small, full (log full: the tail\n"
+	       "                      pinned, committers waiting or failing with -EAGAIN,\n"
+	       "                      released in bursts), or all (default: all, one per\n"
 	       "                      round in turn)\n"
 	       "  -p, --policy P      flush policy: sync, async, single, none (default sync)\n"
 	       "  -n, --states N      crash states to check in total (default 10000)\n"
@@ -2422,6 +2728,15 @@ static void print_text(struct crash *cr, double secs)
 	       " continued across a second crash\n", cr->recoveries, atomic_load(&cr->full_opens),
 	       atomic_load(&cr->continuations));
 	printf("  protocol checks   %" PRIu64 " writes\n", cr->protocol_events);
+	if (cr->f_rounds)
+		printf("  log full          %" PRIu64 " rounds: %" PRIu64 " crash points at the edge "
+		       "(%" PRIu64 " with >= 75%% of the log live), %" PRIu64 " releases, %" PRIu64 " forces to free space, %" PRIu64 " waits "
+		       "for space, %" PRIu64 " + %" PRIu64 " -EAGAIN (begin + log; %" PRIu64
+		       " NOWAIT begins granted), %" PRIu64 " push calls, %" PRIu64 " laps, least "
+		       "free %" PRIu64 " bytes\n", cr->f_rounds, cr->f_edge_cps, cr->f_hi_cps, cr->f_bursts,
+		       cr->f_forces, cr->f_waits, cr->f_eagain_begin, cr->f_eagain_log,
+		       cr->f_nowait_ok, cr->f_push_calls, cr->f_laps,
+		       cr->f_min_free == UINT64_MAX ? 0 : cr->f_min_free);
 	printf("  violations        %" PRIu64 "\n", cr->nviol);
 	printf("  time              %.1f s\n", secs);
 	for (size_t i = 0; i < cr->nviols; i++) {
@@ -2470,6 +2785,22 @@ static void print_json(struct crash *cr, double secs)
 	json_u64(&j, "protocol_writes", cr->protocol_events);
 	json_u64(&j, "protocol_violations", cr->nprot);
 	json_u64(&j, "violations", cr->nviol);
+	if (cr->f_rounds) {
+		json_obj_begin(&j, "log_full");
+		json_u64(&j, "rounds", cr->f_rounds);
+		json_u64(&j, "edge_crash_points", cr->f_edge_cps);
+		json_u64(&j, "crash_points_75pct_live", cr->f_hi_cps);
+		json_u64(&j, "releases", cr->f_bursts);
+		json_u64(&j, "forces", cr->f_forces);
+		json_u64(&j, "space_waits", cr->f_waits);
+		json_u64(&j, "eagain_begin", cr->f_eagain_begin);
+		json_u64(&j, "eagain_log", cr->f_eagain_log);
+		json_u64(&j, "nowait_granted", cr->f_nowait_ok);
+		json_u64(&j, "push_calls", cr->f_push_calls);
+		json_u64(&j, "laps", cr->f_laps);
+		json_u64(&j, "least_free_bytes", cr->f_min_free == UINT64_MAX ? 0 : cr->f_min_free);
+		json_obj_end(&j);
+	}
 	json_dbl(&j, "seconds", secs);
 	json_arr_begin(&j, "violation_list");
 	for (size_t i = 0; i < cr->nviols; i++) {
@@ -2540,6 +2871,7 @@ int cmd_crash(int argc, char **argv)
 	cr->seed = 1;
 	cr->sector = 4096;
 	cr->full_every = 32;
+	cr->f_min_free = UINT64_MAX;
 	cr->jobs = ncpu > 0 ? (unsigned)(ncpu < 8 ? ncpu : 8) : 1;
 	optind = 0;
 	while ((ch = getopt_long(argc, argv, "w:p:n:s:xt:J:jvh", lopts, NULL)) != -1) {
@@ -2550,7 +2882,8 @@ int cmd_crash(int argc, char **argv)
 			for (size_t i = 0; i < NR_WL; i++)
 				ok |= !strcmp(optarg, wl_names[i]);
 			if (!ok)
-				return usage_err("--workload", optarg, "mixed, wrap, relog, small or all");
+				return usage_err("--workload", optarg,
+						 "mixed, wrap, relog, small, full or all");
 			cr->workload = optarg;
 			break;
 		}
