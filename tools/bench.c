@@ -51,6 +51,7 @@ static const struct bench_workload *const workloads[] = {
 	&bench_dbench,
 	&bench_fsmark,
 	&bench_compare_flush,
+	&bench_stream,
 #ifdef DELOG_HAVE_PEERS
 	&bench_peers,
 #endif

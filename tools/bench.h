@@ -75,6 +75,7 @@ extern const struct bench_workload bench_commit;
 extern const struct bench_workload bench_dbench;
 extern const struct bench_workload bench_fsmark;
 extern const struct bench_workload bench_compare_flush;
+extern const struct bench_workload bench_stream;
 extern const struct bench_workload bench_peers;    /* with DELOG_HAVE_PEERS */
 
 
