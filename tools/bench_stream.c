@@ -38,9 +38,7 @@
  *   the target 0.8 as met or not: reported, never asserted.  Without fio (or with
  *   --no-fio) delog is reported alone.
  *
- * fio is run here rather than through fio.c's fio_run because this job needs
- * --time_based, --runtime and --end_fsync, which fio_run does not pass; the result is
- * read back with fio.c's fio_parse_bw.
+ * fio runs through fio.c's fio_run, as a time-based job with --end_fsync.
  */
 #include "bench.h"
 
@@ -53,17 +51,14 @@
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define MAX_CLIENTS 64u
 #define MAX_PASSES 20u
 #define MIN_TX_SIZE 4096u
 #define MAX_TX_SIZE (256u << 20)
-#define FIO_OUT_MAX (4u << 20)
 
 /* The target (reported, not asserted). */
 #define T_RATIO 0.8
@@ -211,53 +206,6 @@ static void stream_help(FILE *f)
 
 /* ---- fio ---- */
 
-/* fio's --filename with ':' escaped (fio separates files with it). */
-static int fio_filename(const char *path, char *buf, size_t len)
-{
-	size_t o = (size_t)snprintf(buf, len, "--filename=");
-
-	for (const char *s = path; *s; s++) {
-		if (o + 3 >= len)
-			return -ENAMETOOLONG;
-		if (*s == ':')
-			buf[o++] = '\\';
-		buf[o++] = *s;
-	}
-	buf[o] = '\0';
-	return 0;
-}
-
-static char *read_all(int fd)
-{
-	char *buf = NULL, sink[4096];
-	size_t used = 0, cap = 0;
-	ssize_t n;
-
-	for (;;) {
-		if (cap - used < 4096 && cap < FIO_OUT_MAX) {
-			char *nb = realloc(buf, cap ? cap * 2 : 65536);
-
-			if (!nb)
-				break;
-			buf = nb;
-			cap = cap ? cap * 2 : 65536;
-		}
-		if (cap - used <= 1)
-			n = read(fd, sink, sizeof(sink)); /* over the cap: drain */
-		else
-			n = read(fd, buf + used, cap - used - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		if (cap - used > 1)
-			used += (size_t)n;
-	}
-	if (buf)
-		buf[used] = '\0';
-	return buf;
-}
-
 struct fio_write {
 	const char *fio, *filename, *ioengine;
 	uint64_t bs, offset, size;
@@ -265,96 +213,17 @@ struct fio_write {
 	double time_s;
 };
 
-/* One time-based sequential O_DIRECT write with a final fdatasync.  0 and the MB/s, or a
- * negative errno with a one-line reason in @err. */
+/* One time-based sequential O_DIRECT write with a final fdatasync (fio.c).  0 and the
+ * MB/s, or a negative errno with a one-line reason in @err. */
 static int fio_write_run(const struct fio_write *w, double *mbs, char *err, size_t errlen)
 {
-	char file_arg[PATH_MAX + 64], eng_arg[64], bs_arg[48], qd_arg[48], off_arg[48];
-	char size_arg[48], rt_arg[48];
-	char *argv[24];
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t none;
-	char *out;
-	int fds[2], status, rc, argc = 0;
-	double bps;
-	pid_t pid;
+	struct fio_job job = {
+		.fio = w->fio, .name = "delog-bench-stream", .filename = w->filename,
+		.rw = "write", .ioengine = w->ioengine, .bs = w->bs, .iodepth = w->iodepth,
+		.offset = w->offset, .size = w->size, .runtime_s = w->time_s, .end_fsync = true,
+	};
 
-	if (fio_filename(w->filename, file_arg, sizeof(file_arg))) {
-		snprintf(err, errlen, "path too long for fio");
-		return -ENAMETOOLONG;
-	}
-	snprintf(eng_arg, sizeof(eng_arg), "--ioengine=%s", w->ioengine);
-	snprintf(bs_arg, sizeof(bs_arg), "--bs=%" PRIu64, w->bs);
-	snprintf(qd_arg, sizeof(qd_arg), "--iodepth=%u", w->iodepth);
-	snprintf(off_arg, sizeof(off_arg), "--offset=%" PRIu64, w->offset);
-	snprintf(size_arg, sizeof(size_arg), "--size=%" PRIu64, w->size);
-	snprintf(rt_arg, sizeof(rt_arg), "--runtime=%" PRIu64 "ms",
-		 (uint64_t)llround(w->time_s * 1e3));
-	argv[argc++] = (char *)w->fio;
-	argv[argc++] = (char *)"--name=delog-bench-stream";
-	argv[argc++] = file_arg;
-	argv[argc++] = (char *)"--rw=write";
-	argv[argc++] = bs_arg;
-	argv[argc++] = qd_arg;
-	argv[argc++] = eng_arg;
-	argv[argc++] = (char *)"--direct=1";
-	argv[argc++] = size_arg;
-	argv[argc++] = off_arg;
-	argv[argc++] = (char *)"--fallocate=none";
-	argv[argc++] = (char *)"--time_based";
-	argv[argc++] = rt_arg;
-	argv[argc++] = (char *)"--end_fsync=1";
-	argv[argc++] = (char *)"--output-format=json";
-	argv[argc] = NULL;
-
-	if (pipe2(fds, O_CLOEXEC)) {
-		rc = -errno;
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
-		return rc;
-	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-	posix_spawnattr_init(&attr);
-	sigemptyset(&none);
-	posix_spawnattr_setsigmask(&attr, &none); /* the bench blocks SIGINT; fio must not */
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-	rc = posix_spawn(&pid, w->fio, &fa, &attr, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
-	close(fds[1]);
-	if (rc) {
-		close(fds[0]);
-		snprintf(err, errlen, "cannot run %s: %s", w->fio, strerror(rc));
-		return -rc;
-	}
-	out = read_all(fds[0]);
-	close(fds[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-		const char *msg = out ? out : "";
-		const char *nl = strchr(msg, '\n');
-
-		if (WIFEXITED(status))
-			snprintf(err, errlen, "fio exited with status %d: %.*s", WEXITSTATUS(status),
-				 nl ? (int)(nl - msg) : 200, msg);
-		else
-			snprintf(err, errlen, "fio was killed by signal %d",
-				 WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-		free(out);
-		return -EIO;
-	}
-	rc = out ? fio_parse_bw(out, "write", &bps) : -EINVAL;
-	free(out);
-	if (rc) {
-		snprintf(err, errlen, "no write bandwidth in fio's JSON output");
-		return rc;
-	}
-	*mbs = bps / 1e6;
-	return 0;
+	return fio_run(&job, mbs, err, errlen);
 }
 
 /* ---- a delog point ---- */

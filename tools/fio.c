@@ -18,6 +18,8 @@
  *  - Every job is --direct=1 --fallocate=none at an explicit offset and size, so it
  *    moves exactly the bytes the caller measured itself and never extends a file;
  *    --readonly makes fio refuse any write (bench reads a log it must not damage).
+ *    A time-based job (bench's stream workload: as long as a delog point) cycles over
+ *    its region; --end_fsync makes a write job's bandwidth one of durable bytes.
  *  - fio treats ':' in --filename as a separator between files; it is escaped.
  */
 #include "tools.h"
@@ -25,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -162,8 +165,8 @@ static char *read_all(int fd)
 int fio_run(const struct fio_job *job, double *out_mbs, char *err, size_t errlen)
 {
 	char file_arg[FIO_MAX_PATH + 64], name_arg[128], rw_arg[32], eng_arg[64];
-	char bs_arg[48], qd_arg[48], off_arg[48], size_arg[48];
-	char *argv[20];
+	char bs_arg[48], qd_arg[48], off_arg[48], size_arg[48], rt_arg[48];
+	char *argv[24];
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t none;
@@ -196,6 +199,14 @@ int fio_run(const struct fio_job *job, double *out_mbs, char *err, size_t errlen
 	argv[argc++] = (char *)"--fallocate=none";
 	if (job->readonly)
 		argv[argc++] = (char *)"--readonly";
+	if (job->runtime_s > 0) {
+		snprintf(rt_arg, sizeof(rt_arg), "--runtime=%" PRIu64 "ms",
+			 (uint64_t)llround(job->runtime_s * 1e3));
+		argv[argc++] = (char *)"--time_based";
+		argv[argc++] = rt_arg;
+	}
+	if (job->end_fsync)
+		argv[argc++] = (char *)"--end_fsync=1";
 	argv[argc++] = (char *)"--output-format=json";
 	argv[argc] = NULL;
 

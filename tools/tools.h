@@ -91,6 +91,8 @@ struct fio_job {
 	unsigned iodepth;         /* 0: 1 */
 	uint64_t offset, size;    /* bytes */
 	bool readonly;            /* --readonly: fio refuses to write */
+	double runtime_s;         /* > 0: --time_based --runtime, cycling over the region */
+	bool end_fsync;           /* --end_fsync=1: the job ends with an fsync, timed */
 };
 
 /*
