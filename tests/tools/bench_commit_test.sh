@@ -83,10 +83,11 @@ for r in rows:
     ck, fl = r["checkpoints"], r["device_flushes"]
     assert ck > 0 and r["transactions"] > 0, (what, ck)
     assert r["txs_per_checkpoint"] > 0, (what, r["txs_per_checkpoint"])
-    # Counts, not speed: single flushes once per checkpoint (+-1 at each window edge),
-    # none never.
+    # Counts, not speed: single flushes once per checkpoint (at each window edge a
+    # checkpoint may be counted apart from its flush: one, and with the pipelined flush
+    # up to one per client), none never.
     if r["policy"] == "single":
-        assert abs(fl - ck) <= 2, (what, fl, ck)
+        assert abs(fl - ck) <= 2 * max(1, r["clients"]), (what, fl, ck)
         assert r["fua_writes"] == 0, what
     if r["policy"] == "none":
         assert fl == 0 and r["fua_writes"] == 0, (what, fl)
