@@ -19,7 +19,10 @@
  *    moves exactly the bytes the caller measured itself and never extends a file;
  *    --readonly makes fio refuse any write (bench reads a log it must not damage).
  *    A time-based job (bench's stream workload: as long as a delog point) cycles over
- *    its region; --end_fsync makes a write job's bandwidth one of durable bytes.
+ *    its region; --end_fsync makes a write job's bandwidth one of durable bytes.  A
+ *    flusher job may run beside it (4 KiB write + fdatasync in a loop on a block of its
+ *    own): the first job's bandwidth is then that of a stream whose every write is
+ *    made durable within one flush of completing, the device's durable streaming rate.
  *  - fio treats ':' in --filename as a separator between files; it is escaped.
  */
 #include "tools.h"
@@ -165,8 +168,8 @@ static char *read_all(int fd)
 int fio_run(const struct fio_job *job, double *out_mbs, char *err, size_t errlen)
 {
 	char file_arg[FIO_MAX_PATH + 64], name_arg[128], rw_arg[32], eng_arg[64];
-	char bs_arg[48], qd_arg[48], off_arg[48], size_arg[48], rt_arg[48];
-	char *argv[24];
+	char bs_arg[48], qd_arg[48], off_arg[48], size_arg[48], rt_arg[48], foff_arg[48];
+	char *argv[40];
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t none;
@@ -207,6 +210,22 @@ int fio_run(const struct fio_job *job, double *out_mbs, char *err, size_t errlen
 	}
 	if (job->end_fsync)
 		argv[argc++] = (char *)"--end_fsync=1";
+	if (job->flusher && job->runtime_s > 0) {
+		/* fio's job options follow their --name: the flusher repeats what it shares. */
+		snprintf(foff_arg, sizeof(foff_arg), "--offset=%" PRIu64, job->flusher_offset);
+		argv[argc++] = (char *)"--name=flusher";
+		argv[argc++] = file_arg;
+		argv[argc++] = (char *)"--rw=write";
+		argv[argc++] = (char *)"--bs=4096";
+		argv[argc++] = (char *)"--size=4096";
+		argv[argc++] = foff_arg;
+		argv[argc++] = eng_arg;
+		argv[argc++] = (char *)"--direct=1";
+		argv[argc++] = (char *)"--fallocate=none";
+		argv[argc++] = (char *)"--fdatasync=1";
+		argv[argc++] = (char *)"--time_based";
+		argv[argc++] = rt_arg;
+	}
 	argv[argc++] = (char *)"--output-format=json";
 	argv[argc] = NULL;
 

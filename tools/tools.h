@@ -93,6 +93,11 @@ struct fio_job {
 	bool readonly;            /* --readonly: fio refuses to write */
 	double runtime_s;         /* > 0: --time_based --runtime, cycling over the region */
 	bool end_fsync;           /* --end_fsync=1: the job ends with an fsync, timed */
+	/* A second job alongside (time-based jobs only): a loop of one 4 KiB write at
+	 * @flusher_offset + fdatasync, so the device flushes back to back while the first
+	 * job writes.  The bandwidth read back stays the first job's. */
+	bool flusher;
+	uint64_t flusher_offset;
 };
 
 /*

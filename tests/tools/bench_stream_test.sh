@@ -71,8 +71,9 @@ for r in rows:
     missing = [k for k in need if k not in r]
     assert not missing, (r.get("policy"), missing)
     assert r["workload"] == "stream", r
-delog = [r for r in rows if r["policy"] != "fio"]
+delog = [r for r in rows if r["policy"] not in ("fio", "fio-flush")]
 fio = [r for r in rows if r["policy"] == "fio"]
+fiofl = [r for r in rows if r["policy"] == "fio-flush"]
 assert sorted(r["policy"] for r in delog) == ["single", "sync"], [r["policy"] for r in rows]
 for r in delog:
     what = r["policy"]
@@ -95,16 +96,25 @@ for r in delog:
         assert r["fio_mb_per_s"] > 0 and r["ratio"] > 0, (what, r["ratio"])
         assert math.isclose(r["ratio"], r["mb_per_s"] / r["fio_mb_per_s"], rel_tol=1e-2,
                             abs_tol=1e-3), what
+        assert r["fio_flush_mb_per_s"] > 0, what
+        assert math.isclose(r["ratio_flush"], r["mb_per_s"] / r["fio_flush_mb_per_s"],
+                            rel_tol=1e-2, abs_tol=1e-3), what
     else:
         assert r["fio_mb_per_s"] is None and r["ratio"] is None, what
+        assert r["fio_flush_mb_per_s"] is None and r["ratio_flush"] is None, what
 if have_fio:
     # one fio run next to each delog point
     assert sorted(f["paired_with"] for f in fio) == ["single", "sync"], fio
     assert all(f["mb_per_s"] > 0 and f["ratio"] is None for f in fio), fio
+    # and one fio run with the flusher job beside it
+    assert sorted(f["paired_with"] for f in fiofl) == ["single", "sync"], fiofl
+    assert all(f["mb_per_s"] > 0 and f["mb_per_s"] == f["fio_flush_mb_per_s"] for f in fiofl), fiofl
+    assert doc["fio"]["flusher_offset"] == doc["fio"]["offset"] + doc["fio"]["size"], doc["fio"]
+    assert doc["fio_flush_median_mb_per_s"] > 0, doc
     assert doc["fio"]["ran"] and doc["fio"]["bs"] == 262144 and doc["fio"]["iodepth"] == 8, doc["fio"]
     assert isinstance(doc["target_met"], bool), doc["target_met"]
 else:
-    assert not fio and doc["fio"]["skipped"] == "not installed", doc["fio"]
+    assert not fio and not fiofl and doc["fio"]["skipped"] == "not installed", doc["fio"]
 assert sorted(s["policy"] for s in doc["summary"]) == ["single", "sync"], doc["summary"]
 EOF
 [ -e "$TMP/stream.log" ] && fail "the bench file was not removed"
