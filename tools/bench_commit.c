@@ -588,10 +588,15 @@ static size_t acceptance(const struct crun *r, struct accept *a)
 		double *m = single ? &smax : w->policy == DELOG_FLUSH_SYNC ? &syncmax : NULL;
 		/* The two counters are read a moment apart at each end of the window, so a
 		 * checkpoint in flight there may show its flush and not itself (or the
-		 * reverse): one flush either way is the edge, not the policy. */
+		 * reverse): that is the edge, not the policy.  One flush either way, or for
+		 * single one per client: its pipelined flush (engine/policy.c) lets up to one
+		 * checkpoint per waiting client be counted while its flush is still out
+		 * (counted before the window and flushed in it: more flushes; counted in it and
+		 * flushed after: fewer). */
 		double lim = single ? T_SINGLE_FLUSHES : T_SYNC_FLUSHES;
-		bool ok = (double)w->device_flushes <= lim * (double)w->checkpoints + 1 &&
-			  (!single || w->device_flushes + 1 >= w->checkpoints);
+		uint64_t edge = single && w->clients > 1 ? w->clients : 1;
+		bool ok = (double)w->device_flushes <= lim * (double)w->checkpoints + (double)edge &&
+			  (!single || w->device_flushes + edge >= w->checkpoints);
 
 		if (!m || !w->checkpoints)
 			continue;
