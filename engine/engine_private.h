@@ -166,10 +166,12 @@ struct delog {
 	pthread_mutex_t lock;
 	pthread_cond_t push_cond;     /* wake the push thread */
 	pthread_cond_t durable_cond;  /* a push swapped the CIL, or shutdown */
-	/* Forces wait on force_cond[seq % FORCE_QUEUES], so a checkpoint's durability wakes
-	 * only those waiting for it (and the rare alias), not every client. */
+	/* Forces wait on the futex word force_gen[seq % FORCE_QUEUES] (delog.c F1), so a
+	 * checkpoint's durability wakes only those waiting for it (and the rare alias), not
+	 * every client, and a woken force returns without taking this lock. */
 #define FORCE_QUEUES 8u
-	pthread_cond_t force_cond[FORCE_QUEUES];
+	_Atomic uint32_t force_gen[FORCE_QUEUES];
+	_Atomic uint32_t force_waiters[FORCE_QUEUES];
 	pthread_t push_thread;
 	bool push_running, stopping;
 	bool push_wanted;         /* the CIL passed push_bytes: push even without a force */
