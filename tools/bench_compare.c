@@ -46,6 +46,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -840,13 +841,22 @@ static int plot(struct frun *r)
 {
 	const struct fb_opts *o = r->e.o;
 	struct bench *b = r->e.b;
-	char dat[] = "/tmp/delog-plot-XXXXXX", gp[] = "/tmp/delog-plot-XXXXXX", title[512];
+	const char *tmp = getenv("TMPDIR");
+	char dat[PATH_MAX], gp[PATH_MAX], title[512];
 	FILE *f = NULL;
 	int fd, status = 0, err = 0;
 	double cmin = INFINITY, cmax = 0;
 	pid_t pid;
 	struct stat st;
 
+	/* The data and script files go to $TMPDIR (else /tmp), removed at the end. */
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	if ((size_t)snprintf(dat, sizeof(dat), "%s/delog-plot-XXXXXX", tmp) >= sizeof(dat)) {
+		bench_fail(b, -ENAMETOOLONG, NULL, "--plot: $TMPDIR is too long");
+		return -1;
+	}
+	memcpy(gp, dat, sizeof(gp));
 	fd = mkstemp(dat);
 	if (fd < 0 || !(f = fdopen(fd, "w"))) {
 		bench_fail(b, -errno, NULL, "--plot: cannot create a temporary file: %s",

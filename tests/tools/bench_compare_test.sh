@@ -108,21 +108,34 @@ PLOT=
 command -v gnuplot >/dev/null 2>&1 && PLOT="--plot $TMP/p.png"
 SIM="--backend sim --sim-profile sata"
 
-# 1. The sim disk: human tables and the plot, JSON, CSV.
-expect_rc 0 "compare-flush on sim" "$DELOG" bench --compare-flush $SIM $SHORT $PLOT
+# 1. The sim disk: human tables and the plot, JSON, CSV.  The plot's temporary data and
+#    script files go to $TMPDIR and are removed.
+mkdir -p "$TMP/tmpdir"
+expect_rc 0 "compare-flush on sim" env TMPDIR="$TMP/tmpdir" "$DELOG" bench --compare-flush \
+	$SIM $SHORT $PLOT
 if [ -n "$PLOT" ]; then
 	[ -s "$TMP/p.png" ] || fail "--plot wrote no PNG"
+	[ -z "$(ls -A "$TMP/tmpdir")" ] || fail "--plot left files in \$TMPDIR: $(ls -A "$TMP/tmpdir")"
+	rm -rf "$TMP/tmpdir"
 	head -c 8 "$TMP/p.png" | od -An -c | grep -q 'P   N   G' || fail "--plot: not a PNG"
 	expect_in "$TMP/out" "plot written to $TMP/p.png" "human output"
 	rm -f "$TMP/p.png"
 else
 	echo "note: gnuplot not installed, --plot not tested" >&2
+	rm -rf "$TMP/tmpdir"
 fi
 for s in "dbench: BW = MB/s" "clients" "device flushes per checkpoint" "vs the raw device" \
 	"fsmark: 32 threads x 100 files" "create" "chown" "unlink" "none (UNSAFE)" \
 	"latency profile sata"; do
 	expect_in "$TMP/out" "$s" "human output"
 done
+# ... and the plot's temporary files only go to $TMPDIR: one that does not exist fails the
+# plot, with a reason.
+if [ -n "$PLOT" ]; then
+	expect_rc 1 "--plot, \$TMPDIR missing" env TMPDIR="$TMP/missing" "$DELOG" bench \
+		--compare-flush $SIM $SHORT --plot "$TMP/p2.png"
+	expect_in "$TMP/err" "--plot: cannot create a temporary file" "--plot, \$TMPDIR missing"
+fi
 expect_rc 0 "compare-flush on sim, --json" "$DELOG" bench --compare-flush $SIM $SHORT --json
 check_json "$TMP/out" "dbench,fsmark"
 expect_rc 0 "compare-flush on sim, --csv" "$DELOG" bench --compare-flush $SIM $SHORT \
