@@ -18,29 +18,7 @@ DELOG=${1:?path to delog}
 DIR=${2:?test directory}
 TMP=$(mktemp -d "${DIR}/bench_commit_test.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
-FAILS=0
-
-fail() {
-	echo "FAIL: $*" >&2
-	FAILS=$((FAILS + 1))
-}
-
-# expect_rc WANT DESCRIPTION CMD... : run CMD, stdout to $TMP/out, stderr to $TMP/err.
-expect_rc() {
-	want=$1
-	what=$2
-	shift 2
-	"$@" >"$TMP/out" 2>"$TMP/err"
-	rc=$?
-	if [ "$rc" -ne "$want" ]; then
-		fail "$what: exit $rc, expected $want"
-		sed 's/^/  stderr: /' "$TMP/err" >&2
-	fi
-}
-
-expect_in() {
-	grep -qF -- "$2" "$1" || fail "$3: '$2' not in $(basename "$1")"
-}
+. "$(dirname "$0")/lib.sh"
 
 # check_json FILE SYSTEMS : the document of a successful run with --clients 1,2, payload
 # 4 x 128 B, and rows for each of the comma-separated SYSTEMS.
@@ -127,9 +105,4 @@ expect_rc 2 "--backend sim with a PATH" "$DELOG" bench --workload commit --backe
 [ -z "$(ls -A "$TMP" | grep -v '^out$' | grep -v '^err$')" ] ||
 	fail "a run left a file: $(ls -A "$TMP")"
 
-if [ "$FAILS" -ne 0 ]; then
-	echo "bench_commit: $FAILS check(s) failed" >&2
-	exit 1
-fi
-echo "bench_commit: ok"
-exit 0
+finish "bench_commit"

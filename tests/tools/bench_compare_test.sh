@@ -28,29 +28,7 @@ DELOG=${1:?path to delog}
 DIR=${2:?test directory}
 TMP=$(mktemp -d "${DIR}/bench_compare_test.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
-FAILS=0
-
-fail() {
-	echo "FAIL: $*" >&2
-	FAILS=$((FAILS + 1))
-}
-
-# expect_rc WANT DESCRIPTION CMD... : run CMD, stdout to $TMP/out, stderr to $TMP/err.
-expect_rc() {
-	want=$1
-	what=$2
-	shift 2
-	"$@" >"$TMP/out" 2>"$TMP/err"
-	rc=$?
-	if [ "$rc" -ne "$want" ]; then
-		fail "$what: exit $rc, expected $want"
-		sed 's/^/  stderr: /' "$TMP/err" >&2
-	fi
-}
-
-expect_in() {
-	grep -qF -- "$2" "$1" || fail "$3: '$2' not in the output"
-}
+. "$(dirname "$0")/lib.sh"
 
 # check_json FILE WORKLOADS : a successful run with --clients 1,8 and all four policies.
 check_json() {
@@ -169,9 +147,4 @@ expect_rc 2 "sim with a PATH" "$DELOG" bench --compare-flush --backend sim "$TMP
 [ -z "$(ls -A "$TMP" | grep -v '^out$' | grep -v '^err$')" ] ||
 	fail "a run left a file: $(ls -A "$TMP")"
 
-if [ "$FAILS" -ne 0 ]; then
-	echo "bench_compare: $FAILS check(s) failed" >&2
-	exit 1
-fi
-echo "bench_compare: ok"
-exit 0
+finish "bench_compare"

@@ -32,26 +32,8 @@ if ! command -v python3 >/dev/null 2>&1; then
 fi
 TMP=$(mktemp -d "${DIR}/bench_peers_test.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
+. "$(dirname "$0")/lib.sh"
 mkdir "$TMP/run" || exit 1
-FAILS=0
-
-fail() {
-	echo "FAIL: $*" >&2
-	FAILS=$((FAILS + 1))
-}
-
-# expect_rc WANT DESCRIPTION CMD... : run CMD, stdout to $TMP/out, stderr to $TMP/err.
-expect_rc() {
-	want=$1
-	what=$2
-	shift 2
-	"$@" >"$TMP/out" 2>"$TMP/err"
-	rc=$?
-	if [ "$rc" -ne "$want" ]; then
-		fail "$what: exit $rc, expected $want"
-		sed 's/^/  stderr: /' "$TMP/err" >&2
-	fi
-}
 
 expect_empty_dir() {
 	left=$(ls -A "$TMP/run")
@@ -147,9 +129,4 @@ expect_rc 2 "--peers with another workload" "$DELOG" bench --peers --workload co
 expect_rc 2 "unknown option" "$DELOG" bench --peers --dir "$TMP/run" --bogus
 expect_empty_dir "usage errors"
 
-if [ "$FAILS" -ne 0 ]; then
-	echo "bench_peers_test: $FAILS failure(s)" >&2
-	exit 1
-fi
-echo "bench_peers_test: ok"
-exit 0
+finish "bench_peers_test"

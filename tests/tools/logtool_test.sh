@@ -25,35 +25,7 @@ DIR=${4:?test directory}
 TMP=$(mktemp -d "${DIR}/logtool_test.XXXXXX") || exit 1
 LOOPDEV=
 trap 'test -n "$LOOPDEV" && losetup -d "$LOOPDEV"; rm -rf "$TMP"' EXIT
-FAILS=0
-
-fail() {
-	echo "FAIL: $*" >&2
-	FAILS=$((FAILS + 1))
-}
-
-skip() {
-	echo "SKIP: $*" >&2
-	exit 77
-}
-
-# expect_rc WANT DESCRIPTION CMD... : run CMD, stdout to $TMP/out, stderr to $TMP/err.
-expect_rc() {
-	want=$1
-	what=$2
-	shift 2
-	"$@" >"$TMP/out" 2>"$TMP/err"
-	rc=$?
-	if [ "$rc" -ne "$want" ]; then
-		fail "$what: exit $rc, expected $want"
-		sed 's/^/  stderr: /' "$TMP/err" >&2
-	fi
-}
-
-# expect_in FILE PATTERN DESCRIPTION : FILE contains the fixed string PATTERN.
-expect_in() {
-	grep -qF -- "$2" "$1" || fail "$3: '$2' not in $(basename "$1")"
-}
+. "$(dirname "$0")/lib.sh"
 
 # jcheck FILE DESCRIPTION PYTHON-EXPR : FILE parses as JSON and EXPR (over `d`) is true.
 jcheck() {
@@ -246,8 +218,4 @@ loop)
 	;;
 esac
 
-if [ "$FAILS" -ne 0 ]; then
-	echo "$MODE: $FAILS check(s) failed" >&2
-	exit 1
-fi
-echo "$MODE: ok"
+finish "$MODE"

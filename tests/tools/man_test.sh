@@ -20,12 +20,7 @@ DELOG=${1:?path to delog}
 MANDIR=${2:?man page directory}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/man_test.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
-FAILS=0
-
-fail() {
-	echo "FAIL: $*" >&2
-	FAILS=$((FAILS + 1))
-}
+. "$(dirname "$0")/lib.sh"
 
 # troff to text, enough for option names: \- is -, font changes and \& vanish.
 detroff() {
@@ -99,9 +94,4 @@ for page in "$MANDIR"/delog-*.1; do
 	echo "$CMDS" | grep -qx -- "$c" || fail "$(basename "$page"): delog has no command '$c'"
 done
 
-if [ "$FAILS" -ne 0 ]; then
-	echo "man_test: $FAILS failure(s)" >&2
-	exit 1
-fi
-echo "man_test: ok"
-exit 0
+finish "man_test"

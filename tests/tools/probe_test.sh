@@ -22,35 +22,7 @@ DIR=${3:?test directory}
 TMP=$(mktemp -d "${DIR}/probe_test.XXXXXX") || exit 1
 LOOPDEV=
 trap 'test -n "$LOOPDEV" && losetup -d "$LOOPDEV"; rm -rf "$TMP"' EXIT
-FAILS=0
-
-fail() {
-	echo "FAIL: $*" >&2
-	FAILS=$((FAILS + 1))
-}
-
-skip() {
-	echo "SKIP: $*" >&2
-	exit 77
-}
-
-# expect_rc WANT DESCRIPTION CMD... : run CMD, stdout to $TMP/out, stderr to $TMP/err.
-expect_rc() {
-	want=$1
-	what=$2
-	shift 2
-	"$@" >"$TMP/out" 2>"$TMP/err"
-	rc=$?
-	if [ "$rc" -ne "$want" ]; then
-		fail "$what: exit $rc, expected $want"
-		sed 's/^/  stderr: /' "$TMP/err" >&2
-	fi
-}
-
-# expect_in FILE PATTERN DESCRIPTION : FILE contains the fixed string PATTERN.
-expect_in() {
-	grep -qF -- "$2" "$1" || fail "$3: '$2' not in $(basename "$1")"
-}
+. "$(dirname "$0")/lib.sh"
 
 need_python() {
 	command -v python3 >/dev/null 2>&1 || skip "python3 is not installed (needed to parse --json)"
@@ -182,9 +154,4 @@ sim)
 	;;
 esac
 
-if [ "$FAILS" -ne 0 ]; then
-	echo "$MODE: $FAILS check(s) failed" >&2
-	exit 1
-fi
-echo "$MODE: ok"
-exit 0
+finish "$MODE"
