@@ -11,12 +11,7 @@ set -u
 
 HDRS=${1:?header directory}
 API=${2:?API.md}
-FAILS=0
-
-fail() {
-	echo "FAIL: $*" >&2
-	FAILS=$((FAILS + 1))
-}
+. "$(dirname "$0")/../lib.sh"
 
 [ -f "$API" ] || { fail "$API does not exist"; exit 1; }
 declared=$(cat "$HDRS"/*.h | grep -E '^[A-Za-z_].*[ *]delog_[A-Za-z0-9_]+ *\(' |

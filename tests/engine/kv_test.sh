@@ -24,13 +24,8 @@ DIR=${2:?test directory}
 TMP=$(mktemp -d "${DIR}/kv_test.XXXXXX") || exit 1
 BENCH_PID=
 trap 'test -n "$BENCH_PID" && kill -9 "$BENCH_PID" 2>/dev/null; rm -rf "$TMP"' EXIT
-FAILS=0
+. "$(dirname "$0")/../lib.sh"
 DB=$TMP/db
-
-fail() {
-	echo "FAIL: $*" >&2
-	FAILS=$((FAILS + 1))
-}
 
 # expect RC DESCRIPTION CMD... : run CMD, stdout to $TMP/out, stderr to $TMP/err.
 expect() {
@@ -147,9 +142,4 @@ fi
 expect 0 "self-test" "$KV" "$TMP/self"
 grep -qx "kv: ok" "$TMP/out" || fail "self-test: $(cat "$TMP/out")"
 
-if [ "$FAILS" -ne 0 ]; then
-	echo "kv_test: $FAILS failure(s)" >&2
-	exit 1
-fi
-echo "kv_test: ok"
-exit 0
+finish "kv_test"

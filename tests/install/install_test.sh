@@ -29,17 +29,7 @@ shift 3
 TMP=$(mktemp -d "${DIR}/install_test.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
 PREFIX=$TMP/prefix
-FAILS=0
-
-fail() {
-	echo "FAIL: $*" >&2
-	FAILS=$((FAILS + 1))
-}
-
-skip() {
-	echo "SKIP: $*" >&2
-	exit 77
-}
+. "$(dirname "$0")/../lib.sh"
 
 # run DESCRIPTION CMD... : run CMD with its output in $TMP/log; on failure show it.
 run() {
@@ -201,9 +191,4 @@ if [ -f "$EXDIR/CMakeLists.txt" ]; then
 		done
 fi
 
-if [ "$FAILS" -ne 0 ]; then
-	echo "install_test: $FAILS failure(s)" >&2
-	exit 1
-fi
-echo "install_test: ok"
-exit 0
+finish "install_test"

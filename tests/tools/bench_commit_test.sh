@@ -18,7 +18,7 @@ DELOG=${1:?path to delog}
 DIR=${2:?test directory}
 TMP=$(mktemp -d "${DIR}/bench_commit_test.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 # check_json FILE SYSTEMS : the document of a successful run with --clients 1,2, payload
 # 4 x 128 B, and rows for each of the comma-separated SYSTEMS.

@@ -28,7 +28,7 @@ DELOG=${1:?path to delog}
 DIR=${2:?test directory}
 TMP=$(mktemp -d "${DIR}/bench_compare_test.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 # check_json FILE WORKLOADS : a successful run with --clients 1,8 and all four policies.
 check_json() {

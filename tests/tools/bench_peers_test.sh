@@ -32,7 +32,7 @@ if ! command -v python3 >/dev/null 2>&1; then
 fi
 TMP=$(mktemp -d "${DIR}/bench_peers_test.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 mkdir "$TMP/run" || exit 1
 
 expect_empty_dir() {

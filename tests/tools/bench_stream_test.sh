@@ -19,7 +19,7 @@ DELOG=${1:?path to delog}
 DIR=${2:?test directory}
 TMP=$(mktemp -d "${DIR}/bench_stream_test.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 is not installed" >&2; exit 77; }
 cd "$TMP" || exit 1

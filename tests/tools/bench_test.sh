@@ -21,7 +21,7 @@ DELOG=${2:?path to delog}
 DIR=${3:?test directory}
 TMP=$(mktemp -d "${DIR}/bench_test.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 # check_json FILE SIZE : one JSON document of a successful recovery bench of SIZE bytes.
 check_json() {

@@ -25,7 +25,7 @@ DIR=${4:?test directory}
 TMP=$(mktemp -d "${DIR}/logtool_test.XXXXXX") || exit 1
 LOOPDEV=
 trap 'test -n "$LOOPDEV" && losetup -d "$LOOPDEV"; rm -rf "$TMP"' EXIT
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 # jcheck FILE DESCRIPTION PYTHON-EXPR : FILE parses as JSON and EXPR (over `d`) is true.
 jcheck() {

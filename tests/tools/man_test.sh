@@ -20,7 +20,7 @@ DELOG=${1:?path to delog}
 MANDIR=${2:?man page directory}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/man_test.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 # troff to text, enough for option names: \- is -, font changes and \& vanish.
 detroff() {

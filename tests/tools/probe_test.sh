@@ -22,7 +22,7 @@ DIR=${3:?test directory}
 TMP=$(mktemp -d "${DIR}/probe_test.XXXXXX") || exit 1
 LOOPDEV=
 trap 'test -n "$LOOPDEV" && losetup -d "$LOOPDEV"; rm -rf "$TMP"' EXIT
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
 
 need_python() {
 	command -v python3 >/dev/null 2>&1 || skip "python3 is not installed (needed to parse --json)"

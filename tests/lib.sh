@@ -1,6 +1,6 @@
-# lib.sh - the helpers the shell tests of tests/tools share, sourced by each of them
-# (". "$(dirname "$0")/lib.sh"") once it has made $TMP, its temporary directory (which
-# its own EXIT trap removes).
+# lib.sh - the helpers the shell tests under tests/ share, sourced by each of them
+# (". "$(dirname "$0")/../lib.sh""), after it has made $TMP, its temporary directory (which
+# its own EXIT trap removes) where it uses expect_rc.
 #
 #   fail MSG...                 count a failed check, say why on stderr
 #   skip MSG...                 exit 77 (ctest's SKIP_RETURN_CODE) with the reason
