@@ -993,6 +993,19 @@ int jrnl_log_force(struct jrnl_log *log)
 	return err;
 }
 
+/* A flush submitted when completed_lsn was @snap ended with @err (L6, L11); log->lock
+ * held. */
+static void flush_ended(struct jrnl_log *log, int err, uint64_t snap)
+{
+	log->st.flushes++;
+	if (err) {
+		log_fail(log, err);
+		log_kick(log);
+	} else {
+		log->durable_lsn = lsn_max(log->durable_lsn, snap);
+	}
+}
+
 int jrnl_log_flush(struct jrnl_log *log)
 {
 	struct io_req req;
@@ -1011,13 +1024,7 @@ int jrnl_log_flush(struct jrnl_log *log)
 		io_req_release(&req);
 	}
 	pthread_mutex_lock(&log->lock);
-	log->st.flushes++;
-	if (err) {
-		log_fail(log, err);
-		log_kick(log);
-	} else {
-		log->durable_lsn = lsn_max(log->durable_lsn, snap);
-	}
+	flush_ended(log, err, snap);
 	err = log->error;
 	pthread_mutex_unlock(&log->lock);
 	return err;
@@ -1042,13 +1049,7 @@ static void flush_async_end(struct io_req *req)
 
 	io_req_release(req);
 	pthread_mutex_lock(&log->lock);
-	log->st.flushes++;
-	if (err) {
-		log_fail(log, err);
-		log_kick(log);
-	} else {
-		log->durable_lsn = lsn_max(log->durable_lsn, fa->snap);
-	}
+	flush_ended(log, err, fa->snap);
 	err = err ? err : log->error;
 	log->async_flushes--;
 	pthread_cond_broadcast(&log->cond);
