@@ -594,7 +594,7 @@ static size_t acceptance(const struct crun *r, struct accept *a)
 		 * (counted before the window and flushed in it: more flushes; counted in it and
 		 * flushed after: fewer). */
 		double lim = single ? T_SINGLE_FLUSHES : T_SYNC_FLUSHES;
-		uint64_t edge = single && w->clients > 1 ? w->clients : 1;
+		uint64_t edge = single && w->clients ? w->clients : 1;
 		bool ok = (double)w->device_flushes <= lim * (double)w->checkpoints + (double)edge &&
 			  (!single || w->device_flushes + edge >= w->checkpoints);
 

@@ -856,7 +856,7 @@ static int plot(struct frun *r)
 		bench_fail(b, -ENAMETOOLONG, NULL, "--plot: $TMPDIR is too long");
 		return -1;
 	}
-	memcpy(gp, dat, sizeof(gp));
+	memcpy(gp, dat, strlen(dat) + 1);
 	fd = mkstemp(dat);
 	if (fd < 0 || !(f = fdopen(fd, "w"))) {
 		bench_fail(b, -errno, NULL, "--plot: cannot create a temporary file: %s",

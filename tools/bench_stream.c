@@ -434,16 +434,6 @@ static double ratio_to(const double (*ref)[BENCH_NR_POLICIES], const struct row 
 	return isnan(f) || f <= 0 ? NAN : w->mb_per_s / f;
 }
 
-static double ratio_of(const struct srun *r, const struct row *w)
-{
-	return ratio_to(r->fio_mbs, w);
-}
-
-static double ratio_fl_of(const struct srun *r, const struct row *w)
-{
-	return ratio_to(r->fiofl_mbs, w);
-}
-
 /* Medians over the passes of policy @p. */
 struct medians {
 	double mbs, fio, ratio;   /* delog, fio, delog / fio */
@@ -463,8 +453,8 @@ static void policy_medians(const struct srun *r, int p, struct medians *m)
 		a[n] = w->mb_per_s;
 		f[n] = r->fio_mbs[w->pass - 1][w->pidx];
 		g[n] = r->fiofl_mbs[w->pass - 1][w->pidx];
-		h[n] = ratio_fl_of(r, w);
-		c[n++] = ratio_of(r, w);
+		h[n] = ratio_to(r->fiofl_mbs, w);
+		c[n++] = ratio_to(r->fio_mbs, w);
 	}
 	m->mbs = bench_median(a, n);
 	m->ratio = bench_median(c, n);
@@ -552,8 +542,8 @@ static void print_human(struct srun *r)
 
 		bench_out(b, "  %-4u %-14s %8.1f %8.1f %7.3f %9.1f %7.3f %8.1f %8.2f %8.2f %10.2f "
 			  "%9.2f %7.2f\n", w->pass, policy_label(w->policy), w->mb_per_s,
-			  r->fio_mbs[w->pass - 1][w->pidx], ratio_of(r, w),
-			  r->fiofl_mbs[w->pass - 1][w->pidx], ratio_fl_of(r, w), w->tx_per_s,
+			  r->fio_mbs[w->pass - 1][w->pidx], ratio_to(r->fio_mbs, w),
+			  r->fiofl_mbs[w->pass - 1][w->pidx], ratio_to(r->fiofl_mbs, w), w->tx_per_s,
 			  w->lat.median_us / 1e3, w->lat.p99_us / 1e3, w->lat.max_us / 1e3,
 			  w->flushes_per_ckpt, w->bytes_per_flush / 1048576.0);
 	}
@@ -660,9 +650,9 @@ static void print_json(struct srun *r)
 			json_u64(&j, "tx_size", o->tx_size);
 			json_dbl(&j, "mb_per_s", w->mb_per_s);
 			json_dbl(&j, "fio_mb_per_s", r->fio_mbs[i][w->pidx]);
-			json_dbl(&j, "ratio", ratio_of(r, w));
+			json_dbl(&j, "ratio", ratio_to(r->fio_mbs, w));
 			json_dbl(&j, "fio_flush_mb_per_s", r->fiofl_mbs[i][w->pidx]);
-			json_dbl(&j, "ratio_flush", ratio_fl_of(r, w));
+			json_dbl(&j, "ratio_flush", ratio_to(r->fiofl_mbs, w));
 			bench_json_lat(&j, &w->lat);
 			json_dbl(&j, "flushes_per_checkpoint", w->flushes_per_ckpt);
 			json_dbl(&j, "bytes_per_flush", w->bytes_per_flush);
