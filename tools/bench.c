@@ -306,7 +306,7 @@ static int create_file(struct bench *b, const char *path, uint64_t bytes)
 int bench_target_open(struct bench *b, uint64_t bytes)
 {
 	struct bench_target *t = &b->t;
-	char sz[32], sz2[32];
+	char sz[32], sz2[32], why[128];
 	struct stat st;
 	int fd, err;
 
@@ -326,9 +326,10 @@ int bench_target_open(struct bench *b, uint64_t bytes)
 	if (lstat(b->o.path, &st) && errno == ENOENT)
 		return create_file(b, b->o.path, bytes);
 	snprintf(t->path, sizeof(t->path), "%s", b->o.path);
-	if (stat(t->path, &st)) {
-		err = -errno;
-		bench_fail(b, err, t->path, "%s", strerror(errno));
+	/* Before any open: opening a FIFO blocks. */
+	err = tool_path_check(t->path, &st, why, sizeof(why));
+	if (err) {
+		bench_fail(b, err, t->path, "%s", why);
 		return err;
 	}
 	if (S_ISBLK(st.st_mode)) {
@@ -372,10 +373,6 @@ int bench_target_open(struct bench *b, uint64_t bytes)
 			return -ENOSPC;
 		}
 		return 0;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		bench_fail(b, -EINVAL, t->path, "not a regular file or block device");
-		return -EINVAL;
 	}
 	if (st.st_size > 0 && !b->o.force) {
 		bench_fail(b, -EEXIST, t->path, "exists and holds %s; the bench overwrites it (add "

@@ -224,6 +224,11 @@ int cmd_format(int argc, char **argv)
 				"give the target's path\n", path);
 			return TOOL_EXIT_FAIL;
 		}
+	} else if (tool_path_check(path, &st, what, sizeof(what))) {
+		/* A FIFO, socket, directory or character device: refused before any open
+		 * (opening a FIFO blocks). */
+		fprintf(stderr, "delog format: %s: %s\n", path, what);
+		return TOOL_EXIT_FAIL;
 	} else if (S_ISREG(st.st_mode) && (uint64_t)st.st_size < JRNL_SB_AREA + size) {
 		/* An existing file too small for --size (e.g. empty, from mktemp): grow it. */
 		int fd;
@@ -243,9 +248,6 @@ int cmd_format(int argc, char **argv)
 				path, JRNL_SB_AREA + size, strerror(err));
 			return TOOL_EXIT_FAIL;
 		}
-	} else if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
-		fprintf(stderr, "delog format: %s: not a regular file or block device\n", path);
-		return TOOL_EXIT_FAIL;
 	}
 
 	o.backend = backend;

@@ -20,6 +20,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <sys/stat.h>
+
 #include <delog.h>
 
 const char *tool_lsn(uint64_t lsn, char *buf, size_t len)
@@ -126,12 +128,22 @@ int tool_log_open(const char *cmd, const char *path, const char *backend, bool r
 		.size = sizeof(o), .backend = backend, .read_only = read_only,
 		.errmsg = msg, .errmsg_len = sizeof(msg),
 	};
+	struct stat st;
 	uint64_t off;
 	char what[256];
 	int err;
 
 	memset(out, 0, sizeof(*out));
 	out->path = path;
+	/* io_dev_open's open(2) would block on a FIFO (print and recover --dry-run open
+	 * read-only, which waits for a writer): refuse such a path before opening it. */
+	err = tool_path_check(path, &st, what, sizeof(what));
+	if (err) {
+		fprintf(stderr, "delog %s: %s: %s\n", cmd, path, what);
+		out->err = err;
+		snprintf(out->err_what, sizeof(out->err_what), "%s", what);
+		return err;
+	}
 	err = io_dev_open(path, &o, &out->dev);
 	if (err) {
 		fprintf(stderr, "delog %s: %s: %s\n", cmd, path, *msg ? msg : tool_strerror(err));

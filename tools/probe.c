@@ -669,8 +669,9 @@ static void target_cleanup(struct probe *p)
 static int target_open(struct probe *p)
 {
 	struct target *t = &p->t;
-	char sz[32], sz2[32];
+	char sz[32], sz2[32], why[128];
 	struct stat st;
+	int err;
 
 	t->fd = -1;
 	t->region = p->o.size;
@@ -692,9 +693,11 @@ static int target_open(struct probe *p)
 		}
 		return 0;
 	}
-	if (stat(t->path, &st)) {
-		fail(t->path, "%s", strerror(errno));
-		return -errno;
+	/* Before any open: opening a FIFO blocks. */
+	err = tool_path_check(t->path, &st, why, sizeof(why));
+	if (err) {
+		fail(t->path, "%s", why);
+		return err;
 	}
 	if (S_ISBLK(st.st_mode)) {
 		if (!p->o.force) {
@@ -715,10 +718,6 @@ static int target_open(struct probe *p)
 		}
 		t->is_blockdev = true;
 		return 0;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		fail(t->path, "not a regular file or block device");
-		return -EINVAL;
 	}
 	if (st.st_size > 0 && !p->o.force) {
 		fail(t->path, "exists and holds %s; probing overwrites it (add --force to allow "

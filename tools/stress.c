@@ -256,6 +256,8 @@ int cmd_stress(int argc, char **argv)
 	struct delog_recovery rec = { 0 };
 	struct st_thread *th;
 	const char *path;
+	struct stat sb;
+	char why[128];
 	uint64_t v;
 	int ch, err, rc = TOOL_EXIT_OK;
 
@@ -324,6 +326,13 @@ int cmd_stress(int argc, char **argv)
 		fprintf(stderr, "delog stress: the sim disk dies with the process: use `delog "
 			"crash` for power cuts on it\n");
 		return TOOL_EXIT_USAGE;
+	}
+	/* delog_open opens an existing PATH as it is, and opening a FIFO blocks: refuse
+	 * anything but a regular file or block device first (a new PATH is created). */
+	err = tool_path_check(path, &sb, why, sizeof(why));
+	if (err && err != -ENOENT) {
+		fprintf(stderr, "delog stress: %s: %s\n", path, why);
+		return TOOL_EXIT_FAIL;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (unsigned t = 0; t < ST_MAX_THREADS; t++)

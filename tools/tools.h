@@ -55,7 +55,8 @@ struct tool_log {
  * Open @path on @backend (NULL: the best available) and read its superblock.  On
  * failure prints "delog <cmd>: <path>: <code>: <message>, at offset N: <what>" on
  * stderr, keeps the code, offset and text in @out for --json, and returns the negative
- * error (a DELOG_E* code or -errno); @out->dev is then NULL.
+ * error (a DELOG_E* code or -errno); @out->dev is then NULL.  A @path that is not a
+ * regular file or block device (tool_path_check) is refused before anything opens it.
  */
 int tool_log_open(const char *cmd, const char *path, const char *backend, bool read_only,
 		  struct tool_log *out);
@@ -117,6 +118,20 @@ int fio_parse_bw(const char *json, const char *dir, double *bytes_per_s);
 const char *tool_version(void);
 /* Message for a negative errno (the engine's delog_strerror when it is linked). */
 const char *tool_strerror(int err);
+
+struct stat;
+
+/*
+ * Check, before anything opens it, that @path (after symbolic links) is a regular file or
+ * a block device, the only homes a log can have.  open(2) of a FIFO blocks until its
+ * other end is opened (a read-only open waits for a writer, forever if none comes), and
+ * a directory, socket or character device cannot hold a log either; stat(2) never
+ * blocks, so every command that takes a PATH calls this before its first open.
+ * Returns 0 with @st filled in; -ENOENT when nothing is there (a command that creates its
+ * file goes on to create it); else a negative errno with the reason in @why, e.g. "not a
+ * regular file or block device (a FIFO)", for "delog <cmd>: <path>: <why>".
+ */
+int tool_path_check(const char *path, struct stat *st, char *why, size_t len);
 
 /*
  * Parse a byte count: decimal digits with an optional binary suffix K, M, G or T (also

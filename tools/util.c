@@ -1,6 +1,7 @@
 /*
  * util.c - helpers shared by the delog subcommands: byte-size and count parsing, a
- * streaming JSON writer, latency statistics, the clock, and version and error strings.
+ * streaming JSON writer, latency statistics, the clock, version and error strings, and
+ * the check that a PATH is a file or block device before anything opens it.
  *
  * The JSON writer streams straight to a FILE (no document tree): the tools emit one
  * document at the end of a run, and a writer that only tracks "is this the first member
@@ -16,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <sys/stat.h>
 
 #ifdef DELOG_HAVE_ENGINE
 #include <delog.h>
@@ -37,6 +40,36 @@ const char *tool_strerror(int err)
 #else
 	return strerror(err < 0 ? -err : err);
 #endif
+}
+
+/* ---- paths ---- */
+
+static const char *file_kind(mode_t mode)
+{
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	if (S_ISCHR(mode))
+		return "a character device";
+	if (S_ISDIR(mode))
+		return "a directory";
+	return "an unknown file type";
+}
+
+int tool_path_check(const char *path, struct stat *st, char *why, size_t len)
+{
+	int err;
+
+	if (stat(path, st)) {
+		err = -errno;
+		snprintf(why, len, "%s", strerror(errno));
+		return err;
+	}
+	if (S_ISREG(st->st_mode) || S_ISBLK(st->st_mode))
+		return 0;
+	snprintf(why, len, "not a regular file or block device (%s)", file_kind(st->st_mode));
+	return S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL;
 }
 
 /* ---- parsing ---- */
