@@ -98,7 +98,14 @@ void log_durable(struct delog *log, uint64_t seq)
 {
 	uint64_t old = 0;
 	bool moved = false;
+	int err;
 
+	/* Relogged items move in the AIL before anyone can see the checkpoint durable (S3
+	 * in space.c: a delog_item_written for it then finds the key at its new copy). */
+	if (log->space.tracking && (err = space_ckpt_durable(log, seq))) {
+		log_shutdown(log, err);
+		return;
+	}
 	pthread_mutex_lock(&log->lock);
 	if (!atomic_load(&log->error) && seq > atomic_load(&log->durable_seq)) {
 		old = atomic_load(&log->durable_seq);
@@ -265,10 +272,14 @@ static int open_common(struct io_dev *dev, bool own, bool fresh, const struct de
 			.head_lsn = rep.head_lsn, .tail_lsn = rep.tail_lsn,
 		};
 	}
+	lo.no_flush = log->policy->never_flushes;
 	err = jrnl_log_open(dev, &log->geom, &rep, &lo, &log->jl);
 	if (err)
 		goto fail;
 	log->space.tail_lsn = rep.tail_lsn;
+	/* What recovery found is durable: its keys take their AIL places now (S3). */
+	if (log->space.tracking && (err = space_ckpt_durable(log, oc.last_seq)))
+		goto fail_jl;
 	space_refresh(log);
 	atomic_store(&log->durable_seq, oc.last_seq);
 	log->done_seq = log->pushed_seq = oc.last_seq;

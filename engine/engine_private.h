@@ -88,6 +88,9 @@ struct flush_policy {
 	int (*after)(struct delog *log, uint64_t seq);
 	/* The checkpoint's commit record completed (done callback): is it durable now? */
 	bool durable_on_done;
+	/* Never makes anything durable (none): the journal reuses space on completion and
+	 * issues no flush of its own (jrnl_log_opts.no_flush). */
+	bool never_flushes;
 };
 const struct flush_policy *flush_policy_get(enum delog_flush_policy p);
 
@@ -97,6 +100,9 @@ struct ckpt_ent {
 	uint64_t seq;
 	uint64_t start_lsn;       /* record holding its START op */
 	uint64_t refs;            /* AIL items still pinning it (item tracking) */
+	uint64_t *keys;           /* keys it logged, whose AIL references move to it once
+				   * it is durable (space.c S3); NULL after that */
+	uint32_t nkeys, kcap;
 };
 
 struct ail_ent {
@@ -119,6 +125,8 @@ struct space {
 	size_t ail_n, ail_cap;
 	bool tracking;
 	_Atomic bool low;         /* free space under 25%: push callback wanted */
+	_Atomic bool cover;       /* a NOWAIT grant found space that only a durable record
+				   * naming the tail frees: the push thread writes one */
 	uint64_t waits, push_calls;
 };
 
@@ -129,10 +137,17 @@ uint64_t space_avail(struct delog *log);
 /* Take @bytes of grant; blocks for space unless @nowait (-EAGAIN).  DELOG_ESHUTDOWN. */
 int space_grant(struct delog *log, uint64_t bytes, bool nowait);
 void space_ungrant(struct delog *log, uint64_t bytes);
+/* Make the journal's tail durable so its space can be reused (jrnl_log_cover), under
+ * write_lock.  0 or the error that shut the log down. */
+int space_cover(struct delog *log);
 /* A checkpoint is being written starting at @start_lsn (push thread). */
 int space_ckpt_add(struct delog *log, uint64_t seq, uint64_t start_lsn);
-/* Record that @key was logged in checkpoint @seq (push thread, tracking only). */
+/* Record that @key was logged in checkpoint @seq (push thread or recovery, tracking
+ * only); its AIL reference moves there at space_ckpt_durable (S3). */
 int space_ail_log(struct delog *log, uint64_t key, uint64_t seq);
+/* Checkpoints up to @seq are durable: move the AIL references of the keys they logged
+ * (S3).  Called before durable_seq moves to @seq. */
+int space_ckpt_durable(struct delog *log, uint64_t seq);
 /* A device flush completed that was issued after @snapshot was taken: apply it. */
 void space_flushed(struct delog *log, uint64_t snapshot);
 uint64_t space_pending_tail(struct delog *log);

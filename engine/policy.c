@@ -154,6 +154,7 @@ static const struct flush_policy policies[] = {
 		.tx_flags = 0,
 		.after = none_after,
 		.durable_on_done = true,
+		.never_flushes = true,
 	},
 };
 

@@ -3,7 +3,8 @@
  * (xlog_cil_push_work).
  *
  * It wakes when a force asks for a sequence that is still open, when the CIL passed
- * push_bytes, when space runs low (to call the push callback), and at close.  A push:
+ * push_bytes, when space runs low (to call the push callback, or to make the tail
+ * durable for a NOWAIT caller: jrnl_log_cover, journal/log.c L12), and at close.  A push:
  *   1. swaps log->cur for the empty spare context under ctx_lock held for write (C1 in
  *      cil.c): from then on no commit can reach the old one;
  *   2. charges the checkpoint's record overheads to the grant (space.c), registers the
@@ -60,6 +61,11 @@ void ckpt_done(void *priv, int err, uint64_t commit_lsn, uint64_t end_lsn)
 	pthread_mutex_unlock(&log->lock);
 	if (log->policy->durable_on_done)
 		log_durable(log, seq);
+	/* The record may have made a newer tail durable: space behind it is free now
+	 * (journal/log.c L12). */
+	space_refresh(log);
+	if (atomic_load(&log->space.low))
+		space_wake(log);
 }
 
 static int write_ckpt(struct delog *log, struct cil_ctx *c)
@@ -169,6 +175,11 @@ static void *push_main(void *arg)
 		 * lost between the reads above and the wait below). */
 		want = log->force_seq >= cseq || log->push_wanted ||
 		       (has && (log->stopping || cost >= log->push_bytes));
+		if (atomic_exchange(&log->space.cover, false)) {
+			pthread_mutex_unlock(&log->lock);
+			space_cover(log);
+			continue;
+		}
 		if (log->push_cb && atomic_load(&log->space.low)) {
 			pthread_mutex_unlock(&log->lock);
 			target = space_push_target(log);

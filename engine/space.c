@@ -17,12 +17,19 @@
  *
  * The tail.  Every written checkpoint has an entry (seq, start_lsn, refs) in a ring,
  * oldest first; seqs are consecutive.  A checkpoint is free when the application
- * released it (seq <= released) or, with item tracking, when no key's newest copy lives
- * in it any more (refs == 0; a key relogged in a later checkpoint moves its reference
- * forward, as XFS moves a relogged item in the AIL).  The tail is the start of the
- * oldest checkpoint that is not free, with two rules:
+ * released it (seq <= released) or, with item tracking, when no key's newest durable
+ * copy lives in it any more (refs == 0).  The tail is the start of the oldest checkpoint
+ * that is not free, with three rules:
  *  (S1) the newest written checkpoint always stays in the live region, so recovery
  *       always sees the last sequence number and a reopened log continues it;
+ *  (S3) a key relogged in a later checkpoint moves its reference forward only once
+ *       that checkpoint is durable (space_ckpt_durable, called by log_durable before
+ *       durable_seq moves), as XFS moves a relogged item in the AIL only when the
+ *       checkpoint's commit record completed.  Until then the key's older copy pins its
+ *       checkpoint: were the reference moved when the new checkpoint is written, the tail
+ *       could pass acknowledged checkpoints whose only successor is still volatile, and
+ *       a power cut would lose them all.  The keys of a written checkpoint wait in its
+ *       entry (ckpt_ent.keys) until then;
  *  (S2) rule R1: a checkpoint freed by delog_item_written was freed by an in-place write
  *       that may still be in a volatile cache, so the tail may pass it only after a
  *       device flush issued after that call completed.  space_pending_tail() is taken
@@ -42,6 +49,11 @@ static inline uint64_t key_hash(uint64_t k)
 	return k ^ (k >> 29);
 }
 
+static struct ckpt_ent *ck_at(struct space *sp, size_t i)
+{
+	return &sp->ck[(sp->ck_head + i) % sp->ck_cap];
+}
+
 int space_init(struct delog *log)
 {
 	struct space *sp = &log->space;
@@ -56,6 +68,8 @@ int space_init(struct delog *log)
 
 void space_destroy(struct delog *log)
 {
+	for (size_t i = 0; i < log->space.ck_n; i++)
+		free(ck_at(&log->space, i)->keys);
 	free(log->space.ck);
 	free(log->space.ail);
 	pthread_cond_destroy(&log->space.cond);
@@ -85,11 +99,6 @@ static bool try_grant(struct delog *log, uint64_t bytes)
 		if (atomic_compare_exchange_weak(&sp->grant, &g, g + bytes))
 			return true;
 	return false;
-}
-
-static struct ckpt_ent *ck_at(struct space *sp, size_t i)
-{
-	return &sp->ck[(sp->ck_head + i) % sp->ck_cap];
 }
 
 /* The entry of checkpoint @seq, or NULL if it left the ring. */
@@ -144,6 +153,7 @@ void space_update_tail(struct delog *log)
 		space_refresh(log);
 		/* Entries wholly before the tail are of no further use. */
 		while (sp->ck_n > 1 && ck_at(sp, 1)->start_lsn <= t) {
+			free(ck_at(sp, 0)->keys);
 			sp->ck_head = (sp->ck_head + 1) % sp->ck_cap;
 			sp->ck_n--;
 		}
@@ -169,6 +179,10 @@ void space_flushed(struct delog *log, uint64_t snapshot)
 	if (snapshot > sp->pending_tail)
 		sp->pending_tail = snapshot; /* (S2): a flush followed those writes */
 	space_update_tail(log);
+	/* The flush may also have made a record naming a newer tail durable, which lets
+	 * the journal reuse the space behind it (journal/log.c L12). */
+	space_refresh(log);
+	pthread_cond_broadcast(&sp->cond);
 	pthread_mutex_unlock(&sp->lock);
 }
 
@@ -202,6 +216,21 @@ int space_grant(struct delog *log, uint64_t bytes, bool nowait)
 			pthread_mutex_lock(&sp->lock);
 			continue;
 		}
+		if (jrnl_log_cover_wanted(log->jl)) {
+			/* The tail moved, but no durable record names it yet, so the journal
+			 * may not reuse the space (journal/log.c L12): make one.  A NOWAIT
+			 * caller does not wait for that I/O: the push thread does it. */
+			if (nowait) {
+				atomic_store(&sp->cover, true);
+				err = -EAGAIN;
+				break;
+			}
+			pthread_mutex_unlock(&sp->lock);
+			if (space_cover(log))
+				return DELOG_ESHUTDOWN;
+			pthread_mutex_lock(&sp->lock);
+			continue;
+		}
 		if (nowait) {
 			err = -EAGAIN;
 			sp->low = true;
@@ -231,7 +260,7 @@ int space_grant(struct delog *log, uint64_t bytes, bool nowait)
 		}
 	}
 	pthread_mutex_unlock(&sp->lock);
-	if (err == -EAGAIN && log->push_cb) {
+	if (err == -EAGAIN && (log->push_cb || atomic_load(&sp->cover))) {
 		/* As for a blocking wait: the push thread calls the push callback, so the
 		 * application hears that the log is full even when it only ever asks with
 		 * DELOG_TX_NOWAIT (nothing else may be pushing). */
@@ -239,6 +268,29 @@ int space_grant(struct delog *log, uint64_t bytes, bool nowait)
 		pthread_cond_signal(&log->push_cond);
 		pthread_mutex_unlock(&log->lock);
 	}
+	return err;
+}
+
+/*
+ * Make the journal's tail durable (jrnl_log_cover) so that the space behind it can be
+ * reused.  Under write_lock, like a checkpoint: the cover's record must not slip in
+ * between a checkpoint's records and its acknowledgement, which the flush policies
+ * base on every earlier record being durable (a cover record torn beneath a FUA commit
+ * record would cut the log before an acknowledged checkpoint); holding write_lock, the
+ * cover is written and flushed before the next checkpoint starts.  Returns 0 or the
+ * error that shut the log down.
+ */
+int space_cover(struct delog *log)
+{
+	int err;
+
+	pthread_mutex_lock(&log->write_lock);
+	err = atomic_load(&log->error) ? DELOG_ESHUTDOWN : jrnl_log_cover(log->jl);
+	pthread_mutex_unlock(&log->write_lock);
+	if (err)
+		log_shutdown(log, err);
+	space_refresh(log);
+	space_wake(log);
 	return err;
 }
 
@@ -331,18 +383,20 @@ static void ail_del(struct space *sp, struct ail_ent *e)
 	sp->ail_n--;
 }
 
-int space_ail_log(struct delog *log, uint64_t key, uint64_t seq)
+/* The newest durable copy of @key is in checkpoint @seq: move its reference (S3).
+ * sp->lock held. */
+static int ail_move(struct space *sp, uint64_t key, uint64_t seq)
 {
-	struct space *sp = &log->space;
 	struct ail_ent *e;
 	struct ckpt_ent *c;
-	int err = 0;
+	int err;
 
-	pthread_mutex_lock(&sp->lock);
 	if ((sp->ail_n + 1) * 4 > sp->ail_cap * 3 && (err = ail_grow(sp)))
-		goto out;
+		return err;
 	e = ail_slot(sp, key);
 	if (e->seq) {
+		if (e->seq >= seq)
+			return 0;       /* already at a copy as new */
 		if ((c = ck_find(sp, e->seq)) && c->refs)
 			c->refs--;
 	} else {
@@ -352,7 +406,51 @@ int space_ail_log(struct delog *log, uint64_t key, uint64_t seq)
 	e->seq = seq;
 	if ((c = ck_find(sp, seq)))
 		c->refs++;
-out:
+	return 0;
+}
+
+int space_ail_log(struct delog *log, uint64_t key, uint64_t seq)
+{
+	struct space *sp = &log->space;
+	struct ckpt_ent *c;
+	int err = 0;
+
+	pthread_mutex_lock(&sp->lock);
+	c = ck_find(sp, seq);
+	if (c && c->nkeys == c->kcap) {
+		uint32_t cap = c->kcap ? c->kcap * 2 : 64;
+		uint64_t *k = realloc(c->keys, cap * sizeof(*k));
+
+		if (!k)
+			err = -ENOMEM;
+		else {
+			c->keys = k;
+			c->kcap = cap;
+		}
+	}
+	if (c && !err)
+		c->keys[c->nkeys++] = key;
+	pthread_mutex_unlock(&sp->lock);
+	return err;
+}
+
+int space_ckpt_durable(struct delog *log, uint64_t seq)
+{
+	struct space *sp = &log->space;
+	int err = 0;
+
+	pthread_mutex_lock(&sp->lock);
+	for (size_t i = 0; i < sp->ck_n && !err; i++) {
+		struct ckpt_ent *c = ck_at(sp, i);
+
+		if (c->seq > seq)
+			break;
+		for (uint32_t k = 0; k < c->nkeys && !err; k++)
+			err = ail_move(sp, c->keys[k], c->seq);
+		free(c->keys);
+		c->keys = NULL;
+		c->nkeys = c->kcap = 0;
+	}
 	pthread_mutex_unlock(&sp->lock);
 	return err;
 }

@@ -71,6 +71,14 @@
 #define JRNL_REC_MAGIC 0x474f4c44u          /* bytes "DLOG" */
 #define JRNL_REC_SAVED_OFF 128u             /* saved words start here in header sector 0 */
 
+/* The writer's unflushed bound (journal/log.c L13), which is recovery's scan window
+ * (journal/recover.c): a record is submitted only if it ends at most this many bytes
+ * (or the log's size less one sector, if smaller) past the end of the log known
+ * stable.  So after a power cut every sector more than this far before the furthest
+ * write is stable, and nothing the last session wrote lies further past the durable
+ * point.  docs/FORMAT.md, "Bounds recovery relies on". */
+#define JRNL_UNFLUSHED_MAX (8u * (256u << 10))
+
 #define JRNL_MIN_LOGBUFS 2u
 #define JRNL_MAX_LOGBUFS 8u
 #define JRNL_MIN_LOGBSIZE (16u << 10)

@@ -88,6 +88,27 @@
  *       holds the processing token.  While the token holder is in the write, a buffer
  *       another thread switches waits for it (the holder re-checks after every
  *       submission): one write's latency, no lost submission.
+ *  (L12) Space is reused only behind a durable tail.  A record names the tail current
+ *       when it was sealed; recovery reads from the tail named by the last valid record
+ *       it finds, which may be any record from the newest durable one on (everything
+ *       after that can be lost).  So a record may overwrite only what lies before
+ *       durable_tail, the tail named by the newest record known durable (its snapshot is
+ *       taken with durable_lsn's: completed_tail at a flush's submission, a FUA record's
+ *       own), never what lies before the engine's newer tail (log->tail) until a record
+ *       naming it is durable.  Were it otherwise, a torn head (a later record of a
+ *       checkpoint written over released space, an earlier one lost) would overwrite
+ *       the start of the region the surviving record sends recovery to.  jrnl_log_cover
+ *       makes log->tail durable when nothing else would: a record (an empty one if
+ *       nothing is buffered) and a flush.  plan_op keeps the header sectors of such a
+ *       record free, so a cover always fits.  With no_flush (the unsafe `none` policy,
+ *       which never flushes) completion stands in for durability here.
+ *  (L13) The unflushed bound (format.h JRNL_UNFLUSHED_MAX): a record is submitted only if
+ *       it ends at most `window` sectors past durable_lsn.  Otherwise it waits while
+ *       the earlier records complete and a flush issued for them (bound_flush) makes
+ *       them durable.  Recovery relies on it: every sector more than the window before
+ *       the furthest write is stable, and its stamping past the head covers every
+ *       record the crashed session may have left there.  Checkpoints larger than the
+ *       window therefore cost one flush per window.  Not with no_flush.
  *  (L11) jrnl_log_flush_async is jrnl_log_flush split in two: completed_lsn is taken and
  *       the flush submitted under the same rules (it covers what completed before it was
  *       submitted), durable_lsn moves (or the log fails) in its completion, then the
@@ -166,8 +187,12 @@ struct logbuf {
 	uint64_t end_lsn;
 	uint64_t prev_lsn;
 
+	bool cover;               /* an empty record written by jrnl_log_cover (L12) */
+
 	/* Set at submission. */
+	uint64_t sealed_tail;     /* the tail_lsn its header carries (L7, L12) */
 	uint64_t flush_snap;      /* completed_lsn when the PREFLUSH write was submitted */
+	uint64_t flush_snap_tail; /* completed_tail then (L12) */
 	bool wrapped;
 	int status;
 	struct io_req req[2];     /* [0] the record (its end part if wrapped), [1] the rest */
@@ -194,6 +219,13 @@ struct jrnl_log {
 	uint64_t tail;
 	uint64_t prev_lsn;        /* LSN of the last record switched out */
 	uint64_t completed_lsn, done_lsn, durable_lsn; /* (L5), (L6) */
+	uint64_t completed_tail;  /* sealed tail of the last record counted in completed_lsn */
+	uint64_t durable_tail;    /* sealed tail of the newest record known durable (L12) */
+	uint64_t window;          /* the unflushed bound in sectors (L13) */
+	bool no_flush;            /* the caller never flushes (L12, L13) */
+	bool bound_flush;         /* a flush for L13 is in flight */
+	uint64_t bound_snap, bound_snap_tail;
+	struct io_req bound_req;
 	uint32_t next_tid;
 	int error;                /* first I/O error: the log is shut down (L8) */
 	int cb_err;               /* first error in LSN order, for callbacks */
@@ -247,6 +279,19 @@ static uint64_t rec_sectors(const struct jrnl_log *log, uint32_t off)
 	return off ? log->hdr_sectors + (off + s - 1) / s : 0;
 }
 
+/* Sectors of the record buffer @b becomes: an empty cover record is its header. */
+static uint64_t lb_sectors(const struct jrnl_log *log, const struct logbuf *b)
+{
+	return b->cover ? log->hdr_sectors : rec_sectors(log, b->off);
+}
+
+/* The tail a record may not write past (L12), and the point everything before which is
+ * known stable for L13 (0, before the first flush of a fresh log, is the log start). */
+static uint64_t reuse_tail(const struct jrnl_log *log)
+{
+	return log->no_flush ? log->completed_tail : log->durable_tail;
+}
+
 /* ---- packing ---- */
 
 enum pack { PK_FIT, PK_SPLIT, PK_SWITCH };
@@ -281,10 +326,10 @@ static uint32_t open_off(const struct jrnl_log *log)
 	return b->state == LB_ACTIVE ? b->off : 0;
 }
 
-/* Log sectors in use, the open buffer's record included. */
+/* Log sectors that may not be written, the open buffer's record included (L12). */
 static uint64_t used_sectors(const struct jrnl_log *log)
 {
-	return lsn_dist(log, log->tail, log->head) + rec_sectors(log, open_off(log));
+	return lsn_dist(log, reuse_tail(log), log->head) + rec_sectors(log, open_off(log));
 }
 
 /*
@@ -314,8 +359,9 @@ static bool plan_op(const struct jrnl_log *log, uint64_t len, bool split_ok)
 		closed += rec_sectors(log, off);
 		off = 0;
 	}
-	need = lsn_dist(log, log->tail, log->head) + closed + rec_sectors(log, off);
-	return need + 1 <= log->geom.log_sectors;
+	/* One sector free (head == tail means empty) and room for a cover record (L12). */
+	need = lsn_dist(log, reuse_tail(log), log->head) + closed + rec_sectors(log, off);
+	return need + 1 + log->hdr_sectors <= log->geom.log_sectors;
 }
 
 /* ---- the state machine ---- */
@@ -330,7 +376,7 @@ static void lb_switch(struct jrnl_log *log, struct logbuf *b)
 {
 	b->prev_lsn = log->prev_lsn;
 	log->prev_lsn = b->lsn;
-	b->end_lsn = lsn_add(log, log->head, rec_sectors(log, b->off));
+	b->end_lsn = lsn_add(log, log->head, lb_sectors(log, b));
 	log->head = b->end_lsn;
 	b->state = LB_WANT_SYNC;
 	log->cur = (log->cur + 1) % log->nbufs;
@@ -442,6 +488,81 @@ static int lb_write_sync(struct jrnl_log *log, struct logbuf *b, const struct jr
 	return err;
 }
 
+/* Durability evidence for the records up to @lsn, whose newest names @tail (L6, L12). */
+static void log_durable_to(struct jrnl_log *log, uint64_t lsn, uint64_t tail)
+{
+	log->durable_lsn = lsn_max(log->durable_lsn, lsn);
+	log->durable_tail = lsn_max(log->durable_tail, tail);
+}
+
+/* (L13): would @b, submitted now, end more than the window past durable_lsn?  (0, a
+ * fresh log's, is the log start; one more than a lap behind counts as too far.) */
+static bool over_bound(const struct jrnl_log *log, const struct logbuf *b)
+{
+	uint64_t d = log->durable_lsn ? log->durable_lsn : jrnl_lsn(1, 0);
+	uint32_t dc = jrnl_lsn_cycle(d), ec = jrnl_lsn_cycle(b->end_lsn);
+
+	if (log->no_flush)
+		return false;
+	if (dc != ec && jrnl_cycle_next(dc) != ec)
+		return true;
+	if (lsn_cmp(d, b->end_lsn) >= 0)
+		return false;
+	return lsn_dist(log, d, b->end_lsn) > log->window;
+}
+
+static void log_kick(struct jrnl_log *log);
+
+static void bound_flush_end(struct io_req *req)
+{
+	struct jrnl_log *log = req->priv;
+	int err = atomic_load(&req->status);
+
+	io_req_release(req);
+	pthread_mutex_lock(&log->lock);
+	log->st.flushes++;
+	log->bound_flush = false;
+	if (err)
+		log_fail(log, err);
+	else
+		log_durable_to(log, log->bound_snap, log->bound_snap_tail);
+	log_kick(log);
+	pthread_mutex_unlock(&log->lock);
+}
+
+/*
+ * (L13): a flush for the records that completed and are not yet durable, unless one is
+ * in flight or none is waiting (then the completions still in flight come first, and
+ * each kicks the push again).  Lock held; dropped to submit, in which case it returns
+ * true: the caller, holding the submitting token, must look again (the flush may have
+ * completed meanwhile, and its kick found the token taken).
+ */
+static bool bound_flush_start(struct jrnl_log *log)
+{
+	int err;
+
+	if (log->bound_flush || lsn_cmp(log->completed_lsn, log->durable_lsn) <= 0)
+		return false;
+	log->bound_flush = true;
+	log->bound_snap = log->completed_lsn;
+	log->bound_snap_tail = log->completed_tail;
+	err = io_req_init(&log->bound_req, log->dev, 0, IO_OPF(IO_OP_FLUSH, 0));
+	if (!err) {
+		log->bound_req.end_io = bound_flush_end;
+		log->bound_req.priv = log;
+		pthread_mutex_unlock(&log->lock);
+		err = io_submit(&log->bound_req);
+		pthread_mutex_lock(&log->lock);
+		if (err)
+			io_req_release(&log->bound_req);
+	}
+	if (err) {
+		log->bound_flush = false;
+		log_fail(log, err);
+	}
+	return true;
+}
+
 /*
  * Submit what may go out, in LSN order (L3): the oldest unsubmitted buffer while it is
  * WANT_SYNC and, if wait_prev, every earlier one completed (L4).  After a shutdown the
@@ -477,15 +598,23 @@ static void log_push_mode(struct jrnl_log *log, bool sync)
 			b->held = true;
 			break;
 		}
+		if (over_bound(log, b)) {
+			if (bound_flush_start(log))
+				continue;
+			break;          /* resumed by a completion or by that flush (L13) */
+		}
 		b->state = LB_SYNCING;
 		log->next_sub = (log->next_sub + 1) % log->nbufs;
-		if (b->need_flush)
+		if (b->need_flush) {
 			b->flush_snap = log->completed_lsn;
+			b->flush_snap_tail = log->completed_tail;
+		}
+		b->sealed_tail = lsn_cmp(log->tail, b->lsn) > 0 ? b->lsn : log->tail;
 		f = (struct jrnl_rec_fill){
 			.cycle = jrnl_lsn_cycle(b->lsn),
 			.sector_no = jrnl_lsn_sector(b->lsn),
 			.log_sectors = log->geom.log_sectors,
-			.tail_lsn = lsn_cmp(log->tail, b->lsn) > 0 ? b->lsn : log->tail,
+			.tail_lsn = b->sealed_tail,
 			.durable_lsn = log->durable_lsn,
 			.prev_lsn = b->prev_lsn,
 			.len = b->off,
@@ -496,10 +625,10 @@ static void log_push_mode(struct jrnl_log *log, bool sync)
 			.uuid = log->geom.uuid,
 		};
 		log->st.records++;
-		log->st.record_bytes += rec_sectors(log, b->off) * log->geom.sector;
+		log->st.record_bytes += lb_sectors(log, b) * log->geom.sector;
 		log->st.preflush_writes += b->need_flush;
 		log->st.fua_writes += b->need_fua;
-		if (jrnl_lsn_sector(b->lsn) + rec_sectors(log, b->off) > log->geom.log_sectors)
+		if (jrnl_lsn_sector(b->lsn) + lb_sectors(log, b) > log->geom.log_sectors)
 			log->st.wraps++;
 		here = sync && b->lsn == log->prev_lsn;
 		pthread_mutex_unlock(&log->lock);
@@ -529,7 +658,7 @@ static void lb_reset(struct logbuf *b)
 	b->off = 0;
 	b->num_ops = 0;
 	b->lsn = 0;
-	b->need_flush = b->need_fua = b->wait_prev = b->held = false;
+	b->need_flush = b->need_fua = b->wait_prev = b->held = b->cover = false;
 	b->ncbs = 0;
 	b->status = 0;
 	b->wrapped = false;
@@ -558,10 +687,11 @@ static void log_process(struct jrnl_log *log)
 		err = log->cb_err;
 		if (!err) {
 			log->completed_lsn = b->end_lsn;
+			log->completed_tail = b->sealed_tail;
 			if (b->need_flush)
-				log->durable_lsn = lsn_max(log->durable_lsn, b->flush_snap);
+				log_durable_to(log, b->flush_snap, b->flush_snap_tail);
 			if (b->need_fua && lsn_cmp(log->durable_lsn, b->lsn) >= 0)
-				log->durable_lsn = lsn_max(log->durable_lsn, b->end_lsn);
+				log_durable_to(log, b->end_lsn, b->sealed_tail);
 		}
 		if (b->ncbs) {
 			pthread_mutex_unlock(&log->lock);
@@ -864,6 +994,13 @@ int jrnl_log_open(struct io_dev *dev, const struct jrnl_geom *g, const struct jr
 	log->prev_lsn = rec && !rec->empty ? rec->last_lsn : 0;
 	log->completed_lsn = log->done_lsn = head;
 	log->durable_lsn = rec && !rec->empty ? rec->durable_lsn : 0;
+	/* The last record recovery found names this tail and is durable (its stamping
+	 * flushed everything before the head): L12 starts from it. */
+	log->completed_tail = log->durable_tail = tail;
+	log->window = JRNL_UNFLUSHED_MAX / g->sector;
+	if (log->window > g->log_sectors - 1)
+		log->window = g->log_sectors - 1;
+	log->no_flush = opts && opts->no_flush;
 	log->next_tid = random_tid();
 	*out = log;
 	return 0;
@@ -993,28 +1130,29 @@ int jrnl_log_force(struct jrnl_log *log)
 	return err;
 }
 
-/* A flush submitted when completed_lsn was @snap ended with @err (L6, L11); log->lock
- * held. */
-static void flush_ended(struct jrnl_log *log, int err, uint64_t snap)
+/* A flush submitted when completed_lsn was @snap and completed_tail @snap_tail ended
+ * with @err (L6, L11, L12); log->lock held.  Durability may let a record held by the
+ * unflushed bound go (L13), hence the kick. */
+static void flush_ended(struct jrnl_log *log, int err, uint64_t snap, uint64_t snap_tail)
 {
 	log->st.flushes++;
-	if (err) {
+	if (err)
 		log_fail(log, err);
-		log_kick(log);
-	} else {
-		log->durable_lsn = lsn_max(log->durable_lsn, snap);
-	}
+	else
+		log_durable_to(log, snap, snap_tail);
+	log_kick(log);
 }
 
 int jrnl_log_flush(struct jrnl_log *log)
 {
 	struct io_req req;
-	uint64_t snap;
+	uint64_t snap, snap_tail;
 	int err;
 
 	pthread_mutex_lock(&log->lock);
 	err = log->error;
 	snap = log->completed_lsn;
+	snap_tail = log->completed_tail;
 	pthread_mutex_unlock(&log->lock);
 	if (err)
 		return err;
@@ -1024,7 +1162,7 @@ int jrnl_log_flush(struct jrnl_log *log)
 		io_req_release(&req);
 	}
 	pthread_mutex_lock(&log->lock);
-	flush_ended(log, err, snap);
+	flush_ended(log, err, snap, snap_tail);
 	err = log->error;
 	pthread_mutex_unlock(&log->lock);
 	return err;
@@ -1035,6 +1173,7 @@ struct flush_async {
 	struct io_req req;
 	struct jrnl_log *log;
 	uint64_t snap;            /* completed_lsn when the flush was submitted */
+	uint64_t snap_tail;       /* completed_tail then */
 	jrnl_flush_fn fn;
 	void *priv;
 };
@@ -1049,7 +1188,7 @@ static void flush_async_end(struct io_req *req)
 
 	io_req_release(req);
 	pthread_mutex_lock(&log->lock);
-	flush_ended(log, err, fa->snap);
+	flush_ended(log, err, fa->snap, fa->snap_tail);
 	err = err ? err : log->error;
 	log->async_flushes--;
 	pthread_cond_broadcast(&log->cond);
@@ -1065,8 +1204,10 @@ int jrnl_log_flush_async(struct jrnl_log *log, jrnl_flush_fn fn, void *priv)
 
 	pthread_mutex_lock(&log->lock);
 	err = log->error;
-	if (fa)
+	if (fa) {
 		fa->snap = log->completed_lsn;
+		fa->snap_tail = log->completed_tail;
+	}
 	pthread_mutex_unlock(&log->lock);
 	if (!err && !fa)
 		err = -ENOMEM;
@@ -1122,6 +1263,48 @@ int jrnl_log_unmount(struct jrnl_log *log)
 	return err;
 }
 
+bool jrnl_log_cover_wanted(const struct jrnl_log *clog)
+{
+	struct jrnl_log *log = (struct jrnl_log *)clog;
+	bool want;
+
+	pthread_mutex_lock(&log->lock);
+	want = !log->error && lsn_cmp(reuse_tail(log), log->tail) < 0;
+	pthread_mutex_unlock(&log->lock);
+	return want;
+}
+
+int jrnl_log_cover(struct jrnl_log *log)
+{
+	int err = jrnl_log_force(log);
+
+	if (err)
+		return err;
+	pthread_mutex_lock(&log->lock);
+	while (log->op_busy)
+		pthread_cond_wait(&log->cond, &log->lock);
+	if (!log->error && lsn_cmp(log->completed_tail, log->tail) < 0) {
+		/* Every record that completed names an older tail: write one that names
+		 * this one.  The buffer may still be in flight from the previous lap. */
+		struct logbuf *b = &log->bufs[log->cur];
+
+		while (b->state != LB_ACTIVE && !log->error)
+			pthread_cond_wait(&log->cond, &log->lock);
+		if (!log->error && b == &log->bufs[log->cur] && !log->op_busy) {
+			if (!b->off) {
+				b->lsn = log->head;
+				b->cover = true;   /* room kept by plan_op (L12) */
+			}
+			lb_switch(log, b);
+		}
+	}
+	pthread_mutex_unlock(&log->lock);
+	err = jrnl_log_force(log);
+	if (!err)
+		err = log->no_flush ? 0 : jrnl_log_flush(log);
+	return err;
+}
+
 int jrnl_log_close(struct jrnl_log *log)
 {
 	int err;
@@ -1130,7 +1313,8 @@ int jrnl_log_close(struct jrnl_log *log)
 		return 0;
 	err = jrnl_log_force(log);
 	pthread_mutex_lock(&log->lock);
-	while (log->inflight || log->submitting || log->processing || log->async_flushes)
+	while (log->inflight || log->submitting || log->processing || log->async_flushes ||
+	       log->bound_flush)
 		pthread_cond_wait(&log->cond, &log->lock);
 	pthread_mutex_unlock(&log->lock);
 	log_free(log);
@@ -1165,10 +1349,9 @@ uint64_t jrnl_log_free_bytes(const struct jrnl_log *clog)
 	uint64_t used;
 
 	pthread_mutex_lock(&log->lock);
-	used = used_sectors(log);
+	used = used_sectors(log) + 1 + log->hdr_sectors;  /* as plan_op counts */
 	pthread_mutex_unlock(&log->lock);
-	return used + 1 >= log->geom.log_sectors ? 0 :
-	       (log->geom.log_sectors - used - 1) * log->geom.sector;
+	return used >= log->geom.log_sectors ? 0 : (log->geom.log_sectors - used) * log->geom.sector;
 }
 
 uint64_t jrnl_log_tx_bytes(const struct jrnl_log *log, uint32_t nitems, uint64_t item_bytes)

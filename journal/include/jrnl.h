@@ -223,6 +223,10 @@ struct jrnl_log;
 struct jrnl_log_opts {
 	unsigned logbufs;         /* 2..8; 0: 8 */
 	uint32_t logbsize;        /* 16 KiB..256 KiB, a power of two; 0: 256 KiB */
+	bool no_flush;            /* the caller never makes the log durable (the unsafe
+				   * `none` policy): space is reused once the record naming
+				   * the tail completed, and no flush is ever issued (L12,
+				   * L13 in log.c) */
 };
 
 /* Flags for a log transaction, chosen by the engine's flush policy. */
@@ -338,6 +342,15 @@ int jrnl_log_unmount(struct jrnl_log *log);
  * record counted as used (a record needs its header sectors out of this too).
  */
 void jrnl_log_set_tail(struct jrnl_log *log, uint64_t tail_lsn);
+/* A record may overwrite only what lies before the tail named by the newest durable
+ * record (log.c L12), so space freed by jrnl_log_set_tail is reusable (counted by
+ * jrnl_log_free_bytes) only once a record sealed after it is durable.  Normal traffic
+ * does that; jrnl_log_cover does it when nothing else will (a writer waiting for space):
+ * force, write an empty record if no completed record names the current tail, force,
+ * flush.  jrnl_log_cover_wanted: would it free anything?  Any thread; the cover waits
+ * for an op in progress like jrnl_log_force.  Returns 0 or the log's first error. */
+bool jrnl_log_cover_wanted(const struct jrnl_log *log);
+int jrnl_log_cover(struct jrnl_log *log);
 uint64_t jrnl_log_head(const struct jrnl_log *log);
 uint64_t jrnl_log_free_bytes(const struct jrnl_log *log);
 /* An upper bound of the log bytes (record headers, padding and continuation headers
