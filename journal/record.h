@@ -48,6 +48,9 @@ enum jrnl_rec_verdict {
 	JRNL_REC_SHORT,           /* the record runs past the bytes available */
 	JRNL_REC_TORN,            /* a sector carries the wrong cycle: not fully written */
 	JRNL_REC_CRC,             /* CRC mismatch with every sector's cycle right */
+	JRNL_REC_GEOMETRY,        /* this log's header (magic, uuid) whose layout does not fit
+				   * the sector size, or whose lsn names another sector: no
+				   * crash writes one; written under another geometry */
 };
 
 /*

@@ -43,10 +43,11 @@
  *     lap on) for a valid record of the current lap whose durable_lsn lies beyond E.
  *     Such a record proves the log was stable past E, so whatever made E the head (a
  *     damaged sector the binary search landed on, a damaged record) is corruption.
- *  5. Stamp (stamp_past_head), unless read_only or anything failed: overwrite the sectors
- *     from E to one window and one record past hc0 (or past the last valid record seen
- *     beyond E), never reaching T + N, with the previous lap's cycle and zeroes,
- *     then flush (XFS: xlog_clear_stale_blocks).  Records that survived beyond a torn
+ *  5. Stamp (stamp_past_head), unless read_only or anything failed: of the sectors from
+ *     E to one window and one record past hc0 (or past the last valid record seen
+ *     beyond E), never reaching T + N, overwrite those carrying the current lap's cycle
+ *     with the previous lap's cycle and zeroes (R8), then flush (XFS:
+ *     xlog_clear_stale_blocks).  Records that survived beyond a torn
  *     one, and partial writes past the head, cannot come back after the next session
  *     writes from E and crashes.
  *
@@ -86,6 +87,20 @@
  *       it replays the same checkpoints.  A crash part way through stamping leaves a
  *       mix of stamped and unstamped sectors past E; both are beyond the first hole, so
  *       the next run settles on the same E.
+ *  (R9) A prefix or nothing: complete checkpoints follow one another in sequence, and a
+ *       checkpoint left open behind one that committed is an earlier attempt at the
+ *       same sequence (a resumed writer's) or corruption; with a replay callback the
+ *       whole verdict (steps 3 and 4) is known before the first checkpoint is handed
+ *       over (verify_then_replay), so an error never follows a callback.
+ *  (R10) Nothing is written over a log read with the wrong geometry: a header of this
+ *       log that does not fit it is DELOG_EGEOMETRY wherever it is met, and a log with
+ *       no valid record but writes beyond the first window is refused (check_empty).
+ *  (R8) Recovery's writes are as crash-safe as the writer's: stamping rewrites only
+ *       sectors the crashed session wrote past the head, which the writer's unflushed
+ *       bound (L13 in log.c, format.h JRNL_UNFLUSHED_MAX) confines to the window past
+ *       the durable point; a power cut that garbles some of them leaves a state a torn
+ *       write could have left, which the next run handles as such.  The window this
+ *       file assumes (WINDOW_BYTES) is that bound.
  */
 #include "format.h"
 #include "record.h"
@@ -100,8 +115,8 @@
 
 /* Largest record jrnl_rec_check accepts: H and P each up to JRNL_MAX_LOGBSIZE. */
 #define MAXREC_BYTES (2u * JRNL_MAX_LOGBSIZE)
-/* Writes that can be in flight at once: the largest ring. */
-#define WINDOW_BYTES ((uint64_t)JRNL_MAX_LOGBUFS * JRNL_MAX_LOGBSIZE)
+/* How far past the durable point the writer may have written (log.c L13, R8). */
+#define WINDOW_BYTES ((uint64_t)JRNL_UNFLUSHED_MAX)
 #define CHUNK_DEFAULT (4u << 20)
 #define CHUNK_MIN (1u << 20)             /* >= 2 records: see win_get */
 #define CHUNK_MAX (256u << 20)
@@ -357,8 +372,18 @@ static uint64_t rec_durable(const struct rctx *r, const struct rinfo *ri)
 	return min64(d, ri->a);
 }
 
+static bool is_hard(int v)
+{
+	return v == JRNL_REC_FOREIGN || v == JRNL_REC_VERSION || v == JRNL_REC_GEOMETRY;
+}
+
 static int hard_damage(struct rctx *r, int v, uint64_t a, const unsigned char *p)
 {
+	if (v == JRNL_REC_GEOMETRY)
+		return corrupt(r, DELOG_EGEOMETRY, a, dev_off(r, a),
+			       "record header at sector %llu does not fit %u-byte sectors and a "
+			       "log of %llu sectors: written under another geometry",
+			       (unsigned long long)(a % r->N), r->S, (unsigned long long)r->N);
 	if (v == JRNL_REC_FOREIGN)
 		return corrupt(r, DELOG_EFOREIGN, a, dev_off(r, a),
 			       "record at sector %llu belongs to another log (uuid mismatch)",
@@ -526,15 +551,13 @@ static int back_scan(struct rctx *r, uint64_t e, uint64_t floor, struct rinfo *r
 			return err;
 		if (rd32(p) != JRNL_REC_MAGIC)
 			continue;
-		span = rec_span(r, p);
-		if (s + span > e)
-			continue;
+		span = min64(rec_span(r, p), e - s);
 		v = check_rec(r, p, span, s, ri);
 		if (v == JRNL_REC_OK) {
 			*found = true;
 			return 0;
 		}
-		if (v == JRNL_REC_FOREIGN || v == JRNL_REC_VERSION)
+		if (is_hard(v))
 			return hard_damage(r, v, s, p);
 	}
 	return 0;
@@ -599,7 +622,7 @@ restart:
 			D = max64(D, rec_durable(r, &R));
 			continue;
 		}
-		if (v == JRNL_REC_FOREIGN || v == JRNL_REC_VERSION)
+		if (is_hard(v))
 			return hard_damage(r, v, pa, p);
 		if (v == JRNL_REC_OK || pa < D)
 			break;          /* not a torn write: the main pass reports it */
@@ -813,6 +836,8 @@ struct parse {
 	size_t op_item_off;       /* where the item started in its transaction's data */
 	unsigned char small[32];  /* START / COMMIT / UNMOUNT payload */
 	bool rec_unmount;         /* the record just parsed is an unmount record */
+	bool have_seq;            /* a checkpoint was complete; last_seq is its sequence */
+	uint64_t last_seq;
 	struct jrnl_item_view *views;
 	size_t views_cap;
 };
@@ -927,6 +952,12 @@ static int replay_ckpt(struct rctx *r, struct parse *ps, struct ptx *t, const st
 		return OP_BAD(r, oc, DELOG_ECHECKSUM,
 			      "checkpoint %llu: item crc %#x, COMMIT says %#x",
 			      (unsigned long long)t->seq, t->crc, c->crc);
+	if (ps->have_seq && t->seq != ps->last_seq + 1)
+		return OP_BAD(r, oc, DELOG_ECORRUPT,
+			      "checkpoint %llu follows checkpoint %llu: sequences must be consecutive",
+			      (unsigned long long)t->seq, (unsigned long long)ps->last_seq);
+	ps->have_seq = true;
+	ps->last_seq = t->seq;
 	err = grow((void **)&ps->views, &ps->views_cap, t->nitems, sizeof(*ps->views));
 	if (err)
 		return err;
@@ -944,6 +975,42 @@ static int replay_ckpt(struct rctx *r, struct parse *ps, struct ptx *t, const st
 	r->rep->checkpoints++;
 	r->rep->items += t->nitems;
 	r->rep->bytes_replayed += data;
+	return 0;
+}
+
+/*
+ * Checkpoint @t commits: every other checkpoint still open must be an earlier attempt at
+ * the same sequence, which a writer that resumed after a crash (or after the log shut
+ * down) abandoned and wrote again; it is dropped.  An open checkpoint of another
+ * sequence never committed although a later one did: its COMMIT was lost in the middle
+ * of the log, which no crash does (checkpoints are written one at a time), so it is
+ * corruption (R4: a prefix or nothing).
+ */
+static int open_behind(struct rctx *r, struct parse *ps, struct ptx **tp,
+		       const struct opctx *oc)
+{
+	struct ptx *t = *tp;
+
+	for (size_t i = 0; i < ps->ntx;) {
+		struct ptx *o = &ps->tx[i];
+
+		if (o == t || o->skip) {
+			i++;
+			continue;
+		}
+		if (o->seq != t->seq)
+			return OP_BAD(r, oc, DELOG_ECORRUPT,
+				      "checkpoint %llu (tid %#x, from lsn %u/%u) never committed, "
+				      "but checkpoint %llu after it did",
+				      (unsigned long long)o->seq, o->tid,
+				      jrnl_lsn_cycle(o->start_lsn), jrnl_lsn_sector(o->start_lsn),
+				      (unsigned long long)t->seq);
+		r->rep->dropped++;
+		if (t == &ps->tx[ps->ntx - 1])
+			t = o;          /* tx_remove moves the last entry into o's slot */
+		tx_remove(ps, o);
+	}
+	*tp = t;
 	return 0;
 }
 
@@ -1020,8 +1087,10 @@ static int op_done(struct rctx *r, struct parse *ps, const struct opctx *oc)
 			return 0;
 		}
 		{
-			int err = replay_ckpt(r, ps, t, oc, &c);
+			int err = open_behind(r, ps, &t, oc);
 
+			if (!err)
+				err = replay_ckpt(r, ps, t, oc, &c);
 			if (!err)
 				tx_remove(ps, t);
 			return err;
@@ -1128,6 +1197,10 @@ static int op_piece(struct rctx *r, struct parse *ps, const struct jrnl_op *op,
 		if ((op->flags & kind) != type_flags(op->type))
 			return OP_BAD(r, oc, DELOG_EBADOP, "op type %u with flags %#x", op->type,
 				      op->flags);
+		if (cont && op->type != JRNL_T_ITEM)
+			return OP_BAD(r, oc, DELOG_EBADOP,
+				      "op type %u carries CONTINUE (only ITEM ops are split)",
+				      op->type);
 		ps->op_tid = op->tid;
 		ps->op_type = op->type;
 		ps->op_flags = op->flags & kind;
@@ -1252,6 +1325,7 @@ static int rec_damage(struct rctx *r, int v, const unsigned char *p, uint64_t n,
 	switch (v) {
 	case JRNL_REC_FOREIGN:
 	case JRNL_REC_VERSION:
+	case JRNL_REC_GEOMETRY:
 		return hard_damage(r, v, a, p);
 	case JRNL_REC_SHORT:
 		return corrupt(r, DELOG_ECORRUPT, a, dev_off(r, a),
@@ -1382,15 +1456,21 @@ static int scan_future(struct rctx *r, uint64_t from, uint64_t to)
 	struct rinfo ri;
 	unsigned char *p;
 	uint64_t span;
-	int err;
+	int err, v;
 
 	for (uint64_t s = from; s < to;) {
 		err = win_get(r, s, min64(to, s + r->maxrec), from, to, true, &p);
 		if (err)
 			return err;
 		span = rec_span(r, p);
-		if (rd32(p) != JRNL_REC_MAGIC || s + span > to ||
-		    check_rec(r, p, span, s, &ri) != JRNL_REC_OK) {
+		if (rd32(p) != JRNL_REC_MAGIC) {
+			s++;
+			continue;
+		}
+		v = check_rec(r, p, min64(span, to - s), s, &ri);
+		if (is_hard(v))
+			return hard_damage(r, v, s, p);
+		if (v != JRNL_REC_OK) {
 			s++;
 			continue;
 		}
@@ -1434,6 +1514,17 @@ static int check_past_head(struct rctx *r)
 
 /* ---- step 5: stamp the sectors past the head ---- */
 
+/*
+ * Only the sectors that carry the current lap's cycle for their address are rewritten
+ * (R8): what the crashed session wrote past the head.  A sector already showing an
+ * older lap reads as "not written" to every later recovery, and rewriting it would put
+ * it at risk: a power cut during stamping may leave any stamped sector garbled, and a
+ * garbled sector outside the writer's window (say, in released space of this lap at
+ * the start of the log, behind the tail) breaks the monotonic cycles the head search
+ * relies on, so every later open would fail.  The sectors rewritten here are exactly
+ * those the crashed writer left unflushed, all within its window (L13 in log.c), where
+ * a later recovery already expects garbage from a torn write.
+ */
 static int stamp_past_head(struct rctx *r)
 {
 	uint64_t to = min64(max64(r->hc0, r->seen_end) + r->window + r->maxrec, r->T + r->N);
@@ -1443,19 +1534,32 @@ static int stamp_past_head(struct rctx *r)
 
 	r->win.lo = r->win.hi = 0;      /* the buffer is reused for writing */
 	for (uint64_t a = r->E; a < to;) {
-		uint64_t n = min64(min64(to - a, r->cap), r->N - a % r->N);
+		uint64_t n = min64(min64(to - a, r->cap), r->N - a % r->N), i = 0;
 
-		memset(buf, 0, (size_t)(n * r->S));
-		for (uint64_t i = 0; i < n; i++) {
-			uint32_t c = lap_cycle((a + i) / r->N - 1);
-
-			memcpy(buf + i * r->S, &c, sizeof(c));
-		}
-		err = io_rw_wait(r->dev, IO_OPF(IO_OP_WRITE, 0), dev_off(r, a), buf,
-				 (size_t)(n * r->S), NULL);
+		err = read_addr(r, a, n, buf);
 		if (err)
 			return err;
-		r->rep->stamped_bytes += n * r->S;
+		while (i < n) {
+			uint64_t j;
+			uint32_t c = lap_cycle((a + i) / r->N - 1);
+
+			if (jrnl_sector_cycle(buf + i * r->S) != lap_cycle((a + i) / r->N)) {
+				i++;
+				continue;
+			}
+			/* A run of sectors this lap wrote: the previous lap's cycle, zeroes. */
+			for (j = i; j < n && jrnl_sector_cycle(buf + j * r->S) ==
+					     lap_cycle((a + j) / r->N); j++) {
+				memset(buf + j * r->S, 0, r->S);
+				memcpy(buf + j * r->S, &c, sizeof(c));
+			}
+			err = io_rw_wait(r->dev, IO_OPF(IO_OP_WRITE, 0), dev_off(r, a + i),
+					 buf + i * r->S, (size_t)((j - i) * r->S), NULL);
+			if (err)
+				return err;
+			r->rep->stamped_bytes += (j - i) * r->S;
+			i = j;
+		}
 		a += n;
 	}
 	err = io_req_init(&flush, r->dev, 0, IO_OPF(IO_OP_FLUSH, 0));
@@ -1464,6 +1568,86 @@ static int stamp_past_head(struct rctx *r)
 		io_req_release(&flush);
 	}
 	return err;
+}
+
+/*
+ * A log in which no valid record was found (R10).  The writer leaves nothing beyond its
+ * unflushed window before its first flush (L13), so a log whose only writes were torn
+ * has sectors written within the window from the start at most: anything written beyond
+ * it means the records are there but unreadable as this superblock describes them.  If
+ * the first record reads back under the other sector size, the superblock's sector size
+ * is wrong (DELOG_EGEOMETRY); otherwise the start of the log is damaged (DELOG_ECORRUPT).
+ * Either way nothing is stamped over it.
+ */
+static int check_empty(struct rctx *r)
+{
+	uint32_t other = r->S == 512 ? 4096 : 512;
+	uint64_t from = min64(r->window, r->N - 1), n = r->N - from;
+	unsigned char *alt;
+	bool written = false;
+	int err;
+
+	if (r->have_last || r->E > r->N)
+		return 0;
+	for (unsigned k = 0; k < 64 && !written; k++) {
+		uint64_t sec = from + n * k / 64;
+
+		err = read_addr(r, r->N + sec, 1, r->sec);
+		if (err)
+			return err;
+		for (uint32_t i = 0; i < r->S && !written; i++)
+			written = r->sec[i] != 0;
+	}
+	if (!written)
+		return 0;
+	alt = io_buf_alloc(r->dev, MAXREC_BYTES);
+	if (!alt)
+		return -ENOMEM;
+	err = io_rw_wait(r->dev, IO_OPF(IO_OP_READ, 0), r->g->log_start, alt,
+			 (size_t)min64(MAXREC_BYTES, r->g->log_size), NULL);
+	if (!err && jrnl_rec_check(alt, (size_t)min64(MAXREC_BYTES, r->g->log_size), other,
+				   r->g->log_size / other, 0, r->g->uuid, NULL) == JRNL_REC_OK)
+		err = corrupt(r, DELOG_EGEOMETRY, r->N, dev_off(r, 0),
+			      "the superblock says %u-byte sectors, but the first record was "
+			      "written with %u-byte sectors", r->S, other);
+	else if (!err)
+		err = corrupt(r, DELOG_ECORRUPT, r->N, dev_off(r, 0),
+			      "no valid record at the start of the log, yet sectors beyond the "
+			      "first writes' window were written");
+	free(alt);
+	return err;
+}
+
+/*
+ * Steps 3 and 4, so that the callback sees checkpoints only once the verdict is known
+ * (R9): with a replay callback, a first main pass verifies [T, E) with no callback and no
+ * observers, step 4 checks past the head, and only if both hold does a second main pass
+ * hand the checkpoints over.  The log is read twice; nothing between the passes writes
+ * it, so the second finds what the first did.  Without a callback, one pass.
+ */
+static int verify_then_replay(struct rctx *r)
+{
+	jrnl_replay_fn replay = r->replay;
+	jrnl_rec_fn on_record = r->on_record;
+	jrnl_op_fn on_op = r->on_op;
+	struct jrnl_report *rep = r->rep;
+	int err;
+
+	if (replay) {
+		r->replay = NULL;
+		r->on_record = NULL;
+		r->on_op = NULL;
+	}
+	err = replay_pass(r);
+	if (!err)
+		err = check_past_head(r);
+	if (err || !replay)
+		return err;
+	r->replay = replay;
+	r->on_record = on_record;
+	r->on_op = on_op;
+	rep->records = rep->checkpoints = rep->items = rep->bytes_replayed = rep->dropped = 0;
+	return replay_pass(r);
 }
 
 /* ---- entry ---- */
@@ -1527,12 +1711,12 @@ int jrnl_recover(struct io_dev *dev, const struct jrnl_geom *g, const struct jrn
 		err = find_head(&r);
 	if (!err)
 		err = settle_head(&r);
+	if (!err)
+		err = check_empty(&r);
 	if (!err) {
 		fill_report(&r);
-		err = replay_pass(&r);
+		err = verify_then_replay(&r);
 	}
-	if (!err)
-		err = check_past_head(&r);
 	if (!err)
 		rep->torn_bytes = (max64(r.hc0, r.seen_end) - r.E) * r.S;
 	if (!err && !o->read_only) {

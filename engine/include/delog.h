@@ -44,7 +44,8 @@ extern "C" {
 	X(EBADOP, -9008, "malformed log operation")                                       \
 	X(EORPHAN, -9009, "continuation record without its start")                        \
 	X(ESHUTDOWN, -9010, "log is shut down after an I/O error")                        \
-	X(ELOGFULL, -9011, "log is full")
+	X(ELOGFULL, -9011, "log is full")                                                 \
+	X(EGEOMETRY, -9012, "log geometry in the superblock does not match the log")
 
 enum delog_err {
 #define DELOG_ERR_ENUM_(name, value, msg) DELOG_##name = value,
@@ -125,8 +126,9 @@ struct delog_checkpoint {
 
 /*
  * Called by delog_open once per complete checkpoint found in the log, in order, on the
- * opening thread, before delog_open returns.  Return 0 to go on; anything else makes
- * delog_open fail with that value (and leaves the log as it was).
+ * opening thread, before delog_open returns, and only once recovery has verified the
+ * whole log: a damaged log fails delog_open before any call.  Return 0 to go on;
+ * anything else makes delog_open fail with that value (and leaves the log as it was).
  */
 typedef int (*delog_recover_fn)(void *arg, const struct delog_checkpoint *ckpt,
 				const struct delog_item *items, size_t nitems);

@@ -82,8 +82,9 @@ struct jrnl_item_view {
 };
 
 /* Called once per complete checkpoint, in log (commit) order, on the thread that called
- * jrnl_recover.  Return 0 to go on; any other value stops recovery, which returns it
- * (and stamps nothing). */
+ * jrnl_recover, only once the whole log was verified (recover.c R9: a first pass reads
+ * it without the callback).  Return 0 to go on; any other value stops recovery, which
+ * returns it (and stamps nothing). */
 typedef int (*jrnl_replay_fn)(void *priv, const struct jrnl_ckpt *ckpt,
 			      const struct jrnl_item_view *items, size_t nitems);
 
@@ -165,8 +166,8 @@ struct jrnl_report {
  * A damaged record that starts at or after the durable point (the largest durable_lsn
  * of any valid record) is a torn write: the head moves back to it, nothing is reported
  * but torn_bytes, and 0 is returned.  Anything else is an error, with report.corruption,
- * corrupt_lsn, corrupt_offset and corrupt_what set; the checkpoints before the damage
- * may have been replayed, none after it:
+ * corrupt_lsn, corrupt_offset and corrupt_what set; no checkpoint was handed to the
+ * replay callback (report.checkpoints counts those verified before the damage):
  *   DELOG_ECHECKSUM  a record's CRC fails behind the durable point, or a checkpoint's
  *                    item crc differs from its COMMIT's
  *   DELOG_ECORRUPT   a record behind the durable point is not completely written (a
@@ -187,6 +188,12 @@ struct jrnl_report {
  *   DELOG_EORPHAN    a WAS_CONT op that continues nothing (not first in its record, or
  *                    the previous record did not end with CONTINUE of that tid and
  *                    type), or a COMMIT whose START lies inside [tail, head) unseen
+ *   DELOG_EGEOMETRY  a header of this log that does not fit the superblock's sector or
+ *                    log size, or no valid record while the first one reads back under
+ *                    the other sector size (nothing is stamped)
+ * and DELOG_ECORRUPT also for complete checkpoints whose sequences are not consecutive,
+ * a checkpoint left open behind a later committed one of another sequence, and a log
+ * with no valid record but writes beyond the first window;
  * or the callback's non-zero return, -EINVAL (bad geometry), -ENOMEM, or an I/O -errno.
  * Ops of a transaction whose START lies before the tail (already written back) are
  * skipped, not replayed.

@@ -24,6 +24,12 @@
  *              holds, resealed (CRC valid)
  *   orphan     a middle record's first op marked WAS_CONT|END although the record
  *              before it ended with no CONTINUE, resealed
+ *   commitcont a middle record ending in a COMMIT op: CONTINUE added to it, resealed
+ *              (only ITEM ops are ever split: EBADOP)
+ *   lostcommit a middle record ending in a COMMIT op: that op removed, resealed (a
+ *              checkpoint left open behind later committed ones: ECORRUPT)
+ *   sector     the superblock's sector size changed to the other valid one (512 <->
+ *              4096), CRC redone: the records do not fit it (EGEOMETRY)
  *
  * "Resealed" means the record's ops are unpacked, edited and sealed again with
  * jrnl_rec_seal, so the CRC and cycle stamps hold and the op decoder behind the CRC is
@@ -201,6 +207,63 @@ static void edit_orphan(struct jrnl_rec *r, unsigned char *ops)
 	memcpy(ops, &op, sizeof(op));
 }
 
+/* Byte offset, within the op bytes @ops of @r, of its last op. */
+static uint64_t last_op(const struct jrnl_rec *r, const unsigned char *ops)
+{
+	uint64_t off = 0, last = 0;
+
+	for (uint32_t i = 0; i < r->num_ops; i++) {
+		struct jrnl_op op;
+
+		memcpy(&op, ops + off, sizeof(op));
+		last = off;
+		off += sizeof(op) + ((op.len + 7u) & ~7u);
+	}
+	return last;
+}
+
+static void edit_commitcont(struct jrnl_rec *r, unsigned char *ops)
+{
+	struct jrnl_op op;
+	uint64_t at = last_op(r, ops);
+
+	memcpy(&op, ops + at, sizeof(op));
+	op.flags |= JRNL_OP_CONTINUE;
+	memcpy(ops + at, &op, sizeof(op));
+}
+
+static void edit_lostcommit(struct jrnl_rec *r, unsigned char *ops)
+{
+	uint64_t at = last_op(r, ops);
+
+	memset(ops + at, 0, r->len - at);
+	r->len = (uint32_t)at;
+	r->num_ops--;
+}
+
+/* A middle record (from the middle on) whose last op is a COMMIT. */
+static size_t record_ending_in_commit(int fd, const struct recpos *recs, size_t n)
+{
+	for (size_t k = n / 2; k + 1 < n; k++) {
+		size_t bytes = (size_t)(recs[k].h + recs[k].p) * SECTOR;
+		unsigned char *buf = malloc(bytes);
+		struct jrnl_op op;
+		struct jrnl_rec r;
+
+		if (!buf || pread(fd, buf, bytes, (off_t)recs[k].off) != (ssize_t)bytes)
+			die("read record", -EIO);
+		jrnl_rec_unpack(buf, SECTOR);
+		memcpy(&r, buf, sizeof(r));
+		memcpy(&op, buf + (size_t)r.hdr_sectors * SECTOR + last_op(&r, buf +
+		       (size_t)r.hdr_sectors * SECTOR), sizeof(op));
+		free(buf);
+		if (r.num_ops > 1 && op.type == JRNL_T_COMMIT)
+			return k;
+	}
+	die("no middle record ends in a COMMIT", 0);
+	return 0;
+}
+
 /* Change the superblock with @edit and, if @recrc, recompute its CRC. */
 static void sb_edit(int fd, int field, bool recrc)
 {
@@ -223,6 +286,9 @@ static void sb_edit(int fd, int field, bool recrc)
 		break;
 	case 4:
 		sb.sector_size = 1024;
+		break;
+	case 5:
+		sb.sector_size = sb.sector_size == 512 ? 4096 : 512;
 		break;
 	}
 	if (recrc)
@@ -295,6 +361,13 @@ int main(int argc, char **argv)
 		if (pwrite(fd, &b, 1, (off_t)at) != 1)
 			die("write", -errno);
 		victim = rp->off;
+	} else if (!strcmp(c, "sector")) {
+		sb_edit(fd, 5, true);
+	} else if (!strcmp(c, "commitcont") || !strcmp(c, "lostcommit")) {
+		size_t k = record_ending_in_commit(fd, recs, n);
+
+		reseal(fd, &recs[k], !strcmp(c, "commitcont") ? edit_commitcont : edit_lostcommit);
+		victim = recs[k].off;
 	} else if (!strcmp(c, "foreign")) {
 		reseal(fd, &recs[n / 2], edit_foreign);
 		victim = recs[n / 2].off;
