@@ -210,18 +210,53 @@ static int probe_geom(int fd, const char *path, struct io_geom *g,
 	return 0;
 }
 
-/* open(2) with O_DIRECT; on failure explain which part failed. */
+/* Is @fd a regular file or a block device?  Else say what it is. */
+static int check_kind(int fd, const char *path, const struct io_dev_opts *opts)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0) {
+		io_set_errmsg(opts, "%s: fstat: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+		return 0;
+	io_set_errmsg(opts, "%s: not a regular file or block device (%s)", path,
+		      S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" :
+		      S_ISCHR(st.st_mode) ? "a character device" :
+		      S_ISDIR(st.st_mode) ? "a directory" : "an unknown file type");
+	return -EINVAL;
+}
+
+/*
+ * open(2) with O_DIRECT; on failure explain which part failed.  O_NONBLOCK while
+ * opening, so that a FIFO (whose open waits for the other end, forever if none comes)
+ * is refused instead of hanging; it is cleared once the file is known to be a regular
+ * file or block device (io_uring would otherwise treat the file as non-blocking).
+ */
 static int open_direct(const char *path, bool read_only, const struct io_dev_opts *opts)
 {
-	int flags = (read_only ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC;
-	int fd = open(path, flags);
+	int flags = (read_only ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC | O_NONBLOCK;
+	int fd = open(path, flags), err;
 
-	if (fd >= 0)
+	if (fd >= 0) {
+		err = check_kind(fd, path, opts);
+		if (!err && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+			err = -errno;
+		if (err) {
+			close(fd);
+			return err;
+		}
 		return fd;
+	}
 	if (errno == EINVAL) {
 		struct statfs sfs;
 		int plain = open(path, flags & ~O_DIRECT);
 
+		if (plain >= 0 && (err = check_kind(plain, path, opts))) {
+			close(plain);
+			return err;
+		}
 		if (plain >= 0) {
 			const char *fs = fstatfs(plain, &sfs) == 0 ? fs_name((long)sfs.f_type)
 								    : "unknown";

@@ -109,6 +109,15 @@
  *       the furthest write is stable, and its stamping past the head covers every
  *       record the crashed session may have left there.  Checkpoints larger than the
  *       window therefore cost one flush per window.  Not with no_flush.
+ *  (L14) Flush results are taken in issue order.  After a failed flush the state of the
+ *       device cache is unknown, so a later flush's success proves nothing for the
+ *       writes the failed one covered: a standalone flush's result is taken (durable_lsn
+ *       moved, or the log failed, then its caller told) only once every flush issued
+ *       before it was taken, and once the log failed every later one reports that
+ *       error (flush_resolve).  A PREFLUSH write's evidence likewise waits for the
+ *       standalone flushes issued before it (fl_before), and after a failed flush no
+ *       record's callbacks hear success (cb_err).  So two pipelined flushes (single) never
+ *       acknowledge through the later one while the earlier one's EIO is unseen.
  *  (L11) jrnl_log_flush_async is jrnl_log_flush split in two: completed_lsn is taken and
  *       the flush submitted under the same rules (it covers what completed before it was
  *       submitted), durable_lsn moves (or the log fails) in its completion, then the
@@ -164,6 +173,23 @@ enum lb_state {
 	LB_CALLBACK,
 };
 
+/* A standalone flush (jrnl_log_flush, jrnl_log_flush_async, the L13 bound flush), taken
+ * in issue order (L14). */
+struct jflush {
+	struct io_req req;
+	struct jrnl_log *log;
+	struct jflush *next;
+	uint64_t snap, snap_tail; /* completed_lsn and completed_tail when it was issued */
+	bool done;                /* its I/O completed, with status */
+	int status;
+	bool resolved;            /* taken in order, with result: 0 or the log's error */
+	int result;
+	bool waiter;              /* jrnl_log_flush waits for resolved (its own stack) */
+	bool bound;               /* the L13 flush */
+	jrnl_flush_fn fn;         /* jrnl_log_flush_async's callback */
+	void *priv;
+};
+
 struct lb_cb {
 	jrnl_done_fn fn;
 	void *priv;
@@ -193,6 +219,7 @@ struct logbuf {
 	uint64_t sealed_tail;     /* the tail_lsn its header carries (L7, L12) */
 	uint64_t flush_snap;      /* completed_lsn when the PREFLUSH write was submitted */
 	uint64_t flush_snap_tail; /* completed_tail then (L12) */
+	uint64_t fl_before;       /* standalone flushes issued before it (L14) */
 	bool wrapped;
 	int status;
 	struct io_req req[2];     /* [0] the record (its end part if wrapped), [1] the rest */
@@ -208,7 +235,7 @@ struct jrnl_log {
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;      /* buffer back to ACTIVE, op done, callbacks run, tokens */
-	unsigned async_flushes;   /* jrnl_log_flush_async in flight (close waits) */
+	unsigned async_flushes;   /* async and L13 flushes not yet taken (close waits) */
 	struct logbuf *bufs;
 	unsigned cur;             /* the open buffer (ACTIVE, or still in flight) */
 	unsigned oldest;          /* oldest buffer not ACTIVE, if inflight */
@@ -224,8 +251,12 @@ struct jrnl_log {
 	uint64_t window;          /* the unflushed bound in sectors (L13) */
 	bool no_flush;            /* the caller never flushes (L12, L13) */
 	bool bound_flush;         /* a flush for L13 is in flight */
-	uint64_t bound_snap, bound_snap_tail;
-	struct io_req bound_req;
+	struct jflush *bound_jf;
+	/* Standalone flushes in issue order (L14): in flight, or done and waiting for an
+	 * earlier one; fl_issued counts those issued, fl_resolved those taken in order. */
+	struct jflush *fq_head, *fq_tail;
+	uint64_t fl_issued, fl_resolved;
+	bool fq_resolving;        /* token: one thread takes results and runs callbacks */
 	uint32_t next_tid;
 	int error;                /* first I/O error: the log is shut down (L8) */
 	int cb_err;               /* first error in LSN order, for callbacks */
@@ -513,21 +544,104 @@ static bool over_bound(const struct jrnl_log *log, const struct logbuf *b)
 
 static void log_kick(struct jrnl_log *log);
 
-static void bound_flush_end(struct io_req *req)
+/*
+ * (L14): take the results of the flushes at the head of the queue whose I/O is done, in
+ * issue order: durability, or the log's failure, then the caller (a waiting
+ * jrnl_log_flush is woken; an async callback runs with the lock dropped, in order, as
+ * only the token holder runs them).  Lock held.
+ */
+static void flush_resolve(struct jrnl_log *log)
 {
-	struct jrnl_log *log = req->priv;
-	int err = atomic_load(&req->status);
+	if (log->fq_resolving)
+		return;
+	log->fq_resolving = true;
+	while (log->fq_head && log->fq_head->done) {
+		struct jflush *jf = log->fq_head;
 
-	io_req_release(req);
+		log->fq_head = jf->next;
+		if (!log->fq_head)
+			log->fq_tail = NULL;
+		log->fl_resolved++;
+		log->st.flushes++;
+		if (jf->status) {
+			/* What the cache held is unknown now: no record processed from
+			 * here on reports success (L8, L14). */
+			if (!log->cb_err)
+				log->cb_err = jf->status;
+			log_fail(log, jf->status);
+		} else if (!log->error)
+			log_durable_to(log, jf->snap, jf->snap_tail);
+		jf->result = log->error;
+		if (jf->bound)
+			log->bound_flush = false;
+		if (jf->waiter) {
+			jf->resolved = true;
+		} else if (jf->fn) {
+			pthread_mutex_unlock(&log->lock);
+			jf->fn(jf->priv, jf->result);
+			pthread_mutex_lock(&log->lock);
+		}
+		if (!jf->waiter) {
+			log->async_flushes--;
+			if (!jf->bound)
+				free(jf);
+		}
+		/* Durability may release a record held by L13, or a PREFLUSH record
+		 * waiting for this result (L14). */
+		log_kick(log);
+		pthread_cond_broadcast(&log->cond);
+	}
+	log->fq_resolving = false;
+	pthread_cond_broadcast(&log->cond);
+}
+
+static void flush_io_end(struct io_req *req)
+{
+	struct jflush *jf = req->priv;
+	struct jrnl_log *log = jf->log;
+
 	pthread_mutex_lock(&log->lock);
-	log->st.flushes++;
-	log->bound_flush = false;
-	if (err)
-		log_fail(log, err);
-	else
-		log_durable_to(log, log->bound_snap, log->bound_snap_tail);
-	log_kick(log);
+	jf->status = atomic_load(&req->status);
+	io_req_release(req);
+	jf->done = true;
+	flush_resolve(log);
 	pthread_mutex_unlock(&log->lock);
+}
+
+/* Queue @jf, snapshotting what it will cover (L6, L12), and set up its request.  Lock
+ * held.  Returns 0 or io_req_init's error (nothing queued). */
+static int flush_queue(struct jrnl_log *log, struct jflush *jf)
+{
+	int err = io_req_init(&jf->req, log->dev, 0, IO_OPF(IO_OP_FLUSH, 0));
+
+	if (err)
+		return err;
+	jf->log = log;
+	jf->next = NULL;
+	jf->done = jf->resolved = false;
+	jf->status = jf->result = 0;
+	jf->snap = log->completed_lsn;
+	jf->snap_tail = log->completed_tail;
+	jf->req.end_io = jf->waiter ? NULL : flush_io_end;
+	jf->req.priv = jf;
+	if (log->fq_tail)
+		log->fq_tail->next = jf;
+	else
+		log->fq_head = jf;
+	log->fq_tail = jf;
+	log->fl_issued++;
+	if (!jf->waiter)
+		log->async_flushes++;
+	return 0;
+}
+
+/* A queued flush whose submission was refused: done, with that error. */
+static void flush_refused(struct jrnl_log *log, struct jflush *jf, int err)
+{
+	io_req_release(&jf->req);
+	jf->status = err;
+	jf->done = true;
+	flush_resolve(log);
 }
 
 /*
@@ -543,23 +657,17 @@ static bool bound_flush_start(struct jrnl_log *log)
 
 	if (log->bound_flush || lsn_cmp(log->completed_lsn, log->durable_lsn) <= 0)
 		return false;
-	log->bound_flush = true;
-	log->bound_snap = log->completed_lsn;
-	log->bound_snap_tail = log->completed_tail;
-	err = io_req_init(&log->bound_req, log->dev, 0, IO_OPF(IO_OP_FLUSH, 0));
-	if (!err) {
-		log->bound_req.end_io = bound_flush_end;
-		log->bound_req.priv = log;
-		pthread_mutex_unlock(&log->lock);
-		err = io_submit(&log->bound_req);
-		pthread_mutex_lock(&log->lock);
-		if (err)
-			io_req_release(&log->bound_req);
-	}
+	err = flush_queue(log, log->bound_jf);
 	if (err) {
-		log->bound_flush = false;
 		log_fail(log, err);
+		return false;
 	}
+	log->bound_flush = true;
+	pthread_mutex_unlock(&log->lock);
+	err = io_submit(&log->bound_jf->req);
+	pthread_mutex_lock(&log->lock);
+	if (err)
+		flush_refused(log, log->bound_jf, err);
 	return true;
 }
 
@@ -608,6 +716,7 @@ static void log_push_mode(struct jrnl_log *log, bool sync)
 		if (b->need_flush) {
 			b->flush_snap = log->completed_lsn;
 			b->flush_snap_tail = log->completed_tail;
+			b->fl_before = log->fl_issued;
 		}
 		b->sealed_tail = lsn_cmp(log->tail, b->lsn) > 0 ? b->lsn : log->tail;
 		f = (struct jrnl_rec_fill){
@@ -681,6 +790,9 @@ static void log_process(struct jrnl_log *log)
 		struct logbuf *b = &log->bufs[log->oldest];
 		int err;
 
+		/* (L14) A PREFLUSH's evidence waits for the flushes issued before it. */
+		if (b->need_flush && !b->status && log->fl_resolved < b->fl_before)
+			break;
 		b->state = LB_CALLBACK;
 		if (b->status && !log->cb_err)
 			log->cb_err = b->status;
@@ -929,6 +1041,7 @@ static void log_free(struct jrnl_log *log)
 		}
 		free(log->bufs);
 	}
+	free(log->bound_jf);
 	pthread_mutex_destroy(&log->lock);
 	pthread_cond_destroy(&log->cond);
 	free(log);
@@ -976,8 +1089,10 @@ int jrnl_log_open(struct io_dev *dev, const struct jrnl_geom *g, const struct jr
 	log->hdr_sectors = jrnl_rec_hdr_sectors_for(g->sector, bsize, &payload);
 	log->cap = payload * g->sector;
 	log->bufs = calloc(nbufs, sizeof(*log->bufs));
-	if (!log->bufs)
+	log->bound_jf = calloc(1, sizeof(*log->bound_jf));
+	if (!log->bufs || !log->bound_jf)
 		goto nomem;
+	log->bound_jf->bound = true;
 	for (unsigned i = 0; i < nbufs; i++) {
 		struct logbuf *b = &log->bufs[i];
 
@@ -1130,111 +1245,58 @@ int jrnl_log_force(struct jrnl_log *log)
 	return err;
 }
 
-/* A flush submitted when completed_lsn was @snap and completed_tail @snap_tail ended
- * with @err (L6, L11, L12); log->lock held.  Durability may let a record held by the
- * unflushed bound go (L13), hence the kick. */
-static void flush_ended(struct jrnl_log *log, int err, uint64_t snap, uint64_t snap_tail)
-{
-	log->st.flushes++;
-	if (err)
-		log_fail(log, err);
-	else
-		log_durable_to(log, snap, snap_tail);
-	log_kick(log);
-}
-
 int jrnl_log_flush(struct jrnl_log *log)
 {
-	struct io_req req;
-	uint64_t snap, snap_tail;
+	struct jflush jf = { .waiter = true };
 	int err;
 
 	pthread_mutex_lock(&log->lock);
 	err = log->error;
-	snap = log->completed_lsn;
-	snap_tail = log->completed_tail;
+	if (!err)
+		err = flush_queue(log, &jf);
 	pthread_mutex_unlock(&log->lock);
 	if (err)
 		return err;
-	err = io_req_init(&req, log->dev, 0, IO_OPF(IO_OP_FLUSH, 0));
-	if (!err) {
-		err = io_submit_wait(&req);
-		io_req_release(&req);
-	}
+	/* On the calling thread on the descriptor backends: an fdatasync here (L10). */
+	err = io_submit_wait(&jf.req);
+	io_req_release(&jf.req);
 	pthread_mutex_lock(&log->lock);
-	flush_ended(log, err, snap, snap_tail);
-	err = log->error;
+	jf.status = err;
+	jf.done = true;
+	flush_resolve(log);
+	while (!jf.resolved)
+		pthread_cond_wait(&log->cond, &log->lock);
+	err = jf.result;
 	pthread_mutex_unlock(&log->lock);
 	return err;
 }
 
-/* One jrnl_log_flush_async in flight. */
-struct flush_async {
-	struct io_req req;
-	struct jrnl_log *log;
-	uint64_t snap;            /* completed_lsn when the flush was submitted */
-	uint64_t snap_tail;       /* completed_tail then */
-	jrnl_flush_fn fn;
-	void *priv;
-};
-
-static void flush_async_end(struct io_req *req)
-{
-	struct flush_async *fa = req->priv;
-	struct jrnl_log *log = fa->log;
-	jrnl_flush_fn fn = fa->fn;
-	void *priv = fa->priv;
-	int err = req->status;
-
-	io_req_release(req);
-	pthread_mutex_lock(&log->lock);
-	flush_ended(log, err, fa->snap, fa->snap_tail);
-	err = err ? err : log->error;
-	log->async_flushes--;
-	pthread_cond_broadcast(&log->cond);
-	pthread_mutex_unlock(&log->lock);       /* @log may be closed from here on */
-	free(fa);
-	fn(priv, err);
-}
-
 int jrnl_log_flush_async(struct jrnl_log *log, jrnl_flush_fn fn, void *priv)
 {
-	struct flush_async *fa = calloc(1, sizeof(*fa));
+	struct jflush *jf = calloc(1, sizeof(*jf));
 	int err;
 
 	pthread_mutex_lock(&log->lock);
-	err = log->error;
-	if (fa) {
-		fa->snap = log->completed_lsn;
-		fa->snap_tail = log->completed_tail;
+	err = log->error ? log->error : !jf ? -ENOMEM : 0;
+	if (!err) {
+		jf->fn = fn;
+		jf->priv = priv;
+		err = flush_queue(log, jf);
 	}
 	pthread_mutex_unlock(&log->lock);
-	if (!err && !fa)
-		err = -ENOMEM;
-	if (!err)
-		err = io_req_init(&fa->req, log->dev, 0, IO_OPF(IO_OP_FLUSH, 0));
-	if (!err) {
-		fa->log = log;
-		fa->fn = fn;
-		fa->priv = priv;
-		fa->req.end_io = flush_async_end;
-		fa->req.priv = fa;
+	if (err) {
+		free(jf);
+		fn(priv, err);
+		return err;
+	}
+	err = io_submit(&jf->req);
+	if (err) {
+		/* Completed here with the refusal, in issue order: fn runs (maybe later,
+		 * after the flushes before it) with the error. */
 		pthread_mutex_lock(&log->lock);
-		log->async_flushes++;
-		pthread_mutex_unlock(&log->lock);
-		err = io_submit(&fa->req);
-		if (!err)
-			return 0;
-		io_req_release(&fa->req);
-		pthread_mutex_lock(&log->lock);
-		log->async_flushes--;
-		pthread_cond_broadcast(&log->cond);
-		log_fail(log, err);
-		log_kick(log);
+		flush_refused(log, jf, err);
 		pthread_mutex_unlock(&log->lock);
 	}
-	free(fa);
-	fn(priv, err);
 	return err;
 }
 
@@ -1314,7 +1376,7 @@ int jrnl_log_close(struct jrnl_log *log)
 	err = jrnl_log_force(log);
 	pthread_mutex_lock(&log->lock);
 	while (log->inflight || log->submitting || log->processing || log->async_flushes ||
-	       log->bound_flush)
+	       log->bound_flush || log->fq_resolving)
 		pthread_cond_wait(&log->cond, &log->lock);
 	pthread_mutex_unlock(&log->lock);
 	log_free(log);

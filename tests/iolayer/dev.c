@@ -370,6 +370,41 @@ Test(dev, open_errors, .timeout = T_TIMEOUT, .fini = scratch_cleanup)
 	cr_assert_eq(io_dev_close(dev), 0);
 }
 
+/* A FIFO is refused, not waited on (a read-only open of a FIFO blocks until a writer
+ * comes), on every backend and read-only or not; so are a directory and /dev/null. */
+Test(dev, refuses_fifo_and_other_kinds, .timeout = 20, .fini = scratch_cleanup)
+{
+	static const char *const backends[] = { "psync", "uring", "aio" };
+	char path[PATH_MAX], msg[512];
+	struct io_dev *dev = NULL;
+
+	snprintf(path, sizeof(path), "%s/iolayer-%ld.fifo", t_test_dir(), (long)getpid());
+	unlink(path);
+	cr_assert_eq(mkfifo(path, 0600), 0, "mkfifo: %s", strerror(errno));
+	for (unsigned i = 0; i < 3; i++) {
+		for (int ro = 0; ro < 2; ro++) {
+			struct io_dev_opts o = { .size = sizeof(o), .backend = backends[i],
+						 .read_only = ro, .errmsg = msg,
+						 .errmsg_len = sizeof(msg) };
+			int err;
+
+			if (!io_backend_built(backends[i]))
+				continue;
+			msg[0] = '\0';
+			err = io_dev_open(path, &o, &dev);
+			cr_assert_eq(err, -EINVAL, "%s%s on a FIFO: %d", backends[i],
+				     ro ? " read-only" : "", err);
+			cr_assert_null(dev);
+			cr_assert_not_null(strstr(msg, "a FIFO"), "message: '%s'", msg);
+		}
+	}
+	unlink(path);
+	cr_assert_neq(open_named("/dev/null", "psync", &dev, msg, sizeof(msg)), 0);
+	cr_assert_not_null(strstr(msg, "character device"), "message: '%s'", msg);
+	cr_assert_neq(open_named(t_test_dir(), "psync", &dev, msg, sizeof(msg)), 0);
+	cr_assert_null(dev);
+}
+
 Test(dev, alignment_from_statx, .timeout = T_TIMEOUT, .fini = scratch_cleanup)
 {
 	char path[PATH_MAX], msg[512];

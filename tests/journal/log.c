@@ -1374,6 +1374,54 @@ Test(log, tx_bytes_bound, .timeout = TO)
 
 /* ---- errors ---- */
 
+static void flush_cb(void *priv, int err)
+{
+	int *r = priv;
+
+	*r = err ? err : 1;
+}
+
+/* L14: two flushes in flight, the earlier fails, the later completes first: its success
+ * is not taken (durable_lsn stays, its callback waits and then gets the error). */
+Test(log, flush_results_in_issue_order, .timeout = TO)
+{
+	static const uint32_t len = 100;
+	struct io_sim_fault f = { .op = IO_OP_FLUSH, .nth = 1, .kind = IO_SIM_FAULT_EIO };
+	struct jrnl_log_stats st0, st;
+	struct deliverer d;
+	struct tl t;
+	int r1 = 0, r2 = 0;
+
+	E.n = 0;
+	tl_dev(&t, 4096, 4u << 20, true, IO_SIM_LAT_NONE, 11);
+	tl_open_log(&t, 4, 16384);
+	/* A completed record for the flushes to cover. */
+	d = (struct deliverer){ .dev = t.dev };
+	atomic_init(&d.stop, false);
+	cr_assert_eq(pthread_create(&d.th, NULL, deliver_loop, &d), 0);
+	cr_assert_eq(tx_write(&t, 1, 0, 1, &len, NULL), 0);
+	cr_assert_eq(jrnl_log_force(t.log), 0);
+	atomic_store(&d.stop, true);
+	pthread_join(d.th, NULL);
+	jrnl_log_stats(t.log, &st0);
+	cr_assert_lt(st0.durable_lsn, st0.completed_lsn);
+
+	cr_assert_eq(io_sim_fault_add(t.dev, &f), 0);
+	cr_assert_eq(jrnl_log_flush_async(t.log, flush_cb, &r1), 0);   /* fails */
+	cr_assert_eq(jrnl_log_flush_async(t.log, flush_cb, &r2), 0);   /* succeeds */
+	cr_assert_eq(io_sim_deliver(t.dev, 1, IO_SIM_LIFO), 1);        /* the later one */
+	jrnl_log_stats(t.log, &st);
+	cr_assert_eq(r2, 0, "the later flush was taken before the earlier one");
+	cr_assert_eq(st.durable_lsn, st0.durable_lsn, "durable_lsn moved on the later flush");
+	cr_assert_eq(io_sim_deliver(t.dev, 1, IO_SIM_LIFO), 1);        /* the earlier, EIO */
+	cr_assert_eq(r1, -EIO);
+	cr_assert_eq(r2, -EIO, "the later flush's success proves nothing after the EIO");
+	jrnl_log_stats(t.log, &st);
+	cr_assert_eq(st.durable_lsn, st0.durable_lsn);
+	cr_assert_eq(jrnl_log_flush(t.log), -EIO);
+	tl_close(&t);
+}
+
 Test(log, write_error_shutdown, .timeout = TO)
 {
 	static const uint32_t len = 100;
