@@ -10,7 +10,10 @@
  * past the head and its flush, the writer's start, the unmount record of the close) the
  * test takes strict and garbled power cuts of it and recovers each again on a healthy
  * disk: every one must replay exactly the reference (same checkpoints, same items), and
- * so must the interrupted open itself.
+ * so must the interrupted open itself.  recover/crash_during_stamping_of_wrapped_log
+ * does the same on a log that wrapped twice and was cut with its head within 1 MiB of
+ * the physical end, so the stamping past the head wraps onto released space of the
+ * current lap at the start of the log (journal/recover.c R8), with garbled power cuts.
  *
  * G6, recover/continuation: generation after generation on one log, each opens the
  * previous generation's crash image, commits and forces more transactions (releasing
@@ -154,6 +157,101 @@ static void g5_one(enum delog_flush_policy pol, uint64_t seed)
 	free(w);
 	free(ref);
 	free(c);
+}
+
+/*
+ * R8: a power cut during recovery's own writes, on a log that has wrapped several times
+ * and was cut with its head within 1 MiB of the physical end, so that what recovery
+ * stamps past the head wraps to the start of the log, onto released space of the
+ * current lap.  Recovery once rewrote every sector there; a garbled one then broke the
+ * head search of every later open (DELOG_ECORRUPT "a record past the head says the log
+ * was stable ...").  Every crash state during that recovery must recover as the first
+ * recovery did.
+ */
+static bool head_near_end(struct io_dev *dev, size_t *from, unsigned *laps, uint64_t *last)
+{
+	struct io_sim_event ev[64];
+	size_t n;
+
+	while ((n = io_sim_trace_copy(dev, *from, ev, 64)) > 0) {
+		for (size_t i = 0; i < n; i++) {
+			if (ev[i].type != IO_SIM_EV_SUBMIT || (ev[i].opf & 0xff) != IO_OP_WRITE)
+				continue;
+			if (ev[i].off < *last)
+				(*laps)++;
+			*last = ev[i].off;
+		}
+		*from += n;
+	}
+	return *laps >= 2 && *last + ev[0].len >= CT_DEV_BYTES - (1u << 20) &&
+	       *last < CT_DEV_BYTES - (256u << 10);
+}
+
+static void stamp_wrap_one(enum delog_flush_policy pol, uint64_t seed)
+{
+	struct work *w = calloc(1, sizeof(*w));
+	struct ct_coll *ref = calloc(1, sizeof(*ref)), *c = calloc(1, sizeof(*c));
+	size_t from = 0;
+	unsigned laps = 0, steps = 0;
+	uint64_t last = 0;
+	struct ct_drv d;
+	void *img;
+	int err;
+
+	cr_assert(w && ref && c);
+	w->dev = ct_sim(true, seed, NULL);
+	w->pol = pol;
+	w->gen = 1;
+	w->seed = seed;
+	w->ntx = CT_MAX_TX - 1;
+	w->release = true;
+	ct_drv_start(&d, work_main, w);
+	while (ct_drv_step(&d, w->dev) && !head_near_end(w->dev, &from, &laps, &last))
+		;
+	cr_assert_geq(laps, 2, "seed %llu: the workload ended before wrapping twice",
+		      (unsigned long long)seed);
+	img = ct_crash(w->dev, seed, IO_SIM_STRICT);
+	ct_drv_finish(&d, w->dev);
+	io_dev_close(w->dev);
+	err = ct_recover_image(img, pol, ref);
+	cr_assert_eq(err, 0, "seed %llu: reference recovery: %s", (unsigned long long)seed,
+		     delog_strerror(err));
+
+	w->dev = ct_sim(true, seed + 1, img);
+	w->ntx = 0;
+	ct_drv_start(&d, work_main, w);
+	for (;; steps++) {
+		for (unsigned v = 0; v < 4; v++) {
+			void *img2 = ct_crash(w->dev, seed * 7919 + steps * 4 + v, IO_SIM_GARBLE);
+
+			err = ct_recover_image(img2, pol, c);
+			cr_assert_eq(err, 0, "seed %llu step %u: recovery after a crash during the "
+				     "recovery of a wrapped log: %s", (unsigned long long)seed, steps,
+				     delog_strerror(err));
+			cr_assert(c->fp == ref->fp && c->last == ref->last,
+				  "seed %llu step %u: second recovery replayed %llu..%llu, the first "
+				  "%llu..%llu", (unsigned long long)seed, steps,
+				  (unsigned long long)c->first, (unsigned long long)c->last,
+				  (unsigned long long)ref->first, (unsigned long long)ref->last);
+			free(img2);
+		}
+		if (!ct_drv_step(&d, w->dev))
+			break;
+	}
+	pthread_join(d.th, NULL);
+	cr_assert_eq(w->open_err, 0);
+	io_dev_close(w->dev);
+	free(img);
+	free(w);
+	free(ref);
+	free(c);
+}
+
+Test(recover, crash_during_stamping_of_wrapped_log, .timeout = 900)
+{
+	for (size_t p = 0; p < sizeof(policies) / sizeof(policies[0]); p++)
+		for (uint64_t s = 1; s <= 2; s++)
+			stamp_wrap_one(policies[p], 100 + s);
 }
 
 Test(recover, crash_during_recovery, .timeout = 900)
