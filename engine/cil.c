@@ -18,10 +18,16 @@
  *       the newest; ctx->relogged counts the replacements.
  *  (C4) Space: a transaction holds a grant from delog_tx_begin; logging beyond it takes
  *       more (possibly blocking).  At commit the grant is exchanged for the CIL charge of
- *       what it added (data + ITEM_COST per new item), so grant + journal use never
- *       shrinks below what the log will have to write (space.c).
+ *       what it added (item_cost: data, ITEM_COST, and its share of record headers per
+ *       new item), so grant + journal use never shrinks below what the log will have to
+ *       write (space.c), whatever the log-buffer size.
  *  (C5) Back-pressure on the CIL: past push_bytes of CIL a commit wakes the push thread;
- *       past twice that it waits until the context is swapped (DESIGN section 4).
+ *       one that would take the context past twice that waits for the swap before it
+ *       inserts.  So a checkpoint is at most 2 x push_bytes, or one transaction (at most
+ *       a quarter of the log), and push_bytes is at most log/8: a checkpoint never takes
+ *       more than about a quarter of the log, and the newest complete checkpoint (which
+ *       stays in the log, space.c S1) plus an incomplete one a crash left after it
+ *       never fill it, so a recovered log always has room to go on.
  */
 #include "engine_private.h"
 
@@ -125,7 +131,7 @@ static int arena_take(struct cil_shard *s, uint32_t len, uint64_t *off)
 
 /* Insert or replace one item (shard lock held).  *@delta gets the cost change. */
 static int shard_put(struct cil_shard *s, uint64_t key, const void *data, uint32_t len,
-		     int64_t *delta, bool *relogged)
+		     uint64_t ovh16, int64_t *delta, int64_t *ddelta, bool *relogged)
 {
 	struct cil_item *it;
 	size_t h;
@@ -138,7 +144,8 @@ static int shard_put(struct cil_shard *s, uint64_t key, const void *data, uint32
 		it = &s->items[s->slots[h] - 1];
 		if (it->key == key) {
 			*relogged = true;
-			*delta = (int64_t)len - (int64_t)it->len;
+			*delta = (int64_t)item_cost(ovh16, len) - (int64_t)item_cost(ovh16, it->len);
+			*ddelta = (int64_t)len - (int64_t)it->len;
 			s->data_bytes = s->data_bytes - it->len + len;
 			if (len > it->cap) {
 				if ((err = arena_take(s, len, &it->off)))
@@ -172,13 +179,15 @@ static int shard_put(struct cil_shard *s, uint64_t key, const void *data, uint32
 	s->n++;
 	s->data_bytes += len;
 	*relogged = false;
-	*delta = (int64_t)len + ITEM_COST;
+	*delta = (int64_t)item_cost(ovh16, len);
+	*ddelta = len;
 	return 0;
 }
 
-int cil_insert(struct cil_ctx *c, const struct delog_tx *tx, int64_t *cost_delta)
+int cil_insert(struct cil_ctx *c, const struct delog_tx *tx, uint64_t ovh16,
+	       int64_t *cost_delta)
 {
-	int64_t total = 0, delta, dbytes = 0;
+	int64_t total = 0, delta, ddelta, dbytes = 0;
 	uint64_t added = 0, relog = 0;
 	bool relogged;
 	int err = 0;
@@ -188,18 +197,16 @@ int cil_insert(struct cil_ctx *c, const struct delog_tx *tx, int64_t *cost_delta
 
 		pthread_mutex_lock(&s->lock);
 		err = shard_put(s, tx->items[i].key, tx->data + tx->items[i].off, tx->items[i].len,
-				&delta, &relogged);
+				ovh16, &delta, &ddelta, &relogged);
 		pthread_mutex_unlock(&s->lock);
 		if (err)
 			break;
 		total += delta;
-		if (relogged) {
+		dbytes += ddelta;
+		if (relogged)
 			relog++;
-			dbytes += delta;
-		} else {
+		else
 			added++;
-			dbytes += delta - ITEM_COST;
-		}
 	}
 	/* An -ENOMEM part way leaves the items inserted so far in the checkpoint: they
 	 * are whole items, and the caller shuts the log down (atomicity is gone). */
@@ -258,9 +265,9 @@ int delog_tx_log(delog_tx *tx, uint64_t key, const void *data, uint32_t len)
 	 * ENOMEM) leaves the transaction as it was. */
 	for (dup = 0; dup < tx->n && tx->items[dup].key != key; dup++)
 		;
-	cost = tx->cost - (dup < tx->n ? tx->items[dup].len + ITEM_COST : 0);
-	if (cost + len + ITEM_COST > tx->reserved) {
-		uint64_t more = cost + len + ITEM_COST - tx->reserved;
+	cost = tx->cost - (dup < tx->n ? item_cost(log->item_ovh16, tx->items[dup].len) : 0);
+	if (cost + item_cost(log->item_ovh16, len) > tx->reserved) {
+		uint64_t more = cost + item_cost(log->item_ovh16, len) - tx->reserved;
 
 		if (tx->reserved + more > log->geom.log_size / 4)
 			return -E2BIG;
@@ -303,7 +310,7 @@ int delog_tx_log(delog_tx *tx, uint64_t key, const void *data, uint32_t len)
 	tx->items[tx->n].off = off;
 	tx->items[tx->n].len = len;
 	tx->n++;
-	tx->cost += len + ITEM_COST;
+	tx->cost += item_cost(log->item_ovh16, len);
 	atomic_fetch_add_explicit(&log->st_items, 1, memory_order_relaxed);
 	return 0;
 }
@@ -335,12 +342,26 @@ int delog_tx_commit(delog_tx *tx, uint64_t *seq)
 		return -EINVAL;
 	log = tx->log;
 	pthread_rwlock_rdlock(&log->ctx_lock);
+	/* (C5) A checkpoint stays within twice push_bytes unless one transaction alone is
+	 * larger: wait for the swap first if this one would take it past that. */
+	while (tx->cost && atomic_load(&log->cur->ntx) &&
+	       atomic_load(&log->cur->cost) + tx->cost > 2 * log->push_bytes &&
+	       !atomic_load(&log->error)) {
+		ctx_seq = log->cur->seq;
+		pthread_rwlock_unlock(&log->ctx_lock);
+		pthread_mutex_lock(&log->lock);
+		push_request(log, 0);
+		while (atomic_load(&log->open_seq) == ctx_seq && !atomic_load(&log->error))
+			pthread_cond_wait(&log->durable_cond, &log->lock);
+		pthread_mutex_unlock(&log->lock);
+		pthread_rwlock_rdlock(&log->ctx_lock);
+	}
 	c = log->cur;
 	cseq = ctx_seq = c->seq;
 	if (atomic_load(&log->error))
 		err = DELOG_ESHUTDOWN;
 	else if (tx->n)
-		err = cil_insert(c, tx, &delta);
+		err = cil_insert(c, tx, log->item_ovh16, &delta);
 	if (!err && !tx->n && !atomic_load(&c->ntx))
 		cseq--; /* nothing open: the last checkpoint is the one to force */
 	cost = atomic_load(&c->cost);

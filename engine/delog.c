@@ -254,8 +254,11 @@ static int open_common(struct io_dev *dev, bool own, bool fresh, const struct de
 		goto fail;
 	space_init(log);
 	log->space.tracking = o->flags & DELOG_OPEN_TRACK_ITEMS;
+	/* cil.c C5: at most log/8, so that a checkpoint stays near a quarter of the log. */
 	log->push_bytes = o->cil_push_bytes ? o->cil_push_bytes :
 			  (log->geom.log_size / 8 < (32u << 20) ? log->geom.log_size / 8 : 32u << 20);
+	if (log->push_bytes > log->geom.log_size / 8)
+		log->push_bytes = log->geom.log_size / 8;
 
 	oc.log = log;
 	oc.fn = o->recover;
@@ -276,6 +279,18 @@ static int open_common(struct io_dev *dev, bool own, bool fresh, const struct de
 	err = jrnl_log_open(dev, &log->geom, &rep, &lo, &log->jl);
 	if (err)
 		goto fail;
+	{
+		/* item_cost()'s share of record headers: a full record is logbsize bytes, of
+		 * which the op bytes minus what may go unused at a switch are useful (the
+		 * same per-record loss jrnl_log_tx_bytes counts). */
+		struct jrnl_log_stats js;
+		uint64_t bsize = lo.logbsize ? lo.logbsize : JRNL_MAX_LOGBSIZE, useful;
+
+		jrnl_log_stats(log->jl, &js);
+		useful = js.payload_capacity - 2 * sizeof(struct jrnl_op) -
+			 sizeof(struct jrnl_commit) - 8;
+		log->item_ovh16 = ((bsize - useful) * 65536 + useful - 1) / useful;
+	}
 	log->space.tail_lsn = rep.tail_lsn;
 	/* What recovery found is durable: its keys take their AIL places now (S3). */
 	if (log->space.tracking && (err = space_ckpt_durable(log, oc.last_seq)))

@@ -59,7 +59,7 @@ struct cil_ctx {
 struct delog_tx {
 	struct delog *log;
 	uint64_t reserved;        /* grant held */
-	uint64_t cost;            /* item cost logged so far (len + ITEM_COST each) */
+	uint64_t cost;            /* item cost logged so far (item_cost() of each) */
 	size_t n, cap;
 	struct { uint64_t key; uint64_t off; uint32_t len; } *items;
 	unsigned char *data;
@@ -70,11 +70,25 @@ struct delog_tx {
 /* Log bytes an item is charged in the CIL beyond its data (op and item headers, padding). */
 #define ITEM_COST 40u
 
+/*
+ * The charge of an item of @len data bytes (C4 in cil.c): its data, ITEM_COST, and its
+ * share of the record headers and per-record losses, @ovh16 being record bytes per
+ * useful op byte, less one, in 1/65536 (struct delog.item_ovh16, from the log-buffer
+ * geometry).  With 16 KiB buffers of 4 KiB sectors a third of every record is header,
+ * so a checkpoint's charge without that share fell short of what it took in the log by
+ * far more than the slack, and the journal refused it (DELOG_ELOGFULL: a shutdown).
+ */
+static inline uint64_t item_cost(uint64_t ovh16, uint64_t len)
+{
+	return len + ITEM_COST + (((len + ITEM_COST) * ovh16) >> 16) + 1;
+}
+
 void cil_ctx_init(struct cil_ctx *c);
 void cil_ctx_reset(struct cil_ctx *c);
 void cil_ctx_destroy(struct cil_ctx *c);
 /* Insert the items of @tx into @c (ctx_lock held for read).  Returns the cost delta. */
-int cil_insert(struct cil_ctx *c, const struct delog_tx *tx, int64_t *cost_delta);
+int cil_insert(struct cil_ctx *c, const struct delog_tx *tx, uint64_t ovh16,
+	       int64_t *cost_delta);
 
 /* ---- policy.c ---- */
 
@@ -170,7 +184,8 @@ struct delog {
 	enum delog_flush_policy policy_id;
 	delog_push_fn push_cb;
 	void *push_arg;
-	uint64_t push_bytes;      /* background push threshold */
+	uint64_t push_bytes;      /* background push threshold (cil.c C5) */
+	uint64_t item_ovh16;      /* record overhead per op byte, for item_cost() */
 
 	/* CIL: ctx_lock read by committers, written by the push thread to swap cur. */
 	pthread_rwlock_t ctx_lock;

@@ -170,7 +170,8 @@ struct delog_options {
 				   * file, the whole file or device when formatting one */
 	uint32_t sector;          /* sector size for FORMAT: 512 or 4096; 0: 4096 */
 	uint64_t cil_push_bytes;  /* background push threshold; 0: min(log/8, 32 MiB);
-				   * committers block at twice it */
+				   * at most log/8 (larger is taken as log/8); a commit
+				   * that would take the CIL past twice it waits first */
 	delog_recover_fn recover; /* may be NULL */
 	void *recover_arg;
 	delog_push_fn push;       /* may be NULL */
@@ -201,7 +202,9 @@ int delog_close(delog *log);
 /* delog_tx_begin flags */
 #define DELOG_TX_NOWAIT 0x1u      /* fail with -EAGAIN instead of blocking for space */
 
-/* Per-item log overhead to count in a reservation (headers and padding). */
+/* Per-item log overhead to count in a reservation (headers and padding).  An item also
+ * takes its share of record headers, a few per cent with 256 KiB log buffers (up to a
+ * third with 16 KiB ones): a reservation short of that is topped up as items are logged. */
 #define DELOG_ITEM_OVERHEAD 64u
 
 /*
