@@ -8,8 +8,10 @@
  *   media    dev_bytes of durable contents (one flat array).
  *   cache    completed writes not yet durable: a hash map sector -> slot.  A slot points
  *            at the sector's newest completed version (struct sim_ver, refcounted) and
- *            remembers which version media holds (durable_seq).  Reads return media
- *            overlaid with the cache.
+ *            remembers which version media holds (durable_seq), and keeps the older
+ *            completed versions that are newer than the media copy (its history, for the
+ *            versions profile: a drive may have written any of them back before the power
+ *            failed).  Reads return media overlaid with the cache.
  *   flight   every submitted, not yet completed request (struct sim_op), in a list in
  *            submission order.  A write's data stays in the caller's iovecs until it
  *            completes; it is invisible to reads until then.
@@ -56,7 +58,14 @@
  * the disk.  The unstable sectors are every cache slot (including ones a flush in flight
  * has captured) and every sector of every write in flight.  "old" is media; "new" is the
  * newest version that could have reached the media: the last-submitted *issued* write in
- * flight covering the sector, else the cache slot, else media.  A PREFLUSH write whose
+ * flight covering the sector, else the cache slot, else media.  The versions of a sector
+ * (io_sim_unstable_versions) are, in this order: 0 media, then the slot's history (oldest
+ * first), the slot's newest version, and the data of each issued write in flight covering
+ * it (submission order); the last is "new".  Under the versions profile a sector ends at
+ * any one of them: a write that was overwritten in the cache before the power failed
+ * may still be what the drive had written back.  The history is dropped as soon as a
+ * flush makes a version at least as new durable (S2), so it only holds versions written
+ * since the sector was last stable.  A PREFLUSH write whose
  * flush has not completed is listed but contributes no data: it cannot have reached the
  * device before its flush, and letting it would produce images no real disk can (a
  * commit record without the data its preflush protects).  "garbage" is bytes drawn from
@@ -81,9 +90,9 @@
  * t_ns is CLOCK_MONOTONIC time since the device was opened.
  *
  * Not modelled: queue-depth limits (submit never blocks; the channel serialises
- * transfers), per-LBA latent sector errors, misdirected or lost writes, intermediate
- * versions at a power cut (a sector resolves to media or its newest version, never to a
- * version in between), and write-back of the sim disk to the file it was loaded from.
+ * transfers), per-LBA latent sector errors, misdirected or lost writes, torn sectors
+ * (a sector is one version or garbage, never half of two), and write-back of the sim
+ * disk to the file it was loaded from.
  */
 #include "io_private.h"
 #include "io_sim.h"
@@ -143,6 +152,8 @@ struct sim_slot {
 	uint64_t sector;
 	uint64_t durable_seq;  /* version held by media; captured versions <= it are stale */
 	struct sim_ver *cur;   /* newest completed version, not durable (S2) */
+	struct sim_ver **hist; /* older completed versions newer than media, oldest first */
+	uint32_t nhist, hcap;
 };
 
 struct sim_cap_ent {
@@ -324,6 +335,8 @@ static void slot_insert(struct sim *s, uint64_t sector, struct sim_ver *v)
 		;
 	s->tab[i].sector = sector;
 	s->tab[i].cur = v;
+	s->tab[i].hist = NULL;
+	s->tab[i].nhist = s->tab[i].hcap = 0;
 	/* Media holds the newest version older than v (S2): any capture still pending
 	 * for this sector holds a version <= that, so it must not reach media. */
 	s->tab[i].durable_seq = v->seq - 1;
@@ -336,12 +349,36 @@ static void ver_put(struct sim_ver *v)
 		free(v);
 }
 
+/* Drop the history versions media has caught up with (seq <= durable_seq). */
+static void hist_trim(struct sim_slot *sl)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < sl->nhist; i++) {
+		if (sl->hist[i]->seq <= sl->durable_seq)
+			ver_put(sl->hist[i]);
+		else
+			sl->hist[n++] = sl->hist[i];
+	}
+	sl->nhist = n;
+}
+
+static void hist_free(struct sim_slot *sl)
+{
+	for (uint32_t i = 0; i < sl->nhist; i++)
+		ver_put(sl->hist[i]);
+	free(sl->hist);
+	sl->hist = NULL;
+	sl->nhist = sl->hcap = 0;
+}
+
 /* Remove @sl (backward-shift deletion keeps probe chains intact). */
 static void slot_delete(struct sim *s, struct sim_slot *sl)
 {
 	size_t mask = s->tab_cap - 1, i = (size_t)(sl - s->tab), j = i;
 
 	ver_put(sl->cur);
+	hist_free(sl);
 	for (;;) {
 		size_t k;
 
@@ -434,11 +471,27 @@ static int write_cache(struct sim *s, struct sim_op *op)
 	}
 	if (tab_reserve(s, op->nr))
 		goto fail;
+	/* Room in the history of every rewritten slot first, so nothing changes on -ENOMEM. */
+	for (uint64_t j = 0; j < op->nr; j++) {
+		struct sim_slot *sl = slot_find(s, op->first + j);
+
+		if (sl && sl->nhist == sl->hcap) {
+			uint32_t cap = sl->hcap ? 2 * sl->hcap : 4;
+			struct sim_ver **h = realloc(sl->hist, cap * sizeof(*h));
+
+			if (!h)
+				goto fail;
+			sl->hist = h;
+			sl->hcap = cap;
+		}
+	}
 	for (i = 0; i < op->nr; i++) {
 		struct sim_slot *sl = slot_find(s, op->first + i);
 
 		if (sl) {
-			ver_put(sl->cur);
+			/* The overwritten version stays a candidate for a power cut until a
+			 * flush makes something at least as new durable. */
+			sl->hist[sl->nhist++] = sl->cur;
 			sl->cur = vers[i];
 		} else {
 			slot_insert(s, op->first + i, vers[i]);
@@ -525,6 +578,8 @@ static void capture_apply(struct sim *s, struct sim_op *op)
 		sl->durable_seq = e->ver->seq;
 		if (sl->cur == e->ver)
 			slot_delete(s, sl);
+		else
+			hist_trim(sl);
 	}
 	capture_drop(op);
 	tab_shrink(s);
@@ -872,9 +927,12 @@ out:
 
 static void sim_free(struct sim *s)
 {
-	for (size_t i = 0; i < s->tab_cap; i++)
-		if (s->tab[i].cur)
+	for (size_t i = 0; i < s->tab_cap; i++) {
+		if (s->tab[i].cur) {
 			ver_put(s->tab[i].cur);
+			hist_free(&s->tab[i]);
+		}
+	}
 	free(s->tab);
 	free(s->media);
 	free(s->ev);
@@ -1274,20 +1332,50 @@ static void garbage_fill(unsigned char *p, uint32_t len, uint64_t seed, uint64_t
 	}
 }
 
-/* Build the image for unstable sectors @u[0..n) resolved by @choice (0 old, 1 new,
- * 2 garbage); see the header comment for what "new" means. */
-static void crash_image(struct sim *s, const uint64_t *u, const uint8_t *choice, size_t n,
-			uint64_t seed, unsigned char *image)
+/* The number of versions of each unstable sector @u[0..n) (see the header comment), and
+ * in @base (may be NULL) how many of them are media and cache (the rest are writes in
+ * flight). */
+static void count_versions(struct sim *s, const uint64_t *u, size_t n, uint32_t *nver,
+			   uint32_t *base)
 {
+	for (size_t i = 0; i < n; i++) {
+		struct sim_slot *sl = slot_find(s, u[i]);
+
+		nver[i] = 1 + (sl ? sl->nhist + 1 : 0);
+		if (base)
+			base[i] = nver[i];
+	}
+	for (struct sim_op *op = s->head; op; op = op->next) {
+		if (op->op != IO_OP_WRITE || op->flushing)
+			continue;
+		for (uint64_t i = 0; i < op->nr; i++) {
+			size_t idx = find_u64(u, n, op->first + i);
+
+			if (idx != SIZE_MAX)
+				nver[idx]++;
+		}
+	}
+}
+
+/* Build the image for unstable sectors @u[0..n), sector i at version @ver[i] (an index
+ * below count_versions' count, or IO_SIM_VER_GARBAGE); @scratch holds 2n words. */
+static void crash_image(struct sim *s, const uint64_t *u, const uint32_t *ver, size_t n,
+			uint64_t seed, unsigned char *image, uint32_t *scratch)
+{
+	uint32_t *base = scratch, *seen = scratch + n;
+
 	memcpy(image, s->media, s->bytes);
 	for (size_t i = 0; i < n; i++) {
-		struct sim_slot *sl;
+		struct sim_slot *sl = slot_find(s, u[i]);
 
-		if (choice[i] == 1 && (sl = slot_find(s, u[i])))
-			memcpy(image + u[i] * s->sector, sl->cur->data, s->sector);
+		base[i] = 1 + (sl ? sl->nhist + 1 : 0);
+		seen[i] = 0;
+		if (!sl || ver[i] == 0 || ver[i] >= base[i])
+			continue;
+		memcpy(image + u[i] * s->sector,
+		       ver[i] <= sl->nhist ? sl->hist[ver[i] - 1]->data : sl->cur->data, s->sector);
 	}
-	/* Issued writes in flight, in submission order: the last one covering a sector is
-	 * its newest version. */
+	/* Issued writes in flight, in submission order: version base + j is the j-th. */
 	for (struct sim_op *op = s->head; op; op = op->next) {
 		struct vec_it it = { op->req->vec, 0 };
 
@@ -1297,12 +1385,14 @@ static void crash_image(struct sim *s, const uint64_t *u, const uint8_t *choice,
 			const unsigned char *src = it_next(&it, s->sector);
 			size_t idx = find_u64(u, n, op->first + i);
 
-			if (idx != SIZE_MAX && choice[idx] == 1)
+			if (idx == SIZE_MAX || ver[idx] == IO_SIM_VER_GARBAGE)
+				continue;
+			if (ver[idx] == base[idx] + seen[idx]++)
 				memcpy(image + (op->first + i) * s->sector, src, s->sector);
 		}
 	}
 	for (size_t i = 0; i < n; i++)
-		if (choice[i] == 2)
+		if (ver[i] == IO_SIM_VER_GARBAGE)
 			garbage_fill(image + u[i] * s->sector, s->sector, seed, u[i]);
 }
 
@@ -1326,42 +1416,167 @@ size_t io_sim_unstable(struct io_dev *dev, uint64_t *sectors, size_t max)
 	return n;
 }
 
+size_t io_sim_unstable_versions(struct io_dev *dev, uint64_t *sectors, uint32_t *nver,
+				size_t max)
+{
+	struct sim *s = sim_of(dev);
+	uint32_t *nv = NULL;
+	uint64_t *u;
+	size_t n;
+
+	if (!s)
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	if (unstable_build(s, &u, &n) || (n && !(nv = malloc(n * sizeof(*nv))))) {
+		pthread_mutex_unlock(&s->lock);
+		free(u);
+		return 0;
+	}
+	count_versions(s, u, n, nv, NULL);
+	pthread_mutex_unlock(&s->lock);
+	if (sectors && n && max)
+		memcpy(sectors, u, (n < max ? n : max) * sizeof(*u));
+	if (nver && n && max)
+		memcpy(nver, nv, (n < max ? n : max) * sizeof(*nv));
+	free(nv);
+	free(u);
+	return n;
+}
+
+int io_sim_version_read(struct io_dev *dev, uint64_t sector, uint32_t v, void *buf)
+{
+	struct sim *s = sim_of(dev);
+	uint32_t nver, base;
+	uint64_t *u;
+	size_t n, idx;
+	int err;
+
+	if (!s || !buf)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	err = unstable_build(s, &u, &n);
+	idx = err ? SIZE_MAX : find_u64(u, n, sector);
+	if (!err && idx == SIZE_MAX)
+		err = sector < s->nsectors && v == 0 ? 0 : -EINVAL; /* stable: media only */
+	if (!err && idx != SIZE_MAX) {
+		count_versions(s, u + idx, 1, &nver, &base);
+		if (v >= nver) {
+			err = -EINVAL;
+		} else if (v == 0 || v >= base) {
+			uint32_t j = v ? v - base : 0;
+			const unsigned char *src = v ? NULL : s->media + sector * s->sector;
+
+			for (struct sim_op *op = s->head; !src && op; op = op->next) {
+				struct vec_it it = { op->req->vec, 0 };
+
+				if (op->op != IO_OP_WRITE || op->flushing || sector < op->first ||
+				    sector >= op->first + op->nr)
+					continue;
+				for (uint64_t i = 0; i <= sector - op->first; i++)
+					src = it_next(&it, s->sector);
+				if (j--)
+					src = NULL;
+			}
+			memcpy(buf, src, s->sector);
+		} else {
+			struct sim_slot *sl = slot_find(s, sector);
+
+			memcpy(buf, v <= sl->nhist ? sl->hist[v - 1]->data : sl->cur->data, s->sector);
+		}
+	} else if (!err) {
+		memcpy(buf, s->media + sector * s->sector, s->sector);
+	}
+	pthread_mutex_unlock(&s->lock);
+	free(u);
+	return err;
+}
+
+/* Resolve every unstable sector as @pick says and build the image (all under the lock,
+ * so the versions counted are the ones the image is built from). */
+enum pick { PICK_SEEDED, PICK_CHOICE, PICK_VERSION };
+
+static int crash_build(struct sim *s, enum pick how, enum io_sim_crash_profile profile,
+		       uint64_t seed, const void *want, size_t nwant, void *image,
+		       struct io_sim_crash_info *ci)
+{
+	uint64_t st = seed_of(seed, SEED_CRASH);
+	uint32_t *ver = NULL, *nver = NULL, *scratch = NULL;
+	uint64_t *u;
+	size_t n;
+	int err;
+
+	pthread_mutex_lock(&s->lock);
+	err = unstable_build(s, &u, &n);
+	if (!err && how != PICK_SEEDED && n != nwant)
+		err = -EINVAL; /* the unstable set is not the one @want was made for */
+	if (!err && n) {
+		ver = malloc(n * sizeof(*ver));
+		nver = malloc(n * sizeof(*nver));
+		scratch = malloc(2 * n * sizeof(*scratch));
+		if (!ver || !nver || !scratch)
+			err = -ENOMEM;
+	}
+	if (!err && n)
+		count_versions(s, u, n, nver, NULL);
+	for (size_t i = 0; !err && i < n; i++) {
+		uint64_t r;
+		unsigned c;
+
+		switch (how) {
+		case PICK_VERSION:
+			ver[i] = ((const uint32_t *)want)[i];
+			if (ver[i] != IO_SIM_VER_GARBAGE && ver[i] >= nver[i])
+				err = -EINVAL;
+			continue;
+		case PICK_CHOICE:
+			c = ((const uint8_t *)want)[i];
+			break;
+		default:
+			r = rng_next(&st);
+			if (profile == IO_SIM_VERSIONS) {
+				ver[i] = (uint32_t)((r >> 11) % nver[i]);
+				if (ver[i] == 0)
+					ci->kept_old++;
+				else if (ver[i] == nver[i] - 1)
+					ci->took_new++;
+				else
+					ci->intermediate++;
+				continue;
+			}
+			c = profile == IO_SIM_STRICT ? (unsigned)(r >> 63) : (unsigned)((r >> 11) % 3);
+			break;
+		}
+		ver[i] = c == 0 ? 0 : c == 1 ? nver[i] - 1 : IO_SIM_VER_GARBAGE;
+		if (c == 0)
+			ci->kept_old++;
+		else if (c == 1)
+			ci->took_new++;
+		else
+			ci->garbled++;
+	}
+	if (!err) {
+		ci->unstable_sectors = n;
+		crash_image(s, u, ver, n, seed, image, scratch);
+	}
+	pthread_mutex_unlock(&s->lock);
+	free(ver);
+	free(nver);
+	free(scratch);
+	free(u);
+	return err;
+}
+
 int io_sim_crash(struct io_dev *dev, uint64_t seed, enum io_sim_crash_profile profile,
 		 void *image, struct io_sim_crash_info *info)
 {
 	struct sim *s = sim_of(dev);
 	struct io_sim_crash_info ci = { 0 };
-	uint64_t st = seed_of(seed, SEED_CRASH);
-	uint8_t *choice = NULL;
-	uint64_t *u;
-	size_t n;
 	int err;
 
-	if (!s || !image || (profile != IO_SIM_STRICT && profile != IO_SIM_GARBLE))
+	if (!s || !image || (profile != IO_SIM_STRICT && profile != IO_SIM_GARBLE &&
+			     profile != IO_SIM_VERSIONS))
 		return -EINVAL;
-	pthread_mutex_lock(&s->lock);
-	err = unstable_build(s, &u, &n);
-	if (!err && n && !(choice = malloc(n)))
-		err = -ENOMEM;
-	if (!err) {
-		for (size_t i = 0; i < n; i++) {
-			uint64_t r = rng_next(&st);
-
-			choice[i] = profile == IO_SIM_STRICT ? (uint8_t)(r >> 63)
-							     : (uint8_t)((r >> 11) % 3);
-			if (choice[i] == 0)
-				ci.kept_old++;
-			else if (choice[i] == 1)
-				ci.took_new++;
-			else
-				ci.garbled++;
-		}
-		ci.unstable_sectors = n;
-		crash_image(s, u, choice, n, seed, image);
-	}
-	pthread_mutex_unlock(&s->lock);
-	free(choice);
-	free(u);
+	err = crash_build(s, PICK_SEEDED, profile, seed, NULL, 0, image, &ci);
 	if (!err && info)
 		*info = ci;
 	return err;
@@ -1371,24 +1586,25 @@ int io_sim_crash_choose(struct io_dev *dev, const uint8_t *choice, size_t n, uin
 			void *image)
 {
 	struct sim *s = sim_of(dev);
-	uint64_t *u;
-	size_t nu;
-	int err;
+	struct io_sim_crash_info ci = { 0 };
 
 	if (!s || !image || (n && !choice))
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++)
 		if (choice[i] > 2)
 			return -EINVAL;
-	pthread_mutex_lock(&s->lock);
-	err = unstable_build(s, &u, &nu);
-	if (!err && nu != n)
-		err = -EINVAL; /* the unstable set is not the one @choice was made for */
-	if (!err)
-		crash_image(s, u, choice, n, seed, image);
-	pthread_mutex_unlock(&s->lock);
-	free(u);
-	return err;
+	return crash_build(s, PICK_CHOICE, IO_SIM_STRICT, seed, choice, n, image, &ci);
+}
+
+int io_sim_crash_versions(struct io_dev *dev, const uint32_t *ver, size_t n, uint64_t seed,
+			  void *image)
+{
+	struct sim *s = sim_of(dev);
+	struct io_sim_crash_info ci = { 0 };
+
+	if (!s || !image || (n && !ver))
+		return -EINVAL;
+	return crash_build(s, PICK_VERSION, IO_SIM_VERSIONS, seed, ver, n, image, &ci);
 }
 
 int io_sim_media(struct io_dev *dev, uint64_t off, void *buf, size_t len)

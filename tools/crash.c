@@ -105,8 +105,9 @@
 #include "io_sim.h"
 #include "jrnl.h"
 
-#define CR_LOG_BYTES (2ull * JRNL_MAX_LOGBUFS * JRNL_MAX_LOGBSIZE)
-#define CR_DEV_BYTES (JRNL_LOG_START + CR_LOG_BYTES)
+#define CR_LOG_BYTES (2ull * JRNL_MAX_LOGBUFS * JRNL_MAX_LOGBSIZE) /* the format's least */
+#define CR_LOG_MAX (16ull << 20)  /* the random workload's largest log */
+#define CR_SESSIONS_MAX 6u
 #define CR_MAX_CLIENTS 15u       /* workload clients; slot CR_MAX_CLIENTS: continuation */
 #define CR_SLOTS (CR_MAX_CLIENTS + 1u)
 #define CR_MAX_ITEMS 6u
@@ -197,9 +198,18 @@ struct wl {
 	uint32_t logbsize;
 	bool full;                /* the log-full workload: nobody releases but the releaser */
 	unsigned nowait_1in;      /* transactions that begin with DELOG_TX_NOWAIT */
+	/* Drawn per round by the random workload (the others keep the defaults). */
+	uint64_t log_bytes;       /* log size */
+	uint32_t sector;          /* sector size of the round */
+	uint64_t cil_push;        /* delog_options.cil_push_bytes (0: the default) */
+	bool releaser;            /* the releaser thread frees space, only at the full edge */
+	unsigned rel_all_1in;     /* its bursts that release everything durable */
+	bool track;               /* DELOG_OPEN_TRACK_ITEMS: item_written, per-key oracle */
+	unsigned written_1in;     /* durable transactions whose unique items are written */
+	unsigned sessions;        /* sessions of the chain: crash, reopen, continue */
 };
 
-static const char *const wl_names[] = { "mixed", "wrap", "relog", "small", "full" };
+static const char *const wl_names[] = { "mixed", "wrap", "relog", "small", "full", "random" };
 #define NR_WL (sizeof(wl_names) / sizeof(wl_names[0]))
 
 /* Sizes on the boundaries of sectors and buffers, mixed into every workload. */
@@ -222,6 +232,84 @@ static uint32_t boundary_len(uint64_t *r, uint32_t sector, uint32_t logbsize)
 	return (uint32_t)((int32_t)base + delta[rnd(r) % 5]);
 }
 
+/*
+ * The random workload: every parameter drawn from the round's seed, so rounds reach
+ * geometries and phases the fixed workloads never do.  Log size from the format's least
+ * (4 MiB, which is also >= 2 x logbufs x logbsize) to CR_LOG_MAX; 512 or 4096-byte sectors
+ * (unless --sector fixes it); 2..8 buffers of 16..256 KiB; items from a sector to several
+ * times the ring (logbufs x logbsize), up to the quarter of the log a transaction may
+ * take; checkpoints from one transaction (forced at once) to several MiB (cil_push_bytes
+ * up to 5 MiB, so larger than recovery's 2 MiB window); releases behind the clients, only
+ * from the push callback, or at the full edge right up to the durable sequence while big
+ * checkpoints are written; DELOG_TX_NOWAIT; item tracking with item_written; and a chain
+ * of 3-4 sessions, each crashed at a seeded state, reopened by delog_open_dev and
+ * continued.
+ */
+static void wl_random(struct wl *w, uint64_t *r, uint32_t sector)
+{
+	static const uint32_t smax[] = { 64, 512, 4096, 16384 };
+	static const unsigned force[] = { 1, 3, 8, 64 }, big[] = { 0, 4, 8, 16 };
+	uint64_t ring, cap;
+
+	w->sector = sector ? sector : (rnd(r) % 2 ? 4096u : 512u);
+	w->logbufs = (unsigned)rnd_in(r, JRNL_MIN_LOGBUFS, JRNL_MAX_LOGBUFS);
+	w->logbsize = JRNL_MIN_LOGBSIZE << rnd_in(r, 0, 4);
+	ring = (uint64_t)w->logbufs * w->logbsize;
+	/* Small logs wrap (and fill) faster; big ones hold the big checkpoints. */
+	w->log_bytes = rnd(r) % 5 < 2 ? CR_LOG_BYTES :
+		       rnd_in(r, CR_LOG_BYTES >> 16, CR_LOG_MAX >> 16) << 16;
+	if (w->log_bytes < 2 * ring)
+		w->log_bytes = 2 * ring;
+	w->clients = (unsigned)rnd_in(r, 1, 4);
+	w->max_items = (unsigned)rnd_in(r, 1, CR_MAX_ITEMS);
+	w->small_max = smax[rnd(r) % 4];
+	w->big_1in = big[rnd(r) % 4];
+	/* Items up to 1..8 rings, within a quarter of the log per transaction. */
+	cap = w->log_bytes / 4 / (w->max_items + 3);
+	w->big_max = (uint32_t)((ring << rnd_in(r, 0, 3)) < cap ? ring << rnd_in(r, 0, 3) : cap);
+	w->big_min = w->big_max / 8 > w->small_max ? w->big_max / 8 : w->small_max;
+	w->force_1in = force[rnd(r) % 4];
+	w->shared_1in = (unsigned)rnd_in(r, 0, 4);
+	w->nshared = (unsigned)rnd_in(r, 1, 4);
+	switch (rnd(r) % 3) {
+	case 0: /* behind the clients */
+		w->release_1in = (unsigned)(4u << rnd_in(r, 0, 3));
+		break;
+	case 1: /* only when the push callback asks */
+		break;
+	default: /* at the full edge, often everything durable: free space near zero */
+		w->releaser = true;
+		w->rel_all_1in = 2;
+		break;
+	}
+	switch (rnd(r) % 4) {
+	case 0:
+		w->cil_push = 0;
+		break;
+	case 1:
+		w->cil_push = ring / 2;
+		break;
+	case 2:
+		w->cil_push = w->log_bytes / 16;
+		break;
+	default:
+		w->cil_push = w->log_bytes / 3;
+		break;
+	}
+	if (w->log_bytes >= (10ull << 20) && rnd(r) % 3 == 0) {
+		/* Checkpoints of 3-5 MiB: larger than any recovery window. */
+		w->cil_push = rnd_in(r, 3ull << 20, 5ull << 20);
+		if (w->cil_push > w->log_bytes / 3)
+			w->cil_push = w->log_bytes / 3;
+		w->force_1in = 64;
+		w->big_1in = 2;
+	}
+	w->nowait_1in = rnd(r) % 2 ? (unsigned)rnd_in(r, 2, 8) : 0;
+	w->track = rnd(r) % 2;
+	w->written_1in = (unsigned)rnd_in(r, 1, 3);
+	w->sessions = (unsigned)rnd_in(r, 3, 4);
+}
+
 static void wl_pick(const char *name, uint64_t seed, unsigned threads, uint32_t sector,
 		    struct wl *w)
 {
@@ -233,7 +321,14 @@ static void wl_pick(const char *name, uint64_t seed, unsigned threads, uint32_t 
 	w->name = name;
 	w->logbufs = (unsigned)(2u << rnd_in(&r, 0, 2)); /* 2, 4, 8 */
 	w->logbsize = bsz[rnd(&r) % 2];
-	if (!strcmp(name, "small")) {
+	w->log_bytes = CR_LOG_BYTES;
+	w->sector = sector;
+	w->sessions = 1;
+	w->rel_all_1in = 32;
+	if (!strcmp(name, "random")) {
+		wl_random(w, &r, sector);
+		laps = w->sessions * (0.6 + (double)(rnd(&r) % 100) / 100.0);
+	} else if (!strcmp(name, "small")) {
 		w->clients = (unsigned)rnd_in(&r, 1, 2);
 		w->txs = (uint32_t)rnd_in(&r, 1, 4);
 		w->max_items = 2;
@@ -272,6 +367,8 @@ static void wl_pick(const char *name, uint64_t seed, unsigned threads, uint32_t 
 		w->nshared = 3;
 		w->nowait_1in = 3;
 		w->logbsize = bsz[rnd(&r) % 3];
+		w->releaser = true;
+		w->cil_push = CR_LOG_BYTES / 64;
 		laps = 2.0 + (double)(rnd(&r) % 60) / 100.0;
 	} else if (!strcmp(name, "relog")) {
 		w->clients = (unsigned)rnd_in(&r, 3, 4);
@@ -304,9 +401,8 @@ static void wl_pick(const char *name, uint64_t seed, unsigned threads, uint32_t 
 			avg_len = avg_len * (1.0 - 1.0 / w->big_1in) +
 				  (w->big_min + w->big_max) / 2.0 / w->big_1in;
 		avg_tx = (1.0 + w->max_items) / 2 * (avg_len + 64) + 2 * (32 + 64) + 64;
-		w->txs = (uint32_t)(laps * (double)CR_LOG_BYTES / avg_tx / w->clients) + 1;
+		w->txs = (uint32_t)(laps * (double)w->log_bytes / avg_tx / w->clients) + 1;
 	}
-	(void)sector;
 }
 
 /* ---- payloads ---- */
@@ -342,7 +438,14 @@ struct round {
 	uint32_t sector;
 	struct wl wl;
 	enum delog_flush_policy policy;
+	uint64_t log_bytes, dev_bytes;
+	unsigned session;         /* of the chain, from 0 */
+	uint32_t start_n[CR_MAX_CLIENTS];         /* first transaction of this session */
 	_Atomic uint64_t *seqs[CR_MAX_CLIENTS];   /* [1..txs]: checkpoint of the commit */
+	_Atomic uint8_t *sess[CR_MAX_CLIENTS];    /* [1..txs]: session of that commit */
+	_Atomic uint8_t *written[CR_MAX_CLIENTS]; /* [1..txs]: unique items item_written
+						   * (intent: set before the calls) */
+	_Atomic uint64_t item_writes;
 	_Atomic uint32_t submitted[CR_MAX_CLIENTS];
 	_Atomic uint32_t acked[CR_MAX_CLIENTS];
 	_Atomic uint64_t released;                /* intent: set before delog_release */
@@ -362,7 +465,20 @@ struct round {
 	_Atomic uint64_t eagain_begin, eagain_log, nowait_ok, bursts, forces_rel;
 	_Atomic uint64_t push_calls;
 	uint64_t space_waits;     /* delog_stats at the end */
+	uint64_t head_cycle;
+	/* Sessions: what the cut point had acknowledged, for the next session's recovery. */
+	uint64_t cut_durable, cut_released, cut_must_lo;
+	uint32_t cut_acked[CR_MAX_CLIENTS];
+	bool chain_end;           /* the chain cannot go on (a recovery broke the oracle) */
 };
+
+/* Payloads carry the round and the session that wrote them, so a copy from a session
+ * whose transaction a crash lost (and which the next session wrote again under the same
+ * number) is told apart from the new one (G6). */
+static uint32_t pl_round(const struct round *rd, unsigned session)
+{
+	return rd->id | (uint32_t)session << 24;
+}
 
 static void tx_spec(const struct round *rd, unsigned c, uint32_t n, struct txspec *t)
 {
@@ -412,7 +528,7 @@ static void pl_make(const struct round *rd, uint64_t key, unsigned c, uint32_t n
 {
 	struct pl_hdr h = { .magic = PL_MAGIC, .client = (uint16_t)c, .idx = (uint16_t)idx,
 			    .n = n, .m = (uint16_t)m, .shared = shared, .len = len,
-			    .round = rd->id };
+			    .round = pl_round(rd, rd->session) };
 	uint64_t r = seed_for(rd->seed, key, n);
 
 	for (uint32_t i = sizeof(h); i < len; i += 8) {
@@ -431,7 +547,7 @@ static bool pl_read(const struct round *rd, uint64_t key, const void *data, uint
 	if (!data || len < sizeof(*h))
 		return false;
 	memcpy(h, data, sizeof(*h));
-	return h->magic == PL_MAGIC && h->len == len && h->round == rd->id &&
+	return h->magic == PL_MAGIC && h->len == len && (h->round & 0xffffffu) == rd->id &&
 	       h->check == pl_hash(key, data, len);
 }
 
@@ -442,6 +558,7 @@ struct summary {
 	bool ok;
 	uint64_t nck, lo, hi;
 	uint32_t last_n[CR_SLOTS]; /* last transaction recovered per client (0: none) */
+	uint64_t max_ck;          /* item bytes of the largest checkpoint recovered */
 	char what[200];           /* first problem found */
 };
 
@@ -523,6 +640,14 @@ static void check_ckpt(struct rctx *x, uint64_t seq, size_t nitems_hdr, const st
 	s->hi = seq;
 	if (nitems_hdr != n)
 		bad(s, "checkpoint %" PRIu64 ": says %zu items, has %zu", seq, nitems_hdr, n);
+	{
+		uint64_t bytes = 0;
+
+		for (size_t i = 0; i < n; i++)
+			bytes += in[i].len;
+		if (bytes > s->max_ck)
+			s->max_ck = bytes;
+	}
 	if (n > x->cap) {
 		struct ritem *p = realloc(x->it, n * sizeof(*p));
 
@@ -604,6 +729,11 @@ static void check_ckpt(struct rctx *x, uint64_t seq, size_t nitems_hdr, const st
 				else if (want && want != seq)
 					bad(s, "checkpoint %" PRIu64 ": tx %u/%u was committed into "
 					    "checkpoint %" PRIu64 " (stale lap? G4)", seq, c, tn, want);
+				else if (h.round >> 24 != atomic_load(&rd->sess[c][tn]))
+					bad(s, "checkpoint %" PRIu64 ": tx %u/%u is session %u's copy, "
+					    "lost in a crash and written again by session %u (resurrected; "
+					    "G6)", seq, c, tn, h.round >> 24,
+					    (unsigned)atomic_load(&rd->sess[c][tn]));
 			}
 			/* Per-client continuity (G3). */
 			if (!s->last_n[c]) {
@@ -788,9 +918,17 @@ struct cpoint {
 	unsigned char *newd;      /* k sectors: newest contents */
 	unsigned char *garb;      /* k sectors: garbage (garble profile) */
 	uint64_t *h_old, *h_new, *h_garb;
+	/* versions profile: sector i's intermediate versions 1..ninter[i] (io_sim numbering)
+	 * are vdata/h_ver[voff[i] .. voff[i] + ninter[i]); choice 3 + j - 1 picks version j */
+	uint32_t *ninter;
+	size_t *voff, nvtot;
+	unsigned char *vdata;
+	uint64_t *h_ver;
 	uint64_t h_base;          /* hash of the media image */
 	const unsigned char *old; /* the media image */
 	uint64_t durable, released;
+	uint64_t must_lo;         /* item tracking: oldest checkpoint holding the newest
+				   * durable copy of a key not written back (0: none) */
 	uint32_t acked[CR_MAX_CLIENTS];
 };
 
@@ -823,6 +961,8 @@ struct worker {
 	unsigned char *shadow;    /* what dev holds */
 	uint64_t base_cp;         /* cp id the dirty list refers to */
 	uint32_t base_round;
+	uint64_t base_epoch;      /* media epoch (round or session) of base_cp */
+	uint32_t sector;          /* of dev */
 	uint64_t *dirty;          /* sectors where shadow != that cp's media */
 	size_t ndirty, dcap;
 	uint64_t *cand;
@@ -838,7 +978,10 @@ struct crash {
 	enum delog_flush_policy policy;
 	uint64_t target, seed;
 	enum io_sim_crash_profile profile;
-	uint32_t sector;
+	uint32_t sector;          /* this round's (the option's, unless random draws it) */
+	uint32_t sector_opt;      /* --sector; 0: 4096, or drawn per round by random */
+	uint64_t dev_max;         /* image buffers: the largest device of any round */
+	uint64_t epoch;           /* media replaced wholesale (new round or session) */
 	bool exhaustive, json, verbose, progress;
 	unsigned threads, jobs, full_every;
 	const char *save_dir;
@@ -852,6 +995,12 @@ struct crash {
 	uint64_t f_rounds, f_edge_cps, f_bursts, f_forces, f_eagain_begin, f_eagain_log;
 	uint64_t f_nowait_ok, f_waits, f_push_calls, f_min_free, f_laps, f_hi_cps, f_used;
 	uint64_t last_cp_t, f_last_eagain;
+	/* coverage, every workload (print_text's "coverage" lines) */
+	uint64_t cv_log_min, cv_log_max, cv_ring_min, cv_ring_max, cv_min_free, cv_laps;
+	uint64_t cv_max_ck, cv_max_ck_win, cv_over_win, cv_over_2m, cv_track_rounds;
+	uint64_t cv_item_writes, cv_eagain, cv_nowait_ok, cv_chains, cv_sess_min, cv_sess_max;
+	uint64_t cv_chain_cut, cv_sess_total, cv_vcps, cv_vstates, cv_max_ver, cv_rel_edge;
+	unsigned cv_sectors;      /* bit 0: 512, bit 1: 4096 */
 	struct viol viols[CR_MAX_VIOL_KEPT];
 	size_t nviols;
 	struct { char what[120]; uint64_t n; } kinds[32]; /* violations by message, numbers
@@ -939,7 +1088,7 @@ static void viol_add(struct crash *cr, const struct cpoint *cp, const uint8_t *c
 		v->state = malloc(k + 1);
 		if (v->state) {
 			for (size_t i = 0; i < k; i++)
-				v->state[i] = (char)('0' + choice[i]);
+				v->state[i] = choice[i] < 10 ? (char)('0' + choice[i]) : 'v';
 			v->state[k] = 0;
 		}
 	}
@@ -949,7 +1098,9 @@ static void viol_add(struct crash *cr, const struct cpoint *cp, const uint8_t *c
 		snprintf(v->image, sizeof(v->image), "%s/crash-r%u-cp%" PRIu64 "-%zu.img",
 			 cr->save_dir, v->round, v->cp, cr->nviols);
 		f = fopen(v->image, "wb");
-		if (!f || fwrite(image, 1, CR_DEV_BYTES, f) != CR_DEV_BYTES)
+		size_t bytes = cr->rd ? cr->rd->dev_bytes : cr->dev_max;
+
+		if (!f || fwrite(image, 1, bytes, f) != bytes)
 			snprintf(v->image, sizeof(v->image), "(could not save)");
 		if (f)
 			fclose(f);
@@ -1087,6 +1238,8 @@ static const unsigned char *state_sector(const struct cpoint *cp, const uint8_t 
 
 	if (i == SIZE_MAX || choice[i] == 0)
 		return cp->old + sec * sector;
+	if (choice[i] > 2) /* versions profile: intermediate version choice - 2 */
+		return cp->vdata + (cp->voff[i] + choice[i] - 3) * sector;
 	return (choice[i] == 1 ? cp->newd : cp->garb) + i * sector;
 }
 
@@ -1108,9 +1261,10 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-static struct io_dev *sim_dev(uint32_t sector, uint64_t seed, bool hold, const void *image)
+static struct io_dev *sim_dev(uint64_t bytes, uint32_t sector, uint64_t seed, bool hold,
+			      const void *image)
 {
-	struct io_sim_opts so = { .size = sizeof(so), .dev_bytes = CR_DEV_BYTES, .sector = sector,
+	struct io_sim_opts so = { .size = sizeof(so), .dev_bytes = bytes, .sector = sector,
 				  .seed = seed, .hold = hold, .image = image };
 	struct io_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
 	struct io_dev *dev = NULL;
@@ -1123,7 +1277,7 @@ static int worker_sync(struct worker *w, const struct cpoint *cp, const uint8_t 
 {
 	struct crash *cr = w->cr;
 	uint32_t sec = cr->sector;
-	uint64_t nsec = CR_DEV_BYTES / sec;
+	uint64_t nsec = cr->dev_max / sec;
 	size_t nc = 0, nw = 0;
 	uint64_t *wr;
 	int err;
@@ -1246,7 +1400,9 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 	struct round *rd = cr->rd;
 	uint64_t seed = seed_for(rd->seed, 0xf011, cp->id);
 	struct delog_options o = { .size = sizeof(o), .flush = rd->policy,
-				   .logbufs = rd->wl.logbufs, .logbsize = rd->wl.logbsize };
+				   .logbufs = rd->wl.logbufs, .logbsize = rd->wl.logbsize,
+				   .flags = rd->wl.track ? DELOG_OPEN_TRACK_ITEMS : 0,
+				   .cil_push_bytes = rd->wl.cil_push };
 	struct summary s2, s3;
 	struct rctx rc2 = { .rd = rd, .s = &s2 };
 	struct cont ct = { 0 };
@@ -1259,7 +1415,7 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 	int err;
 
 	atomic_fetch_add(&cr->full_opens, 1);
-	d2 = sim_dev(cr->sector, seed, false, w->shadow);
+	d2 = sim_dev(rd->dev_bytes, cr->sector, seed, false, w->shadow);
 	if (!d2) {
 		viol_add(cr, cp, choice, cp->k, "full check: cannot open a sim disk", NULL);
 		return;
@@ -1295,12 +1451,11 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 			sizeof(a), a);
 		pl_make(rd, KEY_RELOG(CR_MAX_CLIENTS), CR_MAX_CLIENTS, n, IDX_RELOG, 0, 0,
 			sizeof(b), b);
-		if (!rd->wl.full) {
-			err = delog_tx_begin(log, 2 * (sizeof(a) + DELOG_ITEM_OVERHEAD), 0, &tx);
-		} else {
-			/* The image may be of a full log: a blocking begin could wait forever
-			 * here (nobody else runs), so NOWAIT, and on -EAGAIN what an
-			 * application can do: force, release everything recovered, retry. */
+		{
+			/* The image may be of a full log (the log-full workload, or a random
+			 * round releasing at the edge or not at all): a blocking begin could
+			 * wait forever here (nobody else runs), so NOWAIT, and on -EAGAIN what
+			 * an application can do: force, release everything recovered, retry. */
 			for (int tries = 0;; tries++) {
 				err = delog_tx_begin(log, 2 * (sizeof(a) + DELOG_ITEM_OVERHEAD),
 						     DELOG_TX_NOWAIT, &tx);
@@ -1347,12 +1502,12 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 			goto out;
 		}
 	}
-	img = malloc(CR_DEV_BYTES);
+	img = malloc(rd->dev_bytes);
 	if (!img || io_sim_crash(d2, seed, cr->profile, img, NULL))
 		goto out;
 	delog_close(log);
 	log = NULL;
-	d3 = sim_dev(cr->sector, seed, false, img);
+	d3 = sim_dev(rd->dev_bytes, cr->sector, seed, false, img);
 	if (!d3 || jrnl_sb_read(d3, &g))
 		goto out;
 	recover_ro(w, d3, &g, &ct, ref->nck ? ref->hi : 0, &s3);
@@ -1392,8 +1547,24 @@ static void run_job(struct worker *w, const struct job *j)
 	const struct cpoint *cp = &cr->cp;
 	int err;
 
-	if (w->base_round != cr->rd->id || !w->g.sector) {
-		w->base_round = cr->rd->id;
+	if (w->sector != cr->sector) {
+		/* The round's sector size differs from the disk's: a new disk (all zeroes). */
+		io_dev_close(w->dev);
+		w->dev = sim_dev(cr->dev_max, cr->sector, seed_for(cr->seed, 0x3003, w->sector),
+				 false, NULL);
+		if (!w->dev) {
+			memset(&j->e->s, 0, sizeof(j->e->s));
+			j->e->s.err = -ENOMEM;
+			snprintf(j->e->s.what, sizeof(j->e->s.what), "checker: cannot open a disk");
+			w->sector = 0;
+			return;
+		}
+		memset(w->shadow, 0, cr->dev_max);
+		w->sector = cr->sector;
+		w->g.sector = 0;
+	}
+	if (w->base_epoch != cr->epoch || !w->g.sector) {
+		w->base_epoch = cr->epoch;
 		w->base_cp = 0;
 		w->g.sector = 0;
 	}
@@ -1410,12 +1581,12 @@ static void run_job(struct worker *w, const struct job *j)
 	}
 	if (cr->verify) {
 		uint64_t h = 0;
-		unsigned char *img = malloc(CR_DEV_BYTES);
+		unsigned char *img = malloc(cr->rd->dev_bytes);
 
 		/* The disk itself, read back through the iolayer, must hash as the state. */
-		if (img && !io_rw_wait(w->dev, IO_OPF(IO_OP_READ, 0), 0, w->shadow, CR_DEV_BYTES,
-				       NULL)) {
-			for (uint64_t s = 0; s < CR_DEV_BYTES / cr->sector; s++)
+		if (img && !io_rw_wait(w->dev, IO_OPF(IO_OP_READ, 0), 0, w->shadow,
+				       cr->rd->dev_bytes, NULL)) {
+			for (uint64_t s = 0; s < cr->rd->dev_bytes / cr->sector; s++)
 				h += sector_hash(w->shadow + s * cr->sector, cr->sector, s);
 			if (h != j->e->hash)
 				viol_add(cr, cp, j->choice, cp->k, "checker: the recovery disk does not "
@@ -1469,8 +1640,19 @@ static void run_jobs(struct crash *cr)
 	while (cr->wdone < cr->nworkers)
 		pthread_cond_wait(&cr->done_cv, &cr->mu);
 	pthread_mutex_unlock(&cr->mu);
-	for (size_t i = 0; i < cr->njobs; i++)
+	for (size_t i = 0; i < cr->njobs; i++) {
+		uint64_t b = cr->jobv[i].e->s.max_ck;
+		uint64_t ring = (uint64_t)cr->rd->wl.logbufs * cr->rd->wl.logbsize;
+
 		cr->jobv[i].e->done = true;
+		/* Coverage: checkpoints as large as the recovery window, and beyond. */
+		if (b > cr->cv_max_ck)
+			cr->cv_max_ck = b;
+		if (b * 1000 / ring > cr->cv_max_ck_win)
+			cr->cv_max_ck_win = b * 1000 / ring;
+		cr->cv_over_win += b > ring;
+		cr->cv_over_2m += b > (uint64_t)JRNL_MAX_LOGBUFS * JRNL_MAX_LOGBSIZE;
+	}
 	cr->recoveries += cr->njobs;
 	cr->njobs = 0;
 }
@@ -1597,7 +1779,7 @@ static void trace_step(struct crash *cr, struct ctl *t, size_t L, uint64_t tail,
 						t->wcount[ls] = w + 1;
 					}
 				}
-				for (uint64_t s = first; s < first + nr && s < CR_DEV_BYTES / sec; s++) {
+				for (uint64_t s = first; s < first + nr && s < rd->dev_bytes / sec; s++) {
 					t->sec_wid[s] = e->req_id;
 					if (!grow((void **)&cr->touch, &cr->touchcap, cr->ntouch + 1, 8))
 						cr->touch[cr->ntouch++] = s;
@@ -1700,6 +1882,138 @@ static uint64_t read_durable(struct round *rd)
 	return d;
 }
 
+/* The largest n (>= 1) of client @c committed into a checkpoint <= @seq, or 0. */
+static uint32_t last_n_upto(struct round *rd, unsigned c, uint64_t seq)
+{
+	uint32_t lo = 1, hi = atomic_load(&rd->submitted[c]) + 1;
+
+	/* Committed sequences grow with n; the last submitted may not have one yet. */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		uint64_t v = rec_seq(rd, c, mid);
+
+		if (v && v <= seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo - 1;
+}
+
+/*
+ * Item tracking: the oldest checkpoint that holds the newest durable copy (checkpoint <=
+ * @durable) of a key that was neither released (checkpoint <= @released) nor written back
+ * (0: none).  Per key: the unique items of a transaction (written back or not); each
+ * client's relogged key (never written back: its newest durable copy is in the
+ * checkpoint of the client's last durable transaction); each shared key (looked for in
+ * the last 256 durable transactions of each client, else not required: a weaker check,
+ * never a false one).  @durable is read before the image, @released and the written
+ * flags after it, as everywhere.
+ */
+static uint64_t track_must_lo(struct round *rd, uint64_t durable, uint64_t released)
+{
+	uint64_t lo = 0, shared_seq[16] = { 0 };
+
+	for (unsigned c = 0; c < rd->wl.clients; c++) {
+		uint32_t nd = last_n_upto(rd, c, durable), n = last_n_upto(rd, c, released) + 1;
+		uint16_t want = rd->wl.shared_1in ? (uint16_t)((1u << rd->wl.nshared) - 1) : 0;
+		uint64_t q;
+
+		if (!nd)
+			continue;
+		q = rec_seq(rd, c, nd);
+		if (q > released && (!lo || q < lo))
+			lo = q;
+		for (; n <= nd; n++) {
+			if (!atomic_load(&rd->written[c][n])) {
+				q = rec_seq(rd, c, n);
+				if (q > released && (!lo || q < lo))
+					lo = q;
+				break;
+			}
+		}
+		for (uint32_t m = nd; m && want && nd - m < 256; m--) {
+			struct txspec ts;
+
+			tx_spec(rd, c, m, &ts);
+			for (unsigned j = 0; j < 16; j++) {
+				if (!(ts.shared & want & (1u << j)))
+					continue;
+				want &= (uint16_t)~(1u << j);
+				q = rec_seq(rd, c, m);
+				if (q > shared_seq[j])
+					shared_seq[j] = q;
+			}
+		}
+	}
+	for (unsigned j = 0; j < 16; j++)
+		if (shared_seq[j] > released && (!lo || shared_seq[j] < lo))
+			lo = shared_seq[j];
+	return lo;
+}
+
+/* Versions profile: the intermediate versions of each unstable sector of the point
+ * (io_sim_version_read; at most 253 a sector, the choice byte's room). */
+static int take_versions(struct crash *cr, struct cpoint *cp)
+{
+	uint32_t sec = cr->sector, *nv = malloc((cp->k + 1) * sizeof(*nv));
+	uint64_t *u = malloc((cp->k + 1) * sizeof(*u));
+	size_t k, tot = 0;
+	int err = 0;
+
+	free(cp->ninter);
+	free(cp->voff);
+	free(cp->vdata);
+	free(cp->h_ver);
+	cp->ninter = calloc(cp->k + 1, sizeof(*cp->ninter));
+	cp->voff = calloc(cp->k + 1, sizeof(*cp->voff));
+	cp->vdata = NULL;
+	cp->h_ver = NULL;
+	cp->nvtot = 0;
+	if (!nv || !u || !cp->ninter || !cp->voff) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* Submissions since the snapshot only append versions (and sectors): what is read
+	 * here was written either way. */
+	k = io_sim_unstable_versions(cr->rd->dev, u, nv, cp->k);
+	for (size_t i = 0, j = 0; i < cp->k && j < (k < cp->k ? k : cp->k); j++) {
+		while (i < cp->k && cp->u[i] < u[j])
+			i++;
+		if (i < cp->k && cp->u[i] == u[j] && nv[j] > 2)
+			cp->ninter[i] = nv[j] - 2 < 253 ? nv[j] - 2 : 253;
+	}
+	for (size_t i = 0; i < cp->k; i++) {
+		cp->voff[i] = tot;
+		tot += cp->ninter[i];
+	}
+	if (tot) {
+		cp->vdata = malloc(tot * (size_t)sec);
+		cp->h_ver = malloc(tot * sizeof(*cp->h_ver));
+		if (!cp->vdata || !cp->h_ver) {
+			err = -ENOMEM;
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < cp->k; i++) {
+		for (uint32_t v = 0; v < cp->ninter[i]; v++) {
+			unsigned char *d = cp->vdata + (cp->voff[i] + v) * sec;
+
+			if (io_sim_version_read(cr->rd->dev, cp->u[i], v + 1, d))
+				memcpy(d, cp->newd + i * sec, sec); /* gone meanwhile: new */
+			cp->h_ver[cp->voff[i] + v] = sector_hash(d, sec, cp->u[i]);
+		}
+		if (cp->ninter[i] + 2 > cr->cv_max_ver)
+			cr->cv_max_ver = cp->ninter[i] + 2;
+	}
+	cp->nvtot = tot;
+	cr->cv_vcps += tot > 0;
+out:
+	free(nv);
+	free(u);
+	return err;
+}
+
 static int take_point(struct crash *cr, struct ctl *t, struct pointbuf *pb, uint64_t round_cp)
 {
 	struct round *rd = cr->rd;
@@ -1750,6 +2064,7 @@ static int take_point(struct crash *cr, struct ctl *t, struct pointbuf *pb, uint
 			break;
 	}
 	cp->released = atomic_load(&rd->released);
+	cp->must_lo = rd->wl.track ? track_must_lo(rd, cp->durable, cp->released) : 0;
 	if (rd->wl.full) {
 		/* At the full edge: a committer has waited for space since before the last
 		 * crash point, or a NOWAIT transaction just failed with -EAGAIN. */
@@ -1763,7 +2078,7 @@ static int take_point(struct crash *cr, struct ctl *t, struct pointbuf *pb, uint
 		}
 		cr->f_last_eagain = eg;
 		cr->f_edge_cps += edge;
-		cr->f_hi_cps += cr->f_used * 4 >= 3 * CR_LOG_BYTES;
+		cr->f_hi_cps += cr->f_used * 4 >= 3 * rd->log_bytes;
 		cr->last_cp_t = now_ns();
 	}
 	cp->id = ++cr->cp_ids;
@@ -1800,7 +2115,8 @@ static int take_point(struct crash *cr, struct ctl *t, struct pointbuf *pb, uint
 			cp->h_garb[i] = sector_hash(cp->garb + i * sec, sec, s);
 		}
 	}
-	return 0;
+	cp->nvtot = 0;
+	return cr->profile == IO_SIM_VERSIONS ? take_versions(cr, cp) : 0;
 }
 
 static uint64_t state_hash(const struct cpoint *cp, const uint8_t *choice)
@@ -1812,6 +2128,8 @@ static uint64_t state_hash(const struct cpoint *cp, const uint8_t *choice)
 			h += cp->h_new[i] - cp->h_old[i];
 		else if (choice[i] == 2)
 			h += cp->h_garb[i] - cp->h_old[i];
+		else if (choice[i] > 2)
+			h += cp->h_ver[cp->voff[i] + choice[i] - 3] - cp->h_old[i];
 	}
 	return h;
 }
@@ -1828,6 +2146,12 @@ static int add_state(struct crash *cr, const uint8_t *choice)
 		return -ENOMEM;
 	dst = cr->choices + cr->nst * (cp->k + 1);
 	memcpy(dst, choice, cp->k);
+	for (size_t i = 0; cp->nvtot && i < cp->k; i++) {
+		if (choice[i] > 2) {
+			cr->cv_vstates++;
+			break;
+		}
+	}
 	e = cache_get(cr, state_hash(cp, choice), &created);
 	if (!e)
 		return -ENOMEM;
@@ -1863,6 +2187,7 @@ struct structured {
 	struct sortkey *sub, *comp; /* sector indexes in submission / completion order */
 	size_t *wstart;           /* writes: ranges of sub */
 	bool garble;
+	const struct cpoint *cp;  /* versions profile: its intermediate versions */
 	size_t n;
 };
 
@@ -1900,16 +2225,51 @@ static void structured_state(const struct structured *st, size_t idx, uint8_t *c
 		return;
 	}
 	idx -= 2 * st->nw;
-	/* garble: one sector garbage, the rest new */
-	memset(ch, 1, k);
-	ch[idx] = 2;
+	if (st->garble) { /* garble: one sector garbage, the rest new */
+		memset(ch, 1, k);
+		ch[idx] = 2;
+		return;
+	}
+	/* versions: every sector at its oldest or its newest intermediate version (the
+	 * rest new); then one intermediate version alone, the rest new, or the rest old */
+	if (idx < 2) {
+		for (size_t i = 0; i < k; i++)
+			ch[i] = !st->cp->ninter[i] ? 1 :
+				(uint8_t)(idx ? 2 + st->cp->ninter[i] : 3);
+		return;
+	}
+	idx -= 2;
+	{
+		size_t m = idx / 2, lo = 0, hi = k;
+
+		while (hi - lo > 1) { /* the sector whose versions hold m */
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (st->cp->voff[mid] <= m)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		while (lo + 1 < k && st->cp->voff[lo + 1] <= m && !st->cp->ninter[lo])
+			lo++;
+		memset(ch, idx % 2 ? 0 : 1, k);
+		ch[lo] = (uint8_t)(3 + m - st->cp->voff[lo]);
+	}
 }
 
 static void random_state(struct crash *cr, uint64_t *r, uint8_t *ch, size_t k)
 {
+	const struct cpoint *cp = &cr->cp;
+
 	for (size_t i = 0; i < k; i++) {
 		uint64_t v = rnd(r);
 
+		if (cr->profile == IO_SIM_VERSIONS && cp->nvtot && cp->ninter[i]) {
+			/* any version: old, new or one in between, uniformly */
+			v %= 2 + cp->ninter[i];
+			ch[i] = (uint8_t)(v < 2 ? v : v + 1);
+			continue;
+		}
 		ch[i] = cr->profile == IO_SIM_GARBLE ? (uint8_t)(v % 3) : (uint8_t)(v >> 63);
 	}
 }
@@ -1921,7 +2281,8 @@ static int gen_states(struct crash *cr, struct ctl *t, uint64_t budget)
 	bool garble = cr->profile == IO_SIM_GARBLE;
 	uint64_t r = seed_for(cr->rd->seed, 0x57a7e, cp->seq);
 	uint8_t *ch = malloc(k + 1);
-	struct structured st = { .k = k, .garble = garble };
+	struct structured st = { .k = k, .garble = garble, .cp = cp };
+	bool vers = cr->profile == IO_SIM_VERSIONS && cp->nvtot;
 	int err = 0;
 
 	if (!ch)
@@ -1932,7 +2293,30 @@ static int gen_states(struct crash *cr, struct ctl *t, uint64_t budget)
 		err = add_state(cr, ch);
 		goto out;
 	}
-	if (k <= CR_EXH_K && (cr->exhaustive || (1ull << k) + (garble ? k : 0) <= budget)) {
+	if (vers && k <= CR_EXH_K) {
+		/* Every combination of every sector's versions, if they fit. */
+		uint64_t total = 1;
+
+		for (size_t i = 0; i < k && total <= (1ull << 20); i++)
+			total *= 2 + cp->ninter[i];
+		if (total <= (cr->exhaustive ? 1ull << 16 : budget)) {
+			cr->exh_cps++;
+			for (uint64_t m = 0; !err && m < total; m++) {
+				uint64_t x = m;
+
+				for (size_t i = 0; i < k; i++) {
+					uint64_t v = x % (2 + cp->ninter[i]);
+
+					x /= 2 + cp->ninter[i];
+					ch[i] = (uint8_t)(v < 2 ? v : v + 1);
+				}
+				err = add_state(cr, ch);
+			}
+			goto out;
+		}
+	}
+	if (!vers && k <= CR_EXH_K &&
+	    (cr->exhaustive || (1ull << k) + (garble ? k : 0) <= budget)) {
 		cr->exh_cps++;
 		for (uint64_t m = 0; !err && m < (1ull << k); m++) {
 			for (size_t i = 0; i < k; i++)
@@ -1974,7 +2358,7 @@ static int gen_states(struct crash *cr, struct ctl *t, uint64_t budget)
 		if (!i || st.sub[i].a != st.sub[i - 1].a)
 			st.wstart[st.nw++] = i;
 	st.wstart[st.nw] = k;
-	st.n = 2 * (k - 1) + k + 2 * st.nw + (garble ? k : 0);
+	st.n = 2 * (k - 1) + k + 2 * st.nw + (garble ? k : 0) + (vers ? 2 + 2 * cp->nvtot : 0);
 	{
 		uint64_t left = budget - 2, from_struct = left >= st.n ? st.n : left / 2;
 
@@ -2006,51 +2390,70 @@ out:
 static unsigned char *state_image(struct crash *cr, const uint8_t *choice)
 {
 	const struct cpoint *cp = &cr->cp;
-	unsigned char *img = malloc(CR_DEV_BYTES);
+	unsigned char *img = malloc(cr->rd->dev_bytes);
 
 	if (!img)
 		return NULL;
-	memcpy(img, cp->old, CR_DEV_BYTES);
+	memcpy(img, cp->old, cr->rd->dev_bytes);
 	for (size_t i = 0; i < cp->k; i++)
 		memcpy(img + cp->u[i] * cr->sector, state_sector(cp, choice, cp->u[i], cr->sector),
 		       cr->sector);
 	return img;
 }
 
-/* One state against its crash point: what had been acknowledged is there (G1), and the
- * recovered range starts no later than the oldest checkpoint not released (G3). */
-static void check_state(struct crash *cr, const struct entry *e, const uint8_t *choice)
+/*
+ * A recovery @s against what had been acknowledged (@durable, @acked, read before the
+ * image) and what could have been released (@released, read after it): what had been
+ * acknowledged is there (G1), and the recovered range starts no later than the oldest
+ * checkpoint not released (G3).  With item tracking a checkpoint is also freed when
+ * every key it holds was written back or relogged in a durable checkpoint, so the range
+ * need only start at or before @must_lo, the oldest checkpoint holding the newest durable
+ * copy of a key not written back (per key: its newest acknowledged value is there).
+ * Returns whether it found something (in @msg).
+ */
+static bool judge(const struct round *rd, const struct summary *s, uint64_t durable,
+		  uint64_t released, uint64_t must_lo, const uint32_t *acked, char *msg,
+		  size_t len)
 {
-	const struct cpoint *cp = &cr->cp;
-	const struct summary *s = &e->s;
-	struct round *rd = cr->rd;
-	char msg[240] = "";
-
+	msg[0] = 0;
 	if (!s->ok) {
-		snprintf(msg, sizeof(msg), "%s", s->what);
-	} else if (cp->durable > cp->released && (!s->nck || s->hi < cp->durable)) {
+		snprintf(msg, len, "%s", s->what);
+	} else if (durable > released && (!s->nck || s->hi < durable)) {
 		if (s->nck)
-			snprintf(msg, sizeof(msg), "checkpoint %" PRIu64 " was acknowledged (durable "
-				 "watermark) but recovery ends at %" PRIu64 " (G1)", cp->durable, s->hi);
+			snprintf(msg, len, "checkpoint %" PRIu64 " was acknowledged (durable "
+				 "watermark) but recovery ends at %" PRIu64 " (G1)", durable, s->hi);
 		else
-			snprintf(msg, sizeof(msg), "checkpoint %" PRIu64 " was acknowledged (durable "
-				 "watermark) but recovery found no checkpoint (G1)", cp->durable);
-	} else if (s->nck && cp->durable > cp->released && s->lo > cp->released + 1) {
-		snprintf(msg, sizeof(msg), "recovery starts at checkpoint %" PRIu64 " but only "
-			 "checkpoints <= %" PRIu64 " were released (G3)", s->lo, cp->released);
+			snprintf(msg, len, "checkpoint %" PRIu64 " was acknowledged (durable "
+				 "watermark) but recovery found no checkpoint (G1)", durable);
+	} else if (!rd->wl.track && s->nck && durable > released && s->lo > released + 1) {
+		snprintf(msg, len, "recovery starts at checkpoint %" PRIu64 " but only "
+			 "checkpoints <= %" PRIu64 " were released (G3)", s->lo, released);
+	} else if (rd->wl.track && must_lo && s->nck && s->lo > must_lo) {
+		snprintf(msg, len, "recovery starts at checkpoint %" PRIu64 " but checkpoint %"
+			 PRIu64 " holds the newest acknowledged value of a key neither released "
+			 "nor written back (item tracking; G1)", s->lo, must_lo);
 	} else {
 		for (unsigned c = 0; c < rd->wl.clients; c++) {
-			uint32_t a = cp->acked[c];
+			uint32_t a = acked[c];
 
-			if (a && rec_seq(rd, c, a) > cp->released && s->last_n[c] < a) {
-				snprintf(msg, sizeof(msg), "tx %u/%u was acknowledged (force returned) "
+			if (a && rec_seq((struct round *)rd, c, a) > released && s->last_n[c] < a) {
+				snprintf(msg, len, "tx %u/%u was acknowledged (force returned) "
 					 "but recovery has client %u only up to tx %u (G1)", c, a, c,
 					 s->last_n[c]);
 				break;
 			}
 		}
 	}
-	if (msg[0]) {
+	return msg[0] != 0;
+}
+
+static void check_state(struct crash *cr, const struct entry *e, const uint8_t *choice)
+{
+	const struct cpoint *cp = &cr->cp;
+	char msg[240];
+
+	if (judge(cr->rd, &e->s, cp->durable, cp->released, cp->must_lo, cp->acked, msg,
+		  sizeof(msg))) {
 		unsigned char *img = cr->save_dir ? state_image(cr, choice) : NULL;
 
 		viol_add(cr, cp, choice, cp->k, msg, img);
@@ -2133,12 +2536,14 @@ static void *client_main(void *arg)
 	unsigned c = cl->c;
 	unsigned char *buf = malloc(rd->wl.big_max + rd->wl.small_max + rd->wl.logbsize + 64);
 	unsigned char val[sizeof(struct pl_hdr)];
+	uint32_t wn = rd->start_n[c];     /* item tracking: next transaction to write back */
+	uint64_t wr = seed_for(rd->seed, 0x1e3, c * 64 + rd->session);
 
 	if (!buf) {
 		wl_fail(rd, "client %u: out of memory", c);
 		return NULL;
 	}
-	for (uint32_t n = 1; n <= rd->wl.txs && !atomic_load(cl->stop); n++) {
+	for (uint32_t n = rd->start_n[c]; n <= rd->wl.txs && !atomic_load(cl->stop); n++) {
 		struct txspec ts;
 		uint64_t reserve = 3 * (sizeof(val) + DELOG_ITEM_OVERHEAD), seq = 0;
 		delog_tx *tx;
@@ -2175,8 +2580,9 @@ again:
 			atomic_store(&rd->blocked_since[c], 0);
 		}
 		if (err) {
-			wl_fail(rd, "client %u tx %u: delog_tx_begin%s: %s", c, n,
-				ts.nowait ? " (NOWAIT)" : "", delog_err_name(err));
+			wl_fail(rd, "client %u tx %u: delog_tx_begin%s: %s (the log's error: %s)",
+				c, n, ts.nowait ? " (NOWAIT)" : "", delog_err_name(err),
+				delog_error(log) ? delog_err_name(delog_error(log)) : "none");
 			break;
 		}
 		if (ts.relog_twice) { /* replaced by the value below, in the transaction */
@@ -2217,6 +2623,7 @@ again:
 			wl_fail(rd, "client %u tx %u: delog_tx_log: %s", c, n, delog_err_name(err));
 			break;
 		}
+		atomic_store(&rd->sess[c][n], (uint8_t)rd->session);
 		atomic_store(&rd->submitted[c], n);
 		err = delog_tx_commit(tx, &seq);
 		if (err) {
@@ -2233,6 +2640,32 @@ again:
 			}
 			atomic_store(&rd->acked[c], n);
 			atomic_fetch_add(&rd->ack_events, 1);
+		}
+		if (rd->wl.track) {
+			/* Write back the unique items of durable transactions (most of them):
+			 * with tracking that frees their checkpoints once the relogged keys
+			 * moved on, and the tail moves without any release. */
+			uint64_t d = delog_durable_seq(log);
+
+			for (; wn <= n && rec_seq(rd, c, wn) && rec_seq(rd, c, wn) <= d; wn++) {
+				struct txspec w;
+				uint64_t ws = rec_seq(rd, c, wn);
+
+				if (rnd(&wr) % rd->wl.written_1in)
+					continue;
+				tx_spec(rd, c, wn, &w);
+				atomic_store(&rd->written[c][wn], 1);
+				for (unsigned i = 0; !err && i < w.m; i++)
+					err = delog_item_written(log, KEY_UNIQUE(c, wn, i), ws);
+				atomic_fetch_add(&rd->item_writes, w.m);
+				if (err) {
+					wl_fail(rd, "client %u: delog_item_written(tx %u, %" PRIu64 "): %s",
+						c, wn, ws, delog_err_name(err));
+					break;
+				}
+			}
+			if (err)
+				break;
 		}
 		if (ts.release_lag) {
 			uint64_t d = delog_durable_seq(log);
@@ -2280,6 +2713,7 @@ static void on_push_full(void *arg, delog *log, uint64_t seq)
 
 struct coord {
 	struct round *rd;
+	struct crash *cr;
 	_Atomic bool stop;
 };
 
@@ -2352,8 +2786,9 @@ static void *releaser_main(void *arg)
 			continue;
 		}
 		stuck_since = 0;
-		switch (stop ? 0 : rnd(&r) % 32) {
+		switch (stop ? 0 : rnd(&r) % (rd->wl.rel_all_1in < 2 ? 32 : 2 * rd->wl.rel_all_1in)) {
 		case 0:
+		case 2: /* rel_all_1in == 2: everything durable, half of the bursts */
 			target = d;
 			break;
 		case 1:
@@ -2378,24 +2813,97 @@ static void *releaser_main(void *arg)
 	return NULL;
 }
 
+/*
+ * A session's start (sessions after the first): delog_open_dev has recovered the last
+ * session's cut image through check_ckpt (@rc).  It must hold everything the cut point
+ * had acknowledged, judged like any crash state; then the workload continues from it as
+ * an application does: each client from its first transaction the image lost (those
+ * numbers are written again, by this session: the payloads say which session wrote
+ * them), everything recovered now acknowledged, releases renewed.  Returns false when
+ * the chain cannot go on (reported).
+ */
+static bool session_start(struct crash *cr, struct round *rd, delog *log, struct rctx *rc)
+{
+	struct summary *s = rc->s;
+	char msg[240], what[240];
+
+	summary_finish(rc);
+	if (judge(rd, s, rd->cut_durable, rd->cut_released, rd->cut_must_lo, rd->cut_acked,
+		  what, sizeof(what))) {
+		snprintf(msg, sizeof(msg), "session %u: recovery of session %u's crash image "
+			 "(delog_open_dev): %.160s", rd->session, rd->session - 1, what);
+		viol_add(cr, NULL, NULL, 0, msg, NULL);
+		return false;
+	}
+	if (!s->nck && rd->cut_durable)
+		return false; /* a new sequence would start at 1: numbering would collide */
+	for (unsigned c = 0; c < rd->wl.clients; c++) {
+		uint32_t n = atomic_load(&rd->submitted[c]);
+
+		/* The transactions in checkpoints the image holds (or released) stay. */
+		while (n && (!rec_seq(rd, c, n) || !s->nck || rec_seq(rd, c, n) > s->hi))
+			n--;
+		for (uint32_t m = n + 1; m <= rd->wl.txs + 1; m++) {
+			atomic_store(&rd->seqs[c][m], 0);
+			atomic_store(&rd->sess[c][m], 0);
+			atomic_store(&rd->written[c][m], 0);
+		}
+		rd->start_n[c] = n + 1;
+		atomic_store(&rd->submitted[c], n);
+		atomic_store(&rd->acked[c], n);
+	}
+	if (!s->nck)
+		atomic_store(&rd->released, 0);
+	else if (atomic_load(&rd->released))
+		(void)delog_release(log, atomic_load(&rd->released) < s->hi ?
+				    atomic_load(&rd->released) : s->hi);
+	return true;
+}
+
 static void *coord_main(void *arg)
 {
 	struct coord *co = arg;
 	struct round *rd = co->rd;
 	struct delog_options o = { .size = sizeof(o), .flush = rd->policy,
 				   .logbufs = rd->wl.logbufs, .logbsize = rd->wl.logbsize,
-				   .push = rd->wl.full ? on_push_full : on_push, .push_arg = rd,
+				   .push = rd->wl.releaser ? on_push_full : on_push, .push_arg = rd,
+				   .flags = rd->wl.track ? DELOG_OPEN_TRACK_ITEMS : 0,
 				   /* full: small checkpoints, so a release frees a little */
-				   .cil_push_bytes = rd->wl.full ? CR_LOG_BYTES / 64 : 0 };
+				   .cil_push_bytes = rd->wl.cil_push };
 	struct client cl[CR_MAX_CLIENTS];
+	struct summary sum = { .ok = true };
+	struct rctx rc = { .rd = rd, .s = &sum };
 	delog *log = NULL;
 	pthread_t rel_th;
 	bool rel_started = false;
 	int err;
 
+	if (rd->session) {
+		o.recover = delog_cb;
+		o.recover_arg = &rc;
+	}
 	err = delog_open_dev(rd->dev, &o, &log);
+	free(rc.it);
+	free(rc.txv);
+	if (err && rd->session) {
+		char msg[240];
+
+		snprintf(msg, sizeof(msg), "session %u: delog_open_dev on session %u's crash image "
+			 "failed: %s%s%.100s", rd->session, rd->session - 1, delog_err_name(err),
+			 sum.ok ? "" : ": ", sum.ok ? "" : sum.what);
+		viol_add(co->cr, NULL, NULL, 0, msg, NULL);
+		rd->chain_end = true;
+		atomic_store(&rd->done, true);
+		return NULL;
+	}
 	if (err) {
 		wl_fail(rd, "delog_open_dev: %s", delog_err_name(err));
+		atomic_store(&rd->done, true);
+		return NULL;
+	}
+	if (rd->session && !session_start(co->cr, rd, log, &rc)) {
+		rd->chain_end = true;
+		(void)delog_close(log);
 		atomic_store(&rd->done, true);
 		return NULL;
 	}
@@ -2412,7 +2920,7 @@ static void *coord_main(void *arg)
 			break;
 		}
 	}
-	if (rd->wl.full) {
+	if (rd->wl.releaser) {
 		if (pthread_create(&rel_th, NULL, releaser_main, co))
 			wl_fail(rd, "cannot start the releaser");
 		else
@@ -2469,99 +2977,70 @@ static void progress(struct crash *cr, bool end)
 	fflush(stderr);
 }
 
-static int format_image(uint32_t sector, uint64_t seed, unsigned char *img)
+static int format_image(const struct round *rd, unsigned char *img)
 {
-	struct jrnl_format_opts fo = { .sector = sector, .log_size = CR_LOG_BYTES };
-	struct io_dev *dev = sim_dev(sector, seed, false, NULL);
+	struct jrnl_format_opts fo = { .sector = rd->sector, .log_size = rd->log_bytes };
+	struct io_dev *dev = sim_dev(rd->dev_bytes, rd->sector, rd->seed, false, NULL);
 	int err;
 
 	if (!dev)
 		return -ENOMEM;
 	err = jrnl_format(dev, &fo, NULL);
 	if (!err)
-		err = io_sim_media(dev, 0, img, CR_DEV_BYTES);
+		err = io_sim_media(dev, 0, img, rd->dev_bytes);
 	io_dev_close(dev);
 	return err;
 }
 
-static int run_round(struct crash *cr, uint64_t r)
+/* Forget what a session did after its cut: the next session starts from the cut image. */
+static void ctl_reset(struct ctl *t, const struct round *rd)
 {
-	struct round *rd = calloc(1, sizeof(*rd));
-	struct ctl t = { 0 };
-	struct pointbuf pb = { 0 };
-	struct coord co = { 0 };
-	uint64_t nsec = CR_DEV_BYTES / cr->sector, round_cp = 0, last_ev = SIZE_MAX;
-	uint64_t last_ack = UINT64_MAX, last_dur = UINT64_MAX, idle_since = 0;
-	uint64_t states0 = cr->states, cps0 = cr->cps, head_cycle = 0;
-	pthread_t th;
-	int err = 0;
+	t->cursor = 0;
+	memset(t->wcount, 0, rd->log_bytes / rd->sector * sizeof(*t->wcount));
+	memset(t->sec_wid, 0, rd->dev_bytes / rd->sector * sizeof(*t->sec_wid));
+	memset(t->wid_done, 0, t->wid_cap * sizeof(*t->wid_done));
+	t->nfl = 0;
+	t->media_dirty = false;
+}
 
-	if (!rd)
-		return -ENOMEM;
-	rd->seed = seed_for(cr->seed, 0x0bad, r);
-	rd->id = (uint32_t)r + 1;
-	rd->sector = cr->sector;
-	rd->policy = cr->policy;
-	wl_pick(strcmp(cr->workload, "all") ? cr->workload : wl_names[r % NR_WL], rd->seed,
-		cr->threads, cr->sector, &rd->wl);
-	pthread_mutex_init(&rd->log_mu, NULL);
-	pthread_mutex_init(&rd->err_mu, NULL);
-	for (unsigned c = 0; c < rd->wl.clients; c++) {
-		rd->seqs[c] = calloc(rd->wl.txs + 2, sizeof(*rd->seqs[c]));
-		if (!rd->seqs[c])
-			err = -ENOMEM;
-	}
-	{
-		uint64_t left = cr->target > cr->states ? cr->target - cr->states : 0;
-		uint64_t est = cr->rounds ? cr->cps / cr->rounds : 1500;
-		uint64_t rl = cr->rounds < 3 ? 4 - cr->rounds : 1;
+/* A new media image (a round's format, or a session's cut): the workers rebuild their
+ * disks from it, and the image cache is dropped (its verdicts depend on the oracle's
+ * tables, which a session start rewrites). */
+static void media_reset(struct crash *cr, const struct round *rd)
+{
+	uint64_t nsec = rd->dev_bytes / rd->sector;
 
-		cr->budget = left / (rl * (est ? est : 1));
-		if (cr->budget < 2)
-			cr->budget = 2;
-		if (cr->budget > CR_MAX_PER_POINT)
-			cr->budget = CR_MAX_PER_POINT;
-	}
-	cr->rd = rd;
-	cr->f_last_eagain = 0;
-	cr->last_cp_t = 0;
-	cr->f_used = 0;
+	cr->epoch++;
+	cache_clear(cr);
 	cr->cp.k = 0;
 	cr->ntouch = 0;
 	cr->nchg = 0;
 	cr->new_dirty = true;
-	pb.tmp = malloc(CR_DEV_BYTES);
-	t.wcount = calloc(CR_LOG_BYTES / cr->sector, sizeof(*t.wcount));
-	t.sec_wid = calloc(nsec, sizeof(*t.sec_wid));
-	t.wid_cap = 4096;
-	t.wid_done = calloc(t.wid_cap, sizeof(*t.wid_done));
-	if (err || !pb.tmp || !t.wcount || !t.sec_wid || !t.wid_done) {
-		err = -ENOMEM;
-		goto out;
-	}
-	err = format_image(cr->sector, rd->seed, cr->old);
-	if (err)
-		goto out;
+	memset(cr->old + rd->dev_bytes, 0, cr->dev_max - rd->dev_bytes);
 	cr->h_total = 0;
 	for (uint64_t s = 0; s < nsec; s++) {
-		cr->h_sec[s] = sector_hash(cr->old + s * cr->sector, cr->sector, s);
+		cr->h_sec[s] = sector_hash(cr->old + s * rd->sector, rd->sector, s);
 		cr->h_total += cr->h_sec[s];
 	}
-	rd->dev = sim_dev(cr->sector, rd->seed, true, cr->old);
-	if (!rd->dev) {
-		err = -ENOMEM;
-		goto out;
-	}
-	if (cr->verbose)
-		fprintf(stderr, "delog crash: round %" PRIu64 " seed %#" PRIx64 ": %s, %u clients x "
-			"%u tx, %u x %u KiB buffers, %" PRIu64 " states per point\n", r, rd->seed,
-			rd->wl.name, rd->wl.clients, rd->wl.txs, rd->wl.logbufs,
-			rd->wl.logbsize >> 10, cr->budget);
-	co.rd = rd;
-	if (pthread_create(&th, NULL, coord_main, &co)) {
-		err = -EAGAIN;
-		goto out;
-	}
+}
+
+/* One session: the workload on rd->dev (media cr->old) with a crash point at every event,
+ * until the clients finish, the budget is spent, or (@cut_at: transactions submitted
+ * in all) the session is cut: a seeded state of that crash point becomes @cut, the
+ * image the next session opens, and the rest of this session only winds down. */
+static int run_session(struct crash *cr, struct ctl *t, struct pointbuf *pb, uint64_t *round_cp,
+		       uint64_t cut_at, unsigned char *cut, bool *cut_taken)
+{
+	struct round *rd = cr->rd;
+	struct coord co = { .rd = rd, .cr = cr };
+	uint64_t last_ev = SIZE_MAX, last_ack = UINT64_MAX, last_dur = UINT64_MAX;
+	uint64_t idle_since = 0, cyc0 = 0, cyc1 = 0;
+	pthread_t th;
+	int err = 0;
+
+	*cut_taken = false;
+	if (pthread_create(&th, NULL, coord_main, &co))
+		return -EAGAIN;
 	for (;;) {
 		size_t L = io_sim_trace_len(rd->dev);
 		struct delog_stats st = { .size = sizeof(st) };
@@ -2572,27 +3051,61 @@ static int run_round(struct crash *cr, uint64_t r)
 		if (rd->log && !delog_stats(rd->log, &st))
 			known = true;
 		pthread_mutex_unlock(&rd->log_mu);
-		if (known && rd->wl.full) {
-			cr->f_used = st.log_used;
-			if (st.log_size - st.log_used < cr->f_min_free)
-				cr->f_min_free = st.log_size - st.log_used;
-			if ((st.head_lsn >> 32) > head_cycle)
-				head_cycle = st.head_lsn >> 32;
+		if (known && atomic_load(&rd->armed) && !*cut_taken) {
+			uint64_t free_b = st.log_size - st.log_used;
+
+			if (free_b < cr->cv_min_free)
+				cr->cv_min_free = free_b;
+			if (!cyc0)
+				cyc0 = st.head_lsn >> 32;
+			if ((st.head_lsn >> 32) > cyc1)
+				cyc1 = st.head_lsn >> 32;
+			if (rd->wl.full) {
+				cr->f_used = st.log_used;
+				if (free_b < cr->f_min_free)
+					cr->f_min_free = free_b;
+				if ((st.head_lsn >> 32) > rd->head_cycle)
+					rd->head_cycle = st.head_lsn >> 32;
+			}
 		}
-		trace_step(cr, &t, L, st.tail_lsn, known);
-		if (atomic_load(&rd->armed)) {
+		trace_step(cr, t, L, st.tail_lsn, known && rd->session == 0);
+		if (atomic_load(&rd->armed) && !*cut_taken) {
 			ack = atomic_load(&rd->ack_events);
 			dur = read_durable(rd);
 			if (cr->states >= cr->target) {
 				atomic_store(&co.stop, true);
 			} else if (L != last_ev || ack != last_ack || dur != last_dur) {
-				err = crash_point(cr, &t, &pb, ++round_cp);
+				uint64_t sub = 0;
+
+				err = crash_point(cr, t, pb, ++*round_cp);
 				if (err)
 					break;
 				last_ev = L;
 				last_ack = ack;
 				last_dur = dur;
 				progress(cr, false);
+				for (unsigned c = 0; c < rd->wl.clients; c++)
+					sub += atomic_load(&rd->submitted[c]);
+				if (cut_at && sub >= cut_at && cr->nst) {
+					/* The cut: one of this point's states, seeded, is what the
+					 * power left; the session then only winds down. */
+					uint64_t q = seed_for(rd->seed, 0xc07, rd->session);
+					size_t i = (size_t)(q % cr->nst);
+					unsigned char *img = state_image(cr, cr->choices + i * (cr->cp.k + 1));
+
+					if (!img) {
+						err = -ENOMEM;
+						break;
+					}
+					memcpy(cut, img, rd->dev_bytes);
+					free(img);
+					rd->cut_durable = cr->cp.durable;
+					rd->cut_released = cr->cp.released;
+					rd->cut_must_lo = cr->cp.must_lo;
+					memcpy(rd->cut_acked, cr->cp.acked, sizeof(rd->cut_acked));
+					*cut_taken = true;
+					atomic_store(&co.stop, true);
+				}
 			}
 		}
 		if (io_sim_pending(rd->dev)) {
@@ -2623,12 +3136,145 @@ static int run_round(struct crash *cr, uint64_t r)
 				sched_yield();
 	}
 	pthread_join(th, NULL);
-	if (!err && atomic_load(&rd->armed) && cr->states < cr->target) {
+	if (cyc1 > cyc0)
+		cr->cv_laps += cyc1 - cyc0;
+	if (!err && !*cut_taken && atomic_load(&rd->armed) && cr->states < cr->target) {
 		size_t L = io_sim_trace_len(rd->dev);
 
-		trace_step(cr, &t, L, 0, false);
-		err = crash_point(cr, &t, &pb, ++round_cp); /* after the clean close */
+		trace_step(cr, t, L, 0, false);
+		err = crash_point(cr, t, pb, ++*round_cp); /* after the clean close */
 	}
+	return err;
+}
+
+static int run_round(struct crash *cr, uint64_t r)
+{
+	struct round *rd = calloc(1, sizeof(*rd));
+	struct ctl t = { 0 };
+	struct pointbuf pb = { 0 };
+	uint64_t nsec, round_cp = 0, states0 = cr->states, cps0 = cr->cps;
+	unsigned char *cut = NULL;
+	unsigned sessions_run = 0;
+	int err = 0;
+
+	if (!rd)
+		return -ENOMEM;
+	rd->seed = seed_for(cr->seed, 0x0bad, r);
+	rd->id = (uint32_t)r + 1;
+	rd->policy = cr->policy;
+	wl_pick(strcmp(cr->workload, "all") ? cr->workload : wl_names[r % NR_WL], rd->seed,
+		cr->threads, cr->sector_opt, &rd->wl);
+	rd->sector = rd->wl.sector ? rd->wl.sector : 4096;
+	rd->log_bytes = rd->wl.log_bytes;
+	rd->dev_bytes = JRNL_LOG_START + rd->log_bytes;
+	cr->sector = rd->sector;
+	nsec = rd->dev_bytes / rd->sector;
+	pthread_mutex_init(&rd->log_mu, NULL);
+	pthread_mutex_init(&rd->err_mu, NULL);
+	for (unsigned c = 0; c < rd->wl.clients; c++) {
+		rd->seqs[c] = calloc(rd->wl.txs + 2, sizeof(*rd->seqs[c]));
+		rd->sess[c] = calloc(rd->wl.txs + 2, sizeof(*rd->sess[c]));
+		rd->written[c] = calloc(rd->wl.txs + 2, sizeof(*rd->written[c]));
+		rd->start_n[c] = 1;
+		if (!rd->seqs[c] || !rd->sess[c] || !rd->written[c])
+			err = -ENOMEM;
+	}
+	{
+		uint64_t left = cr->target > cr->states ? cr->target - cr->states : 0;
+		uint64_t est = cr->rounds ? cr->cps / cr->rounds : 1500;
+		uint64_t rl = cr->rounds < 3 ? 4 - cr->rounds : 1;
+
+		cr->budget = left / (rl * (est ? est : 1));
+		if (cr->budget < 2)
+			cr->budget = 2;
+		if (cr->budget > CR_MAX_PER_POINT)
+			cr->budget = CR_MAX_PER_POINT;
+	}
+	cr->rd = rd;
+	cr->f_last_eagain = 0;
+	cr->last_cp_t = 0;
+	cr->f_used = 0;
+	pb.tmp = malloc(cr->dev_max);
+	t.wcount = calloc(rd->log_bytes / rd->sector, sizeof(*t.wcount));
+	t.sec_wid = calloc(nsec, sizeof(*t.sec_wid));
+	t.wid_cap = 4096;
+	t.wid_done = calloc(t.wid_cap, sizeof(*t.wid_done));
+	cut = rd->wl.sessions > 1 ? malloc(rd->dev_bytes) : NULL;
+	if (err || !pb.tmp || !t.wcount || !t.sec_wid || !t.wid_done ||
+	    (rd->wl.sessions > 1 && !cut)) {
+		err = -ENOMEM;
+		goto out;
+	}
+	err = format_image(rd, cr->old);
+	if (err)
+		goto out;
+	if (cr->verbose)
+		fprintf(stderr, "delog crash: round %" PRIu64 " seed %#" PRIx64 ": %s, %u clients x "
+			"%u tx, %u x %u KiB buffers, log %" PRIu64 " KiB, sector %u, cil_push %" PRIu64
+			" KiB, %s%s%u sessions, %" PRIu64 " states per point\n", r, rd->seed,
+			rd->wl.name, rd->wl.clients, rd->wl.txs, rd->wl.logbufs,
+			rd->wl.logbsize >> 10, rd->log_bytes >> 10, rd->sector, rd->wl.cil_push >> 10,
+			rd->wl.track ? "item tracking, " : "", rd->wl.releaser ? "edge releases, " : "",
+			rd->wl.sessions, cr->budget);
+	cr->cv_log_min = rd->log_bytes < cr->cv_log_min ? rd->log_bytes : cr->cv_log_min;
+	cr->cv_log_max = rd->log_bytes > cr->cv_log_max ? rd->log_bytes : cr->cv_log_max;
+	{
+		uint64_t ring = (uint64_t)rd->wl.logbufs * rd->wl.logbsize;
+
+		cr->cv_ring_min = ring < cr->cv_ring_min ? ring : cr->cv_ring_min;
+		cr->cv_ring_max = ring > cr->cv_ring_max ? ring : cr->cv_ring_max;
+	}
+	cr->cv_sectors |= rd->sector == 512 ? 1u : 2u;
+	cr->cv_track_rounds += rd->wl.track;
+	cr->cv_rel_edge += rd->wl.releaser && !rd->wl.full;
+	for (unsigned sess = 0; sess < rd->wl.sessions && !err; sess++) {
+		uint64_t cut_at = 0, total = 0;
+		bool cut_taken = false;
+
+		rd->session = sess;
+		if (sess + 1 < rd->wl.sessions) {
+			/* Cut somewhere in this session's share of the transactions. */
+			uint64_t q = seed_for(rd->seed, 0xc075, sess);
+
+			total = (uint64_t)rd->wl.txs * rd->wl.clients;
+			cut_at = total * sess / rd->wl.sessions +
+				 total / rd->wl.sessions * (30 + q % 60) / 100 + 1;
+		}
+		media_reset(cr, rd);
+		ctl_reset(&t, rd);
+		atomic_store(&rd->armed, false);
+		atomic_store(&rd->done, false);
+		atomic_store(&rd->clients_done, 0);
+		rd->dev = sim_dev(rd->dev_bytes, rd->sector, seed_for(rd->seed, 0x5e55, sess), true,
+				  cr->old);
+		if (!rd->dev) {
+			err = -ENOMEM;
+			break;
+		}
+		err = run_session(cr, &t, &pb, &round_cp, cut_at, cut, &cut_taken);
+		io_dev_close(rd->dev);
+		rd->dev = NULL;
+		if (rd->err[0] || rd->chain_end)
+			break;
+		sessions_run++;
+		if (!cut_taken)
+			break;
+		memcpy(cr->old, cut, rd->dev_bytes);
+	}
+	if (rd->wl.sessions > 1) {
+		if (rd->session > 0 || sessions_run > 0) {
+			unsigned n = rd->session + 1;
+
+			cr->cv_chains++;
+			cr->cv_sess_total += n;
+			cr->cv_sess_min = n < cr->cv_sess_min ? n : cr->cv_sess_min;
+			cr->cv_sess_max = n > cr->cv_sess_max ? n : cr->cv_sess_max;
+			cr->cv_chain_cut += rd->chain_end;
+		}
+	}
+	cr->cv_item_writes += rd->item_writes;
+	cr->cv_eagain += rd->eagain_begin + rd->eagain_log;
+	cr->cv_nowait_ok += rd->nowait_ok;
 	if (rd->err[0]) {
 		char msg[300];
 
@@ -2645,26 +3291,31 @@ static int run_round(struct crash *cr, uint64_t r)
 		cr->f_nowait_ok += rd->nowait_ok;
 		cr->f_waits += rd->space_waits;
 		cr->f_push_calls += rd->push_calls;
-		cr->f_laps += head_cycle ? head_cycle - 1 : 0;
+		cr->f_laps += rd->head_cycle ? rd->head_cycle - 1 : 0;
 		if (cr->verbose)
 			fprintf(stderr, "delog crash: round %" PRIu64 " (full): %" PRIu64 " bursts, %"
 				PRIu64 " waits, %" PRIu64 "+%" PRIu64 " EAGAIN, head cycle %" PRIu64
 				"\n", r, (uint64_t)rd->bursts, rd->space_waits,
-				(uint64_t)rd->eagain_begin, (uint64_t)rd->eagain_log, head_cycle);
+				(uint64_t)rd->eagain_begin, (uint64_t)rd->eagain_log, rd->head_cycle);
 	}
 	if (cr->verbose)
 		fprintf(stderr, "delog crash: round %" PRIu64 ": %" PRIu64 " crash points, %" PRIu64
-			" states\n", r, cr->cps - cps0, cr->states - states0);
+			" states, %u sessions\n", r, cr->cps - cps0, cr->states - states0,
+			rd->session + 1);
 out:
 	if (rd->dev)
 		io_dev_close(rd->dev);
 	cache_clear(cr);
 	cr->rd = NULL;
-	for (unsigned c = 0; c < CR_MAX_CLIENTS; c++)
+	for (unsigned c = 0; c < CR_MAX_CLIENTS; c++) {
 		free(rd->seqs[c]);
+		free(rd->sess[c]);
+		free(rd->written[c]);
+	}
 	pthread_mutex_destroy(&rd->log_mu);
 	pthread_mutex_destroy(&rd->err_mu);
 	free(rd);
+	free(cut);
 	free(pb.tmp);
 	free(t.wcount);
 	free(t.sec_wid);
@@ -2678,8 +3329,9 @@ out:
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: delog crash [--workload W] [--policy P] [--states N] [--seed S]\n"
-		   "                   [--profile strict|garble] [--sector 512|4096] [--exhaustive]\n"
-		   "                   [--threads N] [--jobs N] [--full-every N] [--save DIR]\n"
+		   "                   [--profile strict|garble|versions] [--sector 512|4096]\n"
+		   "                   [--exhaustive] [--threads N] [--jobs N] [--full-every N]\n"
+		   "                   [--save DIR]"
 		   "                   [--json] [--verbose]\n");
 }
 
@@ -2693,14 +3345,19 @@ static void help(void)
 	       "\noptions:\n"
 	       "  -w, --workload W    mixed, wrap, relog, small, full (log full: the tail\n"
 	       "                      pinned, committers waiting or failing with -EAGAIN,\n"
-	       "                      released in bursts), or all (default: all, one per\n"
-	       "                      round in turn)\n"
+	       "                      released in bursts), random (every parameter drawn\n"
+	       "                      per round: log 4-16 MiB, sector, buffers, checkpoints\n"
+	       "                      up to 5 MiB, item tracking, edge releases, NOWAIT,\n"
+	       "                      chains of 3-4 sessions crashed and reopened), or all\n"
+	       "                      (default: all, one per round in turn)\n"
 	       "  -p, --policy P      flush policy: sync, async, single, none (default sync)\n"
 	       "  -n, --states N      crash states to check in total (default 10000)\n"
 	       "  -s, --seed S        seed of workloads, delivery order and sampling (default 1)\n"
-	       "      --profile P     strict (each unstable sector old or new) or garble (or\n"
-	       "                      garbage) (default strict)\n"
-	       "      --sector N      sector size, the unit of tearing: 512 or 4096 (default)\n"
+	       "      --profile P     strict (each unstable sector old or new), garble (or\n"
+	       "                      garbage) or versions (any version written since it\n"
+	       "                      was last stable) (default strict)\n"
+	       "      --sector N      sector size, the unit of tearing: 512 or 4096 (default\n"
+	       "                      4096; random draws one per round unless given)\n"
 	       "  -x, --exhaustive    all 2^k states wherever k <= 12 sectors are unstable\n"
 	       "  -t, --threads N     client threads per round (default: the workload's, 1..4)\n"
 	       "  -J, --jobs N        recovery threads (default: online CPUs, at most 8)\n"
@@ -2714,10 +3371,15 @@ static void help(void)
 	       "\nExit status: 0 no violation, 1 violations or failure, 2 usage error.\n");
 }
 
+static const char *profile_name(enum io_sim_crash_profile p)
+{
+	return p == IO_SIM_GARBLE ? "garble" : p == IO_SIM_VERSIONS ? "versions" : "strict";
+}
+
 static void print_text(struct crash *cr, double secs)
 {
 	printf("delog crash: policy %s, profile %s, sector %u, workload %s, seed %" PRIu64 "\n",
-	       delog_flush_policy_name(cr->policy), cr->profile == IO_SIM_GARBLE ? "garble" : "strict",
+	       delog_flush_policy_name(cr->policy), profile_name(cr->profile),
 	       cr->sector, cr->workload, cr->seed);
 	printf("  rounds            %" PRIu64 "\n", cr->rounds);
 	printf("  crash points      %" PRIu64 " (%" PRIu64 " enumerated exhaustively, max %" PRIu64
@@ -2737,6 +3399,26 @@ static void print_text(struct crash *cr, double secs)
 		       cr->f_forces, cr->f_waits, cr->f_eagain_begin, cr->f_eagain_log,
 		       cr->f_nowait_ok, cr->f_push_calls, cr->f_laps,
 		       cr->f_min_free == UINT64_MAX ? 0 : cr->f_min_free);
+	printf("  coverage          logs %" PRIu64 "..%" PRIu64 " KiB, sectors%s%s, rings (logbufs x "
+	       "logbsize) %" PRIu64 "..%" PRIu64 " KiB\n", cr->cv_log_min >> 10, cr->cv_log_max >> 10,
+	       cr->cv_sectors & 1 ? " 512" : "", cr->cv_sectors & 2 ? " 4096" : "",
+	       cr->cv_ring_min >> 10, cr->cv_ring_max >> 10);
+	printf("                    largest checkpoint recovered %" PRIu64 " bytes (%.2f x its "
+	       "round's ring; %" PRIu64 " images with one larger than the ring, %" PRIu64
+	       " larger than 2 MiB)\n", cr->cv_max_ck,
+	       (double)cr->cv_max_ck_win / 1000.0, cr->cv_over_win, cr->cv_over_2m);
+	printf("                    %" PRIu64 " laps, least free %" PRIu64 " bytes; %" PRIu64
+	       " rounds releasing at the full edge; %" PRIu64 " rounds with item tracking (%"
+	       PRIu64 " items written back); %" PRIu64 " -EAGAIN, %" PRIu64 " NOWAIT begins "
+	       "granted\n", cr->cv_laps, cr->cv_min_free == UINT64_MAX ? 0 : cr->cv_min_free,
+	       cr->cv_rel_edge, cr->cv_track_rounds, cr->cv_item_writes, cr->cv_eagain,
+	       cr->cv_nowait_ok);
+	printf("                    %" PRIu64 " chains, %" PRIu64 "..%" PRIu64 " sessions each (%"
+	       PRIu64 " in all, %" PRIu64 " ended early); versions: %" PRIu64 " crash points "
+	       "with intermediate versions, up to %" PRIu64 " versions a sector, %" PRIu64
+	       " states choosing one\n", cr->cv_chains, cr->cv_chains ? cr->cv_sess_min : 0,
+	       cr->cv_sess_max, cr->cv_sess_total, cr->cv_chain_cut, cr->cv_vcps, cr->cv_max_ver,
+	       cr->cv_vstates);
 	printf("  violations        %" PRIu64 "\n", cr->nviol);
 	printf("  time              %.1f s\n", secs);
 	for (size_t i = 0; i < cr->nviols; i++) {
@@ -2757,7 +3439,7 @@ static void print_text(struct crash *cr, double secs)
 		       "--workload %s --round R (--save DIR keeps the images, which `delog recover "
 		       "--backend sim IMAGE` replays exactly)\n", cr->seed,
 		       delog_flush_policy_name(cr->policy),
-		       cr->profile == IO_SIM_GARBLE ? "garble" : "strict", cr->sector, cr->workload);
+		       profile_name(cr->profile), cr->sector, cr->workload);
 }
 
 static void print_json(struct crash *cr, double secs)
@@ -2767,7 +3449,7 @@ static void print_json(struct crash *cr, double secs)
 	json_init(&j, stdout, true);
 	json_obj_begin(&j, NULL);
 	json_str(&j, "policy", delog_flush_policy_name(cr->policy));
-	json_str(&j, "profile", cr->profile == IO_SIM_GARBLE ? "garble" : "strict");
+	json_str(&j, "profile", profile_name(cr->profile));
 	json_u64(&j, "sector", cr->sector);
 	json_str(&j, "workload", cr->workload);
 	json_u64(&j, "seed", cr->seed);
@@ -2801,6 +3483,33 @@ static void print_json(struct crash *cr, double secs)
 		json_u64(&j, "least_free_bytes", cr->f_min_free == UINT64_MAX ? 0 : cr->f_min_free);
 		json_obj_end(&j);
 	}
+	json_obj_begin(&j, "coverage");
+	json_u64(&j, "log_bytes_min", cr->cv_log_min == UINT64_MAX ? 0 : cr->cv_log_min);
+	json_u64(&j, "log_bytes_max", cr->cv_log_max);
+	json_u64(&j, "ring_bytes_min", cr->cv_ring_min == UINT64_MAX ? 0 : cr->cv_ring_min);
+	json_u64(&j, "ring_bytes_max", cr->cv_ring_max);
+	json_bool(&j, "sector_512", cr->cv_sectors & 1);
+	json_bool(&j, "sector_4096", cr->cv_sectors & 2);
+	json_u64(&j, "max_checkpoint_bytes", cr->cv_max_ck);
+	json_dbl(&j, "max_checkpoint_rings", (double)cr->cv_max_ck_win / 1000.0);
+	json_u64(&j, "images_checkpoint_over_ring", cr->cv_over_win);
+	json_u64(&j, "images_checkpoint_over_2mib", cr->cv_over_2m);
+	json_u64(&j, "laps", cr->cv_laps);
+	json_u64(&j, "least_free_bytes", cr->cv_min_free == UINT64_MAX ? 0 : cr->cv_min_free);
+	json_u64(&j, "edge_release_rounds", cr->cv_rel_edge);
+	json_u64(&j, "tracking_rounds", cr->cv_track_rounds);
+	json_u64(&j, "items_written", cr->cv_item_writes);
+	json_u64(&j, "eagain", cr->cv_eagain);
+	json_u64(&j, "nowait_granted", cr->cv_nowait_ok);
+	json_u64(&j, "chains", cr->cv_chains);
+	json_u64(&j, "sessions_min", cr->cv_chains ? cr->cv_sess_min : 0);
+	json_u64(&j, "sessions_max", cr->cv_sess_max);
+	json_u64(&j, "sessions", cr->cv_sess_total);
+	json_u64(&j, "chains_ended_early", cr->cv_chain_cut);
+	json_u64(&j, "version_crash_points", cr->cv_vcps);
+	json_u64(&j, "max_versions", cr->cv_max_ver);
+	json_u64(&j, "version_states", cr->cv_vstates);
+	json_obj_end(&j);
 	json_dbl(&j, "seconds", secs);
 	json_arr_begin(&j, "violation_list");
 	for (size_t i = 0; i < cr->nviols; i++) {
@@ -2883,7 +3592,7 @@ int cmd_crash(int argc, char **argv)
 				ok |= !strcmp(optarg, wl_names[i]);
 			if (!ok)
 				return usage_err("--workload", optarg,
-						 "mixed, wrap, relog, small, full or all");
+						 "mixed, wrap, relog, small, full, random or all");
 			cr->workload = optarg;
 			break;
 		}
@@ -2904,13 +3613,15 @@ int cmd_crash(int argc, char **argv)
 				cr->profile = IO_SIM_STRICT;
 			else if (!strcmp(optarg, "garble"))
 				cr->profile = IO_SIM_GARBLE;
+			else if (!strcmp(optarg, "versions"))
+				cr->profile = IO_SIM_VERSIONS;
 			else
-				return usage_err("--profile", optarg, "strict or garble");
+				return usage_err("--profile", optarg, "strict, garble or versions");
 			break;
 		case O_SECTOR:
 			if (parse_count(optarg, 512, 4096, &v) || (v != 512 && v != 4096))
 				return usage_err("--sector", optarg, "512 or 4096");
-			cr->sector = (uint32_t)v;
+			cr->sector_opt = (uint32_t)v;
 			break;
 		case 'x':
 			cr->exhaustive = true;
@@ -2968,9 +3679,14 @@ int cmd_crash(int argc, char **argv)
 	pthread_mutex_init(&cr->viol_mu, NULL);
 	pthread_cond_init(&cr->work_cv, NULL);
 	pthread_cond_init(&cr->done_cv, NULL);
-	cr->old = malloc(CR_DEV_BYTES);
-	cr->newimg = malloc(CR_DEV_BYTES);
-	cr->h_sec = calloc(CR_DEV_BYTES / cr->sector, sizeof(*cr->h_sec));
+	/* Image buffers for the largest device a round can have. */
+	cr->dev_max = JRNL_LOG_START + (!strcmp(cr->workload, "random") ||
+					!strcmp(cr->workload, "all") ? CR_LOG_MAX : CR_LOG_BYTES);
+	cr->sector = cr->sector_opt ? cr->sector_opt : 4096;
+	cr->cv_log_min = cr->cv_ring_min = cr->cv_min_free = cr->cv_sess_min = UINT64_MAX;
+	cr->old = malloc(cr->dev_max);
+	cr->newimg = malloc(cr->dev_max);
+	cr->h_sec = calloc(cr->dev_max / 512, sizeof(*cr->h_sec));
 	cr->w = calloc(cr->jobs, sizeof(*cr->w));
 	if (!cr->old || !cr->newimg || !cr->h_sec || !cr->w) {
 		fprintf(stderr, "delog crash: out of memory\n");
@@ -2980,13 +3696,14 @@ int cmd_crash(int argc, char **argv)
 		struct worker *w = &cr->w[i];
 
 		w->cr = cr;
-		w->dev = sim_dev(cr->sector, seed_for(cr->seed, 0x3003, i), false, NULL);
-		w->shadow = w->dev ? io_buf_alloc(w->dev, CR_DEV_BYTES) : NULL;
+		w->dev = sim_dev(cr->dev_max, cr->sector, seed_for(cr->seed, 0x3003, i), false, NULL);
+		w->sector = cr->sector;
+		w->shadow = w->dev ? io_buf_alloc(w->dev, cr->dev_max) : NULL;
 		if (!w->shadow) {
 			fprintf(stderr, "delog crash: cannot open a sim disk for recovery\n");
 			return TOOL_EXIT_FAIL;
 		}
-		memset(w->shadow, 0, CR_DEV_BYTES);
+		memset(w->shadow, 0, cr->dev_max);
 		if (pthread_create(&w->th, NULL, worker_main, w)) {
 			fprintf(stderr, "delog crash: cannot start a recovery thread\n");
 			return TOOL_EXIT_FAIL;
@@ -3045,6 +3762,10 @@ int cmd_crash(int argc, char **argv)
 	free(cr->cp.h_old);
 	free(cr->cp.h_new);
 	free(cr->cp.h_garb);
+	free(cr->cp.ninter);
+	free(cr->cp.voff);
+	free(cr->cp.vdata);
+	free(cr->cp.h_ver);
 	free(cr->w);
 	pthread_mutex_destroy(&cr->mu);
 	pthread_mutex_destroy(&cr->viol_mu);

@@ -15,8 +15,10 @@
  *   flush submitted with the write, which is issued once that flush completed.
  *   A power cut (io_sim_crash*) resolves each unstable sector (in the cache, covered by a
  *   flush not yet complete, or written by a request in flight) independently to its old
- *   (media) or new contents ("strict"), or old/new/garbage ("garble").  Sectors tear
- *   independently: a multi-sector write is not atomic.
+ *   (media) or new contents ("strict"), or old/new/garbage ("garble"), or to any version
+ *   written to it since it was last stable ("versions": media, every completed write the
+ *   cache has since overwritten, the newest completed one, every issued write in flight).
+ *   Sectors tear independently: a multi-sector write is not atomic.
  *
  * Completions are delivered by a sim thread after the latency model's delay (none, nvme,
  * sata), in seeded random order among those due (so out-of-order completion is the norm),
@@ -42,6 +44,8 @@ enum io_sim_latency {
 enum io_sim_crash_profile {
 	IO_SIM_STRICT = 0,   /* each unstable sector: old or new */
 	IO_SIM_GARBLE,       /* each unstable sector: old, new or garbage */
+	IO_SIM_VERSIONS,     /* each unstable sector: any version written since it was last
+			      * stable (old, an intermediate one, or new) */
 };
 
 struct io_sim_opts {
@@ -119,6 +123,7 @@ size_t io_sim_deliver(struct io_dev *dev, size_t max, enum io_sim_order order);
 struct io_sim_crash_info {
 	uint64_t unstable_sectors; /* sectors that were not durable */
 	uint64_t kept_old, took_new, garbled;
+	uint64_t intermediate;     /* versions profile: neither old nor newest */
 };
 
 /* Sectors that a power cut now could lose or tear (sector numbers, ascending). */
@@ -134,6 +139,29 @@ int io_sim_crash(struct io_dev *dev, uint64_t seed, enum io_sim_crash_profile pr
  * given by @choice[i]: 0 old, 1 newest, 2 garbage (seeded by @seed). */
 int io_sim_crash_choose(struct io_dev *dev, const uint8_t *choice, size_t n, uint64_t seed,
 			void *image);
+/*
+ * Versions (the versions profile).  Version 0 of an unstable sector is the media copy,
+ * the last (nver - 1) is what io_sim_crash_choose calls "newest", and those between are
+ * the other writes made since the sector was last stable, oldest first: completed writes
+ * the cache has overwritten, then (after the newest completed one) issued writes in
+ * flight in submission order.  The history is dropped when a flush or a FUA write makes
+ * the sector stable.  Indexes are valid until the next submission or delivery.
+ *
+ * io_sim_unstable_versions: like io_sim_unstable, and the number of versions of each
+ * sector in @nver (may be NULL; >= 1: a sector written only by a PREFLUSH write whose
+ * flush has not completed has media alone).
+ * io_sim_version_read: version @v of @sector (a stable sector has version 0 only);
+ * -EINVAL for a version it does not have.
+ * io_sim_crash_versions: like io_sim_crash_choose, unstable sector i taking version
+ * @ver[i], or garbage for IO_SIM_VER_GARBAGE; -EINVAL if the unstable set or a count
+ * changed.  io_sim_crash_choose's 0 / 1 / 2 are version 0 / nver - 1 / garbage here.
+ */
+#define IO_SIM_VER_GARBAGE UINT32_MAX
+size_t io_sim_unstable_versions(struct io_dev *dev, uint64_t *sectors, uint32_t *nver,
+				size_t max);
+int io_sim_version_read(struct io_dev *dev, uint64_t sector, uint32_t v, void *buf);
+int io_sim_crash_versions(struct io_dev *dev, const uint32_t *ver, size_t n, uint64_t seed,
+			  void *image);
 /* Copy durable media only (what survives if nothing unstable does). */
 int io_sim_media(struct io_dev *dev, uint64_t off, void *buf, size_t len);
 

@@ -14,6 +14,11 @@
  *     old or new separately (every combination of a 2-sector write is seen), never to
  *     anything else under the strict profile; the garble profile also produces sectors
  *     that are neither; io_sim_crash_choose builds exactly the requested image;
+ *   - the versions profile: a sector rewritten without a flush may end at any version
+ *     written since it was last stable (media, an overwritten cached write, the newest
+ *     completed one, a write in flight), every one of them is produced for some seed and
+ *     nothing else ever is; io_sim_unstable_versions / io_sim_version_read /
+ *     io_sim_crash_versions agree with that list, and a flush drops the history;
  *   - power cuts are deterministic per seed and do not disturb the running disk; reads see
  *     the volatile cache while io_sim_media shows only durable media;
  *   - the trace records submit, flush issue/done and completion events with the right
@@ -439,6 +444,124 @@ Test(sim, crash_choose, .timeout = T_TIMEOUT)
 	free(img);
 	free(img2);
 	free(buf);
+	t_dev_close(&td);
+}
+
+/* Which of the patterns @seeds[0..n) (seed 0: zeroes) sector @sec of @img holds, or -1. */
+static int which_version(const unsigned char *img, uint64_t sec, const uint64_t *seeds, int n)
+{
+	for (int v = 0; v < n; v++) {
+		if (seeds[v] ? t_check(img + sec * 512, 512, sec * 512, seeds[v]) == -1
+			     : t_all(img + sec * 512, 512, 0))
+			return v;
+	}
+	return -1;
+}
+
+Test(sim, versions_profile, .timeout = T_TIMEOUT)
+{
+	/* Sectors 8..11: media zero, then write A and B completed into the cache (B
+	 * overwrote A), then C in flight: four versions each, A and B in between. */
+	const uint64_t seeds[4] = { 0, 21, 22, 23 }, bytes = 64 * 1024;
+	struct t_dev td;
+	struct io_req rq[4];
+	struct cb cb[4];
+	unsigned char *buf[3], *img, *one;
+	unsigned seen[4] = { 0 }, inter_info = 0;
+	uint64_t u[8];
+	uint32_t nv[8];
+
+	sim_open(&td, bytes, 512, true);
+	img = malloc(bytes);
+	one = malloc(512);
+	cr_assert(img && one);
+	for (int i = 0; i < 3; i++) {
+		buf[i] = t_buf(&td, 4 * 512);
+		t_fill(buf[i], 4 * 512, 8 * 512, seeds[i + 1]);
+	}
+	submit(td.dev, &rq[0], IO_OPF(IO_OP_WRITE, 0), 8 * 512, buf[0], 4 * 512, &cb[0]);
+	cr_assert_eq(deliver_until(td.dev, &cb[0], IO_SIM_FIFO), 0);
+	submit(td.dev, &rq[1], IO_OPF(IO_OP_WRITE, 0), 8 * 512, buf[1], 4 * 512, &cb[1]);
+	cr_assert_eq(deliver_until(td.dev, &cb[1], IO_SIM_FIFO), 0);
+	submit(td.dev, &rq[2], IO_OPF(IO_OP_WRITE, 0), 8 * 512, buf[2], 4 * 512, &cb[2]);
+
+	cr_assert_eq(io_sim_unstable_versions(td.dev, u, nv, 8), 4);
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(u[i], 8u + (unsigned)i);
+		cr_assert_eq(nv[i], 4, "sector %d: %u versions, expected 4", 8 + i, nv[i]);
+		for (uint32_t v = 0; v < 4; v++) {
+			cr_assert_eq(io_sim_version_read(td.dev, u[i], v, one), 0);
+			cr_assert(seeds[v] ? t_check(one, 512, u[i] * 512, seeds[v]) == -1
+					   : t_all(one, 512, 0), "sector %d version %u wrong", 8 + i, v);
+		}
+		cr_assert_eq(io_sim_version_read(td.dev, u[i], 4, one), -EINVAL);
+	}
+	/* Seeded power cuts: only versions that were written, each of them seen. */
+	for (uint64_t s = 0; s < 4 * NSEEDS; s++) {
+		struct io_sim_crash_info ci;
+		unsigned inter = 0;
+
+		cr_assert_eq(io_sim_crash(td.dev, s, IO_SIM_VERSIONS, img, &ci), 0);
+		cr_assert_eq(ci.unstable_sectors, 4);
+		cr_assert_eq(ci.kept_old + ci.took_new + ci.intermediate, 4);
+		for (uint64_t sec = 8; sec < 12; sec++) {
+			int v = which_version(img, sec, seeds, 4);
+
+			cr_assert(v >= 0, "seed %llu: sector %llu holds a version never written",
+				  (unsigned long long)s, (unsigned long long)sec);
+			seen[v]++;
+			inter += v == 1 || v == 2;
+		}
+		cr_assert_eq(inter, ci.intermediate);
+		inter_info += inter;
+		cr_assert(t_all(img, 8 * 512, 0) && t_all(img + 12 * 512, bytes - 12 * 512, 0),
+			  "versions profile touched stable sectors");
+	}
+	for (int v = 0; v < 4; v++)
+		cr_assert_gt(seen[v], 0, "version %d (%s) never produced", v,
+			     v == 0 ? "media" : v == 3 ? "newest" : "intermediate");
+	cr_assert_gt(inter_info, 0);
+	/* Chosen versions, exactly; garbage; refusals. */
+	{
+		const uint32_t ver[4] = { 1, 2, IO_SIM_VER_GARBAGE, 0 }, bad[4] = { 0, 4, 0, 0 };
+		const uint8_t ch[4] = { 1, 1, 0, 0 };
+
+		cr_assert_eq(io_sim_crash_versions(td.dev, ver, 4, 9, img), 0);
+		cr_assert_eq(which_version(img, 8, seeds, 4), 1);
+		cr_assert_eq(which_version(img, 9, seeds, 4), 2);
+		cr_assert_eq(which_version(img, 10, seeds, 4), -1);
+		cr_assert_eq(which_version(img, 11, seeds, 4), 0);
+		cr_assert_eq(io_sim_crash_versions(td.dev, bad, 4, 9, img), -EINVAL);
+		cr_assert_eq(io_sim_crash_versions(td.dev, ver, 3, 9, img), -EINVAL);
+		/* crash_choose's "new" is the last version: the write in flight. */
+		cr_assert_eq(io_sim_crash_choose(td.dev, ch, 4, 9, img), 0);
+		cr_assert_eq(which_version(img, 8, seeds, 4), 3);
+		cr_assert_eq(which_version(img, 10, seeds, 4), 0);
+	}
+	/* C completes, a flush captures the cache, D completes after it: once the flush is
+	 * done the sectors are C on media plus D; the history before C is gone. */
+	cr_assert_eq(deliver_until(td.dev, &cb[2], IO_SIM_FIFO), 0);
+	submit(td.dev, &rq[3], IO_OPF(IO_OP_FLUSH, 0), 0, NULL, 0, &cb[3]);
+	t_fill(buf[0], 4 * 512, 8 * 512, 24);
+	submit(td.dev, &rq[0], IO_OPF(IO_OP_WRITE, 0), 8 * 512, buf[0], 4 * 512, &cb[0]);
+	cr_assert_eq(deliver_until(td.dev, &cb[0], IO_SIM_LIFO), 0);
+	cr_assert_eq(atomic_load(&cb[3].calls), 0);
+	cr_assert_eq(io_sim_unstable_versions(td.dev, u, nv, 8), 4);
+	cr_assert_eq(nv[0], 5, "before the flush completes: media, A, B, C, D");
+	cr_assert_eq(deliver_until(td.dev, &cb[3], IO_SIM_FIFO), 0);
+	cr_assert_eq(io_sim_unstable_versions(td.dev, u, nv, 8), 4);
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(nv[i], 2, "after the flush: media (C) and D, not %u versions", nv[i]);
+		cr_assert_eq(io_sim_version_read(td.dev, u[i], 0, one), 0);
+		cr_assert_eq(t_check(one, 512, u[i] * 512, 23), -1);
+	}
+	/* Stable sectors have version 0 only. */
+	cr_assert_eq(io_sim_version_read(td.dev, 0, 0, one), 0);
+	cr_assert_eq(io_sim_version_read(td.dev, 0, 1, one), -EINVAL);
+	free(img);
+	free(one);
+	for (int i = 0; i < 3; i++)
+		free(buf[i]);
 	t_dev_close(&td);
 }
 
