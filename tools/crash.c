@@ -307,6 +307,19 @@ static void wl_random(struct wl *w, uint64_t *r, uint32_t sector)
 	w->nowait_1in = rnd(r) % 2 ? (unsigned)rnd_in(r, 2, 8) : 0;
 	w->track = rnd(r) % 2;
 	w->written_1in = (unsigned)rnd_in(r, 1, 3);
+	if (w->track && rnd(r) % 2) {
+		/* Space freed by item tracking alone (every unique item written back, the
+		 * relogged keys moving on), releases only when the push callback asks, on
+		 * the smallest log: the tail moves by delog_item_written and the flushes a
+		 * waiting committer issues (space.c S2), while relogging checkpoints are in
+		 * flight (S3). */
+		w->release_1in = 0;
+		w->releaser = false;
+		w->rel_all_1in = 32;
+		w->written_1in = 1;
+		w->log_bytes = CR_LOG_BYTES;
+		w->cil_push = 0;
+	}
 	w->sessions = (unsigned)rnd_in(r, 3, 4);
 }
 
