@@ -1164,7 +1164,8 @@ static void cache_clear(struct crash *cr)
 {
 	for (size_t i = 0; i < cr->tab_cap; i++)
 		free(cr->tab[i]);
-	memset(cr->tab, 0, cr->tab_cap * sizeof(*cr->tab));
+	if (cr->tab)    /* no table yet before the first round */
+		memset(cr->tab, 0, cr->tab_cap * sizeof(*cr->tab));
 	cr->tab_n = 0;
 }
 
