@@ -583,7 +583,8 @@ Test(log, bad_report, .timeout = TO)
 		g.log_size = 2u << 20;
 		g.log_sectors = g.log_size / g.sector;
 		cr_assert_eq(jrnl_log_open(t.dev, &g, NULL, NULL, &log), -EINVAL);
-		cr_assert_eq(jrnl_log_open(t.dev, &g, NULL, &(struct jrnl_log_opts){ .logbufs = 4, .logbsize = 65536 },
+		cr_assert_eq(jrnl_log_open(t.dev, &g, NULL,
+					   &(struct jrnl_log_opts){ .logbufs = 4, .logbsize = 65536 },
 					   &log), 0);
 		jrnl_log_close(log);
 	}
