@@ -204,11 +204,11 @@ static void log_free(struct delog *log)
 	pthread_mutex_destroy(&log->lock);
 	pthread_mutex_destroy(&log->write_lock);
 	if (log->own_dev)
-		io_dev_close(log->dev);
+		iol_dev_close(log->dev);
 	free(log);
 }
 
-static int open_common(struct io_dev *dev, bool own, bool fresh, const struct delog_options *o,
+static int open_common(struct iol_dev *dev, bool own, bool fresh, const struct delog_options *o,
 		       delog **out)
 {
 	struct jrnl_log_opts lo = { .logbufs = o->logbufs, .logbsize = o->logbsize };
@@ -222,7 +222,7 @@ static int open_common(struct io_dev *dev, bool own, bool fresh, const struct de
 	log = calloc(1, sizeof(*log));
 	if (!log) {
 		if (own)
-			io_dev_close(dev);
+			iol_dev_close(dev);
 		return -ENOMEM;
 	}
 	log->dev = dev;
@@ -338,7 +338,7 @@ static int copy_opts(const struct delog_options *in, struct delog_options *o)
 	return check_opts(o);
 }
 
-int delog_open_dev(struct io_dev *dev, const struct delog_options *opts, delog **out)
+int delog_open_dev(struct iol_dev *dev, const struct delog_options *opts, delog **out)
 {
 	struct delog_options o;
 	int err;
@@ -356,9 +356,9 @@ int delog_open(const char *path, const struct delog_options *in, delog **out)
 	struct delog_options copy;
 	const struct delog_options *opts = &copy;
 	uint64_t size;
-	struct io_dev_opts io = { .size = sizeof(io) };
-	struct io_sim_opts so = { .size = sizeof(so) };
-	struct io_dev *dev;
+	struct iol_dev_opts io = { .size = sizeof(io) };
+	struct iol_sim_opts so = { .size = sizeof(so) };
+	struct iol_dev *dev;
 	bool fresh = false;
 	struct stat st;
 	int err;
@@ -382,13 +382,13 @@ int delog_open(const char *path, const struct delog_options *in, delog **out)
 		if (stat(path, &st)) {
 			if (errno != ENOENT || !(opts->flags & DELOG_OPEN_CREATE))
 				return -errno;
-			err = io_file_create(path, size, 0600, NULL, 0);
+			err = iol_file_create(path, size, 0600, NULL, 0);
 			if (err)
 				return err;
 			fresh = true;
 		}
 	}
-	err = io_dev_open(path, &io, &dev);
+	err = iol_dev_open(path, &io, &dev);
 	if (err) {
 		if (fresh && path)
 			unlink(path);
@@ -423,7 +423,7 @@ int delog_close(delog *log)
 	return err;
 }
 
-struct io_dev *delog_dev(delog *log)
+struct iol_dev *delog_dev(delog *log)
 {
 	return log->dev;
 }

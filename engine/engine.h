@@ -16,9 +16,9 @@
 /* As delog_open, on @dev.  DELOG_OPEN_CREATE formats a device that holds no log
  * (DELOG_ENOTLOG), DELOG_OPEN_FORMAT formats it whatever it holds; create_size 0 means
  * the whole device. */
-int delog_open_dev(struct io_dev *dev, const struct delog_options *opts, delog **out);
+int delog_open_dev(struct iol_dev *dev, const struct delog_options *opts, delog **out);
 
 /* The device a log runs on (for tests: sim faults and crashes). */
-struct io_dev *delog_dev(delog *log);
+struct iol_dev *delog_dev(delog *log);
 
 #endif

@@ -176,7 +176,7 @@ void space_refresh(struct delog *log);
 /* ---- the log ---- */
 
 struct delog {
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	bool own_dev;
 	struct jrnl_geom geom;
 	struct jrnl_log *jl;

@@ -2,11 +2,11 @@
  * aio.c - the Linux native AIO backend (libaio).
  *
  * One AIO context and one completion thread (the "reaper") per device.  Reads and writes
- * are IOCB_CMD_PREADV/PWRITEV on the O_DIRECT descriptor; IO_FUA sets RWF_DSYNC in
- * aio_rw_flags; IO_OP_FLUSH is IOCB_CMD_FDSYNC.
+ * are IOCB_CMD_PREADV/PWRITEV on the O_DIRECT descriptor; IOL_FUA sets RWF_DSYNC in
+ * aio_rw_flags; IOL_OP_FLUSH is IOCB_CMD_FDSYNC.
  *
- * io_submit_wait does not come here: its request runs on the waiting thread as plain
- * pwritev2 / fdatasync (->run = io_fd_run, psync.c), saving the reaper's wake-up and
+ * iol_submit_wait does not come here: its request runs on the waiting thread as plain
+ * pwritev2 / fdatasync (->run = iol_fd_run, psync.c), saving the reaper's wake-up and
  * the waiter's.  Requests on the two paths may be in flight together; nothing orders
  * them (io.h), and a flush on either path covers what completed before it was submitted.
  *
@@ -15,7 +15,7 @@
  * submission until it is reported.  The number of slots is the in-flight bound and is
  * what io_setup() was sized for, so the kernel's event ring cannot overflow.
  *
- * PREFLUSH.  AIO has no linked submissions.  A write with IO_PREFLUSH first goes out as an
+ * PREFLUSH.  AIO has no linked submissions.  A write with IOL_PREFLUSH first goes out as an
  * FDSYNC iocb (stage PREFLUSH); when the reaper sees that complete successfully it
  * re-prepares the same slot as the write and submits it.  So the write is not issued
  * before the flush completed, and everything that completed before the request was
@@ -35,7 +35,7 @@
  * before waiting submitters get them.  Invariant: backlog non-empty implies a slot in
  * flight (it is only appended to when no slot is free or behind older entries, and
  * every freed slot triggers a drain), so a future completion always drains it.
- * io_req_done() is never called with the lock held; callbacks may resubmit freely (they
+ * iol_req_done() is never called with the lock held; callbacks may resubmit freely (they
  * must not wait synchronously for I/O on this device: only the reaper completes it).
  *
  * -EAGAIN from io_submit (the kernel's request accounting is per CPU and batched, so it
@@ -54,7 +54,7 @@
  * eventfd and submits an IOCB_CMD_POLL on it tagged with the wake sentinel, so the
  * reaper's io_getevents returns at once and the reaper exits.  io_getevents also wakes
  * every second, and the reaper exits when it finds u->stopping set, so close does not
- * depend on the poll iocb being accepted.  pending drops only after io_req_done()
+ * depend on the poll iocb being accepted.  pending drops only after iol_req_done()
  * returned, so no callback is running on the reaper when close proceeds.
  */
 #include "io_private.h"
@@ -85,7 +85,7 @@ enum aio_stage {
 
 struct aio_slot {
 	struct iocb cb;
-	struct io_req *req;
+	struct iol_req *req;
 	enum aio_stage stage;
 	struct aio_slot *next;      /* free list or retry list */
 };
@@ -104,16 +104,16 @@ struct aio_dev {
 	pthread_cond_t idle;        /* pending reached zero */
 	struct aio_slot *free;
 	unsigned long pending;      /* requests accepted, not yet reported */
-	struct io_req *backlog;     /* FIFO of requests waiting for a slot (reaper only) */
-	struct io_req **backlog_tail;
+	struct iol_req *backlog;    /* FIFO of requests waiting for a slot (reaper only) */
+	struct iol_req **backlog_tail;
 	struct aio_slot *retry;     /* prepared slots the reaper could not submit yet */
 	bool stopping;
 };
 
 /* A FIFO of requests to report, linked through be_next; results in be_u64. */
 struct req_list {
-	struct io_req *head;
-	struct io_req **tail;
+	struct iol_req *head;
+	struct iol_req **tail;
 };
 
 enum {
@@ -127,7 +127,7 @@ static void req_list_init(struct req_list *l)
 	l->tail = &l->head;
 }
 
-static void req_list_add(struct req_list *l, struct io_req *req, int err, size_t bytes)
+static void req_list_add(struct req_list *l, struct iol_req *req, int err, size_t bytes)
 {
 	req->be_u64[BE_ERR] = (uint64_t)(int64_t)err;
 	req->be_u64[BE_BYTES] = bytes;
@@ -140,12 +140,12 @@ static void req_list_add(struct req_list *l, struct io_req *req, int err, size_t
 static void report_list(struct aio_dev *u, struct req_list *l)
 {
 	unsigned long n = 0;
-	struct io_req *req = l->head;
+	struct iol_req *req = l->head;
 
 	while (req) {
-		struct io_req *next = req->be_next; /* @req is the caller's after reporting */
+		struct iol_req *next = req->be_next; /* @req is the caller's after reporting */
 
-		io_req_done(req, (int)(int64_t)req->be_u64[BE_ERR], (size_t)req->be_u64[BE_BYTES]);
+		iol_req_done(req, (int)(int64_t)req->be_u64[BE_ERR], (size_t)req->be_u64[BE_BYTES]);
 		req = next;
 		n++;
 	}
@@ -166,22 +166,22 @@ static bool on_reaper(const struct aio_dev *u)
 /* Prepare @slot's iocb for its request's current stage. */
 static void slot_prep(struct aio_dev *u, struct aio_slot *slot)
 {
-	struct io_req *req = slot->req;
+	struct iol_req *req = slot->req;
 
-	switch (io_opf_op(req->opf)) {
-	case IO_OP_READ:
+	switch (iol_opf_op(req->opf)) {
+	case IOL_OP_READ:
 		io_prep_preadv(&slot->cb, u->fd, req->vec, (int)req->nr_segs, (long long)req->off);
 		break;
-	case IO_OP_WRITE:
+	case IOL_OP_WRITE:
 		if (slot->stage == STAGE_PREFLUSH) {
 			io_prep_fdsync(&slot->cb, u->fd);
 			break;
 		}
 		io_prep_pwritev(&slot->cb, u->fd, req->vec, (int)req->nr_segs, (long long)req->off);
-		if (io_opf_has(req->opf, IO_FUA))
+		if (iol_opf_has(req->opf, IOL_FUA))
 			slot->cb.aio_rw_flags = RWF_DSYNC;
 		break;
-	case IO_OP_FLUSH:
+	case IOL_OP_FLUSH:
 		io_prep_fdsync(&slot->cb, u->fd);
 		break;
 	}
@@ -189,14 +189,14 @@ static void slot_prep(struct aio_dev *u, struct aio_slot *slot)
 }
 
 /* Give @req a free slot (the caller checked there is one) and prepare it. */
-static struct aio_slot *slot_get_locked(struct aio_dev *u, struct io_req *req)
+static struct aio_slot *slot_get_locked(struct aio_dev *u, struct iol_req *req)
 {
 	struct aio_slot *slot = u->free;
 
 	u->free = slot->next;
 	slot->next = NULL;
 	slot->req = req;
-	slot->stage = io_opf_op(req->opf) == IO_OP_WRITE && io_opf_has(req->opf, IO_PREFLUSH)
+	slot->stage = iol_opf_op(req->opf) == IOL_OP_WRITE && iol_opf_has(req->opf, IOL_PREFLUSH)
 			      ? STAGE_PREFLUSH : STAGE_RW;
 	slot_prep(u, slot);
 	return slot;
@@ -213,7 +213,7 @@ static void slot_put_locked(struct aio_dev *u, struct aio_slot *slot)
 static void slot_finish(struct aio_dev *u, struct aio_slot *slot, int err, size_t bytes,
 			struct req_list *done)
 {
-	struct io_req *req;
+	struct iol_req *req;
 
 	pthread_mutex_lock(&u->lock);
 	req = slot->req;
@@ -280,7 +280,7 @@ static void kick(struct aio_dev *u, struct aio_slot *ready, struct req_list *don
 				tail = &(*tail)->next;
 		}
 		while (u->backlog && u->free) {
-			struct io_req *req = u->backlog;
+			struct iol_req *req = u->backlog;
 
 			u->backlog = req->be_next;
 			if (!u->backlog)
@@ -309,7 +309,7 @@ static void kick(struct aio_dev *u, struct aio_slot *ready, struct req_list *don
 	}
 }
 
-static void aio_submit(struct io_dev *dev, struct io_req *req)
+static void aio_submit(struct iol_dev *dev, struct iol_req *req)
 {
 	struct aio_dev *u = dev->be;
 	struct aio_slot *slot;
@@ -369,7 +369,7 @@ static void *aio_reaper(void *arg)
 		for (int i = 0; i < n; i++) {
 			struct aio_slot *slot = ev[i].data;
 			long res = (long)ev[i].res;
-			struct io_req *req;
+			struct iol_req *req;
 
 			if (ev[i].obj == &u->wake_cb) {
 				stop = true;
@@ -422,7 +422,7 @@ static void aio_free(struct aio_dev *u)
 	free(u);
 }
 
-static int aio_open(struct io_dev *dev, const char *path, const struct io_dev_opts *opts)
+static int aio_open(struct iol_dev *dev, const char *path, const struct iol_dev_opts *opts)
 {
 	unsigned nr = dev->queue_depth ? dev->queue_depth : 1;
 	struct aio_dev *u;
@@ -450,13 +450,13 @@ static int aio_open(struct io_dev *dev, const char *path, const struct io_dev_op
 	u->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (u->wake_fd < 0) {
 		err = -errno;
-		io_set_errmsg(opts, "%s: eventfd: %s", path, strerror(errno));
+		iol_set_errmsg(opts, "%s: eventfd: %s", path, strerror(errno));
 		aio_free(u);
 		return err;
 	}
 	err = io_setup((int)nr, &u->ctx);
 	if (err) {
-		io_set_errmsg(opts, "%s: io_setup(%u): %s%s", path, nr, strerror(-err),
+		iol_set_errmsg(opts, "%s: io_setup(%u): %s%s", path, nr, strerror(-err),
 			      err == -EAGAIN ? " (see /proc/sys/fs/aio-max-nr)" : "");
 		aio_free(u);
 		return err;
@@ -468,7 +468,7 @@ static int aio_open(struct io_dev *dev, const char *path, const struct io_dev_op
 	err = -pthread_create(&u->reaper, NULL, aio_reaper, u);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
-		io_set_errmsg(opts, "%s: aio completion thread: %s", path, strerror(-err));
+		iol_set_errmsg(opts, "%s: aio completion thread: %s", path, strerror(-err));
 		io_destroy(u->ctx);
 		aio_free(u);
 		return err;
@@ -478,7 +478,7 @@ static int aio_open(struct io_dev *dev, const char *path, const struct io_dev_op
 	return 0;
 }
 
-static void aio_close(struct io_dev *dev)
+static void aio_close(struct iol_dev *dev)
 {
 	struct aio_dev *u = dev->be;
 	struct iocb *cb;
@@ -503,12 +503,12 @@ static void aio_close(struct io_dev *dev)
 	dev->be = NULL;
 }
 
-const struct io_ops io_aio_ops = {
+const struct iol_ops iol_aio_ops = {
 	.name = "aio",
 	.needs_fd = true,
 	.probe = aio_probe,
 	.open = aio_open,
 	.submit = aio_submit,
-	.run = io_fd_run,
+	.run = iol_fd_run,
 	.close = aio_close,
 };

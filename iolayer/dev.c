@@ -6,7 +6,7 @@
  * io_uring must not silently get something else).  With no name, the first of uring,
  * aio, psync whose runtime probe passes and whose open succeeds is used (io_uring may be
  * compiled in and still be disabled by sysctl kernel.io_uring_disabled or a seccomp
- * filter); io_dev_backend() reports which.  "sim" is never chosen automatically.
+ * filter); iol_dev_backend() reports which.  "sim" is never chosen automatically.
  *
  * O_DIRECT: every real device is opened with O_DIRECT, so the page cache never holds
  * log data and a completed write is on the device (maybe in its volatile cache: only a
@@ -36,15 +36,15 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-static const struct io_ops *const backends[] = {
+static const struct iol_ops *const backends[] = {
 #ifdef DELOG_HAVE_URING
-	&io_uring_ops,
+	&iol_uring_ops,
 #endif
 #ifdef DELOG_HAVE_AIO
-	&io_aio_ops,
+	&iol_aio_ops,
 #endif
-	&io_psync_ops,
-	&io_sim_ops,
+	&iol_psync_ops,
+	&iol_sim_ops,
 	NULL,
 };
 
@@ -60,12 +60,12 @@ static const char *const backend_names[] = {
 	NULL,
 };
 
-const char *const *io_backend_names(void)
+const char *const *iol_backend_names(void)
 {
 	return backend_names;
 }
 
-static const struct io_ops *backend_find(const char *name)
+static const struct iol_ops *backend_find(const char *name)
 {
 	for (size_t i = 0; backends[i]; i++)
 		if (!strcmp(backends[i]->name, name))
@@ -73,7 +73,7 @@ static const struct io_ops *backend_find(const char *name)
 	return NULL;
 }
 
-bool io_backend_built(const char *name)
+bool iol_backend_built(const char *name)
 {
 	return name && backend_find(name) != NULL;
 }
@@ -126,7 +126,7 @@ static int sysfs_queue_attr(dev_t d, const char *attr, char *buf, size_t len)
 	return -1;
 }
 
-static void probe_queue(struct io_geom *g, dev_t d)
+static void probe_queue(struct iol_geom *g, dev_t d)
 {
 	char buf[64];
 
@@ -143,14 +143,14 @@ static void probe_queue(struct io_geom *g, dev_t d)
 }
 
 /* Fill @g for an open O_DIRECT descriptor. */
-static int probe_geom(int fd, const char *path, struct io_geom *g,
-		      const struct io_dev_opts *opts)
+static int probe_geom(int fd, const char *path, struct iol_geom *g,
+		      const struct iol_dev_opts *opts)
 {
 	struct statx stx;
 	struct stat st;
 
 	if (fstat(fd, &st) < 0) {
-		io_set_errmsg(opts, "%s: fstat: %s", path, strerror(errno));
+		iol_set_errmsg(opts, "%s: fstat: %s", path, strerror(errno));
 		return -errno;
 	}
 	g->volatile_cache = -1;
@@ -163,7 +163,7 @@ static int probe_geom(int fd, const char *path, struct io_geom *g,
 		g->is_blockdev = true;
 		g->fs_type = "blockdev";
 		if (ioctl(fd, BLKSSZGET, &lbs) < 0 || ioctl(fd, BLKGETSIZE64, &bytes) < 0) {
-			io_set_errmsg(opts, "%s: block device ioctl: %s", path, strerror(errno));
+			iol_set_errmsg(opts, "%s: block device ioctl: %s", path, strerror(errno));
 			return -errno;
 		}
 		if (ioctl(fd, BLKPBSZGET, &pbs) < 0)
@@ -180,7 +180,7 @@ static int probe_geom(int fd, const char *path, struct io_geom *g,
 		if (!strcmp(g->fs_type, "tmpfs") || !strcmp(g->fs_type, "ramfs")) {
 			/* Linux >= 6.6 accepts O_DIRECT on tmpfs, but the data lives in memory:
 			 * no flush makes it survive a power cut, so no log belongs there. */
-			io_set_errmsg(opts, "%s: the filesystem (%s) keeps data only in memory, "
+			iol_set_errmsg(opts, "%s: the filesystem (%s) keeps data only in memory, "
 				      "so a log there cannot be durable (O_DIRECT writes would not "
 				      "reach stable storage)", path, g->fs_type);
 			return -EINVAL;
@@ -194,7 +194,7 @@ static int probe_geom(int fd, const char *path, struct io_geom *g,
 			g->physical_block = g->logical_block;
 		g->dio_mem_align = g->dio_off_align = (uint32_t)st.st_blksize;
 	} else {
-		io_set_errmsg(opts, "%s: not a regular file or block device", path);
+		iol_set_errmsg(opts, "%s: not a regular file or block device", path);
 		return -EINVAL;
 	}
 	if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 &&
@@ -204,24 +204,24 @@ static int probe_geom(int fd, const char *path, struct io_geom *g,
 		g->dioalign_from_statx = true;
 	}
 	if (!g->dio_mem_align || !g->dio_off_align) {
-		io_set_errmsg(opts, "%s: cannot determine O_DIRECT alignment", path);
+		iol_set_errmsg(opts, "%s: cannot determine O_DIRECT alignment", path);
 		return -EINVAL;
 	}
 	return 0;
 }
 
 /* Is @fd a regular file or a block device?  Else say what it is. */
-static int check_kind(int fd, const char *path, const struct io_dev_opts *opts)
+static int check_kind(int fd, const char *path, const struct iol_dev_opts *opts)
 {
 	struct stat st;
 
 	if (fstat(fd, &st) < 0) {
-		io_set_errmsg(opts, "%s: fstat: %s", path, strerror(errno));
+		iol_set_errmsg(opts, "%s: fstat: %s", path, strerror(errno));
 		return -errno;
 	}
 	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
 		return 0;
-	io_set_errmsg(opts, "%s: not a regular file or block device (%s)", path,
+	iol_set_errmsg(opts, "%s: not a regular file or block device (%s)", path,
 		      S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" :
 		      S_ISCHR(st.st_mode) ? "a character device" :
 		      S_ISDIR(st.st_mode) ? "a directory" : "an unknown file type");
@@ -234,7 +234,7 @@ static int check_kind(int fd, const char *path, const struct io_dev_opts *opts)
  * is refused instead of hanging; it is cleared once the file is known to be a regular
  * file or block device (io_uring would otherwise treat the file as non-blocking).
  */
-static int open_direct(const char *path, bool read_only, const struct io_dev_opts *opts)
+static int open_direct(const char *path, bool read_only, const struct iol_dev_opts *opts)
 {
 	int flags = (read_only ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC | O_NONBLOCK;
 	int fd = open(path, flags), err;
@@ -262,21 +262,21 @@ static int open_direct(const char *path, bool read_only, const struct io_dev_opt
 								    : "unknown";
 
 			close(plain);
-			io_set_errmsg(opts, "%s: the filesystem (%s) does not support O_DIRECT, "
+			iol_set_errmsg(opts, "%s: the filesystem (%s) does not support O_DIRECT, "
 				      "which delog needs so that writes bypass the page cache",
 				      path, fs);
 			return -EINVAL;
 		}
 	}
-	io_set_errmsg(opts, "%s: %s", path, strerror(errno));
+	iol_set_errmsg(opts, "%s: %s", path, strerror(errno));
 	return -errno;
 }
 
 /* Open @path with O_DIRECT and learn its geometry, once per device. */
-static int dev_open_fd(struct io_dev *dev, const char *path, const struct io_dev_opts *opts)
+static int dev_open_fd(struct iol_dev *dev, const char *path, const struct iol_dev_opts *opts)
 {
 	if (!path) {
-		io_set_errmsg(opts, "a real backend needs a path");
+		iol_set_errmsg(opts, "a real backend needs a path");
 		return -EINVAL;
 	}
 	dev->fd = open_direct(path, dev->read_only, opts);
@@ -285,8 +285,8 @@ static int dev_open_fd(struct io_dev *dev, const char *path, const struct io_dev
 	return probe_geom(dev->fd, path, &dev->geom, opts);
 }
 
-static int dev_start(struct io_dev *dev, const struct io_ops *ops, const char *path,
-		     const struct io_dev_opts *opts)
+static int dev_start(struct iol_dev *dev, const struct iol_ops *ops, const char *path,
+		     const struct iol_dev_opts *opts)
 {
 	int err;
 
@@ -300,11 +300,11 @@ static int dev_start(struct io_dev *dev, const struct io_ops *ops, const char *p
 	return 0;
 }
 
-int io_dev_open(const char *path, const struct io_dev_opts *opts, struct io_dev **out)
+int iol_dev_open(const char *path, const struct iol_dev_opts *opts, struct iol_dev **out)
 {
-	const struct io_dev_opts defaults = { .size = sizeof(defaults) };
+	const struct iol_dev_opts defaults = { .size = sizeof(defaults) };
 	const char *name;
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	int err = -ENODEV;
 
 	*out = NULL;
@@ -315,16 +315,16 @@ int io_dev_open(const char *path, const struct io_dev_opts *opts, struct io_dev 
 	name = opts->backend && strcmp(opts->backend, "auto") ? opts->backend : NULL;
 	if (name && !backend_find(name)) {
 		if (backend_known(name)) {
-			io_set_errmsg(opts, "backend '%s' is not built into this delog "
+			iol_set_errmsg(opts, "backend '%s' is not built into this delog "
 				      "(configure with -DDELOG_WITH_%s=ON)", name,
 				      !strcmp(name, "uring") ? "URING" : "AIO");
 			return -ENODEV;
 		}
-		io_set_errmsg(opts, "unknown I/O backend '%s' (uring, aio, psync, sim)", name);
+		iol_set_errmsg(opts, "unknown I/O backend '%s' (uring, aio, psync, sim)", name);
 		return -EINVAL;
 	}
-	if (opts->max_segs > IO_MAX_SEGS_LIMIT) {
-		io_set_errmsg(opts, "max_segs %u exceeds %u", opts->max_segs, IO_MAX_SEGS_LIMIT);
+	if (opts->max_segs > IOL_MAX_SEGS_LIMIT) {
+		iol_set_errmsg(opts, "max_segs %u exceeds %u", opts->max_segs, IOL_MAX_SEGS_LIMIT);
 		return -EINVAL;
 	}
 
@@ -335,25 +335,25 @@ int io_dev_open(const char *path, const struct io_dev_opts *opts, struct io_dev 
 	pthread_mutex_init(&dev->faults.lock, NULL);
 	dev->read_only = opts->read_only;
 	dev->queue_depth = opts->queue_depth ? opts->queue_depth : 128;
-	dev->max_segs = opts->max_segs ? opts->max_segs : IO_MAX_SEGS_DEFAULT;
+	dev->max_segs = opts->max_segs ? opts->max_segs : IOL_MAX_SEGS_DEFAULT;
 	if (path && !(dev->path = strdup(path))) {
 		free(dev);
 		return -ENOMEM;
 	}
 
 	if (name) {
-		const struct io_ops *ops = backend_find(name);
+		const struct iol_ops *ops = backend_find(name);
 
 		err = ops->probe();
 		if (err)
-			io_set_errmsg(opts, "backend '%s' is not usable on this system: %s", name,
+			iol_set_errmsg(opts, "backend '%s' is not usable on this system: %s", name,
 				      strerror(-err));
 		else if (!ops->needs_fd || !(err = dev_open_fd(dev, path, opts)))
 			err = dev_start(dev, ops, path, opts);
 	} else if (!(err = dev_open_fd(dev, path, opts))) {
 		err = -ENODEV;
 		for (size_t i = 0; backends[i] && err; i++) {
-			const struct io_ops *ops = backends[i];
+			const struct iol_ops *ops = backends[i];
 
 			/* sim is never automatic; skip backends the kernel refuses */
 			if (ops->needs_fd && !ops->probe())
@@ -372,7 +372,7 @@ int io_dev_open(const char *path, const struct io_dev_opts *opts, struct io_dev 
 	return 0;
 }
 
-int io_dev_close(struct io_dev *dev)
+int iol_dev_close(struct iol_dev *dev)
 {
 	int err = 0;
 
@@ -388,22 +388,22 @@ int io_dev_close(struct io_dev *dev)
 	return err;
 }
 
-const struct io_geom *io_dev_geom(const struct io_dev *dev)
+const struct iol_geom *iol_dev_geom(const struct iol_dev *dev)
 {
 	return &dev->geom;
 }
 
-const char *io_dev_backend(const struct io_dev *dev)
+const char *iol_dev_backend(const struct iol_dev *dev)
 {
 	return dev->ops->name;
 }
 
-int io_dev_fd(const struct io_dev *dev)
+int iol_dev_fd(const struct iol_dev *dev)
 {
 	return dev->fd;
 }
 
-void io_dev_counters(const struct io_dev *dev, struct io_counters *out)
+void iol_dev_counters(const struct iol_dev *dev, struct iol_counters *out)
 {
 	out->reads = atomic_load(&dev->cnt.reads);
 	out->writes = atomic_load(&dev->cnt.writes);
@@ -415,21 +415,21 @@ void io_dev_counters(const struct io_dev *dev, struct io_counters *out)
 	out->errors = atomic_load(&dev->cnt.errors);
 }
 
-int io_file_create(const char *path, uint64_t size, unsigned mode, char *errmsg,
+int iol_file_create(const char *path, uint64_t size, unsigned mode, char *errmsg,
 		   size_t errmsg_len)
 {
-	const struct io_dev_opts msg = { .errmsg = errmsg, .errmsg_len = errmsg_len };
+	const struct iol_dev_opts msg = { .errmsg = errmsg, .errmsg_len = errmsg_len };
 	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
 	int err;
 
 	if (fd < 0) {
 		err = -errno;
-		io_set_errmsg(&msg, "%s: cannot create: %s", path, strerror(errno));
+		iol_set_errmsg(&msg, "%s: cannot create: %s", path, strerror(errno));
 		return err;
 	}
 	err = posix_fallocate(fd, 0, (off_t)size);
 	if (err) {
-		io_set_errmsg(&msg, "%s: cannot allocate %llu bytes: %s", path,
+		iol_set_errmsg(&msg, "%s: cannot allocate %llu bytes: %s", path,
 			      (unsigned long long)size, strerror(err));
 		close(fd);
 		unlink(path);
@@ -437,14 +437,14 @@ int io_file_create(const char *path, uint64_t size, unsigned mode, char *errmsg,
 	}
 	if (close(fd) < 0) {
 		err = -errno;
-		io_set_errmsg(&msg, "%s: close: %s", path, strerror(errno));
+		iol_set_errmsg(&msg, "%s: close: %s", path, strerror(errno));
 		unlink(path);
 		return err;
 	}
 	return 0;
 }
 
-void *io_buf_alloc(const struct io_dev *dev, size_t len)
+void *iol_buf_alloc(const struct iol_dev *dev, size_t len)
 {
 	size_t align = dev && dev->geom.dio_mem_align > 4096 ? dev->geom.dio_mem_align : 4096;
 	void *p = NULL;
@@ -456,16 +456,16 @@ void *io_buf_alloc(const struct io_dev *dev, size_t len)
 
 /* ---- fault injection on the real backends (io.h) ---- */
 
-int io_dev_fault_add(struct io_dev *dev, const struct io_fault *f)
+int iol_dev_fault_add(struct iol_dev *dev, const struct iol_fault *f)
 {
 	int err = 0;
 
 	if (!dev || !f || !dev->ops->needs_fd || !f->nth ||
-	    (f->op != IO_OP_READ && f->op != IO_OP_WRITE && f->op != IO_OP_FLUSH) ||
+	    (f->op != IOL_OP_READ && f->op != IOL_OP_WRITE && f->op != IOL_OP_FLUSH) ||
 	    f->err > 0)
 		return -EINVAL;
 	pthread_mutex_lock(&dev->faults.lock);
-	if (atomic_load(&dev->faults.nr) == IO_FAULTS_MAX) {
+	if (atomic_load(&dev->faults.nr) == IOL_FAULTS_MAX) {
 		err = -ENOSPC;
 	} else {
 		unsigned n = atomic_load(&dev->faults.nr);
@@ -478,14 +478,14 @@ int io_dev_fault_add(struct io_dev *dev, const struct io_fault *f)
 	return err;
 }
 
-void io_dev_fault_clear(struct io_dev *dev)
+void iol_dev_fault_clear(struct iol_dev *dev)
 {
 	pthread_mutex_lock(&dev->faults.lock);
 	atomic_store(&dev->faults.nr, 0);
 	pthread_mutex_unlock(&dev->faults.lock);
 }
 
-int io_fault_check(struct io_dev *dev, enum io_op op)
+int iol_fault_check(struct iol_dev *dev, enum iol_op op)
 {
 	uint64_t k;
 	int err = 0;
@@ -495,7 +495,7 @@ int io_fault_check(struct io_dev *dev, enum io_op op)
 	pthread_mutex_lock(&dev->faults.lock);
 	k = ++dev->faults.seen[op];
 	for (unsigned i = 0; i < atomic_load(&dev->faults.nr) && !err; i++) {
-		const struct io_fault *f = &dev->faults.f[i];
+		const struct iol_fault *f = &dev->faults.f[i];
 		uint64_t idx = k - dev->faults.base[i];
 
 		if (f->op == op && (idx == f->nth || (f->persistent && idx > f->nth)))

@@ -3,10 +3,10 @@
  * and chained multi-segment I/O over big buffers.
  *
  * Invariants:
- *  (C1) Every request that io_submit accepts reaches io_req_done() exactly once, from its
+ *  (C1) Every request that iol_submit accepts reaches iol_req_done() exactly once, from its
  *       backend; a rejected one never reaches the backend.  So every accepted request's
  *       end_io runs exactly once, and a rejected request's never does.
- *  (C2) A chain funnels toward its last request: io_req_chain(prev, next) bumps
+ *  (C2) A chain funnels toward its last request: iol_req_chain(prev, next) bumps
  *       next->remaining and points prev->chain_next at next.  A request "finishes" when its
  *       own I/O and all requests chained into it are done, i.e. when remaining drops to 0;
  *       only then does its end_io run, or, if it is itself chained, does it drop a
@@ -19,15 +19,15 @@
  *  (C4) A rejected request that is chained still drops its reference on chain_next with
  *       its error, so the waiter at the end cannot hang and sees the error (C3).
  *
- *  (C5) io_submit_wait performs its request on the calling thread when the backend has a
- *       ->run (psync, uring, aio: plain syscalls, io_fd_run); the caller blocks until
+ *  (C5) iol_submit_wait performs its request on the calling thread when the backend has a
+ *       ->run (psync, uring, aio: plain syscalls, iol_fd_run); the caller blocks until
  *       the request is done either way, so nothing but the thread changes: the request
- *       is validated and counted as any other, reaches io_req_done() exactly once (C1),
+ *       is validated and counted as any other, reaches iol_req_done() exactly once (C1),
  *       and requests chained into it still finish it from wherever they complete (C2),
  *       so the wait still covers the whole chain.  end_io of such a request is the
  *       waiter's own; io.h's "callbacks run on a backend thread" concerns the end_io of
  *       asynchronous requests, which never run here.  This is the one-client fast path:
- *       a force that writes its buffer and flushes with io_submit_wait makes the same
+ *       a force that writes its buffer and flushes with iol_submit_wait makes the same
  *       two syscalls as a raw O_DIRECT write + fdatasync, with no thread hand-off.
  *
  * Validation (before a backend sees a request): op known; PREFLUSH/FUA only on writes;
@@ -46,7 +46,7 @@
 #include <string.h>
 #include <time.h>
 
-uint64_t io_now_ns(void)
+uint64_t iol_now_ns(void)
 {
 	struct timespec ts;
 
@@ -54,7 +54,7 @@ uint64_t io_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void io_set_errmsg(const struct io_dev_opts *opts, const char *fmt, ...)
+void iol_set_errmsg(const struct iol_dev_opts *opts, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -65,38 +65,38 @@ void io_set_errmsg(const struct io_dev_opts *opts, const char *fmt, ...)
 	va_end(ap);
 }
 
-unsigned io_max_segs(const struct io_dev *dev, unsigned nr_segs)
+unsigned iol_max_segs(const struct iol_dev *dev, unsigned nr_segs)
 {
-	unsigned lim = dev && dev->max_segs ? dev->max_segs : IO_MAX_SEGS_DEFAULT;
+	unsigned lim = dev && dev->max_segs ? dev->max_segs : IOL_MAX_SEGS_DEFAULT;
 
 	return nr_segs < lim ? nr_segs : lim;
 }
 
-static int opf_valid(io_opf_t opf)
+static int opf_valid(iol_opf_t opf)
 {
-	enum io_op op = io_opf_op(opf);
-	uint32_t flags = opf.bits & ~IO_OP_MASK;
+	enum iol_op op = iol_opf_op(opf);
+	uint32_t flags = opf.bits & ~IOL_OP_MASK;
 
-	if (op != IO_OP_READ && op != IO_OP_WRITE && op != IO_OP_FLUSH)
+	if (op != IOL_OP_READ && op != IOL_OP_WRITE && op != IOL_OP_FLUSH)
 		return 0;
-	if (flags & ~IO_FLAG_MASK)
+	if (flags & ~IOL_FLAG_MASK)
 		return 0;
-	if (flags && op != IO_OP_WRITE)
+	if (flags && op != IOL_OP_WRITE)
 		return 0;
 	return 1;
 }
 
-int io_req_init(struct io_req *req, struct io_dev *dev, unsigned max_segs, io_opf_t opf)
+int iol_req_init(struct iol_req *req, struct iol_dev *dev, unsigned max_segs, iol_opf_t opf)
 {
 	memset(req, 0, sizeof(*req));
-	if (!opf_valid(opf) || max_segs > io_max_segs(dev, max_segs))
+	if (!opf_valid(opf) || max_segs > iol_max_segs(dev, max_segs))
 		return -EINVAL;
-	if (io_opf_op(opf) == IO_OP_FLUSH && max_segs)
+	if (iol_opf_op(opf) == IOL_OP_FLUSH && max_segs)
 		return -EINVAL;
 	req->dev = dev;
 	req->opf = opf;
 	req->max_segs = max_segs;
-	if (max_segs <= IO_INLINE_SEGS) {
+	if (max_segs <= IOL_INLINE_SEGS) {
 		req->vec = req->inline_vec;
 	} else {
 		req->vec = calloc(max_segs, sizeof(*req->vec));
@@ -108,7 +108,7 @@ int io_req_init(struct io_req *req, struct io_dev *dev, unsigned max_segs, io_op
 	return 0;
 }
 
-void io_req_release(struct io_req *req)
+void iol_req_release(struct iol_req *req)
 {
 	if (req->vec && req->vec != req->inline_vec)
 		free(req->vec);
@@ -116,16 +116,16 @@ void io_req_release(struct io_req *req)
 	req->max_segs = req->nr_segs = 0;
 }
 
-struct io_req *io_req_alloc(struct io_dev *dev, unsigned max_segs, io_opf_t opf)
+struct iol_req *iol_req_alloc(struct iol_dev *dev, unsigned max_segs, iol_opf_t opf)
 {
-	struct io_req *req = malloc(sizeof(*req));
+	struct iol_req *req = malloc(sizeof(*req));
 	int err;
 
 	if (!req) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	err = io_req_init(req, dev, max_segs, opf);
+	err = iol_req_init(req, dev, max_segs, opf);
 	if (err) {
 		free(req);
 		errno = -err;
@@ -134,15 +134,15 @@ struct io_req *io_req_alloc(struct io_dev *dev, unsigned max_segs, io_opf_t opf)
 	return req;
 }
 
-void io_req_free(struct io_req *req)
+void iol_req_free(struct iol_req *req)
 {
 	if (!req)
 		return;
-	io_req_release(req);
+	iol_req_release(req);
 	free(req);
 }
 
-int io_req_add(struct io_req *req, void *buf, size_t len)
+int iol_req_add(struct iol_req *req, void *buf, size_t len)
 {
 	if (req->nr_segs >= req->max_segs)
 		return -ENOSPC;
@@ -152,7 +152,7 @@ int io_req_add(struct io_req *req, void *buf, size_t len)
 	return 0;
 }
 
-size_t io_req_len(const struct io_req *req)
+size_t iol_req_len(const struct iol_req *req)
 {
 	size_t len = 0;
 
@@ -161,14 +161,14 @@ size_t io_req_len(const struct io_req *req)
 	return len;
 }
 
-void io_req_chain(struct io_req *prev, struct io_req *next)
+void iol_req_chain(struct iol_req *prev, struct iol_req *next)
 {
 	prev->chain_next = next;
 	prev->end_io = NULL;
 	atomic_fetch_add_explicit(&next->remaining, 1, memory_order_relaxed);
 }
 
-static void set_status(struct io_req *req, int err)
+static void set_status(struct iol_req *req, int err)
 {
 	int zero = 0;
 
@@ -177,10 +177,10 @@ static void set_status(struct io_req *req, int err)
 }
 
 /* Drop one reference on @req carrying @err (C2, C3); finish it when it was the last. */
-static void req_put(struct io_req *req, int err)
+static void req_put(struct iol_req *req, int err)
 {
 	while (req) {
-		struct io_req *next;
+		struct iol_req *next;
 
 		set_status(req, err);
 		if (atomic_fetch_sub_explicit(&req->remaining, 1, memory_order_acq_rel) != 1)
@@ -196,43 +196,43 @@ static void req_put(struct io_req *req, int err)
 	}
 }
 
-void io_req_done(struct io_req *req, int err, size_t bytes)
+void iol_req_done(struct iol_req *req, int err, size_t bytes)
 {
-	struct io_dev *dev = req->dev;
-	enum io_op op = io_opf_op(req->opf);
+	struct iol_dev *dev = req->dev;
+	enum iol_op op = iol_opf_op(req->opf);
 
 	req->bytes = bytes;
-	if (!err && op != IO_OP_FLUSH && bytes != io_req_len(req))
+	if (!err && op != IOL_OP_FLUSH && bytes != iol_req_len(req))
 		err = -EIO;
-	/* Injected faults (io_dev_fault_add): psync fails the syscall itself (psync.c);
+	/* Injected faults (iol_dev_fault_add): psync fails the syscall itself (psync.c);
 	 * the other real backends fail the op here, in the completion path. */
-	if (!err && dev->ops->needs_fd && dev->ops != &io_psync_ops) {
-		if (op == IO_OP_WRITE && io_opf_has(req->opf, IO_PREFLUSH))
-			err = io_fault_check(dev, IO_OP_FLUSH);
+	if (!err && dev->ops->needs_fd && dev->ops != &iol_psync_ops) {
+		if (op == IOL_OP_WRITE && iol_opf_has(req->opf, IOL_PREFLUSH))
+			err = iol_fault_check(dev, IOL_OP_FLUSH);
 		if (!err)
-			err = io_fault_check(dev, op);
+			err = iol_fault_check(dev, op);
 	}
 	if (err)
 		atomic_fetch_add_explicit(&dev->cnt.errors, 1, memory_order_relaxed);
-	else if (op == IO_OP_READ)
+	else if (op == IOL_OP_READ)
 		atomic_fetch_add_explicit(&dev->cnt.bytes_read, bytes, memory_order_relaxed);
-	else if (op == IO_OP_WRITE)
+	else if (op == IOL_OP_WRITE)
 		atomic_fetch_add_explicit(&dev->cnt.bytes_written, bytes, memory_order_relaxed);
 	req_put(req, err);
 }
 
-static int req_validate(const struct io_req *req)
+static int req_validate(const struct iol_req *req)
 {
-	const struct io_dev *dev = req->dev;
-	const struct io_geom *g = &dev->geom;
-	enum io_op op = io_opf_op(req->opf);
+	const struct iol_dev *dev = req->dev;
+	const struct iol_geom *g = &dev->geom;
+	enum iol_op op = iol_opf_op(req->opf);
 	uint64_t len = 0;
 
 	if (!opf_valid(req->opf))
 		return -EINVAL;
-	if (op == IO_OP_FLUSH)
+	if (op == IOL_OP_FLUSH)
 		return req->nr_segs ? -EINVAL : 0;
-	if (op == IO_OP_WRITE && dev->read_only)
+	if (op == IOL_OP_WRITE && dev->read_only)
 		return -EBADF;
 	if (!req->nr_segs)
 		return -EINVAL;
@@ -253,10 +253,10 @@ static int req_validate(const struct io_req *req)
 
 /* Validate, count and hand @req to its backend: to ->run on this thread if @here and the
  * backend has one, else to ->submit. */
-static int submit(struct io_req *req, bool here)
+static int submit(struct iol_req *req, bool here)
 {
-	struct io_dev *dev = req->dev;
-	enum io_op op;
+	struct iol_dev *dev = req->dev;
+	enum iol_op op;
 	int err;
 
 	err = atomic_load(&dev->closing) ? -ESHUTDOWN : req_validate(req);
@@ -267,16 +267,16 @@ static int submit(struct io_req *req, bool here)
 			req_put(req, err);
 		return err;
 	}
-	op = io_opf_op(req->opf);
-	if (op == IO_OP_READ) {
+	op = iol_opf_op(req->opf);
+	if (op == IOL_OP_READ) {
 		atomic_fetch_add_explicit(&dev->cnt.reads, 1, memory_order_relaxed);
-	} else if (op == IO_OP_FLUSH) {
+	} else if (op == IOL_OP_FLUSH) {
 		atomic_fetch_add_explicit(&dev->cnt.flushes, 1, memory_order_relaxed);
 	} else {
 		atomic_fetch_add_explicit(&dev->cnt.writes, 1, memory_order_relaxed);
-		if (io_opf_has(req->opf, IO_PREFLUSH))
+		if (iol_opf_has(req->opf, IOL_PREFLUSH))
 			atomic_fetch_add_explicit(&dev->cnt.preflushes, 1, memory_order_relaxed);
-		if (io_opf_has(req->opf, IO_FUA))
+		if (iol_opf_has(req->opf, IOL_FUA))
 			atomic_fetch_add_explicit(&dev->cnt.fua_writes, 1, memory_order_relaxed);
 	}
 	if (here && dev->ops->run)
@@ -286,21 +286,21 @@ static int submit(struct io_req *req, bool here)
 	return 0;
 }
 
-int io_submit(struct io_req *req)
+int iol_submit(struct iol_req *req)
 {
 	return submit(req, false);
 }
 
 /* ---- waiting ---- */
 
-struct io_waiter {
+struct iol_waiter {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	int done;
 	int status;
 };
 
-static void waiter_init(struct io_waiter *w)
+static void waiter_init(struct iol_waiter *w)
 {
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
@@ -308,7 +308,7 @@ static void waiter_init(struct io_waiter *w)
 	w->status = 0;
 }
 
-static void waiter_wake(struct io_waiter *w, int status)
+static void waiter_wake(struct iol_waiter *w, int status)
 {
 	pthread_mutex_lock(&w->lock);
 	w->status = status;
@@ -317,13 +317,13 @@ static void waiter_wake(struct io_waiter *w, int status)
 	pthread_mutex_unlock(&w->lock);
 }
 
-static void waiter_destroy(struct io_waiter *w)
+static void waiter_destroy(struct iol_waiter *w)
 {
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);
 }
 
-static int waiter_wait(struct io_waiter *w)
+static int waiter_wait(struct iol_waiter *w)
 {
 	int status;
 
@@ -336,14 +336,14 @@ static int waiter_wait(struct io_waiter *w)
 	return status;
 }
 
-static void wait_end_io(struct io_req *req)
+static void wait_end_io(struct iol_req *req)
 {
 	waiter_wake(req->priv, atomic_load(&req->status));
 }
 
-int io_submit_wait(struct io_req *req)
+int iol_submit_wait(struct iol_req *req)
 {
-	struct io_waiter w;
+	struct iol_waiter w;
 	void *priv = req->priv;
 	int err;
 
@@ -369,38 +369,38 @@ int io_submit_wait(struct io_req *req)
 
 /* ---- chained multi-segment I/O over one buffer ---- */
 
-struct io_rw {
-	io_rw_end_fn end;
+struct iol_rw {
+	iol_rw_end_fn end;
 	void *priv;
-	struct io_req *reqs; /* all pieces; the last is the chain's end */
+	struct iol_req *reqs; /* all pieces; the last is the chain's end */
 	unsigned nr;
 };
 
-static void rw_end_io(struct io_req *last)
+static void rw_end_io(struct iol_req *last)
 {
-	struct io_rw *rw = last->priv;
+	struct iol_rw *rw = last->priv;
 	int status = atomic_load(&last->status);
 
 	for (unsigned i = 0; i < rw->nr; i++)
-		io_req_release(&rw->reqs[i]);
+		iol_req_release(&rw->reqs[i]);
 	free(rw->reqs);
 	rw->end(rw->priv, status);
 	free(rw);
 }
 
-int io_rw_submit(struct io_dev *dev, io_opf_t opf, uint64_t off, void *buf, size_t len,
-		 io_rw_end_fn end, void *priv)
+int iol_rw_submit(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, size_t len,
+		 iol_rw_end_fn end, void *priv)
 {
-	enum io_op op = io_opf_op(opf);
-	unsigned per_req = io_max_segs(dev, IO_MAX_SEGS_DEFAULT);
+	enum iol_op op = iol_opf_op(opf);
+	unsigned per_req = iol_max_segs(dev, IOL_MAX_SEGS_DEFAULT);
 	size_t nsegs, nreqs;
-	struct io_rw *rw;
+	struct iol_rw *rw;
 	char *p = buf;
 	int err = 0;
 
-	if ((op != IO_OP_READ && op != IO_OP_WRITE) || !len || !opf_valid(opf) || !per_req)
+	if ((op != IOL_OP_READ && op != IOL_OP_WRITE) || !len || !opf_valid(opf) || !per_req)
 		return -EINVAL;
-	nsegs = (len + IO_SEG_BYTES - 1) / IO_SEG_BYTES;
+	nsegs = (len + IOL_SEG_BYTES - 1) / IOL_SEG_BYTES;
 	nreqs = (nsegs + per_req - 1) / per_req;
 	rw = calloc(1, sizeof(*rw));
 	if (!rw)
@@ -418,33 +418,33 @@ int io_rw_submit(struct io_dev *dev, io_opf_t opf, uint64_t off, void *buf, size
 	 * flight), then chain piece i into piece i+1 and submit in order: pieces run
 	 * concurrently, and the last one's end_io runs only when all are done (C2). */
 	for (size_t r = 0; r < nreqs; r++) {
-		uint32_t flags = opf.bits & ~IO_OP_MASK;
+		uint32_t flags = opf.bits & ~IOL_OP_MASK;
 		unsigned n = (unsigned)(nsegs - r * per_req < per_req ? nsegs - r * per_req : per_req);
-		struct io_req *req = &rw->reqs[r];
+		struct iol_req *req = &rw->reqs[r];
 
 		if (r)
-			flags &= ~IO_PREFLUSH; /* the flush goes with the first piece only */
-		err = io_req_init(req, dev, n, IO_OPF(op, flags));
+			flags &= ~IOL_PREFLUSH; /* the flush goes with the first piece only */
+		err = iol_req_init(req, dev, n, IOL_OPF(op, flags));
 		if (err)
 			break;
 		req->off = off + (uint64_t)(p - (char *)buf);
 		for (unsigned s = 0; s < n; s++) {
 			size_t seg = len - (size_t)(p - (char *)buf);
 
-			if (seg > IO_SEG_BYTES)
-				seg = IO_SEG_BYTES;
-			io_req_add(req, p, seg);
+			if (seg > IOL_SEG_BYTES)
+				seg = IOL_SEG_BYTES;
+			iol_req_add(req, p, seg);
 			p += seg;
 		}
 		err = req_validate(req);
 		if (err) {
-			io_req_release(req);
+			iol_req_release(req);
 			break;
 		}
 	}
 	if (err) {
 		for (size_t r = 0; r < nreqs && rw->reqs[r].dev; r++)
-			io_req_release(&rw->reqs[r]);
+			iol_req_release(&rw->reqs[r]);
 		free(rw->reqs);
 		free(rw);
 		return err;
@@ -452,10 +452,10 @@ int io_rw_submit(struct io_dev *dev, io_opf_t opf, uint64_t off, void *buf, size
 	rw->reqs[nreqs - 1].end_io = rw_end_io;
 	rw->reqs[nreqs - 1].priv = rw;
 	for (size_t r = 0; r + 1 < nreqs; r++)
-		io_req_chain(&rw->reqs[r], &rw->reqs[r + 1]);
+		iol_req_chain(&rw->reqs[r], &rw->reqs[r + 1]);
 	for (size_t r = 0; r < nreqs; r++) {
 		/* A piece rejected here (device closing) passes its error down (C4). */
-		(void)io_submit(&rw->reqs[r]);
+		(void)iol_submit(&rw->reqs[r]);
 	}
 	return 0;
 }
@@ -465,18 +465,18 @@ static void rw_wait_end(void *priv, int status)
 	waiter_wake(priv, status);
 }
 
-int io_rw_wait(struct io_dev *dev, io_opf_t opf, uint64_t off, void *buf, size_t len,
+int iol_rw_wait(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, size_t len,
 	       unsigned *nr_reqs)
 {
-	struct io_waiter w;
-	unsigned per_req = io_max_segs(dev, IO_MAX_SEGS_DEFAULT);
-	size_t nsegs = (len + IO_SEG_BYTES - 1) / IO_SEG_BYTES;
+	struct iol_waiter w;
+	unsigned per_req = iol_max_segs(dev, IOL_MAX_SEGS_DEFAULT);
+	size_t nsegs = (len + IOL_SEG_BYTES - 1) / IOL_SEG_BYTES;
 	int err;
 
 	if (nr_reqs)
 		*nr_reqs = per_req ? (unsigned)((nsegs + per_req - 1) / per_req) : 0;
 	waiter_init(&w);
-	err = io_rw_submit(dev, opf, off, buf, len, rw_wait_end, &w);
+	err = iol_rw_submit(dev, opf, off, buf, len, rw_wait_end, &w);
 	if (err) {
 		waiter_destroy(&w);
 		return err;

@@ -1,7 +1,7 @@
 /*
  * psync.c - the synchronous backend: preadv2/pwritev2/fdatasync run by a small pool of
  * worker threads, which makes it asynchronous to its callers like the others.  The same
- * syscall path, io_fd_run, is every descriptor backend's ->run: io_submit_wait performs
+ * syscall path, iol_fd_run, is every descriptor backend's ->run: iol_submit_wait performs
  * its request on the waiting thread with it (io.c, C5).
  *
  * Mapping (DESIGN.md section 2):
@@ -15,15 +15,15 @@
  * concurrently and may complete in any order, exactly the freedom the other backends
  * have.  A PREFLUSH write's flush covers every write that completed before the request
  * was submitted, because those completed before the worker picked the request up.  The
- * same holds for a request io_fd_run performs on a waiting thread: its syscalls start
+ * same holds for a request iol_fd_run performs on a waiting thread: its syscalls start
  * after the request was submitted, so a FLUSH (or a PREFLUSH) there covers every write
  * that had completed by then, whatever is queued or in flight beside it, on this
  * backend's workers or in another backend's ring: to the kernel they are all just
  * concurrent I/O on one descriptor, and nothing orders requests that were in flight
  * together.
  *
- * Faults (io_dev_fault_add): the syscall table below consults the plan only on a psync
- * device; on uring and aio io_req_done does, after the op ran, as their completion path
+ * Faults (iol_dev_fault_add): the syscall table below consults the plan only on a psync
+ * device; on uring and aio iol_req_done does, after the op ran, as their completion path
  * does (io.c), so each op is counted once and fails the same way on either path.
  *
  * Short transfers are continued from where they stopped (O_DIRECT rarely returns short,
@@ -31,7 +31,7 @@
  * reported short, which the core turns into -EIO.  EINTR is retried.
  *
  * Completion callbacks run on a worker with no lock held, so they may submit again (or,
- * through io_fd_run, on the thread in io_submit_wait, with no lock held either).
+ * through iol_fd_run, on the thread in iol_submit_wait, with no lock held either).
  * Close waits until the queue is empty and every worker is idle, then joins them.
  */
 #include "io_private.h"
@@ -47,7 +47,7 @@ struct psync {
 	pthread_mutex_t lock;
 	pthread_cond_t work;        /* queue became non-empty, or stopping */
 	pthread_cond_t idle;        /* busy dropped to zero with the queue empty */
-	struct io_req *head, *tail; /* Locked: FIFO of submitted requests */
+	struct iol_req *head, *tail; /* Locked: FIFO of submitted requests */
 	unsigned busy;              /* Locked: requests taken by workers, not yet done */
 	bool stop;                  /* Locked: workers exit once the queue is empty */
 	unsigned nr_workers;
@@ -56,18 +56,18 @@ struct psync {
 
 /*
  * The syscall table: every syscall the backend makes goes through these, so the test
- * fault plan (io_dev_fault_add) can fail one before it reaches the kernel, exactly as
+ * fault plan (iol_dev_fault_add) can fail one before it reaches the kernel, exactly as
  * the kernel would report a device error (-EIO and nothing done).  Only on a psync
- * device: uring and aio devices have the plan applied in io_req_done.
+ * device: uring and aio devices have the plan applied in iol_req_done.
  */
-static int sys_fault(struct io_dev *dev, enum io_op op)
+static int sys_fault(struct iol_dev *dev, enum iol_op op)
 {
-	return dev->ops == &io_psync_ops ? io_fault_check(dev, op) : 0;
+	return dev->ops == &iol_psync_ops ? iol_fault_check(dev, op) : 0;
 }
 
-static ssize_t sys_pwritev2(struct io_dev *dev, const struct iovec *v, int n, off_t off, int rwf)
+static ssize_t sys_pwritev2(struct iol_dev *dev, const struct iovec *v, int n, off_t off, int rwf)
 {
-	int err = sys_fault(dev, IO_OP_WRITE);
+	int err = sys_fault(dev, IOL_OP_WRITE);
 
 	if (err) {
 		errno = -err;
@@ -76,9 +76,9 @@ static ssize_t sys_pwritev2(struct io_dev *dev, const struct iovec *v, int n, of
 	return pwritev2(dev->fd, v, n, off, rwf);
 }
 
-static ssize_t sys_preadv2(struct io_dev *dev, const struct iovec *v, int n, off_t off)
+static ssize_t sys_preadv2(struct iol_dev *dev, const struct iovec *v, int n, off_t off)
 {
-	int err = sys_fault(dev, IO_OP_READ);
+	int err = sys_fault(dev, IOL_OP_READ);
 
 	if (err) {
 		errno = -err;
@@ -87,9 +87,9 @@ static ssize_t sys_preadv2(struct io_dev *dev, const struct iovec *v, int n, off
 	return preadv2(dev->fd, v, n, off, 0);
 }
 
-static int sys_fdatasync(struct io_dev *dev)
+static int sys_fdatasync(struct iol_dev *dev)
 {
-	int err = sys_fault(dev, IO_OP_FLUSH);
+	int err = sys_fault(dev, IOL_OP_FLUSH);
 
 	if (err) {
 		errno = -err;
@@ -99,10 +99,10 @@ static int sys_fdatasync(struct io_dev *dev)
 }
 
 /* Run a vectored transfer to the end, continuing after short results. */
-static int rw_full(struct io_dev *dev, bool write, struct iovec *vec, unsigned nr, uint64_t off,
+static int rw_full(struct iol_dev *dev, bool write, struct iovec *vec, unsigned nr, uint64_t off,
 		   int rwf, size_t *moved)
 {
-	struct iovec local[IO_MAX_SEGS_LIMIT];
+	struct iovec local[IOL_MAX_SEGS_LIMIT];
 	struct iovec *v = vec;
 	unsigned n = nr;
 
@@ -121,7 +121,7 @@ static int rw_full(struct io_dev *dev, bool write, struct iovec *vec, unsigned n
 		*moved += (size_t)r;
 		/* Advance over what moved; copy the iovecs so the caller's stay intact. */
 		if (v == vec) {
-			if (n > IO_MAX_SEGS_LIMIT)
+			if (n > IOL_MAX_SEGS_LIMIT)
 				return 0;
 			memcpy(local, vec, n * sizeof(*vec));
 			v = local;
@@ -139,7 +139,7 @@ static int rw_full(struct io_dev *dev, bool write, struct iovec *vec, unsigned n
 	return 0;
 }
 
-static int do_fdatasync(struct io_dev *dev)
+static int do_fdatasync(struct iol_dev *dev)
 {
 	while (sys_fdatasync(dev) < 0) {
 		if (errno != EINTR)
@@ -148,38 +148,38 @@ static int do_fdatasync(struct io_dev *dev)
 	return 0;
 }
 
-void io_fd_run(struct io_dev *dev, struct io_req *req)
+void iol_fd_run(struct iol_dev *dev, struct iol_req *req)
 {
-	enum io_op op = io_opf_op(req->opf);
+	enum iol_op op = iol_opf_op(req->opf);
 	size_t moved = 0;
 	int err = 0;
 
 	switch (op) {
-	case IO_OP_FLUSH:
+	case IOL_OP_FLUSH:
 		err = do_fdatasync(dev);
 		break;
-	case IO_OP_READ:
+	case IOL_OP_READ:
 		err = rw_full(dev, false, req->vec, req->nr_segs, req->off, 0, &moved);
 		break;
-	case IO_OP_WRITE:
-		if (io_opf_has(req->opf, IO_PREFLUSH))
+	case IOL_OP_WRITE:
+		if (iol_opf_has(req->opf, IOL_PREFLUSH))
 			err = do_fdatasync(dev);
 		if (!err)
 			err = rw_full(dev, true, req->vec, req->nr_segs, req->off,
-				      io_opf_has(req->opf, IO_FUA) ? RWF_DSYNC : 0, &moved);
+				      iol_opf_has(req->opf, IOL_FUA) ? RWF_DSYNC : 0, &moved);
 		break;
 	}
-	io_req_done(req, err, moved);
+	iol_req_done(req, err, moved);
 }
 
 static void *worker(void *arg)
 {
-	struct io_dev *dev = arg;
+	struct iol_dev *dev = arg;
 	struct psync *ps = dev->be;
 
 	pthread_mutex_lock(&ps->lock);
 	for (;;) {
-		struct io_req *req;
+		struct iol_req *req;
 
 		while (!ps->head && !ps->stop)
 			pthread_cond_wait(&ps->work, &ps->lock);
@@ -192,7 +192,7 @@ static void *worker(void *arg)
 		ps->busy++;
 		pthread_mutex_unlock(&ps->lock);
 
-		io_fd_run(dev, req);
+		iol_fd_run(dev, req);
 
 		pthread_mutex_lock(&ps->lock);
 		if (--ps->busy == 0 && !ps->head)
@@ -207,9 +207,9 @@ static int psync_probe(void)
 	return 0;
 }
 
-static void psync_close(struct io_dev *dev);
+static void psync_close(struct iol_dev *dev);
 
-static int psync_open(struct io_dev *dev, const char *path, const struct io_dev_opts *opts)
+static int psync_open(struct iol_dev *dev, const char *path, const struct iol_dev_opts *opts)
 {
 	struct psync *ps = calloc(1, sizeof(*ps));
 	unsigned n = dev->queue_depth < PSYNC_MAX_WORKERS ? dev->queue_depth : PSYNC_MAX_WORKERS;
@@ -224,7 +224,8 @@ static int psync_open(struct io_dev *dev, const char *path, const struct io_dev_
 		int err = pthread_create(&ps->workers[i], NULL, worker, dev);
 
 		if (err) {
-			io_set_errmsg(opts, "%s: cannot start psync worker: %s", path, strerror(err));
+			iol_set_errmsg(opts, "%s: cannot start psync worker: %s", path,
+				       strerror(err));
 			psync_close(dev);
 			return -err;
 		}
@@ -233,7 +234,7 @@ static int psync_open(struct io_dev *dev, const char *path, const struct io_dev_
 	return 0;
 }
 
-static void psync_submit(struct io_dev *dev, struct io_req *req)
+static void psync_submit(struct iol_dev *dev, struct iol_req *req)
 {
 	struct psync *ps = dev->be;
 
@@ -248,7 +249,7 @@ static void psync_submit(struct io_dev *dev, struct io_req *req)
 	pthread_mutex_unlock(&ps->lock);
 }
 
-static void psync_close(struct io_dev *dev)
+static void psync_close(struct iol_dev *dev)
 {
 	struct psync *ps = dev->be;
 
@@ -269,12 +270,12 @@ static void psync_close(struct io_dev *dev)
 	dev->be = NULL;
 }
 
-const struct io_ops io_psync_ops = {
+const struct iol_ops iol_psync_ops = {
 	.name = "psync",
 	.needs_fd = true,
 	.probe = psync_probe,
 	.open = psync_open,
 	.submit = psync_submit,
-	.run = io_fd_run,
+	.run = iol_fd_run,
 	.close = psync_close,
 };

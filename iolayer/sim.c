@@ -21,7 +21,7 @@
  *            newest version was just made durable leaves the cache, a slot rewritten
  *            since keeps its newer version (still volatile).
  *   FUA      a FUA write's data goes to media (and out of the cache) when it completes.
- *   PREFLUSH a write with IO_PREFLUSH captures its flush at submit and is issued (its
+ *   PREFLUSH a write with IOL_PREFLUSH captures its flush at submit and is issued (its
  *            latency starts) only once that flush has completed; if the flush fails the
  *            write completes with the flush's error and is not performed.
  *
@@ -35,7 +35,7 @@
  *        the newest version) skips that sector.
  *   (S3) Reads, writes and flushes change the disk only at delivery (completion), never at
  *        submit, except that a flush's capture is fixed at submit.
- *   (S4) io_req_done() is called without sim->lock held, exactly once per request, after
+ *   (S4) iol_req_done() is called without sim->lock held, exactly once per request, after
  *        the request has left the flight list; callbacks may submit again.
  *
  * Delivery.  Without hold, one sim thread per device delivers completions: each request
@@ -48,18 +48,18 @@
  * one).  The thread sleeps on CLOCK_MONOTONIC until the next due time (timer slack set to
  * 1 ns; it wakes early by its learnt wake-up overshoot and yields in a loop for the rest,
  * at most SIM_OVERSLEEP_MAX), so benchmarks take the simulated time.  With hold, there is
- * no sim thread: io_sim_deliver() delivers on the caller's thread, and a PREFLUSH write
+ * no sim thread: iol_sim_deliver() delivers on the caller's thread, and a PREFLUSH write
  * then completes its flush and its write in one step (no crash state is lost: a power
- * cut before that step may leave any subset of both).  io_sim_deliver() may also be
+ * cut before that step may leave any subset of both).  iol_sim_deliver() may also be
  * called without hold, to force completions early.  Close delivers what is left in FIFO
  * order (hold) or waits for the sim thread to deliver it.
  *
- * Power cuts (io_sim_crash*) read a consistent snapshot under the lock and do not disturb
+ * Power cuts (iol_sim_crash*) read a consistent snapshot under the lock and do not disturb
  * the disk.  The unstable sectors are every cache slot (including ones a flush in flight
  * has captured) and every sector of every write in flight.  "old" is media; "new" is the
  * newest version that could have reached the media: the last-submitted *issued* write in
  * flight covering the sector, else the cache slot, else media.  The versions of a sector
- * (io_sim_unstable_versions) are, in this order: 0 media, then the slot's history (oldest
+ * (iol_sim_unstable_versions) are, in this order: 0 media, then the slot's history (oldest
  * first), the slot's newest version, and the data of each issued write in flight covering
  * it (submission order); the last is "new".  Under the versions profile a sector ends at
  * any one of them: a write that was overwritten in the cache before the power failed
@@ -69,11 +69,11 @@
  * flush has not completed is listed but contributes no data: it cannot have reached the
  * device before its flush, and letting it would produce images no real disk can (a
  * commit record without the data its preflush protects).  "garbage" is bytes drawn from
- * (seed, sector), so io_sim_crash() and io_sim_crash_choose() agree for the same seed.
+ * (seed, sector), so iol_sim_crash() and iol_sim_crash_choose() agree for the same seed.
  *
  * Determinism: order keys, latency jitter and fault decisions are drawn at submit (in
  * submission order), bit flips from (seed, request id), crash choices from the caller's
- * seed, io_sim_deliver(IO_SIM_RANDOM) from its own stream.  So with hold, the same seed
+ * seed, iol_sim_deliver(IOL_SIM_RANDOM) from its own stream.  So with hold, the same seed
  * and the same submission and delivery sequence give the same completions, trace
  * (except t_ns) and crash images.  Without hold, which requests are due together depends
  * on real time; the order among them is still seeded.
@@ -170,7 +170,7 @@ struct sim_capture {
 /* A request in flight. */
 struct sim_op {
 	struct sim_op *prev, *next; /* flight list, submission order */
-	struct io_req *req;
+	struct iol_req *req;
 	uint64_t id;                /* request number, from 1 */
 	uint64_t key;               /* random rank among due requests */
 	uint64_t due;               /* ns since open when the current phase completes */
@@ -181,12 +181,12 @@ struct sim_op {
 	struct sim_capture *cap;    /* flush capture (NULL: nothing was dirty) */
 	uint64_t cap_bytes;
 	uint32_t opf;
-	enum io_op op;
+	enum iol_op op;
 	bool fua;
 	bool flushing;              /* its flush (standalone or PREFLUSH) has not completed */
 	int flush_err;              /* planned error of the flush phase */
 	int err;                    /* planned error of the read/write */
-	int fault;                  /* -1, or enum io_sim_fault_kind of a planned fault */
+	int fault;                  /* -1, or enum iol_sim_fault_kind of a planned fault */
 };
 
 struct sim_lat {
@@ -198,15 +198,15 @@ struct sim_lat {
 };
 
 static const struct sim_lat sim_lat_tab[] = {
-	[IO_SIM_LAT_NONE] = { 0 },
-	[IO_SIM_LAT_NVME] = { .cmd_ns = 1000, .base_ns = 10000, .bps = 3000000000ull,
+	[IOL_SIM_LAT_NONE] = { 0 },
+	[IOL_SIM_LAT_NVME] = { .cmd_ns = 1000, .base_ns = 10000, .bps = 3000000000ull,
 			      .flush_ns = 20000, .flush_bps = 2000000000ull },
-	[IO_SIM_LAT_SATA] = { .cmd_ns = 10000, .base_ns = 60000, .bps = 500000000ull,
+	[IOL_SIM_LAT_SATA] = { .cmd_ns = 10000, .base_ns = 60000, .bps = 500000000ull,
 			      .flush_ns = 1700000, .flush_bps = 400000000ull },
 };
 
 struct sim_fault {
-	struct io_sim_fault f;
+	struct iol_sim_fault f;
 	uint64_t base;              /* ops of f.op submitted before it was armed */
 };
 
@@ -223,9 +223,9 @@ struct sim {
 	uint32_t sector;
 	unsigned shift;
 	uint64_t seed;
-	enum io_sim_latency latency;
+	enum iol_sim_latency latency;
 	bool hold, in_order;
-	uint64_t t0;                /* io_now_ns() at open */
+	uint64_t t0;                /* iol_now_ns() at open */
 
 	/* Everything below: Locked. */
 	unsigned char *media;
@@ -238,11 +238,11 @@ struct sim {
 	unsigned busy;              /* callbacks running */
 	uint64_t next_id;
 	uint64_t rng;               /* drawn at submit only */
-	uint64_t drng;              /* io_sim_deliver(IO_SIM_RANDOM) */
+	uint64_t drng;              /* iol_sim_deliver(IOL_SIM_RANDOM) */
 	uint64_t chan_busy;         /* transfer channel busy until (ns since open) */
 	uint64_t oversleep;         /* sim thread: learnt timed-wait overshoot, ns */
 
-	struct io_sim_event *ev;
+	struct iol_sim_event *ev;
 	size_t ev_len, ev_cap;
 	uint64_t ev_seq;
 	bool trace_on;
@@ -252,14 +252,14 @@ struct sim {
 	uint64_t opcount[3];        /* submissions per op; PREFLUSH counts a FLUSH too */
 };
 
-static struct sim *sim_of(struct io_dev *dev)
+static struct sim *sim_of(struct iol_dev *dev)
 {
-	return dev && dev->ops == &io_sim_ops ? dev->be : NULL;
+	return dev && dev->ops == &iol_sim_ops ? dev->be : NULL;
 }
 
 static uint64_t sim_now(const struct sim *s)
 {
-	return io_now_ns() - s->t0;
+	return iol_now_ns() - s->t0;
 }
 
 /* ---- cache: hash map sector -> slot ---- */
@@ -590,14 +590,14 @@ static void capture_apply(struct sim *s, struct sim_op *op)
 static void trace_add(struct sim *s, uint16_t type, const struct sim_op *op, uint64_t off,
 		      uint64_t len, int status)
 {
-	struct io_sim_event *e;
+	struct iol_sim_event *e;
 
 	s->ev_seq++;
 	if (!s->trace_on)
 		return;
 	if (s->ev_len == s->ev_cap) {
 		size_t cap = s->ev_cap ? s->ev_cap * 2 : 1024;
-		struct io_sim_event *ev = realloc(s->ev, cap * sizeof(*ev));
+		struct iol_sim_event *ev = realloc(s->ev, cap * sizeof(*ev));
 
 		if (!ev)
 			return; /* out of memory: the event is lost, its number skipped */
@@ -619,7 +619,7 @@ static void trace_add(struct sim *s, uint16_t type, const struct sim_op *op, uin
 /* ---- faults ---- */
 
 /* Count one submission of @op; returns the planned fault kind (-1: none) and its error. */
-static int fault_take(struct sim *s, enum io_op op, int *err)
+static int fault_take(struct sim *s, enum iol_op op, int *err)
 {
 	uint64_t n = ++s->opcount[op];
 
@@ -666,7 +666,7 @@ static void issue_rw(struct sim *s, struct sim_op *op, uint64_t now)
 	const struct sim_lat *l = &sim_lat_tab[s->latency];
 	uint64_t start;
 
-	if (s->latency == IO_SIM_LAT_NONE) {
+	if (s->latency == IOL_SIM_LAT_NONE) {
 		op->due = now;
 		return;
 	}
@@ -698,7 +698,7 @@ static void op_unlink(struct sim *s, struct sim_op *op)
 }
 
 struct sim_done {
-	struct io_req *req;
+	struct iol_req *req;
 	int err;
 	size_t bytes;
 };
@@ -706,8 +706,8 @@ struct sim_done {
 static void op_finish(struct sim *s, struct sim_op *op, int err, uint64_t bytes,
 		      struct sim_done *d)
 {
-	trace_add(s, IO_SIM_EV_COMPLETE, op, op->off, op->len,
-		  !err && op->op != IO_OP_FLUSH && bytes != op->len ? -EIO : err);
+	trace_add(s, IOL_SIM_EV_COMPLETE, op, op->off, op->len,
+		  !err && op->op != IOL_OP_FLUSH && bytes != op->len ? -EIO : err);
 	op_unlink(s, op);
 	d->req = op->req;
 	d->err = err;
@@ -732,9 +732,9 @@ static bool op_step(struct sim *s, struct sim_op *op, bool force, struct sim_don
 			return true;
 		}
 		capture_apply(s, op);
-		trace_add(s, IO_SIM_EV_FLUSH_DONE, op, 0, op->cap_bytes, 0);
+		trace_add(s, IOL_SIM_EV_FLUSH_DONE, op, 0, op->cap_bytes, 0);
 		op->flushing = false;
-		if (op->op == IO_OP_FLUSH) {
+		if (op->op == IOL_OP_FLUSH) {
 			op_finish(s, op, 0, 0, d);
 			return true;
 		}
@@ -743,18 +743,18 @@ static bool op_step(struct sim *s, struct sim_op *op, bool force, struct sim_don
 			return false;
 		}
 	}
-	if (op->op == IO_OP_READ) {
+	if (op->op == IOL_OP_READ) {
 		switch (op->fault) {
-		case IO_SIM_FAULT_EIO:
+		case IOL_SIM_FAULT_EIO:
 			op_finish(s, op, op->err, 0, d);
 			break;
-		case IO_SIM_FAULT_SHORT:
+		case IOL_SIM_FAULT_SHORT:
 			read_copy(s, op, op->len / 2);
 			op_finish(s, op, 0, op->len / 2, d);
 			break;
 		default:
 			read_copy(s, op, op->len);
-			if (op->fault == IO_SIM_FAULT_BITFLIP)
+			if (op->fault == IOL_SIM_FAULT_BITFLIP)
 				read_bitflip(s, op);
 			op_finish(s, op, 0, op->len, d);
 			break;
@@ -781,7 +781,7 @@ static void complete_unlocked(struct sim *s, const struct sim_done *d)
 {
 	s->busy++;
 	pthread_mutex_unlock(&s->lock);
-	io_req_done(d->req, d->err, d->bytes);
+	iol_req_done(d->req, d->err, d->bytes);
 	pthread_mutex_lock(&s->lock);
 	if (--s->busy == 0 && !s->head)
 		pthread_cond_broadcast(&s->idle);
@@ -878,7 +878,7 @@ static int sim_probe(void)
 	return 0;
 }
 
-static int load_file(const char *path, struct sim *s, const struct io_dev_opts *opts)
+static int load_file(const char *path, struct sim *s, const struct iol_dev_opts *opts)
 {
 	struct stat st;
 	uint64_t done = 0;
@@ -887,16 +887,16 @@ static int load_file(const char *path, struct sim *s, const struct io_dev_opts *
 
 	if (fd < 0) {
 		err = -errno;
-		io_set_errmsg(opts, "%s: %s", path, strerror(errno));
+		iol_set_errmsg(opts, "%s: %s", path, strerror(errno));
 		return err;
 	}
 	if (fstat(fd, &st) < 0) {
 		err = -errno;
-		io_set_errmsg(opts, "%s: fstat: %s", path, strerror(errno));
+		iol_set_errmsg(opts, "%s: fstat: %s", path, strerror(errno));
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode) || st.st_size <= 0 || (uint64_t)st.st_size % s->sector) {
-		io_set_errmsg(opts, "%s: a sim image must be a non-empty regular file whose size "
+		iol_set_errmsg(opts, "%s: a sim image must be a non-empty regular file whose size "
 			      "is a multiple of the sector (%u)", path, s->sector);
 		err = -EINVAL;
 		goto out;
@@ -914,7 +914,7 @@ static int load_file(const char *path, struct sim *s, const struct io_dev_opts *
 			continue;
 		if (r <= 0) {
 			err = r < 0 ? -errno : -EIO;
-			io_set_errmsg(opts, "%s: read: %s", path, r < 0 ? strerror(errno)
+			iol_set_errmsg(opts, "%s: read: %s", path, r < 0 ? strerror(errno)
 				      : "file shrank while loading");
 			goto out;
 		}
@@ -942,25 +942,25 @@ static void sim_free(struct sim *s)
 	free(s);
 }
 
-static int sim_open(struct io_dev *dev, const char *path, const struct io_dev_opts *opts)
+static int sim_open(struct iol_dev *dev, const char *path, const struct iol_dev_opts *opts)
 {
-	const struct io_sim_opts defaults = { .size = sizeof(defaults) };
-	const struct io_sim_opts *so = opts && opts->sim ? opts->sim : &defaults;
+	const struct iol_sim_opts defaults = { .size = sizeof(defaults) };
+	const struct iol_sim_opts *so = opts && opts->sim ? opts->sim : &defaults;
 	pthread_condattr_t ca;
 	struct sim *s;
 	int err;
 
 	if (so->size != sizeof(*so)) {
-		io_set_errmsg(opts, "sim: io_sim_opts.size is %zu, expected %zu", so->size,
+		iol_set_errmsg(opts, "sim: iol_sim_opts.size is %zu, expected %zu", so->size,
 			      sizeof(*so));
 		return -EINVAL;
 	}
 	if (so->sector && so->sector != 512 && so->sector != 4096) {
-		io_set_errmsg(opts, "sim: sector must be 512 or 4096, not %u", so->sector);
+		iol_set_errmsg(opts, "sim: sector must be 512 or 4096, not %u", so->sector);
 		return -EINVAL;
 	}
-	if ((unsigned)so->latency > IO_SIM_LAT_SATA) {
-		io_set_errmsg(opts, "sim: unknown latency profile %d", (int)so->latency);
+	if ((unsigned)so->latency > IOL_SIM_LAT_SATA) {
+		iol_set_errmsg(opts, "sim: unknown latency profile %d", (int)so->latency);
 		return -EINVAL;
 	}
 	s = calloc(1, sizeof(*s));
@@ -985,7 +985,7 @@ static int sim_open(struct io_dev *dev, const char *path, const struct io_dev_op
 	if (so->image || !path) {
 		s->bytes = so->dev_bytes ? so->dev_bytes : SIM_DEFAULT_BYTES;
 		if (s->bytes % s->sector || s->bytes > SIZE_MAX) {
-			io_set_errmsg(opts, "sim: dev_bytes %llu is not a multiple of the sector "
+			iol_set_errmsg(opts, "sim: dev_bytes %llu is not a multiple of the sector "
 				      "(%u)", (unsigned long long)s->bytes, s->sector);
 			err = -EINVAL;
 			goto fail;
@@ -993,7 +993,7 @@ static int sim_open(struct io_dev *dev, const char *path, const struct io_dev_op
 		/* calloc: untouched parts of a big disk cost no memory. */
 		s->media = so->image ? malloc(s->bytes) : calloc(1, s->bytes);
 		if (!s->media) {
-			io_set_errmsg(opts, "sim: cannot allocate %llu bytes of media",
+			iol_set_errmsg(opts, "sim: cannot allocate %llu bytes of media",
 				      (unsigned long long)s->bytes);
 			err = -ENOMEM;
 			goto fail;
@@ -1019,11 +1019,11 @@ static int sim_open(struct io_dev *dev, const char *path, const struct io_dev_op
 	dev->geom.fs_type = "sim";
 	dev->geom.backend = "sim";
 
-	s->t0 = io_now_ns();
+	s->t0 = iol_now_ns();
 	if (!s->hold) {
 		err = pthread_create(&s->thread, NULL, sim_thread, s);
 		if (err) {
-			io_set_errmsg(opts, "sim: cannot start the sim thread: %s", strerror(err));
+			iol_set_errmsg(opts, "sim: cannot start the sim thread: %s", strerror(err));
 			err = -err;
 			goto fail;
 		}
@@ -1036,28 +1036,28 @@ fail:
 	return err;
 }
 
-static void sim_submit(struct io_dev *dev, struct io_req *req)
+static void sim_submit(struct iol_dev *dev, struct iol_req *req)
 {
 	struct sim *s = dev->be;
 	struct sim_op *op = calloc(1, sizeof(*op));
 	const struct sim_lat *l = &sim_lat_tab[s->latency];
-	bool lat = s->latency != IO_SIM_LAT_NONE;
+	bool lat = s->latency != IOL_SIM_LAT_NONE;
 	uint64_t now;
 	int err;
 
 	if (!op) {
-		io_req_done(req, -ENOMEM, 0);
+		iol_req_done(req, -ENOMEM, 0);
 		return;
 	}
 	op->req = req;
 	op->opf = req->opf.bits;
-	op->op = io_opf_op(req->opf);
-	op->fua = io_opf_has(req->opf, IO_FUA);
-	op->flushing = op->op == IO_OP_FLUSH || io_opf_has(req->opf, IO_PREFLUSH);
+	op->op = iol_opf_op(req->opf);
+	op->fua = iol_opf_has(req->opf, IOL_FUA);
+	op->flushing = op->op == IOL_OP_FLUSH || iol_opf_has(req->opf, IOL_PREFLUSH);
 	op->fault = -1;
-	if (op->op != IO_OP_FLUSH) {
+	if (op->op != IOL_OP_FLUSH) {
 		op->off = req->off;
-		op->len = io_req_len(req);
+		op->len = iol_req_len(req);
 		op->first = op->off >> s->shift;
 		op->nr = op->len >> s->shift;
 	}
@@ -1067,24 +1067,24 @@ static void sim_submit(struct io_dev *dev, struct io_req *req)
 	op->id = ++s->next_id;
 	op->key = rng_next(&s->rng);
 	if (op->flushing) {
-		if (fault_take(s, IO_OP_FLUSH, &err) >= 0)
+		if (fault_take(s, IOL_OP_FLUSH, &err) >= 0)
 			op->flush_err = err;
 		if (lat)
 			op->flat_ns = jitter(s, l->flush_ns);
 	}
-	if (op->op != IO_OP_FLUSH) {
+	if (op->op != IOL_OP_FLUSH) {
 		op->fault = fault_take(s, op->op, &err);
 		if (op->fault >= 0)
 			op->err = err;
 		if (lat)
 			op->lat_ns = jitter(s, l->base_ns);
 	}
-	trace_add(s, IO_SIM_EV_SUBMIT, op, op->off, op->len, 0);
+	trace_add(s, IOL_SIM_EV_SUBMIT, op, op->off, op->len, 0);
 	if (op->flushing) {
 		err = capture_take(s, op);
 		if (err && !op->flush_err)
 			op->flush_err = err;
-		trace_add(s, IO_SIM_EV_FLUSH_ISSUE, op, 0, op->cap_bytes, 0);
+		trace_add(s, IOL_SIM_EV_FLUSH_ISSUE, op, 0, op->cap_bytes, 0);
 		issue_flush(s, op, now);
 	} else {
 		issue_rw(s, op, now);
@@ -1101,7 +1101,7 @@ static void sim_submit(struct io_dev *dev, struct io_req *req)
 	pthread_mutex_unlock(&s->lock);
 }
 
-static void sim_close(struct io_dev *dev)
+static void sim_close(struct iol_dev *dev)
 {
 	struct sim *s = dev->be;
 
@@ -1127,7 +1127,7 @@ static void sim_close(struct io_dev *dev)
 	dev->be = NULL;
 }
 
-const struct io_ops io_sim_ops = {
+const struct iol_ops iol_sim_ops = {
 	.name = "sim",
 	.needs_fd = false,
 	.probe = sim_probe,
@@ -1138,22 +1138,24 @@ const struct io_ops io_sim_ops = {
 
 /* ---- control surface (io_sim.h) ---- */
 
-int io_sim_latency_parse(const char *name, enum io_sim_latency *out)
+int iol_sim_latency_parse(const char *name, enum iol_sim_latency *out)
 {
 	static const char *const names[] = {
-		[IO_SIM_LAT_NONE] = "none", [IO_SIM_LAT_NVME] = "nvme", [IO_SIM_LAT_SATA] = "sata",
+		[IOL_SIM_LAT_NONE] = "none",
+		[IOL_SIM_LAT_NVME] = "nvme",
+		[IOL_SIM_LAT_SATA] = "sata",
 	};
 
 	for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++) {
 		if (!strcasecmp(name, names[i])) {
-			*out = (enum io_sim_latency)i;
+			*out = (enum iol_sim_latency)i;
 			return 0;
 		}
 	}
 	return -EINVAL;
 }
 
-size_t io_sim_trace_len(struct io_dev *dev)
+size_t iol_sim_trace_len(struct iol_dev *dev)
 {
 	struct sim *s = sim_of(dev);
 	size_t n;
@@ -1166,7 +1168,7 @@ size_t io_sim_trace_len(struct io_dev *dev)
 	return n;
 }
 
-size_t io_sim_trace_copy(struct io_dev *dev, size_t from, struct io_sim_event *out, size_t max)
+size_t iol_sim_trace_copy(struct iol_dev *dev, size_t from, struct iol_sim_event *out, size_t max)
 {
 	struct sim *s = sim_of(dev);
 	size_t n = 0;
@@ -1182,7 +1184,7 @@ size_t io_sim_trace_copy(struct io_dev *dev, size_t from, struct io_sim_event *o
 	return n;
 }
 
-void io_sim_trace_enable(struct io_dev *dev, bool on)
+void iol_sim_trace_enable(struct iol_dev *dev, bool on)
 {
 	struct sim *s = sim_of(dev);
 
@@ -1193,17 +1195,17 @@ void io_sim_trace_enable(struct io_dev *dev, bool on)
 	pthread_mutex_unlock(&s->lock);
 }
 
-int io_sim_fault_add(struct io_dev *dev, const struct io_sim_fault *f)
+int iol_sim_fault_add(struct iol_dev *dev, const struct iol_sim_fault *f)
 {
 	struct sim *s = sim_of(dev);
 	int err = 0;
 
 	if (!s || !f || f->nth == 0 || f->err > 0)
 		return -EINVAL;
-	if (f->op != IO_OP_READ && f->op != IO_OP_WRITE && f->op != IO_OP_FLUSH)
+	if (f->op != IOL_OP_READ && f->op != IOL_OP_WRITE && f->op != IOL_OP_FLUSH)
 		return -EINVAL;
-	if (f->kind != IO_SIM_FAULT_EIO && (f->op != IO_OP_READ ||
-	    (f->kind != IO_SIM_FAULT_SHORT && f->kind != IO_SIM_FAULT_BITFLIP)))
+	if (f->kind != IOL_SIM_FAULT_EIO && (f->op != IOL_OP_READ ||
+	    (f->kind != IOL_SIM_FAULT_SHORT && f->kind != IOL_SIM_FAULT_BITFLIP)))
 		return -EINVAL;
 	pthread_mutex_lock(&s->lock);
 	if (s->nr_faults == SIM_MAX_FAULTS) {
@@ -1217,7 +1219,7 @@ int io_sim_fault_add(struct io_dev *dev, const struct io_sim_fault *f)
 	return err;
 }
 
-void io_sim_fault_clear(struct io_dev *dev)
+void iol_sim_fault_clear(struct iol_dev *dev)
 {
 	struct sim *s = sim_of(dev);
 
@@ -1228,7 +1230,7 @@ void io_sim_fault_clear(struct io_dev *dev)
 	pthread_mutex_unlock(&s->lock);
 }
 
-size_t io_sim_pending(struct io_dev *dev)
+size_t iol_sim_pending(struct iol_dev *dev)
 {
 	struct sim *s = sim_of(dev);
 	size_t n;
@@ -1241,7 +1243,7 @@ size_t io_sim_pending(struct io_dev *dev)
 	return n;
 }
 
-size_t io_sim_deliver(struct io_dev *dev, size_t max, enum io_sim_order order)
+size_t iol_sim_deliver(struct iol_dev *dev, size_t max, enum iol_sim_order order)
 {
 	struct sim *s = sim_of(dev);
 	size_t n = 0;
@@ -1250,10 +1252,10 @@ size_t io_sim_deliver(struct io_dev *dev, size_t max, enum io_sim_order order)
 		return 0;
 	pthread_mutex_lock(&s->lock);
 	while (n < max && s->head) {
-		struct sim_op *op = order == IO_SIM_LIFO ? s->tail : s->head;
+		struct sim_op *op = order == IOL_SIM_LIFO ? s->tail : s->head;
 		struct sim_done d;
 
-		if (order == IO_SIM_RANDOM) {
+		if (order == IOL_SIM_RANDOM) {
 			for (uint64_t i = rng_next(&s->drng) % s->nr_ops; i; i--)
 				op = op->next;
 		}
@@ -1283,7 +1285,7 @@ static int unstable_build(struct sim *s, uint64_t **out, size_t *nr)
 	*out = NULL;
 	*nr = 0;
 	for (struct sim_op *op = s->head; op; op = op->next)
-		if (op->op == IO_OP_WRITE)
+		if (op->op == IOL_OP_WRITE)
 			total += op->nr;
 	if (!total)
 		return 0;
@@ -1294,7 +1296,7 @@ static int unstable_build(struct sim *s, uint64_t **out, size_t *nr)
 		if (s->tab[i].cur)
 			v[n++] = s->tab[i].sector;
 	for (struct sim_op *op = s->head; op; op = op->next)
-		if (op->op == IO_OP_WRITE)
+		if (op->op == IOL_OP_WRITE)
 			for (uint64_t i = 0; i < op->nr; i++)
 				v[n++] = op->first + i;
 	qsort(v, n, sizeof(*v), cmp_u64);
@@ -1346,7 +1348,7 @@ static void count_versions(struct sim *s, const uint64_t *u, size_t n, uint32_t 
 			base[i] = nver[i];
 	}
 	for (struct sim_op *op = s->head; op; op = op->next) {
-		if (op->op != IO_OP_WRITE || op->flushing)
+		if (op->op != IOL_OP_WRITE || op->flushing)
 			continue;
 		for (uint64_t i = 0; i < op->nr; i++) {
 			size_t idx = find_u64(u, n, op->first + i);
@@ -1358,7 +1360,7 @@ static void count_versions(struct sim *s, const uint64_t *u, size_t n, uint32_t 
 }
 
 /* Build the image for unstable sectors @u[0..n), sector i at version @ver[i] (an index
- * below count_versions' count, or IO_SIM_VER_GARBAGE); @scratch holds 2n words. */
+ * below count_versions' count, or IOL_SIM_VER_GARBAGE); @scratch holds 2n words. */
 static void crash_image(struct sim *s, const uint64_t *u, const uint32_t *ver, size_t n,
 			uint64_t seed, unsigned char *image, uint32_t *scratch)
 {
@@ -1379,24 +1381,24 @@ static void crash_image(struct sim *s, const uint64_t *u, const uint32_t *ver, s
 	for (struct sim_op *op = s->head; op; op = op->next) {
 		struct vec_it it = { op->req->vec, 0 };
 
-		if (op->op != IO_OP_WRITE || op->flushing)
+		if (op->op != IOL_OP_WRITE || op->flushing)
 			continue;
 		for (uint64_t i = 0; i < op->nr; i++) {
 			const unsigned char *src = it_next(&it, s->sector);
 			size_t idx = find_u64(u, n, op->first + i);
 
-			if (idx == SIZE_MAX || ver[idx] == IO_SIM_VER_GARBAGE)
+			if (idx == SIZE_MAX || ver[idx] == IOL_SIM_VER_GARBAGE)
 				continue;
 			if (ver[idx] == base[idx] + seen[idx]++)
 				memcpy(image + (op->first + i) * s->sector, src, s->sector);
 		}
 	}
 	for (size_t i = 0; i < n; i++)
-		if (ver[i] == IO_SIM_VER_GARBAGE)
+		if (ver[i] == IOL_SIM_VER_GARBAGE)
 			garbage_fill(image + u[i] * s->sector, s->sector, seed, u[i]);
 }
 
-size_t io_sim_unstable(struct io_dev *dev, uint64_t *sectors, size_t max)
+size_t iol_sim_unstable(struct iol_dev *dev, uint64_t *sectors, size_t max)
 {
 	struct sim *s = sim_of(dev);
 	uint64_t *u;
@@ -1416,7 +1418,7 @@ size_t io_sim_unstable(struct io_dev *dev, uint64_t *sectors, size_t max)
 	return n;
 }
 
-size_t io_sim_unstable_versions(struct io_dev *dev, uint64_t *sectors, uint32_t *nver,
+size_t iol_sim_unstable_versions(struct iol_dev *dev, uint64_t *sectors, uint32_t *nver,
 				size_t max)
 {
 	struct sim *s = sim_of(dev);
@@ -1443,7 +1445,7 @@ size_t io_sim_unstable_versions(struct io_dev *dev, uint64_t *sectors, uint32_t 
 	return n;
 }
 
-int io_sim_version_read(struct io_dev *dev, uint64_t sector, uint32_t v, void *buf)
+int iol_sim_version_read(struct iol_dev *dev, uint64_t sector, uint32_t v, void *buf)
 {
 	struct sim *s = sim_of(dev);
 	uint32_t nver, base;
@@ -1469,7 +1471,7 @@ int io_sim_version_read(struct io_dev *dev, uint64_t sector, uint32_t v, void *b
 			for (struct sim_op *op = s->head; !src && op; op = op->next) {
 				struct vec_it it = { op->req->vec, 0 };
 
-				if (op->op != IO_OP_WRITE || op->flushing || sector < op->first ||
+				if (op->op != IOL_OP_WRITE || op->flushing || sector < op->first ||
 				    sector >= op->first + op->nr)
 					continue;
 				for (uint64_t i = 0; i <= sector - op->first; i++)
@@ -1495,9 +1497,9 @@ int io_sim_version_read(struct io_dev *dev, uint64_t sector, uint32_t v, void *b
  * so the versions counted are the ones the image is built from). */
 enum pick { PICK_SEEDED, PICK_CHOICE, PICK_VERSION };
 
-static int crash_build(struct sim *s, enum pick how, enum io_sim_crash_profile profile,
+static int crash_build(struct sim *s, enum pick how, enum iol_sim_crash_profile profile,
 		       uint64_t seed, const void *want, size_t nwant, void *image,
-		       struct io_sim_crash_info *ci)
+		       struct iol_sim_crash_info *ci)
 {
 	uint64_t st = seed_of(seed, SEED_CRASH);
 	uint32_t *ver = NULL, *nver = NULL, *scratch = NULL;
@@ -1525,7 +1527,7 @@ static int crash_build(struct sim *s, enum pick how, enum io_sim_crash_profile p
 		switch (how) {
 		case PICK_VERSION:
 			ver[i] = ((const uint32_t *)want)[i];
-			if (ver[i] != IO_SIM_VER_GARBAGE && ver[i] >= nver[i])
+			if (ver[i] != IOL_SIM_VER_GARBAGE && ver[i] >= nver[i])
 				err = -EINVAL;
 			continue;
 		case PICK_CHOICE:
@@ -1533,7 +1535,7 @@ static int crash_build(struct sim *s, enum pick how, enum io_sim_crash_profile p
 			break;
 		default:
 			r = rng_next(&st);
-			if (profile == IO_SIM_VERSIONS) {
+			if (profile == IOL_SIM_VERSIONS) {
 				ver[i] = (uint32_t)((r >> 11) % nver[i]);
 				if (ver[i] == 0)
 					ci->kept_old++;
@@ -1543,10 +1545,11 @@ static int crash_build(struct sim *s, enum pick how, enum io_sim_crash_profile p
 					ci->intermediate++;
 				continue;
 			}
-			c = profile == IO_SIM_STRICT ? (unsigned)(r >> 63) : (unsigned)((r >> 11) % 3);
+			c = profile == IOL_SIM_STRICT ? (unsigned)(r >> 63)
+						       : (unsigned)((r >> 11) % 3);
 			break;
 		}
-		ver[i] = c == 0 ? 0 : c == 1 ? nver[i] - 1 : IO_SIM_VER_GARBAGE;
+		ver[i] = c == 0 ? 0 : c == 1 ? nver[i] - 1 : IOL_SIM_VER_GARBAGE;
 		if (c == 0)
 			ci->kept_old++;
 		else if (c == 1)
@@ -1566,15 +1569,15 @@ static int crash_build(struct sim *s, enum pick how, enum io_sim_crash_profile p
 	return err;
 }
 
-int io_sim_crash(struct io_dev *dev, uint64_t seed, enum io_sim_crash_profile profile,
-		 void *image, struct io_sim_crash_info *info)
+int iol_sim_crash(struct iol_dev *dev, uint64_t seed, enum iol_sim_crash_profile profile,
+		 void *image, struct iol_sim_crash_info *info)
 {
 	struct sim *s = sim_of(dev);
-	struct io_sim_crash_info ci = { 0 };
+	struct iol_sim_crash_info ci = { 0 };
 	int err;
 
-	if (!s || !image || (profile != IO_SIM_STRICT && profile != IO_SIM_GARBLE &&
-			     profile != IO_SIM_VERSIONS))
+	if (!s || !image || (profile != IOL_SIM_STRICT && profile != IOL_SIM_GARBLE &&
+			     profile != IOL_SIM_VERSIONS))
 		return -EINVAL;
 	err = crash_build(s, PICK_SEEDED, profile, seed, NULL, 0, image, &ci);
 	if (!err && info)
@@ -1582,32 +1585,32 @@ int io_sim_crash(struct io_dev *dev, uint64_t seed, enum io_sim_crash_profile pr
 	return err;
 }
 
-int io_sim_crash_choose(struct io_dev *dev, const uint8_t *choice, size_t n, uint64_t seed,
+int iol_sim_crash_choose(struct iol_dev *dev, const uint8_t *choice, size_t n, uint64_t seed,
 			void *image)
 {
 	struct sim *s = sim_of(dev);
-	struct io_sim_crash_info ci = { 0 };
+	struct iol_sim_crash_info ci = { 0 };
 
 	if (!s || !image || (n && !choice))
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++)
 		if (choice[i] > 2)
 			return -EINVAL;
-	return crash_build(s, PICK_CHOICE, IO_SIM_STRICT, seed, choice, n, image, &ci);
+	return crash_build(s, PICK_CHOICE, IOL_SIM_STRICT, seed, choice, n, image, &ci);
 }
 
-int io_sim_crash_versions(struct io_dev *dev, const uint32_t *ver, size_t n, uint64_t seed,
+int iol_sim_crash_versions(struct iol_dev *dev, const uint32_t *ver, size_t n, uint64_t seed,
 			  void *image)
 {
 	struct sim *s = sim_of(dev);
-	struct io_sim_crash_info ci = { 0 };
+	struct iol_sim_crash_info ci = { 0 };
 
 	if (!s || !image || (n && !ver))
 		return -EINVAL;
-	return crash_build(s, PICK_VERSION, IO_SIM_VERSIONS, seed, ver, n, image, &ci);
+	return crash_build(s, PICK_VERSION, IOL_SIM_VERSIONS, seed, ver, n, image, &ci);
 }
 
-int io_sim_media(struct io_dev *dev, uint64_t off, void *buf, size_t len)
+int iol_sim_media(struct iol_dev *dev, uint64_t off, void *buf, size_t len)
 {
 	struct sim *s = sim_of(dev);
 

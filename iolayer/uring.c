@@ -2,11 +2,11 @@
  * uring.c - the io_uring backend (liburing).
  *
  * One ring per device, one completion thread (the "reaper") per device.  Reads and writes
- * are IORING_OP_READV/WRITEV on the O_DIRECT descriptor; IO_FUA puts RWF_DSYNC in the
- * write's rw_flags; IO_OP_FLUSH is IORING_OP_FSYNC with IORING_FSYNC_DATASYNC.
+ * are IORING_OP_READV/WRITEV on the O_DIRECT descriptor; IOL_FUA puts RWF_DSYNC in the
+ * write's rw_flags; IOL_OP_FLUSH is IORING_OP_FSYNC with IORING_FSYNC_DATASYNC.
  *
- * io_submit_wait does not come here: its request runs on the waiting thread as plain
- * pwritev2 / fdatasync (->run = io_fd_run, psync.c).  Through the ring a lone waiter
+ * iol_submit_wait does not come here: its request runs on the waiting thread as plain
+ * pwritev2 / fdatasync (->run = iol_fd_run, psync.c).  Through the ring a lone waiter
  * costs a wake-up of the reaper and one of the waiter per request, and an FSYNC always
  * goes to an io-wq worker first (io_uring cannot issue it inline): about ten context
  * switches for a write and a flush, against two blocking syscalls.  Requests on the two
@@ -46,7 +46,7 @@
  * Invariant: backlog non-empty implies SQEs in flight (it is only appended to when the
  * ring is full, or behind older backlog entries, and every CQE batch drains it as far as
  * room allows), so some future CQE always drains it: no deadlock, no lost request.
- * io_req_done() is never called with the lock held, so callbacks may resubmit freely.
+ * iol_req_done() is never called with the lock held, so callbacks may resubmit freely.
  * (A callback must not wait synchronously for I/O on this device: only the reaper
  * could complete it.)
  *
@@ -65,7 +65,7 @@
  * wait itself (IORING_FEAT_EXT_ARG, 5.11+; without it liburing would queue a timeout SQE
  * from the reaper, outside our SQ lock) the reaper also wakes every second and leaves
  * once it finds u->stopping set, so close does not depend on the NOP being accepted.
- * pending drops only after io_req_done() returned, so no callback is running on the
+ * pending drops only after iol_req_done() returned, so no callback is running on the
  * reaper when close proceeds.
  */
 #include "io_private.h"
@@ -112,14 +112,14 @@ struct uring_dev {
 	unsigned sqes_used;         /* SQEs submitted, CQE not yet reaped */
 	unsigned long pending;      /* requests accepted, not yet reported */
 	bool stopping;              /* close() is waiting for the reaper */
-	struct io_req *backlog;     /* FIFO of requests waiting for room (reaper only) */
-	struct io_req **backlog_tail;
+	struct iol_req *backlog;    /* FIFO of requests waiting for room (reaper only) */
+	struct iol_req **backlog_tail;
 };
 
 /* A FIFO of requests to report, linked through be_next. */
 struct req_list {
-	struct io_req *head;
-	struct io_req **tail;
+	struct iol_req *head;
+	struct iol_req **tail;
 };
 
 static void req_list_init(struct req_list *l)
@@ -128,16 +128,16 @@ static void req_list_init(struct req_list *l)
 	l->tail = &l->head;
 }
 
-static void req_list_add(struct req_list *l, struct io_req *req)
+static void req_list_add(struct req_list *l, struct iol_req *req)
 {
 	req->be_next = NULL;
 	*l->tail = req;
 	l->tail = &req->be_next;
 }
 
-static struct io_req *ud_req(uint64_t ud)
+static struct iol_req *ud_req(uint64_t ud)
 {
-	return (struct io_req *)(uintptr_t)ud;
+	return (struct iol_req *)(uintptr_t)ud;
 }
 
 static bool have_room_locked(const struct uring_dev *u)
@@ -146,30 +146,30 @@ static bool have_room_locked(const struct uring_dev *u)
 }
 
 /* @req is finished with result @res (bytes, or a negative errno): queue its report. */
-static void req_finish(struct req_list *done, struct io_req *req, int res)
+static void req_finish(struct req_list *done, struct iol_req *req, int res)
 {
 	req->be_u64[BE_RES] = (uint64_t)(int64_t)res;
 	req_list_add(done, req);
 }
 
-static void req_report(struct io_req *req)
+static void req_report(struct iol_req *req)
 {
 	int64_t res = (int64_t)req->be_u64[BE_RES];
 
 	if (res < 0)
-		io_req_done(req, (int)res, 0);
+		iol_req_done(req, (int)res, 0);
 	else
-		io_req_done(req, 0, (size_t)res);
+		iol_req_done(req, 0, (size_t)res);
 }
 
 /* Report every request on @l, then drop them from pending. */
 static void report_list(struct uring_dev *u, struct req_list *l)
 {
 	unsigned long n = 0;
-	struct io_req *req = l->head;
+	struct iol_req *req = l->head;
 
 	while (req) {
-		struct io_req *next = req->be_next; /* @req is the caller's after reporting */
+		struct iol_req *next = req->be_next; /* @req is the caller's after reporting */
 
 		req_report(req);
 		req = next;
@@ -185,25 +185,25 @@ static void report_list(struct uring_dev *u, struct req_list *l)
 }
 
 /* Put @req's SQE for its current stage on the SQ.  The caller has a slot for it. */
-static void queue_sqe_locked(struct uring_dev *u, struct io_req *req)
+static void queue_sqe_locked(struct uring_dev *u, struct iol_req *req)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
 
 	assert(sqe);
-	switch (io_opf_op(req->opf)) {
-	case IO_OP_READ:
+	switch (iol_opf_op(req->opf)) {
+	case IOL_OP_READ:
 		io_uring_prep_readv(sqe, u->fd, req->vec, req->nr_segs, req->off);
 		break;
-	case IO_OP_WRITE:
+	case IOL_OP_WRITE:
 		if (req->be_u64[BE_STAGE] == STAGE_PREFLUSH) {
 			io_uring_prep_fsync(sqe, u->fd, IORING_FSYNC_DATASYNC);
 			break;
 		}
 		io_uring_prep_writev(sqe, u->fd, req->vec, req->nr_segs, req->off);
-		if (io_opf_has(req->opf, IO_FUA))
+		if (iol_opf_has(req->opf, IOL_FUA))
 			sqe->rw_flags = RWF_DSYNC;
 		break;
-	case IO_OP_FLUSH:
+	case IOL_OP_FLUSH:
 		io_uring_prep_fsync(sqe, u->fd, IORING_FSYNC_DATASYNC);
 		break;
 	}
@@ -211,9 +211,9 @@ static void queue_sqe_locked(struct uring_dev *u, struct io_req *req)
 }
 
 /* Take a slot for a new request and queue its first SQE.  The caller checked room. */
-static void queue_req_locked(struct uring_dev *u, struct io_req *req)
+static void queue_req_locked(struct uring_dev *u, struct iol_req *req)
 {
-	bool preflush = io_opf_op(req->opf) == IO_OP_WRITE && io_opf_has(req->opf, IO_PREFLUSH);
+	bool preflush = iol_opf_op(req->opf) == IOL_OP_WRITE && iol_opf_has(req->opf, IOL_PREFLUSH);
 
 	req->be_u64[BE_STAGE] = preflush ? STAGE_PREFLUSH : STAGE_RW;
 	req->be_u64[BE_RES] = 0;
@@ -266,7 +266,7 @@ static void kick_locked(struct uring_dev *u, struct req_list *failed)
 {
 	do {
 		while (u->backlog && have_room_locked(u)) {
-			struct io_req *req = u->backlog;
+			struct iol_req *req = u->backlog;
 
 			u->backlog = req->be_next;
 			if (!u->backlog)
@@ -279,7 +279,7 @@ static void kick_locked(struct uring_dev *u, struct req_list *failed)
 	} while (u->backlog && have_room_locked(u));
 }
 
-static void uring_submit(struct io_dev *dev, struct io_req *req)
+static void uring_submit(struct iol_dev *dev, struct iol_req *req)
 {
 	struct uring_dev *u = dev->be;
 	struct req_list failed;
@@ -354,7 +354,7 @@ static void *uring_reaper(void *arg)
 		pthread_mutex_lock(&u->lock);
 		u->sqes_used -= n;
 		for (unsigned i = 0; i < n; i++) {
-			struct io_req *req = ud_req(got[i].ud);
+			struct iol_req *req = ud_req(got[i].ud);
 
 			if (got[i].ud == UD_STOP) {
 				stop = true;
@@ -413,7 +413,7 @@ static unsigned ring_entries(unsigned queue_depth)
 	return n;
 }
 
-static int uring_open(struct io_dev *dev, const char *path, const struct io_dev_opts *opts)
+static int uring_open(struct iol_dev *dev, const char *path, const struct iol_dev_opts *opts)
 {
 	struct io_uring_params p;
 	struct uring_dev *u;
@@ -430,7 +430,7 @@ static int uring_open(struct io_dev *dev, const char *path, const struct io_dev_
 	memset(&p, 0, sizeof(p));
 	err = io_uring_queue_init_params(u->entries, &u->ring, &p);
 	if (err) {
-		io_set_errmsg(opts, "%s: io_uring_queue_init(%u): %s", path, u->entries,
+		iol_set_errmsg(opts, "%s: io_uring_queue_init(%u): %s", path, u->entries,
 			      strerror(-err));
 		free(u);
 		return err;
@@ -447,7 +447,7 @@ static int uring_open(struct io_dev *dev, const char *path, const struct io_dev_
 	err = -pthread_create(&u->reaper, NULL, uring_reaper, u);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
-		io_set_errmsg(opts, "%s: io_uring completion thread: %s", path, strerror(-err));
+		iol_set_errmsg(opts, "%s: io_uring completion thread: %s", path, strerror(-err));
 		pthread_cond_destroy(&u->idle);
 		pthread_cond_destroy(&u->space);
 		pthread_mutex_destroy(&u->lock);
@@ -460,7 +460,7 @@ static int uring_open(struct io_dev *dev, const char *path, const struct io_dev_
 	return 0;
 }
 
-static void uring_close(struct io_dev *dev)
+static void uring_close(struct iol_dev *dev)
 {
 	struct uring_dev *u = dev->be;
 	struct io_uring_sqe *sqe;
@@ -492,12 +492,12 @@ static void uring_close(struct io_dev *dev)
 	dev->be = NULL;
 }
 
-const struct io_ops io_uring_ops = {
+const struct iol_ops iol_uring_ops = {
 	.name = "uring",
 	.needs_fd = true,
 	.probe = uring_probe,
 	.open = uring_open,
 	.submit = uring_submit,
-	.run = io_fd_run,
+	.run = iol_fd_run,
 	.close = uring_close,
 };

@@ -19,7 +19,7 @@
  *         +-----------+  log_push: oldest unsubmitted, no op in it,      |
  *         | WANT_SYNC |  (WAIT_PREV: every earlier buffer completed)     |
  *         +-----------+                                                  |
- *               | seal + io_submit (lock dropped)                        |
+ *               | seal + iol_submit (lock dropped)                        |
  *               v                                                        |
  *          +---------+                                                   |
  *          | SYNCING |  write(s) in flight; a wrapped record's second     |
@@ -75,7 +75,7 @@
  *       bytes.  START, COMMIT and UNMOUNT ops are never split.
  *  (L10) jrnl_log_force writes the buffer it switched itself, on its own thread, when it
  *       holds the submitting token and that buffer is the newest switched one
- *       (log_push_mode, lb_write_sync: io_submit_wait, which the descriptor backends
+ *       (log_push_mode, lb_write_sync: iol_submit_wait, which the descriptor backends
  *       perform on the calling thread).  The force waits for that write anyway; done
  *       this way a lone forcer (the engine's single policy at one client: force, then
  *       jrnl_log_flush) makes one pwritev2 and one fdatasync with no thread hand-off,
@@ -127,8 +127,8 @@
  *
  * Ordering relied upon (io.h): every accepted request completes exactly once, and a
  * rejected one never does (so a refused submission is completed here, with its error);
- * IO_PREFLUSH makes stable every write that completed before the request was submitted,
- * before this write's data reaches the device; IO_FUA makes this write stable when it
+ * IOL_PREFLUSH makes stable every write that completed before the request was submitted,
+ * before this write's data reaches the device; IOL_FUA makes this write stable when it
  * completes.  A record that wraps the physical end is two writes, the end part first;
  * the start part is submitted only once the end part completed, so the end part's
  * PREFLUSH also orders the start part (the two would otherwise run concurrently, and a
@@ -141,7 +141,7 @@
  *
  * Locking: log->lock protects every field but the buffers' data, the op bytes being
  * copied (owned by the writer while op_busy) and the record being sealed (owned by the
- * submitter while SYNCING).  The lock is dropped around copying, sealing, io_submit
+ * submitter while SYNCING).  The lock is dropped around copying, sealing, iol_submit
  * (whose refusal path may complete a request on the calling thread) and callbacks.
  */
 #include "format.h"
@@ -176,7 +176,7 @@ enum lb_state {
 /* A standalone flush (jrnl_log_flush, jrnl_log_flush_async, the L13 bound flush), taken
  * in issue order (L14). */
 struct jflush {
-	struct io_req req;
+	struct iol_req req;
 	struct jrnl_log *log;
 	struct jflush *next;
 	uint64_t snap, snap_tail; /* completed_lsn and completed_tail when it was issued */
@@ -222,11 +222,11 @@ struct logbuf {
 	uint64_t fl_before;       /* standalone flushes issued before it (L14) */
 	bool wrapped;
 	int status;
-	struct io_req req[2];     /* [0] the record (its end part if wrapped), [1] the rest */
+	struct iol_req req[2];    /* [0] the record (its end part if wrapped), [1] the rest */
 };
 
 struct jrnl_log {
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	struct jrnl_geom geom;
 	unsigned nbufs;
 	uint32_t bsize;
@@ -434,7 +434,7 @@ static void log_fail(struct jrnl_log *log, int err)
 	pthread_cond_broadcast(&log->cond);
 }
 
-static void lb_end_io(struct io_req *req);
+static void lb_end_io(struct iol_req *req);
 
 /*
  * Seal @b and set up its write(s) with @end_io (NULL for a synchronous write): req[0]
@@ -443,10 +443,10 @@ static void lb_end_io(struct io_req *req);
  * iolayer's refusal (nothing set up).
  */
 static int lb_prep(struct jrnl_log *log, struct logbuf *b, const struct jrnl_rec_fill *f,
-		   io_end_fn end_io)
+		   iol_end_fn end_io)
 {
 	const struct jrnl_geom *g = &log->geom;
-	uint32_t wflags = (b->need_flush ? IO_PREFLUSH : 0) | (b->need_fua ? IO_FUA : 0);
+	uint32_t wflags = (b->need_flush ? IOL_PREFLUSH : 0) | (b->need_fua ? IOL_FUA : 0);
 	size_t bytes = jrnl_rec_seal(b->data, g->sector, f);
 	uint64_t room = (g->log_sectors - f->sector_no) * g->sector;
 	size_t first = bytes;
@@ -455,21 +455,21 @@ static int lb_prep(struct jrnl_log *log, struct logbuf *b, const struct jrnl_rec
 	b->wrapped = bytes > room;
 	if (b->wrapped)
 		first = (size_t)room;
-	err = io_req_init(&b->req[0], log->dev, 1, IO_OPF(IO_OP_WRITE, wflags));
+	err = iol_req_init(&b->req[0], log->dev, 1, IOL_OPF(IOL_OP_WRITE, wflags));
 	if (err)
 		return err;
-	io_req_add(&b->req[0], b->data, first);
+	iol_req_add(&b->req[0], b->data, first);
 	b->req[0].off = g->log_start + (uint64_t)f->sector_no * g->sector;
 	b->req[0].end_io = end_io;
 	b->req[0].priv = b;
 	if (b->wrapped) {
-		err = io_req_init(&b->req[1], log->dev, 1,
-				  IO_OPF(IO_OP_WRITE, wflags & IO_FUA));
+		err = iol_req_init(&b->req[1], log->dev, 1,
+				  IOL_OPF(IOL_OP_WRITE, wflags & IOL_FUA));
 		if (err) {
-			io_req_release(&b->req[0]);
+			iol_req_release(&b->req[0]);
 			return err;
 		}
-		io_req_add(&b->req[1], b->data + first, bytes - first);
+		iol_req_add(&b->req[1], b->data + first, bytes - first);
 		b->req[1].off = g->log_start;
 		b->req[1].end_io = end_io;
 		b->req[1].priv = b;
@@ -488,17 +488,17 @@ static int lb_submit(struct jrnl_log *log, struct logbuf *b, const struct jrnl_r
 
 	if (err)
 		return err;
-	err = io_submit(&b->req[0]);
+	err = iol_submit(&b->req[0]);
 	if (err) {
-		io_req_release(&b->req[0]);
+		iol_req_release(&b->req[0]);
 		if (b->wrapped)
-			io_req_release(&b->req[1]);
+			iol_req_release(&b->req[1]);
 	}
 	return err;
 }
 
 /*
- * Seal @b and write it on the calling thread (L10): io_submit_wait, which the
+ * Seal @b and write it on the calling thread (L10): iol_submit_wait, which the
  * descriptor backends perform right here (iolayer/io.c, C5).  A wrapped record's start
  * part is submitted only once its end part completed, as lb_end_io does.  Returns the
  * write's status (0, the refusal or the I/O error); @b stays SYNCING for the caller.
@@ -509,12 +509,12 @@ static int lb_write_sync(struct jrnl_log *log, struct logbuf *b, const struct jr
 
 	if (err)
 		return err;
-	err = io_submit_wait(&b->req[0]);
-	io_req_release(&b->req[0]);
+	err = iol_submit_wait(&b->req[0]);
+	iol_req_release(&b->req[0]);
 	if (b->wrapped) {
 		if (!err)
-			err = io_submit_wait(&b->req[1]);
-		io_req_release(&b->req[1]);
+			err = iol_submit_wait(&b->req[1]);
+		iol_req_release(&b->req[1]);
 	}
 	return err;
 }
@@ -595,24 +595,24 @@ static void flush_resolve(struct jrnl_log *log)
 	pthread_cond_broadcast(&log->cond);
 }
 
-static void flush_io_end(struct io_req *req)
+static void flush_io_end(struct iol_req *req)
 {
 	struct jflush *jf = req->priv;
 	struct jrnl_log *log = jf->log;
 
 	pthread_mutex_lock(&log->lock);
 	jf->status = atomic_load(&req->status);
-	io_req_release(req);
+	iol_req_release(req);
 	jf->done = true;
 	flush_resolve(log);
 	pthread_mutex_unlock(&log->lock);
 }
 
 /* Queue @jf, snapshotting what it will cover (L6, L12), and set up its request.  Lock
- * held.  Returns 0 or io_req_init's error (nothing queued). */
+ * held.  Returns 0 or iol_req_init's error (nothing queued). */
 static int flush_queue(struct jrnl_log *log, struct jflush *jf)
 {
-	int err = io_req_init(&jf->req, log->dev, 0, IO_OPF(IO_OP_FLUSH, 0));
+	int err = iol_req_init(&jf->req, log->dev, 0, IOL_OPF(IOL_OP_FLUSH, 0));
 
 	if (err)
 		return err;
@@ -638,7 +638,7 @@ static int flush_queue(struct jrnl_log *log, struct jflush *jf)
 /* A queued flush whose submission was refused: done, with that error. */
 static void flush_refused(struct jrnl_log *log, struct jflush *jf, int err)
 {
-	io_req_release(&jf->req);
+	iol_req_release(&jf->req);
 	jf->status = err;
 	jf->done = true;
 	flush_resolve(log);
@@ -664,7 +664,7 @@ static bool bound_flush_start(struct jrnl_log *log)
 	}
 	log->bound_flush = true;
 	pthread_mutex_unlock(&log->lock);
-	err = io_submit(&log->bound_jf->req);
+	err = iol_submit(&log->bound_jf->req);
 	pthread_mutex_lock(&log->lock);
 	if (err)
 		flush_refused(log, log->bound_jf, err);
@@ -855,19 +855,19 @@ static void lb_finish(struct logbuf *b, int status)
  * submits the start part (see the ordering note at the top); the buffer is done when
  * its last part completed or one part failed.
  */
-static void lb_end_io(struct io_req *req)
+static void lb_end_io(struct iol_req *req)
 {
 	struct logbuf *b = req->priv;
 	int status = atomic_load(&req->status);
 
-	io_req_release(req);
+	iol_req_release(req);
 	if (req == &b->req[0] && b->wrapped) {
 		if (!status) {
-			status = io_submit(&b->req[1]);
+			status = iol_submit(&b->req[1]);
 			if (!status)
 				return;
 		}
-		io_req_release(&b->req[1]);
+		iol_req_release(&b->req[1]);
 	}
 	lb_finish(b, status);
 }
@@ -1047,12 +1047,12 @@ static void log_free(struct jrnl_log *log)
 	free(log);
 }
 
-int jrnl_log_open(struct io_dev *dev, const struct jrnl_geom *g, const struct jrnl_report *rec,
+int jrnl_log_open(struct iol_dev *dev, const struct jrnl_geom *g, const struct jrnl_report *rec,
 		  const struct jrnl_log_opts *opts, struct jrnl_log **out)
 {
 	unsigned nbufs = opts && opts->logbufs ? opts->logbufs : JRNL_MAX_LOGBUFS;
 	uint32_t bsize = opts && opts->logbsize ? opts->logbsize : JRNL_MAX_LOGBSIZE;
-	const struct io_geom *ig = io_dev_geom(dev);
+	const struct iol_geom *ig = iol_dev_geom(dev);
 	struct jrnl_log *log;
 	uint32_t payload;
 	uint64_t head, tail;
@@ -1099,7 +1099,7 @@ int jrnl_log_open(struct io_dev *dev, const struct jrnl_geom *g, const struct jr
 		b->log = log;
 		/* Every transaction but the first whose COMMIT lands here started here. */
 		b->maxcbs = log->cap / MIN_TX_BYTES + 2;
-		b->data = io_buf_alloc(dev, bsize);
+		b->data = iol_buf_alloc(dev, bsize);
 		b->cbs = calloc(b->maxcbs, sizeof(*b->cbs));
 		if (!b->data || !b->cbs)
 			goto nomem;
@@ -1258,8 +1258,8 @@ int jrnl_log_flush(struct jrnl_log *log)
 	if (err)
 		return err;
 	/* On the calling thread on the descriptor backends: an fdatasync here (L10). */
-	err = io_submit_wait(&jf.req);
-	io_req_release(&jf.req);
+	err = iol_submit_wait(&jf.req);
+	iol_req_release(&jf.req);
 	pthread_mutex_lock(&log->lock);
 	jf.status = err;
 	jf.done = true;
@@ -1289,7 +1289,7 @@ int jrnl_log_flush_async(struct jrnl_log *log, jrnl_flush_fn fn, void *priv)
 		fn(priv, err);
 		return err;
 	}
-	err = io_submit(&jf->req);
+	err = iol_submit(&jf->req);
 	if (err) {
 		/* Completed here with the refusal, in issue order: fn runs (maybe later,
 		 * after the flushes before it) with the error. */

@@ -32,7 +32,7 @@
  *     there, so L always ends exactly at E and the tail is L's.  A damaged record that
  *     starts before D ends the walk; the main pass reports it.
  *  3. Main pass (replay_pass): read [T, E), T = L.tail, in chained reads of read_chunk
- *     bytes (io_rw_submit splits each at io_max_segs segments), reads_in_flight of them
+ *     bytes (iol_rw_submit splits each at iol_max_segs segments), reads_in_flight of them
  *     outstanding while the buffer before them is parsed.  Each record is checked
  *     (jrnl_rec_check, its lap, its prev_lsn link), unpacked, and its ops parsed;
  *     transactions are reassembled by tid, and a COMMIT whose seq, counts and crc match
@@ -185,7 +185,7 @@ struct win {
 };
 
 struct rctx {
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	const struct jrnl_geom *g;
 	struct jrnl_report *rep;
 	jrnl_replay_fn replay;
@@ -199,7 +199,7 @@ struct rctx {
 	size_t chunk;             /* bytes per chained read */
 	uint64_t cap;             /* chunk in sectors */
 	unsigned inflight;        /* chained reads kept outstanding by the main pass */
-	unsigned per_req;         /* segments per request (io_max_segs) */
+	unsigned per_req;         /* segments per request (iol_max_segs) */
 	unsigned char *sec;       /* one sector, for probes */
 	struct win win;
 
@@ -254,10 +254,10 @@ static int corrupt(struct rctx *r, int code, uint64_t a, uint64_t off, const cha
 	return code;
 }
 
-/* Requests io_rw_submit splits @len bytes into: the same arithmetic as io.c. */
+/* Requests iol_rw_submit splits @len bytes into: the same arithmetic as io.c. */
 static unsigned reqs_for(const struct rctx *r, size_t len)
 {
-	size_t segs = (len + IO_SEG_BYTES - 1) / IO_SEG_BYTES;
+	size_t segs = (len + IOL_SEG_BYTES - 1) / IOL_SEG_BYTES;
 
 	return (unsigned)((segs + r->per_req - 1) / r->per_req);
 }
@@ -273,7 +273,7 @@ static int read_addr(struct rctx *r, uint64_t a, uint64_t n, void *buf)
 		unsigned nr = 0;
 		int err;
 
-		err = io_rw_wait(r->dev, IO_OPF(IO_OP_READ, 0), dev_off(r, a), p, k * r->S, &nr);
+		err = iol_rw_wait(r->dev, IOL_OPF(IOL_OP_READ, 0), dev_off(r, a), p, k * r->S, &nr);
 		r->rep->read_reqs += nr;
 		r->rep->bytes_read += k * r->S;
 		if (r->rep->max_reads_in_flight < 1)
@@ -701,7 +701,7 @@ static int fr_issue(struct fread *fr)
 		if (fr->outstanding > r->rep->max_reads_in_flight)
 			r->rep->max_reads_in_flight = fr->outstanding;
 		pthread_mutex_unlock(&fr->lock);
-		err = io_rw_submit(r->dev, IO_OPF(IO_OP_READ, 0), dev_off(r, s->a), s->buf,
+		err = iol_rw_submit(r->dev, IOL_OPF(IOL_OP_READ, 0), dev_off(r, s->a), s->buf,
 				   (size_t)(n * r->S), fr_end, s);
 		if (err) {
 			pthread_mutex_lock(&fr->lock);
@@ -1370,14 +1370,14 @@ static int replay_pass(struct rctx *r)
 	struct rinfo ri;
 	int err = 0, v;
 
-	carry = io_buf_alloc(r->dev, MAXREC_BYTES);
+	carry = iol_buf_alloc(r->dev, MAXREC_BYTES);
 	if (!carry)
 		return -ENOMEM;
 	pthread_mutex_init(&fr.lock, NULL);
 	pthread_cond_init(&fr.cond, NULL);
 	for (unsigned i = 0; i < fr.nslots; i++) {
 		fr.slot[i].fr = &fr;
-		fr.slot[i].buf = io_buf_alloc(r->dev, r->chunk);
+		fr.slot[i].buf = iol_buf_alloc(r->dev, r->chunk);
 		if (!fr.slot[i].buf)
 			err = -ENOMEM;
 	}
@@ -1529,7 +1529,7 @@ static int stamp_past_head(struct rctx *r)
 {
 	uint64_t to = min64(max64(r->hc0, r->seen_end) + r->window + r->maxrec, r->T + r->N);
 	unsigned char *buf = r->win.buf;
-	struct io_req flush;
+	struct iol_req flush;
 	int err = 0;
 
 	r->win.lo = r->win.hi = 0;      /* the buffer is reused for writing */
@@ -1553,7 +1553,7 @@ static int stamp_past_head(struct rctx *r)
 				memset(buf + j * r->S, 0, r->S);
 				memcpy(buf + j * r->S, &c, sizeof(c));
 			}
-			err = io_rw_wait(r->dev, IO_OPF(IO_OP_WRITE, 0), dev_off(r, a + i),
+			err = iol_rw_wait(r->dev, IOL_OPF(IOL_OP_WRITE, 0), dev_off(r, a + i),
 					 buf + i * r->S, (size_t)((j - i) * r->S), NULL);
 			if (err)
 				return err;
@@ -1562,10 +1562,10 @@ static int stamp_past_head(struct rctx *r)
 		}
 		a += n;
 	}
-	err = io_req_init(&flush, r->dev, 0, IO_OPF(IO_OP_FLUSH, 0));
+	err = iol_req_init(&flush, r->dev, 0, IOL_OPF(IOL_OP_FLUSH, 0));
 	if (!err) {
-		err = io_submit_wait(&flush);
-		io_req_release(&flush);
+		err = iol_submit_wait(&flush);
+		iol_req_release(&flush);
 	}
 	return err;
 }
@@ -1600,10 +1600,10 @@ static int check_empty(struct rctx *r)
 	}
 	if (!written)
 		return 0;
-	alt = io_buf_alloc(r->dev, MAXREC_BYTES);
+	alt = iol_buf_alloc(r->dev, MAXREC_BYTES);
 	if (!alt)
 		return -ENOMEM;
-	err = io_rw_wait(r->dev, IO_OPF(IO_OP_READ, 0), r->g->log_start, alt,
+	err = iol_rw_wait(r->dev, IOL_OPF(IOL_OP_READ, 0), r->g->log_start, alt,
 			 (size_t)min64(MAXREC_BYTES, r->g->log_size), NULL);
 	if (!err && jrnl_rec_check(alt, (size_t)min64(MAXREC_BYTES, r->g->log_size), other,
 				   r->g->log_size / other, 0, r->g->uuid, NULL) == JRNL_REC_OK)
@@ -1665,7 +1665,7 @@ static void fill_report(struct rctx *r)
 	}
 }
 
-int jrnl_recover(struct io_dev *dev, const struct jrnl_geom *g, const struct jrnl_recover_opts *o,
+int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jrnl_recover_opts *o,
 		 struct jrnl_report *rep)
 {
 	static const struct jrnl_recover_opts defaults;
@@ -1685,7 +1685,7 @@ int jrnl_recover(struct io_dev *dev, const struct jrnl_geom *g, const struct jrn
 
 	chunk = o->read_chunk ? o->read_chunk : CHUNK_DEFAULT;
 	chunk = chunk < CHUNK_MIN ? CHUNK_MIN : chunk > CHUNK_MAX ? CHUNK_MAX : chunk;
-	chunk -= chunk % IO_SEG_BYTES;
+	chunk -= chunk % IOL_SEG_BYTES;
 	r.dev = dev;
 	r.g = g;
 	r.rep = rep;
@@ -1701,9 +1701,9 @@ int jrnl_recover(struct io_dev *dev, const struct jrnl_geom *g, const struct jrn
 	r.cap = chunk / r.S;
 	r.inflight = o->reads_in_flight < 2 ? 2 : o->reads_in_flight > INFLIGHT_MAX ?
 		     INFLIGHT_MAX : o->reads_in_flight;
-	r.per_req = io_max_segs(dev, IO_MAX_SEGS_DEFAULT);
-	r.sec = io_buf_alloc(dev, r.S);
-	r.win.buf = io_buf_alloc(dev, chunk);
+	r.per_req = iol_max_segs(dev, IOL_MAX_SEGS_DEFAULT);
+	r.sec = iol_buf_alloc(dev, r.S);
+	r.win.buf = iol_buf_alloc(dev, chunk);
 	r.win.cap = r.cap;
 	err = r.sec && r.win.buf && r.per_req ? 0 : -ENOMEM;
 

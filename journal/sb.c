@@ -57,32 +57,32 @@ static int sb_check(const struct jrnl_sb *sb, uint64_t dev_bytes, struct jrnl_ge
 	return 0;
 }
 
-int jrnl_sb_read(struct io_dev *dev, struct jrnl_geom *out)
+int jrnl_sb_read(struct iol_dev *dev, struct jrnl_geom *out)
 {
-	const struct io_geom *ig = io_dev_geom(dev);
+	const struct iol_geom *ig = iol_dev_geom(dev);
 	void *buf;
 	int err;
 
 	if (ig->size_bytes < JRNL_SB_AREA)
 		return DELOG_ETRUNCATED;
-	buf = io_buf_alloc(dev, JRNL_SB_AREA);
+	buf = iol_buf_alloc(dev, JRNL_SB_AREA);
 	if (!buf)
 		return -ENOMEM;
-	err = io_rw_wait(dev, IO_OPF(IO_OP_READ, 0), 0, buf, JRNL_SB_AREA, NULL);
+	err = iol_rw_wait(dev, IOL_OPF(IOL_OP_READ, 0), 0, buf, JRNL_SB_AREA, NULL);
 	if (!err)
 		err = sb_check(buf, ig->size_bytes, out);
 	free(buf);
 	return err;
 }
 
-int jrnl_format(struct io_dev *dev, const struct jrnl_format_opts *opts, struct jrnl_geom *out)
+int jrnl_format(struct iol_dev *dev, const struct jrnl_format_opts *opts, struct jrnl_geom *out)
 {
-	const struct io_geom *ig = io_dev_geom(dev);
+	const struct iol_geom *ig = iol_dev_geom(dev);
 	uint32_t sector = opts && opts->sector ? opts->sector : 4096;
 	uint64_t log_size = opts ? opts->log_size : 0;
 	const size_t chunk = 4u << 20;
 	struct jrnl_sb *sb;
-	struct io_req flush;
+	struct iol_req flush;
 	void *zero;
 	int err;
 
@@ -95,20 +95,21 @@ int jrnl_format(struct io_dev *dev, const struct jrnl_format_opts *opts, struct 
 	    log_size > ig->size_bytes - JRNL_LOG_START || log_size / sector > UINT32_MAX)
 		return -EINVAL;
 
-	zero = io_buf_alloc(dev, chunk);
+	zero = iol_buf_alloc(dev, chunk);
 	if (!zero)
 		return -ENOMEM;
 	memset(zero, 0, chunk);
 	for (uint64_t off = 0; off < JRNL_LOG_START + log_size; off += chunk) {
 		uint64_t n = JRNL_LOG_START + log_size - off;
 
-		err = io_rw_wait(dev, IO_OPF(IO_OP_WRITE, 0), off, zero, n < chunk ? n : chunk, NULL);
+		err = iol_rw_wait(dev, IOL_OPF(IOL_OP_WRITE, 0), off, zero, n < chunk ? n : chunk,
+				  NULL);
 		if (err)
 			goto out;
 	}
-	err = io_req_init(&flush, dev, 0, IO_OPF(IO_OP_FLUSH, 0));
+	err = iol_req_init(&flush, dev, 0, IOL_OPF(IOL_OP_FLUSH, 0));
 	if (!err)
-		err = io_submit_wait(&flush);
+		err = iol_submit_wait(&flush);
 	if (err)
 		goto out;
 
@@ -130,7 +131,7 @@ int jrnl_format(struct io_dev *dev, const struct jrnl_format_opts *opts, struct 
 	}
 	sb->format_time = (uint64_t)time(NULL);
 	sb->crc = sb_crc(sb);
-	err = io_rw_wait(dev, IO_OPF(IO_OP_WRITE, IO_FUA), 0, sb, JRNL_SB_AREA, NULL);
+	err = iol_rw_wait(dev, IOL_OPF(IOL_OP_WRITE, IOL_FUA), 0, sb, JRNL_SB_AREA, NULL);
 	if (!err && out)
 		err = sb_check(sb, ig->size_bytes, out);
 out:

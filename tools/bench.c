@@ -100,7 +100,7 @@ static void help(const struct bench_workload *w)
 	       "      --peers        the same as --workload peers\n"
 	       "      --compare-flush  the same as --workload compare-flush\n"
 	       "  -h, --help         show this help (with --workload: its options too)\n",
-	       io_backend_built("uring") ? "" : ", not built here: the best available");
+	       iol_backend_built("uring") ? "" : ", not built here: the best available");
 	if (w) {
 		printf("\n%s options:\n", w->name);
 		w->help(stdout);
@@ -248,7 +248,7 @@ void bench_json_head(struct bench *b, struct json *j)
 
 /* ---- the target ---- */
 
-void bench_dev_opts(const struct bench *b, struct io_dev_opts *o, char *msg, size_t len)
+void bench_dev_opts(const struct bench *b, struct iol_dev_opts *o, char *msg, size_t len)
 {
 	memset(o, 0, sizeof(*o));
 	o->size = sizeof(*o);
@@ -290,7 +290,7 @@ static int create_file(struct bench *b, const char *path, uint64_t bytes)
 	err = check_fs(b, path);
 	if (err)
 		return err;
-	err = io_file_create(path, bytes, 0600, msg, sizeof(msg));
+	err = iol_file_create(path, bytes, 0600, msg, sizeof(msg));
 	if (err) {
 		if (err != -EEXIST || b->o.path)
 			bench_fail(b, err, msg[0] ? NULL : path, "%s",
@@ -352,19 +352,19 @@ int bench_target_open(struct bench *b, uint64_t bytes)
 		}
 		t->is_blockdev = true;
 		{
-			struct io_dev_opts o;
-			struct io_dev *dev;
+			struct iol_dev_opts o;
+			struct iol_dev *dev;
 			char msg[512];
 
 			bench_dev_opts(b, &o, msg, sizeof(msg));
-			err = io_dev_open(t->path, &o, &dev);
+			err = iol_dev_open(t->path, &o, &dev);
 			if (err) {
 				bench_fail(b, err, msg[0] ? NULL : t->path, "%s",
 					   msg[0] ? msg : tool_strerror(err));
 				return err;
 			}
-			t->bytes = io_dev_geom(dev)->size_bytes;
-			io_dev_close(dev);
+			t->bytes = iol_dev_geom(dev)->size_bytes;
+			iol_dev_close(dev);
 		}
 		if (t->bytes < bytes) {
 			bench_fail(b, -ENOSPC, t->path, "holds %s; the bench needs %s (see --size)",
@@ -487,7 +487,7 @@ static int parse_args(int argc, char **argv, struct bench *b,
 		opts[n++] = *o;
 	memset(&opts[n], 0, sizeof(opts[n]));
 
-	b->o.backend = io_backend_built("uring") ? "uring" : NULL;
+	b->o.backend = iol_backend_built("uring") ? "uring" : NULL;
 	while ((ch = getopt_long(argc, argv, "w:p:b:kfjh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'w':
@@ -518,7 +518,7 @@ static int parse_args(int argc, char **argv, struct bench *b,
 				break;
 			}
 			/* sim: the in-memory disk, for workloads that support it (no PATH). */
-			if (!io_backend_built(optarg))
+			if (!iol_backend_built(optarg))
 				return bench_usage_error("--backend: '%s' is not uring, aio, psync or sim "
 							 "(built in: those listed by --help)", optarg);
 			b->o.backend = optarg;

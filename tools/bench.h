@@ -81,7 +81,7 @@ extern const struct bench_workload bench_peers;    /* with DELOG_HAVE_PEERS */
 
 /*
  * The target: the PATH given or a new temporary file "delog-bench-PID-N.tmp" in the
- * current directory.  A path that does not exist is created with io_file_create at
+ * current directory.  A path that does not exist is created with iol_file_create at
  * @bytes (and is removed at the end unless --keep).  An existing regular file smaller
  * than @bytes is extended (fallocate); an existing non-empty file or a block device is
  * overwritten, so it needs --force; a block device is held O_EXCL (fails while mounted)
@@ -89,8 +89,8 @@ extern const struct bench_workload bench_peers;    /* with DELOG_HAVE_PEERS */
  */
 int bench_target_open(struct bench *b, uint64_t bytes);
 
-/* io_dev_opts for the target on the chosen backend, errors into @msg. */
-void bench_dev_opts(const struct bench *b, struct io_dev_opts *o, char *msg, size_t len);
+/* iol_dev_opts for the target on the chosen backend, errors into @msg. */
+void bench_dev_opts(const struct bench *b, struct iol_dev_opts *o, char *msg, size_t len);
 
 /* A stop signal (SIGINT, SIGTERM, SIGHUP, SIGPIPE) is pending: stop, clean up, return. */
 bool bench_interrupted(const struct bench *b);

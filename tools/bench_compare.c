@@ -28,7 +28,7 @@
  * creates and removes), a block device (PATH or --device, with --force), formatted once
  * and reopened per point as bench_commit.c does; or `--backend sim --sim-profile
  * none|nvme|sata`, where every point gets a new simulated disk with that latency model
- * (opened with io_dev_open and delog_open_dev from engine.h, the one non-public call:
+ * (opened with iol_dev_open and delog_open_dev from engine.h, the one non-public call:
  * the public delog_open makes a sim disk without latency).  The workloads themselves
  * use <delog.h> only.
  *
@@ -128,9 +128,9 @@ int fb_option(void *state, int opt, const char *arg)
 		o->device = arg;
 		return 0;
 	case FB_OPT_SIM_PROFILE: {
-		enum io_sim_latency l;
+		enum iol_sim_latency l;
 
-		if (io_sim_latency_parse(arg, &l))
+		if (iol_sim_latency_parse(arg, &l))
 			return bench_usage_error("--sim-profile: '%s' is not none, nvme or sata", arg);
 		o->sim_profile = (int)l;
 		return 0;
@@ -185,7 +185,7 @@ int fb_check(struct bench *b, void *state)
 	if (o->no_baseline)
 		o->do_raw = false;
 	if (o->sim_profile < 0)
-		o->sim_profile = IO_SIM_LAT_NONE;
+		o->sim_profile = IOL_SIM_LAT_NONE;
 	return 0;
 }
 
@@ -246,27 +246,27 @@ static struct delog_options log_opts(const struct fb_env *e, enum delog_flush_po
 }
 
 /* A new simulated disk of @bytes with the run's latency profile, not tracing. */
-static int sim_open(struct fb_env *e, uint64_t bytes, struct io_dev **dev)
+static int sim_open(struct fb_env *e, uint64_t bytes, struct iol_dev **dev)
 {
-	struct io_sim_opts so = { .size = sizeof(so), .dev_bytes = bytes, .sector = 4096,
+	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = bytes, .sector = 4096,
 				  .seed = 1, .latency = e->lat };
-	struct io_dev_opts dopts;
+	struct iol_dev_opts dopts;
 	char msg[512];
 	int err;
 
 	bench_dev_opts(e->b, &dopts, msg, sizeof(msg));
 	dopts.sim = &so;
-	err = io_dev_open(NULL, &dopts, dev);
+	err = iol_dev_open(NULL, &dopts, dev);
 	if (err) {
 		bench_fail(e->b, err, "sim", "%s", msg[0] ? msg : tool_strerror(err));
 		return err;
 	}
-	io_sim_trace_enable(*dev, false);
+	iol_sim_trace_enable(*dev, false);
 	return 0;
 }
 
 int fb_log_open(struct fb_env *e, enum delog_flush_policy p, delog **log,
-		struct io_dev **simdev)
+		struct iol_dev **simdev)
 {
 	struct delog_options lo = log_opts(e, p, e->sim ? DELOG_OPEN_CREATE : 0);
 	int err;
@@ -285,24 +285,24 @@ int fb_log_open(struct fb_env *e, enum delog_flush_policy p, delog **log,
 		bench_fail(e->b, err, e->sim ? "sim" : e->b->t.path, "cannot open the log (%s): %s",
 			   delog_flush_policy_name(p), tool_strerror(err));
 		if (*simdev)
-			io_dev_close(*simdev);
+			iol_dev_close(*simdev);
 		*simdev = NULL;
 	}
 	return err;
 }
 
-int fb_log_close(struct fb_env *e, delog *log, struct io_dev *simdev, const char *what)
+int fb_log_close(struct fb_env *e, delog *log, struct iol_dev *simdev, const char *what)
 {
 	int err = delog_close(log);
 
 	if (simdev)
-		io_dev_close(simdev);
+		iol_dev_close(simdev);
 	if (err)
 		bench_fail(e->b, err, NULL, "%s: closing the log: %s", what, tool_strerror(err));
 	return err;
 }
 
-int fb_point_end(struct fb_env *e, int err, delog *log, struct io_dev *simdev,
+int fb_point_end(struct fb_env *e, int err, delog *log, struct iol_dev *simdev,
 		 const char *what)
 {
 	int e2;
@@ -327,21 +327,21 @@ static int prepare(struct fb_env *e)
 /* ---- the raw baseline ---- */
 
 /* One 4 KiB write + flush on the raw region (file) or a sim disk.  0 or -errno. */
-static int raw_once(int fd, struct io_dev *dev, void *buf, uint64_t off)
+static int raw_once(int fd, struct iol_dev *dev, void *buf, uint64_t off)
 {
-	struct io_req req;
+	struct iol_req req;
 	int err;
 
 	if (!dev)
 		return bench_write_sync(fd, buf, FB_RAW_BLOCK, off);
-	err = io_rw_wait(dev, IO_OPF(IO_OP_WRITE, 0), off, buf, FB_RAW_BLOCK, NULL);
+	err = iol_rw_wait(dev, IOL_OPF(IOL_OP_WRITE, 0), off, buf, FB_RAW_BLOCK, NULL);
 	if (err)
 		return err;
-	err = io_req_init(&req, dev, 0, IO_OPF(IO_OP_FLUSH, 0));
+	err = iol_req_init(&req, dev, 0, IOL_OPF(IOL_OP_FLUSH, 0));
 	if (err)
 		return err;
-	err = io_submit_wait(&req);
-	io_req_release(&req);
+	err = iol_submit_wait(&req);
+	iol_req_release(&req);
 	return err;
 }
 
@@ -350,7 +350,7 @@ static int raw_point(struct fb_env *e, unsigned clients, struct raw_row *row)
 	struct bench *b = e->b;
 	uint64_t base = e->sim ? 0 : JRNL_SB_AREA + e->o->log_size, k = 0, lat_sum = 0;
 	uint64_t lat_max = 0, t_end, ws, t;
-	struct io_dev *dev = NULL;
+	struct iol_dev *dev = NULL;
 	void *buf = NULL;
 	int fd = -1, err = 0;
 
@@ -400,7 +400,7 @@ out:
 	if (fd >= 0)
 		close(fd);
 	if (dev)
-		io_dev_close(dev);
+		iol_dev_close(dev);
 	return err;
 }
 
@@ -474,8 +474,8 @@ static void print_human(struct frun *r)
 	bench_out(b, "delog bench %s %s\n", workload_label(o), r->e.sim ? "(sim)" : b->t.path);
 	if (r->e.sim)
 		bench_out(b, "  target      the in-memory disk (--backend sim), latency profile %s; "
-			  "a new disk per point\n", r->e.lat == IO_SIM_LAT_NVME ? "nvme" :
-			  r->e.lat == IO_SIM_LAT_SATA ? "sata" : "none");
+			  "a new disk per point\n", r->e.lat == IOL_SIM_LAT_NVME ? "nvme" :
+			  r->e.lat == IOL_SIM_LAT_SATA ? "sata" : "none");
 	else
 		bench_out_target(b, r->e.fs_type, b->o.backend);
 	bench_out(b, "  log         %s, %u x %s buffers", fmt_bytes(o->log_size, sz, sizeof(sz)),
@@ -720,8 +720,8 @@ static void print_json(struct frun *r)
 
 	bench_json_begin(r->e.b, &j);
 	json_str(&j, "fs_type", r->e.sim ? "sim" : r->e.fs_type);
-	json_str(&j, "sim_profile", !r->e.sim ? NULL : r->e.lat == IO_SIM_LAT_NVME ? "nvme" :
-		 r->e.lat == IO_SIM_LAT_SATA ? "sata" : "none");
+	json_str(&j, "sim_profile", !r->e.sim ? NULL : r->e.lat == IOL_SIM_LAT_NVME ? "nvme" :
+		 r->e.lat == IOL_SIM_LAT_SATA ? "sata" : "none");
 	json_obj_begin(&j, "params");
 	bench_json_counts(&j, "clients", o->clients, o->do_dbench ? o->nclients : 0);
 	json_arr_begin(&j, "policies");
@@ -894,7 +894,7 @@ static int plot(struct frun *r)
 	}
 	if (r->e.sim)
 		snprintf(title, sizeof(title), "delog dbench, sim disk (%s profile)",
-			 r->e.lat == IO_SIM_LAT_NVME ? "nvme" : r->e.lat == IO_SIM_LAT_SATA ? "sata" :
+			 r->e.lat == IOL_SIM_LAT_NVME ? "nvme" : r->e.lat == IOL_SIM_LAT_SATA ? "sata" :
 			 "none");
 	else
 		gp_name(title, sizeof(title), b->t.is_blockdev ? b->t.path : r->e.fs_type);
@@ -964,7 +964,7 @@ int fb_run(struct bench *b, void *state)
 	int err = 0;
 
 	r.e.sim = bench_is_sim(b);
-	r.e.lat = (enum io_sim_latency)o->sim_profile;
+	r.e.lat = (enum iol_sim_latency)o->sim_profile;
 	if (o->plot && !have_gnuplot()) {
 		bench_fail(b, -ENOENT, NULL, "--plot needs gnuplot, which is not installed "
 			   "(apt-get install gnuplot-nox)");

@@ -234,7 +234,7 @@ int dbench_point(struct fb_env *e, enum delog_flush_policy p, unsigned clients,
 		 struct dbench_row *row)
 {
 	struct dpoint pt = { .b = e->b, .o = e->o };
-	struct io_dev *simdev = NULL;
+	struct iol_dev *simdev = NULL;
 	char what[64];
 	int err;
 

@@ -69,7 +69,7 @@ struct fb_opts {
 	unsigned logbufs;         /* 0: the engine's default (8) */
 	uint32_t logbsize;        /* 0: the engine's default (256 KiB) */
 	const char *device;       /* --device */
-	int sim_profile;          /* enum io_sim_latency, or -1 when not given */
+	int sim_profile;          /* enum iol_sim_latency, or -1 when not given */
 	bool csv, quick, no_baseline;
 	const char *plot;         /* --plot FILE.png */
 	bool time_set, files_set;
@@ -83,7 +83,7 @@ struct fb_env {
 	struct bench *b;
 	const struct fb_opts *o;
 	bool sim;
-	enum io_sim_latency lat;
+	enum iol_sim_latency lat;
 	const char *fs_type;
 	double format_s;
 };
@@ -127,11 +127,11 @@ extern const char *const fb_phase_names[FB_NR_PHASES];
  * the formatted target); close it (and the sim disk).  0 or a negative errno, after
  * bench_fail. */
 int fb_log_open(struct fb_env *e, enum delog_flush_policy p, delog **log,
-		struct io_dev **simdev);
-int fb_log_close(struct fb_env *e, delog *log, struct io_dev *simdev, const char *what);
+		struct iol_dev **simdev);
+int fb_log_close(struct fb_env *e, delog *log, struct iol_dev *simdev, const char *what);
 /* The end of a dbench or fsmark point: report @err (unless 0 or -EINTR) as "@what: ...",
  * close the log (fb_log_close); returns @err, else fb_log_close's result. */
-int fb_point_end(struct fb_env *e, int err, delog *log, struct io_dev *simdev,
+int fb_point_end(struct fb_env *e, int err, delog *log, struct iol_dev *simdev,
 		 const char *what);
 void fb_stats_delta(struct fb_stats *d, const struct delog_stats *s0,
 		    const struct delog_stats *s1);

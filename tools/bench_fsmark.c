@@ -258,7 +258,7 @@ static int run_phases(struct fpoint *pt, struct fsmark_row *row)
 int fsmark_point(struct fb_env *e, enum delog_flush_policy p, struct fsmark_row *row)
 {
 	struct fpoint pt = { .b = e->b, .o = e->o };
-	struct io_dev *simdev = NULL;
+	struct iol_dev *simdev = NULL;
 	char what[64];
 	int err;
 

@@ -147,7 +147,7 @@ struct replay {
 struct run {
 	struct bench *b;
 	const struct rec_opts *o;
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	struct jrnl_geom g;
 	const char *backend;      /* the backend in use */
 	const char *fs_type;
@@ -209,7 +209,7 @@ static int rec_option(void *state, int opt, const char *arg)
 		return 0;
 	case OPT_READ_CHUNK:
 		if (parse_size(arg, &v) || v < MIN_READ_CHUNK || v > MAX_READ_CHUNK ||
-		    v % IO_SEG_BYTES)
+		    v % IOL_SEG_BYTES)
 			return bench_usage_error("--read-chunk: '%s' is not a multiple of 4K from "
 						 "1M to 256M", arg);
 		o->read_chunk = (size_t)v;
@@ -557,7 +557,7 @@ static int passes(struct run *r)
 			.readonly = true,
 		};
 		if (!r->job.size)
-			r->job.size = r->f.live_bytes - r->f.live_bytes % IO_SEG_BYTES;
+			r->job.size = r->f.live_bytes - r->f.live_bytes % IOL_SEG_BYTES;
 	}
 	for (unsigned i = 0; i < o->passes && !err; i++) {
 		bool fio_first = r->fio && i % 2;
@@ -805,7 +805,7 @@ static int rec_run(struct bench *b, void *state)
 {
 	const struct rec_opts *o = state;
 	struct run *r;
-	struct io_dev_opts dopts;
+	struct iol_dev_opts dopts;
 	struct jrnl_format_opts fo = { .sector = o->sector, .log_size = o->size };
 	struct summary s;
 	char msg[512];
@@ -827,13 +827,13 @@ static int rec_run(struct bench *b, void *state)
 		goto out;
 
 	bench_dev_opts(b, &dopts, msg, sizeof(msg));
-	err = io_dev_open(b->t.path, &dopts, &r->dev);
+	err = iol_dev_open(b->t.path, &dopts, &r->dev);
 	if (err) {
 		bench_fail(b, err, msg[0] ? NULL : b->t.path, "%s", msg[0] ? msg : tool_strerror(err));
 		goto out;
 	}
-	r->backend = io_dev_backend(r->dev);
-	r->fs_type = io_dev_geom(r->dev)->fs_type;
+	r->backend = iol_dev_backend(r->dev);
+	r->fs_type = iol_dev_geom(r->dev)->fs_type;
 	if (!b->o.backend)
 		b->o.backend = r->backend;
 
@@ -855,7 +855,7 @@ static int rec_run(struct bench *b, void *state)
 	ret = TOOL_EXIT_OK;
 out:
 	if (r->dev)
-		io_dev_close(r->dev);
+		iol_dev_close(r->dev);
 	free(r);
 	return ret;
 }

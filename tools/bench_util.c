@@ -545,21 +545,21 @@ int bench_log_prepare(struct bench *b, uint64_t bytes, const char **fs_type,
 	if (bench_target_open(b, bytes))
 		return -1;
 	if (fs_type) {
-		struct io_dev_opts dopts;
-		struct io_dev *dev;
+		struct iol_dev_opts dopts;
+		struct iol_dev *dev;
 		char msg[512];
 
 		bench_dev_opts(b, &dopts, msg, sizeof(msg));
-		err = io_dev_open(b->t.path, &dopts, &dev);
+		err = iol_dev_open(b->t.path, &dopts, &dev);
 		if (err) {
 			bench_fail(b, err, msg[0] ? NULL : b->t.path, "%s",
 				   msg[0] ? msg : tool_strerror(err));
 			return err;
 		}
-		*fs_type = io_dev_geom(dev)->fs_type; /* a static string */
+		*fs_type = iol_dev_geom(dev)->fs_type; /* a static string */
 		if (!b->o.backend)
-			b->o.backend = io_dev_backend(dev);
-		io_dev_close(dev);
+			b->o.backend = iol_dev_backend(dev);
+		iol_dev_close(dev);
 	}
 	if (pre_len && bench_prewrite(b, pre_off, pre_len))
 		return -1;

@@ -39,8 +39,8 @@
  * random order.  After every delivery, and whenever new requests were submitted or an
  * acknowledgement arrived, the controller takes a crash point: it reads what was
  * acknowledged (before the snapshot, so everything in it was durable), then the
- * unstable sectors (io_sim_unstable), their newest contents (io_sim_crash_choose, all
- * "new") and the media (io_sim_media, only after a delivery that changed it), then the
+ * unstable sectors (iol_sim_unstable), their newest contents (iol_sim_crash_choose, all
+ * "new") and the media (iol_sim_media, only after a delivery that changed it), then the
  * release watermark (after the snapshot, so it bounds every release that could have
  * mattered).  Crash states are choices per unstable sector, old / new / garbage
  * (--profile garble): all 2^k when k <= 12 and the budget allows (always with
@@ -468,7 +468,7 @@ struct round {
 	pthread_mutex_t log_mu;
 	delog *log;
 	uint64_t final_durable;
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	_Atomic bool armed, done;
 	_Atomic uint64_t arm_ev;
 	pthread_mutex_t err_mu;
@@ -931,7 +931,7 @@ struct cpoint {
 	unsigned char *newd;      /* k sectors: newest contents */
 	unsigned char *garb;      /* k sectors: garbage (garble profile) */
 	uint64_t *h_old, *h_new, *h_garb;
-	/* versions profile: sector i's intermediate versions 1..ninter[i] (io_sim numbering)
+	/* versions profile: sector i's intermediate versions 1..ninter[i] (iol_sim numbering)
 	 * are vdata/h_ver[voff[i] .. voff[i] + ninter[i]); choice 3 + j - 1 picks version j */
 	uint32_t *ninter;
 	size_t *voff, nvtot;
@@ -970,7 +970,7 @@ struct worker {
 	struct crash *cr;
 	pthread_t th;
 	uint64_t gen;
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	unsigned char *shadow;    /* what dev holds */
 	uint64_t base_cp;         /* cp id the dirty list refers to */
 	uint32_t base_round;
@@ -990,7 +990,7 @@ struct crash {
 	const char *workload;
 	enum delog_flush_policy policy;
 	uint64_t target, seed;
-	enum io_sim_crash_profile profile;
+	enum iol_sim_crash_profile profile;
 	uint32_t sector;          /* this round's (the option's, unless random draws it) */
 	uint32_t sector_opt;      /* --sector; 0: 4096, or drawn per round by random */
 	uint64_t dev_max;         /* image buffers: the largest device of any round */
@@ -1191,7 +1191,7 @@ static void latch_end(void *priv, int status)
 }
 
 /* Write the sectors in @v (ascending) from @buf (a full device image) with FUA. */
-static int dev_write_sectors(struct io_dev *dev, unsigned char *buf, const uint64_t *v, size_t n,
+static int dev_write_sectors(struct iol_dev *dev, unsigned char *buf, const uint64_t *v, size_t n,
 			     uint32_t sector)
 {
 	struct latch l = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 1, 0 };
@@ -1205,7 +1205,7 @@ static int dev_write_sectors(struct io_dev *dev, unsigned char *buf, const uint6
 		pthread_mutex_lock(&l.mu);
 		l.left++;
 		pthread_mutex_unlock(&l.mu);
-		err = io_rw_submit(dev, IO_OPF(IO_OP_WRITE, IO_FUA), v[i] * sector,
+		err = iol_rw_submit(dev, IOL_OPF(IOL_OP_WRITE, IOL_FUA), v[i] * sector,
 				   buf + v[i] * sector, (j - i) * sector, latch_end, &l);
 		if (err) {
 			latch_end(&l, err);
@@ -1275,15 +1275,15 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-static struct io_dev *sim_dev(uint64_t bytes, uint32_t sector, uint64_t seed, bool hold,
+static struct iol_dev *sim_dev(uint64_t bytes, uint32_t sector, uint64_t seed, bool hold,
 			      const void *image)
 {
-	struct io_sim_opts so = { .size = sizeof(so), .dev_bytes = bytes, .sector = sector,
+	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = bytes, .sector = sector,
 				  .seed = seed, .hold = hold, .image = image };
-	struct io_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
-	struct io_dev *dev = NULL;
+	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
+	struct iol_dev *dev = NULL;
 
-	return io_dev_open(NULL, &o, &dev) ? NULL : dev;
+	return iol_dev_open(NULL, &o, &dev) ? NULL : dev;
 }
 
 /* Bring the worker's disk to the state's image (only differing sectors are written). */
@@ -1375,7 +1375,7 @@ static int worker_sync(struct worker *w, const struct cpoint *cp, const uint8_t 
 	return err;
 }
 
-static void recover_ro(struct worker *w, struct io_dev *dev, const struct jrnl_geom *g,
+static void recover_ro(struct worker *w, struct iol_dev *dev, const struct jrnl_geom *g,
 		       const struct cont *cont, uint64_t cont_base, struct summary *s)
 {
 	struct jrnl_recover_opts ro = { .replay = jrnl_cb, .read_only = true };
@@ -1421,7 +1421,7 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 	struct rctx rc2 = { .rd = rd, .s = &s2 };
 	struct cont ct = { 0 };
 	struct jrnl_geom g;
-	struct io_dev *d2, *d3 = NULL;
+	struct iol_dev *d2, *d3 = NULL;
 	unsigned char *img = NULL;
 	delog *log = NULL;
 	char msg[240];
@@ -1517,7 +1517,7 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 		}
 	}
 	img = malloc(rd->dev_bytes);
-	if (!img || io_sim_crash(d2, seed, cr->profile, img, NULL))
+	if (!img || iol_sim_crash(d2, seed, cr->profile, img, NULL))
 		goto out;
 	delog_close(log);
 	log = NULL;
@@ -1547,9 +1547,9 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 out:
 	if (log)
 		delog_close(log);
-	io_dev_close(d2);
+	iol_dev_close(d2);
 	if (d3)
-		io_dev_close(d3);
+		iol_dev_close(d3);
 	free(img);
 	free(rc2.it);
 	free(rc2.txv);
@@ -1563,7 +1563,7 @@ static void run_job(struct worker *w, const struct job *j)
 
 	if (w->sector != cr->sector) {
 		/* The round's sector size differs from the disk's: a new disk (all zeroes). */
-		io_dev_close(w->dev);
+		iol_dev_close(w->dev);
 		w->dev = sim_dev(cr->dev_max, cr->sector, seed_for(cr->seed, 0x3003, w->sector),
 				 false, NULL);
 		if (!w->dev) {
@@ -1598,7 +1598,7 @@ static void run_job(struct worker *w, const struct job *j)
 		unsigned char *img = malloc(cr->rd->dev_bytes);
 
 		/* The disk itself, read back through the iolayer, must hash as the state. */
-		if (img && !io_rw_wait(w->dev, IO_OPF(IO_OP_READ, 0), 0, w->shadow,
+		if (img && !iol_rw_wait(w->dev, IOL_OPF(IOL_OP_READ, 0), 0, w->shadow,
 				       cr->rd->dev_bytes, NULL)) {
 			for (uint64_t s = 0; s < cr->rd->dev_bytes / cr->sector; s++)
 				h += sector_hash(w->shadow + s * cr->sector, cr->sector, s);
@@ -1687,7 +1687,7 @@ struct ctl {
 	struct wr *fl;            /* writes in flight */
 	size_t nfl, flcap;
 	bool media_dirty;
-	struct io_sim_event ev[512];
+	struct iol_sim_event ev[512];
 };
 
 static void prot_viol(struct crash *cr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1710,16 +1710,16 @@ static void prot_viol(struct crash *cr, const char *fmt, ...)
  * physical end, which carries FUA but not the first part's PREFLUSH. */
 static bool flags_allowed(enum delog_flush_policy p, uint32_t f, bool wrap)
 {
-	f &= IO_PREFLUSH | IO_FUA;
-	if (!f || f == (IO_PREFLUSH | IO_FUA)) /* PREFLUSH|FUA: commits, and every unmount */
+	f &= IOL_PREFLUSH | IOL_FUA;
+	if (!f || f == (IOL_PREFLUSH | IOL_FUA)) /* PREFLUSH|FUA: commits, and every unmount */
 		return true;
-	if (wrap && f == IO_FUA && p != DELOG_FLUSH_SINGLE)
+	if (wrap && f == IOL_FUA && p != DELOG_FLUSH_SINGLE)
 		return true;
 	switch (p) {
 	case DELOG_FLUSH_SYNC:
-		return f == IO_PREFLUSH;
+		return f == IOL_PREFLUSH;
 	case DELOG_FLUSH_ASYNC:
-		return f == IO_FUA;
+		return f == IOL_FUA;
 	default:
 		return false;
 	}
@@ -1740,14 +1740,14 @@ static void trace_step(struct crash *cr, struct ctl *t, size_t L, uint64_t tail,
 
 	while (t->cursor < L) {
 		size_t want = L - t->cursor < 512 ? L - t->cursor : 512;
-		size_t n = io_sim_trace_copy(rd->dev, t->cursor, t->ev, want);
+		size_t n = iol_sim_trace_copy(rd->dev, t->cursor, t->ev, want);
 
 		if (!n)
 			break;
 		for (size_t j = 0; j < n; j++) {
-			const struct io_sim_event *e = &t->ev[j];
+			const struct iol_sim_event *e = &t->ev[j];
 			bool live = armed && t->cursor + j >= arm;
-			uint32_t op = e->opf & IO_OP_MASK;
+			uint32_t op = e->opf & IOL_OP_MASK;
 
 			if (e->req_id >= t->wid_cap) {
 				size_t cap = t->wid_cap * 2;
@@ -1762,7 +1762,7 @@ static void trace_step(struct crash *cr, struct ctl *t, size_t L, uint64_t tail,
 				t->wid_done = p;
 				t->wid_cap = cap;
 			}
-			if (e->type == IO_SIM_EV_SUBMIT && op == IO_OP_WRITE) {
+			if (e->type == IOL_SIM_EV_SUBMIT && op == IOL_OP_WRITE) {
 				uint64_t first = e->off / sec, nr = e->len / sec;
 
 				if (live) {
@@ -1771,8 +1771,8 @@ static void trace_step(struct crash *cr, struct ctl *t, size_t L, uint64_t tail,
 							   e->off == JRNL_LOG_START))
 						prot_viol(cr, "%s policy issued a write with%s%s at "
 							  "sector %" PRIu64, delog_flush_policy_name(rd->policy),
-							  e->opf & IO_PREFLUSH ? " PREFLUSH" : "",
-							  e->opf & IO_FUA ? " FUA" : "", first);
+							  e->opf & IOL_PREFLUSH ? " PREFLUSH" : "",
+							  e->opf & IOL_FUA ? " FUA" : "", first);
 					for (size_t i = 0; i < t->nfl; i++)
 						if (first < t->fl[i].first + t->fl[i].nr &&
 						    t->fl[i].first < first + nr)
@@ -1801,14 +1801,14 @@ static void trace_step(struct crash *cr, struct ctl *t, size_t L, uint64_t tail,
 				cr->new_dirty = true;
 				if (!grow((void **)&t->fl, &t->flcap, t->nfl + 1, sizeof(*t->fl)))
 					t->fl[t->nfl++] = (struct wr){ e->req_id, first, nr, e->opf };
-			} else if (e->type == IO_SIM_EV_FLUSH_DONE) {
+			} else if (e->type == IOL_SIM_EV_FLUSH_DONE) {
 				t->media_dirty = true;
-			} else if (e->type == IO_SIM_EV_COMPLETE) {
+			} else if (e->type == IOL_SIM_EV_COMPLETE) {
 				t->wid_done[e->req_id] = e->seq;
-				if (op == IO_OP_WRITE) {
-					if (e->opf & IO_FUA)
+				if (op == IOL_OP_WRITE) {
+					if (e->opf & IOL_FUA)
 						t->media_dirty = true;
-					if (e->opf & IO_PREFLUSH)
+					if (e->opf & IOL_PREFLUSH)
 						cr->new_dirty = true; /* its data shows only now */
 					for (size_t i = 0; i < t->nfl; i++) {
 						if (t->fl[i].id == e->req_id) {
@@ -1861,7 +1861,7 @@ static int media_refresh(struct crash *cr, unsigned char *tmp, uint64_t next_cp)
 
 		while (j < n && cr->touch[j] == cr->touch[j - 1] + 1)
 			j++;
-		err = io_sim_media(cr->rd->dev, cr->touch[i] * sec, tmp + cr->touch[i] * sec,
+		err = iol_sim_media(cr->rd->dev, cr->touch[i] * sec, tmp + cr->touch[i] * sec,
 				   (j - i) * sec);
 		for (size_t q = i; !err && q < j; q++) {
 			uint64_t s = cr->touch[q];
@@ -1967,7 +1967,7 @@ static uint64_t track_must_lo(struct round *rd, uint64_t durable, uint64_t relea
 }
 
 /* Versions profile: the intermediate versions of each unstable sector of the point
- * (io_sim_version_read; at most 253 a sector, the choice byte's room). */
+ * (iol_sim_version_read; at most 253 a sector, the choice byte's room). */
 static int take_versions(struct crash *cr, struct cpoint *cp)
 {
 	uint32_t sec = cr->sector, *nv = malloc((cp->k + 1) * sizeof(*nv));
@@ -1990,7 +1990,7 @@ static int take_versions(struct crash *cr, struct cpoint *cp)
 	}
 	/* Submissions since the snapshot only append versions (and sectors): what is read
 	 * here was written either way. */
-	k = io_sim_unstable_versions(cr->rd->dev, u, nv, cp->k);
+	k = iol_sim_unstable_versions(cr->rd->dev, u, nv, cp->k);
 	for (size_t i = 0, j = 0; i < cp->k && j < (k < cp->k ? k : cp->k); j++) {
 		while (i < cp->k && cp->u[i] < u[j])
 			i++;
@@ -2013,7 +2013,7 @@ static int take_versions(struct crash *cr, struct cpoint *cp)
 		for (uint32_t v = 0; v < cp->ninter[i]; v++) {
 			unsigned char *d = cp->vdata + (cp->voff[i] + v) * sec;
 
-			if (io_sim_version_read(cr->rd->dev, cp->u[i], v + 1, d))
+			if (iol_sim_version_read(cr->rd->dev, cp->u[i], v + 1, d))
 				memcpy(d, cp->newd + i * sec, sec); /* gone meanwhile: new */
 			cp->h_ver[cp->voff[i] + v] = sector_hash(d, sec, cp->u[i]);
 		}
@@ -2047,8 +2047,8 @@ static int take_point(struct crash *cr, struct ctl *t, struct pointbuf *pb, uint
 		t->media_dirty = false;
 	}
 	for (int tries = 0;; tries++) {
-		L0 = io_sim_trace_len(rd->dev);
-		k = io_sim_unstable(rd->dev, cr->ubuf, cr->ucap);
+		L0 = iol_sim_trace_len(rd->dev);
+		k = iol_sim_unstable(rd->dev, cr->ubuf, cr->ucap);
 		if (k > cr->ucap) {
 			if (grow((void **)&cr->ubuf, &cr->ucap, k, 8))
 				return -ENOMEM;
@@ -2067,14 +2067,14 @@ static int take_point(struct crash *cr, struct ctl *t, struct pointbuf *pb, uint
 			if (i == k)
 				break;
 		}
-		err = k ? io_sim_crash_choose(rd->dev, cr->ones, k, 0, cr->newimg) : 0;
+		err = k ? iol_sim_crash_choose(rd->dev, cr->ones, k, 0, cr->newimg) : 0;
 		if (!err)
 			cr->new_dirty = false;
 		if (err == -EINVAL && tries < 64)
 			continue; /* a submission changed the unstable set: again */
 		if (err)
 			return err;
-		if (io_sim_trace_len(rd->dev) == L0 || tries >= 16)
+		if (iol_sim_trace_len(rd->dev) == L0 || tries >= 16)
 			break;
 	}
 	cp->released = atomic_load(&rd->released);
@@ -2109,12 +2109,12 @@ static int take_point(struct crash *cr, struct ctl *t, struct pointbuf *pb, uint
 	free(cp->h_garb);
 	cp->u = malloc((k + 1) * 8);
 	cp->newd = malloc((k + 1) * (size_t)sec);
-	cp->garb = cr->profile == IO_SIM_GARBLE ? malloc((k + 1) * (size_t)sec) : NULL;
+	cp->garb = cr->profile == IOL_SIM_GARBLE ? malloc((k + 1) * (size_t)sec) : NULL;
 	cp->h_old = malloc((k + 1) * 8);
 	cp->h_new = malloc((k + 1) * 8);
 	cp->h_garb = malloc((k + 1) * 8);
 	if (!cp->u || !cp->newd || !cp->h_old || !cp->h_new || !cp->h_garb ||
-	    (cr->profile == IO_SIM_GARBLE && !cp->garb))
+	    (cr->profile == IOL_SIM_GARBLE && !cp->garb))
 		return -ENOMEM;
 	for (size_t i = 0; i < k; i++) {
 		uint64_t s = cr->ubuf[i];
@@ -2130,7 +2130,7 @@ static int take_point(struct crash *cr, struct ctl *t, struct pointbuf *pb, uint
 		}
 	}
 	cp->nvtot = 0;
-	return cr->profile == IO_SIM_VERSIONS ? take_versions(cr, cp) : 0;
+	return cr->profile == IOL_SIM_VERSIONS ? take_versions(cr, cp) : 0;
 }
 
 static uint64_t state_hash(const struct cpoint *cp, const uint8_t *choice)
@@ -2278,13 +2278,13 @@ static void random_state(struct crash *cr, uint64_t *r, uint8_t *ch, size_t k)
 	for (size_t i = 0; i < k; i++) {
 		uint64_t v = rnd(r);
 
-		if (cr->profile == IO_SIM_VERSIONS && cp->nvtot && cp->ninter[i]) {
+		if (cr->profile == IOL_SIM_VERSIONS && cp->nvtot && cp->ninter[i]) {
 			/* any version: old, new or one in between, uniformly */
 			v %= 2 + cp->ninter[i];
 			ch[i] = (uint8_t)(v < 2 ? v : v + 1);
 			continue;
 		}
-		ch[i] = cr->profile == IO_SIM_GARBLE ? (uint8_t)(v % 3) : (uint8_t)(v >> 63);
+		ch[i] = cr->profile == IOL_SIM_GARBLE ? (uint8_t)(v % 3) : (uint8_t)(v >> 63);
 	}
 }
 
@@ -2292,11 +2292,11 @@ static int gen_states(struct crash *cr, struct ctl *t, uint64_t budget)
 {
 	struct cpoint *cp = &cr->cp;
 	size_t k = cp->k;
-	bool garble = cr->profile == IO_SIM_GARBLE;
+	bool garble = cr->profile == IOL_SIM_GARBLE;
 	uint64_t r = seed_for(cr->rd->seed, 0x57a7e, cp->seq);
 	uint8_t *ch = malloc(k + 1);
 	struct structured st = { .k = k, .garble = garble, .cp = cp };
-	bool vers = cr->profile == IO_SIM_VERSIONS && cp->nvtot;
+	bool vers = cr->profile == IOL_SIM_VERSIONS && cp->nvtot;
 	int err = 0;
 
 	if (!ch)
@@ -2924,7 +2924,7 @@ static void *coord_main(void *arg)
 	pthread_mutex_lock(&rd->log_mu);
 	rd->log = log;
 	pthread_mutex_unlock(&rd->log_mu);
-	atomic_store(&rd->arm_ev, io_sim_trace_len(rd->dev));
+	atomic_store(&rd->arm_ev, iol_sim_trace_len(rd->dev));
 	atomic_store(&rd->armed, true);
 	for (unsigned c = 0; c < rd->wl.clients; c++) {
 		cl[c] = (struct client){ rd, c, 0, &co->stop };
@@ -2994,15 +2994,15 @@ static void progress(struct crash *cr, bool end)
 static int format_image(const struct round *rd, unsigned char *img)
 {
 	struct jrnl_format_opts fo = { .sector = rd->sector, .log_size = rd->log_bytes };
-	struct io_dev *dev = sim_dev(rd->dev_bytes, rd->sector, rd->seed, false, NULL);
+	struct iol_dev *dev = sim_dev(rd->dev_bytes, rd->sector, rd->seed, false, NULL);
 	int err;
 
 	if (!dev)
 		return -ENOMEM;
 	err = jrnl_format(dev, &fo, NULL);
 	if (!err)
-		err = io_sim_media(dev, 0, img, rd->dev_bytes);
-	io_dev_close(dev);
+		err = iol_sim_media(dev, 0, img, rd->dev_bytes);
+	iol_dev_close(dev);
 	return err;
 }
 
@@ -3056,7 +3056,7 @@ static int run_session(struct crash *cr, struct ctl *t, struct pointbuf *pb, uin
 	if (pthread_create(&th, NULL, coord_main, &co))
 		return -EAGAIN;
 	for (;;) {
-		size_t L = io_sim_trace_len(rd->dev);
+		size_t L = iol_sim_trace_len(rd->dev);
 		struct delog_stats st = { .size = sizeof(st) };
 		bool known = false;
 		uint64_t ack, dur;
@@ -3122,8 +3122,8 @@ static int run_session(struct crash *cr, struct ctl *t, struct pointbuf *pb, uin
 				}
 			}
 		}
-		if (io_sim_pending(rd->dev)) {
-			io_sim_deliver(rd->dev, 1, IO_SIM_RANDOM);
+		if (iol_sim_pending(rd->dev)) {
+			iol_sim_deliver(rd->dev, 1, IOL_SIM_RANDOM);
 			idle_since = 0;
 		} else if (atomic_load(&rd->done)) {
 			break;
@@ -3145,15 +3145,15 @@ static int run_session(struct crash *cr, struct ctl *t, struct pointbuf *pb, uin
 	if (err) {
 		/* Let the workload finish so the threads can be joined. */
 		atomic_store(&co.stop, true);
-		while (!atomic_load(&rd->done) || io_sim_pending(rd->dev))
-			if (!io_sim_deliver(rd->dev, 1, IO_SIM_RANDOM))
+		while (!atomic_load(&rd->done) || iol_sim_pending(rd->dev))
+			if (!iol_sim_deliver(rd->dev, 1, IOL_SIM_RANDOM))
 				sched_yield();
 	}
 	pthread_join(th, NULL);
 	if (cyc1 > cyc0)
 		cr->cv_laps += cyc1 - cyc0;
 	if (!err && !*cut_taken && atomic_load(&rd->armed) && cr->states < cr->target) {
-		size_t L = io_sim_trace_len(rd->dev);
+		size_t L = iol_sim_trace_len(rd->dev);
 
 		trace_step(cr, t, L, 0, false);
 		err = crash_point(cr, t, pb, ++*round_cp); /* after the clean close */
@@ -3266,7 +3266,7 @@ static int run_round(struct crash *cr, uint64_t r)
 			break;
 		}
 		err = run_session(cr, &t, &pb, &round_cp, cut_at, cut, &cut_taken);
-		io_dev_close(rd->dev);
+		iol_dev_close(rd->dev);
 		rd->dev = NULL;
 		if (rd->err[0] || rd->chain_end)
 			break;
@@ -3318,7 +3318,7 @@ static int run_round(struct crash *cr, uint64_t r)
 			rd->session + 1);
 out:
 	if (rd->dev)
-		io_dev_close(rd->dev);
+		iol_dev_close(rd->dev);
 	cache_clear(cr);
 	cr->rd = NULL;
 	for (unsigned c = 0; c < CR_MAX_CLIENTS; c++) {
@@ -3385,9 +3385,9 @@ static void help(void)
 	       "\nExit status: 0 no violation, 1 violations or failure, 2 usage error.\n");
 }
 
-static const char *profile_name(enum io_sim_crash_profile p)
+static const char *profile_name(enum iol_sim_crash_profile p)
 {
-	return p == IO_SIM_GARBLE ? "garble" : p == IO_SIM_VERSIONS ? "versions" : "strict";
+	return p == IOL_SIM_GARBLE ? "garble" : p == IOL_SIM_VERSIONS ? "versions" : "strict";
 }
 
 static void print_text(struct crash *cr, double secs)
@@ -3624,11 +3624,11 @@ int cmd_crash(int argc, char **argv)
 			break;
 		case O_PROFILE:
 			if (!strcmp(optarg, "strict"))
-				cr->profile = IO_SIM_STRICT;
+				cr->profile = IOL_SIM_STRICT;
 			else if (!strcmp(optarg, "garble"))
-				cr->profile = IO_SIM_GARBLE;
+				cr->profile = IOL_SIM_GARBLE;
 			else if (!strcmp(optarg, "versions"))
-				cr->profile = IO_SIM_VERSIONS;
+				cr->profile = IOL_SIM_VERSIONS;
 			else
 				return usage_err("--profile", optarg, "strict, garble or versions");
 			break;
@@ -3712,7 +3712,7 @@ int cmd_crash(int argc, char **argv)
 		w->cr = cr;
 		w->dev = sim_dev(cr->dev_max, cr->sector, seed_for(cr->seed, 0x3003, i), false, NULL);
 		w->sector = cr->sector;
-		w->shadow = w->dev ? io_buf_alloc(w->dev, cr->dev_max) : NULL;
+		w->shadow = w->dev ? iol_buf_alloc(w->dev, cr->dev_max) : NULL;
 		if (!w->shadow) {
 			fprintf(stderr, "delog crash: cannot open a sim disk for recovery\n");
 			return TOOL_EXIT_FAIL;
@@ -3744,7 +3744,7 @@ int cmd_crash(int argc, char **argv)
 	pthread_mutex_unlock(&cr->mu);
 	for (unsigned i = 0; i < cr->nworkers; i++) {
 		pthread_join(cr->w[i].th, NULL);
-		io_dev_close(cr->w[i].dev);
+		iol_dev_close(cr->w[i].dev);
 		free(cr->w[i].shadow);
 		free(cr->w[i].dirty);
 		free(cr->w[i].cand);

@@ -64,9 +64,9 @@ static void help(void)
 }
 
 /* Does @dev hold anything: a delog superblock (described in @what) or non-zero bytes? */
-static int holds_data(struct io_dev *dev, char *what, size_t len)
+static int holds_data(struct iol_dev *dev, char *what, size_t len)
 {
-	uint64_t size = io_dev_geom(dev)->size_bytes;
+	uint64_t size = iol_dev_geom(dev)->size_bytes;
 	size_t n = size < FORMAT_PROBE_BYTES ? (size_t)size : FORMAT_PROBE_BYTES;
 	struct jrnl_geom g;
 	unsigned char *buf;
@@ -89,13 +89,13 @@ static int holds_data(struct io_dev *dev, char *what, size_t len)
 			 tool_err_name(err));
 		return 1;
 	}
-	n -= n % io_dev_geom(dev)->dio_off_align;
+	n -= n % iol_dev_geom(dev)->dio_off_align;
 	if (!n)
 		return 0;
-	buf = io_buf_alloc(dev, n);
+	buf = iol_buf_alloc(dev, n);
 	if (!buf)
 		return -ENOMEM;
-	err = io_rw_wait(dev, IO_OPF(IO_OP_READ, 0), 0, buf, n, NULL);
+	err = iol_rw_wait(dev, IOL_OPF(IOL_OP_READ, 0), 0, buf, n, NULL);
 	if (!err) {
 		for (size_t i = 0; i < n; i++) {
 			if (buf[i]) {
@@ -139,9 +139,9 @@ int cmd_format(int argc, char **argv)
 	bool force = false, json = false, created = false;
 	unsigned mode = 0600;
 	char msg[512] = "", what[256] = "";
-	struct io_dev_opts o = { .size = sizeof(o), .errmsg = msg, .errmsg_len = sizeof(msg) };
+	struct iol_dev_opts o = { .size = sizeof(o), .errmsg = msg, .errmsg_len = sizeof(msg) };
 	struct jrnl_format_opts fo = { 0 };
-	struct io_dev *dev = NULL;
+	struct iol_dev *dev = NULL;
 	struct jrnl_geom g;
 	struct stat st;
 	int ch, err;
@@ -172,7 +172,7 @@ int cmd_format(int argc, char **argv)
 			break;
 		case 'b':
 			backend = strcmp(optarg, "auto") ? optarg : NULL;
-			if (backend && (!strcmp(backend, "sim") || !io_backend_built(backend))) {
+			if (backend && (!strcmp(backend, "sim") || !iol_backend_built(backend))) {
 				fprintf(stderr, "delog format: --backend: '%s' is not a built-in device backend\n",
 					optarg);
 				return TOOL_EXIT_USAGE;
@@ -212,7 +212,7 @@ int cmd_format(int argc, char **argv)
 				path);
 			return TOOL_EXIT_USAGE;
 		}
-		err = io_file_create(path, JRNL_SB_AREA + size, mode, msg, sizeof(msg));
+		err = iol_file_create(path, JRNL_SB_AREA + size, mode, msg, sizeof(msg));
 		if (err) {
 			fprintf(stderr, "delog format: %s\n", *msg ? msg : strerror(-err));
 			return TOOL_EXIT_FAIL;
@@ -251,7 +251,7 @@ int cmd_format(int argc, char **argv)
 	}
 
 	o.backend = backend;
-	err = io_dev_open(path, &o, &dev);
+	err = iol_dev_open(path, &o, &dev);
 	if (err) {
 		fprintf(stderr, "delog format: %s\n", *msg ? msg : strerror(-err));
 		goto fail;
@@ -267,29 +267,29 @@ int cmd_format(int argc, char **argv)
 			goto fail;
 		}
 	}
-	if (io_dev_geom(dev)->size_bytes < JRNL_SB_AREA + MIN_LOG ||
-	    size > io_dev_geom(dev)->size_bytes - JRNL_SB_AREA) {
+	if (iol_dev_geom(dev)->size_bytes < JRNL_SB_AREA + MIN_LOG ||
+	    size > iol_dev_geom(dev)->size_bytes - JRNL_SB_AREA) {
 		fprintf(stderr, "delog format: %s: %" PRIu64 " bytes: too small for a %s log "
-			"(need %" PRIu64 " bytes)\n", path, io_dev_geom(dev)->size_bytes,
+			"(need %" PRIu64 " bytes)\n", path, iol_dev_geom(dev)->size_bytes,
 			size ? "--size" : "minimal", (uint64_t)JRNL_SB_AREA + (size ? size : (uint64_t)MIN_LOG));
 		err = -ENOSPC;
 		goto fail;
 	}
-	if (sector < io_dev_geom(dev)->dio_off_align) {
+	if (sector < iol_dev_geom(dev)->dio_off_align) {
 		fprintf(stderr, "delog format: %s: --sector %" PRIu64 " is below the device's "
 			"%u-byte O_DIRECT alignment; use --sector 4096\n", path, sector,
-			io_dev_geom(dev)->dio_off_align);
+			iol_dev_geom(dev)->dio_off_align);
 		err = -EINVAL;
 		goto fail;
 	}
 	fo.sector = (uint32_t)sector;
-	fo.log_size = size ? size : (io_dev_geom(dev)->size_bytes - JRNL_SB_AREA) / sector * sector;
+	fo.log_size = size ? size : (iol_dev_geom(dev)->size_bytes - JRNL_SB_AREA) / sector * sector;
 	err = jrnl_format(dev, &fo, &g);
 	if (err) {
 		fprintf(stderr, "delog format: %s: %s\n", path, tool_strerror(err));
 		goto fail;
 	}
-	err = io_dev_close(dev);
+	err = iol_dev_close(dev);
 	dev = NULL;
 	if (err) {
 		fprintf(stderr, "delog format: %s: close: %s\n", path, strerror(-err));
@@ -311,7 +311,7 @@ int cmd_format(int argc, char **argv)
 	return TOOL_EXIT_OK;
 fail:
 	if (dev)
-		io_dev_close(dev);
+		iol_dev_close(dev);
 	if (created)
 		unlink(path);
 	return TOOL_EXIT_FAIL;

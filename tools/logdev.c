@@ -45,9 +45,9 @@ const char *tool_err_name(int err)
 }
 
 /* Name the superblock field behind jrnl_sb_read's @err, from the raw bytes. */
-static void sb_detail(struct io_dev *dev, int err, uint64_t *off, char *what, size_t len)
+static void sb_detail(struct iol_dev *dev, int err, uint64_t *off, char *what, size_t len)
 {
-	uint64_t size = io_dev_geom(dev)->size_bytes;
+	uint64_t size = iol_dev_geom(dev)->size_bytes;
 	struct jrnl_sb sb;
 	unsigned char *buf;
 	bool zero = true;
@@ -55,12 +55,12 @@ static void sb_detail(struct io_dev *dev, int err, uint64_t *off, char *what, si
 	*off = 0;
 	if (err == DELOG_ETRUNCATED && size < JRNL_SB_AREA) {
 		snprintf(what, len, "%s is %" PRIu64 " bytes, smaller than the %u-byte superblock area",
-			 io_dev_geom(dev)->is_blockdev ? "the device" : "the file", size, JRNL_SB_AREA);
+			 iol_dev_geom(dev)->is_blockdev ? "the device" : "the file", size, JRNL_SB_AREA);
 		*off = size;
 		return;
 	}
-	buf = io_buf_alloc(dev, JRNL_SB_AREA);
-	if (!buf || io_rw_wait(dev, IO_OPF(IO_OP_READ, 0), 0, buf, JRNL_SB_AREA, NULL)) {
+	buf = iol_buf_alloc(dev, JRNL_SB_AREA);
+	if (!buf || iol_rw_wait(dev, IOL_OPF(IOL_OP_READ, 0), 0, buf, JRNL_SB_AREA, NULL)) {
 		snprintf(what, len, "the superblock cannot be read back");
 		free(buf);
 		return;
@@ -73,7 +73,7 @@ static void sb_detail(struct io_dev *dev, int err, uint64_t *off, char *what, si
 		*off = size;
 		snprintf(what, len, "the superblock describes a log ending at byte %" PRIu64
 			 ", but the %s ends at %" PRIu64, sb.log_start + sb.log_size,
-			 io_dev_geom(dev)->is_blockdev ? "device" : "file", size);
+			 iol_dev_geom(dev)->is_blockdev ? "device" : "file", size);
 		break;
 	case DELOG_ENOTLOG:
 		if (zero)
@@ -124,7 +124,7 @@ int tool_log_open(const char *cmd, const char *path, const char *backend, bool r
 		  struct tool_log *out)
 {
 	char msg[512] = "";
-	struct io_dev_opts o = {
+	struct iol_dev_opts o = {
 		.size = sizeof(o), .backend = backend, .read_only = read_only,
 		.errmsg = msg, .errmsg_len = sizeof(msg),
 	};
@@ -135,7 +135,7 @@ int tool_log_open(const char *cmd, const char *path, const char *backend, bool r
 
 	memset(out, 0, sizeof(*out));
 	out->path = path;
-	/* io_dev_open's open(2) would block on a FIFO (print and recover --dry-run open
+	/* iol_dev_open's open(2) would block on a FIFO (print and recover --dry-run open
 	 * read-only, which waits for a writer): refuse such a path before opening it. */
 	err = tool_path_check(path, &st, what, sizeof(what));
 	if (err) {
@@ -144,7 +144,7 @@ int tool_log_open(const char *cmd, const char *path, const char *backend, bool r
 		snprintf(out->err_what, sizeof(out->err_what), "%s", what);
 		return err;
 	}
-	err = io_dev_open(path, &o, &out->dev);
+	err = iol_dev_open(path, &o, &out->dev);
 	if (err) {
 		fprintf(stderr, "delog %s: %s: %s\n", cmd, path, *msg ? msg : tool_strerror(err));
 		return err;
@@ -156,7 +156,7 @@ int tool_log_open(const char *cmd, const char *path, const char *backend, bool r
 		out->err = err;
 		out->err_off = off;
 		snprintf(out->err_what, sizeof(out->err_what), "%s", what);
-		io_dev_close(out->dev);
+		iol_dev_close(out->dev);
 		out->dev = NULL;
 		return err;
 	}
@@ -166,7 +166,7 @@ int tool_log_open(const char *cmd, const char *path, const char *backend, bool r
 void tool_log_close(struct tool_log *l)
 {
 	if (l->dev)
-		io_dev_close(l->dev);
+		iol_dev_close(l->dev);
 	l->dev = NULL;
 }
 

@@ -17,7 +17,7 @@
  *    the filesystem journal and the numbers would describe ext4, not the disk.  A loop
  *    device over a sparse file has the same problem one layer down, so block devices are
  *    pre-written too.  The zero-fill is also the warm-up for the bandwidth passes.
- *  - Latency ops are submitted one at a time and waited for (io_submit_wait): the number
+ *  - Latency ops are submitted one at a time and waited for (iol_submit_wait): the number
  *    wanted is what one synchronous commit costs, so nothing may overlap it.  A few
  *    unmeasured ops precede each test; percentiles are nearest-rank over >= 200 samples.
  *  - Writes go to distinct 4 KiB offsets, cycling through the region, so no test
@@ -84,7 +84,7 @@ struct probe_opts {
 	uint64_t ops;              /* measured ops per latency test */
 	uint64_t bw_bytes;         /* bytes per bandwidth pass; 0: the region */
 	unsigned passes;           /* bandwidth passes per direction */
-	enum io_sim_latency sim_latency;
+	enum iol_sim_latency sim_latency;
 };
 
 /* The thing being probed and what was done to it, so cleanup can undo it. */
@@ -111,7 +111,7 @@ struct backend_result {
 	char error[512];
 	struct lat_stats lat[NR_LAT];
 	double write_mbs, read_mbs;
-	struct io_counters cnt;
+	struct iol_counters cnt;
 	bool fio_tried;
 	struct fio_result fio;
 };
@@ -248,47 +248,47 @@ static uint64_t next_off(struct probe *p)
 }
 
 /* One op of @test, timed from first submission to last completion. */
-static int lat_op(struct probe *p, struct io_dev *dev, enum lat_test test, void *buf,
+static int lat_op(struct probe *p, struct iol_dev *dev, enum lat_test test, void *buf,
 		  uint64_t *ns, char *err, size_t errlen)
 {
-	uint32_t wflags = test == LAT_FUA ? IO_FUA : 0;
+	uint32_t wflags = test == LAT_FUA ? IOL_FUA : 0;
 	bool do_write = test != LAT_FLUSH;
 	bool do_flush = test == LAT_WRITE_FLUSH || test == LAT_FLUSH;
-	struct io_req w, f;
+	struct iol_req w, f;
 	uint64_t off = do_write ? next_off(p) : 0;
 	uint64_t t0;
 	int rc;
 
-	rc = io_req_init(&w, dev, 1, IO_OPF(IO_OP_WRITE, wflags));
+	rc = iol_req_init(&w, dev, 1, IOL_OPF(IOL_OP_WRITE, wflags));
 	if (!rc)
-		rc = io_req_add(&w, buf, OP_BYTES);
+		rc = iol_req_add(&w, buf, OP_BYTES);
 	if (rc) {
 		snprintf(err, errlen, "cannot set up a write request: %s", tool_strerror(rc));
 		return rc;
 	}
 	w.off = off;
-	rc = io_req_init(&f, dev, 0, IO_OPF(IO_OP_FLUSH, 0));
+	rc = iol_req_init(&f, dev, 0, IOL_OPF(IOL_OP_FLUSH, 0));
 	if (rc) {
-		io_req_release(&w);
+		iol_req_release(&w);
 		snprintf(err, errlen, "cannot set up a flush request: %s", tool_strerror(rc));
 		return rc;
 	}
 
 	t0 = now_ns();
-	rc = do_write ? io_submit_wait(&w) : 0;
+	rc = do_write ? iol_submit_wait(&w) : 0;
 	if (!rc && do_flush)
-		rc = io_submit_wait(&f);
+		rc = iol_submit_wait(&f);
 	*ns = now_ns() - t0;
 
-	io_req_release(&w);
-	io_req_release(&f);
+	iol_req_release(&w);
+	iol_req_release(&f);
 	if (rc)
 		snprintf(err, errlen, "%s%s: %s", do_write ? "4 KiB write" : "flush",
 			 do_write && do_flush ? " + flush" : "", tool_strerror(rc));
 	return rc;
 }
 
-static int lat_test_run(struct probe *p, struct io_dev *dev, const char *be, enum lat_test test,
+static int lat_test_run(struct probe *p, struct iol_dev *dev, const char *be, enum lat_test test,
 			void *buf, struct lat_stats *st, char *err, size_t errlen)
 {
 	uint64_t ns;
@@ -317,7 +317,7 @@ static int lat_test_run(struct probe *p, struct io_dev *dev, const char *be, enu
 struct bw;
 
 struct bw_slot {
-	struct io_req req;
+	struct iol_req req;
 	void *buf;
 	struct bw *bw;
 };
@@ -330,8 +330,8 @@ struct bw_slot {
 struct bw {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	struct io_dev *dev;
-	enum io_op op;
+	struct iol_dev *dev;
+	enum iol_op op;
 	uint64_t next, end;        /* Locked: next offset to issue, end of the pass */
 	unsigned inflight;         /* Locked: slots issued and not yet finished */
 	bool stop;                 /* Locked: interrupted, issue nothing more */
@@ -340,22 +340,22 @@ struct bw {
 	struct bw_slot slot[BW_QD];
 };
 
-static void bw_end_io(struct io_req *req);
+static void bw_end_io(struct iol_req *req);
 
 /* (Re)issue @s at @off.  Returns 0 or the submission error. */
 static int bw_issue(struct bw_slot *s, uint64_t off)
 {
 	struct bw *bw = s->bw;
-	int rc = io_req_init(&s->req, bw->dev, 1, IO_OPF(bw->op, 0));
+	int rc = iol_req_init(&s->req, bw->dev, 1, IOL_OPF(bw->op, 0));
 
 	if (!rc)
-		rc = io_req_add(&s->req, s->buf, BW_BLOCK);
+		rc = iol_req_add(&s->req, s->buf, BW_BLOCK);
 	if (rc)
 		return rc;
 	s->req.off = off;
 	s->req.end_io = bw_end_io;
 	s->req.priv = s;
-	return io_submit(&s->req);
+	return iol_submit(&s->req);
 }
 
 /* Take the next offset for a slot, or retire the slot (with @err, if any). */
@@ -379,22 +379,22 @@ static bool bw_next(struct bw *bw, int err, uint64_t err_off, uint64_t *off)
 	return more;
 }
 
-static void bw_end_io(struct io_req *req)
+static void bw_end_io(struct iol_req *req)
 {
 	struct bw_slot *s = req->priv;
 	int status = atomic_load(&req->status);
 	uint64_t off = req->off;
 
-	io_req_release(req);
+	iol_req_release(req);
 	while (bw_next(s->bw, status, off, &off)) {
 		status = bw_issue(s, off);
 		if (!status)
 			return;
-		io_req_release(&s->req); /* rejected: its end_io will not run */
+		iol_req_release(&s->req); /* rejected: its end_io will not run */
 	}
 }
 
-static int bw_setup(struct bw *bw, struct io_dev *dev, bool zero)
+static int bw_setup(struct bw *bw, struct iol_dev *dev, bool zero)
 {
 	memset(bw, 0, sizeof(*bw));
 	pthread_mutex_init(&bw->lock, NULL);
@@ -402,7 +402,7 @@ static int bw_setup(struct bw *bw, struct io_dev *dev, bool zero)
 	bw->dev = dev;
 	for (unsigned i = 0; i < BW_QD; i++) {
 		bw->slot[i].bw = bw;
-		bw->slot[i].buf = io_buf_alloc(dev, BW_BLOCK);
+		bw->slot[i].buf = iol_buf_alloc(dev, BW_BLOCK);
 		if (!bw->slot[i].buf)
 			return -ENOMEM;
 		/* Not all zeroes for the measured writes, so nothing below can take a shortcut
@@ -421,7 +421,7 @@ static void bw_teardown(struct bw *bw)
 }
 
 /* One sequential pass over [0, bytes); *ns receives the elapsed time. */
-static int bw_pass(struct probe *p, struct bw *bw, struct io_dev *dev, enum io_op op,
+static int bw_pass(struct probe *p, struct bw *bw, struct iol_dev *dev, enum iol_op op,
 		   uint64_t bytes, uint64_t *ns, char *err, size_t errlen)
 {
 	struct timespec ts;
@@ -446,7 +446,7 @@ static int bw_pass(struct probe *p, struct bw *bw, struct io_dev *dev, enum io_o
 			st = bw_issue(s, off);
 			if (!st)
 				break;
-			io_req_release(&s->req);
+			iol_req_release(&s->req);
 		}
 	}
 	pthread_mutex_lock(&bw->lock);
@@ -466,23 +466,23 @@ static int bw_pass(struct probe *p, struct bw *bw, struct io_dev *dev, enum io_o
 	*ns = now_ns() - t0;
 	if (rc && rc != -EINTR)
 		snprintf(err, errlen, "sequential %s at offset %" PRIu64 ": %s",
-			 op == IO_OP_READ ? "read" : "write", bw->err_off, tool_strerror(rc));
+			 op == IOL_OP_READ ? "read" : "write", bw->err_off, tool_strerror(rc));
 	return rc;
 }
 
-static int flush_wait(struct io_dev *dev)
+static int flush_wait(struct iol_dev *dev)
 {
-	struct io_req f;
-	int rc = io_req_init(&f, dev, 0, IO_OPF(IO_OP_FLUSH, 0));
+	struct iol_req f;
+	int rc = iol_req_init(&f, dev, 0, IOL_OPF(IOL_OP_FLUSH, 0));
 
 	if (!rc)
-		rc = io_submit_wait(&f);
-	io_req_release(&f);
+		rc = iol_submit_wait(&f);
+	iol_req_release(&f);
 	return rc;
 }
 
 /* flush_wait, describing a failure in @err. */
-static int flush_report(struct io_dev *dev, char *err, size_t errlen)
+static int flush_report(struct iol_dev *dev, char *err, size_t errlen)
 {
 	int rc = flush_wait(dev);
 
@@ -507,7 +507,7 @@ static int fio_pass(struct probe *p, const char *dir, double *out_mbs, char *err
 
 /* ---- one backend ---- */
 
-static void opts_for(const struct probe *p, struct io_dev_opts *dopts, struct io_sim_opts *so,
+static void opts_for(const struct probe *p, struct iol_dev_opts *dopts, struct iol_sim_opts *so,
 		     const char *backend, char *errmsg, size_t errlen)
 {
 	memset(dopts, 0, sizeof(*dopts));
@@ -527,13 +527,13 @@ static void opts_for(const struct probe *p, struct io_dev_opts *dopts, struct io
 
 /* One timed pass of ours; a write pass is followed by an untimed flush, so the next
  * pass (ours or fio's) does not start behind this one's write-back. */
-static int bw_ours(struct probe *p, struct bw *bw, struct io_dev *dev, enum io_op op,
+static int bw_ours(struct probe *p, struct bw *bw, struct iol_dev *dev, enum iol_op op,
 		   struct backend_result *r, double *out_mbs)
 {
 	uint64_t ns;
 	int rc = bw_pass(p, bw, dev, op, p->o.bw_bytes, &ns, r->error, sizeof(r->error));
 
-	if (!rc && op == IO_OP_WRITE)
+	if (!rc && op == IOL_OP_WRITE)
 		rc = flush_report(dev, r->error, sizeof(r->error));
 	if (!rc)
 		*out_mbs = mbs(p->o.bw_bytes, ns);
@@ -542,7 +542,7 @@ static int bw_ours(struct probe *p, struct bw *bw, struct io_dev *dev, enum io_o
 
 /* One fio pass (NAN once fio has failed: the first error is kept and fio is not run
  * again); fio does not flush, so flush for it, untimed, as after ours. */
-static int bw_fio(struct probe *p, struct io_dev *dev, const char *dir,
+static int bw_fio(struct probe *p, struct iol_dev *dev, const char *dir,
 		  struct backend_result *r, double *out_mbs)
 {
 	*out_mbs = NAN;
@@ -559,7 +559,7 @@ static int bw_fio(struct probe *p, struct io_dev *dev, const char *dir,
  * order flips every pass (ours first, then fio first), so neither side always runs
  * right after the other's write-back or always first on a cold queue.
  */
-static int bw_measure(struct probe *p, struct io_dev *dev, struct backend_result *r)
+static int bw_measure(struct probe *p, struct iol_dev *dev, struct backend_result *r)
 {
 	double w[MAX_PASSES], rd[MAX_PASSES], fw[MAX_PASSES], fr[MAX_PASSES], warm;
 	bool with_fio = r->fio_tried && p->fio;
@@ -575,7 +575,7 @@ static int bw_measure(struct probe *p, struct io_dev *dev, struct backend_result
 	if (with_fio)
 		r->fio.ran = true;
 	for (int d = 0; d < 2 && !rc; d++) {
-		enum io_op op = d ? IO_OP_READ : IO_OP_WRITE;
+		enum iol_op op = d ? IOL_OP_READ : IOL_OP_WRITE;
 		const char *dir = d ? "read" : "write";
 		double *mine = d ? rd : w, *theirs = d ? fr : fw;
 
@@ -610,23 +610,23 @@ static int bw_measure(struct probe *p, struct io_dev *dev, struct backend_result
 
 static int backend_run(struct probe *p, struct backend_result *r)
 {
-	struct io_dev_opts dopts;
-	struct io_sim_opts so;
-	struct io_dev *dev;
+	struct iol_dev_opts dopts;
+	struct iol_sim_opts so;
+	struct iol_dev *dev;
 	char errmsg[512] = "";
 	void *buf;
 	int rc;
 
 	opts_for(p, &dopts, &so, r->name, errmsg, sizeof(errmsg));
-	rc = io_dev_open(p->t.is_sim ? NULL : p->t.path, &dopts, &dev);
+	rc = iol_dev_open(p->t.is_sim ? NULL : p->t.path, &dopts, &dev);
 	if (rc) {
 		snprintf(r->error, sizeof(r->error), "%s", errmsg[0] ? errmsg : tool_strerror(rc));
 		return 0; /* a backend that cannot open is reported, not fatal */
 	}
-	buf = io_buf_alloc(dev, OP_BYTES);
+	buf = iol_buf_alloc(dev, OP_BYTES);
 	if (!buf) {
 		snprintf(r->error, sizeof(r->error), "cannot allocate an I/O buffer");
-		io_dev_close(dev);
+		iol_dev_close(dev);
 		return 0;
 	}
 	memset(buf, 0xa5, OP_BYTES);
@@ -638,8 +638,8 @@ static int backend_run(struct probe *p, struct backend_result *r)
 	free(buf);
 	if (!rc)
 		rc = bw_measure(p, dev, r);
-	io_dev_counters(dev, &r->cnt);
-	io_dev_close(dev);
+	iol_dev_counters(dev, &r->cnt);
+	iol_dev_close(dev);
 	if (rc == -EINTR)
 		return rc;
 	r->ok = rc == 0;
@@ -744,7 +744,7 @@ static int target_open(struct probe *p)
 }
 
 /* Allocate and zero-fill the region through @dev (see the comment at the top). */
-static int target_prepare(struct probe *p, struct io_dev *dev)
+static int target_prepare(struct probe *p, struct iol_dev *dev)
 {
 	struct target *t = &p->t;
 	char err[256] = "";
@@ -766,7 +766,7 @@ static int target_prepare(struct probe *p, struct io_dev *dev)
 		return rc;
 	}
 	progress(p, "zero-filling %" PRIu64 " MiB", t->region >> 20);
-	rc = bw_pass(p, &bw, dev, IO_OP_WRITE, t->region, &ns, err, sizeof(err));
+	rc = bw_pass(p, &bw, dev, IOL_OP_WRITE, t->region, &ns, err, sizeof(err));
 	bw_teardown(&bw);
 	if (!rc)
 		rc = flush_report(dev, err, sizeof(err));
@@ -783,7 +783,7 @@ static const char *cache_str(int v)
 	return v > 0 ? "write back" : v == 0 ? "write through" : "unknown";
 }
 
-static void print_device(struct probe *p, const struct io_geom *g, const char *auto_be,
+static void print_device(struct probe *p, const struct iol_geom *g, const char *auto_be,
 			 const char *const *names, size_t nr)
 {
 	const struct target *t = &p->t;
@@ -794,8 +794,8 @@ static void print_device(struct probe *p, const struct io_geom *g, const char *a
 	out(p, "delog probe %s\n", t->is_sim ? "(simulated disk)" : t->path);
 	if (t->is_sim)
 		out(p, "  target           in-memory sim backend, latency profile %s\n",
-		    p->o.sim_latency == IO_SIM_LAT_NVME ? "nvme" :
-		    p->o.sim_latency == IO_SIM_LAT_SATA ? "sata" : "none");
+		    p->o.sim_latency == IOL_SIM_LAT_NVME ? "nvme" :
+		    p->o.sim_latency == IOL_SIM_LAT_SATA ? "sata" : "none");
 	else if (t->is_blockdev)
 		out(p, "  target           block device, %s\n",
 		    fmt_bytes(g->size_bytes, a, sizeof(a)));
@@ -916,7 +916,7 @@ static void json_lat(struct json *j, const char *key, const struct lat_stats *s)
 	json_obj_end(j);
 }
 
-static void print_json(struct probe *p, const struct io_geom *g, const char *auto_be,
+static void print_json(struct probe *p, const struct iol_geom *g, const char *auto_be,
 		       const struct backend_result *rs, size_t nr, double elapsed)
 {
 	const struct target *t = &p->t;
@@ -934,8 +934,8 @@ static void print_json(struct probe *p, const struct io_geom *g, const char *aut
 	json_u64(&j, "region_bytes", t->region);
 	json_dbl(&j, "zero_fill_s", t->is_sim ? NAN : t->prepare_s);
 	if (t->is_sim)
-		json_str(&j, "sim_profile", p->o.sim_latency == IO_SIM_LAT_NVME ? "nvme" :
-			 p->o.sim_latency == IO_SIM_LAT_SATA ? "sata" : "none");
+		json_str(&j, "sim_profile", p->o.sim_latency == IOL_SIM_LAT_NVME ? "nvme" :
+			 p->o.sim_latency == IOL_SIM_LAT_SATA ? "sata" : "none");
 	json_obj_end(&j);
 
 	json_obj_begin(&j, "device");
@@ -1097,13 +1097,13 @@ static int parse_args(int argc, char **argv, struct probe_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->ops = DEFAULT_OPS;
 	o->passes = DEFAULT_PASSES;
-	o->sim_latency = IO_SIM_LAT_NVME;
+	o->sim_latency = IOL_SIM_LAT_NVME;
 	while ((ch = getopt_long(argc, argv, "b:s:n:fjh", lopts, NULL)) != -1) {
 		switch (ch) {
 		case 'b':
 			if (!strcmp(optarg, "auto"))
 				break;
-			if (!io_backend_built(optarg))
+			if (!iol_backend_built(optarg))
 				return usage_error("unknown or not built-in backend '%s'", optarg);
 			o->backend = optarg;
 			break;
@@ -1130,7 +1130,7 @@ static int parse_args(int argc, char **argv, struct probe_opts *o)
 			o->passes = (unsigned)v;
 			break;
 		case OPT_SIM_PROFILE:
-			if (io_sim_latency_parse(optarg, &o->sim_latency))
+			if (iol_sim_latency_parse(optarg, &o->sim_latency))
 				return usage_error("--sim-profile: '%s' is not nvme, sata or none",
 						   optarg);
 			profile_given = true;
@@ -1178,7 +1178,7 @@ static int parse_args(int argc, char **argv, struct probe_opts *o)
 /* The backends to probe: the one named, or every built-in one except sim. */
 static size_t backend_list(const struct probe_opts *o, const char **names, size_t max)
 {
-	const char *const *all = io_backend_names();
+	const char *const *all = iol_backend_names();
 	size_t n = 0;
 
 	if (o->backend) {
@@ -1197,10 +1197,10 @@ int cmd_probe(int argc, char **argv)
 	struct probe p;
 	struct backend_result rs[8];
 	const char *names[8];
-	struct io_dev_opts dopts;
-	struct io_sim_opts so;
-	struct io_dev *adev = NULL;
-	struct io_geom geom;
+	struct iol_dev_opts dopts;
+	struct iol_sim_opts so;
+	struct iol_dev *adev = NULL;
+	struct iol_geom geom;
 	const char *auto_be = NULL;
 	char errmsg[512] = "";
 	sigset_t old;
@@ -1245,7 +1245,7 @@ int cmd_probe(int argc, char **argv)
 	/* Which backend auto-selection picks; its device also does the zero-fill and
 	 * supplies the device facts (for sim, the sim device does). */
 	opts_for(&p, &dopts, &so, p.t.is_sim ? "sim" : NULL, errmsg, sizeof(errmsg));
-	rc = io_dev_open(p.t.is_sim ? NULL : p.t.path, &dopts, &adev);
+	rc = iol_dev_open(p.t.is_sim ? NULL : p.t.path, &dopts, &adev);
 	if (rc) {
 		if (errmsg[0])
 			fail(NULL, "%s", errmsg);
@@ -1254,9 +1254,9 @@ int cmd_probe(int argc, char **argv)
 		goto out;
 	}
 	if (!p.t.is_sim)
-		auto_be = io_dev_backend(adev);
+		auto_be = iol_dev_backend(adev);
 	if (p.t.is_blockdev) {
-		uint64_t dev_bytes = io_dev_geom(adev)->size_bytes;
+		uint64_t dev_bytes = iol_dev_geom(adev)->size_bytes;
 
 		if (dev_bytes < p.t.region)
 			p.t.region = dev_bytes - dev_bytes % BW_BLOCK;
@@ -1267,14 +1267,14 @@ int cmd_probe(int argc, char **argv)
 		if (p.o.bw_bytes > p.t.region)
 			p.o.bw_bytes = p.t.region;
 	}
-	if (io_dev_geom(adev)->dio_off_align > OP_BYTES) {
+	if (iol_dev_geom(adev)->dio_off_align > OP_BYTES) {
 		fail(p.t.path, "needs %u-byte O_DIRECT alignment; the probe's ops are 4 KiB",
-		     io_dev_geom(adev)->dio_off_align);
+		     iol_dev_geom(adev)->dio_off_align);
 		goto out;
 	}
 	rc = target_prepare(&p, adev);
-	geom = *io_dev_geom(adev);
-	io_dev_close(adev);
+	geom = *iol_dev_geom(adev);
+	iol_dev_close(adev);
 	adev = NULL;
 	if (rc)
 		goto out;
@@ -1306,7 +1306,7 @@ int cmd_probe(int argc, char **argv)
 out:
 	progress_clear(&p);
 	if (adev)
-		io_dev_close(adev);
+		iol_dev_close(adev);
 	if (interrupted(&p))
 		fail(p.t.path, "interrupted");
 	target_cleanup(&p);

@@ -44,7 +44,7 @@ struct json;
 
 struct tool_log {
 	const char *path;
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	struct jrnl_geom g;
 	int err;                  /* tool_log_open's failure: the code ... */
 	uint64_t err_off;         /* ... the byte offset ... */

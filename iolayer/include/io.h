@@ -1,48 +1,48 @@
 /*
  * io.h - the iolayer's request API, shared by journal/ and engine/ (not installed).
  *
- * Modelled on the Linux block layer: a request (struct io_req, cf. struct bio) is
+ * Modelled on the Linux block layer: a request (struct iol_req, cf. struct bio) is
  * initialised against a device with its segment capacity and its operation-and-flags word
- * up front (io_req_init ~ bio_alloc(bdev, nr_vecs, opf, gfp)); segments are added
- * (io_req_add ~ bio_add_page); requests can be chained (io_req_chain ~ bio_chain) and
- * submitted asynchronously (io_submit ~ submit_bio) or synchronously (io_submit_wait ~
+ * up front (iol_req_init ~ bio_alloc(bdev, nr_vecs, opf, gfp)); segments are added
+ * (iol_req_add ~ bio_add_page); requests can be chained (iol_req_chain ~ bio_chain) and
+ * submitted asynchronously (iol_submit ~ submit_bio) or synchronously (iol_submit_wait ~
  * submit_bio_wait).
  *
- * Operations and flags are separate types.  enum io_op names what a request does; io_opf_t
- * is op | IO_PREFLUSH | IO_FUA packed into a one-member struct, so passing a bare enum
- * io_op where an io_opf_t belongs is a compile error, not a silent bug (the kernel gets
- * the same from sparse's __bitwise on blk_opf_t).  Build one with IO_OPF(op, flags).
+ * Operations and flags are separate types.  enum iol_op names what a request does; iol_opf_t
+ * is op | IOL_PREFLUSH | IOL_FUA packed into a one-member struct, so passing a bare enum
+ * iol_op where an iol_opf_t belongs is a compile error, not a silent bug (the kernel gets
+ * the same from sparse's __bitwise on blk_opf_t).  Build one with IOL_OPF(op, flags).
  *
  * Semantics every backend implements (over O_DIRECT, cf. DESIGN.md section 2):
- *   IO_OP_READ    fill the segments from the device at req->off.
- *   IO_OP_WRITE   write the segments at req->off.  Completion means the device has the
+ *   IOL_OP_READ    fill the segments from the device at req->off.
+ *   IOL_OP_WRITE   write the segments at req->off.  Completion means the device has the
  *                 data, which may still sit in a volatile write cache.
- *   IO_OP_FLUSH   make every write that *completed* before the flush was submitted stable.
+ *   IOL_OP_FLUSH   make every write that *completed* before the flush was submitted stable.
  *                 Writes still in flight when it is submitted are not covered.
- *   IO_PREFLUSH   (writes only) a flush is performed and completes before the write is
+ *   IOL_PREFLUSH   (writes only) a flush is performed and completes before the write is
  *                 issued; so everything that completed before this request was submitted
  *                 is stable before this write's data can reach the device.
- *   IO_FUA        (writes only) the request completes only once its own data is stable.
+ *   IOL_FUA        (writes only) the request completes only once its own data is stable.
  *                 It says nothing about other writes.
  *
  * Completion: every accepted request completes exactly once; its end_io callback runs
  * then, on a backend thread (or, for requests rejected in flight, possibly on the
- * submitting thread before io_submit returns).  io_submit_wait is the exception: on the
+ * submitting thread before iol_submit returns).  iol_submit_wait is the exception: on the
  * descriptor backends (psync, uring, aio) it performs its request on the calling thread
  * (pwritev2 / preadv2 / fdatasync), so its own completion happens there; requests
  * chained into it still complete wherever they run.  A request either moves all its bytes or
  * fails: req->status is 0 or a negative errno; a short transfer is reported as -EIO with
  * req->bytes saying how much moved.  Buffers must stay untouched until completion.
  *
- * Chaining (io_req_chain(prev, next)): prev's completion funnels into next; next's
+ * Chaining (iol_req_chain(prev, next)): prev's completion funnels into next; next's
  * end_io runs only after next *and every request chained into it* have completed, and
  * next's status is the first error of any of them.  So one waits on the LAST request of
  * a chain.  (XFS commit 488ca3d8d088 fixed exactly this direction in xfs_rw_bdev: waiting
  * on the first bio of a chain covered only part of the I/O.)
  *
- * Thread safety: io_submit, io_submit_wait and io_rw_* may be called from any number of
+ * Thread safety: iol_submit, iol_submit_wait and iol_rw_* may be called from any number of
  * threads on one device at once.  A single request is owned by one thread until it is
- * submitted and by the iolayer until its completion runs.  io_dev_close must not race
+ * submitted and by the iolayer until its completion runs.  iol_dev_close must not race
  * with submissions; it waits for requests in flight.
  */
 #ifndef DELOG_IO_H
@@ -58,48 +58,52 @@
 extern "C" {
 #endif
 
-enum io_op {
-	IO_OP_READ = 0,
-	IO_OP_WRITE = 1,
-	IO_OP_FLUSH = 2,
+enum iol_op {
+	IOL_OP_READ = 0,
+	IOL_OP_WRITE = 1,
+	IOL_OP_FLUSH = 2,
 };
 
 /* Flag bits above the op byte. */
-#define IO_OP_MASK 0xffu
-#define IO_PREFLUSH (1u << 8)
-#define IO_FUA (1u << 9)
-#define IO_FLAG_MASK (IO_PREFLUSH | IO_FUA)
+#define IOL_OP_MASK 0xffu
+#define IOL_PREFLUSH (1u << 8)
+#define IOL_FUA (1u << 9)
+#define IOL_FLAG_MASK (IOL_PREFLUSH | IOL_FUA)
 
-/* op | flags; a distinct type, so an enum io_op cannot be passed for it. */
-typedef struct io_opf {
+/* op | flags; a distinct type, so an enum iol_op cannot be passed for it. */
+typedef struct iol_opf {
 	uint32_t bits;
-} io_opf_t;
+} iol_opf_t;
 
-#define IO_OPF(op, flags) ((io_opf_t){ .bits = (uint32_t)(op) | (uint32_t)(flags) })
+#define IOL_OPF(op, flags) ((iol_opf_t){ .bits = (uint32_t)(op) | (uint32_t)(flags) })
 
-static inline enum io_op io_opf_op(io_opf_t opf) { return (enum io_op)(opf.bits & IO_OP_MASK); }
-static inline bool io_opf_has(io_opf_t opf, uint32_t flag) { return (opf.bits & flag) != 0; }
+static inline enum iol_op iol_opf_op(iol_opf_t opf)
+{
+	return (enum iol_op)(opf.bits & IOL_OP_MASK);
+}
+static inline bool iol_opf_has(iol_opf_t opf, uint32_t flag) { return (opf.bits & flag) != 0; }
 
-struct io_dev;
-struct io_req;
+struct iol_dev;
+struct iol_req;
 
-typedef void (*io_end_fn)(struct io_req *req);
+typedef void (*iol_end_fn)(struct iol_req *req);
 
-/* Segments kept inside the request; more are allocated by io_req_init. */
-#define IO_INLINE_SEGS 4
-/* Default per-request segment limit (cf. BIO_MAX_VECS); io_max_segs() clamps to it. */
-#define IO_MAX_SEGS_DEFAULT 256
-/* Bytes per segment used by io_rw_submit when splitting a buffer (one page, as a bio_vec). */
-#define IO_SEG_BYTES 4096u
+/* Segments kept inside the request; more are allocated by iol_req_init. */
+#define IOL_INLINE_SEGS 4
+/* Default per-request segment limit (cf. BIO_MAX_VECS); iol_max_segs() clamps to it. */
+#define IOL_MAX_SEGS_DEFAULT 256
+/* Bytes per segment used by iol_rw_submit when splitting a buffer (one page, as a bio_vec). */
+#define IOL_SEG_BYTES 4096u
 
-struct io_req {
-	struct io_dev *dev;   /* set by io_req_init */
-	io_opf_t opf;         /* set by io_req_init */
+struct iol_req {
+	struct iol_dev *dev;  /* set by iol_req_init */
+	iol_opf_t opf;        /* set by iol_req_init */
 	uint64_t off;         /* byte offset on the device; caller sets before submit */
 	struct iovec *vec;    /* segment array (inline_vec or heap) */
 	unsigned nr_segs;     /* segments in use */
 	unsigned max_segs;    /* capacity of vec */
-	io_end_fn end_io;     /* completion callback; NULL allowed; owned by io_req_chain for prev */
+	iol_end_fn end_io;    /* completion callback; NULL allowed; owned by iol_req_chain
+	                       * for prev */
 	void *priv;           /* caller's cookie */
 
 	/* Results, valid once end_io runs. */
@@ -107,92 +111,92 @@ struct io_req {
 	size_t bytes;         /* bytes this request itself moved */
 
 	/* Chain bookkeeping (iolayer core only). */
-	struct io_req *chain_next; /* request this one's completion funnels into */
+	struct iol_req *chain_next; /* request this one's completion funnels into */
 	atomic_int remaining;      /* 1 + chained requests not yet completed */
 
 	/* Backend bookkeeping: a list link and scratch words, owned by the backend while the
 	 * request is in flight. */
-	struct io_req *be_next;
+	struct iol_req *be_next;
 	uint64_t be_u64[4];
 	void *be_ptr[2];
 
-	struct iovec inline_vec[IO_INLINE_SEGS];
+	struct iovec inline_vec[IOL_INLINE_SEGS];
 };
 
 /*
  * Initialise @req for @dev with room for @max_segs segments and the operation-and-flags
  * word @opf.  Returns 0, -EINVAL (bad op/flag combination, flags on a read or flush,
- * max_segs above io_max_segs(dev, max_segs)), or -ENOMEM.  Pair with io_req_release.
+ * max_segs above iol_max_segs(dev, max_segs)), or -ENOMEM.  Pair with iol_req_release.
  */
-int io_req_init(struct io_req *req, struct io_dev *dev, unsigned max_segs, io_opf_t opf);
-/* Free what io_req_init allocated (not the request itself). */
-void io_req_release(struct io_req *req);
-/* Allocate and initialise a request; NULL with errno set on failure.  Free with io_req_free. */
-struct io_req *io_req_alloc(struct io_dev *dev, unsigned max_segs, io_opf_t opf);
-void io_req_free(struct io_req *req);
+int iol_req_init(struct iol_req *req, struct iol_dev *dev, unsigned max_segs, iol_opf_t opf);
+/* Free what iol_req_init allocated (not the request itself). */
+void iol_req_release(struct iol_req *req);
+/* Allocate and initialise a request; NULL with errno set on failure.  Free with iol_req_free. */
+struct iol_req *iol_req_alloc(struct iol_dev *dev, unsigned max_segs, iol_opf_t opf);
+void iol_req_free(struct iol_req *req);
 
 /* Append a segment.  Returns 0, or -ENOSPC when the request has max_segs segments. */
-int io_req_add(struct io_req *req, void *buf, size_t len);
+int iol_req_add(struct iol_req *req, void *buf, size_t len);
 /* Total bytes in the request's segments. */
-size_t io_req_len(const struct io_req *req);
+size_t iol_req_len(const struct iol_req *req);
 
 /* Clamp a segment count to what one request on @dev may carry. */
-unsigned io_max_segs(const struct io_dev *dev, unsigned nr_segs);
+unsigned iol_max_segs(const struct iol_dev *dev, unsigned nr_segs);
 
 /*
  * Chain @prev into @next: @next completes only after @prev (and everything chained into
  * @prev) has, and reports the first error.  @prev must have no end_io of its own; it is
  * finished (not freed) when it completes.  Chain before submitting either.
  */
-void io_req_chain(struct io_req *prev, struct io_req *next);
+void iol_req_chain(struct iol_req *prev, struct iol_req *next);
 
 /*
  * Submit asynchronously.  Returns 0 when accepted (end_io will run exactly once), or a
  * negative errno when rejected up front: -EINVAL for a misaligned buffer, offset or
  * length, a range past the device end, or a zero-length read/write; -ESHUTDOWN after
- * io_dev_close started.  A rejected request's own end_io does not run, but if it is chained
+ * iol_dev_close started.  A rejected request's own end_io does not run, but if it is chained
  * into another request the error is passed down the chain, so a waiter on the end of
  * the chain still wakes and sees it.
  */
-int io_submit(struct io_req *req);
+int iol_submit(struct iol_req *req);
 
 /* Submit and wait for completion (of the whole chain ending in @req).  Returns req->status
  * or the submission error.  @req->end_io is used internally and must be NULL. */
-int io_submit_wait(struct io_req *req);
+int iol_submit_wait(struct iol_req *req);
 
 /*
  * Chained multi-segment I/O over one contiguous buffer: split [buf, buf+len) into
- * IO_SEG_BYTES segments, pack at most io_max_segs() of them per request, chain each
+ * IOL_SEG_BYTES segments, pack at most iol_max_segs() of them per request, chain each
  * request into the next and submit each as soon as it is full (so they are all in flight
  * together); @end runs once, after every piece has completed, with the final status.
  * Returns 0 or a negative errno (nothing submitted, @end not called).
- * @opf applies to every piece (IO_PREFLUSH only to the first, IO_FUA to each).
+ * @opf applies to every piece (IOL_PREFLUSH only to the first, IOL_FUA to each).
  */
-typedef void (*io_rw_end_fn)(void *priv, int status);
-int io_rw_submit(struct io_dev *dev, io_opf_t opf, uint64_t off, void *buf, size_t len,
-		 io_rw_end_fn end, void *priv);
-/* Synchronous io_rw_submit; returns the final status.  @nr_reqs (may be NULL) receives how
+typedef void (*iol_rw_end_fn)(void *priv, int status);
+int iol_rw_submit(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, size_t len,
+		 iol_rw_end_fn end, void *priv);
+/* Synchronous iol_rw_submit; returns the final status.  @nr_reqs (may be NULL) receives how
  * many requests the buffer was split into. */
-int io_rw_wait(struct io_dev *dev, io_opf_t opf, uint64_t off, void *buf, size_t len,
+int iol_rw_wait(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, size_t len,
 	       unsigned *nr_reqs);
 
 /* ---- devices ---------------------------------------------------------------------- */
 
-struct io_sim_opts; /* io_sim.h */
+struct iol_sim_opts; /* io_sim.h */
 
-struct io_dev_opts {
-	size_t size;              /* must be sizeof(struct io_dev_opts) */
+struct iol_dev_opts {
+	size_t size;              /* must be sizeof(struct iol_dev_opts) */
 	const char *backend;      /* "uring", "aio", "psync", "sim"; NULL or "auto": best available */
 	unsigned queue_depth;     /* requests in flight per device; 0: 128 */
-	unsigned max_segs;        /* per-request segment limit; 0: IO_MAX_SEGS_DEFAULT */
+	unsigned max_segs;        /* per-request segment limit; 0: IOL_MAX_SEGS_DEFAULT */
 	bool read_only;           /* open O_RDONLY */
-	const struct io_sim_opts *sim; /* sim backend only; NULL: defaults */
+	const struct iol_sim_opts *sim; /* sim backend only; NULL: defaults */
 	char *errmsg;             /* optional: receives a message naming path and reason */
 	size_t errmsg_len;
 };
 
-/* What io_dev_open learnt about the device.  Strings are static. */
-struct io_geom {
+/* What iol_dev_open learnt about the device.  Strings are static. */
+struct iol_geom {
 	uint64_t size_bytes;      /* device or file size */
 	uint32_t logical_block;   /* logical block size (BLKSSZGET, or st_blksize-derived) */
 	uint32_t physical_block;  /* physical block size where known, else logical_block */
@@ -207,7 +211,7 @@ struct io_geom {
 };
 
 /* Per-device counters, updated atomically by the core. */
-struct io_counters {
+struct iol_counters {
 	uint64_t reads, writes, flushes, preflushes, fua_writes;
 	uint64_t bytes_read, bytes_written;
 	uint64_t errors;
@@ -220,19 +224,19 @@ struct io_counters {
  * O_DIRECT (message names it), -ENOENT etc. from open, -ENODEV/-ENOSYS when a named
  * backend is not built in or not usable here, -ENOMEM.
  */
-int io_dev_open(const char *path, const struct io_dev_opts *opts, struct io_dev **out);
+int iol_dev_open(const char *path, const struct iol_dev_opts *opts, struct iol_dev **out);
 /* Wait for requests in flight, stop backend threads, close.  Returns 0 or -errno from close. */
-int io_dev_close(struct io_dev *dev);
+int iol_dev_close(struct iol_dev *dev);
 
-const struct io_geom *io_dev_geom(const struct io_dev *dev);
-const char *io_dev_backend(const struct io_dev *dev);
-int io_dev_fd(const struct io_dev *dev);
-void io_dev_counters(const struct io_dev *dev, struct io_counters *out);
+const struct iol_geom *iol_dev_geom(const struct iol_dev *dev);
+const char *iol_dev_backend(const struct iol_dev *dev);
+int iol_dev_fd(const struct iol_dev *dev);
+void iol_dev_counters(const struct iol_dev *dev, struct iol_counters *out);
 
 /* Is backend @name compiled in?  ("uring", "aio", "psync", "sim") */
-bool io_backend_built(const char *name);
+bool iol_backend_built(const char *name);
 /* NULL-terminated list of compiled-in backend names, in preference order. */
-const char *const *io_backend_names(void);
+const char *const *iol_backend_names(void);
 
 /*
  * Create a regular file of @size bytes to serve as a device: O_CREAT | O_EXCL |
@@ -241,7 +245,7 @@ const char *const *io_backend_names(void);
  * then writes zeroes over it through the device (so O_DIRECT overwrites never meet
  * unwritten extents) and removes it on failure.  @errmsg (may be NULL) gets a message.
  */
-int io_file_create(const char *path, uint64_t size, unsigned mode, char *errmsg,
+int iol_file_create(const char *path, uint64_t size, unsigned mode, char *errmsg,
 		   size_t errmsg_len);
 
 /*
@@ -251,21 +255,21 @@ int io_file_create(const char *path, uint64_t size, unsigned mode, char *errmsg,
  * with @err (0: -EIO), and with @persistent every later one too.  psync fails the
  * syscall itself, before it runs (its syscall table, psync.c); uring and aio fail the
  * op in the completion path, after the device did it (the write may have landed: as
- * with a real error, nothing can be assumed about it).  Up to IO_FAULTS_MAX entries;
+ * with a real error, nothing can be assumed about it).  Up to IOL_FAULTS_MAX entries;
  * -ENOSPC when full, -EINVAL for a bad entry or a sim device.  Thread-safe.
  */
-#define IO_FAULTS_MAX 16
-struct io_fault {
-	enum io_op op;
+#define IOL_FAULTS_MAX 16
+struct iol_fault {
+	enum iol_op op;
 	uint64_t nth;
 	bool persistent;
 	int err;
 };
-int io_dev_fault_add(struct io_dev *dev, const struct io_fault *f);
-void io_dev_fault_clear(struct io_dev *dev);
+int iol_dev_fault_add(struct iol_dev *dev, const struct iol_fault *f);
+void iol_dev_fault_clear(struct iol_dev *dev);
 
 /* Allocate @len bytes aligned for O_DIRECT on @dev (at least 4096); free with free(). */
-void *io_buf_alloc(const struct io_dev *dev, size_t len);
+void *iol_buf_alloc(const struct iol_dev *dev, size_t len);
 
 #ifdef __cplusplus
 }

@@ -13,7 +13,7 @@
  *   that completes after the flush was submitted stays volatile.  Durability takes effect
  *   when the flush completes.  A FUA write is durable when it completes.  PREFLUSH is a
  *   flush submitted with the write, which is issued once that flush completed.
- *   A power cut (io_sim_crash*) resolves each unstable sector (in the cache, covered by a
+ *   A power cut (iol_sim_crash*) resolves each unstable sector (in the cache, covered by a
  *   flush not yet complete, or written by a request in flight) independently to its old
  *   (media) or new contents ("strict"), or old/new/garbage ("garble"), or to any version
  *   written to it since it was last stable ("versions": media, every completed write the
@@ -22,7 +22,7 @@
  *
  * Completions are delivered by a sim thread after the latency model's delay (none, nvme,
  * sata), in seeded random order among those due (so out-of-order completion is the norm),
- * or, with hold = true, only when the test calls io_sim_deliver().
+ * or, with hold = true, only when the test calls iol_sim_deliver().
  *
  * Thread safety: every call here may be made from any thread, concurrently with I/O.
  */
@@ -35,135 +35,135 @@
 extern "C" {
 #endif
 
-enum io_sim_latency {
-	IO_SIM_LAT_NONE = 0, /* complete as soon as the sim thread runs */
-	IO_SIM_LAT_NVME,     /* fast NVMe-like: ~10 us per I/O, ~3 GB/s, cheap flush */
-	IO_SIM_LAT_SATA,     /* SATA-SSD-like: ~60 us per I/O, ~500 MB/s, flush ~2 ms */
+enum iol_sim_latency {
+	IOL_SIM_LAT_NONE = 0, /* complete as soon as the sim thread runs */
+	IOL_SIM_LAT_NVME,    /* fast NVMe-like: ~10 us per I/O, ~3 GB/s, cheap flush */
+	IOL_SIM_LAT_SATA,    /* SATA-SSD-like: ~60 us per I/O, ~500 MB/s, flush ~2 ms */
 };
 
-enum io_sim_crash_profile {
-	IO_SIM_STRICT = 0,   /* each unstable sector: old or new */
-	IO_SIM_GARBLE,       /* each unstable sector: old, new or garbage */
-	IO_SIM_VERSIONS,     /* each unstable sector: any version written since it was last
+enum iol_sim_crash_profile {
+	IOL_SIM_STRICT = 0,  /* each unstable sector: old or new */
+	IOL_SIM_GARBLE,      /* each unstable sector: old, new or garbage */
+	IOL_SIM_VERSIONS,    /* each unstable sector: any version written since it was last
 			      * stable (old, an intermediate one, or new) */
 };
 
-struct io_sim_opts {
-	size_t size;                 /* sizeof(struct io_sim_opts) */
+struct iol_sim_opts {
+	size_t size;                 /* sizeof(struct iol_sim_opts) */
 	uint64_t dev_bytes;          /* disk size when no image/path; 0: 64 MiB */
 	uint32_t sector;             /* 512 or 4096; 0: 4096 */
 	uint64_t seed;               /* completion order and latency jitter */
-	enum io_sim_latency latency;
-	bool hold;                   /* completions wait for io_sim_deliver() */
+	enum iol_sim_latency latency;
+	bool hold;                   /* completions wait for iol_sim_deliver() */
 	bool in_order;               /* deliver due completions in submission order */
 	const void *image;           /* optional initial media, dev_bytes long */
 };
 
 /* Latency profile by name ("none", "nvme", "sata"); -EINVAL if unknown. */
-int io_sim_latency_parse(const char *name, enum io_sim_latency *out);
+int iol_sim_latency_parse(const char *name, enum iol_sim_latency *out);
 
 /* ---- event trace ---- */
 
-enum io_sim_ev_type {
-	IO_SIM_EV_SUBMIT = 1,     /* request accepted by the disk */
-	IO_SIM_EV_FLUSH_ISSUE,    /* a flush (standalone or PREFLUSH) captured the cache */
-	IO_SIM_EV_FLUSH_DONE,     /* that flush made its capture durable */
-	IO_SIM_EV_COMPLETE,       /* request completed (status below) */
+enum iol_sim_ev_type {
+	IOL_SIM_EV_SUBMIT = 1,    /* request accepted by the disk */
+	IOL_SIM_EV_FLUSH_ISSUE,   /* a flush (standalone or PREFLUSH) captured the cache */
+	IOL_SIM_EV_FLUSH_DONE,    /* that flush made its capture durable */
+	IOL_SIM_EV_COMPLETE,      /* request completed (status below) */
 };
 
-struct io_sim_event {
+struct iol_sim_event {
 	uint64_t seq;             /* event number, from 1 */
 	uint64_t req_id;          /* request number, from 1, in submission order */
 	uint64_t off;             /* bytes */
 	uint32_t len;             /* bytes */
-	uint32_t opf;             /* io_opf_t bits */
+	uint32_t opf;             /* iol_opf_t bits */
 	int32_t status;           /* COMPLETE: 0 or -errno */
-	uint16_t type;            /* enum io_sim_ev_type */
+	uint16_t type;            /* enum iol_sim_ev_type */
 	uint16_t pad;
 	uint64_t t_ns;            /* simulated time */
 };
 
 /* Number of events recorded so far, and a copy of events [from, from+max). */
-size_t io_sim_trace_len(struct io_dev *dev);
-size_t io_sim_trace_copy(struct io_dev *dev, size_t from, struct io_sim_event *out, size_t max);
+size_t iol_sim_trace_len(struct iol_dev *dev);
+size_t iol_sim_trace_copy(struct iol_dev *dev, size_t from, struct iol_sim_event *out, size_t max);
 /* Stop (false) or resume (true) recording events; on by default.  Sequence numbers keep
  * counting while off.  For long benchmarks, whose trace would otherwise grow without end. */
-void io_sim_trace_enable(struct io_dev *dev, bool on);
+void iol_sim_trace_enable(struct iol_dev *dev, bool on);
 
 /* ---- faults ---- */
 
-enum io_sim_fault_kind {
-	IO_SIM_FAULT_EIO = 0,     /* the op fails with err (default -EIO) */
-	IO_SIM_FAULT_SHORT,       /* a read moves only half its bytes (completes -EIO) */
-	IO_SIM_FAULT_BITFLIP,     /* a read succeeds but one bit of its data is flipped */
+enum iol_sim_fault_kind {
+	IOL_SIM_FAULT_EIO = 0,    /* the op fails with err (default -EIO) */
+	IOL_SIM_FAULT_SHORT,      /* a read moves only half its bytes (completes -EIO) */
+	IOL_SIM_FAULT_BITFLIP,    /* a read succeeds but one bit of its data is flipped */
 };
 
-struct io_sim_fault {
-	enum io_op op;            /* which op's counter: READ, WRITE or FLUSH */
+struct iol_sim_fault {
+	enum iol_op op;           /* which op's counter: READ, WRITE or FLUSH */
 	uint64_t nth;             /* 1-based index among ops of that type from now */
-	enum io_sim_fault_kind kind;
+	enum iol_sim_fault_kind kind;
 	bool persistent;          /* also every later op of that type */
 	int err;                  /* 0: -EIO */
 };
 
 /* Arm a fault plan entry (up to 16).  -ENOSPC when full, -EINVAL for a bad entry. */
-int io_sim_fault_add(struct io_dev *dev, const struct io_sim_fault *f);
-void io_sim_fault_clear(struct io_dev *dev);
+int iol_sim_fault_add(struct iol_dev *dev, const struct iol_sim_fault *f);
+void iol_sim_fault_clear(struct iol_dev *dev);
 
 /* ---- delivery control (hold mode) ---- */
 
-enum io_sim_order { IO_SIM_FIFO = 0, IO_SIM_LIFO, IO_SIM_RANDOM };
+enum iol_sim_order { IOL_SIM_FIFO = 0, IOL_SIM_LIFO, IOL_SIM_RANDOM };
 /* Requests whose completion is pending (submitted, not yet delivered). */
-size_t io_sim_pending(struct io_dev *dev);
+size_t iol_sim_pending(struct iol_dev *dev);
 /* Deliver up to @max pending completions in @order; returns how many. */
-size_t io_sim_deliver(struct io_dev *dev, size_t max, enum io_sim_order order);
+size_t iol_sim_deliver(struct iol_dev *dev, size_t max, enum iol_sim_order order);
 
 /* ---- power cuts ---- */
 
-struct io_sim_crash_info {
+struct iol_sim_crash_info {
 	uint64_t unstable_sectors; /* sectors that were not durable */
 	uint64_t kept_old, took_new, garbled;
 	uint64_t intermediate;     /* versions profile: neither old nor newest */
 };
 
 /* Sectors that a power cut now could lose or tear (sector numbers, ascending). */
-size_t io_sim_unstable(struct io_dev *dev, uint64_t *sectors, size_t max);
+size_t iol_sim_unstable(struct iol_dev *dev, uint64_t *sectors, size_t max);
 /*
  * The image a power cut now leaves, written to @image (dev bytes long); the running disk
  * is not disturbed, so many crash states can be taken at one point.  Each unstable sector
  * is resolved from @seed under @profile.
  */
-int io_sim_crash(struct io_dev *dev, uint64_t seed, enum io_sim_crash_profile profile,
-		 void *image, struct io_sim_crash_info *info);
-/* Like io_sim_crash, with the choice for unstable sector i (in io_sim_unstable order)
+int iol_sim_crash(struct iol_dev *dev, uint64_t seed, enum iol_sim_crash_profile profile,
+		 void *image, struct iol_sim_crash_info *info);
+/* Like iol_sim_crash, with the choice for unstable sector i (in iol_sim_unstable order)
  * given by @choice[i]: 0 old, 1 newest, 2 garbage (seeded by @seed). */
-int io_sim_crash_choose(struct io_dev *dev, const uint8_t *choice, size_t n, uint64_t seed,
+int iol_sim_crash_choose(struct iol_dev *dev, const uint8_t *choice, size_t n, uint64_t seed,
 			void *image);
 /*
  * Versions (the versions profile).  Version 0 of an unstable sector is the media copy,
- * the last (nver - 1) is what io_sim_crash_choose calls "newest", and those between are
+ * the last (nver - 1) is what iol_sim_crash_choose calls "newest", and those between are
  * the other writes made since the sector was last stable, oldest first: completed writes
  * the cache has overwritten, then (after the newest completed one) issued writes in
  * flight in submission order.  The history is dropped when a flush or a FUA write makes
  * the sector stable.  Indexes are valid until the next submission or delivery.
  *
- * io_sim_unstable_versions: like io_sim_unstable, and the number of versions of each
+ * iol_sim_unstable_versions: like iol_sim_unstable, and the number of versions of each
  * sector in @nver (may be NULL; >= 1: a sector written only by a PREFLUSH write whose
  * flush has not completed has media alone).
- * io_sim_version_read: version @v of @sector (a stable sector has version 0 only);
+ * iol_sim_version_read: version @v of @sector (a stable sector has version 0 only);
  * -EINVAL for a version it does not have.
- * io_sim_crash_versions: like io_sim_crash_choose, unstable sector i taking version
- * @ver[i], or garbage for IO_SIM_VER_GARBAGE; -EINVAL if the unstable set or a count
- * changed.  io_sim_crash_choose's 0 / 1 / 2 are version 0 / nver - 1 / garbage here.
+ * iol_sim_crash_versions: like iol_sim_crash_choose, unstable sector i taking version
+ * @ver[i], or garbage for IOL_SIM_VER_GARBAGE; -EINVAL if the unstable set or a count
+ * changed.  iol_sim_crash_choose's 0 / 1 / 2 are version 0 / nver - 1 / garbage here.
  */
-#define IO_SIM_VER_GARBAGE UINT32_MAX
-size_t io_sim_unstable_versions(struct io_dev *dev, uint64_t *sectors, uint32_t *nver,
+#define IOL_SIM_VER_GARBAGE UINT32_MAX
+size_t iol_sim_unstable_versions(struct iol_dev *dev, uint64_t *sectors, uint32_t *nver,
 				size_t max);
-int io_sim_version_read(struct io_dev *dev, uint64_t sector, uint32_t v, void *buf);
-int io_sim_crash_versions(struct io_dev *dev, const uint32_t *ver, size_t n, uint64_t seed,
+int iol_sim_version_read(struct iol_dev *dev, uint64_t sector, uint32_t v, void *buf);
+int iol_sim_crash_versions(struct iol_dev *dev, const uint32_t *ver, size_t n, uint64_t seed,
 			  void *image);
 /* Copy durable media only (what survives if nothing unstable does). */
-int io_sim_media(struct io_dev *dev, uint64_t off, void *buf, size_t len);
+int iol_sim_media(struct iol_dev *dev, uint64_t off, void *buf, size_t len);
 
 #ifdef __cplusplus
 }

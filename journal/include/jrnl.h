@@ -47,7 +47,7 @@ struct jrnl_geom {
  * (unknown incompatible bit), DELOG_ECORRUPT (impossible geometry), or an I/O -errno.
  * Thread-safe.
  */
-int jrnl_sb_read(struct io_dev *dev, struct jrnl_geom *out);
+int jrnl_sb_read(struct iol_dev *dev, struct jrnl_geom *out);
 
 struct jrnl_format_opts {
 	uint32_t sector;          /* 512 or 4096; 0: 4096 */
@@ -62,7 +62,7 @@ struct jrnl_format_opts {
  * below the device's logical block) or a log too small for two maximal records, or an
  * I/O -errno.
  */
-int jrnl_format(struct io_dev *dev, const struct jrnl_format_opts *opts, struct jrnl_geom *out);
+int jrnl_format(struct iol_dev *dev, const struct jrnl_format_opts *opts, struct jrnl_geom *out);
 
 /* ---- recovery (journal/recover.c) ---- */
 
@@ -121,7 +121,7 @@ struct jrnl_recover_opts {
 	jrnl_op_fn on_op;         /* may be NULL */
 	bool read_only;           /* do not stamp the blocks past the head */
 	size_t read_chunk;        /* bytes per chained read; 0: 4 MiB; clamped to
-				   * [1 MiB, 256 MiB], rounded down to IO_SEG_BYTES */
+				   * [1 MiB, 256 MiB], rounded down to IOL_SEG_BYTES */
 	unsigned reads_in_flight; /* chained reads kept in flight; 0: 2 (minimum 2,
 				   * maximum 16); one more buffer is being parsed */
 };
@@ -198,7 +198,7 @@ struct jrnl_report {
  * Ops of a transaction whose START lies before the tail (already written back) are
  * skipped, not replayed.
  */
-int jrnl_recover(struct io_dev *dev, const struct jrnl_geom *g, const struct jrnl_recover_opts *o,
+int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jrnl_recover_opts *o,
 		 struct jrnl_report *rep);
 
 /* ---- the log writer: log-buffer ring (journal/log.c) ---- */
@@ -285,7 +285,7 @@ struct jrnl_wtx {
  * logbufs x logbsize, or a report whose head and tail are not within one lap), or
  * -ENOMEM.
  */
-int jrnl_log_open(struct io_dev *dev, const struct jrnl_geom *g, const struct jrnl_report *rec,
+int jrnl_log_open(struct iol_dev *dev, const struct jrnl_geom *g, const struct jrnl_report *rec,
 		  const struct jrnl_log_opts *opts, struct jrnl_log **out);
 /* Force (write out what is buffered, wait for every write and its callbacks), then free.
  * Does not write an unmount record (jrnl_log_unmount does).  Returns the force's result
@@ -322,7 +322,7 @@ int jrnl_log_force(struct jrnl_log *log);
 /* Issue a device cache flush and wait for it: afterwards every buffer that had completed
  * when it was issued is durable (durable_lsn moves up to that point).  Does not push or
  * wait for buffers (jrnl_log_force first for "everything written so far").  The flush
- * is io_submit_wait: an fdatasync on the calling thread on the descriptor backends.  A
+ * is iol_submit_wait: an fdatasync on the calling thread on the descriptor backends.  A
  * failed flush shuts the log down.  Returns 0 or the log's first error. */
 int jrnl_log_flush(struct jrnl_log *log);
 /* jrnl_log_flush without the wait: the flush is submitted now (covering every buffer

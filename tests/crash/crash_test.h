@@ -11,7 +11,7 @@
  *  - Power cuts must land while writes are in flight, so the disk runs in hold mode: a
  *    delog call blocks until the test delivers its I/O.  The driver (drv_*) runs the
  *    calls on their own thread; the test delivers in a seeded random order and, between
- *    any two deliveries, may take crash images (io_sim_crash) of the live disk.
+ *    any two deliveries, may take crash images (iol_sim_crash) of the live disk.
  *  - Everything is static inline: each test file takes what it uses.
  */
 #ifndef DELOG_TESTS_CRASH_TEST_H
@@ -51,13 +51,13 @@ static inline uint64_t ct_rnd(uint64_t *s)
 	return ct_mix(*s);
 }
 
-static inline struct io_dev *ct_sim(bool hold, uint64_t seed, const void *image)
+static inline struct iol_dev *ct_sim(bool hold, uint64_t seed, const void *image)
 {
-	struct io_sim_opts so = { .size = sizeof(so), .dev_bytes = CT_DEV_BYTES, .sector = 4096,
+	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = CT_DEV_BYTES, .sector = 4096,
 				  .seed = seed, .hold = hold, .image = image };
-	struct io_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
-	struct io_dev *dev = NULL;
-	int err = io_dev_open(NULL, &o, &dev);
+	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
+	struct iol_dev *dev = NULL;
+	int err = iol_dev_open(NULL, &o, &dev);
 
 	cr_assert_eq(err, 0, "sim: %s", delog_strerror(err));
 	return dev;
@@ -185,7 +185,7 @@ static inline const struct ct_tx_seen *ct_find(const struct ct_coll *c, uint64_t
 }
 
 /* Open @dev and collect; returns delog_open_dev's result.  *out may be NULL: close. */
-static inline int ct_open(struct io_dev *dev, enum delog_flush_policy p, struct ct_coll *c,
+static inline int ct_open(struct iol_dev *dev, enum delog_flush_policy p, struct ct_coll *c,
 			  delog **out)
 {
 	struct delog_options o = { .size = sizeof(o), .flush = p, .logbufs = 4,
@@ -209,21 +209,21 @@ static inline int ct_open(struct io_dev *dev, enum delog_flush_policy p, struct 
 static inline int ct_recover_image(const void *image, enum delog_flush_policy p,
 				   struct ct_coll *c)
 {
-	struct io_dev *dev = ct_sim(false, 1, image);
+	struct iol_dev *dev = ct_sim(false, 1, image);
 	int err = ct_open(dev, p, c, NULL);
 
-	io_dev_close(dev);
+	iol_dev_close(dev);
 	return err;
 }
 
-static inline void *ct_crash(struct io_dev *dev, uint64_t seed, enum io_sim_crash_profile pr)
+static inline void *ct_crash(struct iol_dev *dev, uint64_t seed, enum iol_sim_crash_profile pr)
 {
 	void *img = malloc(CT_DEV_BYTES);
 	int err;
 
 	cr_assert_not_null(img);
-	err = io_sim_crash(dev, seed, pr, img, NULL);
-	cr_assert_eq(err, 0, "io_sim_crash: %s", delog_strerror(err));
+	err = iol_sim_crash(dev, seed, pr, img, NULL);
+	cr_assert_eq(err, 0, "iol_sim_crash: %s", delog_strerror(err));
 	return img;
 }
 
@@ -255,18 +255,18 @@ static inline void ct_drv_start(struct ct_drv *d, void *(*fn)(void *), void *arg
 
 /* Deliver one completion (random order); false when none is pending and the thread is
  * done.  Waits (yielding) while the thread computes. */
-static inline bool ct_drv_step(struct ct_drv *d, struct io_dev *dev)
+static inline bool ct_drv_step(struct ct_drv *d, struct iol_dev *dev)
 {
 	for (;;) {
-		if (io_sim_deliver(dev, 1, IO_SIM_RANDOM))
+		if (iol_sim_deliver(dev, 1, IOL_SIM_RANDOM))
 			return true;
-		if (atomic_load(&d->done) && !io_sim_pending(dev))
+		if (atomic_load(&d->done) && !iol_sim_pending(dev))
 			return false;
 		sched_yield();
 	}
 }
 
-static inline void ct_drv_finish(struct ct_drv *d, struct io_dev *dev)
+static inline void ct_drv_finish(struct ct_drv *d, struct iol_dev *dev)
 {
 	while (ct_drv_step(d, dev))
 		;

@@ -36,14 +36,14 @@ static unsigned long faults_hit;
 /* A freshly formatted log, as an image (formatting on every run would cost 4 MiB). */
 static void *fresh_image(void)
 {
-	struct io_dev *dev = ct_sim(false, 1, NULL);
+	struct iol_dev *dev = ct_sim(false, 1, NULL);
 	void *img = malloc(CT_DEV_BYTES);
 	struct ct_coll c;
 
 	cr_assert_not_null(img);
 	cr_assert_eq(ct_open(dev, DELOG_FLUSH_SYNC, &c, NULL), 0);
-	cr_assert_eq(io_sim_media(dev, 0, img, CT_DEV_BYTES), 0);
-	io_dev_close(dev);
+	cr_assert_eq(iol_sim_media(dev, 0, img, CT_DEV_BYTES), 0);
+	iol_dev_close(dev);
 	return img;
 }
 
@@ -65,11 +65,11 @@ static void check_recovers(const void *img, enum delog_flush_policy pol, unsigne
 }
 
 /* Returns true when the fault was met. */
-static bool write_loop_one(const void *fresh, enum delog_flush_policy pol, enum io_op op,
+static bool write_loop_one(const void *fresh, enum delog_flush_policy pol, enum iol_op op,
 			   uint64_t nth, bool persistent)
 {
-	struct io_dev *dev = ct_sim(false, nth, fresh);
-	struct io_sim_fault f = { .op = op, .nth = nth, .persistent = persistent };
+	struct iol_dev *dev = ct_sim(false, nth, fresh);
+	struct iol_sim_fault f = { .op = op, .nth = nth, .persistent = persistent };
 	struct ct_coll c;
 	delog *log = NULL;
 	unsigned acked = 0;
@@ -80,10 +80,10 @@ static bool write_loop_one(const void *fresh, enum delog_flush_policy pol, enum 
 	void *img;
 
 	snprintf(what, sizeof(what), "%s, %s EIO at op %llu%s", pname[pol],
-		 op == IO_OP_WRITE ? "write" : "flush", (unsigned long long)nth,
+		 op == IOL_OP_WRITE ? "write" : "flush", (unsigned long long)nth,
 		 persistent ? " and after" : " once");
 	cr_assert_eq(ct_open(dev, pol, &c, &log), 0, "%s: open", what);
-	cr_assert_eq(io_sim_fault_add(dev, &f), 0);
+	cr_assert_eq(iol_sim_fault_add(dev, &f), 0);
 	for (unsigned n = 1; n <= TXS && !err; n++) {
 		/* Canonical: a forced single item, then a group of two with one force. */
 		err = ct_tx(log, 1, n, 1 + n % 3, 100 + 700 * (n % 4), n % 3 != 1, &seq);
@@ -94,15 +94,15 @@ static bool write_loop_one(const void *fresh, enum delog_flush_policy pol, enum 
 		/* No call failed: the fault, if met at all, hit the close (its unmount record). */
 		e2 = delog_close(log);
 		if (e2 == 0) {
-			io_dev_close(dev);
+			iol_dev_close(dev);
 			return false;
 		}
 		cr_assert_eq(e2, -EIO, "%s: close returned %s", what, delog_strerror(e2));
 		faults_hit++;
-		img = ct_crash(dev, nth, IO_SIM_STRICT);
+		img = ct_crash(dev, nth, IOL_SIM_STRICT);
 		check_recovers(img, pol, acked, what);
 		free(img);
-		io_dev_close(dev);
+		iol_dev_close(dev);
 		return true;
 	}
 	faults_hit++;
@@ -115,29 +115,29 @@ static bool write_loop_one(const void *fresh, enum delog_flush_policy pol, enum 
 	cr_assert_eq(delog_durable_seq(log), durable, "%s: watermark moved", what);
 	/* What a power cut leaves now, and what is there once everything settled. */
 	for (uint64_t s = 0; s < 3; s++) {
-		img = ct_crash(dev, nth * 7 + s, s == 2 ? IO_SIM_GARBLE : IO_SIM_STRICT);
+		img = ct_crash(dev, nth * 7 + s, s == 2 ? IOL_SIM_GARBLE : IOL_SIM_STRICT);
 		check_recovers(img, pol, acked, what);
 		free(img);
 	}
 	{
 		uint8_t *zero = NULL;
-		size_t k = io_sim_unstable(dev, NULL, 0);
+		size_t k = iol_sim_unstable(dev, NULL, 0);
 
 		zero = calloc(k + 1, 1);
 		img = malloc(CT_DEV_BYTES);
 		cr_assert(zero && img);
-		cr_assert_eq(io_sim_crash_choose(dev, zero, k, 0, img), 0);
+		cr_assert_eq(iol_sim_crash_choose(dev, zero, k, 0, img), 0);
 		check_recovers(img, pol, acked, what); /* the media alone */
 		free(zero);
 		free(img);
 	}
 	e2 = delog_close(log);
 	cr_assert_eq(e2, -EIO, "%s: close returned %s", what, delog_strerror(e2));
-	io_dev_close(dev);
+	iol_dev_close(dev);
 	return true;
 }
 
-static void write_loop(enum io_op op)
+static void write_loop(enum iol_op op)
 {
 	void *fresh = fresh_image();
 
@@ -148,7 +148,7 @@ static void write_loop(enum io_op op)
 			while (write_loop_one(fresh, policies[p], op, nth, persistent))
 				cr_assert(++nth < MAX_NTH, "the workload never completes");
 			cr_assert(nth > 1, "%s: the workload does no %s at all", pname[p],
-				  op == IO_OP_WRITE ? "write" : "flush");
+				  op == IOL_OP_WRITE ? "write" : "flush");
 		}
 	}
 	free(fresh);
@@ -156,14 +156,14 @@ static void write_loop(enum io_op op)
 
 Test(eio, write, .timeout = 900)
 {
-	write_loop(IO_OP_WRITE);
+	write_loop(IOL_OP_WRITE);
 	fprintf(stderr, "eio/write: %lu faults met, each shut the log down, none lost an "
 		"acknowledged commit\n", faults_hit);
 }
 
 Test(eio, flush, .timeout = 900)
 {
-	write_loop(IO_OP_FLUSH);
+	write_loop(IOL_OP_FLUSH);
 	fprintf(stderr, "eio/flush: %lu faults met, each shut the log down, none lost an "
 		"acknowledged commit\n", faults_hit);
 }
@@ -172,7 +172,7 @@ Test(eio, read, .timeout = 900)
 {
 	/* A log holding TXS acknowledged transactions, not cleanly closed. */
 	void *fresh = fresh_image(), *img;
-	struct io_dev *dev = ct_sim(false, 3, fresh);
+	struct iol_dev *dev = ct_sim(false, 3, fresh);
 	struct ct_coll *c = calloc(1, sizeof(*c));
 	delog *log = NULL;
 	uint64_t seq;
@@ -181,25 +181,25 @@ Test(eio, read, .timeout = 900)
 	cr_assert_eq(ct_open(dev, DELOG_FLUSH_SYNC, c, &log), 0);
 	for (unsigned n = 1; n <= TXS; n++)
 		cr_assert_eq(ct_tx(log, 1, n, 2, 300 * n, true, &seq), 0);
-	img = ct_crash(dev, 5, IO_SIM_STRICT);
+	img = ct_crash(dev, 5, IOL_SIM_STRICT);
 	delog_close(log);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 	for (size_t p = 0; p < sizeof(policies) / sizeof(policies[0]); p++) {
 		for (int persistent = 0; persistent < 2; persistent++) {
 			for (uint64_t nth = 1;; nth++) {
-				struct io_sim_fault f = { .op = IO_OP_READ, .nth = nth,
+				struct iol_sim_fault f = { .op = IOL_OP_READ, .nth = nth,
 							  .persistent = persistent };
 				int err;
 
 				cr_assert(nth < MAX_NTH);
 				dev = ct_sim(false, nth, img);
-				cr_assert_eq(io_sim_fault_add(dev, &f), 0);
+				cr_assert_eq(iol_sim_fault_add(dev, &f), 0);
 				err = ct_open(dev, policies[p], c, NULL);
-				io_sim_fault_clear(dev);
+				iol_sim_fault_clear(dev);
 				if (!err) {
 					cr_assert_eq(c->bad, 0, "%s read fault %llu: %s", pname[p],
 						     (unsigned long long)nth, c->why);
-					io_dev_close(dev);
+					iol_dev_close(dev);
 					break; /* the open did fewer reads than nth */
 				}
 				faults_hit++;
@@ -214,7 +214,7 @@ Test(eio, read, .timeout = 900)
 				for (unsigned n = 1; n <= TXS; n++)
 					cr_assert_not_null(ct_find(c, 1, n), "%s: read EIO %llu: tx %u "
 							   "lost", pname[p], (unsigned long long)nth, n);
-				io_dev_close(dev);
+				iol_dev_close(dev);
 			}
 		}
 	}

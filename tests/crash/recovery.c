@@ -35,7 +35,7 @@ static const enum delog_flush_policy policies[] = { DELOG_FLUSH_SYNC, DELOG_FLUS
 /* ---- a workload thread: open, commit n = 1..ntx (every third forced), close ---- */
 
 struct work {
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	enum delog_flush_policy pol;
 	uint64_t gen, seed;
 	unsigned ntx;
@@ -109,9 +109,9 @@ static void g5_one(enum delog_flush_policy pol, uint64_t seed)
 	while (k-- && ct_drv_step(&d, w->dev))
 		;
 	acked = atomic_load(&w->acked);
-	img = ct_crash(w->dev, seed, IO_SIM_STRICT);
+	img = ct_crash(w->dev, seed, IOL_SIM_STRICT);
 	ct_drv_finish(&d, w->dev);
-	io_dev_close(w->dev);
+	iol_dev_close(w->dev);
 
 	err = ct_recover_image(img, pol, ref);
 	cr_assert_eq(err, 0, "seed %llu: reference recovery: %s", (unsigned long long)seed,
@@ -127,7 +127,7 @@ static void g5_one(enum delog_flush_policy pol, uint64_t seed)
 	ct_drv_start(&d, work_main, w);
 	for (unsigned step = 0;; step++) {
 		for (unsigned v = 0; v < 4; v++) {
-			enum io_sim_crash_profile pr = v % 2 ? IO_SIM_GARBLE : IO_SIM_STRICT;
+			enum iol_sim_crash_profile pr = v % 2 ? IOL_SIM_GARBLE : IOL_SIM_STRICT;
 			void *img2 = ct_crash(w->dev, seed * 1000 + step * 4 + v, pr);
 
 			err = ct_recover_image(img2, pol, c);
@@ -138,7 +138,7 @@ static void g5_one(enum delog_flush_policy pol, uint64_t seed)
 			cr_assert(c->fp == ref->fp && c->nck == ref->nck && c->last == ref->last,
 				  "seed %llu step %u (%s): second recovery replayed %llu..%llu, the "
 				  "first %llu..%llu (G5)", (unsigned long long)seed, step,
-				  pr == IO_SIM_GARBLE ? "garble" : "strict",
+				  pr == IOL_SIM_GARBLE ? "garble" : "strict",
 				  (unsigned long long)c->first, (unsigned long long)c->last,
 				  (unsigned long long)ref->first, (unsigned long long)ref->last);
 			free(img2);
@@ -152,7 +152,7 @@ static void g5_one(enum delog_flush_policy pol, uint64_t seed)
 		     delog_strerror(w->open_err));
 	cr_assert(w->coll.fp == ref->fp, "seed %llu: the interrupted open replayed another set",
 		  (unsigned long long)seed);
-	io_dev_close(w->dev);
+	iol_dev_close(w->dev);
 	free(img);
 	free(w);
 	free(ref);
@@ -168,14 +168,14 @@ static void g5_one(enum delog_flush_policy pol, uint64_t seed)
  * was stable ...").  Every crash state during that recovery must recover as the first
  * recovery did.
  */
-static bool head_near_end(struct io_dev *dev, size_t *from, unsigned *laps, uint64_t *last)
+static bool head_near_end(struct iol_dev *dev, size_t *from, unsigned *laps, uint64_t *last)
 {
-	struct io_sim_event ev[64];
+	struct iol_sim_event ev[64];
 	size_t n;
 
-	while ((n = io_sim_trace_copy(dev, *from, ev, 64)) > 0) {
+	while ((n = iol_sim_trace_copy(dev, *from, ev, 64)) > 0) {
 		for (size_t i = 0; i < n; i++) {
-			if (ev[i].type != IO_SIM_EV_SUBMIT || (ev[i].opf & 0xff) != IO_OP_WRITE)
+			if (ev[i].type != IOL_SIM_EV_SUBMIT || (ev[i].opf & 0xff) != IOL_OP_WRITE)
 				continue;
 			if (ev[i].off < *last)
 				(*laps)++;
@@ -210,9 +210,9 @@ static void stamp_wrap_one(enum delog_flush_policy pol, uint64_t seed)
 		;
 	cr_assert_geq(laps, 2, "seed %llu: the workload ended before wrapping twice",
 		      (unsigned long long)seed);
-	img = ct_crash(w->dev, seed, IO_SIM_STRICT);
+	img = ct_crash(w->dev, seed, IOL_SIM_STRICT);
 	ct_drv_finish(&d, w->dev);
-	io_dev_close(w->dev);
+	iol_dev_close(w->dev);
 	err = ct_recover_image(img, pol, ref);
 	cr_assert_eq(err, 0, "seed %llu: reference recovery: %s", (unsigned long long)seed,
 		     delog_strerror(err));
@@ -222,7 +222,7 @@ static void stamp_wrap_one(enum delog_flush_policy pol, uint64_t seed)
 	ct_drv_start(&d, work_main, w);
 	for (;; steps++) {
 		for (unsigned v = 0; v < 4; v++) {
-			void *img2 = ct_crash(w->dev, seed * 7919 + steps * 4 + v, IO_SIM_GARBLE);
+			void *img2 = ct_crash(w->dev, seed * 7919 + steps * 4 + v, IOL_SIM_GARBLE);
 
 			err = ct_recover_image(img2, pol, c);
 			cr_assert_eq(err, 0, "seed %llu step %u: recovery after a crash during the "
@@ -240,7 +240,7 @@ static void stamp_wrap_one(enum delog_flush_policy pol, uint64_t seed)
 	}
 	pthread_join(d.th, NULL);
 	cr_assert_eq(w->open_err, 0);
-	io_dev_close(w->dev);
+	iol_dev_close(w->dev);
 	free(img);
 	free(w);
 	free(ref);
@@ -269,7 +269,7 @@ Test(recover, crash_during_recovery, .timeout = 900)
 
 static unsigned long g6_states;
 
-static void g6_one(enum delog_flush_policy pol, enum io_sim_crash_profile pr, uint64_t seed)
+static void g6_one(enum delog_flush_policy pol, enum iol_sim_crash_profile pr, uint64_t seed)
 {
 	struct work *w = calloc(GENS + 1, sizeof(*w));
 	uint64_t r = ct_mix(seed * 7919 + pol * 3 + pr);
@@ -297,7 +297,7 @@ static void g6_one(enum delog_flush_policy pol, enum io_sim_crash_profile pr, ui
 		next = ct_crash(cur->dev, ct_rnd(&r), pr);
 		rel[g] = atomic_load(&cur->released);
 		ct_drv_finish(&d, cur->dev);
-		io_dev_close(cur->dev);
+		iol_dev_close(cur->dev);
 		free(img);
 		img = next;
 		g6_states++;
@@ -345,7 +345,7 @@ Test(recover, continuation, .timeout = 900)
 	for (size_t p = 0; p < sizeof(policies) / sizeof(policies[0]); p++)
 		for (int pr = 0; pr < 2; pr++)
 			for (uint64_t s = 1; s <= SEEDS; s++)
-				g6_one(policies[p], (enum io_sim_crash_profile)pr, s);
+				g6_one(policies[p], (enum iol_sim_crash_profile)pr, s);
 	fprintf(stderr, "recover/continuation: %lu crash generations (%u per log), each "
 		"recovered and continued: 0 violations\n", g6_states, GENS);
 }

@@ -52,13 +52,13 @@
 
 /* ---- disks, options, recovery ---- */
 
-static struct io_dev *rg_sim(uint64_t bytes, bool hold, uint64_t seed, const void *image)
+static struct iol_dev *rg_sim(uint64_t bytes, bool hold, uint64_t seed, const void *image)
 {
-	struct io_sim_opts so = { .size = sizeof(so), .dev_bytes = bytes, .sector = 4096,
+	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = bytes, .sector = 4096,
 				  .seed = seed, .hold = hold, .image = image };
-	struct io_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
-	struct io_dev *dev = NULL;
-	int err = io_dev_open(NULL, &o, &dev);
+	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
+	struct iol_dev *dev = NULL;
+	int err = iol_dev_open(NULL, &o, &dev);
 
 	cr_assert_eq(err, 0, "sim: %s", delog_strerror(err));
 	return dev;
@@ -114,14 +114,14 @@ static struct delog_options rg_opts(enum delog_flush_policy pol, unsigned logbuf
 static int rg_recover(const void *image, uint64_t bytes, enum delog_flush_policy pol,
 		      struct rg_seen *s)
 {
-	struct io_dev *dev = rg_sim(bytes, false, 7, image);
+	struct iol_dev *dev = rg_sim(bytes, false, 7, image);
 	struct delog_options o = rg_opts(pol, 0, 0, 0, s);
 	delog *log = NULL;
 	int err = delog_open_dev(dev, &o, &log);
 
 	if (!err)
 		err = delog_close(log);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 	return err;
 }
 
@@ -135,7 +135,7 @@ static int rg_replay(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_i
 }
 
 /* Recover @dev read-only, as it reads now (jrnl_recover); fills @rep. */
-static int rg_recover_ro(struct io_dev *dev, struct rg_seen *s, struct jrnl_report *rep)
+static int rg_recover_ro(struct iol_dev *dev, struct rg_seen *s, struct jrnl_report *rep)
 {
 	struct jrnl_recover_opts o = { .replay = rg_replay, .priv = s, .read_only = true };
 	struct jrnl_geom g;
@@ -150,7 +150,7 @@ static int rg_recover_ro(struct io_dev *dev, struct rg_seen *s, struct jrnl_repo
 
 /* The image a power cut leaves when every unstable sector in [lost_off, lost_end) keeps
  * its old contents and every other one takes its newest. */
-static void *rg_cut(struct io_dev *dev, uint64_t bytes, uint64_t lost_off, uint64_t lost_end)
+static void *rg_cut(struct iol_dev *dev, uint64_t bytes, uint64_t lost_off, uint64_t lost_end)
 {
 	size_t max = (size_t)(bytes / 4096), n;
 	uint64_t *sec = malloc(max * sizeof(*sec));
@@ -159,11 +159,11 @@ static void *rg_cut(struct io_dev *dev, uint64_t bytes, uint64_t lost_off, uint6
 	int err;
 
 	cr_assert(sec && ch && img);
-	n = io_sim_unstable(dev, sec, max);
+	n = iol_sim_unstable(dev, sec, max);
 	for (size_t i = 0; i < n; i++)
 		ch[i] = sec[i] * 4096 >= lost_off && sec[i] * 4096 < lost_end ? 0 : 1;
-	err = io_sim_crash_choose(dev, ch, n, 1, img);
-	cr_assert_eq(err, 0, "io_sim_crash_choose: %s", delog_strerror(err));
+	err = iol_sim_crash_choose(dev, ch, n, 1, img);
+	cr_assert_eq(err, 0, "iol_sim_crash_choose: %s", delog_strerror(err));
 	free(sec);
 	free(ch);
 	return img;
@@ -177,24 +177,24 @@ struct rg_req {
 };
 
 struct rg_trace {
-	struct io_sim_event ev[RG_MAX_EV];
+	struct iol_sim_event ev[RG_MAX_EV];
 	size_t nev;
 	struct rg_req pend[256];
 	size_t npend;
 };
 
-static void rg_trace_read(struct io_dev *dev, struct rg_trace *t)
+static void rg_trace_read(struct iol_dev *dev, struct rg_trace *t)
 {
-	t->nev = io_sim_trace_copy(dev, 0, t->ev, RG_MAX_EV);
+	t->nev = iol_sim_trace_copy(dev, 0, t->ev, RG_MAX_EV);
 	cr_assert_lt(t->nev, (size_t)RG_MAX_EV, "trace too long");
 	t->npend = 0;
 	for (size_t i = 0; i < t->nev; i++) {
-		const struct io_sim_event *e = &t->ev[i];
+		const struct iol_sim_event *e = &t->ev[i];
 
-		if (e->type == IO_SIM_EV_SUBMIT) {
+		if (e->type == IOL_SIM_EV_SUBMIT) {
 			cr_assert_lt(t->npend, 256u);
 			t->pend[t->npend++] = (struct rg_req){ e->req_id, e->off, e->len, e->opf };
-		} else if (e->type == IO_SIM_EV_COMPLETE) {
+		} else if (e->type == IOL_SIM_EV_COMPLETE) {
 			for (size_t j = 0; j < t->npend; j++)
 				if (t->pend[j].id == e->req_id) {
 					memmove(&t->pend[j], &t->pend[j + 1],
@@ -212,23 +212,23 @@ static uint64_t rg_last_id(const struct rg_trace *t)
 	uint64_t id = 0;
 
 	for (size_t i = 0; i < t->nev; i++)
-		if (t->ev[i].type == IO_SIM_EV_SUBMIT && t->ev[i].req_id > id)
+		if (t->ev[i].type == IOL_SIM_EV_SUBMIT && t->ev[i].req_id > id)
 			id = t->ev[i].req_id;
 	return id;
 }
 
 static bool rg_is_write(uint32_t opf)
 {
-	return (opf & IO_OP_MASK) == IO_OP_WRITE;
+	return (opf & IOL_OP_MASK) == IOL_OP_WRITE;
 }
 
 /* The first write submitted at or after trace event @mark (0 if none yet). */
 static bool rg_first_write(const struct rg_trace *t, size_t mark, struct rg_req *out)
 {
 	for (size_t i = mark; i < t->nev; i++) {
-		const struct io_sim_event *e = &t->ev[i];
+		const struct iol_sim_event *e = &t->ev[i];
 
-		if (e->type == IO_SIM_EV_SUBMIT && rg_is_write(e->opf)) {
+		if (e->type == IOL_SIM_EV_SUBMIT && rg_is_write(e->opf)) {
 			*out = (struct rg_req){ e->req_id, e->off, e->len, e->opf };
 			return true;
 		}
@@ -246,9 +246,9 @@ static uint64_t rg_now_ms(void)
 
 /* Wait until nothing has been submitted or completed for @quiet_ms: the threads are
  * blocked on what is held (or done). */
-static void rg_settle(struct io_dev *dev, unsigned quiet_ms)
+static void rg_settle(struct iol_dev *dev, unsigned quiet_ms)
 {
-	size_t len = io_sim_trace_len(dev);
+	size_t len = iol_sim_trace_len(dev);
 	uint64_t since = rg_now_ms();
 
 	while (rg_now_ms() - since < quiet_ms) {
@@ -256,7 +256,7 @@ static void rg_settle(struct io_dev *dev, unsigned quiet_ms)
 		size_t l;
 
 		nanosleep(&ts, NULL);
-		l = io_sim_trace_len(dev);
+		l = iol_sim_trace_len(dev);
 		if (l != len) {
 			len = l;
 			since = rg_now_ms();
@@ -265,13 +265,13 @@ static void rg_settle(struct io_dev *dev, unsigned quiet_ms)
 }
 
 /* Deliver everything (random order) until @d's thread is done or @stop is set. */
-static void rg_run_until(struct ct_drv *d, struct io_dev *dev, atomic_int *stop, int val)
+static void rg_run_until(struct ct_drv *d, struct iol_dev *dev, atomic_int *stop, int val)
 {
 	uint64_t t0 = rg_now_ms();
 
 	while (!(stop && atomic_load(stop) >= val)) {
-		if (!io_sim_deliver(dev, 1, IO_SIM_RANDOM)) {
-			if (atomic_load(&d->done) && !io_sim_pending(dev))
+		if (!iol_sim_deliver(dev, 1, IOL_SIM_RANDOM)) {
+			if (atomic_load(&d->done) && !iol_sim_pending(dev))
 				return;
 			sched_yield();
 		}
@@ -288,7 +288,7 @@ static void *rg_close_main(void *log)
 /* ---- 1. a torn head must not overwrite the tail its last record names (L12) ---- */
 
 struct b1 {
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	enum delog_flush_policy pol;
 	atomic_int phase;         /* 1: 31 forced, 30 released, mark taken */
 	size_t mark;              /* trace length before checkpoint 32 */
@@ -313,7 +313,7 @@ static void *b1_main(void *arg)
 	}
 	if (!err)
 		err = delog_release(log, seq - 1);
-	w->mark = io_sim_trace_len(w->dev);
+	w->mark = iol_sim_trace_len(w->dev);
 	atomic_store(&w->phase, 1);
 	if (!err)
 		err = ct_tx(log, 1, 32, 9, 96 << 10, false, &seq);
@@ -369,13 +369,13 @@ static void b1_one(enum delog_flush_policy pol)
 			continue;
 		}
 		/* Hold the oldest request (checkpoint 32's first record) while others can go. */
-		io_sim_deliver(w->dev, 1, np >= 2 ? IO_SIM_LIFO : IO_SIM_FIFO);
+		iol_sim_deliver(w->dev, 1, np >= 2 ? IOL_SIM_LIFO : IOL_SIM_FIFO);
 		cr_assert_lt(rg_now_ms() - t0, 15000u, "%s: stuck", pn);
 	}
 	pthread_join(d.th, NULL);
 	cr_assert_eq(w->err, 0, "%s: workload: %s", pn, delog_strerror(w->err));
 	cr_assert_gt(checks, 0u);
-	io_dev_close(w->dev);
+	iol_dev_close(w->dev);
 	free(w);
 	free(t);
 }
@@ -398,7 +398,7 @@ Test(regress, torn_head_over_tail_single, .timeout = 20)
 /* ---- 2. a relogged key pins its checkpoint until the relog is durable (S3) ---- */
 
 struct b2 {
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	enum delog_flush_policy pol;
 	delog *log;
 	atomic_int phase;         /* 1: about to force 4 (mark taken) */
@@ -466,7 +466,7 @@ static void *b2_main(void *arg)
 		err = b2_tx(w->log, false, 4, 9, 0, false, &seq);
 	if (!err)
 		err = b2_tx(w->log, false, 4, 8, 9, false, &seq);
-	w->mark = io_sim_trace_len(w->dev);
+	w->mark = iol_sim_trace_len(w->dev);
 	atomic_store(&w->phase, 1);
 	if (!err)
 		err = delog_force(w->log, seq);
@@ -539,7 +539,7 @@ static void b2_one(enum delog_flush_policy pol)
 		rg_trace_read(w->dev, t);
 		if (rg_first_write(t, w->mark, &r1) || !t->npend)
 			break;
-		io_sim_deliver(w->dev, 1, IO_SIM_FIFO);
+		iol_sim_deliver(w->dev, 1, IOL_SIM_FIFO);
 		cr_assert_lt(rg_now_ms() - t0, 15000u, "%s: stuck", pn);
 	}
 	for (;; step++) {
@@ -561,15 +561,15 @@ static void b2_one(enum delog_flush_policy pol)
 			rg_settle(w->dev, 5);
 			rg_trace_read(w->dev, t);
 			nr = t->npend ? &t->pend[t->npend - 1] : NULL;
-			if (nr && nr->id > last && (nr->opf & IO_OP_MASK) == IO_OP_FLUSH)
-				io_sim_deliver(w->dev, 1, IO_SIM_LIFO);
+			if (nr && nr->id > last && (nr->opf & IOL_OP_MASK) == IOL_OP_FLUSH)
+				iol_sim_deliver(w->dev, 1, IOL_SIM_LIFO);
 		}
 		b2_check(w, pn, step);
 		/* Then one more of checkpoint 4's requests completes (oldest first); join the
 		 * NOWAIT thread with delivery running. */
-		io_sim_deliver(w->dev, 1, IO_SIM_FIFO);
+		iol_sim_deliver(w->dev, 1, IOL_SIM_FIFO);
 		while (!atomic_load(&dn.done)) {
-			if (!io_sim_deliver(w->dev, 1, IO_SIM_FIFO))
+			if (!iol_sim_deliver(w->dev, 1, IOL_SIM_FIFO))
 				sched_yield();
 			cr_assert_lt(rg_now_ms() - t0, 15000u, "%s: NOWAIT begin stuck", pn);
 		}
@@ -584,7 +584,7 @@ static void b2_one(enum delog_flush_policy pol)
 	/* Close with delivery running. */
 	ct_drv_start(&d, rg_close_main, w->log);
 	ct_drv_finish(&d, w->dev);
-	io_dev_close(w->dev);
+	iol_dev_close(w->dev);
 	free(w);
 	free(t);
 }
@@ -609,7 +609,7 @@ Test(regress, relog_moves_tail_early_single, .timeout = 20)
 #define B3_BYTES (4096 + (64ull << 20))
 
 struct b3 {
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	enum delog_flush_policy pol;
 	atomic_int phase;         /* 1: checkpoints 1-3 forced, mark taken */
 	size_t mark;
@@ -632,7 +632,7 @@ static void *b3_main(void *arg)
 		if (!err)
 			atomic_store(&w->acked, seq);
 	}
-	w->mark = io_sim_trace_len(w->dev);
+	w->mark = iol_sim_trace_len(w->dev);
 	atomic_store(&w->phase, 1);
 	/* Checkpoint 4: 10 MiB, five times recovery's window. */
 	if (!err)
@@ -651,7 +651,7 @@ static void *b3_main(void *arg)
 static bool b3_may(const struct rg_req *r, const struct rg_req *fw, bool have_fw)
 {
 	if (rg_is_write(r->opf))
-		return !(r->opf & (IO_PREFLUSH | IO_FUA)) || (have_fw && r->id == fw->id);
+		return !(r->opf & (IOL_PREFLUSH | IOL_FUA)) || (have_fw && r->id == fw->id);
 	return !have_fw || r->id < fw->id;
 }
 
@@ -662,7 +662,7 @@ static void b3_one(enum delog_flush_policy pol)
 	const char *pn = delog_flush_policy_name(pol);
 	uint64_t t0 = rg_now_ms(), acked, furthest = 0;
 	struct jrnl_report rep;
-	struct io_dev *dev2;
+	struct iol_dev *dev2;
 	struct rg_seen s;
 	struct ct_drv d;
 	struct rg_req fw = { 0 };
@@ -690,9 +690,9 @@ static void b3_one(enum delog_flush_policy pol)
 		o = &t->pend[0];
 		n = &t->pend[t->npend - 1];
 		if (b3_may(o, &fw, have_fw))
-			io_sim_deliver(w->dev, 1, IO_SIM_FIFO);
+			iol_sim_deliver(w->dev, 1, IOL_SIM_FIFO);
 		else if (b3_may(n, &fw, have_fw))
-			io_sim_deliver(w->dev, 1, IO_SIM_LIFO);
+			iol_sim_deliver(w->dev, 1, IOL_SIM_LIFO);
 		else
 			break;
 		cr_assert_lt(rg_now_ms() - t0, 15000u, "%s: stuck", pn);
@@ -701,16 +701,16 @@ static void b3_one(enum delog_flush_policy pol)
 	/* Nothing of checkpoint 4 is durable yet: every write of it must lie within the
 	 * window past its first (L13). */
 	for (size_t i = w->mark; i < t->nev; i++) {
-		const struct io_sim_event *e = &t->ev[i];
+		const struct iol_sim_event *e = &t->ev[i];
 
-		if (e->type == IO_SIM_EV_SUBMIT && rg_is_write(e->opf) && e->off >= fw.off &&
+		if (e->type == IOL_SIM_EV_SUBMIT && rg_is_write(e->opf) && e->off >= fw.off &&
 		    e->off + e->len - fw.off > furthest)
 			furthest = e->off + e->len - fw.off;
 	}
 	acked = atomic_load(&w->acked);
 	img = rg_cut(w->dev, B3_BYTES, fw.off, fw.off + fw.len);
 	ct_drv_finish(&d, w->dev);
-	io_dev_close(w->dev);
+	iol_dev_close(w->dev);
 
 	/* Recover (stamping past the head), then small checkpoints over the stamped
 	 * region and beyond; the log must recover after every one. */
@@ -750,7 +750,7 @@ static void b3_one(enum delog_flush_policy pol)
 		  pn, (unsigned long long)s.last, (unsigned long long)acked);
 	free(img);
 	delog_close(log);
-	io_dev_close(dev2);
+	iol_dev_close(dev2);
 	cr_assert_leq(furthest, RG_WINDOW, "%s: %llu bytes written past the durable point, "
 		      "more than the window (L13)", pn, (unsigned long long)furthest);
 	free(w);

@@ -41,7 +41,7 @@
  *  - real files: the same round trip over each backend that is built and usable here.
  *
  * Why it is built this way: the sim device is the only place where "durable" can be
- * checked exactly (io_sim_crash gives the image a power cut would leave, without
+ * checked exactly (iol_sim_crash gives the image a power cut would leave, without
  * disturbing the running log), so every durability claim is checked through such an
  * image and a full recovery of it, never through the running log's own view.  Item
  * payloads check themselves (helpers.h) so torn or stale items cannot pass.  No test
@@ -74,7 +74,7 @@ static void msleep(unsigned ms)
 
 Test(api, options_invalid, .timeout = 60)
 {
-	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NONE, 1, NULL);
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NONE, 1, NULL);
 	struct delog_options o;
 	delog *log;
 	char *dir = t_mkdtemp("opts"), path[4200];
@@ -163,7 +163,7 @@ Test(api, options_invalid, .timeout = 60)
 
 		cr_expect_eq(delog_flush_policy_parse("fast", &back), -EINVAL);
 	}
-	io_dev_close(dev);
+	iol_dev_close(dev);
 	rmdir(dir);
 	free(dir);
 }
@@ -223,7 +223,7 @@ Test(api, open_notlog, .timeout = 60)
 	size_t len = 8 * T_MiB;
 	unsigned char *buf = malloc(len), *back = malloc(4096);
 	struct delog_options o = { .size = sizeof(o), .backend = "psync" };
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	delog *log = NULL;
 	int fd;
 
@@ -250,13 +250,13 @@ Test(api, open_notlog, .timeout = 60)
 	free(dir);
 
 	/* On a device: without CREATE refused, with CREATE formatted (engine.h). */
-	dev = t_sim(8 * T_MiB, IO_SIM_LAT_NONE, 3, buf);
+	dev = t_sim(8 * T_MiB, IOL_SIM_LAT_NONE, 3, buf);
 	o = (struct delog_options){ .size = sizeof(o) };
 	cr_expect_eq(delog_open_dev(dev, &o, &log), DELOG_ENOTLOG);
 	o.flags = DELOG_OPEN_CREATE;
 	cr_assert_eq(delog_open_dev(dev, &o, &log), 0);
 	cr_expect_eq(delog_close(log), 0);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 	free(buf);
 	free(back);
 }
@@ -307,7 +307,7 @@ Test(api, open_notlog_1mib_of_0xab, .timeout = 60)
 
 Test(api, tx_basics, .timeout = 60)
 {
-	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NONE, 4, NULL);
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NONE, 4, NULL);
 	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
 	delog *log = t_open_dev(dev, &o);
 	struct t_payload p = t_pl(100, 1, 1);
@@ -396,7 +396,7 @@ Test(api, tx_basics, .timeout = 60)
 	cr_expect_eq(delog_durable_seq(log), s3, "durable_seq continues at the last checkpoint");
 	cr_assert_eq(delog_close(log), 0);
 	coll_free(&c);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 }
 
 /* delog_tx_log's limits: len > 1 GiB is -EINVAL before anything is copied (the data
@@ -404,7 +404,7 @@ Test(api, tx_basics, .timeout = 60)
  * and the transaction stays usable.  And delog_close(NULL) is a no-op. */
 Test(api, tx_log_limits, .timeout = 60)
 {
-	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NONE, 8, NULL);
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NONE, 8, NULL);
 	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
 	delog *log = t_open_dev(dev, &o);
 	struct t_payload p = t_pl(9, 9, 9);
@@ -429,7 +429,7 @@ Test(api, tx_log_limits, .timeout = 60)
 	cr_expect_eq(coll_find(&c, 9, NULL) ? coll_find(&c, 9, NULL)->seq : 0, s);
 	cr_assert_eq(delog_close(log), 0);
 	coll_free(&c);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 }
 
 /*
@@ -447,7 +447,7 @@ Test(api, tx_log_limits, .timeout = 60)
  */
 Test(api, empty_item_round_trip, .timeout = 60)
 {
-	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NONE, 9, NULL);
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NONE, 9, NULL);
 	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
 	delog *log = t_open_dev(dev, &o);
 	struct delog_recovery rec;
@@ -473,15 +473,15 @@ Test(api, empty_item_round_trip, .timeout = 60)
 	cr_expect_eq(rec.bytes, 0);
 	cr_expect_eq(rec.last_seq, s2);
 	cr_assert_eq(delog_close(log), 0);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 }
 
 Test(api, force_of_durable_seq_does_no_io, .timeout = 60)
 {
-	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NONE, 5, NULL);
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NONE, 5, NULL);
 	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
 	delog *log = t_open_dev(dev, &o);
-	struct io_counters c0, c1;
+	struct iol_counters c0, c1;
 	struct delog_stats s0, s1;
 	uint64_t a, b;
 
@@ -491,12 +491,12 @@ Test(api, force_of_durable_seq_does_no_io, .timeout = 60)
 	cr_assert_geq(delog_durable_seq(log), b);
 	cr_assert_gt(b, a);
 
-	io_dev_counters(dev, &c0);
+	iol_dev_counters(dev, &c0);
 	s0 = t_stats(log);
 	cr_expect_eq(delog_force(log, b), 0);
 	cr_expect_eq(delog_force(log, a), 0);
 	cr_expect_eq(delog_force(log, 0), 0, "nothing open: all is durable");
-	io_dev_counters(dev, &c1);
+	iol_dev_counters(dev, &c1);
 	s1 = t_stats(log);
 	cr_expect_eq(c1.writes, c0.writes, "force of a durable seq wrote");
 	cr_expect_eq(c1.flushes, c0.flushes, "force of a durable seq flushed");
@@ -507,11 +507,11 @@ Test(api, force_of_durable_seq_does_no_io, .timeout = 60)
 
 	/* And a force of an open checkpoint does write (the counter can move). */
 	cr_assert_eq(t_commit1(log, 3, 3, 3, NULL, true), 0);
-	io_dev_counters(dev, &c1);
+	iol_dev_counters(dev, &c1);
 	cr_expect_gt(c1.writes, c0.writes);
 	cr_expect_eq(t_stats(log).force_no_io, s1.force_no_io);
 	cr_assert_eq(delog_close(log), 0);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 }
 
 /* ---- force then power cut ---- */
@@ -528,13 +528,13 @@ Test(api, force_of_durable_seq_does_no_io, .timeout = 60)
 struct fc_cut {
 	uint64_t forced;          /* seq the force acknowledged right before the cut */
 	void *image;
-	struct io_sim_crash_info info;
+	struct iol_sim_crash_info info;
 	int err;
 };
 
 struct fc {
 	delog *log;
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	_Atomic uint64_t seq[FC_THREADS][FC_TXS]; /* checkpoint of each commit; 0 none */
 	struct fc_cut cut[FC_CUTS];
 	atomic_int err;
@@ -579,8 +579,8 @@ static void *fc_worker(void *arg)
 
 			c->forced = s;
 			c->image = malloc(FC_DEV);
-			c->err = c->image ? io_sim_crash(fc->dev, 1000 + fa->t * 10 + ncut,
-							 IO_SIM_STRICT, c->image, &c->info) : -ENOMEM;
+			c->err = c->image ? iol_sim_crash(fc->dev, 1000 + fa->t * 10 + ncut,
+							 IOL_SIM_STRICT, c->image, &c->info) : -ENOMEM;
 		}
 		if (err) {
 			atomic_store(&fc->err, err);
@@ -602,7 +602,7 @@ struct fc_image {
 static void fc_check_image(const struct fc_cut *cut, struct fc_image *im,
 			   enum delog_flush_policy pol)
 {
-	struct io_dev *img = t_sim(FC_DEV, IO_SIM_LAT_NONE, 1, cut->image);
+	struct iol_dev *img = t_sim(FC_DEV, IOL_SIM_LAT_NONE, 1, cut->image);
 	struct delog_options o = t_opts(pol);
 	struct delog_recovery rec;
 	struct coll c = { 0 };
@@ -637,7 +637,7 @@ static void fc_check_image(const struct fc_cut *cut, struct fc_image *im,
 	}
 	cr_assert_eq(delog_close(log), 0);
 	coll_free(&c);
-	io_dev_close(img);
+	iol_dev_close(img);
 }
 
 static void force_crash_run(enum delog_flush_policy pol)
@@ -650,9 +650,9 @@ static void force_crash_run(enum delog_flush_policy pol)
 	uint64_t unstable = 0;
 
 	cr_assert_not_null(fc);
-	fc->dev = t_sim(FC_DEV, IO_SIM_LAT_NVME, 11 + pol, NULL);
+	fc->dev = t_sim(FC_DEV, IOL_SIM_LAT_NVME, 11 + pol, NULL);
 	fc->log = t_open_dev(fc->dev, &o);
-	io_sim_trace_enable(fc->dev, false);
+	iol_sim_trace_enable(fc->dev, false);
 	for (unsigned t = 0; t < FC_THREADS; t++) {
 		args[t] = (struct fc_arg){ fc, t };
 		cr_assert_eq(pthread_create(&th[t], NULL, fc_worker, &args[t]), 0);
@@ -666,7 +666,7 @@ static void force_crash_run(enum delog_flush_policy pol)
 		const struct fc_cut *cut = &fc->cut[k];
 		struct fc_image m = { 0 };
 
-		cr_assert_eq(cut->err, 0, "cut %u: io_sim_crash: %s", k, delog_strerror(cut->err));
+		cr_assert_eq(cut->err, 0, "cut %u: iol_sim_crash: %s", k, delog_strerror(cut->err));
 		m.got = calloc(total, sizeof(uint64_t));
 		m.nitems = calloc(total, 1);
 		cr_assert(m.got && m.nitems);
@@ -708,7 +708,7 @@ static void force_crash_run(enum delog_flush_policy pol)
 	}
 	cr_log_info("%s: %llu unstable sectors over %d cuts", delog_flush_policy_name(pol),
 		    (unsigned long long)unstable, FC_CUTS);
-	io_dev_close(fc->dev);
+	iol_dev_close(fc->dev);
 	free(fc);
 }
 
@@ -721,7 +721,7 @@ Test(api, force_then_crash_single, .timeout = 120) { force_crash_run(DELOG_FLUSH
 Test(api, relog_one_copy_per_checkpoint, .timeout = 60)
 {
 	enum { K = 50 };
-	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NONE, 6, NULL);
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NONE, 6, NULL);
 	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
 	delog *log;
 	struct delog_stats s0, s1;
@@ -770,14 +770,14 @@ Test(api, relog_one_copy_per_checkpoint, .timeout = 60)
 	cr_expect_eq(c.n, K + 1);
 	cr_assert_eq(delog_close(log), 0);
 	coll_free(&c);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 }
 
 /* A relog that fails (E2BIG here; EAGAIN and ENOMEM take the same path) leaves the
  * transaction as it was: the earlier copy of the key is still there and commits. */
 Test(api, failed_relog_keeps_earlier_copy, .timeout = 60)
 {
-	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NONE, 7, NULL);
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NONE, 7, NULL);
 	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
 	struct t_payload p = t_pl(42, 1, 0), q = t_pl(43, 2, 0);
 	struct delog_recovery rec;
@@ -811,7 +811,7 @@ Test(api, failed_relog_keeps_earlier_copy, .timeout = 60)
 	cr_expect_not_null(coll_find(&c, 43, NULL));
 	cr_assert_eq(delog_close(log), 0);
 	coll_free(&c);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 }
 
 /* ---- 16 threads ---- */
@@ -871,7 +871,7 @@ static void *mt_worker(void *arg)
 Test(api, threads_16_by_10000, .timeout = 300)
 {
 	/* no release: recovery must see all 160,000 transactions, so the log holds them */
-	struct io_dev *dev = t_sim(256 * T_MiB, IO_SIM_LAT_NONE, 16, NULL);
+	struct iol_dev *dev = t_sim(256 * T_MiB, IOL_SIM_LAT_NONE, 16, NULL);
 	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
 	struct mt mt = { 0 };
 	struct mt_arg args[MT_THREADS];
@@ -890,7 +890,7 @@ Test(api, threads_16_by_10000, .timeout = 300)
 	cnt = calloc(MT_THREADS, sizeof(*cnt));
 	cr_assert(mt.seq && got && cnt);
 	mt.log = t_open_dev(dev, &o);
-	io_sim_trace_enable(dev, false);
+	iol_sim_trace_enable(dev, false);
 	for (unsigned t = 0; t < MT_THREADS; t++) {
 		args[t] = (struct mt_arg){ &mt, t };
 		cr_assert_eq(pthread_create(&th[t], NULL, mt_worker, &args[t]), 0);
@@ -970,7 +970,7 @@ Test(api, threads_16_by_10000, .timeout = 300)
 	free(mt.seq);
 	free(got);
 	free(cnt);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 }
 
 /* ======================================================================================
@@ -1041,7 +1041,7 @@ static void *full_waiter(void *arg)
 
 Test(api, full_log_backpressure_and_release, .timeout = 120)
 {
-	struct io_dev *dev = t_sim(FULL8_LOG + 4096, IO_SIM_LAT_NONE, 21, NULL);
+	struct iol_dev *dev = t_sim(FULL8_LOG + 4096, IOL_SIM_LAT_NONE, 21, NULL);
 	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
 	struct full f = { 0 };
 	struct delog_stats st;
@@ -1119,7 +1119,7 @@ Test(api, full_log_backpressure_and_release, .timeout = 120)
 	cr_expect_geq(st.space_waits, 1);
 	cr_expect_geq(st.push_calls, calls_at_full);
 	cr_assert_eq(delog_close(f.log), 0);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 }
 
 /* The push callback may call delog_release and delog_stats itself (delog.h): a small
@@ -1142,7 +1142,7 @@ static void pr_push(void *arg, delog *log, uint64_t seq)
 
 Test(api, push_callback_releases_itself, .timeout = 120)
 {
-	struct io_dev *dev = t_sim(FULL_LOG + 4096, IO_SIM_LAT_NONE, 26, NULL);
+	struct iol_dev *dev = t_sim(FULL_LOG + 4096, IOL_SIM_LAT_NONE, 26, NULL);
 	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
 	struct pr pr = { 0 };
 	struct delog_stats st;
@@ -1170,37 +1170,37 @@ Test(api, push_callback_releases_itself, .timeout = 120)
 		     "%u times", (unsigned long long)st.push_calls, atomic_load(&pr.calls));
 	cr_expect_eq(delog_error(log), 0);
 	cr_assert_eq(delog_close(log), 0);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 }
 
 Test(api, release_moves_tail_without_flush, .timeout = 60)
 {
-	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NONE, 22, NULL);
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NONE, 22, NULL);
 	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
 	delog *log = t_open_dev(dev, &o);
-	struct io_counters c0, c1;
+	struct iol_counters c0, c1;
 	uint64_t s[4], tail0;
 
 	for (int i = 0; i < 4; i++)
 		cr_assert_eq(t_commit1(log, 10 + i, i, 0, &s[i], true), 0);
 	tail0 = t_stats(log).tail_lsn;
-	io_dev_counters(dev, &c0);
+	iol_dev_counters(dev, &c0);
 	cr_assert_eq(delog_release(log, s[2]), 0);
-	io_dev_counters(dev, &c1);
+	iol_dev_counters(dev, &c1);
 	cr_expect_gt(t_stats(log).tail_lsn, tail0, "release did not move the tail");
 	cr_expect_eq(c1.flushes + c1.preflushes, c0.flushes + c0.preflushes,
 		     "release needs no flush");
 	cr_expect_eq(delog_item_written(log, 10, s[0]), -EINVAL, "item_written untracked");
 	cr_assert_eq(delog_close(log), 0);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 }
 
 Test(api, item_written_moves_tail_after_flush, .timeout = 60)
 {
-	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NONE, 23, NULL);
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NONE, 23, NULL);
 	struct delog_options o = t_opts(DELOG_FLUSH_SINGLE);
 	struct delog_stats s0, s1;
-	struct io_counters c0, c1;
+	struct iol_counters c0, c1;
 	uint64_t sa, sb, sc, sd;
 	delog *log;
 
@@ -1213,10 +1213,10 @@ Test(api, item_written_moves_tail_after_flush, .timeout = 60)
 	cr_expect_eq(delog_item_written(log, 0xa, sc + 1), -EINVAL, "seq not yet durable");
 
 	s0 = t_stats(log);
-	io_dev_counters(dev, &c0);
+	iol_dev_counters(dev, &c0);
 	cr_assert_eq(delog_item_written(log, 0xa, sa), 0);
 	s1 = t_stats(log);
-	io_dev_counters(dev, &c1);
+	iol_dev_counters(dev, &c1);
 	cr_expect_eq(c1.flushes + c1.preflushes, c0.flushes + c0.preflushes);
 	cr_expect_eq(s1.tail_lsn, s0.tail_lsn,
 		     "the tail moved on item_written before any flush (rule R1)");
@@ -1229,7 +1229,7 @@ Test(api, item_written_moves_tail_after_flush, .timeout = 60)
 	cr_expect_gt(s1.tail_lsn, s0.tail_lsn, "tail did not move after a flush");
 
 	cr_assert_eq(delog_close(log), 0);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 }
 
 Test(api, item_written_relogged_key_pinned_by_newest, .timeout = 60)
@@ -1239,7 +1239,7 @@ Test(api, item_written_relogged_key_pinned_by_newest, .timeout = 60)
 	 * (whose only key moved on) but not 2.  Then the write of A as of 2: after the next
 	 * flush the tail must move further.  Were A freed by the old write, the tail would
 	 * already stand at the newest unwritten checkpoint and could not move again. */
-	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NONE, 25, NULL);
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NONE, 25, NULL);
 	struct delog_options o = t_opts(DELOG_FLUSH_SINGLE);
 	uint64_t s1, s2, sy, sz, t1, t2;
 	delog *log;
@@ -1262,14 +1262,14 @@ Test(api, item_written_relogged_key_pinned_by_newest, .timeout = 60)
 		     "(%#llx, %#llx): the write of its old copy already freed it",
 		     (unsigned long long)t1, (unsigned long long)t2);
 	cr_assert_eq(delog_close(log), 0);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 }
 
 Test(api, item_written_keeps_small_log_going, .timeout = 120)
 {
 	/* Sync never issues a standalone flush of its own: the tail can only move because
 	 * delog issues one when it needs the space (delog.h, delog_item_written). */
-	struct io_dev *dev = t_sim(FULL_LOG + 4096, IO_SIM_LAT_NONE, 24, NULL);
+	struct iol_dev *dev = t_sim(FULL_LOG + 4096, IOL_SIM_LAT_NONE, 24, NULL);
 	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
 	struct delog_stats st;
 	uint64_t written = 0;
@@ -1290,18 +1290,18 @@ Test(api, item_written_keeps_small_log_going, .timeout = 120)
 	cr_expect_gt(st.tail_lsn, 0);
 	cr_expect_eq(delog_error(log), 0);
 	cr_assert_eq(delog_close(log), 0);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 }
 
 /* ======================================================================================
  * shutdown
  * ====================================================================================== */
 
-static void shutdown_run_p(enum delog_flush_policy pol, enum io_op op, bool persistent)
+static void shutdown_run_p(enum delog_flush_policy pol, enum iol_op op, bool persistent)
 {
-	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NONE, 30 + pol * 2 + op, NULL);
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NONE, 30 + pol * 2 + op, NULL);
 	struct delog_options o = t_opts(pol);
-	struct io_sim_fault fault = { .op = op, .nth = 1, .persistent = persistent };
+	struct iol_sim_fault fault = { .op = op, .nth = 1, .persistent = persistent };
 	struct delog_recovery rec;
 	struct coll c = { 0 };
 	uint64_t acked[5], durable, s;
@@ -1316,10 +1316,10 @@ static void shutdown_run_p(enum delog_flush_policy pol, enum io_op op, bool pers
 	cr_assert_geq(durable, acked[4]);
 	cr_assert_eq(delog_tx_begin(log, T_RES(1), 0, &pre), 0);
 
-	cr_assert_eq(io_sim_fault_add(dev, &fault), 0);
+	cr_assert_eq(iol_sim_fault_add(dev, &fault), 0);
 	err = t_commit1(log, 200, 0, 0, &s, true);
 	cr_assert_eq(err, DELOG_ESHUTDOWN, "%s policy, %s fault: force returned %s",
-		     delog_flush_policy_name(pol), op == IO_OP_WRITE ? "write" : "flush",
+		     delog_flush_policy_name(pol), op == IOL_OP_WRITE ? "write" : "flush",
 		     delog_strerror(err));
 	cr_expect_eq(delog_error(log), -EIO, "delog_error: %s", delog_strerror(delog_error(log)));
 	/* One-shot fault: the device is healthy again, the log must stay down anyway;
@@ -1345,7 +1345,7 @@ static void shutdown_run_p(enum delog_flush_policy pol, enum io_op op, bool pers
 
 	/* Reopen the same device: everything acknowledged, nothing invented; no unmount
 	 * record was written by a shut-down log. */
-	io_sim_fault_clear(dev);
+	iol_sim_fault_clear(dev);
 	o.flags = 0;
 	log = t_reopen(dev, o, &c, &rec);
 	cr_assert_eq(c.bad, 0, "%s", c.why);
@@ -1362,37 +1362,37 @@ static void shutdown_run_p(enum delog_flush_policy pol, enum io_op op, bool pers
 	cr_expect_gt(s, rec.last_seq);
 	cr_assert_eq(delog_close(log), 0);
 	coll_free(&c);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 }
 
-static void shutdown_run(enum delog_flush_policy pol, enum io_op op)
+static void shutdown_run(enum delog_flush_policy pol, enum iol_op op)
 {
 	shutdown_run_p(pol, op, false);
 }
 
 Test(api, shutdown_on_persistent_write_eio_sync, .timeout = 60)
 {
-	shutdown_run_p(DELOG_FLUSH_SYNC, IO_OP_WRITE, true);
+	shutdown_run_p(DELOG_FLUSH_SYNC, IOL_OP_WRITE, true);
 }
 Test(api, shutdown_on_persistent_write_eio_single, .timeout = 60)
 {
-	shutdown_run_p(DELOG_FLUSH_SINGLE, IO_OP_WRITE, true);
+	shutdown_run_p(DELOG_FLUSH_SINGLE, IOL_OP_WRITE, true);
 }
 Test(api, shutdown_on_persistent_flush_eio_async, .timeout = 60)
 {
-	shutdown_run_p(DELOG_FLUSH_ASYNC, IO_OP_FLUSH, true);
+	shutdown_run_p(DELOG_FLUSH_ASYNC, IOL_OP_FLUSH, true);
 }
 Test(api, shutdown_on_persistent_flush_eio_single, .timeout = 60)
 {
-	shutdown_run_p(DELOG_FLUSH_SINGLE, IO_OP_FLUSH, true);
+	shutdown_run_p(DELOG_FLUSH_SINGLE, IOL_OP_FLUSH, true);
 }
-Test(api, shutdown_on_write_eio_sync, .timeout = 60) { shutdown_run(DELOG_FLUSH_SYNC, IO_OP_WRITE); }
-Test(api, shutdown_on_write_eio_async, .timeout = 60) { shutdown_run(DELOG_FLUSH_ASYNC, IO_OP_WRITE); }
-Test(api, shutdown_on_write_eio_single, .timeout = 60) { shutdown_run(DELOG_FLUSH_SINGLE, IO_OP_WRITE); }
-Test(api, shutdown_on_write_eio_none, .timeout = 60) { shutdown_run(DELOG_FLUSH_NONE, IO_OP_WRITE); }
-Test(api, shutdown_on_flush_eio_sync, .timeout = 60) { shutdown_run(DELOG_FLUSH_SYNC, IO_OP_FLUSH); }
-Test(api, shutdown_on_flush_eio_async, .timeout = 60) { shutdown_run(DELOG_FLUSH_ASYNC, IO_OP_FLUSH); }
-Test(api, shutdown_on_flush_eio_single, .timeout = 60) { shutdown_run(DELOG_FLUSH_SINGLE, IO_OP_FLUSH); }
+Test(api, shutdown_on_write_eio_sync, .timeout = 60) { shutdown_run(DELOG_FLUSH_SYNC, IOL_OP_WRITE); }
+Test(api, shutdown_on_write_eio_async, .timeout = 60) { shutdown_run(DELOG_FLUSH_ASYNC, IOL_OP_WRITE); }
+Test(api, shutdown_on_write_eio_single, .timeout = 60) { shutdown_run(DELOG_FLUSH_SINGLE, IOL_OP_WRITE); }
+Test(api, shutdown_on_write_eio_none, .timeout = 60) { shutdown_run(DELOG_FLUSH_NONE, IOL_OP_WRITE); }
+Test(api, shutdown_on_flush_eio_sync, .timeout = 60) { shutdown_run(DELOG_FLUSH_SYNC, IOL_OP_FLUSH); }
+Test(api, shutdown_on_flush_eio_async, .timeout = 60) { shutdown_run(DELOG_FLUSH_ASYNC, IOL_OP_FLUSH); }
+Test(api, shutdown_on_flush_eio_single, .timeout = 60) { shutdown_run(DELOG_FLUSH_SINGLE, IOL_OP_FLUSH); }
 
 /* Several threads forcing when the write fails: every waiter wakes with ESHUTDOWN (no
  * hang), and every force that did return 0 is covered by the final watermark and
@@ -1434,9 +1434,9 @@ static void *sw_worker(void *arg)
 
 Test(api, shutdown_wakes_every_waiter, .timeout = 120)
 {
-	struct io_dev *dev = t_sim(64 * T_MiB, IO_SIM_LAT_NVME, 37, NULL);
+	struct iol_dev *dev = t_sim(64 * T_MiB, IOL_SIM_LAT_NVME, 37, NULL);
 	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
-	struct io_sim_fault fault = { .op = IO_OP_WRITE, .nth = 40 };
+	struct iol_sim_fault fault = { .op = IOL_OP_WRITE, .nth = 40 };
 	struct sw *sw = calloc(1, sizeof(*sw));
 	struct sw_arg args[SW_THREADS];
 	pthread_t th[SW_THREADS];
@@ -1446,7 +1446,7 @@ Test(api, shutdown_wakes_every_waiter, .timeout = 120)
 
 	cr_assert_not_null(sw);
 	sw->log = t_open_dev(dev, &o);
-	cr_assert_eq(io_sim_fault_add(dev, &fault), 0);
+	cr_assert_eq(iol_sim_fault_add(dev, &fault), 0);
 	for (unsigned t = 0; t < SW_THREADS; t++) {
 		args[t] = (struct sw_arg){ sw, t };
 		cr_assert_eq(pthread_create(&th[t], NULL, sw_worker, &args[t]), 0);
@@ -1490,7 +1490,7 @@ Test(api, shutdown_wakes_every_waiter, .timeout = 120)
 	cr_assert_eq(delog_close(sw->log), 0);
 	coll_free(&c);
 	free(sw);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 }
 
 /* ======================================================================================
@@ -1499,7 +1499,7 @@ Test(api, shutdown_wakes_every_waiter, .timeout = 120)
 
 Test(api, open_recover_continue, .timeout = 60)
 {
-	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NVME, 40, NULL), *img;
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NVME, 40, NULL), *img;
 	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
 	struct delog_recovery rec;
 	struct coll c = { 0 };
@@ -1552,8 +1552,8 @@ Test(api, open_recover_continue, .timeout = 60)
 	cr_expect_eq(rec.last_seq, s3);
 	cr_assert_eq(delog_close(log), 0);
 	coll_free(&c);
-	io_dev_close(img);
-	io_dev_close(dev);
+	iol_dev_close(img);
+	iol_dev_close(dev);
 }
 
 static int stop_at_second(void *arg, const struct delog_checkpoint *ck,
@@ -1569,7 +1569,7 @@ static int stop_at_second(void *arg, const struct delog_checkpoint *ck,
 
 Test(api, recover_callback_error_fails_open, .timeout = 60)
 {
-	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NONE, 42, NULL);
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NONE, 42, NULL);
 	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
 	struct delog_recovery rec;
 	struct coll c = { 0 };
@@ -1594,7 +1594,7 @@ Test(api, recover_callback_error_fails_open, .timeout = 60)
 	cr_expect_eq(rec.clean, 1);
 	cr_assert_eq(delog_close(log), 0);
 	coll_free(&c);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 }
 
 /* ======================================================================================
@@ -1603,7 +1603,7 @@ Test(api, recover_callback_error_fails_open, .timeout = 60)
 
 Test(api, durable_fd_readable_after_force, .timeout = 60)
 {
-	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NVME, 50, NULL);
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NVME, 50, NULL);
 	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
 	delog *log = t_open_dev(dev, &o);
 	int fd = delog_durable_fd(log);
@@ -1623,7 +1623,7 @@ Test(api, durable_fd_readable_after_force, .timeout = 60)
 	cr_expect_geq(v, 1);
 	cr_expect_geq(delog_durable_seq(log), seq);
 	cr_assert_eq(delog_close(log), 0);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 }
 
 /* ======================================================================================
@@ -1696,7 +1696,7 @@ Test(api, file_backends_round_trip, .timeout = 120)
 	unsigned ran = 0;
 
 	for (unsigned i = 0; i < 3; i++) {
-		if (!io_backend_built(names[i]))
+		if (!iol_backend_built(names[i]))
 			continue;
 		file_round_trip(names[i]);
 		ran++;

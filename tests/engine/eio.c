@@ -5,7 +5,7 @@
  * For every backend built, every policy that flushes (sync, async, single), each op type
  * (write, flush) and each op index 1..OPS_SPAN of a short canonical workload (commit +
  * force of one small transaction at a time), once and persistently, the test arms the
- * iolayer's fault plan (io_dev_fault_add: psync fails the syscall, uring/aio the
+ * iolayer's fault plan (iol_dev_fault_add: psync fails the syscall, uring/aio the
  * completion) on an open log and runs the workload:
  *   - once a force fails, delog_error() holds the injected error and stays set; every
  *     later force, commit and begin fails with DELOG_ESHUTDOWN (fast, no hang); the
@@ -85,7 +85,7 @@ static int commit_one(delog *log, uint64_t i, uint64_t *seq)
 }
 
 /* One run: open, arm @f, commit TXS forced transactions, check, reopen. */
-static bool one(const char *backend, enum delog_flush_policy pol, const struct io_fault *f)
+static bool one(const char *backend, enum delog_flush_policy pol, const struct iol_fault *f)
 {
 	char path[4096];
 	struct delog_options o = {
@@ -103,7 +103,7 @@ static bool one(const char *backend, enum delog_flush_policy pol, const struct i
 	snprintf(path, sizeof(path), "%s/eio-%s-%d.log", test_dir(), backend, (int)getpid());
 	unlink(path);
 	cr_assert_eq(delog_open(path, &o, &log), 0);
-	cr_assert_eq(io_dev_fault_add(delog_dev(log), f), 0);
+	cr_assert_eq(iol_dev_fault_add(delog_dev(log), f), 0);
 	for (uint64_t i = 1; i <= TXS; i++) {
 		err = commit_one(log, i, &seq);
 		if (err) {
@@ -153,17 +153,17 @@ Test(eio, write_and_flush_faults_real_backends, .timeout = 600)
 	static const char *const backends[] = { "psync", "uring", "aio" };
 	static const enum delog_flush_policy pols[] = { DELOG_FLUSH_SYNC, DELOG_FLUSH_ASYNC,
 							DELOG_FLUSH_SINGLE };
-	static const enum io_op ops[] = { IO_OP_WRITE, IO_OP_FLUSH };
+	static const enum iol_op ops[] = { IOL_OP_WRITE, IOL_OP_FLUSH };
 	unsigned runs = 0, shut = 0;
 
 	for (unsigned b = 0; b < 3; b++) {
-		if (!io_backend_built(backends[b]))
+		if (!iol_backend_built(backends[b]))
 			continue;
 		for (unsigned p = 0; p < 3; p++)
 			for (unsigned k = 0; k < 2; k++)
 				for (uint64_t nth = 1; nth <= OPS_SPAN; nth++)
 					for (int persist = 0; persist < 2; persist++) {
-						struct io_fault f = { .op = ops[k], .nth = nth,
+						struct iol_fault f = { .op = ops[k], .nth = nth,
 								      .persistent = persist };
 
 						shut += one(backends[b], pols[p], &f);
@@ -183,11 +183,11 @@ Test(eio, read_fault_during_recovery, .timeout = 120)
 		.size = sizeof(o), .backend = "psync", .flags = DELOG_OPEN_CREATE | DELOG_OPEN_FORMAT,
 		.create_size = LOG_BYTES,
 	};
-	struct io_dev_opts io = { .size = sizeof(io), .backend = "psync" };
+	struct iol_dev_opts io = { .size = sizeof(io), .backend = "psync" };
 	struct delog_options o2 = { .size = sizeof(o2) };
 	struct seen s = { 0 };
-	struct io_fault f = { .op = IO_OP_READ, .nth = 3 };
-	struct io_dev *dev;
+	struct iol_fault f = { .op = IOL_OP_READ, .nth = 3 };
+	struct iol_dev *dev;
 	uint64_t seq = 0;
 	delog *log;
 	int err;
@@ -199,19 +199,19 @@ Test(eio, read_fault_during_recovery, .timeout = 120)
 		cr_assert_eq(commit_one(log, i, &seq), 0);
 	cr_assert_eq(delog_close(log), 0);
 
-	cr_assert_eq(io_dev_open(path, &io, &dev), 0);
-	cr_assert_eq(io_dev_fault_add(dev, &f), 0);
+	cr_assert_eq(iol_dev_open(path, &io, &dev), 0);
+	cr_assert_eq(iol_dev_fault_add(dev, &f), 0);
 	o2.recover = on_ckpt;
 	o2.recover_arg = &s;
 	err = delog_open_dev(dev, &o2, &log);
 	cr_assert_eq(err, -EIO, "a read error in recovery is reported: %s", delog_strerror(err));
-	io_dev_fault_clear(dev);
+	iol_dev_fault_clear(dev);
 	memset(&s, 0, sizeof(s));
 	err = delog_open_dev(dev, &o2, &log);
 	cr_assert_eq(err, 0, "%s", delog_strerror(err));
 	cr_assert_eq(s.last, seq);
 	cr_assert(!s.bad);
 	cr_assert_eq(delog_close(log), 0);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 	unlink(path);
 }

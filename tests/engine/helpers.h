@@ -80,16 +80,16 @@ static inline int t_commit1(delog *log, uint64_t key, uint64_t a, uint64_t b, ui
 
 /* ---- simulated devices ---- */
 
-static inline struct io_dev *t_sim(uint64_t bytes, enum io_sim_latency lat, uint64_t seed,
+static inline struct iol_dev *t_sim(uint64_t bytes, enum iol_sim_latency lat, uint64_t seed,
 				   const void *image)
 {
-	struct io_sim_opts so = { .size = sizeof(so), .dev_bytes = bytes, .seed = seed,
+	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = bytes, .seed = seed,
 				  .latency = lat, .image = image };
-	struct io_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
-	struct io_dev *dev = NULL;
-	int err = io_dev_open(NULL, &o, &dev);
+	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
+	struct iol_dev *dev = NULL;
+	int err = iol_dev_open(NULL, &o, &dev);
 
-	cr_assert_eq(err, 0, "sim io_dev_open: %s", delog_strerror(err));
+	cr_assert_eq(err, 0, "sim iol_dev_open: %s", delog_strerror(err));
 	return dev;
 }
 
@@ -99,7 +99,7 @@ static inline struct delog_options t_opts(enum delog_flush_policy p)
 				       .flags = DELOG_OPEN_CREATE };
 }
 
-static inline delog *t_open_dev(struct io_dev *dev, const struct delog_options *o)
+static inline delog *t_open_dev(struct iol_dev *dev, const struct delog_options *o)
 {
 	delog *log = NULL;
 	int err = delog_open_dev(dev, o, &log);
@@ -119,18 +119,18 @@ static inline struct delog_stats t_stats(const delog *log)
 }
 
 /* The power-cut image of @dev now, as a new (healthy) sim device. */
-static inline struct io_dev *t_crash_copy(struct io_dev *dev, uint64_t seed,
-					  struct io_sim_crash_info *info)
+static inline struct iol_dev *t_crash_copy(struct iol_dev *dev, uint64_t seed,
+					  struct iol_sim_crash_info *info)
 {
-	uint64_t bytes = io_dev_geom(dev)->size_bytes;
+	uint64_t bytes = iol_dev_geom(dev)->size_bytes;
 	void *img = malloc(bytes);
-	struct io_dev *out;
+	struct iol_dev *out;
 	int err;
 
 	cr_assert_not_null(img);
-	err = io_sim_crash(dev, seed, IO_SIM_STRICT, img, info);
-	cr_assert_eq(err, 0, "io_sim_crash: %s", delog_strerror(err));
-	out = t_sim(bytes, IO_SIM_LAT_NONE, seed, img);
+	err = iol_sim_crash(dev, seed, IOL_SIM_STRICT, img, info);
+	cr_assert_eq(err, 0, "iol_sim_crash: %s", delog_strerror(err));
+	out = t_sim(bytes, IOL_SIM_LAT_NONE, seed, img);
 	free(img);
 	return out;
 }
@@ -230,7 +230,7 @@ static inline const struct citem *coll_find(const struct coll *c, uint64_t key, 
 }
 
 /* Reopen @dev and collect what recovery hands back. */
-static inline delog *t_reopen(struct io_dev *dev, struct delog_options o, struct coll *c,
+static inline delog *t_reopen(struct iol_dev *dev, struct delog_options o, struct coll *c,
 			      struct delog_recovery *rec)
 {
 	o.recover = coll_cb;

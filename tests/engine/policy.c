@@ -9,11 +9,11 @@
  *      sync    1 <= device_flushes <= 2, one FUA write (the commit), no standalone flush
  *      async   one standalone flush and one FUA commit write, no PREFLUSH (one buffer)
  *      none    no flush and no FUA at all
- *    and delog_stats agrees with the device's own counters (io_dev_counters), so the
+ *    and delog_stats agrees with the device's own counters (iol_dev_counters), so the
  *    stats cannot claim flushes the device never saw or hide ones it did.
  *  - names: delog_flush_policy_name / delog_flush_policy_parse round-trip every policy
  *    and refuse anything else (NULL, -EINVAL).
- *  - protocol, from the sim's event trace (io_sim_trace_copy) of each forced checkpoint,
+ *  - protocol, from the sim's event trace (iol_sim_trace_copy) of each forced checkpoint,
  *    both for a one-buffer checkpoint and one spanning several 16 KiB buffers:
  *      sync    first write PREFLUSH; the commit record's write (the last, the only FUA
  *              one) PREFLUSH|FUA, submitted only after every other write of the
@@ -42,19 +42,19 @@ struct deltas {
 
 static struct deltas steady(enum delog_flush_policy pol)
 {
-	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NONE, 60 + pol, NULL);
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NONE, 60 + pol, NULL);
 	struct delog_options o = t_opts(pol);
 	delog *log = t_open_dev(dev, &o);
 	struct delog_stats s0, s1;
-	struct io_counters c0, c1;
+	struct iol_counters c0, c1;
 	struct deltas d;
 	uint64_t prev = 0;
 
-	io_sim_trace_enable(dev, false);
+	iol_sim_trace_enable(dev, false);
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(t_commit1(log, 1 + i, 0, i, NULL, true), 0);
 	s0 = t_stats(log);
-	io_dev_counters(dev, &c0);
+	iol_dev_counters(dev, &c0);
 	for (int i = 0; i < N_CKPT; i++) {
 		uint64_t seq;
 
@@ -63,7 +63,7 @@ static struct deltas steady(enum delog_flush_policy pol)
 		prev = seq;
 	}
 	s1 = t_stats(log);
-	io_dev_counters(dev, &c1);
+	iol_dev_counters(dev, &c1);
 	d = (struct deltas){
 		.ckpts = s1.checkpoints - s0.checkpoints,
 		.preflushes = s1.preflushes - s0.preflushes,
@@ -102,7 +102,7 @@ static struct deltas steady(enum delog_flush_policy pol)
 			  want);
 	}
 	cr_assert_eq(delog_close(log), 0);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 	return d;
 }
 
@@ -152,7 +152,7 @@ Test(policy, counts_none, .timeout = 60)
 /* ---- protocol from the trace ---- */
 
 struct win {
-	struct io_sim_event *ev;
+	struct iol_sim_event *ev;
 	size_t n;
 };
 
@@ -172,16 +172,16 @@ static void check_window(enum delog_flush_policy pol, const struct win *w, bool 
 	size_t wr[64], fl[8], nw = 0, nf = 0;
 
 	for (size_t i = 0; i < w->n; i++) {
-		const struct io_sim_event *e = &w->ev[i];
-		enum io_op op = (enum io_op)(e->opf & IO_OP_MASK);
+		const struct iol_sim_event *e = &w->ev[i];
+		enum iol_op op = (enum iol_op)(e->opf & IOL_OP_MASK);
 
-		if (e->type == IO_SIM_EV_COMPLETE)
+		if (e->type == IOL_SIM_EV_COMPLETE)
 			cr_assert_eq(e->status, 0, "%s ckpt %u: request %llu failed", pn, k,
 				     (unsigned long long)e->req_id);
-		if (e->type != IO_SIM_EV_SUBMIT)
+		if (e->type != IOL_SIM_EV_SUBMIT)
 			continue;
-		cr_assert_neq(op, IO_OP_READ, "%s ckpt %u: a read while logging", pn, k);
-		if (op == IO_OP_WRITE) {
+		cr_assert_neq(op, IOL_OP_READ, "%s ckpt %u: a read while logging", pn, k);
+		if (op == IOL_OP_WRITE) {
 			cr_assert_lt(nw, 64);
 			wr[nw++] = i;
 		} else {
@@ -195,21 +195,21 @@ static void check_window(enum delog_flush_policy pol, const struct win *w, bool 
 			      "writes", pn, k, nw);
 	/* Every request of the window completed inside it (the force waited for it). */
 	for (size_t j = 0; j < nw; j++)
-		cr_assert_geq(ev_find(w, w->ev[wr[j]].req_id, IO_SIM_EV_COMPLETE), 0,
+		cr_assert_geq(ev_find(w, w->ev[wr[j]].req_id, IOL_SIM_EV_COMPLETE), 0,
 			      "%s ckpt %u: write %zu not complete when the force returned", pn, k, j);
 
-	const struct io_sim_event *first = &w->ev[wr[0]], *last = &w->ev[wr[nw - 1]];
+	const struct iol_sim_event *first = &w->ev[wr[0]], *last = &w->ev[wr[nw - 1]];
 	/* A write submitted after every other write of the window completed. */
 	bool last_after_others = true;
 
 	for (size_t j = 0; j + 1 < nw; j++) {
-		long c = ev_find(w, w->ev[wr[j]].req_id, IO_SIM_EV_COMPLETE);
+		long c = ev_find(w, w->ev[wr[j]].req_id, IOL_SIM_EV_COMPLETE);
 
 		if (c < 0 || (size_t)c > wr[nw - 1])
 			last_after_others = false;
 	}
 	for (size_t j = 0; j < nw; j++) {
-		uint32_t f = w->ev[wr[j]].opf & IO_FLAG_MASK;
+		uint32_t f = w->ev[wr[j]].opf & IOL_FLAG_MASK;
 
 		if (pol == DELOG_FLUSH_SINGLE || pol == DELOG_FLUSH_NONE)
 			cr_assert_eq(f, 0, "%s ckpt %u: write %zu carries flags %#x", pn, k, j, f);
@@ -222,12 +222,12 @@ static void check_window(enum delog_flush_policy pol, const struct win *w, bool 
 	switch (pol) {
 	case DELOG_FLUSH_SYNC:
 		cr_assert_eq(nf, 0, "sync ckpt %u: %zu standalone flushes", k, nf);
-		cr_assert(first->opf & IO_PREFLUSH, "sync ckpt %u: first write without PREFLUSH", k);
-		cr_assert_eq(last->opf & IO_FLAG_MASK, IO_PREFLUSH | IO_FUA,
+		cr_assert(first->opf & IOL_PREFLUSH, "sync ckpt %u: first write without PREFLUSH", k);
+		cr_assert_eq(last->opf & IOL_FLAG_MASK, IOL_PREFLUSH | IOL_FUA,
 			     "sync ckpt %u: commit record write has flags %#x, not PREFLUSH|FUA", k,
-			     last->opf & IO_FLAG_MASK);
+			     last->opf & IOL_FLAG_MASK);
 		if (nw > 1)
-			cr_assert_eq(first->opf & IO_FUA, 0, "sync ckpt %u: FUA on the first of %zu",
+			cr_assert_eq(first->opf & IOL_FUA, 0, "sync ckpt %u: FUA on the first of %zu",
 				     k, nw);
 		cr_assert(last_after_others, "sync ckpt %u: commit write issued before the "
 			  "checkpoint's earlier writes completed", k);
@@ -236,18 +236,18 @@ static void check_window(enum delog_flush_policy pol, const struct win *w, bool 
 		long fc;
 
 		cr_assert_eq(nf, 1, "async ckpt %u: %zu standalone flushes", k, nf);
-		fc = ev_find(w, w->ev[fl[0]].req_id, IO_SIM_EV_COMPLETE);
+		fc = ev_find(w, w->ev[fl[0]].req_id, IOL_SIM_EV_COMPLETE);
 		cr_assert_geq(fc, 0, "async ckpt %u: flush never completed", k);
 		cr_assert_lt((size_t)fc, wr[0], "async ckpt %u: first write submitted before the "
 			     "push-start flush completed", k);
-		cr_assert(last->opf & IO_FUA, "async ckpt %u: commit write without FUA", k);
+		cr_assert(last->opf & IOL_FUA, "async ckpt %u: commit write without FUA", k);
 		if (nw > 1) {
-			cr_assert(last->opf & IO_PREFLUSH, "async ckpt %u: spanning checkpoint, "
+			cr_assert(last->opf & IOL_PREFLUSH, "async ckpt %u: spanning checkpoint, "
 				  "commit without PREFLUSH", k);
 			cr_assert(last_after_others, "async ckpt %u: commit before the others "
 				  "completed", k);
 		} else {
-			cr_assert_eq(last->opf & IO_PREFLUSH, 0, "async ckpt %u: PREFLUSH on a "
+			cr_assert_eq(last->opf & IOL_PREFLUSH, 0, "async ckpt %u: PREFLUSH on a "
 				     "one-buffer checkpoint", k);
 		}
 		break;
@@ -257,13 +257,13 @@ static void check_window(enum delog_flush_policy pol, const struct win *w, bool 
 
 		cr_assert_eq(nf, 1, "single ckpt %u: %zu standalone flushes", k, nf);
 		for (size_t j = 0; j < nw; j++) {
-			long c = ev_find(w, w->ev[wr[j]].req_id, IO_SIM_EV_COMPLETE);
+			long c = ev_find(w, w->ev[wr[j]].req_id, IOL_SIM_EV_COMPLETE);
 
 			cr_assert_geq(c, 0);
 			cr_assert_lt((size_t)c, fl[0], "single ckpt %u: flush issued before write "
 				     "%zu completed", k, j);
 		}
-		fc = ev_find(w, w->ev[fl[0]].req_id, IO_SIM_EV_COMPLETE);
+		fc = ev_find(w, w->ev[fl[0]].req_id, IOL_SIM_EV_COMPLETE);
 		cr_assert_geq(fc, 0, "single ckpt %u: force returned before its flush completed",
 			      k);
 		break;
@@ -276,7 +276,7 @@ static void check_window(enum delog_flush_policy pol, const struct win *w, bool 
 
 static void trace_run(enum delog_flush_policy pol)
 {
-	struct io_dev *dev = t_sim(16 * T_MiB, IO_SIM_LAT_NVME, 70 + pol, NULL);
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NVME, 70 + pol, NULL);
 	struct delog_options o = t_opts(pol);
 	static unsigned char blob[12 << 10];
 	struct win w;
@@ -289,7 +289,7 @@ static void trace_run(enum delog_flush_policy pol)
 		cr_assert_eq(t_commit1(log, 1 + i, 0, i, NULL, true), 0);
 	for (unsigned k = 0; k < 12; k++) {
 		bool big = k % 2;
-		size_t from = io_sim_trace_len(dev), to;
+		size_t from = iol_sim_trace_len(dev), to;
 		delog_tx *tx;
 
 		cr_assert_eq(delog_tx_begin(log, big ? 3 * (sizeof(blob) + DELOG_ITEM_OVERHEAD) :
@@ -305,16 +305,16 @@ static void trace_run(enum delog_flush_policy pol)
 			cr_assert_eq(delog_tx_log(tx, 100 + k, &p, sizeof(p)), 0);
 		}
 		cr_assert_eq(delog_tx_commit_force(tx, NULL), 0);
-		to = io_sim_trace_len(dev);
+		to = iol_sim_trace_len(dev);
 		w.n = to - from;
 		w.ev = calloc(w.n ? w.n : 1, sizeof(*w.ev));
 		cr_assert_not_null(w.ev);
-		cr_assert_eq(io_sim_trace_copy(dev, from, w.ev, w.n), w.n);
+		cr_assert_eq(iol_sim_trace_copy(dev, from, w.ev, w.n), w.n);
 		check_window(pol, &w, big, k);
 		free(w.ev);
 	}
 	cr_assert_eq(delog_close(log), 0);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 }
 
 Test(policy, trace_sync, .timeout = 60) { trace_run(DELOG_FLUSH_SYNC); }

@@ -319,7 +319,7 @@ static int on_ckpt(void *arg, const struct delog_checkpoint *ck, const struct de
 	return 0;
 }
 
-static void verify(struct io_dev *dev, struct run *r, enum delog_flush_policy pol,
+static void verify(struct iol_dev *dev, struct run *r, enum delog_flush_policy pol,
 		   const char *what, bool expect_clean)
 {
 	size_t total = (size_t)r->threads * r->txs;
@@ -467,11 +467,11 @@ int main(int argc, char **argv)
 {
 	struct run r = { .threads = 8, .txs = 20000, .seed = 1 };
 	enum delog_flush_policy pol = DELOG_FLUSH_SYNC;
-	enum io_sim_latency lat = IO_SIM_LAT_NONE;
+	enum iol_sim_latency lat = IOL_SIM_LAT_NONE;
 	const char *file = NULL, *dir = NULL;
 	bool release_mode = false, no_release = false;
 	char path[4096];
-	struct io_dev *dev = NULL;
+	struct iol_dev *dev = NULL;
 	struct warg *wa;
 	pthread_t *th, obs, rel;
 	struct delog_stats st = { .size = sizeof(st) };
@@ -483,7 +483,7 @@ int main(int argc, char **argv)
 		case 'n': r.txs = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'p': if (delog_flush_policy_parse(optarg, &pol)) usage(); break;
 		case 's': r.seed = strtoull(optarg, NULL, 0); break;
-		case 'l': if (io_sim_latency_parse(optarg, &lat)) usage(); break;
+		case 'l': if (iol_sim_latency_parse(optarg, &lat)) usage(); break;
 		case 'd': dir = optarg; break;
 		case 'q': quiet = true; break;
 		case 'r': release_mode = true; break;
@@ -507,24 +507,24 @@ int main(int argc, char **argv)
 	if (release_mode)
 		need = (8ull << 20) + 4096;
 	if (file) {
-		struct io_dev_opts io = { .size = sizeof(io), .backend = "psync" };
+		struct iol_dev_opts io = { .size = sizeof(io), .backend = "psync" };
 
-		err = io_file_create(file, need, 0600, NULL, 0);
+		err = iol_file_create(file, need, 0600, NULL, 0);
 		if (!err)
-			err = io_dev_open(file, &io, &dev);
+			err = iol_dev_open(file, &io, &dev);
 	} else {
-		struct io_sim_opts so = { .size = sizeof(so), .dev_bytes = need, .seed = r.seed,
+		struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = need, .seed = r.seed,
 					  .latency = lat };
-		struct io_dev_opts io = { .size = sizeof(io), .backend = "sim", .sim = &so };
+		struct iol_dev_opts io = { .size = sizeof(io), .backend = "sim", .sim = &so };
 
-		err = io_dev_open(NULL, &io, &dev);
+		err = iol_dev_open(NULL, &io, &dev);
 	}
 	if (err) {
 		fprintf(stderr, "engine_stress: device: %s\n", delog_strerror(err));
 		return 1;
 	}
 	if (!file)
-		io_sim_trace_enable(dev, false);
+		iol_sim_trace_enable(dev, false);
 
 	struct delog_options o = { .size = sizeof(o), .flush = pol, .flags = DELOG_OPEN_CREATE };
 
@@ -599,20 +599,20 @@ int main(int argc, char **argv)
 
 	if (!file && !fails && pol != DELOG_FLUSH_NONE) {
 		/* Everything is forced: a power cut now loses nothing. */
-		uint64_t bytes = io_dev_geom(dev)->size_bytes;
+		uint64_t bytes = iol_dev_geom(dev)->size_bytes;
 		void *img = malloc(bytes);
-		struct io_sim_opts so = { .size = sizeof(so), .dev_bytes = bytes, .image = img };
-		struct io_dev_opts io = { .size = sizeof(io), .backend = "sim", .sim = &so };
-		struct io_dev *cdev;
+		struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = bytes, .image = img };
+		struct iol_dev_opts io = { .size = sizeof(io), .backend = "sim", .sim = &so };
+		struct iol_dev *cdev;
 
-		if (!img || io_sim_crash(dev, r.seed, IO_SIM_STRICT, img, NULL) ||
-		    io_dev_open(NULL, &io, &cdev)) {
+		if (!img || iol_sim_crash(dev, r.seed, IOL_SIM_STRICT, img, NULL) ||
+		    iol_dev_open(NULL, &io, &cdev)) {
 			CHECK(0, "crash image");
 		} else {
 			free(img);
 			img = NULL;
 			verify(cdev, &r, pol, "power cut after the final force", false);
-			io_dev_close(cdev);
+			iol_dev_close(cdev);
 		}
 		free(img);
 	}
@@ -620,7 +620,7 @@ int main(int argc, char **argv)
 	CHECK(err == 0, "close: %s", delog_strerror(err));
 	if (!fails)
 		verify(dev, &r, pol, "reopen after close", true);
-	io_dev_close(dev);
+	iol_dev_close(dev);
 	if (file)
 		unlink(file);
 	free(r.seq);

@@ -321,7 +321,7 @@ static void fuzz_seal(struct fz *f)
 struct sbdev {
 	uint64_t bytes;
 	uint32_t sector;
-	struct io_dev *dev;
+	struct iol_dev *dev;
 };
 
 static struct sbdev sbdevs[3] = {
@@ -330,17 +330,17 @@ static struct sbdev sbdevs[3] = {
 	{ 2048, 512, NULL },
 };
 
-static struct io_dev *sb_dev(unsigned i)
+static struct iol_dev *sb_dev(unsigned i)
 {
 	struct sbdev *d = &sbdevs[i];
 
 	if (!d->dev) {
-		struct io_sim_opts so = { .size = sizeof(so), .dev_bytes = d->bytes,
-					  .sector = d->sector, .latency = IO_SIM_LAT_NONE };
-		struct io_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
+		struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = d->bytes,
+					  .sector = d->sector, .latency = IOL_SIM_LAT_NONE };
+		struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
 
-		FZ_CHECK(io_dev_open(NULL, &o, &d->dev) == 0);
-		io_sim_trace_enable(d->dev, false);
+		FZ_CHECK(iol_dev_open(NULL, &o, &d->dev) == 0);
+		iol_sim_trace_enable(d->dev, false);
 	}
 	return d->dev;
 }
@@ -373,14 +373,14 @@ static void fuzz_sb(struct fz *f)
 	unsigned which = (fl >> 5) & 3;
 	struct jrnl_geom g;
 	struct jrnl_sb *sb;
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	unsigned char *area;
 	int rc, want;
 
 	if (which == 3)
 		which = 0;
 	dev = sb_dev(which);
-	area = io_buf_alloc(dev, JRNL_SB_AREA);
+	area = iol_buf_alloc(dev, JRNL_SB_AREA);
 	FZ_CHECK(area);
 	fz_bytes(f, area, JRNL_SB_AREA);
 	sb = (struct jrnl_sb *)area;
@@ -401,7 +401,7 @@ static void fuzz_sb(struct fz *f)
 	if (fl & 2)
 		sb->crc = jrnl_crc32c(0, sb, offsetof(struct jrnl_sb, crc));
 	if (sbdevs[which].bytes >= JRNL_SB_AREA)
-		FZ_CHECK(io_rw_wait(dev, IO_OPF(IO_OP_WRITE, IO_FUA), 0, area, JRNL_SB_AREA,
+		FZ_CHECK(iol_rw_wait(dev, IOL_OPF(IOL_OP_WRITE, IOL_FUA), 0, area, JRNL_SB_AREA,
 				    NULL) == 0);
 
 	memset(&g, 0x5a, sizeof(g));

@@ -101,7 +101,7 @@ struct prec {
 static struct {
 	bool ready;
 	bool verbose;              /* DELOG_FUZZ_VERBOSE set: print each recovery */
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	struct jrnl_geom g;
 	size_t W;                  /* patchable log bytes from sector 0 */
 	unsigned char *pristine;   /* W + END_BYTES: [0, W) of the log, then its end */
@@ -131,7 +131,7 @@ static void dev_put(const unsigned char *src, size_t lo, size_t hi)
 	if (lo >= hi)
 		return;
 	memcpy(P.iobuf, src + lo, hi - lo);
-	FZ_CHECK(io_rw_wait(P.dev, IO_OPF(IO_OP_WRITE, IO_FUA), dev_off(lo), P.iobuf, hi - lo,
+	FZ_CHECK(iol_rw_wait(P.dev, IOL_OPF(IOL_OP_WRITE, IOL_FUA), dev_off(lo), P.iobuf, hi - lo,
 			    NULL) == 0);
 }
 
@@ -205,14 +205,14 @@ static int recover(struct jrnl_report *rep, struct replay_log *rl)
 {
 	struct jrnl_recover_opts o = { .replay = replay, .priv = rl, .read_only = true,
 				       .read_chunk = 1u << 20, .reads_in_flight = 2 };
-	struct io_counters c0, c1;
+	struct iol_counters c0, c1;
 	int rc;
 
 	memset(rl, 0, sizeof(*rl));
 	memset(rep, 0, sizeof(*rep));
-	io_dev_counters(P.dev, &c0);
+	iol_dev_counters(P.dev, &c0);
 	rc = jrnl_recover(P.dev, &P.g, &o, rep);
-	io_dev_counters(P.dev, &c1);
+	iol_dev_counters(P.dev, &c1);
 	if (!rc_documented(rc)) {
 		fprintf(stderr, "jrnl_recover returned %d (%s)\n", rc, delog_err_name(rc));
 		abort();
@@ -286,7 +286,7 @@ static void normalise_tids(void)
 	uint32_t base = 0;
 	bool have = false;
 
-	buf = io_buf_alloc(P.dev, 2 * LOGBSIZE);
+	buf = iol_buf_alloc(P.dev, 2 * LOGBSIZE);
 	FZ_CHECK(buf);
 	for (unsigned i = 0; i < P.nrecs; i++) {
 		struct prec *r = &P.recs[i];
@@ -315,7 +315,7 @@ static void normalise_tids(void)
 		size = jrnl_rec_seal(buf, S, &f);
 		FZ_CHECK(size == (size_t)(r->h + r->p) * S);
 		memcpy(&r->hdr, buf, sizeof(r->hdr));
-		FZ_CHECK(io_rw_wait(P.dev, IO_OPF(IO_OP_WRITE, IO_FUA),
+		FZ_CHECK(iol_rw_wait(P.dev, IOL_OPF(IOL_OP_WRITE, IOL_FUA),
 				    JRNL_LOG_START + (uint64_t)r->sector_no * S, buf, size, NULL) == 0);
 	}
 	free(buf);
@@ -323,22 +323,22 @@ static void normalise_tids(void)
 
 static void pristine_build(void)
 {
-	struct io_sim_opts so = { .size = sizeof(so), .dev_bytes = DEV_BYTES, .sector = S,
-				  .latency = IO_SIM_LAT_NONE, .seed = 1, .in_order = true };
-	struct io_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
+	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = DEV_BYTES, .sector = S,
+				  .latency = IOL_SIM_LAT_NONE, .seed = 1, .in_order = true };
+	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
 	struct jrnl_format_opts fo = { .sector = S, .log_size = LOG_BYTES, .uuid = UUID };
 	struct jrnl_log_opts lo = { .logbufs = 2, .logbsize = LOGBSIZE };
 	static const uint32_t l1[] = { 40, 0, 300 }, l2[] = { 20000, 64 }, l3[] = { 500, 7 },
 			      l4[] = { 100 };
 	struct replay_log *rl = &P.base_log;
 	struct jrnl_log *log;
-	struct io_req flush;
+	struct iol_req flush;
 	unsigned char *rd;
 	uint32_t sec = 0;
 
 	P.verbose = getenv("DELOG_FUZZ_VERBOSE") != NULL;
-	FZ_CHECK(io_dev_open(NULL, &o, &P.dev) == 0);
-	io_sim_trace_enable(P.dev, false);
+	FZ_CHECK(iol_dev_open(NULL, &o, &P.dev) == 0);
+	iol_sim_trace_enable(P.dev, false);
 	FZ_CHECK(jrnl_format(P.dev, &fo, &P.g) == 0);
 	FZ_CHECK(jrnl_log_open(P.dev, &P.g, NULL, &lo, &log) == 0);
 	tx(log, 1, JRNL_TX_FLUSH_COMMIT | JRNL_TX_FUA_COMMIT, 3, l1, true);
@@ -356,17 +356,17 @@ static void pristine_build(void)
 	FZ_CHECK(jrnl_log_close(log) == 0);
 	/* Make everything durable: the sim's volatile cache then stays empty (patches are
 	 * written with FUA), and every read is a plain copy from its media. */
-	FZ_CHECK(io_req_init(&flush, P.dev, 0, IO_OPF(IO_OP_FLUSH, 0)) == 0);
-	FZ_CHECK(io_submit_wait(&flush) == 0);
+	FZ_CHECK(iol_req_init(&flush, P.dev, 0, IOL_OPF(IOL_OP_FLUSH, 0)) == 0);
+	FZ_CHECK(iol_submit_wait(&flush) == 0);
 
 	/* Locate the records: sealed back to back from sector 0, zeroes after. */
-	rd = io_buf_alloc(P.dev, 2 * LOGBSIZE);
+	rd = iol_buf_alloc(P.dev, 2 * LOGBSIZE);
 	FZ_CHECK(rd);
 	for (;;) {
 		const struct jrnl_rec *hdr = NULL;
 		struct prec *r;
 
-		FZ_CHECK(io_rw_wait(P.dev, IO_OPF(IO_OP_READ, 0), JRNL_LOG_START + (uint64_t)sec * S,
+		FZ_CHECK(iol_rw_wait(P.dev, IOL_OPF(IOL_OP_READ, 0), JRNL_LOG_START + (uint64_t)sec * S,
 				    rd, 2 * LOGBSIZE, NULL) == 0);
 		if (jrnl_rec_check(rd, 2 * LOGBSIZE, S, P.g.log_sectors, sec, UUID, &hdr) !=
 		    JRNL_REC_OK)
@@ -389,12 +389,12 @@ static void pristine_build(void)
 	P.W = (size_t)sec * S + SLACK;
 	P.pristine = malloc(P.W + END_BYTES);
 	P.work = malloc(P.W + END_BYTES);
-	P.iobuf = io_buf_alloc(P.dev, P.W + END_BYTES);
-	P.recbuf = io_buf_alloc(P.dev, 2 * LOGBSIZE);
+	P.iobuf = iol_buf_alloc(P.dev, P.W + END_BYTES);
+	P.recbuf = iol_buf_alloc(P.dev, 2 * LOGBSIZE);
 	FZ_CHECK(P.pristine && P.work && P.iobuf && P.recbuf);
-	FZ_CHECK(io_rw_wait(P.dev, IO_OPF(IO_OP_READ, 0), JRNL_LOG_START, P.iobuf, P.W, NULL) == 0);
+	FZ_CHECK(iol_rw_wait(P.dev, IOL_OPF(IOL_OP_READ, 0), JRNL_LOG_START, P.iobuf, P.W, NULL) == 0);
 	memcpy(P.pristine, P.iobuf, P.W);
-	FZ_CHECK(io_rw_wait(P.dev, IO_OPF(IO_OP_READ, 0), dev_off(P.W), P.iobuf, END_BYTES,
+	FZ_CHECK(iol_rw_wait(P.dev, IOL_OPF(IOL_OP_READ, 0), dev_off(P.W), P.iobuf, END_BYTES,
 			    NULL) == 0);
 	memcpy(P.pristine + P.W, P.iobuf, END_BYTES);
 

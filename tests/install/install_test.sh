@@ -9,7 +9,7 @@
 # 2. Checks the installed tree: libdelog.so (with a SONAME) and libdelog.a, <delog.h>,
 #    the delog tool (runs --version), the CMake package and version file, delog.pc,
 #    one man page per command of `delog --help`, API.md and CHANGELOG.md.
-# 3. Checks the dynamic symbols of libdelog.so: delog_open is there, no jrnl_* or io_*
+# 3. Checks the dynamic symbols of libdelog.so: delog_open is there, no jrnl_* or iol_*
 #    symbol is, and the exported set is exactly the functions declared in the installed
 #    delog.h.
 # 4. Builds the examples (docs/examples/hello.c, and kv.c when it exists) against the
@@ -92,7 +92,7 @@ done
 nm -D --defined-only "$SO" | awk 'NF == 3 && $2 ~ /^[TDBRVWiu]$/ { print $3 }' |
 	sed 's/@.*//' | sort -u >"$TMP/exported"
 grep -qx delog_open "$TMP/exported" || fail "libdelog.so does not export delog_open"
-if grep -E '^(jrnl|io)_' "$TMP/exported" >"$TMP/leaked"; then
+if grep -E '^(jrnl|iol?)_' "$TMP/exported" >"$TMP/leaked"; then
 	fail "libdelog.so exports internal symbols: $(tr '\n' ' ' <"$TMP/leaked")"
 fi
 # The functions the installed header declares: a line in column 0 naming delog_x(.

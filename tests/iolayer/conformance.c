@@ -7,9 +7,9 @@
  * for every backend alike:
  *   - aligned reads and writes round-trip, at any aligned offset and size, single- and
  *     multi-segment, and touch nothing else on the device;
- *   - a request carries up to io_max_segs() segments in order, not one more; a device
+ *   - a request carries up to iol_max_segs() segments in order, not one more; a device
  *     opened with a lower limit enforces that limit;
- *   - io_rw_wait splits a 16 MiB transfer into 16 MiB / (io_max_segs * IO_SEG_BYTES)
+ *   - iol_rw_wait splits a 16 MiB transfer into 16 MiB / (iol_max_segs * IOL_SEG_BYTES)
  *     chained requests that together move every byte, and applies PREFLUSH to the first
  *     piece only and FUA to each;
  *   - a hand-built chain completes as a whole when waited on from its last request, and
@@ -20,13 +20,13 @@
  *   - FLUSH, FUA and PREFLUSH complete with status 0 and are counted (on sim their
  *     effect on durability is checked too);
  *   - faults injected on sim reach the completion status of reads, writes and flushes;
- *     on the real backends the io_dev_fault_add plan does the same (psync in its syscall
+ *     on the real backends the iol_dev_fault_add plan does the same (psync in its syscall
  *     table, uring and aio in the completion path), once or persistently;
  *   - misaligned buffers, offsets and lengths, empty requests and ranges past the end are
  *     rejected with -EINVAL before any I/O and without running end_io;
  *   - 4 threads x 1000 concurrent asynchronous requests all complete exactly once with
  *     the right data;
- *   - io_dev_close waits for requests in flight; writes to a read-only device fail.
+ *   - iol_dev_close waits for requests in flight; writes to a read-only device fail.
  */
 #include "helpers.h"
 
@@ -50,7 +50,7 @@ struct count_ctx {
 	atomic_int last_status;
 };
 
-static void count_end(struct io_req *req)
+static void count_end(struct iol_req *req)
 {
 	struct count_ctx *c = req->priv;
 
@@ -62,33 +62,33 @@ static void count_end(struct io_req *req)
  * On a held sim disk nothing completes until delivered: submit @req asynchronously and
  * deliver FIFO until it has completed.  Returns its status.
  */
-static int held_io(struct io_dev *dev, struct io_req *req)
+static int held_io(struct iol_dev *dev, struct iol_req *req)
 {
 	struct count_ctx c = { 0 };
 	int err;
 
 	req->end_io = count_end;
 	req->priv = &c;
-	err = io_submit(req);
+	err = iol_submit(req);
 	if (err)
 		return err;
 	for (unsigned i = 0; i < 10000 && !atomic_load(&c.calls); i++)
-		if (!io_sim_deliver(dev, 1, IO_SIM_FIFO))
+		if (!iol_sim_deliver(dev, 1, IOL_SIM_FIFO))
 			t_sleep_ms(1);
 	cr_assert_eq(atomic_load(&c.calls), 1, "held request never completed");
 	return atomic_load(&c.last_status);
 }
 
-static void read_expect(struct io_dev *dev, uint64_t off, size_t len, uint64_t seed,
+static void read_expect(struct iol_dev *dev, uint64_t off, size_t len, uint64_t seed,
 			const char *what)
 {
-	const struct t_dev td = { .dev = dev, .geom = io_dev_geom(dev) };
+	const struct t_dev td = { .dev = dev, .geom = iol_dev_geom(dev) };
 	void *buf = t_buf(&td, len);
 	ssize_t bad;
 	int err;
 
 	memset(buf, 0xa5, len);
-	err = io_rw_wait(dev, IO_OPF(IO_OP_READ, 0), off, buf, len, NULL);
+	err = iol_rw_wait(dev, IOL_OPF(IOL_OP_READ, 0), off, buf, len, NULL);
 	cr_assert_eq(err, 0, "%s: read back: %s", what, strerror(-err));
 	bad = t_check(buf, len, off, seed);
 	cr_assert_eq(bad, -1, "%s: byte %zd of %zu at device offset %llu differs", what, bad,
@@ -96,14 +96,14 @@ static void read_expect(struct io_dev *dev, uint64_t off, size_t len, uint64_t s
 	free(buf);
 }
 
-static void write_pattern(struct io_dev *dev, uint64_t off, size_t len, uint64_t seed)
+static void write_pattern(struct iol_dev *dev, uint64_t off, size_t len, uint64_t seed)
 {
-	const struct t_dev td = { .dev = dev, .geom = io_dev_geom(dev) };
+	const struct t_dev td = { .dev = dev, .geom = iol_dev_geom(dev) };
 	void *buf = t_buf(&td, len);
 	int err;
 
 	t_fill(buf, len, off, seed);
-	err = io_rw_wait(dev, IO_OPF(IO_OP_WRITE, 0), off, buf, len, NULL);
+	err = iol_rw_wait(dev, IOL_OPF(IOL_OP_WRITE, 0), off, buf, len, NULL);
 	cr_assert_eq(err, 0, "write pattern: %s", strerror(-err));
 	free(buf);
 }
@@ -118,7 +118,7 @@ static bool pow2(uint32_t x)
 Test(conformance, geometry, .timeout = T_TIMEOUT)
 {
 	struct t_dev td;
-	const struct io_geom *g;
+	const struct iol_geom *g;
 	void *buf;
 
 	t_dev_open(&td, NULL);
@@ -131,15 +131,15 @@ Test(conformance, geometry, .timeout = T_TIMEOUT)
 	cr_assert_not_null(g->fs_type);
 	if (td.sim) {
 		cr_assert_str_eq(g->fs_type, "sim");
-		cr_assert_eq(io_dev_fd(td.dev), -1);
+		cr_assert_eq(iol_dev_fd(td.dev), -1);
 	} else {
-		cr_assert_geq(io_dev_fd(td.dev), 0);
+		cr_assert_geq(iol_dev_fd(td.dev), 0);
 		cr_assert_not(g->is_blockdev);
 	}
-	buf = io_buf_alloc(td.dev, 1);
+	buf = iol_buf_alloc(td.dev, 1);
 	cr_assert_not_null(buf);
-	cr_assert_eq((uintptr_t)buf % 4096, 0, "io_buf_alloc: not 4096-aligned");
-	cr_assert_eq((uintptr_t)buf % g->dio_mem_align, 0, "io_buf_alloc: not dio-aligned");
+	cr_assert_eq((uintptr_t)buf % 4096, 0, "iol_buf_alloc: not 4096-aligned");
+	cr_assert_eq((uintptr_t)buf % g->dio_mem_align, 0, "iol_buf_alloc: not dio-aligned");
 	free(buf);
 	t_dev_close(&td);
 }
@@ -149,7 +149,7 @@ Test(conformance, geometry, .timeout = T_TIMEOUT)
 Test(conformance, round_trip, .timeout = T_TIMEOUT)
 {
 	struct t_dev td;
-	struct io_counters c0, c1;
+	struct iol_counters c0, c1;
 	unsigned char *model, *wbuf, *rbuf, *all;
 	uint64_t size, a;
 	uint64_t bytes_w = 0, bytes_r = 0;
@@ -176,20 +176,20 @@ Test(conformance, round_trip, .timeout = T_TIMEOUT)
 	cr_assert_not_null(model);
 	wbuf = t_buf(&td, 256 * 1024);
 	rbuf = t_buf(&td, 256 * 1024);
-	io_dev_counters(td.dev, &c0);
+	iol_dev_counters(td.dev, &c0);
 	for (size_t i = 0; i < ncases; i++) {
 		size_t moved = 0;
 		int err;
 
 		t_fill(wbuf, cases[i].len, cases[i].off, 1000 + i);
-		err = t_io(td.dev, IO_OPF(IO_OP_WRITE, 0), cases[i].off, wbuf, cases[i].len,
+		err = t_io(td.dev, IOL_OPF(IOL_OP_WRITE, 0), cases[i].off, wbuf, cases[i].len,
 			   cases[i].seg, &moved);
 		cr_assert_eq(err, 0, "case %zu: write: %s", i, strerror(-err));
 		cr_assert_eq(moved, cases[i].len, "case %zu: write moved %zu", i, moved);
 		memcpy(model + cases[i].off, wbuf, cases[i].len);
 
 		memset(rbuf, 0x5a, cases[i].len);
-		err = t_io(td.dev, IO_OPF(IO_OP_READ, 0), cases[i].off, rbuf, cases[i].len,
+		err = t_io(td.dev, IOL_OPF(IOL_OP_READ, 0), cases[i].off, rbuf, cases[i].len,
 			   cases[i].seg, &moved);
 		cr_assert_eq(err, 0, "case %zu: read: %s", i, strerror(-err));
 		cr_assert_eq(moved, cases[i].len, "case %zu: read moved %zu", i, moved);
@@ -198,7 +198,7 @@ Test(conformance, round_trip, .timeout = T_TIMEOUT)
 		bytes_w += cases[i].len;
 		bytes_r += cases[i].len;
 	}
-	io_dev_counters(td.dev, &c1);
+	iol_dev_counters(td.dev, &c1);
 	cr_assert_eq(c1.writes - c0.writes, ncases);
 	cr_assert_eq(c1.reads - c0.reads, ncases);
 	cr_assert_eq(c1.bytes_written - c0.bytes_written, bytes_w);
@@ -208,7 +208,7 @@ Test(conformance, round_trip, .timeout = T_TIMEOUT)
 	/* The whole device equals the model: nothing outside the written ranges changed. */
 	all = t_buf(&td, size);
 	memset(all, 0x5a, size);
-	cr_assert_eq(io_rw_wait(td.dev, IO_OPF(IO_OP_READ, 0), 0, all, size, NULL), 0);
+	cr_assert_eq(iol_rw_wait(td.dev, IOL_OPF(IOL_OP_READ, 0), 0, all, size, NULL), 0);
 	for (uint64_t o = 0; o < size; o += a)
 		cr_assert(!memcmp(all + o, model + o, a), "device block at %llu differs from model",
 			  (unsigned long long)o);
@@ -224,38 +224,38 @@ Test(conformance, round_trip, .timeout = T_TIMEOUT)
 Test(conformance, max_segs, .timeout = T_TIMEOUT)
 {
 	struct t_dev td;
-	struct io_req req;
+	struct iol_req req;
 	unsigned nseg;
 	unsigned char *pages, *rbuf;
 	const uint64_t off = 2 * MiB;
 	int err;
 
 	t_dev_open(&td, NULL);
-	nseg = io_max_segs(td.dev, IO_MAX_SEGS_DEFAULT);
-	cr_assert_eq(nseg, IO_MAX_SEGS_DEFAULT, "default device: io_max_segs = %u", nseg);
-	cr_assert_eq(io_max_segs(td.dev, 3), 3);
-	cr_assert_eq(io_max_segs(td.dev, 100000), nseg);
-	cr_assert_eq(io_req_init(&req, td.dev, nseg + 1, IO_OPF(IO_OP_WRITE, 0)), -EINVAL,
-		     "io_req_init above io_max_segs must fail");
+	nseg = iol_max_segs(td.dev, IOL_MAX_SEGS_DEFAULT);
+	cr_assert_eq(nseg, IOL_MAX_SEGS_DEFAULT, "default device: iol_max_segs = %u", nseg);
+	cr_assert_eq(iol_max_segs(td.dev, 3), 3);
+	cr_assert_eq(iol_max_segs(td.dev, 100000), nseg);
+	cr_assert_eq(iol_req_init(&req, td.dev, nseg + 1, IOL_OPF(IOL_OP_WRITE, 0)), -EINVAL,
+		     "iol_req_init above iol_max_segs must fail");
 
 	/* nseg page segments taken from the buffer in reverse order: segment i must land at
 	 * off + i * 4096 whatever its address. */
 	pages = t_buf(&td, (size_t)nseg * 4096);
-	cr_assert_eq(io_req_init(&req, td.dev, nseg, IO_OPF(IO_OP_WRITE, 0)), 0);
+	cr_assert_eq(iol_req_init(&req, td.dev, nseg, IOL_OPF(IOL_OP_WRITE, 0)), 0);
 	req.off = off;
 	for (unsigned i = 0; i < nseg; i++) {
 		unsigned char *p = pages + (size_t)(nseg - 1 - i) * 4096;
 
 		t_fill(p, 4096, off + (uint64_t)i * 4096, 7);
-		cr_assert_eq(io_req_add(&req, p, 4096), 0, "segment %u", i);
+		cr_assert_eq(iol_req_add(&req, p, 4096), 0, "segment %u", i);
 	}
-	cr_assert_eq(io_req_add(&req, pages, 4096), -ENOSPC, "segment past max_segs accepted");
+	cr_assert_eq(iol_req_add(&req, pages, 4096), -ENOSPC, "segment past max_segs accepted");
 	cr_assert_eq(req.nr_segs, nseg);
-	cr_assert_eq(io_req_len(&req), (size_t)nseg * 4096);
-	err = io_submit_wait(&req);
+	cr_assert_eq(iol_req_len(&req), (size_t)nseg * 4096);
+	err = iol_submit_wait(&req);
 	cr_assert_eq(err, 0, "max_segs write: %s", strerror(-err));
 	cr_assert_eq(req.bytes, (size_t)nseg * 4096);
-	io_req_release(&req);
+	iol_req_release(&req);
 	read_expect(td.dev, off, (size_t)nseg * 4096, 7, "reverse-order segments");
 
 	/* Segments of different sizes in one request, read back the same way. */
@@ -269,18 +269,18 @@ Test(conformance, max_segs, .timeout = T_TIMEOUT)
 			total += (lens[i] + 4095) / 4096 * 4096;
 		p = t_buf(&td, total);
 		rbuf = t_buf(&td, total);
-		cr_assert_eq(io_req_init(&req, td.dev, 5, IO_OPF(IO_OP_WRITE, 0)), 0);
+		cr_assert_eq(iol_req_init(&req, td.dev, 5, IOL_OPF(IOL_OP_WRITE, 0)), 0);
 		req.off = 8 * MiB;
 		for (size_t i = 0, at = 0, devo = 0; i < 5; i++) {
 			t_fill(p + at, lens[i], req.off + devo, 8);
-			cr_assert_eq(io_req_add(&req, p + at, lens[i]), 0);
+			cr_assert_eq(iol_req_add(&req, p + at, lens[i]), 0);
 			at += (lens[i] + 4095) / 4096 * 4096; /* keep every segment page-aligned */
 			devo += lens[i];
 		}
-		cr_assert_eq(io_submit_wait(&req), 0);
-		cr_assert_eq(req.bytes, io_req_len(&req));
-		moved = io_req_len(&req);
-		io_req_release(&req);
+		cr_assert_eq(iol_submit_wait(&req), 0);
+		cr_assert_eq(req.bytes, iol_req_len(&req));
+		moved = iol_req_len(&req);
+		iol_req_release(&req);
 		read_expect(td.dev, 8 * MiB, moved, 8, "mixed-size segments");
 		free(p);
 		free(rbuf);
@@ -294,18 +294,18 @@ Test(conformance, max_segs, .timeout = T_TIMEOUT)
 		unsigned char *b;
 
 		t_dev_open(&td, &cfg);
-		cr_assert_eq(io_max_segs(td.dev, 100), 8);
-		cr_assert_eq(io_max_segs(td.dev, 5), 5);
-		cr_assert_eq(io_req_init(&req, td.dev, 9, IO_OPF(IO_OP_READ, 0)), -EINVAL);
+		cr_assert_eq(iol_max_segs(td.dev, 100), 8);
+		cr_assert_eq(iol_max_segs(td.dev, 5), 5);
+		cr_assert_eq(iol_req_init(&req, td.dev, 9, IOL_OPF(IOL_OP_READ, 0)), -EINVAL);
 		b = t_buf(&td, 8 * 4096);
-		cr_assert_eq(io_req_init(&req, td.dev, 8, IO_OPF(IO_OP_WRITE, 0)), 0);
+		cr_assert_eq(iol_req_init(&req, td.dev, 8, IOL_OPF(IOL_OP_WRITE, 0)), 0);
 		req.off = 0;
 		t_fill(b, 8 * 4096, 0, 9);
 		for (unsigned i = 0; i < 8; i++)
-			cr_assert_eq(io_req_add(&req, b + i * 4096, 4096), 0);
-		cr_assert_eq(io_req_add(&req, b, 4096), -ENOSPC);
-		cr_assert_eq(io_submit_wait(&req), 0);
-		io_req_release(&req);
+			cr_assert_eq(iol_req_add(&req, b + i * 4096, 4096), 0);
+		cr_assert_eq(iol_req_add(&req, b, 4096), -ENOSPC);
+		cr_assert_eq(iol_submit_wait(&req), 0);
+		iol_req_release(&req);
 		read_expect(td.dev, 0, 8 * 4096, 9, "8-segment device");
 		free(b);
 		t_dev_close(&td);
@@ -331,7 +331,7 @@ static void chain_16mib(const struct t_dev_cfg *cfg)
 {
 	const size_t len = 16 * MiB;
 	const uint64_t off = 4 * MiB;
-	struct io_counters c0, c1;
+	struct iol_counters c0, c1;
 	struct t_dev td;
 	unsigned per, expect, nr = 0;
 	unsigned char *buf;
@@ -339,61 +339,61 @@ static void chain_16mib(const struct t_dev_cfg *cfg)
 	int err;
 
 	t_dev_open(&td, cfg);
-	per = io_max_segs(td.dev, IO_MAX_SEGS_DEFAULT);
-	expect = (unsigned)(len / ((size_t)per * IO_SEG_BYTES));
+	per = iol_max_segs(td.dev, IOL_MAX_SEGS_DEFAULT);
+	expect = (unsigned)(len / ((size_t)per * IOL_SEG_BYTES));
 	cr_assert_gt(expect, 1, "16 MiB must need more than one request");
 	buf = t_buf(&td, len);
 
 	t_fill(buf, len, off, 16);
-	io_dev_counters(td.dev, &c0);
-	err = io_rw_wait(td.dev, IO_OPF(IO_OP_WRITE, 0), off, buf, len, &nr);
+	iol_dev_counters(td.dev, &c0);
+	err = iol_rw_wait(td.dev, IOL_OPF(IOL_OP_WRITE, 0), off, buf, len, &nr);
 	cr_assert_eq(err, 0, "16 MiB write: %s", strerror(-err));
 	cr_assert_eq(nr, expect, "16 MiB write split into %u requests, expected %u", nr, expect);
-	io_dev_counters(td.dev, &c1);
+	iol_dev_counters(td.dev, &c1);
 	cr_assert_eq(c1.writes - c0.writes, expect, "%llu write requests counted",
 		     (unsigned long long)(c1.writes - c0.writes));
 	cr_assert_eq(c1.bytes_written - c0.bytes_written, len);
 
 	memset(buf, 0xa5, len);
 	nr = 0;
-	err = io_rw_wait(td.dev, IO_OPF(IO_OP_READ, 0), off, buf, len, &nr);
+	err = iol_rw_wait(td.dev, IOL_OPF(IOL_OP_READ, 0), off, buf, len, &nr);
 	cr_assert_eq(err, 0, "16 MiB read: %s", strerror(-err));
 	cr_assert_eq(nr, expect, "16 MiB read split into %u requests, expected %u", nr, expect);
 	bad = t_check(buf, len, off, 16);
 	cr_assert_eq(bad, -1, "16 MiB chained read: byte %zd wrong (request %zd)", bad,
-		     bad / (ssize_t)((size_t)per * IO_SEG_BYTES));
-	io_dev_counters(td.dev, &c0);
+		     bad / (ssize_t)((size_t)per * IOL_SEG_BYTES));
+	iol_dev_counters(td.dev, &c0);
 	cr_assert_eq(c0.reads - c1.reads, expect);
 
-	/* Asynchronously, with a length that is not a multiple of IO_SEG_BYTES: the
+	/* Asynchronously, with a length that is not a multiple of IOL_SEG_BYTES: the
 	 * callback runs once, after every piece. */
 	{
 		const size_t alen = 3 * MiB + td.geom->dio_off_align;
 		struct rw_ctx rc = { 0 };
 
 		t_fill(buf, alen, off, 17);
-		err = io_rw_submit(td.dev, IO_OPF(IO_OP_WRITE, 0), off, buf, alen, rw_end, &rc);
+		err = iol_rw_submit(td.dev, IOL_OPF(IOL_OP_WRITE, 0), off, buf, alen, rw_end, &rc);
 		cr_assert_eq(err, 0);
-		cr_assert(t_wait_uint(&rc.calls, 1, 30000), "io_rw_submit never completed");
+		cr_assert(t_wait_uint(&rc.calls, 1, 30000), "iol_rw_submit never completed");
 		t_sleep_ms(10);
-		cr_assert_eq(atomic_load(&rc.calls), 1, "io_rw_submit callback ran %u times",
+		cr_assert_eq(atomic_load(&rc.calls), 1, "iol_rw_submit callback ran %u times",
 			     atomic_load(&rc.calls));
 		cr_assert_eq(atomic_load(&rc.status), 0);
 		memset(buf, 0, alen);
 		rc.calls = 0;
-		err = io_rw_submit(td.dev, IO_OPF(IO_OP_READ, 0), off, buf, alen, rw_end, &rc);
+		err = iol_rw_submit(td.dev, IOL_OPF(IOL_OP_READ, 0), off, buf, alen, rw_end, &rc);
 		cr_assert_eq(err, 0);
-		cr_assert(t_wait_uint(&rc.calls, 1, 30000), "io_rw_submit read never completed");
+		cr_assert(t_wait_uint(&rc.calls, 1, 30000), "iol_rw_submit read never completed");
 		cr_assert_eq(atomic_load(&rc.status), 0);
 		bad = t_check(buf, alen, off, 17);
 		cr_assert_eq(bad, -1, "async chained read: byte %zd wrong", bad);
 	}
 
 	/* PREFLUSH goes with the first piece only, FUA with each. */
-	io_dev_counters(td.dev, &c0);
-	err = io_rw_wait(td.dev, IO_OPF(IO_OP_WRITE, IO_PREFLUSH | IO_FUA), off, buf, len, &nr);
+	iol_dev_counters(td.dev, &c0);
+	err = iol_rw_wait(td.dev, IOL_OPF(IOL_OP_WRITE, IOL_PREFLUSH | IOL_FUA), off, buf, len, &nr);
 	cr_assert_eq(err, 0);
-	io_dev_counters(td.dev, &c1);
+	iol_dev_counters(td.dev, &c1);
 	cr_assert_eq(c1.preflushes - c0.preflushes, 1, "preflushes %llu",
 		     (unsigned long long)(c1.preflushes - c0.preflushes));
 	cr_assert_eq(c1.fua_writes - c0.fua_writes, expect);
@@ -419,7 +419,7 @@ Test(conformance, chain_16mib_small_segs, .timeout = T_TIMEOUT)
 Test(conformance, chain_manual, .timeout = T_TIMEOUT)
 {
 	static const size_t lens[NCHAIN] = { 4096, 64 * 1024, 8192, 1 << 20, 4096, 12288 };
-	struct io_req w[NCHAIN], r[NCHAIN];
+	struct iol_req w[NCHAIN], r[NCHAIN];
 	unsigned char *wb[NCHAIN], *rb[NCHAIN];
 	uint64_t offs[NCHAIN];
 	struct t_dev td;
@@ -432,20 +432,20 @@ Test(conformance, chain_manual, .timeout = T_TIMEOUT)
 		rb[i] = t_buf(&td, lens[i]);
 		t_fill(wb[i], lens[i], offs[i], 40 + (uint64_t)i);
 		memset(rb[i], 0xa5, lens[i]);
-		cr_assert_eq(io_req_init(&w[i], td.dev, 1, IO_OPF(IO_OP_WRITE, 0)), 0);
-		cr_assert_eq(io_req_init(&r[i], td.dev, 1, IO_OPF(IO_OP_READ, 0)), 0);
+		cr_assert_eq(iol_req_init(&w[i], td.dev, 1, IOL_OPF(IOL_OP_WRITE, 0)), 0);
+		cr_assert_eq(iol_req_init(&r[i], td.dev, 1, IOL_OPF(IOL_OP_READ, 0)), 0);
 		w[i].off = r[i].off = offs[i];
-		io_req_add(&w[i], wb[i], lens[i]);
-		io_req_add(&r[i], rb[i], lens[i]);
+		iol_req_add(&w[i], wb[i], lens[i]);
+		iol_req_add(&r[i], rb[i], lens[i]);
 	}
 	for (int i = 0; i + 1 < NCHAIN; i++) {
-		io_req_chain(&w[i], &w[i + 1]);
-		io_req_chain(&r[i], &r[i + 1]);
+		iol_req_chain(&w[i], &w[i + 1]);
+		iol_req_chain(&r[i], &r[i + 1]);
 	}
 	/* Writes: submit in chain order, wait on the last. */
 	for (int i = 0; i + 1 < NCHAIN; i++)
-		cr_assert_eq(io_submit(&w[i]), 0, "write %d", i);
-	err = io_submit_wait(&w[NCHAIN - 1]);
+		cr_assert_eq(iol_submit(&w[i]), 0, "write %d", i);
+	err = iol_submit_wait(&w[NCHAIN - 1]);
 	cr_assert_eq(err, 0, "write chain: %s", strerror(-err));
 	for (int i = 0; i < NCHAIN; i++) {
 		cr_assert_eq(atomic_load(&w[i].status), 0, "write %d status", i);
@@ -453,16 +453,16 @@ Test(conformance, chain_manual, .timeout = T_TIMEOUT)
 	}
 	/* Reads: submit the earlier ones in reverse order; the chain is what orders them. */
 	for (int i = NCHAIN - 2; i >= 0; i--)
-		cr_assert_eq(io_submit(&r[i]), 0, "read %d", i);
-	err = io_submit_wait(&r[NCHAIN - 1]);
+		cr_assert_eq(iol_submit(&r[i]), 0, "read %d", i);
+	err = iol_submit_wait(&r[NCHAIN - 1]);
 	cr_assert_eq(err, 0, "read chain: %s", strerror(-err));
 	for (int i = 0; i < NCHAIN; i++) {
 		ssize_t bad = t_check(rb[i], lens[i], offs[i], 40 + (uint64_t)i);
 
 		cr_assert_eq(r[i].bytes, lens[i], "read %d moved %zu", i, r[i].bytes);
 		cr_assert_eq(bad, -1, "read %d: byte %zd wrong", i, bad);
-		io_req_release(&w[i]);
-		io_req_release(&r[i]);
+		iol_req_release(&w[i]);
+		iol_req_release(&r[i]);
 		free(wb[i]);
 		free(rb[i]);
 	}
@@ -472,7 +472,7 @@ Test(conformance, chain_manual, .timeout = T_TIMEOUT)
 /* ---- waiting on the right end of a chain ---- */
 
 struct waiter {
-	struct io_req *last;
+	struct iol_req *last;
 	atomic_uint done;
 	int status;
 	pthread_t thr;
@@ -482,22 +482,22 @@ static void *waiter_main(void *arg)
 {
 	struct waiter *w = arg;
 
-	w->status = io_submit_wait(w->last);
+	w->status = iol_submit_wait(w->last);
 	atomic_store(&w->done, 1);
 	return NULL;
 }
 
 /*
  * Held sim disk: chain of @n writes, the last one submitted by a waiter thread with
- * io_submit_wait; completions released one at a time in @order.  The waiter must return
+ * iol_submit_wait; completions released one at a time in @order.  The waiter must return
  * only after the final release.  With @fault_first, the first request's write fails and
  * the waiter must see that error.
  */
-static void held_chain(enum io_sim_order order, bool fault_first)
+static void held_chain(enum iol_sim_order order, bool fault_first)
 {
 	enum { N = 5 };
 	const struct t_dev_cfg cfg = { .hold = true, .bytes = 4 * MiB, .seed = 3 };
-	struct io_req req[N];
+	struct iol_req req[N];
 	unsigned char *buf;
 	struct waiter w = { .last = &req[N - 1] };
 	struct t_dev td;
@@ -506,36 +506,36 @@ static void held_chain(enum io_sim_order order, bool fault_first)
 	buf = t_buf(&td, N * 4096);
 	t_fill(buf, N * 4096, 0, 50);
 	if (fault_first) {
-		const struct io_sim_fault f = { .op = IO_OP_WRITE, .nth = 1 };
+		const struct iol_sim_fault f = { .op = IOL_OP_WRITE, .nth = 1 };
 
-		cr_assert_eq(io_sim_fault_add(td.dev, &f), 0);
+		cr_assert_eq(iol_sim_fault_add(td.dev, &f), 0);
 	}
 	for (int i = 0; i < N; i++) {
-		cr_assert_eq(io_req_init(&req[i], td.dev, 1, IO_OPF(IO_OP_WRITE, 0)), 0);
+		cr_assert_eq(iol_req_init(&req[i], td.dev, 1, IOL_OPF(IOL_OP_WRITE, 0)), 0);
 		req[i].off = (uint64_t)i * 4096;
-		io_req_add(&req[i], buf + i * 4096, 4096);
+		iol_req_add(&req[i], buf + i * 4096, 4096);
 	}
 	for (int i = 0; i + 1 < N; i++)
-		io_req_chain(&req[i], &req[i + 1]);
+		iol_req_chain(&req[i], &req[i + 1]);
 	for (int i = 0; i + 1 < N; i++)
-		cr_assert_eq(io_submit(&req[i]), 0);
+		cr_assert_eq(iol_submit(&req[i]), 0);
 	cr_assert_eq(pthread_create(&w.thr, NULL, waiter_main, &w), 0);
 	cr_assert(t_wait_pending(td.dev, N, 10000), "waiter's request never reached the disk");
 
 	for (int k = 0; k < N; k++) {
-		cr_assert_eq(io_sim_deliver(td.dev, 1, order), 1, "delivery %d", k);
+		cr_assert_eq(iol_sim_deliver(td.dev, 1, order), 1, "delivery %d", k);
 		if (k + 1 < N) {
 			/* Give a waiter that wrongly woke a chance to be seen. */
 			t_sleep_ms(30);
 			cr_assert_eq(atomic_load(&w.done), 0,
-				     "%s delivery: io_submit_wait on the last request returned "
-				     "after %d of %d completions", order == IO_SIM_LIFO ? "LIFO"
+				     "%s delivery: iol_submit_wait on the last request returned "
+				     "after %d of %d completions", order == IOL_SIM_LIFO ? "LIFO"
 				     : "FIFO", k + 1, N);
 		}
 	}
 	cr_assert(t_wait_uint(&w.done, 1, 10000), "waiter did not wake after the last completion");
 	pthread_join(w.thr, NULL);
-	cr_assert_eq(io_sim_pending(td.dev), 0);
+	cr_assert_eq(iol_sim_pending(td.dev), 0);
 	if (fault_first) {
 		cr_assert_eq(w.status, -EIO, "fault in the first request: end of chain saw %d",
 			     w.status);
@@ -546,20 +546,20 @@ static void held_chain(enum io_sim_order order, bool fault_first)
 		/* Read back through the held disk. */
 		{
 			unsigned char *rb = t_buf(&td, N * 4096);
-			struct io_req rr;
+			struct iol_req rr;
 
 			memset(rb, 0, N * 4096);
-			cr_assert_eq(io_req_init(&rr, td.dev, 1, IO_OPF(IO_OP_READ, 0)), 0);
+			cr_assert_eq(iol_req_init(&rr, td.dev, 1, IOL_OPF(IOL_OP_READ, 0)), 0);
 			rr.off = 0;
-			io_req_add(&rr, rb, N * 4096);
+			iol_req_add(&rr, rb, N * 4096);
 			cr_assert_eq(held_io(td.dev, &rr), 0);
 			cr_assert_eq(t_check(rb, N * 4096, 0, 50), -1, "chained writes not on disk");
-			io_req_release(&rr);
+			iol_req_release(&rr);
 			free(rb);
 		}
 	}
 	for (int i = 0; i < N; i++)
-		io_req_release(&req[i]);
+		iol_req_release(&req[i]);
 	free(buf);
 	t_dev_close(&td);
 }
@@ -567,7 +567,7 @@ static void held_chain(enum io_sim_order order, bool fault_first)
 Test(conformance, chain_wait_last, .timeout = T_TIMEOUT)
 {
 	/* Any backend: a chain whose first request is by far the biggest.  When
-	 * io_submit_wait on the small last request returns, the big first one must already
+	 * iol_submit_wait on the small last request returns, the big first one must already
 	 * be complete.  Waiting on the wrong end would return with most of it missing. */
 	const size_t big = 8 * MiB, mid = 1 * MiB, small = 4096;
 	const uint64_t off_big = 0, off_mid = 12 * MiB, off_small = 14 * MiB;
@@ -582,8 +582,8 @@ Test(conformance, chain_wait_last, .timeout = T_TIMEOUT)
 	mb = t_buf(&td, mid);
 	sb = t_buf(&td, small);
 	for (int iter = 0; iter < 8; iter++) {
-		struct io_req a, b, c;
-		unsigned segs = io_max_segs(td.dev, IO_MAX_SEGS_DEFAULT);
+		struct iol_req a, b, c;
+		unsigned segs = iol_max_segs(td.dev, IOL_MAX_SEGS_DEFAULT);
 		size_t seg = big / segs;
 		ssize_t bad;
 		int err;
@@ -591,21 +591,21 @@ Test(conformance, chain_wait_last, .timeout = T_TIMEOUT)
 		memset(bb, 0xa5, big);
 		memset(mb, 0xa5, mid);
 		memset(sb, 0xa5, small);
-		cr_assert_eq(io_req_init(&a, td.dev, segs, IO_OPF(IO_OP_READ, 0)), 0);
-		cr_assert_eq(io_req_init(&b, td.dev, 1, IO_OPF(IO_OP_READ, 0)), 0);
-		cr_assert_eq(io_req_init(&c, td.dev, 1, IO_OPF(IO_OP_READ, 0)), 0);
+		cr_assert_eq(iol_req_init(&a, td.dev, segs, IOL_OPF(IOL_OP_READ, 0)), 0);
+		cr_assert_eq(iol_req_init(&b, td.dev, 1, IOL_OPF(IOL_OP_READ, 0)), 0);
+		cr_assert_eq(iol_req_init(&c, td.dev, 1, IOL_OPF(IOL_OP_READ, 0)), 0);
 		a.off = off_big;
 		b.off = off_mid;
 		c.off = off_small;
 		for (unsigned i = 0; i < segs; i++)
-			io_req_add(&a, bb + (size_t)i * seg, seg);
-		io_req_add(&b, mb, mid);
-		io_req_add(&c, sb, small);
-		io_req_chain(&a, &b);
-		io_req_chain(&b, &c);
-		cr_assert_eq(io_submit(&a), 0);
-		cr_assert_eq(io_submit(&b), 0);
-		err = io_submit_wait(&c);
+			iol_req_add(&a, bb + (size_t)i * seg, seg);
+		iol_req_add(&b, mb, mid);
+		iol_req_add(&c, sb, small);
+		iol_req_chain(&a, &b);
+		iol_req_chain(&b, &c);
+		cr_assert_eq(iol_submit(&a), 0);
+		cr_assert_eq(iol_submit(&b), 0);
+		err = iol_submit_wait(&c);
 		cr_assert_eq(err, 0, "chain: %s", strerror(-err));
 		/* No further synchronisation: everything must be in place already. */
 		cr_assert_eq(a.bytes, big, "iteration %d: first request moved %zu of %zu when the "
@@ -616,9 +616,9 @@ Test(conformance, chain_wait_last, .timeout = T_TIMEOUT)
 			     "when the wait on the last returned", iter, bad);
 		cr_assert_eq(t_check(mb, mid, off_mid, 60), -1, "iteration %d: middle data", iter);
 		cr_assert_eq(t_check(sb, small, off_small, 60), -1, "iteration %d: last data", iter);
-		io_req_release(&a);
-		io_req_release(&b);
-		io_req_release(&c);
+		iol_req_release(&a);
+		iol_req_release(&b);
+		iol_req_release(&c);
 	}
 	free(bb);
 	free(mb);
@@ -628,9 +628,9 @@ Test(conformance, chain_wait_last, .timeout = T_TIMEOUT)
 	if (t_backend_is_sim()) {
 		/* Completions held and released one at a time while a thread waits on the last
 		 * request: LIFO releases the last request first, FIFO the first first. */
-		held_chain(IO_SIM_LIFO, false);
-		held_chain(IO_SIM_FIFO, false);
-		held_chain(IO_SIM_LIFO, true);
+		held_chain(IOL_SIM_LIFO, false);
+		held_chain(IOL_SIM_FIFO, false);
+		held_chain(IOL_SIM_LIFO, true);
 	}
 }
 
@@ -639,7 +639,7 @@ Test(conformance, chain_wait_last, .timeout = T_TIMEOUT)
 Test(conformance, chain_error_propagates, .timeout = T_TIMEOUT)
 {
 	struct t_dev td;
-	struct io_req a, b, c;
+	struct iol_req a, b, c;
 	struct count_ctx cc = { 0 };
 	unsigned char *buf;
 	int err;
@@ -650,88 +650,88 @@ Test(conformance, chain_error_propagates, .timeout = T_TIMEOUT)
 
 	/* A misaligned first request: rejected, but its error reaches the end of the chain,
 	 * whose waiter still wakes; the valid requests still run. */
-	cr_assert_eq(io_req_init(&a, td.dev, 1, IO_OPF(IO_OP_WRITE, 0)), 0);
-	cr_assert_eq(io_req_init(&b, td.dev, 1, IO_OPF(IO_OP_WRITE, 0)), 0);
-	cr_assert_eq(io_req_init(&c, td.dev, 1, IO_OPF(IO_OP_WRITE, 0)), 0);
+	cr_assert_eq(iol_req_init(&a, td.dev, 1, IOL_OPF(IOL_OP_WRITE, 0)), 0);
+	cr_assert_eq(iol_req_init(&b, td.dev, 1, IOL_OPF(IOL_OP_WRITE, 0)), 0);
+	cr_assert_eq(iol_req_init(&c, td.dev, 1, IOL_OPF(IOL_OP_WRITE, 0)), 0);
 	a.off = td.geom->dio_off_align / 2 ? td.geom->dio_off_align / 2 : 1;
 	b.off = 4096;
 	c.off = 8192;
-	io_req_add(&a, buf, 4096);
-	io_req_add(&b, buf + 4096, 4096);
-	io_req_add(&c, buf + 8192, 4096);
-	io_req_chain(&a, &b);
-	io_req_chain(&b, &c);
-	cr_assert_eq(io_submit(&a), -EINVAL, "misaligned offset accepted");
-	cr_assert_eq(io_submit(&b), 0);
-	err = io_submit_wait(&c);
+	iol_req_add(&a, buf, 4096);
+	iol_req_add(&b, buf + 4096, 4096);
+	iol_req_add(&c, buf + 8192, 4096);
+	iol_req_chain(&a, &b);
+	iol_req_chain(&b, &c);
+	cr_assert_eq(iol_submit(&a), -EINVAL, "misaligned offset accepted");
+	cr_assert_eq(iol_submit(&b), 0);
+	err = iol_submit_wait(&c);
 	cr_assert_eq(err, -EINVAL, "end of chain saw %d, not the rejected request's -EINVAL", err);
 	cr_assert_eq(b.bytes, 4096, "valid middle request did not run");
 	cr_assert_eq(c.bytes, 4096, "valid last request did not run");
-	io_req_release(&a);
-	io_req_release(&b);
-	io_req_release(&c);
+	iol_req_release(&a);
+	iol_req_release(&b);
+	iol_req_release(&c);
 	read_expect(td.dev, 4096, 8192, 70, "valid requests of a failed chain");
 
 	/* The same with an asynchronous end: its end_io runs exactly once, with the error. */
-	cr_assert_eq(io_req_init(&a, td.dev, 1, IO_OPF(IO_OP_READ, 0)), 0);
-	cr_assert_eq(io_req_init(&b, td.dev, 1, IO_OPF(IO_OP_READ, 0)), 0);
+	cr_assert_eq(iol_req_init(&a, td.dev, 1, IOL_OPF(IOL_OP_READ, 0)), 0);
+	cr_assert_eq(iol_req_init(&b, td.dev, 1, IOL_OPF(IOL_OP_READ, 0)), 0);
 	a.off = 0;
 	b.off = 0;
-	io_req_add(&a, buf + 1, 4096);      /* misaligned buffer */
-	io_req_add(&b, buf + 4096, 4096);
-	io_req_chain(&a, &b);
+	iol_req_add(&a, buf + 1, 4096);     /* misaligned buffer */
+	iol_req_add(&b, buf + 4096, 4096);
+	iol_req_chain(&a, &b);
 	b.end_io = count_end;
 	b.priv = &cc;
-	cr_assert_eq(io_submit(&b), 0);
-	cr_assert_eq(io_submit(&a), -EINVAL, "misaligned buffer accepted");
+	cr_assert_eq(iol_submit(&b), 0);
+	cr_assert_eq(iol_submit(&a), -EINVAL, "misaligned buffer accepted");
 	cr_assert(t_wait_uint(&cc.calls, 1, 10000), "end of chain never completed");
 	t_sleep_ms(10);
 	cr_assert_eq(atomic_load(&cc.calls), 1);
 	cr_assert_eq(atomic_load(&cc.last_status), -EINVAL);
-	io_req_release(&a);
-	io_req_release(&b);
+	iol_req_release(&a);
+	iol_req_release(&b);
 
 	/* A valid request chained into a misaligned last one: the wait returns the error,
 	 * and only once the valid request has completed. */
-	cr_assert_eq(io_req_init(&a, td.dev, 1, IO_OPF(IO_OP_WRITE, 0)), 0);
-	cr_assert_eq(io_req_init(&b, td.dev, 1, IO_OPF(IO_OP_WRITE, 0)), 0);
+	cr_assert_eq(iol_req_init(&a, td.dev, 1, IOL_OPF(IOL_OP_WRITE, 0)), 0);
+	cr_assert_eq(iol_req_init(&b, td.dev, 1, IOL_OPF(IOL_OP_WRITE, 0)), 0);
 	a.off = 16 * 4096;
 	b.off = 17 * 4096;
 	t_fill(buf, 4096, a.off, 71);
-	io_req_add(&a, buf, 4096);
-	io_req_add(&b, buf + 4096, td.geom->dio_off_align / 2 ? td.geom->dio_off_align / 2 : 1);
-	io_req_chain(&a, &b);
-	cr_assert_eq(io_submit(&a), 0);
-	err = io_submit_wait(&b);
+	iol_req_add(&a, buf, 4096);
+	iol_req_add(&b, buf + 4096, td.geom->dio_off_align / 2 ? td.geom->dio_off_align / 2 : 1);
+	iol_req_chain(&a, &b);
+	cr_assert_eq(iol_submit(&a), 0);
+	err = iol_submit_wait(&b);
 	cr_assert_eq(err, -EINVAL, "misaligned last request: %d", err);
 	cr_assert_eq(a.bytes, 4096, "wait returned before the valid request completed");
-	io_req_release(&a);
-	io_req_release(&b);
+	iol_req_release(&a);
+	iol_req_release(&b);
 	read_expect(td.dev, 16 * 4096, 4096, 71, "valid request before a rejected end");
 
 	if (td.sim) {
 		/* An injected fault in the first request is the status at the end. */
-		const struct io_sim_fault f = { .op = IO_OP_WRITE, .nth = 1 };
+		const struct iol_sim_fault f = { .op = IOL_OP_WRITE, .nth = 1 };
 
-		cr_assert_eq(io_sim_fault_add(td.dev, &f), 0);
-		cr_assert_eq(io_req_init(&a, td.dev, 1, IO_OPF(IO_OP_WRITE, 0)), 0);
-		cr_assert_eq(io_req_init(&b, td.dev, 1, IO_OPF(IO_OP_WRITE, 0)), 0);
-		cr_assert_eq(io_req_init(&c, td.dev, 1, IO_OPF(IO_OP_WRITE, 0)), 0);
+		cr_assert_eq(iol_sim_fault_add(td.dev, &f), 0);
+		cr_assert_eq(iol_req_init(&a, td.dev, 1, IOL_OPF(IOL_OP_WRITE, 0)), 0);
+		cr_assert_eq(iol_req_init(&b, td.dev, 1, IOL_OPF(IOL_OP_WRITE, 0)), 0);
+		cr_assert_eq(iol_req_init(&c, td.dev, 1, IOL_OPF(IOL_OP_WRITE, 0)), 0);
 		a.off = 0;
 		b.off = 4096;
 		c.off = 8192;
-		io_req_add(&a, buf, 4096);
-		io_req_add(&b, buf + 4096, 4096);
-		io_req_add(&c, buf + 8192, 4096);
-		io_req_chain(&a, &b);
-		io_req_chain(&b, &c);
-		cr_assert_eq(io_submit(&a), 0);
-		cr_assert_eq(io_submit(&b), 0);
-		err = io_submit_wait(&c);
+		iol_req_add(&a, buf, 4096);
+		iol_req_add(&b, buf + 4096, 4096);
+		iol_req_add(&c, buf + 8192, 4096);
+		iol_req_chain(&a, &b);
+		iol_req_chain(&b, &c);
+		cr_assert_eq(iol_submit(&a), 0);
+		cr_assert_eq(iol_submit(&b), 0);
+		err = iol_submit_wait(&c);
 		cr_assert_eq(err, -EIO, "fault in the first request: end of chain saw %d", err);
-		io_req_release(&a);
-		io_req_release(&b);
-		io_req_release(&c);
+		iol_req_release(&a);
+		iol_req_release(&b);
+		iol_req_release(&c);
 	}
 	free(buf);
 	t_dev_close(&td);
@@ -739,15 +739,15 @@ Test(conformance, chain_error_propagates, .timeout = T_TIMEOUT)
 
 /* ---- flush, FUA, PREFLUSH ---- */
 
-static bool sim_range_unstable(struct io_dev *dev, uint64_t off, size_t len)
+static bool sim_range_unstable(struct iol_dev *dev, uint64_t off, size_t len)
 {
-	uint32_t sec = io_dev_geom(dev)->logical_block;
-	size_t n = io_sim_unstable(dev, NULL, 0);
+	uint32_t sec = iol_dev_geom(dev)->logical_block;
+	size_t n = iol_sim_unstable(dev, NULL, 0);
 	uint64_t *v = calloc(n ? n : 1, sizeof(*v));
 	bool hit = false;
 
 	cr_assert_not_null(v);
-	n = io_sim_unstable(dev, v, n);
+	n = iol_sim_unstable(dev, v, n);
 	for (size_t i = 0; i < n; i++)
 		if (v[i] >= off / sec && v[i] < (off + len + sec - 1) / sec)
 			hit = true;
@@ -758,33 +758,33 @@ static bool sim_range_unstable(struct io_dev *dev, uint64_t off, size_t len)
 Test(conformance, flush, .timeout = T_TIMEOUT)
 {
 	struct t_dev td;
-	struct io_counters c0, c1;
-	struct io_req req;
+	struct iol_counters c0, c1;
+	struct iol_req req;
 	unsigned char *buf;
 	int err;
 
 	t_dev_open(&td, NULL);
 	/* Ops and flags that do not go together are refused at init. */
-	cr_assert_eq(io_req_init(&req, td.dev, 1, IO_OPF(IO_OP_FLUSH, 0)), -EINVAL,
+	cr_assert_eq(iol_req_init(&req, td.dev, 1, IOL_OPF(IOL_OP_FLUSH, 0)), -EINVAL,
 		     "a flush with segments");
-	cr_assert_eq(io_req_init(&req, td.dev, 0, IO_OPF(IO_OP_FLUSH, IO_FUA)), -EINVAL);
-	cr_assert_eq(io_req_init(&req, td.dev, 0, IO_OPF(IO_OP_FLUSH, IO_PREFLUSH)), -EINVAL);
-	cr_assert_eq(io_req_init(&req, td.dev, 1, IO_OPF(IO_OP_READ, IO_FUA)), -EINVAL);
-	cr_assert_eq(io_req_init(&req, td.dev, 1, IO_OPF(IO_OP_READ, IO_PREFLUSH)), -EINVAL);
-	cr_assert_eq(io_req_init(&req, td.dev, 1, IO_OPF(7, 0)), -EINVAL, "unknown op");
-	cr_assert_eq(io_req_init(&req, td.dev, 1, IO_OPF(IO_OP_WRITE, 1u << 12)), -EINVAL,
+	cr_assert_eq(iol_req_init(&req, td.dev, 0, IOL_OPF(IOL_OP_FLUSH, IOL_FUA)), -EINVAL);
+	cr_assert_eq(iol_req_init(&req, td.dev, 0, IOL_OPF(IOL_OP_FLUSH, IOL_PREFLUSH)), -EINVAL);
+	cr_assert_eq(iol_req_init(&req, td.dev, 1, IOL_OPF(IOL_OP_READ, IOL_FUA)), -EINVAL);
+	cr_assert_eq(iol_req_init(&req, td.dev, 1, IOL_OPF(IOL_OP_READ, IOL_PREFLUSH)), -EINVAL);
+	cr_assert_eq(iol_req_init(&req, td.dev, 1, IOL_OPF(7, 0)), -EINVAL, "unknown op");
+	cr_assert_eq(iol_req_init(&req, td.dev, 1, IOL_OPF(IOL_OP_WRITE, 1u << 12)), -EINVAL,
 		     "unknown flag");
 
 	buf = t_buf(&td, 64 * 1024);
 	t_fill(buf, 64 * 1024, 0, 80);
-	cr_assert_eq(t_io(td.dev, IO_OPF(IO_OP_WRITE, 0), 0, buf, 64 * 1024, 0, NULL), 0);
+	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_WRITE, 0), 0, buf, 64 * 1024, 0, NULL), 0);
 	if (td.sim)
 		cr_assert(sim_range_unstable(td.dev, 0, 64 * 1024),
 			  "a completed, unflushed write is already stable");
-	io_dev_counters(td.dev, &c0);
+	iol_dev_counters(td.dev, &c0);
 	err = t_flush(td.dev);
 	cr_assert_eq(err, 0, "flush: %s", strerror(-err));
-	io_dev_counters(td.dev, &c1);
+	iol_dev_counters(td.dev, &c1);
 	cr_assert_eq(c1.flushes - c0.flushes, 1);
 	cr_assert_eq(c1.writes, c0.writes);
 	if (td.sim)
@@ -794,21 +794,21 @@ Test(conformance, flush, .timeout = T_TIMEOUT)
 	/* Many flushes in flight at once, each completing once with 0. */
 	{
 		enum { NF = 16 };
-		struct io_req f[NF];
+		struct iol_req f[NF];
 		struct count_ctx cc = { 0 };
 
 		for (int i = 0; i < NF; i++) {
-			cr_assert_eq(io_req_init(&f[i], td.dev, 0, IO_OPF(IO_OP_FLUSH, 0)), 0);
+			cr_assert_eq(iol_req_init(&f[i], td.dev, 0, IOL_OPF(IOL_OP_FLUSH, 0)), 0);
 			f[i].end_io = count_end;
 			f[i].priv = &cc;
 		}
 		for (int i = 0; i < NF; i++)
-			cr_assert_eq(io_submit(&f[i]), 0);
+			cr_assert_eq(iol_submit(&f[i]), 0);
 		cr_assert(t_wait_uint(&cc.calls, NF, 30000), "%u of %d flushes completed",
 			  atomic_load(&cc.calls), NF);
 		for (int i = 0; i < NF; i++) {
 			cr_assert_eq(atomic_load(&f[i].status), 0, "flush %d", i);
-			io_req_release(&f[i]);
+			iol_req_release(&f[i]);
 		}
 		t_sleep_ms(10);
 		cr_assert_eq(atomic_load(&cc.calls), NF);
@@ -821,7 +821,7 @@ Test(conformance, flush, .timeout = T_TIMEOUT)
 Test(conformance, fua, .timeout = T_TIMEOUT)
 {
 	struct t_dev td;
-	struct io_counters c0, c1;
+	struct iol_counters c0, c1;
 	unsigned char *buf;
 	size_t moved = 0;
 	int err;
@@ -832,13 +832,13 @@ Test(conformance, fua, .timeout = T_TIMEOUT)
 	/* A plain write, then a FUA write: the FUA one is stable on completion; it says
 	 * nothing about the other. */
 	t_fill(buf, 65536, 0, 90);
-	cr_assert_eq(t_io(td.dev, IO_OPF(IO_OP_WRITE, 0), 0, buf, 65536, 0, NULL), 0);
+	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_WRITE, 0), 0, buf, 65536, 0, NULL), 0);
 	t_fill(buf + 65536, 65536, 1 * MiB, 91);
-	io_dev_counters(td.dev, &c0);
-	err = t_io(td.dev, IO_OPF(IO_OP_WRITE, IO_FUA), 1 * MiB, buf + 65536, 65536, 4096, &moved);
+	iol_dev_counters(td.dev, &c0);
+	err = t_io(td.dev, IOL_OPF(IOL_OP_WRITE, IOL_FUA), 1 * MiB, buf + 65536, 65536, 4096, &moved);
 	cr_assert_eq(err, 0, "FUA write: %s", strerror(-err));
 	cr_assert_eq(moved, 65536);
-	io_dev_counters(td.dev, &c1);
+	iol_dev_counters(td.dev, &c1);
 	cr_assert_eq(c1.fua_writes - c0.fua_writes, 1);
 	cr_assert_eq(c1.writes - c0.writes, 1);
 	cr_assert_eq(c1.preflushes, c0.preflushes);
@@ -852,11 +852,11 @@ Test(conformance, fua, .timeout = T_TIMEOUT)
 	/* PREFLUSH: everything completed before it is stable before it; the write itself
 	 * is not (no FUA). */
 	t_fill(buf + 2 * 65536, 65536, 2 * MiB, 92);
-	io_dev_counters(td.dev, &c0);
-	err = t_io(td.dev, IO_OPF(IO_OP_WRITE, IO_PREFLUSH), 2 * MiB, buf + 2 * 65536, 65536, 0,
+	iol_dev_counters(td.dev, &c0);
+	err = t_io(td.dev, IOL_OPF(IOL_OP_WRITE, IOL_PREFLUSH), 2 * MiB, buf + 2 * 65536, 65536, 0,
 		   NULL);
 	cr_assert_eq(err, 0, "PREFLUSH write: %s", strerror(-err));
-	io_dev_counters(td.dev, &c1);
+	iol_dev_counters(td.dev, &c1);
 	cr_assert_eq(c1.preflushes - c0.preflushes, 1);
 	cr_assert_eq(c1.fua_writes, c0.fua_writes);
 	cr_assert_eq(c1.writes - c0.writes, 1);
@@ -868,15 +868,15 @@ Test(conformance, fua, .timeout = T_TIMEOUT)
 	}
 
 	/* PREFLUSH | FUA: both. */
-	io_dev_counters(td.dev, &c0);
-	err = t_io(td.dev, IO_OPF(IO_OP_WRITE, IO_PREFLUSH | IO_FUA), 3 * MiB, buf, 65536, 0,
+	iol_dev_counters(td.dev, &c0);
+	err = t_io(td.dev, IOL_OPF(IOL_OP_WRITE, IOL_PREFLUSH | IOL_FUA), 3 * MiB, buf, 65536, 0,
 		   NULL);
 	cr_assert_eq(err, 0);
-	io_dev_counters(td.dev, &c1);
+	iol_dev_counters(td.dev, &c1);
 	cr_assert_eq(c1.preflushes - c0.preflushes, 1);
 	cr_assert_eq(c1.fua_writes - c0.fua_writes, 1);
 	if (td.sim)
-		cr_assert_eq(io_sim_unstable(td.dev, NULL, 0), 0,
+		cr_assert_eq(iol_sim_unstable(td.dev, NULL, 0), 0,
 			     "after PREFLUSH|FUA nothing should be unstable");
 	read_expect(td.dev, 0, 65536, 90, "plain write");
 	read_expect(td.dev, 1 * MiB, 65536, 91, "FUA write");
@@ -890,9 +890,9 @@ Test(conformance, fua, .timeout = T_TIMEOUT)
 Test(conformance, fault_to_status, .timeout = T_TIMEOUT)
 {
 	struct t_dev td;
-	struct io_counters c0, c1;
+	struct iol_counters c0, c1;
 	unsigned char *buf;
-	struct io_sim_fault f = { 0 };
+	struct iol_sim_fault f = { 0 };
 	unsigned nr = 0;
 	int err;
 
@@ -903,130 +903,130 @@ Test(conformance, fault_to_status, .timeout = T_TIMEOUT)
 	buf = t_buf(&td, 4 * MiB);
 	t_fill(buf, 4 * MiB, 0, 95);
 
-	f.op = IO_OP_WRITE;
+	f.op = IOL_OP_WRITE;
 	f.nth = 1;
-	cr_assert_eq(io_sim_fault_add(td.dev, &f), 0);
-	io_dev_counters(td.dev, &c0);
-	err = t_io(td.dev, IO_OPF(IO_OP_WRITE, 0), 0, buf, 4096, 0, NULL);
+	cr_assert_eq(iol_sim_fault_add(td.dev, &f), 0);
+	iol_dev_counters(td.dev, &c0);
+	err = t_io(td.dev, IOL_OPF(IOL_OP_WRITE, 0), 0, buf, 4096, 0, NULL);
 	cr_assert_eq(err, -EIO, "write fault: status %d", err);
-	io_dev_counters(td.dev, &c1);
+	iol_dev_counters(td.dev, &c1);
 	cr_assert_eq(c1.errors - c0.errors, 1);
 	/* Once only: the next write succeeds. */
-	cr_assert_eq(t_io(td.dev, IO_OPF(IO_OP_WRITE, 0), 0, buf, 4096, 0, NULL), 0);
+	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_WRITE, 0), 0, buf, 4096, 0, NULL), 0);
 
-	f.op = IO_OP_READ;
+	f.op = IOL_OP_READ;
 	f.err = -ENODATA;
-	cr_assert_eq(io_sim_fault_add(td.dev, &f), 0);
-	err = t_io(td.dev, IO_OPF(IO_OP_READ, 0), 0, buf, 4096, 0, NULL);
+	cr_assert_eq(iol_sim_fault_add(td.dev, &f), 0);
+	err = t_io(td.dev, IOL_OPF(IOL_OP_READ, 0), 0, buf, 4096, 0, NULL);
 	cr_assert_eq(err, -ENODATA, "read fault with a chosen errno: status %d", err);
 
-	f.op = IO_OP_FLUSH;
+	f.op = IOL_OP_FLUSH;
 	f.err = 0;
-	cr_assert_eq(io_sim_fault_add(td.dev, &f), 0);
+	cr_assert_eq(iol_sim_fault_add(td.dev, &f), 0);
 	err = t_flush(td.dev);
 	cr_assert_eq(err, -EIO, "flush fault: status %d", err);
 
-	/* A fault in the 3rd piece of a chained 4 MiB write reaches io_rw_wait's status. */
-	f.op = IO_OP_WRITE;
+	/* A fault in the 3rd piece of a chained 4 MiB write reaches iol_rw_wait's status. */
+	f.op = IOL_OP_WRITE;
 	f.nth = 3;
-	cr_assert_eq(io_sim_fault_add(td.dev, &f), 0);
-	err = io_rw_wait(td.dev, IO_OPF(IO_OP_WRITE, 0), 0, buf, 4 * MiB, &nr);
+	cr_assert_eq(iol_sim_fault_add(td.dev, &f), 0);
+	err = iol_rw_wait(td.dev, IOL_OPF(IOL_OP_WRITE, 0), 0, buf, 4 * MiB, &nr);
 	cr_assert_gt(nr, 3);
-	cr_assert_eq(err, -EIO, "fault in piece 3 of %u: io_rw_wait returned %d", nr, err);
+	cr_assert_eq(err, -EIO, "fault in piece 3 of %u: iol_rw_wait returned %d", nr, err);
 
 	/* And an asynchronous end_io sees it too. */
 	{
 		struct count_ctx cc = { 0 };
-		struct io_req req;
+		struct iol_req req;
 
-		f.op = IO_OP_READ;
+		f.op = IOL_OP_READ;
 		f.nth = 1;
-		cr_assert_eq(io_sim_fault_add(td.dev, &f), 0);
-		cr_assert_eq(io_req_init(&req, td.dev, 1, IO_OPF(IO_OP_READ, 0)), 0);
+		cr_assert_eq(iol_sim_fault_add(td.dev, &f), 0);
+		cr_assert_eq(iol_req_init(&req, td.dev, 1, IOL_OPF(IOL_OP_READ, 0)), 0);
 		req.off = 0;
-		io_req_add(&req, buf, 4096);
+		iol_req_add(&req, buf, 4096);
 		req.end_io = count_end;
 		req.priv = &cc;
-		cr_assert_eq(io_submit(&req), 0);
+		cr_assert_eq(iol_submit(&req), 0);
 		cr_assert(t_wait_uint(&cc.calls, 1, 10000));
 		cr_assert_eq(atomic_load(&cc.last_status), -EIO);
-		io_req_release(&req);
+		iol_req_release(&req);
 	}
 	free(buf);
 	t_dev_close(&td);
 }
 
-/* The real backends' fault plan (io_dev_fault_add): psync fails the syscall, uring and
+/* The real backends' fault plan (iol_dev_fault_add): psync fails the syscall, uring and
  * aio the completion; either way the status is what the plan says, once or for good,
  * counted per op type, and a PREFLUSH write's flush counts as a flush. */
 Test(conformance, real_fault_plan, .timeout = T_TIMEOUT)
 {
 	struct t_dev td;
 	unsigned char *buf;
-	struct io_fault f = { 0 };
+	struct iol_fault f = { 0 };
 	int err;
 
 	t_dev_open(&td, NULL);
 	buf = t_buf(&td, 64 * 1024);
 	t_fill(buf, 64 * 1024, 0, 17);
-	f.op = IO_OP_WRITE;
+	f.op = IOL_OP_WRITE;
 	f.nth = 1;
 	if (t_backend_is_sim()) {
-		cr_assert_eq(io_dev_fault_add(td.dev, &f), -EINVAL, "sim has its own plan");
+		cr_assert_eq(iol_dev_fault_add(td.dev, &f), -EINVAL, "sim has its own plan");
 		free(buf);
 		t_dev_close(&td);
 		return;
 	}
 	f.nth = 2;
-	cr_assert_eq(io_dev_fault_add(td.dev, &f), 0);
-	cr_assert_eq(t_io(td.dev, IO_OPF(IO_OP_WRITE, 0), 0, buf, 4096, 0, NULL), 0);
-	err = t_io(td.dev, IO_OPF(IO_OP_WRITE, 0), 4096, buf, 4096, 0, NULL);
+	cr_assert_eq(iol_dev_fault_add(td.dev, &f), 0);
+	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_WRITE, 0), 0, buf, 4096, 0, NULL), 0);
+	err = t_io(td.dev, IOL_OPF(IOL_OP_WRITE, 0), 4096, buf, 4096, 0, NULL);
 	cr_assert_eq(err, -EIO, "2nd write: status %d", err);
-	cr_assert_eq(t_io(td.dev, IO_OPF(IO_OP_WRITE, 0), 8192, buf, 4096, 0, NULL), 0,
+	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_WRITE, 0), 8192, buf, 4096, 0, NULL), 0,
 		     "a one-shot fault fails one op only");
-	io_dev_fault_clear(td.dev);
+	iol_dev_fault_clear(td.dev);
 
-	f = (struct io_fault){ .op = IO_OP_FLUSH, .nth = 1, .persistent = true, .err = -ENOSPC };
-	cr_assert_eq(io_dev_fault_add(td.dev, &f), 0);
+	f = (struct iol_fault){ .op = IOL_OP_FLUSH, .nth = 1, .persistent = true, .err = -ENOSPC };
+	cr_assert_eq(iol_dev_fault_add(td.dev, &f), 0);
 	cr_assert_eq(t_flush(td.dev), -ENOSPC);
 	cr_assert_eq(t_flush(td.dev), -ENOSPC, "persistent");
-	err = t_io(td.dev, IO_OPF(IO_OP_WRITE, IO_PREFLUSH), 0, buf, 4096, 0, NULL);
+	err = t_io(td.dev, IOL_OPF(IOL_OP_WRITE, IOL_PREFLUSH), 0, buf, 4096, 0, NULL);
 	cr_assert_eq(err, -ENOSPC, "a PREFLUSH write's flush fails it: %d", err);
-	cr_assert_eq(t_io(td.dev, IO_OPF(IO_OP_WRITE, 0), 0, buf, 4096, 0, NULL), 0,
+	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_WRITE, 0), 0, buf, 4096, 0, NULL), 0,
 		     "plain writes are not flushes");
-	io_dev_fault_clear(td.dev);
+	iol_dev_fault_clear(td.dev);
 	cr_assert_eq(t_flush(td.dev), 0, "cleared");
 
-	f = (struct io_fault){ .op = IO_OP_READ, .nth = 1 };
-	cr_assert_eq(io_dev_fault_add(td.dev, &f), 0);
-	cr_assert_eq(t_io(td.dev, IO_OPF(IO_OP_READ, 0), 0, buf, 4096, 0, NULL), -EIO);
-	cr_assert_eq(t_io(td.dev, IO_OPF(IO_OP_READ, 0), 0, buf, 4096, 0, NULL), 0);
+	f = (struct iol_fault){ .op = IOL_OP_READ, .nth = 1 };
+	cr_assert_eq(iol_dev_fault_add(td.dev, &f), 0);
+	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_READ, 0), 0, buf, 4096, 0, NULL), -EIO);
+	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_READ, 0), 0, buf, 4096, 0, NULL), 0);
 	f.nth = 0;
-	cr_assert_eq(io_dev_fault_add(td.dev, &f), -EINVAL);
+	cr_assert_eq(iol_dev_fault_add(td.dev, &f), -EINVAL);
 	free(buf);
 	t_dev_close(&td);
 }
 
 /* ---- misaligned and out-of-range requests ---- */
 
-static int submit_one(struct io_dev *dev, io_opf_t opf, uint64_t off, void *buf, size_t len,
+static int submit_one(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, size_t len,
 		      struct count_ctx *cc)
 {
-	struct io_req req;
+	struct iol_req req;
 	int err;
 
-	cr_assert_eq(io_req_init(&req, dev, 1, opf), 0);
+	cr_assert_eq(iol_req_init(&req, dev, 1, opf), 0);
 	req.off = off;
 	if (len != (size_t)-1)
-		io_req_add(&req, buf, len);
+		iol_req_add(&req, buf, len);
 	req.end_io = count_end;
 	req.priv = cc;
-	err = io_submit(&req);
+	err = iol_submit(&req);
 	if (!err) {
 		/* Accepted (a test failure follows): let it finish before req goes away. */
 		t_wait_uint(&cc->calls, atomic_load(&cc->calls) + 1, 10000);
 	}
-	io_req_release(&req);
+	iol_req_release(&req);
 	return err;
 }
 
@@ -1037,8 +1037,8 @@ Test(conformance, misaligned, .timeout = T_TIMEOUT)
 	unsigned char *buf;
 	uint32_t ma, oa;
 	uint64_t size;
-	const io_opf_t ops[] = { IO_OPF(IO_OP_READ, 0), IO_OPF(IO_OP_WRITE, 0),
-				 IO_OPF(IO_OP_WRITE, IO_FUA) };
+	const iol_opf_t ops[] = { IOL_OPF(IOL_OP_READ, 0), IOL_OPF(IOL_OP_WRITE, 0),
+				 IOL_OPF(IOL_OP_WRITE, IOL_FUA) };
 
 	t_dev_open(&td, NULL);
 	ma = td.geom->dio_mem_align;
@@ -1081,21 +1081,21 @@ Test(conformance, misaligned, .timeout = T_TIMEOUT)
 		err = submit_one(td.dev, ops[k], UINT64_MAX - oa + 1, buf, oa, &cc);
 		cr_assert_eq(err, -EINVAL, "%s at offset 2^64-%u: %d", what, oa, err);
 	}
-	/* io_rw_* reject the same things before submitting anything. */
+	/* iol_rw_* reject the same things before submitting anything. */
 	if (ma > 1)
-		cr_assert_eq(io_rw_wait(td.dev, IO_OPF(IO_OP_WRITE, 0), 0, buf + 1, 65536, NULL),
+		cr_assert_eq(iol_rw_wait(td.dev, IOL_OPF(IOL_OP_WRITE, 0), 0, buf + 1, 65536, NULL),
 			     -EINVAL);
 	if (oa > 1)
-		cr_assert_eq(io_rw_wait(td.dev, IO_OPF(IO_OP_READ, 0), oa / 2, buf, 65536, NULL),
+		cr_assert_eq(iol_rw_wait(td.dev, IOL_OPF(IOL_OP_READ, 0), oa / 2, buf, 65536, NULL),
 			     -EINVAL);
-	cr_assert_eq(io_rw_wait(td.dev, IO_OPF(IO_OP_READ, 0), 0, buf, 0, NULL), -EINVAL);
-	cr_assert_eq(io_rw_wait(td.dev, IO_OPF(IO_OP_FLUSH, 0), 0, buf, 4096, NULL), -EINVAL);
-	cr_assert_eq(io_rw_wait(td.dev, IO_OPF(IO_OP_READ, 0), size - 4096, buf, 65536, NULL),
+	cr_assert_eq(iol_rw_wait(td.dev, IOL_OPF(IOL_OP_READ, 0), 0, buf, 0, NULL), -EINVAL);
+	cr_assert_eq(iol_rw_wait(td.dev, IOL_OPF(IOL_OP_FLUSH, 0), 0, buf, 4096, NULL), -EINVAL);
+	cr_assert_eq(iol_rw_wait(td.dev, IOL_OPF(IOL_OP_READ, 0), size - 4096, buf, 65536, NULL),
 		     -EINVAL);
 	/* The device still works, and no rejected request's end_io ever ran (close waits
 	 * for anything in flight). */
 	t_fill(buf, 4096, 0, 99);
-	cr_assert_eq(t_io(td.dev, IO_OPF(IO_OP_WRITE, 0), 0, buf, 4096, 0, NULL), 0);
+	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_WRITE, 0), 0, buf, 4096, 0, NULL), 0);
 	read_expect(td.dev, 0, 4096, 99, "after rejected requests");
 	free(buf);
 	t_dev_close(&td);
@@ -1108,11 +1108,11 @@ Test(conformance, misaligned, .timeout = T_TIMEOUT)
 enum { NTHREADS = 4, NREQS = 1000, RD_BLOCKS = 256 };
 
 struct thr_ctx {
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	int id;
 	uint64_t wbase;             /* this thread's write region */
 	unsigned char *bufs;        /* NREQS pages */
-	struct io_req *reqs;
+	struct iol_req *reqs;
 	pthread_barrier_t *start;
 	atomic_uint done;
 	atomic_uint bad_status, bad_data, bad_bytes;
@@ -1130,7 +1130,7 @@ static uint64_t rd_off(unsigned i)
 	return rd_base + (uint64_t)((i * 37u) % RD_BLOCKS) * 4096;
 }
 
-static void thr_end(struct io_req *req)
+static void thr_end(struct iol_req *req)
 {
 	struct thr_ctx *t = req->priv;
 	unsigned i = (unsigned)(req - t->reqs);
@@ -1141,7 +1141,7 @@ static void thr_end(struct io_req *req)
 		atomic_fetch_add(&t->bad_status, 1);
 	else if (req->bytes != 4096)
 		atomic_fetch_add(&t->bad_bytes, 1);
-	else if (io_opf_op(req->opf) == IO_OP_READ &&
+	else if (iol_opf_op(req->opf) == IOL_OP_READ &&
 		 t_check(t->bufs + (size_t)i * 4096, 4096, rd_off(i), RD_SEED) != -1)
 		atomic_fetch_add(&t->bad_data, 1);
 	atomic_fetch_add(&t->done, 1);
@@ -1153,20 +1153,20 @@ static void *thr_main(void *arg)
 
 	pthread_barrier_wait(t->start);
 	for (unsigned i = 0; i < NREQS; i++) {
-		struct io_req *req = &t->reqs[i];
+		struct iol_req *req = &t->reqs[i];
 		unsigned char *b = t->bufs + (size_t)i * 4096;
 		bool rd = i & 1;
 		int err;
 
-		err = io_req_init(req, t->dev, 1, IO_OPF(rd ? IO_OP_READ : IO_OP_WRITE, 0));
+		err = iol_req_init(req, t->dev, 1, IOL_OPF(rd ? IOL_OP_READ : IOL_OP_WRITE, 0));
 		if (!err) {
 			req->off = rd ? rd_off(i) : t->wbase + (uint64_t)(i / 2) * 4096;
 			if (!rd)
 				t_fill(b, 4096, req->off, 200 + (uint64_t)t->id);
-			io_req_add(req, b, 4096);
+			iol_req_add(req, b, 4096);
 			req->end_io = thr_end;
 			req->priv = t;
-			err = io_submit(req);
+			err = iol_submit(req);
 		}
 		if (err) {
 			t->submit_err = err;
@@ -1182,12 +1182,12 @@ Test(conformance, threads_4x1000, .timeout = T_TIMEOUT)
 	struct thr_ctx ctx[NTHREADS];
 	pthread_t thr[NTHREADS];
 	pthread_barrier_t start;
-	struct io_counters c0, c1;
+	struct iol_counters c0, c1;
 	struct t_dev td;
 
 	t_dev_open(&td, NULL);
 	write_pattern(td.dev, rd_base, RD_BLOCKS * 4096, RD_SEED);
-	io_dev_counters(td.dev, &c0);
+	iol_dev_counters(td.dev, &c0);
 	pthread_barrier_init(&start, NULL, NTHREADS);
 	for (int t = 0; t < NTHREADS; t++) {
 		memset(&ctx[t], 0, sizeof(ctx[t]));
@@ -1195,7 +1195,7 @@ Test(conformance, threads_4x1000, .timeout = T_TIMEOUT)
 		ctx[t].id = t;
 		ctx[t].wbase = 2 * MiB + (uint64_t)t * 2 * MiB;
 		ctx[t].bufs = t_buf(&td, (size_t)NREQS * 4096);
-		ctx[t].reqs = calloc(NREQS, sizeof(struct io_req));
+		ctx[t].reqs = calloc(NREQS, sizeof(struct iol_req));
 		ctx[t].seen = calloc(NREQS, sizeof(atomic_uchar));
 		ctx[t].start = &start;
 		cr_assert(ctx[t].reqs && ctx[t].seen);
@@ -1222,7 +1222,7 @@ Test(conformance, threads_4x1000, .timeout = T_TIMEOUT)
 		cr_assert_eq(atomic_load(&ctx[t].bad_data), 0, "thread %d: %u reads got wrong data",
 			     t, atomic_load(&ctx[t].bad_data));
 	}
-	io_dev_counters(td.dev, &c1);
+	iol_dev_counters(td.dev, &c1);
 	cr_assert_eq(c1.reads - c0.reads, NTHREADS * NREQS / 2);
 	cr_assert_eq(c1.writes - c0.writes, NTHREADS * NREQS / 2);
 	cr_assert_eq(c1.errors, c0.errors);
@@ -1231,7 +1231,7 @@ Test(conformance, threads_4x1000, .timeout = T_TIMEOUT)
 			    "a thread's write region");
 	for (int t = 0; t < NTHREADS; t++) {
 		for (unsigned i = 0; i < NREQS; i++)
-			io_req_release(&ctx[t].reqs[i]);
+			iol_req_release(&ctx[t].reqs[i]);
 		free(ctx[t].reqs);
 		free(ctx[t].seen);
 		free(ctx[t].bufs);
@@ -1245,7 +1245,7 @@ Test(conformance, threads_4x1000, .timeout = T_TIMEOUT)
 Test(conformance, close_waits_for_inflight, .timeout = T_TIMEOUT)
 {
 	enum { N = 64 };
-	struct io_req req[N];
+	struct iol_req req[N];
 	struct count_ctx cc = { 0 };
 	unsigned char *buf;
 	struct t_dev td;
@@ -1254,30 +1254,30 @@ Test(conformance, close_waits_for_inflight, .timeout = T_TIMEOUT)
 	buf = t_buf(&td, N * 65536);
 	memset(buf, 0x3c, N * 65536);
 	for (int i = 0; i < N; i++) {
-		cr_assert_eq(io_req_init(&req[i], td.dev, 1, IO_OPF(IO_OP_WRITE, 0)), 0);
+		cr_assert_eq(iol_req_init(&req[i], td.dev, 1, IOL_OPF(IOL_OP_WRITE, 0)), 0);
 		req[i].off = (uint64_t)i * 65536;
-		io_req_add(&req[i], buf + (size_t)i * 65536, 65536);
+		iol_req_add(&req[i], buf + (size_t)i * 65536, 65536);
 		req[i].end_io = count_end;
 		req[i].priv = &cc;
-		cr_assert_eq(io_submit(&req[i]), 0);
+		cr_assert_eq(iol_submit(&req[i]), 0);
 	}
 	t_dev_close(&td);
-	cr_assert_eq(atomic_load(&cc.calls), N, "io_dev_close returned with %u of %d completed",
+	cr_assert_eq(atomic_load(&cc.calls), N, "iol_dev_close returned with %u of %d completed",
 		     atomic_load(&cc.calls), N);
 	for (int i = 0; i < N; i++) {
 		cr_assert_eq(atomic_load(&req[i].status), 0);
-		io_req_release(&req[i]);
+		iol_req_release(&req[i]);
 	}
 	free(buf);
 }
 
 Test(conformance, read_only, .timeout = T_TIMEOUT)
 {
-	struct io_dev_opts o = { .size = sizeof(o), .backend = t_backend(), .read_only = true };
-	struct io_sim_opts so = { .size = sizeof(so), .dev_bytes = 1 * MiB };
+	struct iol_dev_opts o = { .size = sizeof(o), .backend = t_backend(), .read_only = true };
+	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = 1 * MiB };
 	char path[PATH_MAX], msg[256] = "";
-	struct io_dev *dev;
-	struct io_req req;
+	struct iol_dev *dev;
+	struct iol_req req;
 	unsigned char *buf;
 	struct count_ctx cc = { 0 };
 	int err;
@@ -1286,28 +1286,28 @@ Test(conformance, read_only, .timeout = T_TIMEOUT)
 	o.errmsg_len = sizeof(msg);
 	if (t_backend_is_sim()) {
 		o.sim = &so;
-		err = io_dev_open(NULL, &o, &dev);
+		err = iol_dev_open(NULL, &o, &dev);
 	} else {
 		t_scratch_path(path, sizeof(path), "ro");
 		cr_assert_eq(t_make_file(path, 1 * MiB), 0);
-		err = io_dev_open(path, &o, &dev);
+		err = iol_dev_open(path, &o, &dev);
 		unlink(path);
 	}
 	cr_assert_eq(err, 0, "read-only open: %s (%s)", strerror(-err), msg);
-	buf = io_buf_alloc(dev, 4096);
+	buf = iol_buf_alloc(dev, 4096);
 	cr_assert_not_null(buf);
 	memset(buf, 0x77, 4096);
-	cr_assert_eq(t_io(dev, IO_OPF(IO_OP_READ, 0), 0, buf, 4096, 0, NULL), 0);
+	cr_assert_eq(t_io(dev, IOL_OPF(IOL_OP_READ, 0), 0, buf, 4096, 0, NULL), 0);
 	cr_assert(t_all(buf, 4096, 0), "read-only device: fresh device not zero");
-	cr_assert_eq(io_req_init(&req, dev, 1, IO_OPF(IO_OP_WRITE, 0)), 0);
+	cr_assert_eq(iol_req_init(&req, dev, 1, IOL_OPF(IOL_OP_WRITE, 0)), 0);
 	req.off = 0;
-	io_req_add(&req, buf, 4096);
+	iol_req_add(&req, buf, 4096);
 	req.end_io = count_end;
 	req.priv = &cc;
-	err = io_submit(&req);
-	cr_assert_eq(err, -EBADF, "write on a read-only device: io_submit returned %d", err);
-	io_req_release(&req);
-	cr_assert_eq(io_dev_close(dev), 0);
+	err = iol_submit(&req);
+	cr_assert_eq(err, -EBADF, "write on a read-only device: iol_submit returned %d", err);
+	iol_req_release(&req);
+	cr_assert_eq(iol_dev_close(dev), 0);
 	cr_assert_eq(atomic_load(&cc.calls), 0);
 	free(buf);
 }

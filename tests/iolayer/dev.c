@@ -2,7 +2,7 @@
  * dev.c - opening devices: backend choice, O_DIRECT refusal, block devices, probing.
  *
  * What it proves:
- *   - a filesystem without O_DIRECT (tmpfs) fails io_dev_open with -EINVAL and a message
+ *   - a filesystem without O_DIRECT (tmpfs) fails iol_dev_open with -EINVAL and a message
  *     naming the path, the filesystem and O_DIRECT, whichever backend is asked for;
  *   - a block device (a loop device with direct I/O) works on every built real backend:
  *     geometry says block device, and data round-trips with FUA and flush;
@@ -31,14 +31,14 @@
 
 TestSuite(dev, .timeout = T_TIMEOUT);
 
-static int open_named(const char *path, const char *backend, struct io_dev **dev, char *msg,
+static int open_named(const char *path, const char *backend, struct iol_dev **dev, char *msg,
 		      size_t msglen)
 {
-	struct io_dev_opts o = { .size = sizeof(o), .backend = backend, .errmsg = msg,
+	struct iol_dev_opts o = { .size = sizeof(o), .backend = backend, .errmsg = msg,
 				 .errmsg_len = msglen };
 
 	msg[0] = '\0';
-	return io_dev_open(path, &o, dev);
+	return iol_dev_open(path, &o, dev);
 }
 
 /* ---- tmpfs ---- */
@@ -59,8 +59,8 @@ static void tmpfs_cleanup(void)
 
 Test(dev, tmpfs_refuses_o_direct, .timeout = T_TIMEOUT, .fini = tmpfs_cleanup)
 {
-	const char *const *names = io_backend_names();
-	struct io_dev *dev = NULL;
+	const char *const *names = iol_backend_names();
+	struct iol_dev *dev = NULL;
 	const char *base;
 	char msg[512];
 	int fd, err;
@@ -87,7 +87,7 @@ Test(dev, tmpfs_refuses_o_direct, .timeout = T_TIMEOUT, .fini = tmpfs_cleanup)
 	 * durable.) */
 	err = open_named(tmpfs_file, NULL, &dev, msg, sizeof(msg));
 	if (!err)
-		io_dev_close(dev);
+		iol_dev_close(dev);
 	cr_assert_eq(err, -EINVAL, "auto backend on tmpfs: %d (%s)", err, msg);
 	cr_assert_not_null(strstr(msg, tmpfs_file), "message does not name the path: '%s'", msg);
 	cr_assert_not_null(strstr(msg, "tmpfs"), "message does not name tmpfs: '%s'", msg);
@@ -98,19 +98,19 @@ Test(dev, tmpfs_refuses_o_direct, .timeout = T_TIMEOUT, .fini = tmpfs_cleanup)
 		dev = NULL;
 		err = open_named(tmpfs_file, names[i], &dev, msg, sizeof(msg));
 		if (!err)
-			io_dev_close(dev);
+			iol_dev_close(dev);
 		cr_assert_eq(err, -EINVAL, "%s on tmpfs: %d (%s)", names[i], err, msg);
 		cr_assert_not_null(strstr(msg, tmpfs_file), "%s: message '%s'", names[i], msg);
 		cr_assert_not_null(strstr(msg, "tmpfs"), "%s: message '%s'", names[i], msg);
 	}
 	/* Without an errmsg buffer the error is the same. */
 	{
-		struct io_dev_opts o = { .size = sizeof(o) };
+		struct iol_dev_opts o = { .size = sizeof(o) };
 
 		dev = NULL;
-		err = io_dev_open(tmpfs_file, &o, &dev);
+		err = iol_dev_open(tmpfs_file, &o, &dev);
 		if (!err)
-			io_dev_close(dev);
+			iol_dev_close(dev);
 		cr_assert_eq(err, -EINVAL);
 	}
 }
@@ -134,8 +134,8 @@ static bool run_cmd(const char *cmd, char *out, size_t len)
 
 static void loop_round_trip(const char *loopdev, const char *backend, uint64_t bytes)
 {
-	struct io_dev *dev = NULL;
-	const struct io_geom *g;
+	struct iol_dev *dev = NULL;
+	const struct iol_geom *g;
 	unsigned char *buf;
 	char msg[512];
 	const uint64_t off = 2 * MiB;
@@ -144,38 +144,38 @@ static void loop_round_trip(const char *loopdev, const char *backend, uint64_t b
 
 	err = open_named(loopdev, backend, &dev, msg, sizeof(msg));
 	cr_assert_eq(err, 0, "%s on %s: %s (%s)", backend, loopdev, strerror(-err), msg);
-	g = io_dev_geom(dev);
-	cr_assert_str_eq(io_dev_backend(dev), backend);
+	g = iol_dev_geom(dev);
+	cr_assert_str_eq(iol_dev_backend(dev), backend);
 	cr_assert(g->is_blockdev, "%s: not reported as a block device", backend);
 	cr_assert_str_eq(g->fs_type, "blockdev");
 	cr_assert_eq(g->size_bytes, bytes, "%s: size %llu", backend,
 		     (unsigned long long)g->size_bytes);
 	cr_assert(g->logical_block >= 512 && g->dio_off_align >= 512, "%s: block %u align %u",
 		  backend, g->logical_block, g->dio_off_align);
-	buf = io_buf_alloc(dev, len);
+	buf = iol_buf_alloc(dev, len);
 	cr_assert_not_null(buf);
 
 	t_fill(buf, len, off, 300);
-	err = io_rw_wait(dev, IO_OPF(IO_OP_WRITE, 0), off, buf, len, NULL);
+	err = iol_rw_wait(dev, IOL_OPF(IOL_OP_WRITE, 0), off, buf, len, NULL);
 	cr_assert_eq(err, 0, "%s: write: %s", backend, strerror(-err));
 	err = t_flush(dev);
 	cr_assert_eq(err, 0, "%s: flush: %s", backend, strerror(-err));
 	t_fill(buf, 4096, 0, 301);
-	err = t_io(dev, IO_OPF(IO_OP_WRITE, IO_PREFLUSH | IO_FUA), 0, buf, 4096, 0, NULL);
+	err = t_io(dev, IOL_OPF(IOL_OP_WRITE, IOL_PREFLUSH | IOL_FUA), 0, buf, 4096, 0, NULL);
 	cr_assert_eq(err, 0, "%s: PREFLUSH|FUA write: %s", backend, strerror(-err));
 
 	memset(buf, 0, len);
-	err = io_rw_wait(dev, IO_OPF(IO_OP_READ, 0), off, buf, len, NULL);
+	err = iol_rw_wait(dev, IOL_OPF(IOL_OP_READ, 0), off, buf, len, NULL);
 	cr_assert_eq(err, 0, "%s: read: %s", backend, strerror(-err));
 	cr_assert_eq(t_check(buf, len, off, 300), -1, "%s: data did not round-trip", backend);
-	err = t_io(dev, IO_OPF(IO_OP_READ, 0), 0, buf, 4096, 0, NULL);
+	err = t_io(dev, IOL_OPF(IOL_OP_READ, 0), 0, buf, 4096, 0, NULL);
 	cr_assert_eq(err, 0);
 	cr_assert_eq(t_check(buf, 4096, 0, 301), -1, "%s: FUA data did not round-trip", backend);
 	/* Misaligned is still refused on a block device. */
-	err = t_io(dev, IO_OPF(IO_OP_READ, 0), g->dio_off_align / 2, buf, 4096, 0, NULL);
+	err = t_io(dev, IOL_OPF(IOL_OP_READ, 0), g->dio_off_align / 2, buf, 4096, 0, NULL);
 	cr_assert_eq(err, -EINVAL, "%s: misaligned offset on a block device: %d", backend, err);
 	free(buf);
-	cr_assert_eq(io_dev_close(dev), 0);
+	cr_assert_eq(iol_dev_close(dev), 0);
 }
 
 /* The loop device the block-device test attached, detached by its .fini. */
@@ -196,7 +196,7 @@ static void loop_cleanup(void)
 Test(dev, block_device_all_backends, .timeout = T_TIMEOUT, .fini = loop_cleanup)
 {
 	const uint64_t bytes = 16 * MiB;
-	const char *const *names = io_backend_names();
+	const char *const *names = iol_backend_names();
 	char cmd[PATH_MAX + 128], out[256] = "";
 	int err;
 
@@ -248,10 +248,10 @@ static void scratch_file(char *path, size_t len, const char *tag, uint64_t bytes
 
 Test(dev, auto_picks_best_backend, .timeout = T_TIMEOUT, .fini = scratch_cleanup)
 {
-	const char *const *names = io_backend_names();
+	const char *const *names = iol_backend_names();
 	const char *first_ok = NULL;
 	char path[PATH_MAX], msg[512];
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	bool listed = false;
 	int err;
 
@@ -262,7 +262,7 @@ Test(dev, auto_picks_best_backend, .timeout = T_TIMEOUT, .fini = scratch_cleanup
 			continue;
 		if (open_named(path, names[i], &dev, msg, sizeof(msg)) == 0) {
 			first_ok = names[i];
-			cr_assert_eq(io_dev_close(dev), 0);
+			cr_assert_eq(iol_dev_close(dev), 0);
 		}
 	}
 	cr_assert_not_null(first_ok, "no real backend opens %s", path);
@@ -272,14 +272,14 @@ Test(dev, auto_picks_best_backend, .timeout = T_TIMEOUT, .fini = scratch_cleanup
 		cr_assert_eq(err, 0, "open with backend %s: %s (%s)", k ? "auto" : "NULL",
 			     strerror(-err), msg);
 		for (size_t i = 0; names[i]; i++)
-			listed |= !strcmp(names[i], io_dev_backend(dev));
-		cr_assert(listed, "picked backend '%s' is not in io_backend_names()",
-			  io_dev_backend(dev));
-		cr_assert_str_neq(io_dev_backend(dev), "sim", "sim was chosen automatically");
-		cr_assert_str_eq(io_dev_backend(dev), first_ok, "picked %s, but %s works and is "
-				 "preferred", io_dev_backend(dev), first_ok);
-		cr_assert_str_eq(io_dev_geom(dev)->backend, io_dev_backend(dev));
-		cr_assert_eq(io_dev_close(dev), 0);
+			listed |= !strcmp(names[i], iol_dev_backend(dev));
+		cr_assert(listed, "picked backend '%s' is not in iol_backend_names()",
+			  iol_dev_backend(dev));
+		cr_assert_str_neq(iol_dev_backend(dev), "sim", "sim was chosen automatically");
+		cr_assert_str_eq(iol_dev_backend(dev), first_ok, "picked %s, but %s works and is "
+				 "preferred", iol_dev_backend(dev), first_ok);
+		cr_assert_str_eq(iol_dev_geom(dev)->backend, iol_dev_backend(dev));
+		cr_assert_eq(iol_dev_close(dev), 0);
 	}
 	cr_log_info("automatic backend: %s", first_ok);
 	unlink(path);
@@ -287,20 +287,20 @@ Test(dev, auto_picks_best_backend, .timeout = T_TIMEOUT, .fini = scratch_cleanup
 
 Test(dev, unknown_backend, .timeout = T_TIMEOUT, .fini = scratch_cleanup)
 {
-	const char *const *names = io_backend_names();
+	const char *const *names = iol_backend_names();
 	char path[PATH_MAX], msg[512];
-	struct io_dev *dev = NULL;
+	struct iol_dev *dev = NULL;
 	bool has_sim = false, has_psync = false;
 	int err;
 
 	for (size_t i = 0; names[i]; i++) {
-		cr_assert(io_backend_built(names[i]), "%s listed but not built", names[i]);
+		cr_assert(iol_backend_built(names[i]), "%s listed but not built", names[i]);
 		has_sim |= !strcmp(names[i], "sim");
 		has_psync |= !strcmp(names[i], "psync");
 	}
 	cr_assert(has_sim && has_psync, "psync and sim are always built");
-	cr_assert_not(io_backend_built("nosuch"));
-	cr_assert_not(io_backend_built(NULL));
+	cr_assert_not(iol_backend_built("nosuch"));
+	cr_assert_not(iol_backend_built(NULL));
 
 	scratch_file(path, sizeof(path), "unknown", 1 * MiB);
 	err = open_named(path, "nosuch", &dev, msg, sizeof(msg));
@@ -318,10 +318,10 @@ Test(dev, backend_not_built, .timeout = T_TIMEOUT, .fini = scratch_cleanup)
 
 	scratch_file(path, sizeof(path), "notbuilt", 1 * MiB);
 	for (size_t i = 0; i < 2; i++) {
-		struct io_dev *dev = NULL;
+		struct iol_dev *dev = NULL;
 		int err;
 
-		if (io_backend_built(optional[i]))
+		if (iol_backend_built(optional[i]))
 			continue;
 		tried = true;
 		err = open_named(path, optional[i], &dev, msg, sizeof(msg));
@@ -340,7 +340,7 @@ Test(dev, backend_not_built, .timeout = T_TIMEOUT, .fini = scratch_cleanup)
 Test(dev, open_errors, .timeout = T_TIMEOUT, .fini = scratch_cleanup)
 {
 	char path[PATH_MAX], msg[512];
-	struct io_dev *dev = NULL;
+	struct iol_dev *dev = NULL;
 	int err;
 
 	snprintf(path, sizeof(path), "%s/iolayer-%ld-does-not-exist.img", t_test_dir(),
@@ -356,18 +356,18 @@ Test(dev, open_errors, .timeout = T_TIMEOUT, .fini = scratch_cleanup)
 	cr_assert_eq(err, -EINVAL, "psync without a path: %d", err);
 
 	{
-		struct io_dev_opts o = { .size = sizeof(o) + 1, .backend = "sim" };
+		struct iol_dev_opts o = { .size = sizeof(o) + 1, .backend = "sim" };
 
-		cr_assert_eq(io_dev_open(NULL, &o, &dev), -EINVAL, "wrong opts.size accepted");
+		cr_assert_eq(iol_dev_open(NULL, &o, &dev), -EINVAL, "wrong opts.size accepted");
 		cr_assert_null(dev);
 	}
 	/* NULL opts: defaults, i.e. the automatic backend. */
 	scratch_file(path, sizeof(path), "nullopts", 1 * MiB);
-	err = io_dev_open(path, NULL, &dev);
+	err = iol_dev_open(path, NULL, &dev);
 	unlink(path);
 	cr_assert_eq(err, 0, "NULL opts: %s", strerror(-err));
-	cr_assert_str_neq(io_dev_backend(dev), "sim");
-	cr_assert_eq(io_dev_close(dev), 0);
+	cr_assert_str_neq(iol_dev_backend(dev), "sim");
+	cr_assert_eq(iol_dev_close(dev), 0);
 }
 
 /* A FIFO is refused, not waited on (a read-only open of a FIFO blocks until a writer
@@ -376,22 +376,22 @@ Test(dev, refuses_fifo_and_other_kinds, .timeout = 20, .fini = scratch_cleanup)
 {
 	static const char *const backends[] = { "psync", "uring", "aio" };
 	char path[PATH_MAX], msg[512];
-	struct io_dev *dev = NULL;
+	struct iol_dev *dev = NULL;
 
 	snprintf(path, sizeof(path), "%s/iolayer-%ld.fifo", t_test_dir(), (long)getpid());
 	unlink(path);
 	cr_assert_eq(mkfifo(path, 0600), 0, "mkfifo: %s", strerror(errno));
 	for (unsigned i = 0; i < 3; i++) {
 		for (int ro = 0; ro < 2; ro++) {
-			struct io_dev_opts o = { .size = sizeof(o), .backend = backends[i],
+			struct iol_dev_opts o = { .size = sizeof(o), .backend = backends[i],
 						 .read_only = ro, .errmsg = msg,
 						 .errmsg_len = sizeof(msg) };
 			int err;
 
-			if (!io_backend_built(backends[i]))
+			if (!iol_backend_built(backends[i]))
 				continue;
 			msg[0] = '\0';
-			err = io_dev_open(path, &o, &dev);
+			err = iol_dev_open(path, &o, &dev);
 			cr_assert_eq(err, -EINVAL, "%s%s on a FIFO: %d", backends[i],
 				     ro ? " read-only" : "", err);
 			cr_assert_null(dev);
@@ -408,13 +408,13 @@ Test(dev, refuses_fifo_and_other_kinds, .timeout = 20, .fini = scratch_cleanup)
 Test(dev, alignment_from_statx, .timeout = T_TIMEOUT, .fini = scratch_cleanup)
 {
 	char path[PATH_MAX], msg[512];
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	struct statx stx;
-	const struct io_geom *g;
+	const struct iol_geom *g;
 
 	scratch_file(path, sizeof(path), "align", 2 * MiB);
 	cr_assert_eq(open_named(path, "psync", &dev, msg, sizeof(msg)), 0, "%s", msg);
-	g = io_dev_geom(dev);
+	g = iol_dev_geom(dev);
 	cr_assert_eq(g->size_bytes, 2 * MiB);
 	cr_assert_not(g->is_blockdev);
 	if (statx(AT_FDCWD, path, 0, STATX_DIOALIGN, &stx) == 0 &&
@@ -426,5 +426,5 @@ Test(dev, alignment_from_statx, .timeout = T_TIMEOUT, .fini = scratch_cleanup)
 		cr_assert_geq(g->dio_off_align, 512, "fallback alignment %u", g->dio_off_align);
 	}
 	unlink(path);
-	cr_assert_eq(io_dev_close(dev), 0);
+	cr_assert_eq(iol_dev_close(dev), 0);
 }

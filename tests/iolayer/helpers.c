@@ -89,8 +89,8 @@ void t_dev_open(struct t_dev *td, const struct t_dev_cfg *cfg)
 {
 	const struct t_dev_cfg none = { 0 };
 	const char *be;
-	struct io_sim_opts so = { .size = sizeof(so) };
-	struct io_dev_opts o = { .size = sizeof(o) };
+	struct iol_sim_opts so = { .size = sizeof(so) };
+	struct iol_dev_opts o = { .size = sizeof(o) };
 	char msg[512] = "";
 	uint64_t bytes;
 	int err;
@@ -101,7 +101,7 @@ void t_dev_open(struct t_dev *td, const struct t_dev_cfg *cfg)
 	memset(td, 0, sizeof(*td));
 	td->sim = !strcmp(be, "sim");
 	bytes = cfg->bytes ? cfg->bytes : (td->sim ? 64ull << 20 : 32ull << 20);
-	cr_assert(io_backend_built(be), "backend '%s' (DELOG_TEST_BACKEND) is not built in", be);
+	cr_assert(iol_backend_built(be), "backend '%s' (DELOG_TEST_BACKEND) is not built in", be);
 
 	o.backend = be;
 	o.max_segs = cfg->max_segs;
@@ -117,20 +117,20 @@ void t_dev_open(struct t_dev *td, const struct t_dev_cfg *cfg)
 		so.in_order = cfg->in_order;
 		so.image = cfg->image;
 		o.sim = &so;
-		err = io_dev_open(NULL, &o, &td->dev);
-		cr_assert_eq(err, 0, "io_dev_open(sim): %s (%s)", strerror(-err), msg);
+		err = iol_dev_open(NULL, &o, &td->dev);
+		cr_assert_eq(err, 0, "iol_dev_open(sim): %s (%s)", strerror(-err), msg);
 	} else {
 		t_scratch_path(td->path, sizeof(td->path), be);
 		err = t_make_file(td->path, bytes);
 		cr_assert_eq(err, 0, "cannot create %s: %s", td->path, strerror(-err));
-		err = io_dev_open(td->path, &o, &td->dev);
+		err = iol_dev_open(td->path, &o, &td->dev);
 		/* The descriptor keeps the file alive; nothing is left behind if the test dies. */
 		unlink(td->path);
-		cr_assert_eq(err, 0, "io_dev_open(%s, %s): %s (%s)", td->path, be, strerror(-err),
+		cr_assert_eq(err, 0, "iol_dev_open(%s, %s): %s (%s)", td->path, be, strerror(-err),
 			     msg);
 	}
-	td->geom = io_dev_geom(td->dev);
-	cr_assert_str_eq(io_dev_backend(td->dev), be);
+	td->geom = iol_dev_geom(td->dev);
+	cr_assert_str_eq(iol_dev_backend(td->dev), be);
 	cr_assert_eq(td->geom->size_bytes, bytes, "geometry size %llu, file has %llu",
 		     (unsigned long long)td->geom->size_bytes, (unsigned long long)bytes);
 }
@@ -138,10 +138,10 @@ void t_dev_open(struct t_dev *td, const struct t_dev_cfg *cfg)
 void t_dev_close(struct t_dev *td)
 {
 	if (td->dev) {
-		int err = io_dev_close(td->dev);
+		int err = iol_dev_close(td->dev);
 
 		td->dev = NULL;
-		cr_assert_eq(err, 0, "io_dev_close: %s", strerror(-err));
+		cr_assert_eq(err, 0, "iol_dev_close: %s", strerror(-err));
 	}
 }
 
@@ -189,50 +189,50 @@ bool t_all(const void *buf, size_t len, unsigned char c)
 
 void *t_buf(const struct t_dev *td, size_t len)
 {
-	void *p = io_buf_alloc(td->dev, len);
+	void *p = iol_buf_alloc(td->dev, len);
 
-	cr_assert_not_null(p, "io_buf_alloc(%zu) failed", len);
-	cr_assert_eq((uintptr_t)p % td->geom->dio_mem_align, 0, "io_buf_alloc misaligned");
+	cr_assert_not_null(p, "iol_buf_alloc(%zu) failed", len);
+	cr_assert_eq((uintptr_t)p % td->geom->dio_mem_align, 0, "iol_buf_alloc misaligned");
 	return p;
 }
 
-int t_io(struct io_dev *dev, io_opf_t opf, uint64_t off, void *buf, size_t len, size_t seg,
+int t_io(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, size_t len, size_t seg,
 	 size_t *moved)
 {
-	struct io_req req;
+	struct iol_req req;
 	size_t nseg;
 	int err;
 
 	if (!seg)
 		seg = len;
 	nseg = (len + seg - 1) / seg;
-	err = io_req_init(&req, dev, (unsigned)nseg, opf);
+	err = iol_req_init(&req, dev, (unsigned)nseg, opf);
 	if (err)
 		return err;
 	req.off = off;
 	for (size_t done = 0; done < len; done += seg) {
-		err = io_req_add(&req, (char *)buf + done, len - done < seg ? len - done : seg);
+		err = iol_req_add(&req, (char *)buf + done, len - done < seg ? len - done : seg);
 		if (err) {
-			io_req_release(&req);
+			iol_req_release(&req);
 			return err;
 		}
 	}
-	err = io_submit_wait(&req);
+	err = iol_submit_wait(&req);
 	if (moved)
 		*moved = req.bytes;
-	io_req_release(&req);
+	iol_req_release(&req);
 	return err;
 }
 
-int t_flush(struct io_dev *dev)
+int t_flush(struct iol_dev *dev)
 {
-	struct io_req req;
-	int err = io_req_init(&req, dev, 0, IO_OPF(IO_OP_FLUSH, 0));
+	struct iol_req req;
+	int err = iol_req_init(&req, dev, 0, IOL_OPF(IOL_OP_FLUSH, 0));
 
 	if (err)
 		return err;
-	err = io_submit_wait(&req);
-	io_req_release(&req);
+	err = iol_submit_wait(&req);
+	iol_req_release(&req);
 	return err;
 }
 
@@ -254,9 +254,9 @@ bool t_wait_uint(atomic_uint *v, unsigned target, unsigned ms)
 	return true;
 }
 
-bool t_wait_pending(struct io_dev *dev, size_t n, unsigned ms)
+bool t_wait_pending(struct iol_dev *dev, size_t n, unsigned ms)
 {
-	for (unsigned waited = 0; io_sim_pending(dev) < n; waited++) {
+	for (unsigned waited = 0; iol_sim_pending(dev) < n; waited++) {
 		if (waited >= ms)
 			return false;
 		t_sleep_ms(1);

@@ -37,15 +37,15 @@ struct t_dev_cfg {
 	/* sim only */
 	uint32_t sector;          /* 0: 4096 */
 	uint64_t seed;
-	enum io_sim_latency latency;
+	enum iol_sim_latency latency;
 	bool hold;
 	bool in_order;
 	const void *image;
 };
 
 struct t_dev {
-	struct io_dev *dev;
-	const struct io_geom *geom;
+	struct iol_dev *dev;
+	const struct iol_geom *geom;
 	char path[PATH_MAX];      /* scratch file (unlinked once open), "" for sim */
 	bool sim;
 };
@@ -71,17 +71,17 @@ void *t_buf(const struct t_dev *td, size_t len);
 
 /*
  * One request, synchronously: @len bytes at @off split into segments of @seg bytes
- * (0: one segment).  Returns io_submit_wait's result; *@moved (may be NULL) gets req->bytes.
+ * (0: one segment).  Returns iol_submit_wait's result; *@moved (may be NULL) gets req->bytes.
  */
-int t_io(struct io_dev *dev, io_opf_t opf, uint64_t off, void *buf, size_t len, size_t seg,
+int t_io(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, size_t len, size_t seg,
 	 size_t *moved);
-int t_flush(struct io_dev *dev);
+int t_flush(struct iol_dev *dev);
 
 void t_sleep_ms(unsigned ms);
 /* Wait until *@v >= @target or @ms pass; returns whether it got there. */
 bool t_wait_uint(atomic_uint *v, unsigned target, unsigned ms);
-/* Wait until io_sim_pending(@dev) >= @n or @ms pass. */
-bool t_wait_pending(struct io_dev *dev, size_t n, unsigned ms);
+/* Wait until iol_sim_pending(@dev) >= @n or @ms pass. */
+bool t_wait_pending(struct iol_dev *dev, size_t n, unsigned ms);
 
 /* Is @dir's filesystem tmpfs? */
 bool t_is_tmpfs(const char *dir);

@@ -25,7 +25,7 @@
 /* ---- a log on a sim disk ---- */
 
 struct tl {
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	struct jrnl_geom g;
 	struct jrnl_log *log;
 	struct jrnl_log_opts lo;
@@ -34,17 +34,17 @@ struct tl {
 };
 
 static void tl_dev(struct tl *t, uint32_t sector, uint64_t log_size, bool hold,
-		   enum io_sim_latency lat, uint64_t seed)
+		   enum iol_sim_latency lat, uint64_t seed)
 {
 	uint64_t dev_bytes = JRNL_LOG_START + log_size;
-	struct io_sim_opts so = { .size = sizeof(so), .dev_bytes = dev_bytes, .sector = sector,
+	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = dev_bytes, .sector = sector,
 				  .seed = seed, .latency = lat };
-	struct io_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
+	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
 	struct jrnl_format_opts fo = { .sector = sector, .log_size = log_size };
 	struct jrnl_geom g2;
 
 	memset(t, 0, sizeof(*t));
-	cr_assert_eq(io_dev_open(NULL, &o, &t->dev), 0);
+	cr_assert_eq(iol_dev_open(NULL, &o, &t->dev), 0);
 	cr_assert_eq(jrnl_format(t->dev, &fo, &t->g), 0);
 	cr_assert_eq(jrnl_sb_read(t->dev, &g2), 0);
 	cr_assert_eq(g2.log_sectors, t->g.log_sectors);
@@ -53,15 +53,15 @@ static void tl_dev(struct tl *t, uint32_t sector, uint64_t log_size, bool hold,
 		void *img = malloc(dev_bytes);
 
 		cr_assert(img);
-		cr_assert_eq(io_sim_media(t->dev, 0, img, dev_bytes), 0);
-		io_dev_close(t->dev);
+		cr_assert_eq(iol_sim_media(t->dev, 0, img, dev_bytes), 0);
+		iol_dev_close(t->dev);
 		so.hold = true;
 		so.image = img;
-		cr_assert_eq(io_dev_open(NULL, &o, &t->dev), 0);
+		cr_assert_eq(iol_dev_open(NULL, &o, &t->dev), 0);
 		free(img);
 	}
 	t->hold = hold;
-	t->trace0 = io_sim_trace_len(t->dev);
+	t->trace0 = iol_sim_trace_len(t->dev);
 }
 
 static void tl_open_log(struct tl *t, unsigned logbufs, uint32_t logbsize)
@@ -74,7 +74,7 @@ static void tl_open_log(struct tl *t, unsigned logbufs, uint32_t logbsize)
 static void tl_open(struct tl *t, uint32_t sector, uint64_t log_size, unsigned logbufs,
 		    uint32_t logbsize, bool hold)
 {
-	tl_dev(t, sector, log_size, hold, IO_SIM_LAT_NONE, 1);
+	tl_dev(t, sector, log_size, hold, IOL_SIM_LAT_NONE, 1);
 	tl_open_log(t, logbufs, logbsize);
 }
 
@@ -84,14 +84,14 @@ static void tl_open(struct tl *t, uint32_t sector, uint64_t log_size, unsigned l
 static void tl_open_noflush(struct tl *t, uint32_t sector, uint64_t log_size,
 			    unsigned logbufs, uint32_t logbsize)
 {
-	tl_dev(t, sector, log_size, false, IO_SIM_LAT_NONE, 1);
+	tl_dev(t, sector, log_size, false, IOL_SIM_LAT_NONE, 1);
 	t->lo.no_flush = true;
 	tl_open_log(t, logbufs, logbsize);
 }
 
 /* On a hold disk, something must deliver while the close forces: a helper thread. */
 struct deliverer {
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	atomic_bool stop;
 	pthread_t th;
 };
@@ -101,7 +101,7 @@ static void *deliver_loop(void *arg)
 	struct deliverer *d = arg;
 
 	while (!atomic_load(&d->stop))
-		if (!io_sim_deliver(d->dev, SIZE_MAX, IO_SIM_FIFO))
+		if (!iol_sim_deliver(d->dev, SIZE_MAX, IOL_SIM_FIFO))
 			sched_yield();
 	return NULL;
 }
@@ -119,7 +119,7 @@ static void tl_close(struct tl *t)
 		atomic_store(&d.stop, true);
 		pthread_join(d.th, NULL);
 	}
-	io_dev_close(t->dev);
+	iol_dev_close(t->dev);
 }
 
 /* LSN @n sectors after @lsn. */
@@ -148,12 +148,12 @@ static void dev_read(struct tl *t, uint64_t off, void *buf, size_t len)
 	struct rd_wait w = { 0 };
 
 	if (!t->hold) {
-		cr_assert_eq(io_rw_wait(t->dev, IO_OPF(IO_OP_READ, 0), off, buf, len, NULL), 0);
+		cr_assert_eq(iol_rw_wait(t->dev, IOL_OPF(IOL_OP_READ, 0), off, buf, len, NULL), 0);
 		return;
 	}
-	cr_assert_eq(io_rw_submit(t->dev, IO_OPF(IO_OP_READ, 0), off, buf, len, rd_end, &w), 0);
+	cr_assert_eq(iol_rw_submit(t->dev, IOL_OPF(IOL_OP_READ, 0), off, buf, len, rd_end, &w), 0);
 	while (!w.done)
-		io_sim_deliver(t->dev, SIZE_MAX, IO_SIM_FIFO);
+		iol_sim_deliver(t->dev, SIZE_MAX, IOL_SIM_FIFO);
 	cr_assert_eq(w.status, 0);
 }
 
@@ -197,14 +197,14 @@ static void rec_read_from(struct tl *t, uint64_t lsn, bool media, struct trec *r
 
 	memset(r, 0, sizeof(*r));
 	first = t->g.log_sectors - sec < max ? (uint32_t)(t->g.log_sectors - sec) : max;
-	r->buf = io_buf_alloc(t->dev, bytes);
+	r->buf = iol_buf_alloc(t->dev, bytes);
 	r->raw = malloc(bytes);
 	cr_assert(r->buf && r->raw);
 	if (media) {
-		cr_assert_eq(io_sim_media(t->dev, t->g.log_start + (uint64_t)sec * s, r->buf,
+		cr_assert_eq(iol_sim_media(t->dev, t->g.log_start + (uint64_t)sec * s, r->buf,
 					  (size_t)first * s), 0);
 		if (first < max)
-			cr_assert_eq(io_sim_media(t->dev, t->g.log_start, r->buf + (size_t)first * s,
+			cr_assert_eq(iol_sim_media(t->dev, t->g.log_start, r->buf + (size_t)first * s,
 						  (size_t)(max - first) * s), 0);
 	} else {
 		dev_read(t, t->g.log_start + (uint64_t)sec * s, r->buf, (size_t)first * s);
@@ -489,12 +489,12 @@ struct wr {
 
 static size_t trace_writes(struct tl *t, size_t from, uint16_t type, struct wr *out, size_t max)
 {
-	size_t len = io_sim_trace_len(t->dev), n = 0;
-	struct io_sim_event *ev = calloc(len + 1, sizeof(*ev));
-	size_t got = io_sim_trace_copy(t->dev, from, ev, len);
+	size_t len = iol_sim_trace_len(t->dev), n = 0;
+	struct iol_sim_event *ev = calloc(len + 1, sizeof(*ev));
+	size_t got = iol_sim_trace_copy(t->dev, from, ev, len);
 
 	for (size_t i = 0; i < got; i++) {
-		if (ev[i].type != type || (ev[i].opf & IO_OP_MASK) != IO_OP_WRITE)
+		if (ev[i].type != type || (ev[i].opf & IOL_OP_MASK) != IOL_OP_WRITE)
 			continue;
 		cr_assert_lt(n, max);
 		out[n++] = (struct wr){ ev[i].req_id, ev[i].off, ev[i].len, ev[i].opf };
@@ -516,7 +516,7 @@ Test(log, opts_validation, .timeout = TO)
 	struct jrnl_log *log;
 	struct jrnl_log_stats st;
 
-	tl_dev(&t, 4096, 4u << 20, false, IO_SIM_LAT_NONE, 1);
+	tl_dev(&t, 4096, 4u << 20, false, IOL_SIM_LAT_NONE, 1);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct jrnl_log_opts o = { .logbufs = cases[i].bufs, .logbsize = cases[i].size };
 
@@ -536,7 +536,7 @@ Test(log, opts_validation, .timeout = TO)
 	jrnl_log_stats(log, &st);
 	cr_assert_eq(st.payload_capacity, (256u << 10) - st.hdr_sectors * 4096);
 	jrnl_log_close(log);
-	io_dev_close(t.dev);
+	iol_dev_close(t.dev);
 }
 
 Test(log, bad_report, .timeout = TO)
@@ -546,7 +546,7 @@ Test(log, bad_report, .timeout = TO)
 	struct jrnl_report rep = { 0 };
 	uint64_t n = 0;
 
-	tl_dev(&t, 4096, 4u << 20, false, IO_SIM_LAT_NONE, 1);
+	tl_dev(&t, 4096, 4u << 20, false, IOL_SIM_LAT_NONE, 1);
 	n = t.g.log_sectors;
 	/* tail after head, same cycle */
 	rep.head_lsn = jrnl_lsn(3, 10);
@@ -588,7 +588,7 @@ Test(log, bad_report, .timeout = TO)
 					   &log), 0);
 		jrnl_log_close(log);
 	}
-	io_dev_close(t.dev);
+	iol_dev_close(t.dev);
 }
 
 /* ---- one record ---- */
@@ -920,7 +920,7 @@ Test(log, laps, .timeout = TO)
 static size_t delivered_prefix(struct tl *t, const struct wr *subs, size_t nsub)
 {
 	struct wr done[64];
-	size_t nd = trace_writes(t, t->trace0, IO_SIM_EV_COMPLETE, done, 64), k = 0;
+	size_t nd = trace_writes(t, t->trace0, IOL_SIM_EV_COMPLETE, done, 64), k = 0;
 
 	for (; k < nsub; k++) {
 		bool found = false;
@@ -933,7 +933,7 @@ static size_t delivered_prefix(struct tl *t, const struct wr *subs, size_t nsub)
 	return k;
 }
 
-static void ooo(enum io_sim_order order, uint64_t seed)
+static void ooo(enum iol_sim_order order, uint64_t seed)
 {
 	static const uint32_t len = 3000;
 	struct tl t;
@@ -941,19 +941,19 @@ static void ooo(enum io_sim_order order, uint64_t seed)
 	size_t nsub;
 
 	E.n = 0;
-	tl_dev(&t, 4096, 4u << 20, true, IO_SIM_LAT_NONE, seed);
+	tl_dev(&t, 4096, 4u << 20, true, IOL_SIM_LAT_NONE, seed);
 	tl_open_log(&t, 8, 16384);
 	for (uint64_t s = 1; s <= 7; s++)
 		cr_assert_eq(tx_write(&t, s, JRNL_TX_FUA_COMMIT, 1, &len, NULL), 0);
-	cr_assert_eq(io_sim_pending(t.dev), 7);
-	nsub = trace_writes(&t, t.trace0, IO_SIM_EV_SUBMIT, subs, 64);
+	cr_assert_eq(iol_sim_pending(t.dev), 7);
+	nsub = trace_writes(&t, t.trace0, IOL_SIM_EV_SUBMIT, subs, 64);
 	cr_assert_eq(nsub, 7);
 	for (size_t i = 1; i < nsub; i++)
 		cr_assert_gt(subs[i].off, subs[i - 1].off, "submitted in LSN order");
-	while (io_sim_pending(t.dev)) {
+	while (iol_sim_pending(t.dev)) {
 		size_t k;
 
-		cr_assert_eq(io_sim_deliver(t.dev, 1, order), 1);
+		cr_assert_eq(iol_sim_deliver(t.dev, 1, order), 1);
 		k = delivered_prefix(&t, subs, nsub);
 		cr_assert_eq(ev_count(), k, "callbacks run for exactly the delivered prefix");
 	}
@@ -968,11 +968,11 @@ static void ooo(enum io_sim_order order, uint64_t seed)
 	tl_close(&t);
 }
 
-Test(log, ooo_lifo, .timeout = TO) { ooo(IO_SIM_LIFO, 1); }
+Test(log, ooo_lifo, .timeout = TO) { ooo(IOL_SIM_LIFO, 1); }
 Test(log, ooo_random, .timeout = TO)
 {
 	for (uint64_t seed = 1; seed <= 8; seed++)
-		ooo(IO_SIM_RANDOM, seed);
+		ooo(IOL_SIM_RANDOM, seed);
 }
 
 /* Without hold: the sim's own thread completes in seeded random order, with latency. */
@@ -983,7 +983,7 @@ Test(log, ooo_sim_thread, .timeout = TO)
 	struct asmb a;
 
 	E.n = 0;
-	tl_dev(&t, 512, 8u << 20, false, IO_SIM_LAT_NVME, 42);
+	tl_dev(&t, 512, 8u << 20, false, IOL_SIM_LAT_NVME, 42);
 	tl_open_log(&t, 8, 16384);
 	for (uint64_t s = 1; s <= 200; s++)
 		cr_assert_eq(tx_write(&t, s, s % 3 ? 0 : JRNL_TX_FUA_COMMIT, 2, lens, NULL), 0);
@@ -1008,61 +1008,61 @@ static void flags(uint32_t sector)
 	static const uint32_t small = 100, big = 40000;
 	struct tl t;
 	struct wr w[16];
-	struct io_counters c0, c1;
+	struct iol_counters c0, c1;
 	size_t from, n;
 
 	E.n = 0;
 	tl_open(&t, sector, 4u << 20, 4, 16384, false);
 
 	/* No flags: one plain write at the force. */
-	from = io_sim_trace_len(t.dev);
+	from = iol_sim_trace_len(t.dev);
 	cr_assert_eq(tx_write(&t, 1, 0, 1, &small, NULL), 0);
-	cr_assert_eq(trace_writes(&t, from, IO_SIM_EV_SUBMIT, w, 16), 0);
+	cr_assert_eq(trace_writes(&t, from, IOL_SIM_EV_SUBMIT, w, 16), 0);
 	cr_assert_eq(jrnl_log_force(t.log), 0);
-	n = trace_writes(&t, from, IO_SIM_EV_SUBMIT, w, 16);
+	n = trace_writes(&t, from, IOL_SIM_EV_SUBMIT, w, 16);
 	cr_assert_eq(n, 1);
-	cr_assert_eq(w[0].opf, IO_OP_WRITE);
+	cr_assert_eq(w[0].opf, IOL_OP_WRITE);
 	cr_assert_eq(w[0].off, t.g.log_start);
 
 	/* FLUSH_START alone: PREFLUSH, no FUA; the buffer stays open at commit. */
-	from = io_sim_trace_len(t.dev);
+	from = iol_sim_trace_len(t.dev);
 	cr_assert_eq(tx_write(&t, 2, JRNL_TX_FLUSH_START, 1, &small, NULL), 0);
-	cr_assert_eq(trace_writes(&t, from, IO_SIM_EV_SUBMIT, w, 16), 0);
+	cr_assert_eq(trace_writes(&t, from, IOL_SIM_EV_SUBMIT, w, 16), 0);
 	cr_assert_eq(jrnl_log_force(t.log), 0);
-	n = trace_writes(&t, from, IO_SIM_EV_SUBMIT, w, 16);
+	n = trace_writes(&t, from, IOL_SIM_EV_SUBMIT, w, 16);
 	cr_assert_eq(n, 1);
-	cr_assert_eq(w[0].opf, IO_OP_WRITE | IO_PREFLUSH);
+	cr_assert_eq(w[0].opf, IOL_OP_WRITE | IOL_PREFLUSH);
 
 	/* FUA_COMMIT alone: switched and submitted at commit, FUA only. */
-	from = io_sim_trace_len(t.dev);
+	from = iol_sim_trace_len(t.dev);
 	cr_assert_eq(tx_write(&t, 3, JRNL_TX_FUA_COMMIT, 1, &small, NULL), 0);
-	n = trace_writes(&t, from, IO_SIM_EV_SUBMIT, w, 16);
+	n = trace_writes(&t, from, IOL_SIM_EV_SUBMIT, w, 16);
 	cr_assert_eq(n, 1);
-	cr_assert_eq(w[0].opf, IO_OP_WRITE | IO_FUA);
+	cr_assert_eq(w[0].opf, IOL_OP_WRITE | IOL_FUA);
 	cr_assert_eq(jrnl_log_force(t.log), 0);
 
 	/* FLUSH_COMMIT|FUA_COMMIT: PREFLUSH|FUA at commit. */
-	from = io_sim_trace_len(t.dev);
+	from = iol_sim_trace_len(t.dev);
 	cr_assert_eq(tx_write(&t, 4, JRNL_TX_FLUSH_COMMIT | JRNL_TX_FUA_COMMIT, 1, &small, NULL), 0);
-	n = trace_writes(&t, from, IO_SIM_EV_SUBMIT, w, 16);
+	n = trace_writes(&t, from, IOL_SIM_EV_SUBMIT, w, 16);
 	cr_assert_eq(n, 1);
-	cr_assert_eq(w[0].opf, IO_OP_WRITE | IO_PREFLUSH | IO_FUA);
+	cr_assert_eq(w[0].opf, IOL_OP_WRITE | IOL_PREFLUSH | IOL_FUA);
 	cr_assert_eq(jrnl_log_force(t.log), 0);
 
 	/* The sync policy on a multi-buffer transaction: PREFLUSH on the START buffer,
 	 * plain writes in between, PREFLUSH|FUA on the COMMIT buffer. */
-	io_dev_counters(t.dev, &c0);
-	from = io_sim_trace_len(t.dev);
+	iol_dev_counters(t.dev, &c0);
+	from = iol_sim_trace_len(t.dev);
 	cr_assert_eq(tx_write(&t, 5, JRNL_TX_FLUSH_START | JRNL_TX_FLUSH_COMMIT |
 			      JRNL_TX_FUA_COMMIT | JRNL_TX_WAIT_PREV, 1, &big, NULL), 0);
 	cr_assert_eq(jrnl_log_force(t.log), 0);
-	io_dev_counters(t.dev, &c1);
-	n = trace_writes(&t, from, IO_SIM_EV_SUBMIT, w, 16);
+	iol_dev_counters(t.dev, &c1);
+	n = trace_writes(&t, from, IOL_SIM_EV_SUBMIT, w, 16);
 	cr_assert_geq(n, 3);
-	cr_assert_eq(w[0].opf, IO_OP_WRITE | IO_PREFLUSH);
+	cr_assert_eq(w[0].opf, IOL_OP_WRITE | IOL_PREFLUSH);
 	for (size_t i = 1; i + 1 < n; i++)
-		cr_assert_eq(w[i].opf, IO_OP_WRITE);
-	cr_assert_eq(w[n - 1].opf, IO_OP_WRITE | IO_PREFLUSH | IO_FUA);
+		cr_assert_eq(w[i].opf, IOL_OP_WRITE);
+	cr_assert_eq(w[n - 1].opf, IOL_OP_WRITE | IOL_PREFLUSH | IOL_FUA);
 	cr_assert_eq(c1.preflushes - c0.preflushes, 2);
 	cr_assert_eq(c1.fua_writes - c0.fua_writes, 1);
 	cr_assert_eq(c1.writes - c0.writes, n);
@@ -1084,7 +1084,7 @@ Test(log, wrap_flags, .timeout = TO)
 	size_t from, ns, nd;
 
 	E.n = 0;
-	tl_dev(&t, 4096, 4u << 20, true, IO_SIM_LAT_NONE, 3);
+	tl_dev(&t, 4096, 4u << 20, true, IOL_SIM_LAT_NONE, 3);
 	tl_open_log(&t, 2, 16384);
 	jrnl_log_stats(t.log, &st);
 	h = st.hdr_sectors;
@@ -1098,32 +1098,32 @@ Test(log, wrap_flags, .timeout = TO)
 			sz = r - (h + 1);
 		len = len_for(4096, h, (uint32_t)sz);
 		cr_assert_eq(tx_write(&t, 1, JRNL_TX_FUA_COMMIT, 1, &len, NULL), 0);
-		io_sim_deliver(t.dev, SIZE_MAX, IO_SIM_FIFO);
+		iol_sim_deliver(t.dev, SIZE_MAX, IOL_SIM_FIFO);
 		jrnl_log_set_tail(t.log, jrnl_log_head(t.log));
 	}
-	from = io_sim_trace_len(t.dev);
+	from = iol_sim_trace_len(t.dev);
 	len = len_for(4096, h, size);
 	cr_assert_eq(tx_write(&t, 2, JRNL_TX_FLUSH_COMMIT | JRNL_TX_FUA_COMMIT, 1, &len, NULL), 0);
-	ns = trace_writes(&t, from, IO_SIM_EV_SUBMIT, sub, 8);
+	ns = trace_writes(&t, from, IOL_SIM_EV_SUBMIT, sub, 8);
 	cr_assert_eq(ns, 1, "the start part waits for the end part");
-	cr_assert_eq(sub[0].opf, IO_OP_WRITE | IO_PREFLUSH | IO_FUA);
+	cr_assert_eq(sub[0].opf, IOL_OP_WRITE | IOL_PREFLUSH | IOL_FUA);
 	cr_assert_eq(sub[0].off, t.g.log_start + (t.g.log_sectors - 2) * 4096);
 	cr_assert_eq(sub[0].len, 2 * 4096);
-	cr_assert_eq(io_sim_deliver(t.dev, 1, IO_SIM_FIFO), 1);
-	ns = trace_writes(&t, from, IO_SIM_EV_SUBMIT, sub, 8);
+	cr_assert_eq(iol_sim_deliver(t.dev, 1, IOL_SIM_FIFO), 1);
+	ns = trace_writes(&t, from, IOL_SIM_EV_SUBMIT, sub, 8);
 	cr_assert_eq(ns, 2);
-	cr_assert_eq(sub[1].opf, IO_OP_WRITE | IO_FUA);
+	cr_assert_eq(sub[1].opf, IOL_OP_WRITE | IOL_FUA);
 	cr_assert_eq(sub[1].off, t.g.log_start);
 	cr_assert_eq(sub[1].len, (size - 2) * 4096);
 	{
 		size_t before = ev_count();
 
-		cr_assert_eq(io_sim_deliver(t.dev, 1, IO_SIM_FIFO), 1);
+		cr_assert_eq(iol_sim_deliver(t.dev, 1, IOL_SIM_FIFO), 1);
 		cr_assert_eq(ev_count(), before + 1);
 		cr_assert_eq(E.ev[before].tag, 2);
 		cr_assert_eq(E.ev[before].err, 0);
 	}
-	nd = trace_writes(&t, from, IO_SIM_EV_COMPLETE, done, 8);
+	nd = trace_writes(&t, from, IOL_SIM_EV_COMPLETE, done, 8);
 	cr_assert_eq(nd, 2);
 	jrnl_log_stats(t.log, &st);
 	cr_assert_eq(st.wraps, 1);
@@ -1136,10 +1136,10 @@ Test(log, wrap_flags, .timeout = TO)
 
 static size_t subs_now(struct tl *t, struct wr *w)
 {
-	return trace_writes(t, t->trace0, IO_SIM_EV_SUBMIT, w, 64);
+	return trace_writes(t, t->trace0, IOL_SIM_EV_SUBMIT, w, 64);
 }
 
-static void wait_prev(enum io_sim_order order)
+static void wait_prev(enum iol_sim_order order)
 {
 	static const uint32_t big = 30000, small = 100;
 	const unsigned sync = JRNL_TX_FLUSH_START | JRNL_TX_FLUSH_COMMIT | JRNL_TX_FUA_COMMIT |
@@ -1150,24 +1150,24 @@ static void wait_prev(enum io_sim_order order)
 	size_t n;
 
 	E.n = 0;
-	tl_dev(&t, 4096, 4u << 20, true, IO_SIM_LAT_NONE, 5);
+	tl_dev(&t, 4096, 4u << 20, true, IOL_SIM_LAT_NONE, 5);
 	tl_open_log(&t, 8, 16384);
 	/* 30000 bytes in 12 KiB buffers: START buffer, middle, COMMIT buffer. */
 	cr_assert_eq(tx_write(&t, 1, sync, 1, &big, NULL), 0);
 	n = subs_now(&t, w);
 	cr_assert_eq(n, 2, "the COMMIT buffer waits");
-	cr_assert_eq(io_sim_pending(t.dev), 2);
-	cr_assert_eq(w[0].opf, IO_OP_WRITE | IO_PREFLUSH);
-	cr_assert_eq(w[1].opf, IO_OP_WRITE);
-	cr_assert_eq(io_sim_deliver(t.dev, 1, order), 1);
+	cr_assert_eq(iol_sim_pending(t.dev), 2);
+	cr_assert_eq(w[0].opf, IOL_OP_WRITE | IOL_PREFLUSH);
+	cr_assert_eq(w[1].opf, IOL_OP_WRITE);
+	cr_assert_eq(iol_sim_deliver(t.dev, 1, order), 1);
 	cr_assert_eq(subs_now(&t, w), 2, "one earlier buffer still in flight");
 	cr_assert_eq(ev_count(), 0);
-	cr_assert_eq(io_sim_deliver(t.dev, 1, order), 1);
+	cr_assert_eq(iol_sim_deliver(t.dev, 1, order), 1);
 	n = subs_now(&t, w);
 	cr_assert_eq(n, 3, "submitted once every earlier buffer completed");
-	cr_assert_eq(w[2].opf, IO_OP_WRITE | IO_PREFLUSH | IO_FUA);
+	cr_assert_eq(w[2].opf, IOL_OP_WRITE | IOL_PREFLUSH | IOL_FUA);
 	cr_assert_eq(ev_count(), 0);
-	cr_assert_eq(io_sim_deliver(t.dev, 1, order), 1);
+	cr_assert_eq(iol_sim_deliver(t.dev, 1, order), 1);
 	cr_assert_eq(ev_count(), 1);
 	cr_assert_eq(E.ev[0].err, 0);
 	jrnl_log_stats(t.log, &st);
@@ -1179,19 +1179,19 @@ static void wait_prev(enum io_sim_order order)
 	 * buffer), even with an earlier buffer in flight. */
 	cr_assert_eq(tx_write(&t, 2, JRNL_TX_FUA_COMMIT, 1, &small, NULL), 0);
 	cr_assert_eq(tx_write(&t, 3, sync, 1, &small, NULL), 0);
-	cr_assert_eq(io_sim_pending(t.dev), 2);
+	cr_assert_eq(iol_sim_pending(t.dev), 2);
 	/* Without WAIT_PREV a spanning transaction's COMMIT buffer goes at once. */
 	cr_assert_eq(tx_write(&t, 4, sync & ~JRNL_TX_WAIT_PREV, 1, &big, NULL), 0);
-	cr_assert_eq(io_sim_pending(t.dev), 5);
-	io_sim_deliver(t.dev, SIZE_MAX, order);
+	cr_assert_eq(iol_sim_pending(t.dev), 5);
+	iol_sim_deliver(t.dev, SIZE_MAX, order);
 	cr_assert_eq(ev_count(), 4);
 	for (size_t i = 0; i < 4; i++)
 		cr_assert_eq(E.ev[i].tag, i + 1);
 	tl_close(&t);
 }
 
-Test(log, wait_prev_fifo, .timeout = TO) { wait_prev(IO_SIM_FIFO); }
-Test(log, wait_prev_lifo, .timeout = TO) { wait_prev(IO_SIM_LIFO); }
+Test(log, wait_prev_fifo, .timeout = TO) { wait_prev(IOL_SIM_FIFO); }
+Test(log, wait_prev_lifo, .timeout = TO) { wait_prev(IOL_SIM_LIFO); }
 
 /* A held WAIT_PREV buffer holds back the buffers after it (submission in LSN order). */
 Test(log, wait_prev_holds_later, .timeout = TO)
@@ -1201,7 +1201,7 @@ Test(log, wait_prev_holds_later, .timeout = TO)
 	struct wr w[64];
 
 	E.n = 0;
-	tl_dev(&t, 4096, 4u << 20, true, IO_SIM_LAT_NONE, 5);
+	tl_dev(&t, 4096, 4u << 20, true, IOL_SIM_LAT_NONE, 5);
 	tl_open_log(&t, 5, 16384);
 	cr_assert_eq(tx_write(&t, 1, JRNL_TX_WAIT_PREV, 1, &big, NULL), 0);
 	/* START and middle buffers out; the COMMIT buffer stays open (no FUA/flush). */
@@ -1211,9 +1211,9 @@ Test(log, wait_prev_holds_later, .timeout = TO)
 	cr_assert_eq(subs_now(&t, w), 2);
 	cr_assert_eq(tx_write(&t, 3, JRNL_TX_FUA_COMMIT, 1, &small, NULL), 0);
 	cr_assert_eq(subs_now(&t, w), 2, "later buffer held behind the WAIT_PREV one");
-	io_sim_deliver(t.dev, 2, IO_SIM_FIFO);
+	iol_sim_deliver(t.dev, 2, IOL_SIM_FIFO);
 	cr_assert_eq(subs_now(&t, w), 4);
-	io_sim_deliver(t.dev, SIZE_MAX, IO_SIM_FIFO);
+	iol_sim_deliver(t.dev, SIZE_MAX, IOL_SIM_FIFO);
 	cr_assert_eq(ev_count(), 3);
 	tl_close(&t);
 }
@@ -1387,14 +1387,14 @@ static void flush_cb(void *priv, int err)
 Test(log, flush_results_in_issue_order, .timeout = TO)
 {
 	static const uint32_t len = 100;
-	struct io_sim_fault f = { .op = IO_OP_FLUSH, .nth = 1, .kind = IO_SIM_FAULT_EIO };
+	struct iol_sim_fault f = { .op = IOL_OP_FLUSH, .nth = 1, .kind = IOL_SIM_FAULT_EIO };
 	struct jrnl_log_stats st0, st;
 	struct deliverer d;
 	struct tl t;
 	int r1 = 0, r2 = 0;
 
 	E.n = 0;
-	tl_dev(&t, 4096, 4u << 20, true, IO_SIM_LAT_NONE, 11);
+	tl_dev(&t, 4096, 4u << 20, true, IOL_SIM_LAT_NONE, 11);
 	tl_open_log(&t, 4, 16384);
 	/* A completed record for the flushes to cover. */
 	d = (struct deliverer){ .dev = t.dev };
@@ -1407,14 +1407,14 @@ Test(log, flush_results_in_issue_order, .timeout = TO)
 	jrnl_log_stats(t.log, &st0);
 	cr_assert_lt(st0.durable_lsn, st0.completed_lsn);
 
-	cr_assert_eq(io_sim_fault_add(t.dev, &f), 0);
+	cr_assert_eq(iol_sim_fault_add(t.dev, &f), 0);
 	cr_assert_eq(jrnl_log_flush_async(t.log, flush_cb, &r1), 0);   /* fails */
 	cr_assert_eq(jrnl_log_flush_async(t.log, flush_cb, &r2), 0);   /* succeeds */
-	cr_assert_eq(io_sim_deliver(t.dev, 1, IO_SIM_LIFO), 1);        /* the later one */
+	cr_assert_eq(iol_sim_deliver(t.dev, 1, IOL_SIM_LIFO), 1);      /* the later one */
 	jrnl_log_stats(t.log, &st);
 	cr_assert_eq(r2, 0, "the later flush was taken before the earlier one");
 	cr_assert_eq(st.durable_lsn, st0.durable_lsn, "durable_lsn moved on the later flush");
-	cr_assert_eq(io_sim_deliver(t.dev, 1, IO_SIM_LIFO), 1);        /* the earlier, EIO */
+	cr_assert_eq(iol_sim_deliver(t.dev, 1, IOL_SIM_LIFO), 1);      /* the earlier, EIO */
 	cr_assert_eq(r1, -EIO);
 	cr_assert_eq(r2, -EIO, "the later flush's success proves nothing after the EIO");
 	jrnl_log_stats(t.log, &st);
@@ -1426,13 +1426,13 @@ Test(log, flush_results_in_issue_order, .timeout = TO)
 Test(log, write_error_shutdown, .timeout = TO)
 {
 	static const uint32_t len = 100;
-	struct io_sim_fault f = { .op = IO_OP_WRITE, .nth = 1, .kind = IO_SIM_FAULT_EIO };
+	struct iol_sim_fault f = { .op = IOL_OP_WRITE, .nth = 1, .kind = IOL_SIM_FAULT_EIO };
 	struct tl t;
 	struct jrnl_wtx tx;
 
 	E.n = 0;
 	tl_open(&t, 4096, 4u << 20, 4, 16384, false);
-	cr_assert_eq(io_sim_fault_add(t.dev, &f), 0);
+	cr_assert_eq(iol_sim_fault_add(t.dev, &f), 0);
 	cr_assert_eq(tx_write(&t, 1, JRNL_TX_FUA_COMMIT, 1, &len, NULL), 0);
 	cr_assert_eq(jrnl_log_force(t.log), -EIO);
 	cr_assert_eq(ev_count(), 1);
@@ -1441,7 +1441,7 @@ Test(log, write_error_shutdown, .timeout = TO)
 	cr_assert_eq(jrnl_log_flush(t.log), -EIO);
 	cr_assert_eq(jrnl_log_unmount(t.log), -EIO);
 	cr_assert_eq(jrnl_log_close(t.log), -EIO);
-	io_dev_close(t.dev);
+	iol_dev_close(t.dev);
 }
 
 /* B fails while A is in flight and C is still open: A's callback succeeds, B's and C's
@@ -1449,22 +1449,22 @@ Test(log, write_error_shutdown, .timeout = TO)
 Test(log, error_order, .timeout = TO)
 {
 	static const uint32_t len = 100;
-	struct io_sim_fault f = { .op = IO_OP_WRITE, .nth = 2, .kind = IO_SIM_FAULT_EIO };
+	struct iol_sim_fault f = { .op = IOL_OP_WRITE, .nth = 2, .kind = IOL_SIM_FAULT_EIO };
 	struct tl t;
 	struct wr w[64];
 	struct jrnl_wtx tx;
 
 	E.n = 0;
-	tl_dev(&t, 4096, 4u << 20, true, IO_SIM_LAT_NONE, 9);
+	tl_dev(&t, 4096, 4u << 20, true, IOL_SIM_LAT_NONE, 9);
 	tl_open_log(&t, 4, 16384);
-	cr_assert_eq(io_sim_fault_add(t.dev, &f), 0);
+	cr_assert_eq(iol_sim_fault_add(t.dev, &f), 0);
 	cr_assert_eq(tx_write(&t, 1, JRNL_TX_FUA_COMMIT, 1, &len, NULL), 0);  /* A */
 	cr_assert_eq(tx_write(&t, 2, JRNL_TX_FUA_COMMIT, 1, &len, NULL), 0);  /* B */
 	cr_assert_eq(tx_write(&t, 3, 0, 1, &len, NULL), 0);                   /* C, open */
-	cr_assert_eq(io_sim_deliver(t.dev, 1, IO_SIM_LIFO), 1);               /* B fails */
+	cr_assert_eq(iol_sim_deliver(t.dev, 1, IOL_SIM_LIFO), 1);             /* B fails */
 	cr_assert_eq(ev_count(), 0, "A not done yet");
 	cr_assert_eq(jrnl_tx_start(t.log, 4, 0, &tx), DELOG_ESHUTDOWN);
-	cr_assert_eq(io_sim_deliver(t.dev, 1, IO_SIM_LIFO), 1);               /* A ok */
+	cr_assert_eq(iol_sim_deliver(t.dev, 1, IOL_SIM_LIFO), 1);             /* A ok */
 	cr_assert_eq(ev_count(), 3);
 	cr_assert_eq(E.ev[0].tag, 1);
 	cr_assert_eq(E.ev[0].err, 0);
@@ -1475,7 +1475,7 @@ Test(log, error_order, .timeout = TO)
 	cr_assert_eq(subs_now(&t, w), 2, "nothing submitted after the error");
 	cr_assert_eq(jrnl_log_force(t.log), -EIO);
 	cr_assert_eq(jrnl_log_close(t.log), -EIO);
-	io_dev_close(t.dev);
+	iol_dev_close(t.dev);
 }
 
 /* A write error with earlier writes pending in a multi-buffer transaction, and the
@@ -1483,25 +1483,25 @@ Test(log, error_order, .timeout = TO)
 Test(log, error_while_waiting_for_buffer, .timeout = TO)
 {
 	static const uint32_t big = 100000;
-	struct io_sim_fault f = { .op = IO_OP_WRITE, .nth = 1, .kind = IO_SIM_FAULT_EIO,
+	struct iol_sim_fault f = { .op = IOL_OP_WRITE, .nth = 1, .kind = IOL_SIM_FAULT_EIO,
 				  .persistent = true };
 	struct tl t;
 
 	E.n = 0;
-	tl_dev(&t, 4096, 4u << 20, false, IO_SIM_LAT_SATA, 9);
+	tl_dev(&t, 4096, 4u << 20, false, IOL_SIM_LAT_SATA, 9);
 	tl_open_log(&t, 2, 16384);
-	cr_assert_eq(io_sim_fault_add(t.dev, &f), 0);
+	cr_assert_eq(iol_sim_fault_add(t.dev, &f), 0);
 	cr_assert_eq(tx_write(&t, 1, 0, 1, &big, NULL), DELOG_ESHUTDOWN);
 	cr_assert_eq(ev_count(), 0, "no callback for a transaction that never committed");
 	cr_assert_eq(jrnl_log_force(t.log), -EIO);
 	cr_assert_eq(jrnl_log_close(t.log), -EIO);
-	io_dev_close(t.dev);
+	iol_dev_close(t.dev);
 }
 
 Test(log, flush_error_shutdown, .timeout = TO)
 {
 	static const uint32_t len = 100;
-	struct io_sim_fault f = { .op = IO_OP_FLUSH, .nth = 1, .kind = IO_SIM_FAULT_EIO };
+	struct iol_sim_fault f = { .op = IOL_OP_FLUSH, .nth = 1, .kind = IOL_SIM_FAULT_EIO };
 	struct tl t;
 	struct jrnl_wtx tx;
 
@@ -1509,30 +1509,30 @@ Test(log, flush_error_shutdown, .timeout = TO)
 	tl_open(&t, 512, 4u << 20, 4, 16384, false);
 	cr_assert_eq(tx_write(&t, 1, 0, 1, &len, NULL), 0);
 	cr_assert_eq(jrnl_log_force(t.log), 0);
-	cr_assert_eq(io_sim_fault_add(t.dev, &f), 0);
+	cr_assert_eq(iol_sim_fault_add(t.dev, &f), 0);
 	cr_assert_eq(jrnl_log_flush(t.log), -EIO);
 	cr_assert_eq(jrnl_tx_start(t.log, 2, 0, &tx), DELOG_ESHUTDOWN);
 	cr_assert_eq(jrnl_log_force(t.log), -EIO);
 	cr_assert_eq(jrnl_log_close(t.log), -EIO);
-	io_dev_close(t.dev);
+	iol_dev_close(t.dev);
 }
 
 /* A PREFLUSH whose flush fails fails the write: shutdown, callback gets the error. */
 Test(log, preflush_error_shutdown, .timeout = TO)
 {
 	static const uint32_t len = 100;
-	struct io_sim_fault f = { .op = IO_OP_FLUSH, .nth = 1, .kind = IO_SIM_FAULT_EIO };
+	struct iol_sim_fault f = { .op = IOL_OP_FLUSH, .nth = 1, .kind = IOL_SIM_FAULT_EIO };
 	struct tl t;
 
 	E.n = 0;
 	tl_open(&t, 512, 4u << 20, 4, 16384, false);
-	cr_assert_eq(io_sim_fault_add(t.dev, &f), 0);
+	cr_assert_eq(iol_sim_fault_add(t.dev, &f), 0);
 	cr_assert_eq(tx_write(&t, 1, JRNL_TX_FLUSH_COMMIT | JRNL_TX_FUA_COMMIT, 1, &len, NULL), 0);
 	cr_assert_eq(jrnl_log_force(t.log), -EIO);
 	cr_assert_eq(ev_count(), 1);
 	cr_assert_eq(E.ev[0].err, -EIO);
 	cr_assert_eq(jrnl_log_close(t.log), -EIO);
-	io_dev_close(t.dev);
+	iol_dev_close(t.dev);
 }
 
 /* ---- durable_lsn, tail_lsn, prev_lsn in the headers ---- */
@@ -1626,7 +1626,7 @@ Test(log, unmount, .timeout = TO)
 	cr_assert_eq(jrnl_log_unmount(t.log), 0);
 	cr_assert_eq(ev_count(), 2);
 	n = subs_now(&t, w);
-	cr_assert_eq(w[n - 1].opf, IO_OP_WRITE | IO_PREFLUSH | IO_FUA);
+	cr_assert_eq(w[n - 1].opf, IOL_OP_WRITE | IOL_PREFLUSH | IOL_FUA);
 	jrnl_log_stats(t.log, &st);
 	cr_assert_eq(st.durable_lsn, st.head_lsn);
 	/* Durable: read it from the media alone. */
@@ -1755,7 +1755,7 @@ Test(log, threads, .timeout = 120)
 	uint64_t rng = 12345;
 	unsigned char *d = malloc(70000);
 
-	tl_dev(&t, 512, 8u << 20, false, IO_SIM_LAT_NVME, 77);
+	tl_dev(&t, 512, 8u << 20, false, IOL_SIM_LAT_NVME, 77);
 	tl_open_log(&t, 4, 16384);
 	memset(&MT, 0, sizeof(MT));
 	pthread_mutex_init(&MT.m, NULL);
@@ -1804,8 +1804,8 @@ Test(log, resume_after_torn_continuation, .timeout = 60)
 	static const uint8_t uuid[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
 	static unsigned char data[40000];
 	const uint32_t S = 4096;
-	struct io_sim_opts so = { .size = sizeof(so), .dev_bytes = 4096 + (4u << 20), .sector = S };
-	struct io_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
+	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = 4096 + (4u << 20), .sector = S };
+	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
 	struct jrnl_format_opts fo = { .sector = S, .log_size = 4u << 20, .uuid = uuid };
 	struct jrnl_log_opts lo = { .logbufs = 2, .logbsize = 16384 };
 	const unsigned fl = JRNL_TX_FLUSH_START | JRNL_TX_FLUSH_COMMIT | JRNL_TX_FUA_COMMIT |
@@ -1813,12 +1813,12 @@ Test(log, resume_after_torn_continuation, .timeout = 60)
 	struct jrnl_recover_opts ro = { .read_only = true };
 	struct jrnl_report r1, r2;
 	struct jrnl_log *log;
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	struct jrnl_geom g;
 	struct jrnl_wtx tx;
 	unsigned char *z;
 
-	cr_assert_eq(io_dev_open(NULL, &o, &dev), 0);
+	cr_assert_eq(iol_dev_open(NULL, &o, &dev), 0);
 	cr_assert_eq(jrnl_format(dev, &fo, &g), 0);
 	cr_assert_eq(jrnl_log_open(dev, &g, NULL, &lo, &log), 0);
 	cr_assert_eq(jrnl_tx_start(log, 1, fl, &tx), 0);
@@ -1827,9 +1827,9 @@ Test(log, resume_after_torn_continuation, .timeout = 60)
 	cr_assert_eq(jrnl_log_force(log), 0);
 	cr_assert_eq(jrnl_log_close(log), 0);
 	/* The crash: the third record (sectors 8-11) never reached the disk. */
-	z = io_buf_alloc(dev, 4 * S);
+	z = iol_buf_alloc(dev, 4 * S);
 	memset(z, 0, 4 * S);
-	cr_assert_eq(io_rw_wait(dev, IO_OPF(IO_OP_WRITE, IO_FUA), 4096 + 8 * S, z, 4 * S, NULL), 0);
+	cr_assert_eq(iol_rw_wait(dev, IOL_OPF(IOL_OP_WRITE, IOL_FUA), 4096 + 8 * S, z, 4 * S, NULL), 0);
 	free(z);
 	cr_assert_eq(jrnl_recover(dev, &g, NULL, &r1), 0);
 	cr_assert_eq(r1.checkpoints, 0);
@@ -1845,5 +1845,5 @@ Test(log, resume_after_torn_continuation, .timeout = 60)
 	cr_assert_eq(jrnl_recover(dev, &g, &ro, &r2), 0, "%s", r2.corrupt_what);
 	cr_assert_eq(r2.checkpoints, 1, "checkpoint 2 replayed");
 	cr_assert_eq(r2.dropped, 1, "checkpoint 1 abandoned");
-	cr_assert_eq(io_dev_close(dev), 0);
+	cr_assert_eq(iol_dev_close(dev), 0);
 }

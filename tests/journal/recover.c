@@ -45,7 +45,7 @@ struct trec {
 };
 
 struct tlog {
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	struct jrnl_geom g;
 	uint32_t S;
 	uint64_t N;
@@ -75,21 +75,21 @@ static uint64_t t_off(const struct tlog *t, uint64_t a)
 }
 
 static void t_open_lat(struct tlog *t, uint32_t S, uint64_t log_bytes, uint32_t logbsize,
-		       enum io_sim_latency lat)
+		       enum iol_sim_latency lat)
 {
-	struct io_sim_opts so = { .size = sizeof(so), .dev_bytes = JRNL_LOG_START + log_bytes,
+	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = JRNL_LOG_START + log_bytes,
 				  .sector = S, .latency = lat, .seed = 7 };
-	struct io_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
+	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
 	struct jrnl_format_opts fo = { .sector = S, .log_size = log_bytes, .uuid = UUID };
 
 	memset(t, 0, sizeof(*t));
-	cr_assert_eq(io_dev_open(NULL, &o, &t->dev), 0);
+	cr_assert_eq(iol_dev_open(NULL, &o, &t->dev), 0);
 	cr_assert_eq(jrnl_format(t->dev, &fo, &t->g), 0);
 	t->S = S;
 	t->N = t->g.log_sectors;
 	t->logbsize = logbsize;
 	t->H = jrnl_rec_hdr_sectors_for(S, logbsize, &t->Pmax);
-	t->rec = io_buf_alloc(t->dev, logbsize);
+	t->rec = iol_buf_alloc(t->dev, logbsize);
 	cr_assert(t->rec);
 	memset(t->rec, 0, logbsize);
 	t->head = t->N;
@@ -102,14 +102,14 @@ static void t_open_lat(struct tlog *t, uint32_t S, uint64_t log_bytes, uint32_t 
 
 static void t_open(struct tlog *t, uint32_t S, uint64_t log_bytes, uint32_t logbsize)
 {
-	t_open_lat(t, S, log_bytes, logbsize, IO_SIM_LAT_NONE);
+	t_open_lat(t, S, log_bytes, logbsize, IOL_SIM_LAT_NONE);
 }
 
 static void t_close(struct tlog *t)
 {
 	free(t->rec);
 	free(t->recs);
-	cr_assert_eq(io_dev_close(t->dev), 0);
+	cr_assert_eq(iol_dev_close(t->dev), 0);
 }
 
 static size_t t_room(const struct tlog *t)
@@ -125,7 +125,7 @@ static void t_write(struct tlog *t, uint64_t a, const void *buf, uint64_t n)
 	while (n) {
 		uint64_t k = n < t->N - a % t->N ? n : t->N - a % t->N;
 
-		cr_assert_eq(io_rw_wait(t->dev, IO_OPF(IO_OP_WRITE, 0), t_off(t, a), (void *)p,
+		cr_assert_eq(iol_rw_wait(t->dev, IOL_OPF(IOL_OP_WRITE, 0), t_off(t, a), (void *)p,
 					k * t->S, NULL), 0);
 		a += k;
 		n -= k;
@@ -140,7 +140,7 @@ static void t_read(struct tlog *t, uint64_t a, void *buf, uint64_t n)
 	while (n) {
 		uint64_t k = n < t->N - a % t->N ? n : t->N - a % t->N;
 
-		cr_assert_eq(io_rw_wait(t->dev, IO_OPF(IO_OP_READ, 0), t_off(t, a), p, k * t->S,
+		cr_assert_eq(iol_rw_wait(t->dev, IOL_OPF(IOL_OP_READ, 0), t_off(t, a), p, k * t->S,
 					NULL), 0);
 		a += k;
 		n -= k;
@@ -320,7 +320,7 @@ static void t_pad_to(struct tlog *t, uint64_t target)
 /* Make sectors [a, a + n) look never written by this lap: the previous lap's cycle. */
 static void t_unwrite(struct tlog *t, uint64_t a, uint64_t n)
 {
-	unsigned char *buf = io_buf_alloc(t->dev, t->S);
+	unsigned char *buf = iol_buf_alloc(t->dev, t->S);
 
 	cr_assert(buf);
 	for (uint64_t i = 0; i < n; i++) {
@@ -336,7 +336,7 @@ static void t_unwrite(struct tlog *t, uint64_t a, uint64_t n)
 /* Overwrite the sector at @a with bytes that are no sector of any log. */
 static void t_junk(struct tlog *t, uint64_t a)
 {
-	unsigned char *buf = io_buf_alloc(t->dev, t->S);
+	unsigned char *buf = iol_buf_alloc(t->dev, t->S);
 
 	cr_assert(buf);
 	for (uint32_t i = 0; i < t->S; i++)
@@ -348,7 +348,7 @@ static void t_junk(struct tlog *t, uint64_t a)
 /* Change one byte of the sector at @a. */
 static void t_poke(struct tlog *t, uint64_t a, uint32_t off, uint8_t x)
 {
-	unsigned char *buf = io_buf_alloc(t->dev, t->S);
+	unsigned char *buf = iol_buf_alloc(t->dev, t->S);
 
 	cr_assert(buf);
 	t_read(t, a, buf, 1);
@@ -1259,7 +1259,7 @@ Test(recover, garbage_at_sector_zero, .timeout = TO)
 		t_ckpt_sized(&t, 5);
 		wr = t.head;
 		t_ckpt_sized(&t, maxk); /* straddles the end */
-		junk = io_buf_alloc(t.dev, t.S);
+		junk = iol_buf_alloc(t.dev, t.S);
 		for (uint32_t i = 0; i < t.S; i++)
 			junk[i] = (unsigned char)(i * 131 + 17);
 		t_write(&t, 2 * t.N, junk, 1);
@@ -1339,7 +1339,7 @@ Test(recover, only_torn_first_write, .timeout = TO)
 	t_close(&t);
 }
 
-/* A 72 MiB log read back in 4 MiB chained reads, each split at io_max_segs, with at
+/* A 72 MiB log read back in 4 MiB chained reads, each split at iol_max_segs, with at
  * least two outstanding while parsing. */
 Test(recover, chained_reads, .timeout = TO)
 {
@@ -1349,8 +1349,8 @@ Test(recover, chained_reads, .timeout = TO)
 	uint64_t per_req;
 	int n = 0;
 
-	t_open_lat(&t, 4096, 72ull << 20, 256 << 10, IO_SIM_LAT_NVME);
-	io_sim_trace_enable(t.dev, false);
+	t_open_lat(&t, 4096, 72ull << 20, 256 << 10, IOL_SIM_LAT_NVME);
+	iol_sim_trace_enable(t.dev, false);
 	while ((t.head + 64 - t.N) * t.S < (70ull << 20)) {
 		t_ckpt(&t, 3, 60000);
 		t_seal(&t);
@@ -1359,7 +1359,7 @@ Test(recover, chained_reads, .timeout = TO)
 	memset(&G, 0, sizeof(G));
 	cr_assert_eq(jrnl_recover(t.dev, &t.g, &o, &rep), 0, "%s", rep.corrupt_what);
 	want_seqs(&G, 1, (uint64_t)n);
-	per_req = (uint64_t)io_max_segs(t.dev, IO_MAX_SEGS_DEFAULT) * IO_SEG_BYTES;
+	per_req = (uint64_t)iol_max_segs(t.dev, IOL_MAX_SEGS_DEFAULT) * IOL_SEG_BYTES;
 	cr_assert_geq(rep.bytes_read, 64ull << 20);
 	cr_assert_gt(rep.read_reqs, rep.bytes_read / per_req - 1, "%llu requests for %llu bytes",
 		     (unsigned long long)rep.read_reqs, (unsigned long long)rep.bytes_read);
@@ -1384,7 +1384,7 @@ Test(recover, read_errors, .timeout = TO)
 	int failed = 0;
 
 	for (uint64_t nth = 1; nth <= 80; nth += 3) {
-		struct io_sim_fault f = { .op = IO_OP_READ, .nth = nth, .kind = IO_SIM_FAULT_EIO };
+		struct iol_sim_fault f = { .op = IOL_OP_READ, .nth = nth, .kind = IOL_SIM_FAULT_EIO };
 		struct jrnl_report rep;
 		struct tlog t;
 		int err;
@@ -1394,7 +1394,7 @@ Test(recover, read_errors, .timeout = TO)
 			t_ckpt(&t, 2, 3000);
 			t_seal(&t);
 		}
-		cr_assert_eq(io_sim_fault_add(t.dev, &f), 0);
+		cr_assert_eq(iol_sim_fault_add(t.dev, &f), 0);
 		err = t_recover(&t, false, &rep, &G);
 		cr_assert(err == 0 || err == -EIO, "nth %llu: %d", (unsigned long long)nth, err);
 		failed += err == -EIO;

@@ -70,24 +70,24 @@ struct recpos {
 
 static void build(const char *path, bool unmount)
 {
-	struct io_dev_opts o = { .size = sizeof(o), .backend = "psync" };
+	struct iol_dev_opts o = { .size = sizeof(o), .backend = "psync" };
 	struct jrnl_format_opts fo = { .sector = SECTOR, .log_size = LOG_BYTES };
 	struct jrnl_log_opts lo = { .logbufs = 2, .logbsize = 16u << 10 };
 	const unsigned fl = JRNL_TX_FLUSH_START | JRNL_TX_FLUSH_COMMIT | JRNL_TX_FUA_COMMIT |
 			    JRNL_TX_WAIT_PREV;
 	static unsigned char data[40000];
 	struct jrnl_log *log;
-	struct io_dev *dev;
+	struct iol_dev *dev;
 	struct jrnl_geom g;
 	struct jrnl_wtx tx;
 	int err;
 
 	for (size_t i = 0; i < sizeof(data); i++)
 		data[i] = (unsigned char)(i * 7 + 1);
-	err = io_file_create(path, JRNL_SB_AREA + LOG_BYTES, 0600, NULL, 0);
+	err = iol_file_create(path, JRNL_SB_AREA + LOG_BYTES, 0600, NULL, 0);
 	if (err)
 		die(path, err);
-	if ((err = io_dev_open(path, &o, &dev)) || (err = jrnl_format(dev, &fo, &g)) ||
+	if ((err = iol_dev_open(path, &o, &dev)) || (err = jrnl_format(dev, &fo, &g)) ||
 	    (err = jrnl_log_open(dev, &g, NULL, &lo, &log)))
 		die("format and open", err);
 	for (uint64_t seq = 1; seq <= NCKPT; seq++) {
@@ -107,7 +107,7 @@ static void build(const char *path, bool unmount)
 		die("force", err);
 	if (unmount && (err = jrnl_log_unmount(log)))
 		die("unmount", err);
-	if ((err = jrnl_log_close(log)) || (err = io_dev_close(dev)))
+	if ((err = jrnl_log_close(log)) || (err = iol_dev_close(dev)))
 		die("close", err);
 }
 
