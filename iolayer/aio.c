@@ -44,10 +44,8 @@
  * parks the slot on u->retry and retries after its next io_getevents, which then uses a
  * short timeout.  Any other io_submit error fails that request with the error.
  *
- * The name io_submit is taken by the iolayer's own API (io.h), so libaio's prototype is
- * renamed away on inclusion and submission uses the system call directly (libaio's
- * io_submit is nothing but that system call).  io_setup, io_getevents and io_destroy come
- * from libaio.
+ * io_setup, io_submit, io_getevents and io_destroy are libaio's (which return the
+ * negative errno rather than setting errno).
  *
  * Shutdown.  ->close() runs after the core stopped accepting requests: it waits for
  * u->pending (accepted, not yet reported) to reach zero, sets u->stopping, signals an
@@ -66,15 +64,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
-/* libaio declares io_submit(io_context_t, long, struct iocb **); ours is in io.h. */
-#define io_submit libaio_io_submit
 #include <libaio.h>
-#undef io_submit
 
 #define AIO_BATCH 64
 
@@ -223,11 +217,6 @@ static void slot_finish(struct aio_dev *u, struct aio_slot *slot, int err, size_
 	req_list_add(done, req, err, bytes);
 }
 
-static long sys_io_submit(io_context_t ctx, long nr, struct iocb **cbs)
-{
-	return syscall(SYS_io_submit, ctx, nr, cbs);
-}
-
 /*
  * Submit @slot's prepared iocb.  Returns 0 when it is in flight (or parked on the retry
  * list, on the reaper), else the negative errno it was refused with.
@@ -238,8 +227,8 @@ static int slot_issue(struct aio_dev *u, struct aio_slot *slot)
 	long backoff_ns = 20000;
 
 	for (;;) {
-		long r = sys_io_submit(u->ctx, 1, &cb);
-		int err = r < 0 ? errno : EAGAIN;
+		int r = io_submit(u->ctx, 1, &cb);
+		int err = r < 0 ? -r : EAGAIN;
 
 		if (r == 1)
 			return 0;
@@ -495,7 +484,7 @@ static void aio_close(struct iol_dev *dev)
 	/* Prompt wake-up; the reaper's one-second timeout covers a refusal. */
 	(void)eventfd_write(u->wake_fd, 1);
 	io_prep_poll(cb, u->wake_fd, POLLIN);
-	(void)sys_io_submit(u->ctx, 1, &cb);
+	(void)io_submit(u->ctx, 1, &cb);
 
 	pthread_join(u->reaper, NULL);
 	io_destroy(u->ctx);
