@@ -35,18 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_ITEM (1u << 30)
-
-static inline uint64_t key_hash(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ull;
-	k ^= k >> 33;
-	return k;
-}
-
 void cil_ctx_init(struct cil_ctx *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -184,8 +172,10 @@ static int shard_put(struct cil_shard *s, uint64_t key, const void *data, uint32
 	return 0;
 }
 
-int cil_insert(struct cil_ctx *c, const struct delog_tx *tx, uint64_t ovh16,
-	       int64_t *cost_delta)
+/* Insert the items of @tx into @c (ctx_lock held for read).  *@cost_delta gets the
+ * change of the context's charge. */
+static int cil_insert(struct cil_ctx *c, const struct delog_tx *tx, uint64_t ovh16,
+		      int64_t *cost_delta)
 {
 	int64_t total = 0, delta, ddelta, dbytes = 0;
 	uint64_t added = 0, relog = 0;
@@ -255,7 +245,7 @@ int delog_tx_log(delog_tx *tx, uint64_t key, const void *data, uint32_t len)
 	size_t dup;
 	int err;
 
-	if (!tx || (len && !data) || len > MAX_ITEM)
+	if (!tx || (len && !data) || len > JRNL_MAX_ITEM)
 		return -EINVAL;
 	log = tx->log;
 	if (atomic_load(&log->error))

@@ -30,6 +30,18 @@
 
 #define CIL_SHARDS 16u
 
+/* The engine's one hash of an item key (MurmurHash3's 64-bit finalizer): the CIL's shard
+ * and per-shard table (cil.c) and the AIL's key table (space.c). */
+static inline uint64_t key_hash(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ull;
+	k ^= k >> 33;
+	return k;
+}
+
 /* ---- cil.c ---- */
 
 struct cil_item {
@@ -67,8 +79,15 @@ struct delog_tx {
 	unsigned flags;
 };
 
-/* Log bytes an item is charged in the CIL beyond its data (op and item headers, padding). */
-#define ITEM_COST 40u
+/*
+ * Log bytes an item is charged in the CIL beyond its data: its op header, its item
+ * header and the padding of its payload to 8 bytes (journal/format.h: at most 7,
+ * charged as 8): what jrnl_log_tx_bytes counts per item, rounded up.  The public
+ * DELOG_ITEM_OVERHEAD that applications add per item to a reservation must cover it.
+ */
+#define ITEM_COST ((uint64_t)(sizeof(struct jrnl_op) + sizeof(struct jrnl_item) + 8u))
+_Static_assert(ITEM_COST == 40, "ITEM_COST: the CIL charge per item changed");
+_Static_assert(ITEM_COST <= DELOG_ITEM_OVERHEAD, "DELOG_ITEM_OVERHEAD must cover ITEM_COST");
 
 /*
  * The charge of an item of @len data bytes (C4 in cil.c): its data, ITEM_COST, and its
@@ -86,9 +105,6 @@ static inline uint64_t item_cost(uint64_t ovh16, uint64_t len)
 void cil_ctx_init(struct cil_ctx *c);
 void cil_ctx_reset(struct cil_ctx *c);
 void cil_ctx_destroy(struct cil_ctx *c);
-/* Insert the items of @tx into @c (ctx_lock held for read).  Returns the cost delta. */
-int cil_insert(struct cil_ctx *c, const struct delog_tx *tx, uint64_t ovh16,
-	       int64_t *cost_delta);
 
 /* ---- policy.c ---- */
 
@@ -165,8 +181,6 @@ int space_ckpt_durable(struct delog *log, uint64_t seq);
 /* A device flush completed that was issued after @snapshot was taken: apply it. */
 void space_flushed(struct delog *log, uint64_t snapshot);
 uint64_t space_pending_tail(struct delog *log);
-/* Recompute the tail and give it to the journal (space.lock held). */
-void space_update_tail(struct delog *log);
 /* Target for the push callback; 0 if none needed. */
 uint64_t space_push_target(struct delog *log);
 void space_wake(struct delog *log);
@@ -227,8 +241,6 @@ void log_shutdown(struct delog *log, int err);
 void log_durable(struct delog *log, uint64_t seq);
 /* Wait until no pipelined flush (policy.c) is in flight: before unmount and close. */
 void policy_wait_flushes(struct delog *log);
-/* Done callback of a checkpoint's commit record (journal completion thread). */
-void ckpt_done(void *priv, int err, uint64_t commit_lsn, uint64_t end_lsn);
 
 int push_start(struct delog *log);
 void push_stop(struct delog *log);

@@ -45,7 +45,8 @@ void push_request(struct delog *log, uint64_t seq)
 	pthread_cond_signal(&log->push_cond);
 }
 
-void ckpt_done(void *priv, int err, uint64_t commit_lsn, uint64_t end_lsn)
+/* Done callback of a checkpoint's commit record (journal completion thread). */
+static void ckpt_done(void *priv, int err, uint64_t commit_lsn, uint64_t end_lsn)
 {
 	struct delog *log = priv;
 	uint64_t seq;

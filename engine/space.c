@@ -42,13 +42,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static inline uint64_t key_hash(uint64_t k)
-{
-	k ^= k >> 31;
-	k *= 0x9e3779b97f4a7c15ull;
-	return k ^ (k >> 29);
-}
-
 static struct ckpt_ent *ck_at(struct space *sp, size_t i)
 {
 	return &sp->ck[(sp->ck_head + i) % sp->ck_cap];
@@ -140,7 +133,8 @@ static void tails(struct delog *log, uint64_t *t_release, uint64_t *t_full)
 	*t_full = ck_at(sp, i)->start_lsn; /* (S1): never past the newest */
 }
 
-void space_update_tail(struct delog *log)
+/* Recompute the tail and give it to the journal (space.lock held). */
+static void space_update_tail(struct delog *log)
 {
 	struct space *sp = &log->space;
 	uint64_t tr, tf, t;

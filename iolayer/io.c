@@ -116,32 +116,6 @@ void iol_req_release(struct iol_req *req)
 	req->max_segs = req->nr_segs = 0;
 }
 
-struct iol_req *iol_req_alloc(struct iol_dev *dev, unsigned max_segs, iol_opf_t opf)
-{
-	struct iol_req *req = malloc(sizeof(*req));
-	int err;
-
-	if (!req) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	err = iol_req_init(req, dev, max_segs, opf);
-	if (err) {
-		free(req);
-		errno = -err;
-		return NULL;
-	}
-	return req;
-}
-
-void iol_req_free(struct iol_req *req)
-{
-	if (!req)
-		return;
-	iol_req_release(req);
-	free(req);
-}
-
 int iol_req_add(struct iol_req *req, void *buf, size_t len)
 {
 	if (req->nr_segs >= req->max_segs)

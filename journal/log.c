@@ -160,7 +160,6 @@
 #define OPHDR ((uint32_t)sizeof(struct jrnl_op))
 /* Smallest useful room in a buffer: an op header and one 8-byte payload unit (L9). */
 #define MIN_ROOM (OPHDR + 8u)
-#define MAX_ITEM (1u << 30)
 /* Bytes of the smallest transaction: START and COMMIT ops with their payloads. */
 #define MIN_TX_BYTES (2 * OPHDR + (uint32_t)sizeof(struct jrnl_start) + \
 		      (uint32_t)sizeof(struct jrnl_commit))
@@ -1158,7 +1157,7 @@ int jrnl_tx_item(struct jrnl_wtx *tx, uint64_t key, const void *data, uint32_t l
 	uint32_t crc;
 	int err;
 
-	if (len > MAX_ITEM || (len && !data))
+	if (len > JRNL_MAX_ITEM || (len && !data))
 		return -EINVAL;
 	crc = jrnl_crc32c(jrnl_crc32c(tx->crc, &it, sizeof(it)), data, len);
 	pthread_mutex_lock(&log->lock);

@@ -131,9 +131,6 @@ struct iol_req {
 int iol_req_init(struct iol_req *req, struct iol_dev *dev, unsigned max_segs, iol_opf_t opf);
 /* Free what iol_req_init allocated (not the request itself). */
 void iol_req_release(struct iol_req *req);
-/* Allocate and initialise a request; NULL with errno set on failure.  Free with iol_req_free. */
-struct iol_req *iol_req_alloc(struct iol_dev *dev, unsigned max_segs, iol_opf_t opf);
-void iol_req_free(struct iol_req *req);
 
 /* Append a segment.  Returns 0, or -ENOSPC when the request has max_segs segments. */
 int iol_req_add(struct iol_req *req, void *buf, size_t len);

@@ -305,6 +305,9 @@ int jrnl_log_close(struct jrnl_log *log);
  * jrnl_commit{seq, start_lsn, nitems, crc, payload_bytes} where crc chains jrnl_crc32c
  * from 0 over each item's jrnl_item header and data (unpadded), in order.
  */
+/* The largest item jrnl_tx_item takes (and delog_tx_log: "len > 1 GiB" is -EINVAL). */
+#define JRNL_MAX_ITEM (1u << 30)
+
 int jrnl_tx_start(struct jrnl_log *log, uint64_t seq, unsigned flags, struct jrnl_wtx *tx);
 int jrnl_tx_item(struct jrnl_wtx *tx, uint64_t key, const void *data, uint32_t len);
 /* @done may be NULL (no completion callback). */
