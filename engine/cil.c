@@ -342,7 +342,7 @@ int delog_tx_commit(delog_tx *tx, uint64_t *seq)
 		pthread_mutex_lock(&log->lock);
 		push_request(log, 0);
 		while (atomic_load(&log->open_seq) == ctx_seq && !atomic_load(&log->error))
-			pthread_cond_wait(&log->durable_cond, &log->lock);
+			pthread_cond_wait(&log->writer_cond, &log->lock);
 		pthread_mutex_unlock(&log->lock);
 		pthread_rwlock_rdlock(&log->ctx_lock);
 	}
@@ -377,7 +377,7 @@ int delog_tx_commit(delog_tx *tx, uint64_t *seq)
 		/* (C5) twice the threshold: wait for the swap. */
 		while (cost >= 2 * log->push_bytes && atomic_load(&log->open_seq) == ctx_seq &&
 		       !atomic_load(&log->error))
-			pthread_cond_wait(&log->durable_cond, &log->lock);
+			pthread_cond_wait(&log->writer_cond, &log->lock);
 		pthread_mutex_unlock(&log->lock);
 	}
 	return err;

@@ -1,28 +1,10 @@
 /*
- * delog.c - a log's life: open (format, recovery, writer), force, the durable
- * watermark, shutdown, statistics, close.
+ * delog.c - a log's life: open (format, recovery, writer), force, statistics, close.
  *
- * Durability and acknowledgement:
- *  (D1) durable_seq is the only thing that acknowledges: delog_force returns 0 only once
- *       durable_seq >= its sequence, and log_durable moves durable_seq only on the flush
- *       policy's evidence (policy.c) and only while the log is not shut down.
- *  (D2) log_durable is called in sequence order (commit records complete in LSN order,
- *       push.c), so durable_seq = s means every checkpoint <= s is stable.
- *  (D3) Shutdown is sticky: the first error is kept; every waiter (force, space,
- *       committers at the CIL limit) is woken and fails with DELOG_ESHUTDOWN, and every
- *       later call fails fast.  What was acknowledged before stays recoverable because
- *       nothing is ever written over the live region (space.c) and a failed write
- *       acknowledges nothing after it.
- *  (F1) A force waits on a futex word, not a condition variable: force_gen[q], q = seq %
- *       FORCE_QUEUES, is bumped (then woken, if force_waiters[q] says anyone waits) after
- *       every store that can end a wait: durable_seq moving over a sequence of queue q
- *       (log_durable), or the error (log_shutdown).  A waiter counts itself in
- *       force_waiters[q], reads force_gen[q], then checks durable_seq and error, and
- *       sleeps only if the word still holds what it read: every access is seq_cst, so
- *       either the waker's load of force_waiters sees the waiter (and wakes it), or the
- *       waiter's check sees the waker's store.  A woken force returns without taking
- *       log->lock: at 64 clients a checkpoint wakes ~20 forces at once, which with a
- *       condition variable each had to re-take that one mutex in turn.
+ * The API's top: it calls every file below (wake.c lists the layers) and nothing calls
+ * into it.  Acknowledgement is policy.c's log_durable (D1, D2 there), shutdown and the
+ * force queues wake.c's (D3, F1 there); delog_force here pushes (push.c) and waits.
+ *
  * Open runs recovery before anything is written: complete checkpoints go to the
  * recover callback in order, the writer continues at the recovered head, and sequence
  * numbers continue after the last recovered checkpoint (the newest checkpoint always
@@ -32,98 +14,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "io_sim.h"
 
 #define DEFAULT_CREATE_SIZE (64ull << 20)
 #define OPTS_MIN_SIZE offsetof(struct delog_options, recovery)
-
-/* F1: the store that may end the waits of queue @q is done; wake them. */
-static void force_wake(struct delog *log, unsigned q)
-{
-	atomic_fetch_add(&log->force_gen[q], 1);
-	if (atomic_load(&log->force_waiters[q]))
-		syscall(SYS_futex, (uint32_t *)&log->force_gen[q], FUTEX_WAKE_PRIVATE, INT_MAX,
-			NULL, NULL, 0);
-}
-
-/* F1: wait until checkpoint @seq is durable or the log shut down. */
-static void force_wait(struct delog *log, uint64_t seq)
-{
-	unsigned q = (unsigned)(seq % FORCE_QUEUES);
-
-	atomic_fetch_add(&log->force_waiters[q], 1);
-	for (;;) {
-		uint32_t gen = atomic_load(&log->force_gen[q]);
-
-		if (atomic_load(&log->durable_seq) >= seq || atomic_load(&log->error))
-			break;
-		syscall(SYS_futex, (uint32_t *)&log->force_gen[q], FUTEX_WAIT_PRIVATE, gen,
-			NULL, NULL, 0);
-	}
-	atomic_fetch_sub(&log->force_waiters[q], 1);
-}
-
-void log_shutdown(struct delog *log, int err)
-{
-	int expect = 0;
-
-	if (!err)
-		err = -EIO;
-	atomic_compare_exchange_strong(&log->error, &expect, err);
-	pthread_mutex_lock(&log->lock);
-	pthread_cond_broadcast(&log->durable_cond);
-	pthread_cond_broadcast(&log->push_cond);
-	pthread_mutex_unlock(&log->lock);
-	for (unsigned i = 0; i < FORCE_QUEUES; i++)
-		force_wake(log, i);
-	space_wake(log);
-	if (log->efd >= 0) {
-		uint64_t one = 1;
-		ssize_t r = write(log->efd, &one, sizeof(one));
-
-		(void)r;
-	}
-}
-
-void log_durable(struct delog *log, uint64_t seq)
-{
-	uint64_t old = 0;
-	bool moved = false;
-	int err;
-
-	/* Relogged items move in the AIL before anyone can see the checkpoint durable (S3
-	 * in space.c: a delog_item_written for it then finds the key at its new copy). */
-	if (log->space.tracking && (err = space_ckpt_durable(log, seq))) {
-		log_shutdown(log, err);
-		return;
-	}
-	pthread_mutex_lock(&log->lock);
-	if (!atomic_load(&log->error) && seq > atomic_load(&log->durable_seq)) {
-		old = atomic_load(&log->durable_seq);
-		atomic_store(&log->durable_seq, seq);
-		moved = true;
-		/* The eventfd first: a force that returns finds it readable already. */
-		if (log->efd >= 0) {
-			uint64_t one = 1;
-			ssize_t r = write(log->efd, &one, sizeof(one));
-
-			(void)r;
-		}
-	}
-	pthread_mutex_unlock(&log->lock);
-	/* F1: the forces of old + 1 .. seq (one queue each, at most all of them). */
-	for (uint64_t s = old + 1; moved && s <= seq && s <= old + FORCE_QUEUES; s++)
-		force_wake(log, (unsigned)(s % FORCE_QUEUES));
-}
 
 /* ---- open ---- */
 
@@ -200,7 +100,7 @@ static void log_free(struct delog *log)
 	space_destroy(log);
 	pthread_rwlock_destroy(&log->ctx_lock);
 	pthread_cond_destroy(&log->push_cond);
-	pthread_cond_destroy(&log->durable_cond);
+	pthread_cond_destroy(&log->writer_cond);
 	pthread_mutex_destroy(&log->lock);
 	pthread_mutex_destroy(&log->write_lock);
 	if (log->own_dev)
@@ -231,7 +131,7 @@ static int open_common(struct iol_dev *dev, bool own, bool fresh, const struct d
 	pthread_mutex_init(&log->lock, NULL);
 	pthread_mutex_init(&log->write_lock, NULL);
 	pthread_cond_init(&log->push_cond, NULL);
-	pthread_cond_init(&log->durable_cond, NULL);
+	pthread_cond_init(&log->writer_cond, NULL);
 	pthread_rwlockattr_init(&ra);
 	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	pthread_rwlock_init(&log->ctx_lock, &ra);

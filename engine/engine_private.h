@@ -1,12 +1,15 @@
 /*
  * engine_private.h - the engine's shared state (not installed).  One struct delog per
- * open log; the files of engine/ each own a part of it:
+ * open log; the files of engine/ each own a part of it, and each calls only the files
+ * listed below it (the layers, top first; docs/ARCHITECTURE.md):
  *
- *   delog.c   open (recovery), close, shutdown, force, stats, the durable watermark
- *   cil.c     transactions and the committed item list (CIL): sharded, relogging
+ *   delog.c   the API: open (recovery), close, force, stats
  *   push.c    the push thread: swaps the CIL context, writes the checkpoint
- *   policy.c  the flush policies (sync, async, single, none) behind struct flush_policy
+ *   cil.c     transactions and the committed item list (CIL): sharded, relogging
+ *   policy.c  the flush policies (sync, async, single, none) behind struct flush_policy,
+ *             and log_durable, the one store of the durable watermark
  *   space.c   grants, the checkpoint list (AIL), the tail, release and item_written
+ *   wake.c    log_shutdown, the force queues and every wake-up (who waits where)
  *
  * Lock order (never take a lock to the left while holding one to the right):
  *   ctx_lock (rwlock) -> shard locks -> lock (the log's mutex) -> space.lock
@@ -183,7 +186,6 @@ void space_flushed(struct delog *log, uint64_t snapshot);
 uint64_t space_pending_tail(struct delog *log);
 /* Target for the push callback; 0 if none needed. */
 uint64_t space_push_target(struct delog *log);
-void space_wake(struct delog *log);
 /* Re-read the journal's free space (after the head or the tail moved). */
 void space_refresh(struct delog *log);
 
@@ -208,9 +210,11 @@ struct delog {
 
 	/* lock protects what follows and the conds. */
 	pthread_mutex_t lock;
-	pthread_cond_t push_cond;     /* wake the push thread */
-	pthread_cond_t durable_cond;  /* a push swapped the CIL, or shutdown */
-	/* Forces wait on the futex word force_gen[seq % FORCE_QUEUES] (delog.c F1), so a
+	pthread_cond_t push_cond;     /* the push thread waits here (push_wake) */
+	/* The writer moved on: the open context was swapped, a pipelined flush completed,
+	 * the push thread exited, or the log shut down (writer_wake; wake.c). */
+	pthread_cond_t writer_cond;
+	/* Forces wait on the futex word force_gen[seq % FORCE_QUEUES] (wake.c F1), so a
 	 * checkpoint's durability wakes only those waiting for it (and the rare alias), not
 	 * every client, and a woken force returns without taking this lock. */
 #define FORCE_QUEUES 8u
@@ -235,20 +239,39 @@ struct delog {
 	uint64_t st_ckpts, st_ckpt_items, st_ckpt_bytes, st_ckpt_txs;
 };
 
-/* Shut the log down with @err (first error wins); wakes every waiter. */
-void log_shutdown(struct delog *log, int err);
-/* The checkpoint @seq is durable (in order). */
+/* ---- push.c ---- */
+
+int push_start(struct delog *log);
+void push_stop(struct delog *log);
+/* Swap and write the open CIL context if it holds anything (write_lock held).  Returns
+ * 0 or the error that shut the log down. */
+int push_now(struct delog *log);
+
+/* ---- policy.c (struct flush_policy above) ---- */
+
+/* The checkpoint @seq is durable (in order): move durable_seq (D1, D2). */
 void log_durable(struct delog *log, uint64_t seq);
 /* Wait until no pipelined flush (policy.c) is in flight: before unmount and close. */
 void policy_wait_flushes(struct delog *log);
 
-int push_start(struct delog *log);
-void push_stop(struct delog *log);
+/* ---- wake.c: the lowest layer ---- */
+
+/* Shut the log down with @err (first error wins); wakes every waiter (D3). */
+void log_shutdown(struct delog *log, int err);
 /* Ask the push thread to write everything up to @seq, or (0) to push the CIL because
- * it is large (lock held). */
+ * it is large, and wake it (lock held). */
 void push_request(struct delog *log, uint64_t seq);
-/* Swap and write the open CIL context if it holds anything (write_lock held).  Returns
- * 0 or the error that shut the log down. */
-int push_now(struct delog *log);
+/* Wake the push thread to look at its flags again (lock not held). */
+void push_wake(struct delog *log);
+/* Broadcast writer_cond (lock not held). */
+void writer_wake(struct delog *log);
+/* Wake space_grant's waiters (space.lock not held). */
+void space_wake(struct delog *log);
+/* F1: wait until checkpoint @seq is durable or the log shut down. */
+void force_wait(struct delog *log, uint64_t seq);
+/* F1: durable_seq moved from @old to @seq: wake the forces of those sequences. */
+void force_wake_durable(struct delog *log, uint64_t old, uint64_t seq);
+/* Make delog_durable_fd readable. */
+void efd_signal(struct delog *log);
 
 #endif

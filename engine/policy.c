@@ -40,6 +40,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * The checkpoint @seq is durable, on the policy's evidence.  The one store of durable_seq:
+ *  (D1) durable_seq is the only thing that acknowledges: delog_force returns 0 only once
+ *       durable_seq >= its sequence, and log_durable moves durable_seq only on the flush
+ *       policy's evidence (below) and only while the log is not shut down.
+ *  (D2) log_durable is called in sequence order (commit records complete in LSN order,
+ *       push.c), so durable_seq = s means every checkpoint <= s is stable; a pipelined
+ *       single flush may complete out of order, which is why durable_seq only grows.
+ */
+void log_durable(struct delog *log, uint64_t seq)
+{
+	uint64_t old = 0;
+	bool moved = false;
+	int err;
+
+	/* Relogged items move in the AIL before anyone can see the checkpoint durable (S3
+	 * in space.c: a delog_item_written for it then finds the key at its new copy). */
+	if (log->space.tracking && (err = space_ckpt_durable(log, seq))) {
+		log_shutdown(log, err);
+		return;
+	}
+	pthread_mutex_lock(&log->lock);
+	if (!atomic_load(&log->error) && seq > atomic_load(&log->durable_seq)) {
+		old = atomic_load(&log->durable_seq);
+		atomic_store(&log->durable_seq, seq);
+		moved = true;
+		/* The eventfd first: a force that returns finds it readable already. */
+		efd_signal(log);
+	}
+	pthread_mutex_unlock(&log->lock);
+	/* F1 (wake.c) */
+	if (moved)
+		force_wake_durable(log, old, seq);
+}
+
 static int async_before(struct delog *log)
 {
 	uint64_t snap = space_pending_tail(log);
@@ -70,7 +105,7 @@ static void single_flushed(void *priv, int err)
 	free(f);
 	pthread_mutex_lock(&log->lock);
 	log->flushes_inflight--;
-	pthread_cond_broadcast(&log->durable_cond);
+	pthread_cond_broadcast(&log->writer_cond);
 	pthread_mutex_unlock(&log->lock);
 }
 
@@ -78,7 +113,7 @@ void policy_wait_flushes(struct delog *log)
 {
 	pthread_mutex_lock(&log->lock);
 	while (log->flushes_inflight)
-		pthread_cond_wait(&log->durable_cond, &log->lock);
+		pthread_cond_wait(&log->writer_cond, &log->lock);
 	pthread_mutex_unlock(&log->lock);
 }
 

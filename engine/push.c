@@ -36,15 +36,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void push_request(struct delog *log, uint64_t seq)
-{
-	if (seq > log->force_seq)
-		log->force_seq = seq;
-	if (!seq)
-		log->push_wanted = true;
-	pthread_cond_signal(&log->push_cond);
-}
-
 /* Done callback of a checkpoint's commit record (journal completion thread). */
 static void ckpt_done(void *priv, int err, uint64_t commit_lsn, uint64_t end_lsn)
 {
@@ -134,9 +125,7 @@ int push_now(struct delog *log)
 	atomic_store(&log->open_seq, log->cur->seq);
 	log->spare = NULL;
 	pthread_rwlock_unlock(&log->ctx_lock);
-	pthread_mutex_lock(&log->lock);
-	pthread_cond_broadcast(&log->durable_cond); /* committers waiting at 2x (C5) */
-	pthread_mutex_unlock(&log->lock);
+	writer_wake(log); /* committers waiting at 2x (C5) */
 
 	/* 2.-4. */
 	err = write_ckpt(log, old);
@@ -150,9 +139,7 @@ int push_now(struct delog *log)
 	}
 	if (log->push_cb && space_avail(log) < log->space.log_size / 4) {
 		atomic_store(&log->space.low, true);
-		pthread_mutex_lock(&log->lock);
-		pthread_cond_signal(&log->push_cond);
-		pthread_mutex_unlock(&log->lock);
+		push_wake(log);
 	}
 	return 0;
 }
@@ -204,9 +191,7 @@ static void *push_main(void *arg)
 		push_now(log);
 		pthread_mutex_unlock(&log->write_lock);
 	}
-	pthread_mutex_lock(&log->lock);
-	pthread_cond_broadcast(&log->durable_cond);
-	pthread_mutex_unlock(&log->lock);
+	writer_wake(log);
 	return NULL;
 }
 
@@ -226,8 +211,8 @@ void push_stop(struct delog *log)
 		return;
 	pthread_mutex_lock(&log->lock);
 	log->stopping = true;
-	pthread_cond_signal(&log->push_cond);
 	pthread_mutex_unlock(&log->lock);
+	push_wake(log);
 	pthread_join(log->push_thread, NULL);
 	log->push_running = false;
 }

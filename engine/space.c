@@ -233,9 +233,7 @@ int space_grant(struct delog *log, uint64_t bytes, bool nowait)
 		sp->waits++;
 		sp->low = true;
 		pthread_mutex_unlock(&sp->lock);
-		pthread_mutex_lock(&log->lock);
-		pthread_cond_signal(&log->push_cond); /* the push thread calls the push callback */
-		pthread_mutex_unlock(&log->lock);
+		push_wake(log); /* the push thread calls the push callback */
 		pthread_mutex_lock(&sp->lock);
 		if (!try_grant(log, bytes) && !atomic_load(&log->error)) {
 			struct timespec ts;
@@ -258,9 +256,7 @@ int space_grant(struct delog *log, uint64_t bytes, bool nowait)
 		/* As for a blocking wait: the push thread calls the push callback, so the
 		 * application hears that the log is full even when it only ever asks with
 		 * DELOG_TX_NOWAIT (nothing else may be pushing). */
-		pthread_mutex_lock(&log->lock);
-		pthread_cond_signal(&log->push_cond);
-		pthread_mutex_unlock(&log->lock);
+		push_wake(log);
 	}
 	return err;
 }
@@ -513,11 +509,4 @@ uint64_t space_push_target(struct delog *log)
 	}
 	pthread_mutex_unlock(&sp->lock);
 	return target;
-}
-
-void space_wake(struct delog *log)
-{
-	pthread_mutex_lock(&log->space.lock);
-	pthread_cond_broadcast(&log->space.cond);
-	pthread_mutex_unlock(&log->space.lock);
 }

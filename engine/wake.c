@@ -1,0 +1,139 @@
+/*
+ * wake.c - the engine's lowest layer: shutdown and every wake-up.  Each other file of
+ * engine/ calls down into this one, and this one calls nothing of theirs, so the files
+ * form layers (docs/ARCHITECTURE.md, "The engine's layers"):
+ *
+ *   delog.c   the API: open (recovery), close, force, stats
+ *   push.c    the push thread and the checkpoint write
+ *   cil.c     transactions and the CIL
+ *   policy.c  the flush policies; log_durable, the only store of durable_seq
+ *   space.c   grants, the AIL ring, the tail
+ *   wake.c    log_shutdown, the force queues, the push thread's and waiters' wake-ups
+ *
+ * Who waits where, and who wakes them:
+ *   push_cond    the push thread (only it), under log->lock.  push_request and push_wake
+ *                signal it after a flag it reads under that lock was set (a force's
+ *                force_seq, the CIL limit's push_wanted, space.low, space.cover,
+ *                stopping), so no wake-up is lost between its check and its wait.
+ *   writer_cond  under log->lock: committers held at twice push_bytes (cil.c CIL5) wait
+ *                for the open context to be swapped; close waits for the single policy's
+ *                pipelined flushes (policy.c).  Broadcast after a swap, after such a
+ *                flush completed, when the push thread exits, and at shutdown.
+ *   space.cond   under space.lock: space_grant's waiters.  Broadcast when the tail moved
+ *                (space.c), after a flush or a cover record freed space, and at shutdown.
+ *   force_gen[]  the futex words of the force queues (F1 below): delog_force only.
+ *   the eventfd  delog_durable_fd's pollers: written when durable_seq moves and at
+ *                shutdown.
+ *
+ *  (D3) Shutdown is sticky: the first error is kept; every waiter (force, space,
+ *       committers at the CIL limit, the push thread) is woken and fails with
+ *       DELOG_ESHUTDOWN, and every later call fails fast.  What was acknowledged before
+ *       stays recoverable because nothing is ever written over the live region (space.c)
+ *       and a failed write acknowledges nothing after it.
+ *  (F1) A force waits on a futex word, not a condition variable: force_gen[q], q = seq %
+ *       FORCE_QUEUES, is bumped (then woken, if force_waiters[q] says anyone waits) after
+ *       every store that can end a wait: durable_seq moving over a sequence of queue q
+ *       (log_durable, policy.c), or the error (log_shutdown).  A waiter counts itself in
+ *       force_waiters[q], reads force_gen[q], then checks durable_seq and error, and
+ *       sleeps only if the word still holds what it read: every access is seq_cst, so
+ *       either the waker's load of force_waiters sees the waiter (and wakes it), or the
+ *       waiter's check sees the waker's store.  A woken force returns without taking
+ *       log->lock: at 64 clients a checkpoint wakes ~20 forces at once, which with a
+ *       condition variable each had to re-take that one mutex in turn.
+ */
+#include "engine_private.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* F1: the store that may end the waits of queue @q is done; wake them. */
+static void force_wake(struct delog *log, unsigned q)
+{
+	atomic_fetch_add(&log->force_gen[q], 1);
+	if (atomic_load(&log->force_waiters[q]))
+		syscall(SYS_futex, (uint32_t *)&log->force_gen[q], FUTEX_WAKE_PRIVATE, INT_MAX,
+			NULL, NULL, 0);
+}
+
+void force_wake_durable(struct delog *log, uint64_t old, uint64_t seq)
+{
+	/* The forces of old + 1 .. seq: one queue each, at most all of them. */
+	for (uint64_t s = old + 1; s <= seq && s <= old + FORCE_QUEUES; s++)
+		force_wake(log, (unsigned)(s % FORCE_QUEUES));
+}
+
+void force_wait(struct delog *log, uint64_t seq)
+{
+	unsigned q = (unsigned)(seq % FORCE_QUEUES);
+
+	atomic_fetch_add(&log->force_waiters[q], 1);
+	for (;;) {
+		uint32_t gen = atomic_load(&log->force_gen[q]);
+
+		if (atomic_load(&log->durable_seq) >= seq || atomic_load(&log->error))
+			break;
+		syscall(SYS_futex, (uint32_t *)&log->force_gen[q], FUTEX_WAIT_PRIVATE, gen,
+			NULL, NULL, 0);
+	}
+	atomic_fetch_sub(&log->force_waiters[q], 1);
+}
+
+void efd_signal(struct delog *log)
+{
+	if (log->efd >= 0) {
+		uint64_t one = 1;
+		ssize_t r = write(log->efd, &one, sizeof(one));
+
+		(void)r;
+	}
+}
+
+void push_request(struct delog *log, uint64_t seq)
+{
+	if (seq > log->force_seq)
+		log->force_seq = seq;
+	if (!seq)
+		log->push_wanted = true;
+	pthread_cond_signal(&log->push_cond);
+}
+
+void push_wake(struct delog *log)
+{
+	pthread_mutex_lock(&log->lock);
+	pthread_cond_signal(&log->push_cond);
+	pthread_mutex_unlock(&log->lock);
+}
+
+void writer_wake(struct delog *log)
+{
+	pthread_mutex_lock(&log->lock);
+	pthread_cond_broadcast(&log->writer_cond);
+	pthread_mutex_unlock(&log->lock);
+}
+
+void space_wake(struct delog *log)
+{
+	pthread_mutex_lock(&log->space.lock);
+	pthread_cond_broadcast(&log->space.cond);
+	pthread_mutex_unlock(&log->space.lock);
+}
+
+void log_shutdown(struct delog *log, int err)
+{
+	int expect = 0;
+
+	if (!err)
+		err = -EIO;
+	atomic_compare_exchange_strong(&log->error, &expect, err);
+	pthread_mutex_lock(&log->lock);
+	pthread_cond_broadcast(&log->writer_cond);
+	pthread_cond_broadcast(&log->push_cond);
+	pthread_mutex_unlock(&log->lock);
+	for (unsigned i = 0; i < FORCE_QUEUES; i++)
+		force_wake(log, i);
+	space_wake(log);
+	efd_signal(log);
+}
