@@ -5,23 +5,23 @@
  * twice in one transaction keeps the last copy).  delog_tx_commit moves them into the
  * open checkpoint context, log->cur, atomically with respect to checkpoint boundaries:
  *
- *  (C1) Commit holds ctx_lock for read while it inserts; the push thread takes it for
+ *  (CIL1) Commit holds ctx_lock for read while it inserts; the push thread takes it for
  *       write only to swap log->cur for an empty context.  So every transaction lands
  *       wholly in one context, and once the swap returns, every commit into the old
  *       context is complete: the push thread may write it without further locking.
  *       The rwlock prefers writers, so a stream of committers cannot starve the push.
- *  (C2) No global lock on the hot path besides that shared read lock: the context is
+ *  (CIL2) No global lock on the hot path besides that shared read lock: the context is
  *       split into CIL_SHARDS shards by key hash, each with its own mutex, hash table
  *       and data arena.  Committers touching different keys rarely meet.
- *  (C3) Relogging: a key already in the open context has its copy replaced in place (or
+ *  (CIL3) Relogging: a key already in the open context has its copy replaced in place (or
  *       re-allocated in the arena if it grew), so a checkpoint carries one copy per key,
  *       the newest; ctx->relogged counts the replacements.
- *  (C4) Space: a transaction holds a grant from delog_tx_begin; logging beyond it takes
+ *  (CIL4) Space: a transaction holds a grant from delog_tx_begin; logging beyond it takes
  *       more (possibly blocking).  At commit the grant is exchanged for the CIL charge of
  *       what it added (item_cost: data, ITEM_COST, and its share of record headers per
  *       new item), so grant + journal use never shrinks below what the log will have to
  *       write (space.c), whatever the log-buffer size.
- *  (C5) Back-pressure on the CIL: past push_bytes of CIL a commit wakes the push thread;
+ *  (CIL5) Back-pressure on the CIL: past push_bytes of CIL a commit wakes the push thread;
  *       one that would take the context past twice that waits for the swap before it
  *       inserts.  So a checkpoint is at most 2 x push_bytes, or one transaction (at most
  *       a quarter of the log), and push_bytes is at most log/8: a checkpoint never takes
@@ -332,7 +332,7 @@ int delog_tx_commit(delog_tx *tx, uint64_t *seq)
 		return -EINVAL;
 	log = tx->log;
 	pthread_rwlock_rdlock(&log->ctx_lock);
-	/* (C5) A checkpoint stays within twice push_bytes unless one transaction alone is
+	/* (CIL5) A checkpoint stays within twice push_bytes unless one transaction alone is
 	 * larger: wait for the swap first if this one would take it past that. */
 	while (tx->cost && atomic_load(&log->cur->ntx) &&
 	       atomic_load(&log->cur->cost) + tx->cost > 2 * log->push_bytes &&
@@ -355,7 +355,7 @@ int delog_tx_commit(delog_tx *tx, uint64_t *seq)
 	if (!err && !tx->n && !atomic_load(&c->ntx))
 		cseq--; /* nothing open: the last checkpoint is the one to force */
 	cost = atomic_load(&c->cost);
-	/* Exchange the transaction's grant for the CIL charge (C4), inside the read lock
+	/* Exchange the transaction's grant for the CIL charge (CIL4), inside the read lock
 	 * so the push thread's accounting of this context sees it. */
 	if (delta > 0)
 		atomic_fetch_add(&log->space.grant, (uint64_t)delta);
@@ -374,7 +374,7 @@ int delog_tx_commit(delog_tx *tx, uint64_t *seq)
 	if (!err && cost >= log->push_bytes) {
 		pthread_mutex_lock(&log->lock);
 		push_request(log, 0);
-		/* (C5) twice the threshold: wait for the swap. */
+		/* (CIL5) twice the threshold: wait for the swap. */
 		while (cost >= 2 * log->push_bytes && atomic_load(&log->open_seq) == ctx_seq &&
 		       !atomic_load(&log->error))
 			pthread_cond_wait(&log->writer_cond, &log->lock);

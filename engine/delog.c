@@ -154,7 +154,7 @@ static int open_common(struct iol_dev *dev, bool own, bool fresh, const struct d
 		goto fail;
 	space_init(log);
 	log->space.tracking = o->flags & DELOG_OPEN_TRACK_ITEMS;
-	/* cil.c C5: at most log/8, so that a checkpoint stays near a quarter of the log. */
+	/* cil.c CIL5: at most log/8, so that a checkpoint stays near a quarter of the log. */
 	log->push_bytes = o->cil_push_bytes ? o->cil_push_bytes :
 			  (log->geom.log_size / 8 < (32u << 20) ? log->geom.log_size / 8 : 32u << 20);
 	if (log->push_bytes > log->geom.log_size / 8)

@@ -93,7 +93,7 @@ _Static_assert(ITEM_COST == 40, "ITEM_COST: the CIL charge per item changed");
 _Static_assert(ITEM_COST <= DELOG_ITEM_OVERHEAD, "DELOG_ITEM_OVERHEAD must cover ITEM_COST");
 
 /*
- * The charge of an item of @len data bytes (C4 in cil.c): its data, ITEM_COST, and its
+ * The charge of an item of @len data bytes (CIL4 in cil.c): its data, ITEM_COST, and its
  * share of the record headers and per-record losses, @ovh16 being record bytes per
  * useful op byte, less one, in 1/65536 (struct delog.item_ovh16, from the log-buffer
  * geometry).  With 16 KiB buffers of 4 KiB sectors a third of every record is header,
@@ -200,7 +200,7 @@ struct delog {
 	enum delog_flush_policy policy_id;
 	delog_push_fn push_cb;
 	void *push_arg;
-	uint64_t push_bytes;      /* background push threshold (cil.c C5) */
+	uint64_t push_bytes;      /* background push threshold (cil.c CIL5) */
 	uint64_t item_ovh16;      /* record overhead per op byte, for item_cost() */
 
 	/* CIL: ctx_lock read by committers, written by the push thread to swap cur. */

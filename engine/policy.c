@@ -20,7 +20,7 @@
  *          write (nothing vouches for it: every durable_lsn written lies before it) and
  *          the commit op's item CRC refuses a checkpoint whose records are stale.
  *          Both steps wait, so both run on the pusher's thread on the descriptor
- *          backends (journal/log.c L10, iolayer/io.c C5): a lone client that pushes its
+ *          backends (journal/log.c L10, iolayer/io.c IO5): a lone client that pushes its
  *          own checkpoint makes one pwritev2, then one fdatasync, like the raw
  *          write + fdatasync baseline, with no hand-off to a completion thread.
  *          When transactions wait in the open context the flush is pipelined instead
@@ -29,8 +29,8 @@
  *          completion order of those flushes is safe.
  *  none    no flushes: completion is taken as durability.  Not crash-safe.
  *
- * Rule R1 (research/xfs-log.md section 2.5: before log space is reused, the in-place
- * writes that freed it must be stable) is kept by space.c for every policy: a tail
+ * Rule S2 of space.c (before log space is reused, the in-place writes that freed it
+ * must be stable; docs/DESIGN.md section 4) is kept by space.c for every policy: a tail
  * movement allowed by delog_item_written reaches the journal only after a standalone
  * flush issued after it (the async and single flushes, or one space.c issues).
  */

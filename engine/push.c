@@ -5,7 +5,7 @@
  * It wakes when a force asks for a sequence that is still open, when the CIL passed
  * push_bytes, when space runs low (to call the push callback, or to make the tail
  * durable for a NOWAIT caller: jrnl_log_cover, journal/log.c L12), and at close.  A push:
- *   1. swaps log->cur for the empty spare context under ctx_lock held for write (C1 in
+ *   1. swaps log->cur for the empty spare context under ctx_lock held for write (CIL1 in
  *      cil.c): from then on no commit can reach the old one;
  *   2. charges the checkpoint's record overheads to the grant (space.c), registers the
  *      checkpoint in the AIL ring at the journal's head, and runs the policy's before
@@ -113,7 +113,7 @@ int push_now(struct delog *log)
 	struct cil_ctx *old;
 	int err;
 
-	/* 1. swap (C1) */
+	/* 1. swap (CIL1) */
 	pthread_rwlock_wrlock(&log->ctx_lock);
 	if (atomic_load(&log->error) || !atomic_load(&log->cur->ntx)) {
 		pthread_rwlock_unlock(&log->ctx_lock);
@@ -125,7 +125,7 @@ int push_now(struct delog *log)
 	atomic_store(&log->open_seq, log->cur->seq);
 	log->spare = NULL;
 	pthread_rwlock_unlock(&log->ctx_lock);
-	writer_wake(log); /* committers waiting at 2x (C5) */
+	writer_wake(log); /* committers waiting at 2x (CIL5) */
 
 	/* 2.-4. */
 	err = write_ckpt(log, old);

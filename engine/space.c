@@ -1,6 +1,6 @@
 /*
  * space.c - log space: grants, the list of written checkpoints (the AIL), the tail, and
- * delog_release / delog_item_written (research/xfs-log.md section 4).
+ * delog_release / delog_item_written (docs/DESIGN.md section 4).
  *
  * Accounting.  The journal knows the live region [tail, head) and how much is free
  * (jrnl_log_free_bytes).  On top of that the engine keeps one grant counter:
@@ -14,6 +14,17 @@
  * log down; it is a bug, never back-pressure).  Back-pressure is the wait in
  * space_grant, woken when the tail moves; the push callback is asked to write back when
  * free space falls under 25%.
+ *
+ * Two owners.  The journal owns the physical ring (head, tail, which space a durable
+ * record frees: journal/log.c L12); this file owns what depends on the application (the
+ * grant, releases, item tracking, hence where the tail may go), as XFS keeps its grant
+ * heads in the log and its AIL above it (docs/DESIGN.md section 4).  The calls between
+ * the two are few and one-way: the tail goes down (jrnl_log_set_tail, only from
+ * space_update_tail, space.lock held); free space comes back (jrnl_log_free_bytes, only
+ * through space_refresh into the cached jfree) after every event that can move the head
+ * or make a tail durable: a checkpoint's records written (push.c, before its charge is
+ * dropped), its policy hook run, its commit record completed (ckpt_done), the tail set,
+ * a flush completed, a cover record written.  A stale jfree only ever overstates use.
  *
  * The tail.  Every written checkpoint has an entry (seq, start_lsn, refs) in a ring,
  * oldest first; seqs are consecutive.  A checkpoint is free when the application
@@ -30,7 +41,7 @@
  *       could pass acknowledged checkpoints whose only successor is still volatile, and
  *       a power cut would lose them all.  The keys of a written checkpoint wait in its
  *       entry (ckpt_ent.keys) until then;
- *  (S2) rule R1: a checkpoint freed by delog_item_written was freed by an in-place write
+ *  (S2) reuse after in-place writes: a checkpoint freed by delog_item_written was freed by an in-place write
  *       that may still be in a volatile cache, so the tail may pass it only after a
  *       device flush issued after that call completed.  space_pending_tail() is taken
  *       before a flush is issued and space_flushed() applies it after the flush

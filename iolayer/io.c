@@ -3,27 +3,27 @@
  * and chained multi-segment I/O over big buffers.
  *
  * Invariants:
- *  (C1) Every request that iol_submit accepts reaches iol_req_done() exactly once, from its
+ *  (IO1) Every request that iol_submit accepts reaches iol_req_done() exactly once, from its
  *       backend; a rejected one never reaches the backend.  So every accepted request's
  *       end_io runs exactly once, and a rejected request's never does.
- *  (C2) A chain funnels toward its last request: iol_req_chain(prev, next) bumps
+ *  (IO2) A chain funnels toward its last request: iol_req_chain(prev, next) bumps
  *       next->remaining and points prev->chain_next at next.  A request "finishes" when its
  *       own I/O and all requests chained into it are done, i.e. when remaining drops to 0;
  *       only then does its end_io run, or, if it is itself chained, does it drop a
  *       reference on its chain_next.  This is bio_chain()/bio_endio() with
  *       __bi_remaining, in the direction of XFS commit 488ca3d8d088: the request you wait
  *       on is the last one.
- *  (C3) status holds the first error seen in a request's own I/O or in anything chained
+ *  (IO3) status holds the first error seen in a request's own I/O or in anything chained
  *       into it (compare-and-swap from 0), so the end of a chain reports an error from
  *       anywhere in it.
- *  (C4) A rejected request that is chained still drops its reference on chain_next with
- *       its error, so the waiter at the end cannot hang and sees the error (C3).
+ *  (IO4) A rejected request that is chained still drops its reference on chain_next with
+ *       its error, so the waiter at the end cannot hang and sees the error (IO3).
  *
- *  (C5) iol_submit_wait performs its request on the calling thread when the backend has a
+ *  (IO5) iol_submit_wait performs its request on the calling thread when the backend has a
  *       ->run (psync, uring, aio: plain syscalls, iol_fd_run); the caller blocks until
  *       the request is done either way, so nothing but the thread changes: the request
- *       is validated and counted as any other, reaches iol_req_done() exactly once (C1),
- *       and requests chained into it still finish it from wherever they complete (C2),
+ *       is validated and counted as any other, reaches iol_req_done() exactly once (IO1),
+ *       and requests chained into it still finish it from wherever they complete (IO2),
  *       so the wait still covers the whole chain.  end_io of such a request is the
  *       waiter's own; io.h's "callbacks run on a backend thread" concerns the end_io of
  *       asynchronous requests, which never run here.  This is the one-client fast path:
@@ -150,7 +150,7 @@ static void set_status(struct iol_req *req, int err)
 		atomic_compare_exchange_strong(&req->status, &zero, err);
 }
 
-/* Drop one reference on @req carrying @err (C2, C3); finish it when it was the last. */
+/* Drop one reference on @req carrying @err (IO2, IO3); finish it when it was the last. */
 static void req_put(struct iol_req *req, int err)
 {
 	while (req) {
@@ -235,7 +235,7 @@ static int submit(struct iol_req *req, bool here)
 
 	err = atomic_load(&dev->closing) ? -ESHUTDOWN : req_validate(req);
 	if (err) {
-		/* (C4): a chained request counts as done with its error, so the chain still
+		/* (IO4): a chained request counts as done with its error, so the chain still
 		 * ends; an unchained one's end_io does not run. */
 		if (req->chain_next)
 			req_put(req, err);
@@ -390,7 +390,7 @@ int iol_rw_submit(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, s
 
 	/* Build every piece first (so validation errors surface before anything is in
 	 * flight), then chain piece i into piece i+1 and submit in order: pieces run
-	 * concurrently, and the last one's end_io runs only when all are done (C2). */
+	 * concurrently, and the last one's end_io runs only when all are done (IO2). */
 	for (size_t r = 0; r < nreqs; r++) {
 		uint32_t flags = opf.bits & ~IOL_OP_MASK;
 		unsigned n = (unsigned)(nsegs - r * per_req < per_req ? nsegs - r * per_req : per_req);
@@ -428,7 +428,7 @@ int iol_rw_submit(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, s
 	for (size_t r = 0; r + 1 < nreqs; r++)
 		iol_req_chain(&rw->reqs[r], &rw->reqs[r + 1]);
 	for (size_t r = 0; r < nreqs; r++) {
-		/* A piece rejected here (device closing) passes its error down (C4). */
+		/* A piece rejected here (device closing) passes its error down (IO4). */
 		(void)iol_submit(&rw->reqs[r]);
 	}
 	return 0;

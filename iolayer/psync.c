@@ -2,9 +2,9 @@
  * psync.c - the synchronous backend: preadv2/pwritev2/fdatasync run by a small pool of
  * worker threads, which makes it asynchronous to its callers like the others.  The same
  * syscall path, iol_fd_run, is every descriptor backend's ->run: iol_submit_wait performs
- * its request on the waiting thread with it (io.c, C5).
+ * its request on the waiting thread with it (io.c, IO5).
  *
- * Mapping (DESIGN.md section 2):
+ * Mapping (docs/DESIGN.md section 2):
  *   READ      preadv2(fd, vec, off, 0)
  *   WRITE     pwritev2(fd, vec, off, 0)
  *   FUA       pwritev2(..., RWF_DSYNC): the kernel sends a FUA write, or write + flush

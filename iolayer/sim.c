@@ -1,7 +1,7 @@
 /*
  * sim.c - the simulated disk (backend "sim"): an in-memory device with a volatile write
- * cache, completions in any order, fault plans and power cuts (io_sim.h, DESIGN.md
- * section 2, research/reliability.md section 3).
+ * cache, completions in any order, fault plans and power cuts (io_sim.h; docs/DESIGN.md
+ * section 2).
  *
  * Model.  The disk is an array of sectors (512 or 4096 bytes; the sector is also the
  * atomic unit of a power cut).
@@ -26,16 +26,16 @@
  *            write completes with the flush's error and is not performed.
  *
  * Invariants (all under sim->lock):
- *   (S1) A sector's media copy changes only at a flush completion (to a version that
+ *   (SIM1) A sector's media copy changes only at a flush completion (to a version that
  *        completed before that flush was submitted) or at a FUA write's completion.
- *   (S2) A sector has a cache slot iff its newest completed version is not durable.
+ *   (SIM2) A sector has a cache slot iff its newest completed version is not durable.
  *        Versions carry increasing sequence numbers (one per completed write), and media
  *        never goes back to an older version: a late flush whose captured version is
  *        older than the media copy (slot->durable_seq, or no slot at all: then media has
  *        the newest version) skips that sector.
- *   (S3) Reads, writes and flushes change the disk only at delivery (completion), never at
+ *   (SIM3) Reads, writes and flushes change the disk only at delivery (completion), never at
  *        submit, except that a flush's capture is fixed at submit.
- *   (S4) iol_req_done() is called without sim->lock held, exactly once per request, after
+ *   (SIM4) iol_req_done() is called without sim->lock held, exactly once per request, after
  *        the request has left the flight list; callbacks may submit again.
  *
  * Delivery.  Without hold, one sim thread per device delivers completions: each request
@@ -64,7 +64,7 @@
  * it (submission order); the last is "new".  Under the versions profile a sector ends at
  * any one of them: a write that was overwritten in the cache before the power failed
  * may still be what the drive had written back.  The history is dropped as soon as a
- * flush makes a version at least as new durable (S2), so it only holds versions written
+ * flush makes a version at least as new durable (SIM2), so it only holds versions written
  * since the sector was last stable.  A PREFLUSH write whose
  * flush has not completed is listed but contributes no data: it cannot have reached the
  * device before its flush, and letting it would produce images no real disk can (a
@@ -151,7 +151,7 @@ struct sim_ver {
 struct sim_slot {
 	uint64_t sector;
 	uint64_t durable_seq;  /* version held by media; captured versions <= it are stale */
-	struct sim_ver *cur;   /* newest completed version, not durable (S2) */
+	struct sim_ver *cur;   /* newest completed version, not durable (SIM2) */
 	struct sim_ver **hist; /* older completed versions newer than media, oldest first */
 	uint32_t nhist, hcap;
 };
@@ -337,7 +337,7 @@ static void slot_insert(struct sim *s, uint64_t sector, struct sim_ver *v)
 	s->tab[i].cur = v;
 	s->tab[i].hist = NULL;
 	s->tab[i].nhist = s->tab[i].hcap = 0;
-	/* Media holds the newest version older than v (S2): any capture still pending
+	/* Media holds the newest version older than v (SIM2): any capture still pending
 	 * for this sector holds a version <= that, so it must not reach media. */
 	s->tab[i].durable_seq = v->seq - 1;
 	s->tab_nr++;
@@ -508,7 +508,7 @@ fail:
 	return err;
 }
 
-/* A completed FUA write goes to media; the cache no longer holds anything newer (S1). */
+/* A completed FUA write goes to media; the cache no longer holds anything newer (SIM1). */
 static void write_media(struct sim *s, struct sim_op *op)
 {
 	struct vec_it it = { op->req->vec, 0 };
@@ -563,7 +563,7 @@ static void capture_drop(struct sim_op *op)
 	op->cap = NULL;
 }
 
-/* The flush completed: its capture becomes durable (S1, S2). */
+/* The flush completed: its capture becomes durable (SIM1, SIM2). */
 static void capture_apply(struct sim *s, struct sim_op *op)
 {
 	if (!op->cap)
@@ -716,7 +716,7 @@ static void op_finish(struct sim *s, struct sim_op *op, int err, uint64_t bytes,
 }
 
 /*
- * Perform @op's next phase with its state change and events (S3).  Returns true when the
+ * Perform @op's next phase with its state change and events (SIM3).  Returns true when the
  * request completed (it is unlinked and freed; @d says how to report it), false when a
  * PREFLUSH write only completed its flush and its write was issued.  With @force the
  * write of a PREFLUSH request follows its flush at once.
@@ -776,7 +776,7 @@ static bool op_step(struct sim *s, struct sim_op *op, bool force, struct sim_don
 	return true;
 }
 
-/* Report a completion with the lock dropped (S4). */
+/* Report a completion with the lock dropped (SIM4). */
 static void complete_unlocked(struct sim *s, const struct sim_done *d)
 {
 	s->busy++;

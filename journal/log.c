@@ -498,7 +498,7 @@ static int lb_submit(struct jrnl_log *log, struct logbuf *b, const struct jrnl_r
 
 /*
  * Seal @b and write it on the calling thread (L10): iol_submit_wait, which the
- * descriptor backends perform right here (iolayer/io.c, C5).  A wrapped record's start
+ * descriptor backends perform right here (iolayer/io.c, IO5).  A wrapped record's start
  * part is submitted only once its end part completed, as lb_end_io does.  Returns the
  * write's status (0, the refusal or the I/O error); @b stays SYNCING for the caller.
  */

@@ -2,7 +2,7 @@
  * recover.c - log recovery: find the head and the tail, verify every record between
  * them, reassemble checkpoints and hand the complete ones to the caller in log order,
  * then stamp the sectors past the head so that a later crash recovers the same state.
- * research/xfs-log.md section 5 describes the XFS original; docs/FORMAT.md the bytes.
+ * docs/DESIGN.md section 3 says what it keeps from XFS's; docs/FORMAT.md has the bytes.
  *
  * Addresses.  Inside this file a position in the log is an *address*, lap * N + sector,
  * N being the log's size in sectors and the lap the cycle with the skipped magic value

@@ -69,7 +69,7 @@ const char *delog_version_string(void);
 /* ======================================================================================
  * The log
  *
- * Model (DESIGN.md section 4; the XFS delayed-logging design):
+ * Model (docs/DESIGN.md section 4; the XFS delayed-logging design):
  *  - A transaction (delog_tx) logs items: a 64-bit key and up to 1 GiB of data each.
  *    delog_tx_commit copies them into the committed item list (CIL) in memory and returns
  *    the sequence number of the checkpoint they will be written in.  Commit is NOT
@@ -261,7 +261,7 @@ int delog_durable_fd(const delog *log);
  * flush needed).  delog_item_written(log, key, seq) (needs DELOG_OPEN_TRACK_ITEMS): the
  * application's in-place write of @key as of checkpoint @seq has completed but may
  * still sit in a volatile cache; the space is reused only after a device flush that
- * follows this call (rule R1, docs/FLUSH-POLICIES.md), which delog issues itself when it
+ * follows this call (rule S2 of docs/FLUSH-POLICIES.md), which delog issues itself when it
  * needs the space.  A key logged again in a later checkpoint stays pinned by that one.
  * Both return 0, -EINVAL (a sequence not yet durable; item_written without tracking) or
  * DELOG_ESHUTDOWN.  Thread-safe.

@@ -13,7 +13,7 @@
  * iol_op where an iol_opf_t belongs is a compile error, not a silent bug (the kernel gets
  * the same from sparse's __bitwise on blk_opf_t).  Build one with IOL_OPF(op, flags).
  *
- * Semantics every backend implements (over O_DIRECT, cf. DESIGN.md section 2):
+ * Semantics every backend implements (over O_DIRECT: docs/DESIGN.md section 2):
  *   IOL_OP_READ    fill the segments from the device at req->off.
  *   IOL_OP_WRITE   write the segments at req->off.  Completion means the device has the
  *                 data, which may still sit in a volatile write cache.

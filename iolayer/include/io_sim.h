@@ -3,7 +3,7 @@
  * tests and repeatable benchmarks.  The disk itself is driven through io.h like any
  * other backend; these calls inspect and steer it.
  *
- * Model (DESIGN.md section 2, research/reliability.md section 3):
+ * Model (docs/DESIGN.md section 2):
  *   media    durable bytes, sector-granular (sector = 512 or 4096 bytes).
  *   cache    writes that completed but are not yet durable.  Reads see media overlaid
  *            with the cache.

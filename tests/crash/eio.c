@@ -1,6 +1,6 @@
 /*
- * eio.c - I/O error loops on the simulated disk (DESIGN.md section 5, G8;
- * research/reliability.md T4, T5): for every operation index of a short canonical
+ * eio.c - I/O error loops on the simulated disk (docs/DESIGN.md section 5, G8; T4,
+ * T5): for every operation index of a short canonical
  * workload, the write, the flush or the read with that index fails with EIO, once or
  * for good, under each flush policy.
  *

@@ -1,6 +1,6 @@
 #!/bin/sh
 # enospc_test.sh DELOG - a file-backed log on a filesystem that is out of space
-# (research/reliability.md T8, DESIGN.md section 5 G9), on a small ext4 filesystem on a
+# (docs/DESIGN.md section 5, T8 and G9), on a small ext4 filesystem on a
 # loop device (needs root, losetup, mkfs.ext4 and mount; otherwise exit 77: skipped):
 #   1. `delog format` of a log larger than the free space fails with exit status 1 and
 #      a message naming ENOSPC ("No space left on device"), and leaves nothing that

@@ -1,7 +1,6 @@
 #!/bin/sh
 # kill_test.sh DELOG TESTDIR KILLS - SIGKILL `delog stress` at random moments on every
-# real backend and check what survives (DESIGN.md section 5, G1 and G3; research/
-# reliability.md T7).
+# real backend and check what survives (docs/DESIGN.md section 5, G1 and G3; T7).
 #
 # For each backend (uring, aio, psync; one that cannot run here is skipped, and with
 # none the test exits 77), KILLS times: start `delog stress LOG --backend B` with 1..8

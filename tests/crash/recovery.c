@@ -1,7 +1,7 @@
 /*
  * recovery.c - crash during recovery (G5) and continuation after a torn tail and across
- * the wrap (G6), on the simulated disk in hold mode (DESIGN.md section 5;
- * research/reliability.md T2, T3).
+ * the wrap (G6), on the simulated disk in hold mode (docs/DESIGN.md section 5, T2 and
+ * T3).
  *
  * G5, recover/crash_during_recovery: a workload is cut at a random delivery, so its
  * image has a torn tail; its reference is what a healthy open of that image replays

@@ -1219,7 +1219,7 @@ Test(api, item_written_moves_tail_after_flush, .timeout = 60)
 	iol_dev_counters(dev, &c1);
 	cr_expect_eq(c1.flushes + c1.preflushes, c0.flushes + c0.preflushes);
 	cr_expect_eq(s1.tail_lsn, s0.tail_lsn,
-		     "the tail moved on item_written before any flush (rule R1)");
+		     "the tail moved on item_written before any flush (rule S2, engine/space.c)");
 
 	/* The single policy's flush after the next checkpoint covers that write
 	 * (docs/FLUSH-POLICIES.md: the async and single policies' own flushes serve). */

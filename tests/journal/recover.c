@@ -1,7 +1,9 @@
 /*
  * recover.c - log recovery (journal/recover.c) on the simulated disk, 512- and 4096-byte
  * sectors: empty log, checkpoints in one and many records, continuation across records,
- * every wrap boundary class (research/reliability.md section 5), torn heads and holes,
+ * every wrap boundary class (enum wrap_class: a record ending exactly at the physical
+ * end, its header in the last sector, straddling it by one sector, its payload split
+ * across it), torn heads and holes,
  * corruption behind the durable point, each bad-input error code, clean unmount,
  * idempotence, the stamping past the head, and the chained read path.
  *
