@@ -493,7 +493,6 @@ static void aio_close(struct iol_dev *dev)
 }
 
 const struct iol_ops iol_aio_ops = {
-	.name = "aio",
 	.needs_fd = true,
 	.probe = aio_probe,
 	.open = aio_open,

@@ -36,52 +36,70 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-static const struct iol_ops *const backends[] = {
 #ifdef DELOG_HAVE_URING
-	&iol_uring_ops,
+#define URING_OPS (&iol_uring_ops)
+#else
+#define URING_OPS NULL
 #endif
 #ifdef DELOG_HAVE_AIO
-	&iol_aio_ops,
+#define AIO_OPS (&iol_aio_ops)
+#else
+#define AIO_OPS NULL
 #endif
-	&iol_psync_ops,
-	&iol_sim_ops,
-	NULL,
-};
 
-static const char *const backend_names[] = {
-#ifdef DELOG_HAVE_URING
-	"uring",
-#endif
-#ifdef DELOG_HAVE_AIO
-	"aio",
-#endif
-	"psync",
-	"sim",
-	NULL,
+/* The one list of backends: every name the iolayer knows, in preference order, with its
+ * ops table (NULL when it is not compiled in) and the CMake switch that builds it. */
+static const struct backend {
+	const char *name;
+	const struct iol_ops *ops;
+	const char *option;
+} known[] = {
+	{ "uring", URING_OPS, "DELOG_WITH_URING" },
+	{ "aio", AIO_OPS, "DELOG_WITH_AIO" },
+	{ "psync", &iol_psync_ops, NULL },
+	{ "sim", &iol_sim_ops, NULL },
 };
+#define NKNOWN (sizeof(known) / sizeof(known[0]))
+
+static const char *built_names[NKNOWN + 1];
+static pthread_once_t built_once = PTHREAD_ONCE_INIT;
+
+static void built_init(void)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < NKNOWN; i++)
+		if (known[i].ops)
+			built_names[n++] = known[i].name;
+	built_names[n] = NULL;
+}
 
 const char *const *iol_backend_names(void)
 {
-	return backend_names;
+	pthread_once(&built_once, built_init);
+	return built_names;
 }
 
-static const struct iol_ops *backend_find(const char *name)
+/* The entry of backend @name, built or not; NULL for a name the iolayer does not know. */
+static const struct backend *backend_known(const char *name)
 {
-	for (size_t i = 0; backends[i]; i++)
-		if (!strcmp(backends[i]->name, name))
-			return backends[i];
+	for (size_t i = 0; i < NKNOWN; i++)
+		if (!strcmp(known[i].name, name))
+			return &known[i];
 	return NULL;
+}
+
+/* The entry of backend @name if it is compiled in. */
+static const struct backend *backend_find(const char *name)
+{
+	const struct backend *b = backend_known(name);
+
+	return b && b->ops ? b : NULL;
 }
 
 bool iol_backend_built(const char *name)
 {
 	return name && backend_find(name) != NULL;
-}
-
-static bool backend_known(const char *name)
-{
-	return !strcmp(name, "uring") || !strcmp(name, "aio") || !strcmp(name, "psync") ||
-	       !strcmp(name, "sim");
 }
 
 static const char *fs_name(long type)
@@ -285,18 +303,18 @@ static int dev_open_fd(struct iol_dev *dev, const char *path, const struct iol_d
 	return probe_geom(dev->fd, path, &dev->geom, opts);
 }
 
-static int dev_start(struct iol_dev *dev, const struct iol_ops *ops, const char *path,
+static int dev_start(struct iol_dev *dev, const struct backend *b, const char *path,
 		     const struct iol_dev_opts *opts)
 {
 	int err;
 
-	dev->ops = ops;
-	err = ops->open(dev, path, opts);
+	dev->ops = b->ops;
+	err = b->ops->open(dev, path, opts);
 	if (err) {
 		dev->ops = NULL;
 		return err;
 	}
-	dev->geom.backend = ops->name;
+	dev->geom.backend = b->name;
 	return 0;
 }
 
@@ -314,13 +332,18 @@ int iol_dev_open(const char *path, const struct iol_dev_opts *opts, struct iol_d
 		return -EINVAL;
 	name = opts->backend && strcmp(opts->backend, "auto") ? opts->backend : NULL;
 	if (name && !backend_find(name)) {
-		if (backend_known(name)) {
+		const struct backend *b = backend_known(name);
+		char list[64] = "";
+
+		if (b) {
 			iol_set_errmsg(opts, "backend '%s' is not built into this delog "
-				      "(configure with -DDELOG_WITH_%s=ON)", name,
-				      !strcmp(name, "uring") ? "URING" : "AIO");
+				      "(configure with -D%s=ON)", name, b->option);
 			return -ENODEV;
 		}
-		iol_set_errmsg(opts, "unknown I/O backend '%s' (uring, aio, psync, sim)", name);
+		for (size_t i = 0; i < NKNOWN; i++)
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+				 i ? ", " : "", known[i].name);
+		iol_set_errmsg(opts, "unknown I/O backend '%s' (%s)", name, list);
 		return -EINVAL;
 	}
 	if (opts->max_segs > IOL_MAX_SEGS_LIMIT) {
@@ -342,22 +365,22 @@ int iol_dev_open(const char *path, const struct iol_dev_opts *opts, struct iol_d
 	}
 
 	if (name) {
-		const struct iol_ops *ops = backend_find(name);
+		const struct backend *b = backend_find(name);
 
-		err = ops->probe();
+		err = b->ops->probe();
 		if (err)
 			iol_set_errmsg(opts, "backend '%s' is not usable on this system: %s", name,
 				      strerror(-err));
-		else if (!ops->needs_fd || !(err = dev_open_fd(dev, path, opts)))
-			err = dev_start(dev, ops, path, opts);
+		else if (!b->ops->needs_fd || !(err = dev_open_fd(dev, path, opts)))
+			err = dev_start(dev, b, path, opts);
 	} else if (!(err = dev_open_fd(dev, path, opts))) {
 		err = -ENODEV;
-		for (size_t i = 0; backends[i] && err; i++) {
-			const struct iol_ops *ops = backends[i];
+		for (size_t i = 0; i < NKNOWN && err; i++) {
+			const struct backend *b = &known[i];
 
-			/* sim is never automatic; skip backends the kernel refuses */
-			if (ops->needs_fd && !ops->probe())
-				err = dev_start(dev, ops, path, opts);
+			/* sim is never automatic; skip backends not built or the kernel refuses */
+			if (b->ops && b->ops->needs_fd && !b->ops->probe())
+				err = dev_start(dev, b, path, opts);
 		}
 	}
 	if (err) {
@@ -395,7 +418,7 @@ const struct iol_geom *iol_dev_geom(const struct iol_dev *dev)
 
 const char *iol_dev_backend(const struct iol_dev *dev)
 {
-	return dev->ops->name;
+	return dev->geom.backend;
 }
 
 int iol_dev_fd(const struct iol_dev *dev)

@@ -180,7 +180,7 @@ void iol_req_done(struct iol_req *req, int err, size_t bytes)
 		err = -EIO;
 	/* Injected faults (iol_dev_fault_add): psync fails the syscall itself (psync.c);
 	 * the other real backends fail the op here, in the completion path. */
-	if (!err && dev->ops->needs_fd && dev->ops != &iol_psync_ops) {
+	if (!err && dev->ops->needs_fd && !dev->ops->faults_in_syscalls) {
 		if (op == IOL_OP_WRITE && iol_opf_has(req->opf, IOL_PREFLUSH))
 			err = iol_fault_check(dev, IOL_OP_FLUSH);
 		if (!err)

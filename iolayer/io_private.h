@@ -2,8 +2,10 @@
  * io_private.h - what the iolayer core (io.c, dev.c) shares with its backends
  * (psync.c, uring.c, aio.c, sim.c).  Never included outside iolayer/.
  *
- * One ops table per backend, picked at iol_dev_open (cf. Redis ae_epoll.c / ae_kqueue.c
- * behind ae.c, SQLite's sqlite3_io_methods).  The core validates every request before it
+ * One ops table per backend (cf. Redis ae_epoll.c / ae_kqueue.c behind ae.c, SQLite's
+ * sqlite3_io_methods), picked at iol_dev_open by name from dev.c's one list of backends.
+ * What the core must know about a backend is a field of its table (needs_fd,
+ * faults_in_syscalls, run), never a test of which table it is.  The core validates every request before it
  * reaches ->submit (op and flags, alignment, bounds), counts it, and owns chaining; a
  * backend only moves bytes and reports each request exactly once through iol_req_done().
  *
@@ -37,8 +39,13 @@
 #define IOL_MAX_SEGS_LIMIT 1024
 
 struct iol_ops {
-	const char *name;
+	/* The backend runs on an O_DIRECT descriptor that the core opens (uring, aio,
+	 * psync); sim does not, and fills dev->geom itself. */
 	bool needs_fd;
+	/* Where the test fault plan (iol_dev_fault_add, descriptor backends only) is
+	 * applied: true, in the backend's own syscalls before they reach the kernel (psync's
+	 * syscall table); false, by iol_req_done on completion (uring, aio). */
+	bool faults_in_syscalls;
 	int (*probe)(void);
 	int (*open)(struct iol_dev *dev, const char *path, const struct iol_dev_opts *opts);
 	void (*submit)(struct iol_dev *dev, struct iol_req *req);

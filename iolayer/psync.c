@@ -58,11 +58,12 @@ struct psync {
  * The syscall table: every syscall the backend makes goes through these, so the test
  * fault plan (iol_dev_fault_add) can fail one before it reaches the kernel, exactly as
  * the kernel would report a device error (-EIO and nothing done).  Only on a psync
- * device: uring and aio devices have the plan applied in iol_req_done.
+ * device (ops->faults_in_syscalls): uring and aio devices, whose ->run comes through
+ * here too, have the plan applied in iol_req_done.
  */
 static int sys_fault(struct iol_dev *dev, enum iol_op op)
 {
-	return dev->ops == &iol_psync_ops ? iol_fault_check(dev, op) : 0;
+	return dev->ops->faults_in_syscalls ? iol_fault_check(dev, op) : 0;
 }
 
 static ssize_t sys_pwritev2(struct iol_dev *dev, const struct iovec *v, int n, off_t off, int rwf)
@@ -271,8 +272,8 @@ static void psync_close(struct iol_dev *dev)
 }
 
 const struct iol_ops iol_psync_ops = {
-	.name = "psync",
 	.needs_fd = true,
+	.faults_in_syscalls = true,
 	.probe = psync_probe,
 	.open = psync_open,
 	.submit = psync_submit,

@@ -252,6 +252,9 @@ struct sim {
 	uint64_t opcount[3];        /* submissions per op; PREFLUSH counts a FLUSH too */
 };
 
+/* The sim state of @dev, or NULL if @dev is not a sim device.  An identity test on
+ * purpose: the iol_sim_* calls take any device, and only a device opened with this
+ * backend has a struct sim behind dev->be, so "is this my device?" is the question. */
 static struct sim *sim_of(struct iol_dev *dev)
 {
 	return dev && dev->ops == &iol_sim_ops ? dev->be : NULL;
@@ -1017,7 +1020,6 @@ static int sim_open(struct iol_dev *dev, const char *path, const struct iol_dev_
 	dev->geom.volatile_cache = 1;
 	dev->geom.fua = 1;
 	dev->geom.fs_type = "sim";
-	dev->geom.backend = "sim";
 
 	s->t0 = iol_now_ns();
 	if (!s->hold) {
@@ -1128,7 +1130,6 @@ static void sim_close(struct iol_dev *dev)
 }
 
 const struct iol_ops iol_sim_ops = {
-	.name = "sim",
 	.needs_fd = false,
 	.probe = sim_probe,
 	.open = sim_open,

@@ -493,7 +493,6 @@ static void uring_close(struct iol_dev *dev)
 }
 
 const struct iol_ops iol_uring_ops = {
-	.name = "uring",
 	.needs_fd = true,
 	.probe = uring_probe,
 	.open = uring_open,
