@@ -132,7 +132,8 @@ static int shard_put(struct cil_shard *s, uint64_t key, const void *data, uint32
 		it = &s->items[s->slots[h] - 1];
 		if (it->key == key) {
 			*relogged = true;
-			*delta = (int64_t)item_cost(ovh16, len) - (int64_t)item_cost(ovh16, it->len);
+			*delta = (int64_t)item_cost(ovh16, len) -
+				 (int64_t)item_cost(ovh16, it->len);
 			*ddelta = (int64_t)len - (int64_t)it->len;
 			s->data_bytes = s->data_bytes - it->len + len;
 			if (len > it->cap) {
@@ -292,7 +293,8 @@ int delog_tx_log(delog_tx *tx, uint64_t key, const void *data, uint32_t len)
 		memcpy(tx->data + off, data, len);
 	tx->data_len += len;
 	if (dup < tx->n) {
-		memmove(&tx->items[dup], &tx->items[dup + 1], (tx->n - dup - 1) * sizeof(*tx->items));
+		memmove(&tx->items[dup], &tx->items[dup + 1],
+			(tx->n - dup - 1) * sizeof(*tx->items));
 		tx->n--;
 	}
 	tx->cost = cost;

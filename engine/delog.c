@@ -117,6 +117,7 @@ static int open_common(struct iol_dev *dev, bool own, bool fresh, const struct d
 	struct jrnl_recover_opts ro = { .replay = open_replay, .priv = &oc };
 	pthread_rwlockattr_t ra;
 	struct delog *log;
+	uint64_t push_max;
 	int err;
 
 	log = calloc(1, sizeof(*log));
@@ -155,8 +156,8 @@ static int open_common(struct iol_dev *dev, bool own, bool fresh, const struct d
 	space_init(log);
 	log->space.tracking = o->flags & DELOG_OPEN_TRACK_ITEMS;
 	/* cil.c CIL5: at most log/8, so that a checkpoint stays near a quarter of the log. */
-	log->push_bytes = o->cil_push_bytes ? o->cil_push_bytes :
-			  (log->geom.log_size / 8 < (32u << 20) ? log->geom.log_size / 8 : 32u << 20);
+	push_max = log->geom.log_size / 8 < (32u << 20) ? log->geom.log_size / 8 : 32u << 20;
+	log->push_bytes = o->cil_push_bytes ? o->cil_push_bytes : push_max;
 	if (log->push_bytes > log->geom.log_size / 8)
 		log->push_bytes = log->geom.log_size / 8;
 
@@ -169,10 +170,15 @@ static int open_common(struct iol_dev *dev, bool own, bool fresh, const struct d
 		goto fail;
 	if (o->recovery) {
 		*o->recovery = (struct delog_recovery){
-			.clean = rep.clean, .checkpoints = rep.checkpoints, .items = rep.items,
-			.bytes = rep.bytes_replayed, .dropped = rep.dropped,
-			.torn_bytes = rep.torn_bytes, .last_seq = oc.last_seq,
-			.head_lsn = rep.head_lsn, .tail_lsn = rep.tail_lsn,
+			.clean = rep.clean,
+			.checkpoints = rep.checkpoints,
+			.items = rep.items,
+			.bytes = rep.bytes_replayed,
+			.dropped = rep.dropped,
+			.torn_bytes = rep.torn_bytes,
+			.last_seq = oc.last_seq,
+			.head_lsn = rep.head_lsn,
+			.tail_lsn = rep.tail_lsn,
 		};
 	}
 	lo.no_flush = log->policy->never_flushes;
@@ -430,7 +436,8 @@ int delog_stats(const delog *clog, struct delog_stats *st)
 	st->fua_writes = js.fua_writes;
 	st->flushes = js.flushes;
 	st->device_flushes = js.preflush_writes + js.flushes;
-	st->flushes_per_checkpoint = st->checkpoints ? (double)st->device_flushes / st->checkpoints : 0;
+	if (st->checkpoints)
+		st->flushes_per_checkpoint = (double)st->device_flushes / st->checkpoints;
 	st->bytes_per_flush = st->device_flushes ? (double)js.record_bytes / st->device_flushes : 0;
 	st->durable_seq = atomic_load(&log->durable_seq);
 	st->open_seq = atomic_load(&log->open_seq);

@@ -49,15 +49,15 @@ static inline uint64_t key_hash(uint64_t k)
 
 struct cil_item {
 	uint64_t key;
-	uint64_t off;             /* data offset in the shard's arena */
-	uint32_t len, cap;        /* bytes used, bytes available at off */
+	uint64_t off;      /* data offset in the shard's arena */
+	uint32_t len, cap; /* bytes used, bytes available at off */
 };
 
 struct cil_shard {
 	pthread_mutex_t lock;
 	struct cil_item *items;
 	size_t n, cap;
-	uint32_t *slots;          /* open addressing: index + 1 into items, 0 empty */
+	uint32_t *slots; /* open addressing: index + 1 into items, 0 empty */
 	size_t nslots;
 	unsigned char *arena;
 	uint64_t arena_len, arena_cap;
@@ -71,12 +71,19 @@ struct cil_ctx {
 	struct cil_shard shard[CIL_SHARDS];
 };
 
+/* One item of an open transaction: its copy is at data + off in struct delog_tx. */
+struct tx_item {
+	uint64_t key;
+	uint64_t off;
+	uint32_t len;
+};
+
 struct delog_tx {
 	struct delog *log;
-	uint64_t reserved;        /* grant held */
-	uint64_t cost;            /* item cost logged so far (item_cost() of each) */
+	uint64_t reserved; /* grant held */
+	uint64_t cost;     /* item cost logged so far (item_cost() of each) */
 	size_t n, cap;
-	struct { uint64_t key; uint64_t off; uint32_t len; } *items;
+	struct tx_item *items;
 	unsigned char *data;
 	uint64_t data_len, data_cap;
 	unsigned flags;
@@ -131,35 +138,37 @@ const struct flush_policy *flush_policy_get(enum delog_flush_policy p);
 
 struct ckpt_ent {
 	uint64_t seq;
-	uint64_t start_lsn;       /* record holding its START op */
-	uint64_t refs;            /* AIL items still pinning it (item tracking) */
-	uint64_t *keys;           /* keys it logged, whose AIL references move to it once
-				   * it is durable (space.c S3); NULL after that */
+	uint64_t start_lsn; /* record holding its START op */
+	uint64_t refs;      /* AIL items still pinning it (item tracking) */
+	/* Keys it logged, whose AIL references move to it once it is durable (space.c S3);
+	 * NULL after that. */
+	uint64_t *keys;
 	uint32_t nkeys, kcap;
 };
 
 struct ail_ent {
-	uint64_t key, seq;        /* key 0 slot empty iff seq == 0 */
+	uint64_t key, seq; /* key 0 slot empty iff seq == 0 */
 };
 
 struct space {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;      /* space freed, or shutdown */
-	_Atomic uint64_t grant;   /* open reservations + CIL charges not yet in the journal */
-	_Atomic uint64_t jfree;   /* jrnl_log_free_bytes, refreshed when head or tail moved */
-	uint64_t slack;           /* bytes kept back for per-record overheads */
+	pthread_cond_t cond;    /* space freed, or shutdown */
+	_Atomic uint64_t grant; /* open reservations + CIL charges not yet in the journal */
+	_Atomic uint64_t jfree; /* jrnl_log_free_bytes, refreshed when head or tail moved */
+	uint64_t slack;         /* bytes kept back for per-record overheads */
 	uint64_t log_size;
-	struct ckpt_ent *ck;      /* ring of written checkpoints, oldest first */
+	struct ckpt_ent *ck; /* ring of written checkpoints, oldest first */
 	size_t ck_head, ck_n, ck_cap;
-	uint64_t released;        /* delog_release watermark */
-	uint64_t tail_lsn;        /* tail last given to the journal */
-	uint64_t pending_tail;    /* tail that item_written allows, once a flush followed */
-	struct ail_ent *ail;      /* key -> seq of its newest logged copy (tracking) */
+	uint64_t released;     /* delog_release watermark */
+	uint64_t tail_lsn;     /* tail last given to the journal */
+	uint64_t pending_tail; /* tail that item_written allows, once a flush followed */
+	struct ail_ent *ail;   /* key -> seq of its newest logged copy (tracking) */
 	size_t ail_n, ail_cap;
 	bool tracking;
-	_Atomic bool low;         /* free space under 25%: push callback wanted */
-	_Atomic bool cover;       /* a NOWAIT grant found space that only a durable record
-				   * naming the tail frees: the push thread writes one */
+	_Atomic bool low; /* free space under 25%: push callback wanted */
+	/* A NOWAIT grant found space that only a durable record naming the tail frees: the
+	 * push thread writes one. */
+	_Atomic bool cover;
 	uint64_t waits, push_calls;
 };
 
@@ -200,8 +209,8 @@ struct delog {
 	enum delog_flush_policy policy_id;
 	delog_push_fn push_cb;
 	void *push_arg;
-	uint64_t push_bytes;      /* background push threshold (cil.c CIL5) */
-	uint64_t item_ovh16;      /* record overhead per op byte, for item_cost() */
+	uint64_t push_bytes; /* background push threshold (cil.c CIL5) */
+	uint64_t item_ovh16; /* record overhead per op byte, for item_cost() */
 
 	/* CIL: ctx_lock read by committers, written by the push thread to swap cur. */
 	pthread_rwlock_t ctx_lock;
@@ -210,7 +219,7 @@ struct delog {
 
 	/* lock protects what follows and the conds. */
 	pthread_mutex_t lock;
-	pthread_cond_t push_cond;     /* the push thread waits here (push_wake) */
+	pthread_cond_t push_cond; /* the push thread waits here (push_wake) */
 	/* The writer moved on: the open context was swapped, a pipelined flush completed,
 	 * the push thread exited, or the log shut down (writer_wake; wake.c). */
 	pthread_cond_t writer_cond;
@@ -222,14 +231,14 @@ struct delog {
 	_Atomic uint32_t force_waiters[FORCE_QUEUES];
 	pthread_t push_thread;
 	bool push_running, stopping;
-	bool push_wanted;         /* the CIL passed push_bytes: push even without a force */
+	bool push_wanted;           /* the CIL passed push_bytes: push even without a force */
 	pthread_mutex_t write_lock; /* held by whoever writes a checkpoint (push_now) */
-	uint64_t force_seq;       /* highest sequence a force asked to push */
-	uint64_t pushed_seq;      /* highest sequence whose checkpoint was written */
-	uint64_t done_seq;        /* highest sequence whose commit record completed */
-	unsigned flushes_inflight; /* single's pipelined flushes not yet done (policy.c) */
+	uint64_t force_seq;         /* highest sequence a force asked to push */
+	uint64_t pushed_seq;        /* highest sequence whose checkpoint was written */
+	uint64_t done_seq;          /* highest sequence whose commit record completed */
+	unsigned flushes_inflight;  /* single's pipelined flushes not yet done (policy.c) */
 	_Atomic uint64_t durable_seq;
-	_Atomic int error;        /* sticky: the first failure */
+	_Atomic int error; /* sticky: the first failure */
 	int efd;
 
 	struct space space;

@@ -303,6 +303,7 @@ void space_ungrant(struct delog *log, uint64_t bytes)
 int space_ckpt_add(struct delog *log, uint64_t seq, uint64_t start_lsn)
 {
 	struct space *sp = &log->space;
+	struct ckpt_ent *e;
 	int err = 0;
 
 	pthread_mutex_lock(&sp->lock);
@@ -321,8 +322,8 @@ int space_ckpt_add(struct delog *log, uint64_t seq, uint64_t start_lsn)
 		sp->ck_cap = cap;
 		sp->ck_head = 0;
 	}
-	sp->ck[(sp->ck_head + sp->ck_n) % sp->ck_cap] =
-		(struct ckpt_ent){ .seq = seq, .start_lsn = start_lsn };
+	e = &sp->ck[(sp->ck_head + sp->ck_n) % sp->ck_cap];
+	*e = (struct ckpt_ent){ .seq = seq, .start_lsn = start_lsn };
 	sp->ck_n++;
 out:
 	pthread_mutex_unlock(&sp->lock);
@@ -397,7 +398,7 @@ static int ail_move(struct space *sp, uint64_t key, uint64_t seq)
 	e = ail_slot(sp, key);
 	if (e->seq) {
 		if (e->seq >= seq)
-			return 0;       /* already at a copy as new */
+			return 0; /* already at a copy as new */
 		if ((c = ck_find(sp, e->seq)) && c->refs)
 			c->refs--;
 	} else {

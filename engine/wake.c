@@ -75,8 +75,8 @@ void force_wait(struct delog *log, uint64_t seq)
 
 		if (atomic_load(&log->durable_seq) >= seq || atomic_load(&log->error))
 			break;
-		syscall(SYS_futex, (uint32_t *)&log->force_gen[q], FUTEX_WAIT_PRIVATE, gen,
-			NULL, NULL, 0);
+		syscall(SYS_futex, (uint32_t *)&log->force_gen[q], FUTEX_WAIT_PRIVATE, gen, NULL,
+			NULL, 0);
 	}
 	atomic_fetch_sub(&log->force_waiters[q], 1);
 }

@@ -105,18 +105,30 @@ bool iol_backend_built(const char *name)
 static const char *fs_name(long type)
 {
 	switch ((unsigned long)type) {
-	case EXT4_SUPER_MAGIC: return "ext4"; /* ext2/3/4 share the magic */
-	case XFS_SUPER_MAGIC: return "xfs";
-	case TMPFS_MAGIC: return "tmpfs";
-	case BTRFS_SUPER_MAGIC: return "btrfs";
-	case OVERLAYFS_SUPER_MAGIC: return "overlayfs";
-	case NFS_SUPER_MAGIC: return "nfs";
-	case F2FS_SUPER_MAGIC: return "f2fs";
-	case RAMFS_MAGIC: return "ramfs";
-	case 0x2fc12fc1: return "zfs";
-	case 0x65735546: return "fuse";
-	case 0x01021997: return "9p";
-	default: return "unknown";
+	case EXT4_SUPER_MAGIC:
+		return "ext4"; /* ext2/3/4 share the magic */
+	case XFS_SUPER_MAGIC:
+		return "xfs";
+	case TMPFS_MAGIC:
+		return "tmpfs";
+	case BTRFS_SUPER_MAGIC:
+		return "btrfs";
+	case OVERLAYFS_SUPER_MAGIC:
+		return "overlayfs";
+	case NFS_SUPER_MAGIC:
+		return "nfs";
+	case F2FS_SUPER_MAGIC:
+		return "f2fs";
+	case RAMFS_MAGIC:
+		return "ramfs";
+	case 0x2fc12fc1:
+		return "zfs";
+	case 0x65735546:
+		return "fuse";
+	case 0x01021997:
+		return "9p";
+	default:
+		return "unknown";
 	}
 }
 
@@ -161,8 +173,7 @@ static void probe_queue(struct iol_geom *g, dev_t d)
 }
 
 /* Fill @g for an open O_DIRECT descriptor. */
-static int probe_geom(int fd, const char *path, struct iol_geom *g,
-		      const struct iol_dev_opts *opts)
+static int probe_geom(int fd, const char *path, struct iol_geom *g, const struct iol_dev_opts *opts)
 {
 	struct statx stx;
 	struct stat st;
@@ -198,9 +209,11 @@ static int probe_geom(int fd, const char *path, struct iol_geom *g,
 		if (!strcmp(g->fs_type, "tmpfs") || !strcmp(g->fs_type, "ramfs")) {
 			/* Linux >= 6.6 accepts O_DIRECT on tmpfs, but the data lives in memory:
 			 * no flush makes it survive a power cut, so no log belongs there. */
-			iol_set_errmsg(opts, "%s: the filesystem (%s) keeps data only in memory, "
-				      "so a log there cannot be durable (O_DIRECT writes would not "
-				      "reach stable storage)", path, g->fs_type);
+			iol_set_errmsg(opts,
+				       "%s: the filesystem (%s) keeps data only in memory, "
+				       "so a log there cannot be durable (O_DIRECT writes would not "
+				       "reach stable storage)",
+				       path, g->fs_type);
 			return -EINVAL;
 		}
 		g->size_bytes = (uint64_t)st.st_size;
@@ -240,9 +253,11 @@ static int check_kind(int fd, const char *path, const struct iol_dev_opts *opts)
 	if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
 		return 0;
 	iol_set_errmsg(opts, "%s: not a regular file or block device (%s)", path,
-		      S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" :
-		      S_ISCHR(st.st_mode) ? "a character device" :
-		      S_ISDIR(st.st_mode) ? "a directory" : "an unknown file type");
+		       S_ISFIFO(st.st_mode) ? "a FIFO" :
+		       S_ISSOCK(st.st_mode) ? "a socket" :
+		       S_ISCHR(st.st_mode)  ? "a character device" :
+		       S_ISDIR(st.st_mode)  ? "a directory" :
+					      "an unknown file type");
 	return -EINVAL;
 }
 
@@ -276,13 +291,14 @@ static int open_direct(const char *path, bool read_only, const struct iol_dev_op
 			return err;
 		}
 		if (plain >= 0) {
-			const char *fs = fstatfs(plain, &sfs) == 0 ? fs_name((long)sfs.f_type)
-								    : "unknown";
+			const char *fs = fstatfs(plain, &sfs) == 0 ? fs_name((long)sfs.f_type) :
+								     "unknown";
 
 			close(plain);
-			iol_set_errmsg(opts, "%s: the filesystem (%s) does not support O_DIRECT, "
-				      "which delog needs so that writes bypass the page cache",
-				      path, fs);
+			iol_set_errmsg(opts,
+				       "%s: the filesystem (%s) does not support O_DIRECT, "
+				       "which delog needs so that writes bypass the page cache",
+				       path, fs);
 			return -EINVAL;
 		}
 	}
@@ -336,8 +352,10 @@ int iol_dev_open(const char *path, const struct iol_dev_opts *opts, struct iol_d
 		char list[64] = "";
 
 		if (b) {
-			iol_set_errmsg(opts, "backend '%s' is not built into this delog "
-				      "(configure with -D%s=ON)", name, b->option);
+			iol_set_errmsg(opts,
+				       "backend '%s' is not built into this delog "
+				       "(configure with -D%s=ON)",
+				       name, b->option);
 			return -ENODEV;
 		}
 		for (size_t i = 0; i < NKNOWN; i++)
@@ -370,7 +388,7 @@ int iol_dev_open(const char *path, const struct iol_dev_opts *opts, struct iol_d
 		err = b->ops->probe();
 		if (err)
 			iol_set_errmsg(opts, "backend '%s' is not usable on this system: %s", name,
-				      strerror(-err));
+				       strerror(-err));
 		else if (!b->ops->needs_fd || !(err = dev_open_fd(dev, path, opts)))
 			err = dev_start(dev, b, path, opts);
 	} else if (!(err = dev_open_fd(dev, path, opts))) {
@@ -438,8 +456,7 @@ void iol_dev_counters(const struct iol_dev *dev, struct iol_counters *out)
 	out->errors = atomic_load(&dev->cnt.errors);
 }
 
-int iol_file_create(const char *path, uint64_t size, unsigned mode, char *errmsg,
-		   size_t errmsg_len)
+int iol_file_create(const char *path, uint64_t size, unsigned mode, char *errmsg, size_t errmsg_len)
 {
 	const struct iol_dev_opts msg = { .errmsg = errmsg, .errmsg_len = errmsg_len };
 	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
@@ -453,7 +470,7 @@ int iol_file_create(const char *path, uint64_t size, unsigned mode, char *errmsg
 	err = posix_fallocate(fd, 0, (off_t)size);
 	if (err) {
 		iol_set_errmsg(&msg, "%s: cannot allocate %llu bytes: %s", path,
-			      (unsigned long long)size, strerror(err));
+			       (unsigned long long)size, strerror(err));
 		close(fd);
 		unlink(path);
 		return -err;
@@ -484,8 +501,7 @@ int iol_dev_fault_add(struct iol_dev *dev, const struct iol_fault *f)
 	int err = 0;
 
 	if (!dev || !f || !dev->ops->needs_fd || !f->nth ||
-	    (f->op != IOL_OP_READ && f->op != IOL_OP_WRITE && f->op != IOL_OP_FLUSH) ||
-	    f->err > 0)
+	    (f->op != IOL_OP_READ && f->op != IOL_OP_WRITE && f->op != IOL_OP_FLUSH) || f->err > 0)
 		return -EINVAL;
 	pthread_mutex_lock(&dev->faults.lock);
 	if (atomic_load(&dev->faults.nr) == IOL_FAULTS_MAX) {

@@ -363,7 +363,7 @@ static void rw_end_io(struct iol_req *last)
 }
 
 int iol_rw_submit(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, size_t len,
-		 iol_rw_end_fn end, void *priv)
+		  iol_rw_end_fn end, void *priv)
 {
 	enum iol_op op = iol_opf_op(opf);
 	unsigned per_req = iol_max_segs(dev, IOL_MAX_SEGS_DEFAULT);
@@ -393,7 +393,8 @@ int iol_rw_submit(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, s
 	 * concurrently, and the last one's end_io runs only when all are done (IO2). */
 	for (size_t r = 0; r < nreqs; r++) {
 		uint32_t flags = opf.bits & ~IOL_OP_MASK;
-		unsigned n = (unsigned)(nsegs - r * per_req < per_req ? nsegs - r * per_req : per_req);
+		unsigned n = (unsigned)(nsegs - r * per_req < per_req ? nsegs - r * per_req :
+									per_req);
 		struct iol_req *req = &rw->reqs[r];
 
 		if (r)
@@ -440,7 +441,7 @@ static void rw_wait_end(void *priv, int status)
 }
 
 int iol_rw_wait(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, size_t len,
-	       unsigned *nr_reqs)
+		unsigned *nr_reqs)
 {
 	struct iol_waiter w;
 	unsigned per_req = iol_max_segs(dev, IOL_MAX_SEGS_DEFAULT);

@@ -55,24 +55,24 @@ struct iol_ops {
 
 struct iol_dev {
 	const struct iol_ops *ops;
-	int fd;                     /* O_DIRECT descriptor; -1 for sim */
-	char *path;                 /* copy of the path, or NULL */
+	int fd;     /* O_DIRECT descriptor; -1 for sim */
+	char *path; /* copy of the path, or NULL */
 	struct iol_geom geom;
-	unsigned queue_depth;       /* backend's in-flight limit */
-	unsigned max_segs;          /* per-request segment limit */
+	unsigned queue_depth; /* backend's in-flight limit */
+	unsigned max_segs;    /* per-request segment limit */
 	bool read_only;
-	atomic_bool closing;        /* set by iol_dev_close; iol_submit then refuses */
+	atomic_bool closing; /* set by iol_dev_close; iol_submit then refuses */
 	struct {
 		atomic_uint_fast64_t reads, writes, flushes, preflushes, fua_writes;
 		atomic_uint_fast64_t bytes_read, bytes_written, errors;
 	} cnt;
-	void *be;                   /* backend state */
+	void *be; /* backend state */
 	struct {
 		pthread_mutex_t lock;
-		atomic_uint nr;         /* entries armed (fast path: 0) */
+		atomic_uint nr; /* entries armed (fast path: 0) */
 		struct iol_fault f[IOL_FAULTS_MAX];
 		uint64_t base[IOL_FAULTS_MAX]; /* op count of f[i].op when it was added */
-		uint64_t seen[3];       /* ops seen per type (READ, WRITE, FLUSH) */
+		uint64_t seen[3];              /* ops seen per type (READ, WRITE, FLUSH) */
 	} faults;
 };
 

@@ -45,11 +45,11 @@
 
 struct psync {
 	pthread_mutex_t lock;
-	pthread_cond_t work;        /* queue became non-empty, or stopping */
-	pthread_cond_t idle;        /* busy dropped to zero with the queue empty */
+	pthread_cond_t work;         /* queue became non-empty, or stopping */
+	pthread_cond_t idle;         /* busy dropped to zero with the queue empty */
 	struct iol_req *head, *tail; /* Locked: FIFO of submitted requests */
-	unsigned busy;              /* Locked: requests taken by workers, not yet done */
-	bool stop;                  /* Locked: workers exit once the queue is empty */
+	unsigned busy;               /* Locked: requests taken by workers, not yet done */
+	bool stop;                   /* Locked: workers exit once the queue is empty */
 	unsigned nr_workers;
 	pthread_t workers[PSYNC_MAX_WORKERS];
 };
@@ -109,8 +109,8 @@ static int rw_full(struct iol_dev *dev, bool write, struct iovec *vec, unsigned 
 
 	*moved = 0;
 	while (n) {
-		ssize_t r = write ? sys_pwritev2(dev, v, (int)n, (off_t)(off + *moved), rwf)
-				  : sys_preadv2(dev, v, (int)n, (off_t)(off + *moved));
+		ssize_t r = write ? sys_pwritev2(dev, v, (int)n, (off_t)(off + *moved), rwf) :
+				    sys_preadv2(dev, v, (int)n, (off_t)(off + *moved));
 
 		if (r < 0) {
 			if (errno == EINTR)
