@@ -11,10 +11,11 @@
  *   wake.c    log_shutdown, the force queues, the push thread's and waiters' wake-ups
  *
  * Who waits where, and who wakes them:
- *   push_cond    the push thread (only it), under log->lock.  push_request and push_wake
- *                signal it after a flag it reads under that lock was set (a force's
- *                force_seq, the CIL limit's push_wanted, space.low, space.cover,
- *                stopping), so no wake-up is lost between its check and its wait.
+ *   push_cond    the push thread (only it), under log->lock.  It checks its flags
+ *                under that lock before it waits (a force's force_seq, the CIL limit's
+ *                push_wanted, space.low, space.cover, stopping, the error); each is set
+ *                before push_request or push_wake signals with that lock held, so no
+ *                wake-up is lost between its check and its wait.
  *   writer_cond  under log->lock: committers held at twice push_bytes (cil.c CIL5) wait
  *                for the open context to be swapped; close waits for the single policy's
  *                pipelined flushes (policy.c).  Broadcast after a swap, after such a
