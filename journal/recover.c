@@ -419,10 +419,14 @@ static bool ends_consistent(uint32_t first, uint32_t last)
  *    interior probe belongs to, and derive the other;
  *  - the in-flight window spans the wrap: a write at the start of lap x + 1 reached the
  *    disk while one covering the end of lap x did not (completions come in any order),
- *    so sector 0 says x + 1, the last sector still x - 1, and every probe x.  Both
- *    families fit; the last sector is a hole in the window and sector 0 the truth, so
- *    last is taken as x and find_head's hole scan, which looks back across the wrap,
- *    puts the head at that hole.  If both end sectors were in flight and came back as
+ *    so sector 0 says x + 1 and the last sector still x - 1.  The window (up to
+ *    WINDOW_BYTES, half of the smallest log) can reach past probes on either side of
+ *    the wrap, so a probe may say x + 1 (lap x + 1 got that far), x, or x - 1 (another
+ *    hole of lap x before the end).  The last sector is a hole in the window and
+ *    sector 0 the truth, so last is taken as x; the binary search then stops at the
+ *    first sector lap x + 1 did not write (or at an earlier hole), and find_head's hole
+ *    scan, which looks back across the wrap, puts the head at the first hole of lap x.
+ *    If both end sectors were in flight and came back as
  *    garbage, neither family fits; the probes all agree on x: both ends are taken as x
  *    (one whole lap) and the hole scan again finds the first damaged sector.
  *
@@ -433,7 +437,7 @@ static bool ends_consistent(uint32_t first, uint32_t last)
 static int resolve_ends(struct rctx *r, uint32_t *first, uint32_t *last)
 {
 	uint32_t f = *first, l = *last, pv[7];
-	bool tf = f != 0, tl = true, fprev = false, lnext = false, same = true;
+	bool tf = f != 0, tl = true, fprev = false, lnext = false, same = true, span = true;
 	int err;
 
 	for (unsigned i = 0; i < 7; i++) {
@@ -447,9 +451,10 @@ static int resolve_ends(struct rctx *r, uint32_t *first, uint32_t *last)
 		fprev |= pv[i] == cycle_prev(f);
 		lnext |= pv[i] == jrnl_cycle_next(l);
 		same &= pv[i] == pv[0];
+		span &= pv[i] == f || pv[i] == cycle_prev(f) || pv[i] == l;
 	}
-	if (tf && tl && same && pv[0] && pv[0] == cycle_prev(f) && pv[0] == jrnl_cycle_next(l)) {
-		*last = pv[0];                  /* the window spans the wrap */
+	if (f && span && jrnl_cycle_next(jrnl_cycle_next(l)) == f) {
+		*last = cycle_prev(f);          /* the window spans the wrap */
 		return 0;
 	}
 	if (!tf && !tl && same && pv[0]) {

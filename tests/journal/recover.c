@@ -656,6 +656,47 @@ Test(recover, wrap_boundary_classes, .timeout = TO)
 	}
 }
 
+/*
+ * The in-flight window spans the wrap and reaches past the probes of resolve_ends: lap 2
+ * wrote past N/8 at the log's start while the last 3N/16 sectors of lap 1 (with the
+ * probe at 7N/8 and the last sector) never reached the disk.  Sector 0 says lap 2, the
+ * last sector lap 0, the probes lap 2, 1 and 0.  Nothing after the hole was covered by
+ * a flush, so the head is the hole and every checkpoint before it is recovered.  (The
+ * crash suite met this state under async with a 4 MiB log; recovery refused it.)
+ */
+Test(recover, window_across_wrap_past_probes, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		struct jrnl_report rep;
+		struct tlog t;
+		uint64_t hole, first, last;
+
+		t_open(&t, SECTORS[s], LOG4M, 32 << 10);
+		hole = 2 * t.N - 3 * t.N / 16;
+		t_pad_to(&t, hole - t.N / 4);
+		t.tail = t.head;
+		first = t.next_seq;
+		t_pad_to(&t, hole);
+		last = t.next_seq - 1;
+		t.durable = (int64_t)hole;
+		t_pad_to(&t, 2 * t.N + t.N / 8 + 16);
+		t_unwrite(&t, hole, 2 * t.N - hole);
+		cr_assert_eq(t_recover(&t, true, &rep, &G), 0, "sector %u: %s", SECTORS[s],
+			     rep.corrupt_what);
+		want_seqs(&G, first, last);
+		cr_assert_eq(rep.head_lsn, t_lsn(&t, hole));
+		cr_assert_gt(rep.torn_bytes, 0);
+		cr_assert_eq(rep.dropped, 0);
+		/* Recovered for real (stamped), then again: the same checkpoints. */
+		cr_assert_eq(t_recover(&t, false, &rep, &G), 0, "%s", rep.corrupt_what);
+		want_seqs(&G, first, last);
+		cr_assert_eq(t_recover(&t, false, &rep, &G), 0, "%s", rep.corrupt_what);
+		want_seqs(&G, first, last);
+		cr_assert_eq(rep.head_lsn, t_lsn(&t, hole));
+		t_close(&t);
+	}
+}
+
 /* The last record half written: its second half still shows the old cycle. */
 Test(recover, torn_head, .timeout = TO)
 {
