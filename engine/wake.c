@@ -126,6 +126,11 @@ void log_shutdown(struct delog *log, int err)
 {
 	int expect = 0;
 
+	/* The log keeps the cause, not the symptom: a journal call that failed because the
+	 * journal shut down returns DELOG_ESHUTDOWN, possibly before the failed I/O's own
+	 * completion reached ckpt_done; the journal holds the I/O error by then (L8). */
+	if (err == DELOG_ESHUTDOWN && log->jl && jrnl_log_error(log->jl))
+		err = jrnl_log_error(log->jl);
 	if (!err)
 		err = -EIO;
 	atomic_compare_exchange_strong(&log->error, &expect, err);

@@ -426,8 +426,8 @@ static void switch_open(struct jrnl_log *log)
  * is switched too, so its callbacks get the error now rather than at the next force. */
 static void log_fail(struct jrnl_log *log, int err)
 {
-	if (!log->error)
-		log->error = err;
+	if (!log->error) /* atomic: jrnl_log_error reads it without the lock */
+		__atomic_store_n(&log->error, err, __ATOMIC_RELEASE);
 	if (!log->op_busy)
 		switch_open(log);
 	pthread_cond_broadcast(&log->cond);
@@ -1322,6 +1322,11 @@ int jrnl_log_unmount(struct jrnl_log *log)
 	}
 	pthread_mutex_unlock(&log->lock);
 	return err;
+}
+
+int jrnl_log_error(const struct jrnl_log *log)
+{
+	return __atomic_load_n(&log->error, __ATOMIC_ACQUIRE);
 }
 
 bool jrnl_log_cover_wanted(const struct jrnl_log *clog)

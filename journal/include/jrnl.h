@@ -360,6 +360,9 @@ void jrnl_log_set_tail(struct jrnl_log *log, uint64_t tail_lsn);
  * flush.  jrnl_log_cover_wanted: would it free anything?  Any thread; the cover waits
  * for an op in progress like jrnl_log_force.  Returns 0 or the log's first error. */
 bool jrnl_log_cover_wanted(const struct jrnl_log *log);
+/* The log's first I/O error (L8), 0 while there is none; whenever a jrnl_* call returned
+ * DELOG_ESHUTDOWN it is set.  Any thread, no lock taken (safe from a done callback). */
+int jrnl_log_error(const struct jrnl_log *log);
 int jrnl_log_cover(struct jrnl_log *log);
 uint64_t jrnl_log_head(const struct jrnl_log *log);
 uint64_t jrnl_log_free_bytes(const struct jrnl_log *log);
