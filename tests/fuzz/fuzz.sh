@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/fuzz.sh - run delog's libFuzzer targets (tests/fuzz/) for a number of executions
+# tests/fuzz/fuzz.sh - run delog's libFuzzer targets (tests/fuzz/) for a number of executions
 # or a time budget, and report what they did.
 #
 # Builds build-fuzz (CC=clang cmake -DDELOG_FUZZ=ON: everything with ASan + UBSan and
@@ -18,7 +18,7 @@ set -euo pipefail
 
 usage() {
 	cat <<'EOF'
-usage: tools/fuzz.sh [options] [target...]
+usage: tests/fuzz/fuzz.sh [options] [target...]
   targets: record, recover (default: both)
   -n, --runs N        executions per target (default 1000000)
   -t, --time SECONDS  run each target for SECONDS instead (-max_total_time)
@@ -31,11 +31,11 @@ usage: tools/fuzz.sh [options] [target...]
   -s, --seed S        libFuzzer -seed (default 1)
       --no-build      do not configure or build
   -h, --help          this text
-Extra libFuzzer flags may follow "--", e.g. tools/fuzz.sh record -- -max_len=8192
+Extra libFuzzer flags may follow "--", e.g. tests/fuzz/fuzz.sh record -- -max_len=8192
 EOF
 }
 
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 src=$PWD
 runs=1000000
 time_budget=

@@ -8,7 +8,10 @@
 #    installs it with `cmake --install BUILD --prefix PREFIX`.
 # 2. Checks the installed tree: libdelog.so (with a SONAME) and libdelog.a, <delog.h>,
 #    the delog tool (runs --version), the CMake package and version file, delog.pc,
-#    one man page per command of `delog --help`, API.md and CHANGELOG.md.
+#    one man page per command of `delog --help`, API.md and CHANGELOG.md.  The installed
+#    delog links only what the log needs: ldd lists none of librocksdb, libsqlite3,
+#    liblmdb, libstdc++ (the peers comparison is delog-bench-peers, a program of its
+#    own; when it was built and installed, `delog bench --peers --help` runs it).
 # 3. Checks the dynamic symbols of libdelog.so: delog_open is there, no jrnl_* or iol_*
 #    symbol is, and the exported set is exactly the functions declared in the installed
 #    delog.h.
@@ -44,7 +47,7 @@ run() {
 	return 0
 }
 
-for t in cmake pkg-config nm readelf; do
+for t in cmake pkg-config nm readelf ldd; do
 	command -v $t >/dev/null 2>&1 || skip "$t is not installed"
 done
 # Leave the caller's sanitizer and compiler flags out of the fresh build.
@@ -81,6 +84,21 @@ esac
 [ -e "$LIBDIR/$SONAME" ] || fail "the SONAME link $SONAME is not installed"
 VERSION=$("$PREFIX/bin/delog" --version) || fail "installed delog --version failed"
 echo "installed: $VERSION, $SONAME in ${LIBDIR#"$PREFIX"/}"
+# The tool links only what the log needs (ldd: the libraries it loads, directly or not).
+if ldd "$PREFIX/bin/delog" >"$TMP/ldd" 2>&1; then
+	if grep -E 'lib(rocksdb|sqlite3|lmdb|stdc\+\+)\.' "$TMP/ldd" >"$TMP/ldd.bad"; then
+		fail "the installed delog links what the log does not need: $(awk '{ print $1 }' "$TMP/ldd.bad" | tr '\n' ' ')"
+	fi
+	echo "installed delog loads: $(awk '{ print $1 }' "$TMP/ldd" | tr '\n' ' ')"
+else
+	fail "ldd of the installed delog failed: $(cat "$TMP/ldd")"
+fi
+if [ -e "$PREFIX/bin/delog-bench-peers" ]; then
+	"$PREFIX/bin/delog" bench --peers --help >"$TMP/log" 2>&1 ||
+		fail "installed delog bench --peers --help (runs delog-bench-peers) failed: $(tail -3 "$TMP/log")"
+	[ -e "$PREFIX/share/man/man1/delog-bench-peers.1" ] ||
+		fail "delog-bench-peers is installed without its man page"
+fi
 # Every command the tool lists has its man page.
 CMDS=$("$PREFIX/bin/delog" --help | awk '/^commands:/ { c = 1; next } /^$/ { c = 0 } c { print $1 }')
 [ -n "$CMDS" ] || fail "no commands in installed delog --help"

@@ -1,11 +1,14 @@
 #!/bin/sh
-# bench_peers_test.sh - smoke test of `delog bench --workload peers` (`--peers`), run by
-# ctest.  Each peer is built in only when its library was found; with none of them the
-# run still measures delog and the raw baseline and the peer checks below change to "no
-# ratio" (the test then checks what is there and passes).
+# bench_peers_test.sh - smoke test of `delog bench --workload peers` (`--peers`), which
+# runs the program delog-bench-peers from delog's directory, run by ctest.  That program
+# is built only when RocksDB, SQLite or LMDB was found, each peer only when its library
+# was; a missing peer is listed as missing and the others run.
 #
 #   bench_peers_test.sh DELOG TESTDIR
 #
+# 0. A copy of DELOG alone in a directory: --peers and --workload peers exit 1 with a
+#    message naming delog-bench-peers (not beside delog, or not built); so does DELOG
+#    itself when the program was not built, and then the test stops there (skip, 77).
 # 1. A very short run in a new directory of TESTDIR (--peers --dir D --time 0.3
 #    --clients 1,4 --json): exit 0, the JSON parses, has one row per (thread count,
 #    system) for every system the run lists, and every built peer is among them (a
@@ -13,7 +16,8 @@
 #    commits/s x payload, 0 < p50 <= p99 <= max, device flush counts that are null (no
 #    counter) or >= 0; the ratios name a delog and a peer row; and D is empty afterwards
 #    (delog's file and the peers' databases removed).
-# 2. The human output of a shorter run names every system and the target lines.
+# 2. The human output of a shorter run names every system and the target lines; the
+#    program run directly (no --workload) gives the same rows.
 # 3. Bad options exit 2 and leave nothing behind.
 # Exit 0 pass, 1 fail, 77 skip (ctest SKIP_RETURN_CODE), with the reason on stderr.
 # It measures nothing: no timing is asserted.
@@ -21,18 +25,31 @@ set -u
 
 DELOG=${1:?path to delog}
 DIR=${2:?test directory}
+PEERS=$(dirname "$DELOG")/delog-bench-peers
 
-if ! "$DELOG" bench --workload peers --help >/dev/null 2>&1; then
-	echo "SKIP: delog was built without the peers workload (no RocksDB, SQLite or LMDB)" >&2
-	exit 77
-fi
-if ! command -v python3 >/dev/null 2>&1; then
-	echo "SKIP: python3 is needed to check the JSON" >&2
-	exit 77
-fi
 TMP=$(mktemp -d "${DIR}/bench_peers_test.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
 . "$(dirname "$0")/../lib.sh"
+
+# 0. without the program beside it, delog says where it looked and why it is not there
+mkdir "$TMP/alone" && cp "$DELOG" "$TMP/alone/delog" || exit 1
+for spelling in "--peers" "--workload peers"; do
+	# shellcheck disable=SC2086 # the spelling is two words or one
+	expect_rc 1 "alone: $spelling" "$TMP/alone/delog" bench $spelling --time 0.1
+	expect_in "$TMP/err" "delog-bench-peers" "alone: $spelling names the program"
+	grep -q "not beside\|not built" "$TMP/err" || fail "alone: $spelling does not say why: $(cat "$TMP/err")"
+done
+[ -s "$TMP/out" ] && fail "alone: output on stdout: $(cat "$TMP/out")"
+if [ ! -x "$PEERS" ]; then
+	expect_rc 1 "not built: --peers" "$DELOG" bench --peers --time 0.1
+	expect_in "$TMP/err" "delog-bench-peers, which was not built" "not built: the message"
+	expect_in "$TMP/err" "RocksDB, SQLite and LMDB" "not built: the message"
+	[ "$FAILS" -eq 0 ] || finish "bench_peers_test"
+	skip "delog-bench-peers was not built (no RocksDB, SQLite or LMDB)"
+fi
+if ! command -v python3 >/dev/null 2>&1; then
+	skip "python3 is needed to check the JSON"
+fi
 mkdir "$TMP/run" || exit 1
 
 expect_empty_dir() {
@@ -114,6 +131,12 @@ if grep -q "^  \(rocksdb\|sqlite\|lmdb\) " "$TMP/out"; then
 fi
 grep -q "1 thread: best delog" "$TMP/out" || fail "human output: no target line"
 expect_empty_dir "human run"
+cp "$TMP/out" "$TMP/human.delog"
+expect_rc 0 "delog-bench-peers directly" "$PEERS" --dir "$TMP/run" --time 0.1 --clients 1
+for s in raw-fdatasync delog-sync delog-async delog-single; do
+	grep -q "^  $s " "$TMP/out" || fail "delog-bench-peers: no row for $s"
+done
+expect_empty_dir "delog-bench-peers run"
 
 # 3. usage errors: exit 2, nothing created
 expect_rc 2 "--clients 0" "$DELOG" bench --peers --dir "$TMP/run" --clients 0
@@ -127,6 +150,8 @@ expect_rc 2 "a PATH" "$DELOG" bench --peers "$TMP/run/file"
 expect_rc 2 "--backend sim" "$DELOG" bench --peers --dir "$TMP/run" --backend sim
 expect_rc 2 "--peers with another workload" "$DELOG" bench --peers --workload commit
 expect_rc 2 "unknown option" "$DELOG" bench --peers --dir "$TMP/run" --bogus
+expect_rc 2 "delog-bench-peers: unknown option" "$PEERS" --dir "$TMP/run" --bogus
+expect_rc 2 "delog-bench-peers: another workload" "$PEERS" --workload commit
 expect_empty_dir "usage errors"
 
 finish "bench_peers_test"

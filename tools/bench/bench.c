@@ -1,8 +1,9 @@
 /*
  * bench.c - `delog bench --workload W [PATH] [OPTIONS]`: benchmarks of the log, one
- * workload per file (tools/bench_<name>.c), dispatched from the table below as
- * tools/delog.c dispatches subcommands.  Benchmarks report numbers next to a reference
- * (fio, for I/O-bound workloads); they are not tests and assert nothing about speed.
+ * workload per file (tools/bench/bench_<name>.c), dispatched from the program's table
+ * (bench_workloads.c in `delog`, peers_main.c in delog-bench-peers) as tools/cli/delog.c
+ * dispatches subcommands.  Benchmarks report numbers next to a reference (fio, for
+ * I/O-bound workloads); they are not tests and assert nothing about speed.
  *
  * What this file owns, and why:
  *  - The command line.  A workload declares its long options (struct option, values
@@ -45,26 +46,62 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-static const struct bench_workload *const workloads[] = {
-	&bench_recovery,
-	&bench_commit,
-	&bench_dbench,
-	&bench_fsmark,
-	&bench_compare_flush,
-	&bench_stream,
-#ifdef DELOG_HAVE_PEERS
-	&bench_peers,
-#endif
-};
-
-#define NR_WORKLOADS (sizeof(workloads) / sizeof(workloads[0]))
 #define MAX_OPTS 64
+
+/*
+ * A workload that is a program of its own (w->program: the peers comparison, which links
+ * RocksDB, SQLite and LMDB, so that the delog a user installs does not): run that
+ * program from the directory this one was started from, with our arguments.  Returns
+ * only on failure: exit 1 and a message saying where the program was looked for, and
+ * whether it was built at all.
+ */
+static int run_program(const struct bench_workload *w, int argc, char **argv)
+{
+	char self[PATH_MAX], prog[PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char **nargv;
+	char *slash;
+
+	if (n <= 0) {
+		fprintf(stderr, "delog bench: --workload %s: cannot find this program's directory "
+			"(/proc/self/exe: %s); run %s directly\n", w->name, strerror(errno),
+			w->program);
+		return TOOL_EXIT_FAIL;
+	}
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	snprintf(prog, sizeof(prog), "%.*s/%s", slash ? (int)(slash - self) : 1,
+		 slash ? self : ".", w->program);
+	if (access(prog, X_OK)) {
+		if (w->built)
+			fprintf(stderr, "delog bench: --workload %s is the program %s, which is not "
+				"beside %s (%s); install it there, or run it from the build tree "
+				"(tools/%s)\n", w->name, w->program, self, strerror(errno), w->program);
+		else
+			fprintf(stderr, "delog bench: --workload %s is the program %s, which was not "
+				"built: %s\n", w->name, w->program, w->not_built);
+		return TOOL_EXIT_FAIL;
+	}
+	nargv = calloc((size_t)argc + 1, sizeof(*nargv));
+	if (!nargv) {
+		fprintf(stderr, "delog bench: out of memory\n");
+		return TOOL_EXIT_FAIL;
+	}
+	nargv[0] = prog;
+	for (int i = 1; i < argc; i++)
+		nargv[i] = argv[i];
+	fflush(NULL);
+	execv(prog, nargv);
+	fprintf(stderr, "delog bench: %s: cannot run it: %s\n", prog, strerror(errno));
+	free(nargv);
+	return TOOL_EXIT_FAIL;
+}
 
 static const struct bench_workload *find_workload(const char *name)
 {
-	for (size_t i = 0; i < NR_WORKLOADS; i++)
-		if (!strcmp(workloads[i]->name, name))
-			return workloads[i];
+	for (size_t i = 0; i < bench_nr_workloads; i++)
+		if (!strcmp(bench_workloads[i]->name, name))
+			return bench_workloads[i];
 	return NULL;
 }
 
@@ -72,6 +109,13 @@ static const struct bench_workload *find_workload(const char *name)
 
 static void usage(FILE *f)
 {
+	if (bench_nr_workloads == 1) {
+		/* delog-bench-peers: a program with one workload. */
+		fprintf(f, "usage: %s [PATH] [--backend B] [--keep] [--force] [--json] [OPTIONS]\n"
+			   "       (also run as delog bench --workload %s)\n",
+			program_invocation_short_name, bench_workloads[0]->name);
+		return;
+	}
 	fprintf(f, "usage: delog bench --workload W [PATH] [--backend B] [--keep] [--force] "
 		   "[--json] [WORKLOAD OPTIONS]\n"
 		   "       delog bench --workload W --help\n"
@@ -85,22 +129,31 @@ static void help(const struct bench_workload *w)
 	       "directory, removed at the end).  A benchmark reports numbers, next to fio's\n"
 	       "where fio is installed; it is not a test.\n"
 	       "\nworkloads:\n");
-	for (size_t i = 0; i < NR_WORKLOADS; i++)
-		printf("  %-10s %s\n", workloads[i]->name, workloads[i]->summary);
+	for (size_t i = 0; i < bench_nr_workloads; i++)
+		if (!bench_workloads[i]->program)
+			printf("  %-10s %s\n", bench_workloads[i]->name,
+			       bench_workloads[i]->summary);
+	for (size_t i = 0; i < bench_nr_workloads; i++)
+		if (bench_workloads[i]->program)
+			printf("\n--workload %s: %s.\n  It runs the program %s beside this "
+			       "one (%s).\n", bench_workloads[i]->name,
+			       bench_workloads[i]->summary, bench_workloads[i]->program,
+			       bench_workloads[i]->built ? "see its --help"
+							 : "not built here");
 	printf("\ncommon options:\n"
-	       "  -w, --workload W   the benchmark to run (required)\n"
+	       "  -w, --workload W   the benchmark to run%s\n"
 	       "  -p, --path PATH    file or block device to run on (or PATH as an argument);\n"
 	       "                     a file that does not exist is created and removed at the\n"
 	       "                     end; an existing non-empty file or a block device is\n"
 	       "                     overwritten and needs --force\n"
-	       "  -b, --backend B    I/O backend: uring, aio, psync (default: uring%s)\n"
+	       "  -b, --backend B    I/O backend: uring, aio, psync (default: best available)\n"
 	       "  -k, --keep         keep the file the bench created\n"
 	       "  -f, --force        allow overwriting an existing file or a block device\n"
 	       "  -j, --json         print one JSON document on stdout\n"
 	       "      --peers        the same as --workload peers\n"
 	       "      --compare-flush  the same as --workload compare-flush\n"
 	       "  -h, --help         show this help (with --workload: its options too)\n",
-	       iol_backend_built("uring") ? "" : ", not built here: the best available");
+	       bench_nr_workloads > 1 ? " (required)" : "");
 	if (w) {
 		printf("\n%s options:\n", w->name);
 		w->help(stdout);
@@ -463,12 +516,17 @@ static int parse_args(int argc, char **argv, struct bench *b,
 	size_t n = 0;
 	int ch, rc;
 
+	/* A program with one workload (delog-bench-peers) needs no --workload. */
+	if (!wname && bench_nr_workloads == 1)
+		wname = bench_workloads[0]->name;
 	if (wname) {
 		w = find_workload(wname);
+		if (w && w->program)
+			return run_program(w, argc, argv);
 		if (!w) {
 			fprintf(stderr, "delog bench: unknown workload '%s'; workloads:", wname);
-			for (size_t i = 0; i < NR_WORKLOADS; i++)
-				fprintf(stderr, " %s", workloads[i]->name);
+			for (size_t i = 0; i < bench_nr_workloads; i++)
+				fprintf(stderr, " %s", bench_workloads[i]->name);
 			fputc('\n', stderr);
 			usage(stderr);
 			return TOOL_EXIT_USAGE;
@@ -487,7 +545,7 @@ static int parse_args(int argc, char **argv, struct bench *b,
 		opts[n++] = *o;
 	memset(&opts[n], 0, sizeof(opts[n]));
 
-	b->o.backend = iol_backend_built("uring") ? "uring" : NULL;
+	b->o.backend = NULL; /* the best available, as every command */
 	while ((ch = getopt_long(argc, argv, "w:p:b:kfjh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'w':
@@ -554,9 +612,9 @@ static int parse_args(int argc, char **argv, struct bench *b,
 		char names[256] = "";
 		size_t k = 0;
 
-		for (size_t i = 0; i < NR_WORKLOADS && k < sizeof(names); i++)
+		for (size_t i = 0; i < bench_nr_workloads && k < sizeof(names); i++)
 			k += (size_t)snprintf(names + k, sizeof(names) - k, "%s%s", i ? ", " : "",
-					      workloads[i]->name);
+					      bench_workloads[i]->name);
 		return bench_usage_error("no --workload given (one of: %s)", names);
 	}
 	b->o.workload = w->name;

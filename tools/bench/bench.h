@@ -4,8 +4,10 @@
  * bench.c owns the command line, the target (a temporary file, or the PATH given), the
  * stop signals, progress and error output, and the JSON error document; a workload owns
  * its own options (merged into bench.c's getopt table), its measurement and its report.
- * A new workload is one file defining a struct bench_workload and one row in bench.c's
- * table.  bench_util.c holds what several workloads measure alike (option values, the
+ * A new workload is one file defining a struct bench_workload and one row in the table
+ * of the program that runs it: bench_workloads.c for `delog bench`, peers_main.c for
+ * delog-bench-peers (the comparison with RocksDB, SQLite and LMDB, a program of its own
+ * so that `delog` links only what the log needs).  bench_util.c holds what several workloads measure alike (option values, the
  * client threads' start gate and window, latency samples, the raw baseline, the log's
  * target), declared at the end of this header.
  */
@@ -28,8 +30,7 @@
 struct bench_opts {
 	const char *workload;
 	const char *path;         /* NULL: a temporary file in the current directory */
-	const char *backend;      /* --backend; default "uring" when built, else NULL (the best
-				   * available) */
+	const char *backend;      /* --backend; NULL: the best available (the default) */
 	bool json, keep, force;
 };
 
@@ -68,7 +69,17 @@ struct bench_workload {
 	void (*help)(FILE *f);      /* its option lines for --help */
 	/* The run: TOOL_EXIT_OK or TOOL_EXIT_FAIL (after bench_fail). */
 	int (*run)(struct bench *b, void *state);
+	/* A workload that is a program of its own: its file name, looked for beside the
+	 * running program and run with the same arguments (the calls above are NULL);
+	 * @built says whether this build made it, @not_built why not. */
+	const char *program;
+	bool built;
+	const char *not_built;
 };
+
+/* The workloads of this program (bench_workloads.c, or peers_main.c). */
+extern const struct bench_workload *const bench_workloads[];
+extern const size_t bench_nr_workloads;
 
 extern const struct bench_workload bench_recovery;
 extern const struct bench_workload bench_commit;
@@ -76,7 +87,7 @@ extern const struct bench_workload bench_dbench;
 extern const struct bench_workload bench_fsmark;
 extern const struct bench_workload bench_compare_flush;
 extern const struct bench_workload bench_stream;
-extern const struct bench_workload bench_peers;    /* with DELOG_HAVE_PEERS */
+extern const struct bench_workload bench_peers;    /* delog-bench-peers only */
 
 
 /*

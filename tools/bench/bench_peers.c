@@ -1,5 +1,6 @@
 /*
- * bench_peers.c - `delog bench --workload peers` (also `delog bench --peers`): the same
+ * bench_peers.c - the program delog-bench-peers (peers_main.c), which `delog bench
+ * --workload peers` and `delog bench --peers` run: the same
  * durable-commit workload on delog and on the write-ahead logs a C user already has at
  * hand (RocksDB, SQLite, LMDB), plus the raw one-write-one-fdatasync baseline, in one
  * run in one directory, so the question "why not just use X?" gets a measured answer.
@@ -56,8 +57,9 @@
  *    peer and is shown apart).  The targets (>= 1.0 at 1 thread, >= 2.5 at 64) are
  *    reported, never asserted.
  *  - Each peer is built in only when its library is found (tools/CMakeLists.txt defines
- *    DELOG_HAVE_ROCKSDB, DELOG_HAVE_SQLITE, DELOG_HAVE_LMDB); a peer that is missing is
- *    named in the output ("missing") and the others run.
+ *    DELOG_HAVE_ROCKSDB, DELOG_HAVE_SQLITE, DELOG_HAVE_LMDB, and builds the program only
+ *    when one is); a peer that is missing is named in the output ("missing") and the
+ *    others run.  The peers' libraries are why this is a program apart from `delog`.
  */
 #include "bench.h"
 
