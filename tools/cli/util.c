@@ -20,26 +20,16 @@
 
 #include <sys/stat.h>
 
-#ifdef DELOG_HAVE_ENGINE
 #include <delog.h>
-#endif
 
 const char *tool_version(void)
 {
-#ifdef DELOG_HAVE_ENGINE
 	return delog_version_string();
-#else
-	return DELOG_VERSION;
-#endif
 }
 
 const char *tool_strerror(int err)
 {
-#ifdef DELOG_HAVE_ENGINE
 	return delog_strerror(err);
-#else
-	return strerror(err < 0 ? -err : err);
-#endif
 }
 
 /* ---- paths ---- */
