@@ -4,7 +4,7 @@
 #   bench_commit_test.sh DELOG TESTDIR
 #
 # 1. A short run on a new file in a temporary directory of TESTDIR (--time 1
-#    --clients 1,2 --policy single,none --log-size 16M --json): exit 0, the JSON parses,
+#    --clients 1,2 --policy single,none --size 16M --json): exit 0, the JSON parses,
 #    has one row per (client count, system) with sane values (commits/s > 0, MB/s =
 #    commits/s x payload, 0 < p50 <= p99 <= max, flush counts that fit the policy), and
 #    the file it created is removed.
@@ -75,7 +75,7 @@ EOF
 
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 is not installed" >&2; exit 77; }
 cd "$TMP" || exit 1
-SHORT="--workload commit --time 1 --clients 1,2 --log-size 16M"
+SHORT="--workload commit --time 1 --clients 1,2 --size 16M"
 
 # 1. A file: created, measured with both baselines, removed.
 expect_rc 0 "commit bench on a new file" "$DELOG" bench $SHORT --policy single,none --json \

@@ -7,7 +7,7 @@
 # Why: the comparison is delog's main job for a newcomer (the README's first command),
 # and its tables are only worth reading if the flush counts behind them follow the
 # policies' rules (docs/FLUSH-POLICIES.md).  So, on short runs (no speed asserted):
-# 1. The sim disk, sata profile (--time 0.2 --clients 1,8 --files 100 --log-size 16M): the
+# 1. The sim disk, sata profile (--time 0.2 --clients 1,8 --files 100 --size 16M): the
 #    human output has both tables (dbench: clients x policy BW/avg/max, the flush table,
 #    the raw-baseline ratios; fsmark: create/chown/unlink x policy) and none is marked
 #    UNSAFE; the same run with --json parses (python3 -m json.tool, then the rows), with
@@ -81,7 +81,7 @@ EOF
 
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 is not installed" >&2; exit 77; }
 cd "$TMP" || exit 1
-SHORT="--time 0.2 --clients 1,8 --files 100 --log-size 16M"
+SHORT="--time 0.2 --clients 1,8 --files 100 --size 16M"
 PLOT=
 command -v gnuplot >/dev/null 2>&1 && PLOT="--plot $TMP/p.png"
 SIM="--backend sim --sim-profile sata"

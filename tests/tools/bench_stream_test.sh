@@ -4,7 +4,7 @@
 #   bench_stream_test.sh DELOG TESTDIR
 #
 # 1. A tiny run on a new file in a temporary directory of TESTDIR (--time 0.3 --passes 1
-#    --log-size 16M --tx-size 256K --clients 2 --policy single,sync --json): exit 0, the
+#    --size 16M --tx-size 256K --clients 2 --policy single,sync --json): exit 0, the
 #    JSON parses (python3 -m json.tool and json.load), one delog row per policy with the
 #    keys of the issue and sane values (mb_per_s > 0 and = tx/s x tx size, 0 < p50 <= p99
 #    <= max, flush counts that fit the policy), when fio is installed a fio row next to
@@ -24,7 +24,7 @@ trap 'rm -rf "$TMP"' EXIT
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 is not installed" >&2; exit 77; }
 cd "$TMP" || exit 1
 if command -v fio >/dev/null 2>&1; then HAVE_FIO=1; else HAVE_FIO=0; fi
-TINY="--workload stream --time 0.3 --passes 1 --log-size 16M --tx-size 256K --clients 2"
+TINY="--workload stream --time 0.3 --passes 1 --size 16M --tx-size 256K --clients 2"
 
 # 1. A file: created, streamed with two policies (and fio when installed), removed.
 expect_rc 0 "stream bench on a new file" "$DELOG" bench $TINY --policy single,sync --json \
@@ -110,7 +110,7 @@ expect_rc 2 "--clients 0" "$DELOG" bench --workload stream --clients 0
 expect_in "$TMP/err" "delog bench: --clients" "error format"
 expect_rc 2 "--tx-size 1K" "$DELOG" bench --workload stream --tx-size 1K
 expect_rc 2 "--tx-size over an eighth of the log" "$DELOG" bench --workload stream \
-	--log-size 16M --tx-size 4M
+	--size 16M --tx-size 4M
 expect_rc 2 "--passes 0" "$DELOG" bench --workload stream --passes 0
 expect_rc 2 "--policy bogus" "$DELOG" bench --workload stream --policy single,bogus
 expect_rc 2 "--time 0" "$DELOG" bench --workload stream --time 0

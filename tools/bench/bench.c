@@ -122,6 +122,15 @@ static void usage(FILE *f)
 		   "       delog bench --compare-flush [PATH] [OPTIONS]\n");
 }
 
+/* Without --workload, the help says what -s, -p and -t stand for (a workload's help
+ * shows them beside its --size, --policy, --threads). */
+static void help_shorts(const struct bench_workload *w)
+{
+	if (!w)
+		printf("  -s, -p, -t         the workload's --size (the log size), --policy, "
+		       "--threads,\n                     where it has them\n");
+}
+
 static void help(const struct bench_workload *w)
 {
 	usage(stdout);
@@ -142,7 +151,7 @@ static void help(const struct bench_workload *w)
 							 : "not built here");
 	printf("\ncommon options:\n"
 	       "  -w, --workload W   the benchmark to run%s\n"
-	       "  -p, --path PATH    file or block device to run on (or PATH as an argument);\n"
+	       "      --path PATH    file or block device to run on (or PATH as an argument);\n"
 	       "                     a file that does not exist is created and removed at the\n"
 	       "                     end; an existing non-empty file or a block device is\n"
 	       "                     overwritten and needs --force\n"
@@ -154,6 +163,7 @@ static void help(const struct bench_workload *w)
 	       "      --compare-flush  the same as --workload compare-flush\n"
 	       "  -h, --help         show this help (with --workload: its options too)\n",
 	       bench_nr_workloads > 1 ? " (required)" : "");
+	help_shorts(w);
 	if (w) {
 		printf("\n%s options:\n", w->name);
 		w->help(stdout);
@@ -467,9 +477,37 @@ static void target_cleanup(struct bench *b)
 
 /* ---- command line ---- */
 
+/* The common options without a short form (a workload's start at BENCH_OPT_WORKLOAD). */
+enum { OPT_PATH = 256 };
+
+/*
+ * The short options every delog command gives the same meaning (-s the log size, -p the
+ * flush policy, -t threads) stand for the workload's long option of that name
+ * (--size, --policy, --threads) when it has one; a workload without it refuses the
+ * letter, naming the long option.  Returns the option's val, or 0 after the error.
+ */
+static int short_for_workload(const struct bench_workload *w, int ch, const char **name)
+{
+	static const struct { char ch; const char *name; } map[] = {
+		{ 's', "size" }, { 'p', "policy" }, { 't', "threads" },
+	};
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		if (map[i].ch != ch)
+			continue;
+		*name = map[i].name;
+		for (const struct option *o = w ? w->opts : NULL; o && o->name; o++)
+			if (!strcmp(o->name, map[i].name))
+				return o->val;
+		return 0;
+	}
+	*name = "?";
+	return 0;
+}
+
 static const struct option common_opts[] = {
 	{ "workload", required_argument, NULL, 'w' },
-	{ "path", required_argument, NULL, 'p' },
+	{ "path", required_argument, NULL, OPT_PATH }, /* long only: -p is --policy */
 	{ "backend", required_argument, NULL, 'b' },
 	{ "keep", no_argument, NULL, 'k' },
 	{ "force", no_argument, NULL, 'f' },
@@ -546,8 +584,22 @@ static int parse_args(int argc, char **argv, struct bench *b,
 	memset(&opts[n], 0, sizeof(opts[n]));
 
 	b->o.backend = NULL; /* the best available, as every command */
-	while ((ch = getopt_long(argc, argv, "w:p:b:kfjh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "w:b:kfjhs:p:t:", opts, NULL)) != -1) {
 		switch (ch) {
+		case 's':
+		case 'p':
+		case 't': {
+			const char *lname;
+			int val = short_for_workload(w, ch, &lname);
+
+			if (!val)
+				return bench_usage_error("-%c (--%s): %s takes no --%s", ch, lname,
+							 w ? w->name : "no --workload", lname);
+			rc = w->option(*state, val, optarg);
+			if (rc)
+				return rc;
+			break;
+		}
 		case 'w':
 			if (!wname || strcmp(optarg, wname))
 				return bench_usage_error("--workload: spell it --workload W or -w W, "
@@ -565,7 +617,7 @@ static int parse_args(int argc, char **argv, struct bench *b,
 							 "both");
 			b->o.workload = wname;
 			break;
-		case 'p':
+		case OPT_PATH:
 			if (b->o.path)
 				return bench_usage_error("takes one PATH");
 			b->o.path = optarg;

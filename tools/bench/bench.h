@@ -144,7 +144,7 @@ bool bench_is_sim(const struct bench *b);
  *   --clients    a list of up to @max_list counts from 1 to @max (@unique: none twice);
  *   --policy     a list of distinct flush policies (sync, async, single, none), @out
  *                holding BENCH_NR_POLICIES;
- *   --log-size   a multiple of 4K of at least 16M;
+ *   --size   a multiple of 4K of at least 16M;
  *   --logbufs, --logbsize   the journal's ranges (JRNL_MIN/MAX_LOGBUFS, 16K..256K, a
  *                power of two);
  *   --item-size  1 byte to @max (a whole number of KiB or MiB, as the message says it). */

@@ -41,7 +41,7 @@
  *
  * The log is formatted once (DELOG_OPEN_FORMAT, which zeroes the whole log area) and
  * reopened without FORMAT for every point: recovery of a cleanly closed log reads only
- * its last few records, while formatting writes the whole --log-size (the output shows
+ * its last few records, while formatting writes the whole --size (the output shows
  * both times).  Each point uses a fresh handle with the policy under test.
  *
  * `--backend sim` runs on the in-memory disk (no PATH, no baselines) and measures the CPU
@@ -105,7 +105,7 @@ static const struct option commit_options[] = {
 	{ "time", required_argument, NULL, OPT_TIME },
 	{ "item-size", required_argument, NULL, OPT_ITEM_SIZE },
 	{ "items", required_argument, NULL, OPT_ITEMS },
-	{ "log-size", required_argument, NULL, OPT_LOG_SIZE },
+	{ "size", required_argument, NULL, OPT_LOG_SIZE },
 	{ "logbufs", required_argument, NULL, OPT_LOGBUFS },
 	{ "logbsize", required_argument, NULL, OPT_LOGBSIZE },
 	{ "no-baselines", no_argument, NULL, OPT_NO_BASELINES },
@@ -197,7 +197,7 @@ static int commit_check(struct bench *b, void *state)
 	/* delog refuses a reservation over a quarter of the log; keep well inside it. */
 	if (bench_tx_reservation(o->items, o->item_size) > o->log_size / 8)
 		return bench_usage_error("a transaction of %u x %u bytes needs more than an eighth "
-					 "of the log (--log-size)", o->items, o->item_size);
+					 "of the log (--size)", o->items, o->item_size);
 	if (!bench_is_sim(b) && !o->no_baselines && raw_record(o) * maxc > BASE_AREA)
 		return bench_usage_error("%u clients x %" PRIu64 " bytes per commit do not fit the "
 					 "baselines' %llu MiB region; use --no-baselines", maxc,
@@ -209,13 +209,13 @@ static void commit_help(FILE *f)
 {
 	fprintf(f,
 		"      --clients LIST     client thread counts, one point each (default 1,4,16,64,256)\n"
-		"      --policy LIST      flush policies: sync, async, single, none (UNSAFE: no\n"
+		"  -p, --policy LIST      flush policies: sync, async, single, none (UNSAFE: no\n"
 		"                         flushes) (default sync,async,single)\n"
 		"      --time S           measured seconds per point, fractions allowed, after a\n"
 		"                         warm-up of S/10 (at least 20 ms) (default 3)\n"
 		"      --item-size N      bytes per logged item (default 128)\n"
 		"      --items N          items per transaction (default 4)\n"
-		"      --log-size N       log size, at least 16M (default 256M); the file is the\n"
+		"  -s, --size N           log size, at least 16M (default 256M); the file is the\n"
 		"                         log + 4 KiB + %llu MiB for the baselines\n"
 		"      --logbufs N        log buffers, %u..%u (default: the engine's, 8)\n"
 		"      --logbsize N       log buffer size, power of two 16K..256K (default: the\n"

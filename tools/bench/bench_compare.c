@@ -192,7 +192,7 @@ int fb_check(struct bench *b, void *state)
 void fb_help_common(FILE *f)
 {
 	fprintf(f,
-		"      --log-size N       log size, at least 16M (default 128M); a file target is\n"
+		"  -s, --size N           log size, at least 16M (default 128M); a file target is\n"
 		"                         the log + 4 KiB + %llu MiB for the raw baseline\n"
 		"      --logbufs N        log buffers, %u..%u (default: the engine's, 8)\n"
 		"      --logbsize N       log buffer size, power of two 16K..256K (default: the\n"
@@ -1060,12 +1060,12 @@ static void compare_help(FILE *f)
 {
 	fprintf(f,
 		"      --clients LIST     dbench client counts (default 1,8,16,32,128,512)\n"
-		"      --policy LIST      flush policies: sync, async, single, none (UNSAFE: no\n"
+		"  -p, --policy LIST      flush policies: sync, async, single, none (UNSAFE: no\n"
 		"                         flushes) (default: all four)\n"
 		"      --time S           dbench and raw baseline seconds per point, after a\n"
 		"                         warm-up of S/10 (at least 20 ms) (default 3)\n"
 		"      --force-every K    every K-th dbench operation forces (default 8)\n"
-		"      --threads T        fsmark threads (default 32)\n"
+		"  -t, --threads T        fsmark threads (default 32)\n"
 		"      --files M          fsmark files per thread (default 20000)\n"
 		"      --quick            --time %.0f and --files %u unless given\n"
 		"      --no-baseline      skip the raw device baseline\n"

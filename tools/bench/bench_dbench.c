@@ -271,7 +271,7 @@ static void dbench_help(FILE *f)
 	fprintf(f,
 		"      --clients LIST     client thread counts, one point each (default\n"
 		"                         1,8,16,32,128,512)\n"
-		"      --policy LIST      flush policies: sync, async, single, none (UNSAFE: no\n"
+		"  -p, --policy LIST      flush policies: sync, async, single, none (UNSAFE: no\n"
 		"                         flushes) (default sync,async,single)\n"
 		"      --time S           measured seconds per point, after a warm-up of S/10\n"
 		"                         (at least 20 ms) (default 3)\n"

@@ -48,7 +48,7 @@ enum {
 
 /* The long options all three workloads take, at the end of each one's table. */
 #define FB_COMMON_OPTIONS \
-	{ "log-size", required_argument, NULL, FB_OPT_LOG_SIZE }, \
+	{ "size", required_argument, NULL, FB_OPT_LOG_SIZE }, \
 	{ "logbufs", required_argument, NULL, FB_OPT_LOGBUFS }, \
 	{ "logbsize", required_argument, NULL, FB_OPT_LOGBSIZE }, \
 	{ "device", required_argument, NULL, FB_OPT_DEVICE }, \

@@ -293,9 +293,9 @@ static void fsmark_defaults(void *state)
 static void fsmark_help(FILE *f)
 {
 	fprintf(f,
-		"      --threads T        threads (default 32)\n"
+		"  -t, --threads T        threads (default 32)\n"
 		"      --files M          files per thread (default 20000)\n"
-		"      --policy LIST      flush policies: sync, async, single, none (UNSAFE: no\n"
+		"  -p, --policy LIST      flush policies: sync, async, single, none (UNSAFE: no\n"
 		"                         flushes) (default sync,async,single)\n");
 	fb_help_common(f);
 	fprintf(f,

@@ -255,7 +255,7 @@ static int rec_check(struct bench *b, void *state)
 static void rec_help(FILE *f)
 {
 	fprintf(f,
-		"      --size N           log size, with K/M/G suffixes (default 1G, at least 4M);\n"
+		"  -s, --size N           log size, with K/M/G suffixes (default 1G, at least 4M);\n"
 		"                         the file is N + 4 KiB\n"
 		"      --sector S         log sector size, 512 or 4096 (default 4096)\n"
 		"      --logbsize N       writer's log buffer size, 16K..256K (default 256K)\n"

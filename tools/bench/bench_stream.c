@@ -99,7 +99,7 @@ static const struct option stream_options[] = {
 	{ "policy", required_argument, NULL, OPT_POLICY },
 	{ "time", required_argument, NULL, OPT_TIME },
 	{ "tx-size", required_argument, NULL, OPT_TX_SIZE },
-	{ "log-size", required_argument, NULL, OPT_LOG_SIZE },
+	{ "size", required_argument, NULL, OPT_LOG_SIZE },
 	{ "logbufs", required_argument, NULL, OPT_LOGBUFS },
 	{ "logbsize", required_argument, NULL, OPT_LOGBSIZE },
 	{ "passes", required_argument, NULL, OPT_PASSES },
@@ -195,7 +195,7 @@ static int stream_check(struct bench *b, void *state)
 	/* delog refuses a reservation over a quarter of the log; keep well inside it. */
 	if (reservation(o) > o->log_size / 8)
 		return bench_usage_error("--tx-size: a transaction of %" PRIu32 " bytes needs more "
-					 "than an eighth of the log (--log-size)", o->tx_size);
+					 "than an eighth of the log (--size)", o->tx_size);
 	return 0;
 }
 
@@ -203,12 +203,12 @@ static void stream_help(FILE *f)
 {
 	fprintf(f,
 		"      --clients N        client threads, each streaming transactions (default 16)\n"
-		"      --policy LIST      flush policies: sync, async, single, none (UNSAFE: no\n"
+		"  -p, --policy LIST      flush policies: sync, async, single, none (UNSAFE: no\n"
 		"                         flushes) (default sync,async,single)\n"
 		"      --time S           measured seconds per delog point and per fio pass,\n"
 		"                         fractions allowed (default 5)\n"
 		"      --tx-size N        bytes per transaction, one item, 4K..%uM (default 1M)\n"
-		"      --log-size N       log size, at least 16M (default 1G); the file is 4 KiB +\n"
+		"  -s, --size N           log size, at least 16M (default 1G); the file is 4 KiB +\n"
 		"                         the log + as much again (and 4 KiB) for fio\n"
 		"      --logbufs N        log buffers, %u..%u, also fio's --iodepth (default %u)\n"
 		"      --logbsize N       log buffer size, power of two 16K..256K, also fio's --bs\n"

@@ -102,7 +102,7 @@ int bench_parse_log_size(const char *arg, uint64_t *out)
 	uint64_t v;
 
 	if (parse_size(arg, &v) || v < BENCH_MIN_LOG_SIZE || v % BENCH_RAW_BLOCK)
-		return bench_usage_error("--log-size: '%s' is not a multiple of 4K of at "
+		return bench_usage_error("--size: '%s' is not a multiple of 4K of at "
 					 "least 16M", arg);
 	*out = v;
 	return 0;

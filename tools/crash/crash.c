@@ -3345,8 +3345,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: delog crash [--workload W] [--policy P] [--states N] [--seed S]\n"
 		   "                   [--profile strict|garble|versions] [--sector 512|4096]\n"
 		   "                   [--exhaustive] [--threads N] [--jobs N] [--full-every N]\n"
-		   "                   [--save DIR]"
-		   "                   [--json] [--verbose]\n");
+		   "                   [--save DIR] [--round R] [--json] [--verbose]\n");
 }
 
 static void help(void)
@@ -3365,8 +3364,8 @@ static void help(void)
 	       "                      chains of 3-4 sessions crashed and reopened), or all\n"
 	       "                      (default: all, one per round in turn)\n"
 	       "  -p, --policy P      flush policy: sync, async, single, none (default sync)\n"
-	       "  -n, --states N      crash states to check in total (default 10000)\n"
-	       "  -s, --seed S        seed of workloads, delivery order and sampling (default 1)\n"
+	       "      --states N      crash states to check in total (default 10000)\n"
+	       "      --seed S        seed of workloads, delivery order and sampling (default 1)\n"
 	       "      --profile P     strict (each unstable sector old or new), garble (or\n"
 	       "                      garbage) or versions (any version written since it\n"
 	       "                      was last stable) (default strict)\n"
@@ -3561,12 +3560,13 @@ static int usage_err(const char *opt, const char *arg, const char *need)
 
 int cmd_crash(int argc, char **argv)
 {
-	enum { O_PROFILE = 256, O_SECTOR, O_FULL, O_SAVE, O_ROUND };
+	/* Long only: --states and --seed (-n is --dry-run and -s --size in every command). */
+	enum { O_PROFILE = 256, O_SECTOR, O_FULL, O_SAVE, O_ROUND, O_STATES, O_SEED };
 	static const struct option lopts[] = {
 		{ "workload", required_argument, NULL, 'w' },
 		{ "policy", required_argument, NULL, 'p' },
-		{ "states", required_argument, NULL, 'n' },
-		{ "seed", required_argument, NULL, 's' },
+		{ "states", required_argument, NULL, O_STATES },
+		{ "seed", required_argument, NULL, O_SEED },
 		{ "profile", required_argument, NULL, O_PROFILE },
 		{ "sector", required_argument, NULL, O_SECTOR },
 		{ "exhaustive", no_argument, NULL, 'x' },
@@ -3597,7 +3597,7 @@ int cmd_crash(int argc, char **argv)
 	cr->f_min_free = UINT64_MAX;
 	cr->jobs = ncpu > 0 ? (unsigned)(ncpu < 8 ? ncpu : 8) : 1;
 	optind = 0;
-	while ((ch = getopt_long(argc, argv, "w:p:n:s:xt:J:jvh", lopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "w:p:xt:J:jvh", lopts, NULL)) != -1) {
 		switch (ch) {
 		case 'w': {
 			bool ok = !strcmp(optarg, "all");
@@ -3614,11 +3614,11 @@ int cmd_crash(int argc, char **argv)
 			if (delog_flush_policy_parse(optarg, &cr->policy))
 				return usage_err("--policy", optarg, "sync, async, single or none");
 			break;
-		case 'n':
+		case O_STATES:
 			if (parse_count(optarg, 1, UINT64_MAX / 2, &cr->target))
 				return usage_err("--states", optarg, "a count >= 1");
 			break;
-		case 's':
+		case O_SEED:
 			if (parse_count(optarg, 0, UINT64_MAX, &cr->seed))
 				return usage_err("--seed", optarg, "a number");
 			break;
