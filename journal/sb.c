@@ -25,6 +25,16 @@
 /* The smallest log: room for the largest records of a full ring twice over. */
 #define MIN_LOG_BYTES (2ull * JRNL_MAX_LOGBUFS * JRNL_MAX_LOGBSIZE)
 
+/* delog.h publishes these limits; they are the format's. */
+static_assert(DELOG_SB_BYTES == JRNL_SB_AREA && DELOG_SB_BYTES == JRNL_LOG_START,
+	      "DELOG_SB_BYTES is the superblock area");
+static_assert(DELOG_LOG_MIN_BYTES == MIN_LOG_BYTES, "DELOG_LOG_MIN_BYTES");
+static_assert(DELOG_LOGBUFS_MIN == JRNL_MIN_LOGBUFS && DELOG_LOGBUFS_MAX == JRNL_MAX_LOGBUFS,
+	      "DELOG_LOGBUFS_MIN/MAX");
+static_assert(DELOG_LOGBSIZE_MIN == JRNL_MIN_LOGBSIZE && DELOG_LOGBSIZE_MAX == JRNL_MAX_LOGBSIZE,
+	      "DELOG_LOGBSIZE_MIN/MAX");
+static_assert(DELOG_ITEM_MAX == JRNL_MAX_ITEM, "DELOG_ITEM_MAX (the engine uses JRNL_MAX_ITEM)");
+
 static uint32_t sb_crc(const struct jrnl_sb *sb)
 {
 	return jrnl_crc32c(0, sb, offsetof(struct jrnl_sb, crc));

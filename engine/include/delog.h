@@ -199,6 +199,28 @@ int delog_open(const char *path, const struct delog_options *opts, delog **out);
  */
 int delog_close(delog *log);
 
+/*
+ * Limits of the log (its on-disk format, docs/FORMAT.md, and its ring of log buffers),
+ * for sizing buffers, checking options and laying out a device without copying numbers:
+ *   DELOG_LOGBUFS_MIN..MAX    delog_open_opts.logbufs (log buffers in the ring)
+ *   DELOG_LOGBSIZE_MIN..MAX   delog_open_opts.logbsize (bytes per log buffer, a power
+ *                             of two)
+ *   DELOG_SB_BYTES            the superblock area at the start of the device; the log
+ *                             (create_size bytes) follows it, so a file holding a log
+ *                             of N bytes is DELOG_SB_BYTES + N bytes
+ *   DELOG_LOG_MIN_BYTES       the smallest log a format accepts (4 MiB: two full rings
+ *                             of the largest buffers)
+ *   DELOG_ITEM_MAX            the most data bytes one item may carry (delog_tx_log)
+ * The journal asserts that these are its own limits (journal/sb.c).
+ */
+#define DELOG_LOGBUFS_MIN 2u
+#define DELOG_LOGBUFS_MAX 8u
+#define DELOG_LOGBSIZE_MIN (16u << 10)
+#define DELOG_LOGBSIZE_MAX (256u << 10)
+#define DELOG_SB_BYTES 4096u
+#define DELOG_LOG_MIN_BYTES (2ull * DELOG_LOGBUFS_MAX * DELOG_LOGBSIZE_MAX)
+#define DELOG_ITEM_MAX (1u << 30)
+
 /* delog_tx_begin flags */
 #define DELOG_TX_NOWAIT 0x1u      /* fail with -EAGAIN instead of blocking for space */
 

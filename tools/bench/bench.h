@@ -145,7 +145,7 @@ bool bench_is_sim(const struct bench *b);
  *   --policy     a list of distinct flush policies (sync, async, single, none), @out
  *                holding BENCH_NR_POLICIES;
  *   --size   a multiple of 4K of at least 16M;
- *   --logbufs, --logbsize   the journal's ranges (JRNL_MIN/MAX_LOGBUFS, 16K..256K, a
+ *   --logbufs, --logbsize   the log's ranges (DELOG_LOGBUFS_MIN/MAX, 16K..256K, a
  *                power of two);
  *   --item-size  1 byte to @max (a whole number of KiB or MiB, as the message says it). */
 int bench_parse_time(const char *arg, double *out);

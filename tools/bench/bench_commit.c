@@ -56,7 +56,6 @@
  */
 #include "bench.h"
 
-#include "format.h"
 #include "io.h"
 
 #include <delog.h>
@@ -230,7 +229,7 @@ static void commit_help(FILE *f)
 		"writes all queued commits at once and fdatasyncs while the others wait).\n"
 		"--backend sim: the in-memory disk, no PATH and no baselines.  The issue's\n"
 		"acceptance ratios are printed at the end (reported, not asserted).\n",
-		BASE_AREA >> 20, JRNL_MIN_LOGBUFS, JRNL_MAX_LOGBUFS);
+		BASE_AREA >> 20, DELOG_LOGBUFS_MIN, DELOG_LOGBUFS_MAX);
 }
 
 /* ---- one point ---- */
@@ -492,7 +491,7 @@ static int baseline_point(struct crun *r, enum kind k, unsigned clients, struct 
 		return err;
 	}
 	/* share >= rec: commit_check */
-	bench_raw_layout(&pt.raw, JRNL_SB_AREA + r->o->log_size, BASE_AREA, raw_record(r->o),
+	bench_raw_layout(&pt.raw, DELOG_SB_BYTES + r->o->log_size, BASE_AREA, raw_record(r->o),
 			 clients);
 	pthread_mutex_init(&pt.glock, NULL);
 	pthread_cond_init(&pt.gcond, NULL);
@@ -657,8 +656,8 @@ static void print_human(struct crun *r)
 	else
 		bench_out_target(b, r->fs_type, b->o.backend);
 	bench_out(b, "  log         %s, %u x %s buffers; ", fmt_bytes(o->log_size, sz, sizeof(sz)),
-		  o->logbufs ? o->logbufs : JRNL_MAX_LOGBUFS,
-		  fmt_bytes(o->logbsize ? o->logbsize : JRNL_MAX_LOGBSIZE, sz2, sizeof(sz2)));
+		  o->logbufs ? o->logbufs : DELOG_LOGBUFS_MAX,
+		  fmt_bytes(o->logbsize ? o->logbsize : DELOG_LOGBSIZE_MAX, sz2, sizeof(sz2)));
 	if (r->sim)
 		bench_out(b, "created per point in %.1f ms (median)\n", median_open_s(r) * 1e3);
 	else
@@ -759,8 +758,8 @@ static void print_json(struct crun *r)
 	json_u64(&j, "items", o->items);
 	json_u64(&j, "payload_bytes", payload(o));
 	json_u64(&j, "log_size", o->log_size);
-	json_u64(&j, "logbufs", o->logbufs ? o->logbufs : JRNL_MAX_LOGBUFS);
-	json_u64(&j, "logbsize", o->logbsize ? o->logbsize : JRNL_MAX_LOGBSIZE);
+	json_u64(&j, "logbufs", o->logbufs ? o->logbufs : DELOG_LOGBUFS_MAX);
+	json_u64(&j, "logbsize", o->logbsize ? o->logbsize : DELOG_LOGBSIZE_MAX);
 	json_bool(&j, "baselines", !r->sim && !o->no_baselines);
 	json_u64_or_null(&j, "baseline_write_bytes", !r->sim && !o->no_baselines, raw_record(o));
 	json_bool(&j, "force", !o->no_force);
@@ -826,8 +825,8 @@ static int prepare(struct crun *r)
 	const struct commit_opts *o = r->o;
 	struct delog_options lo = log_opts(r, DELOG_FLUSH_SYNC, DELOG_OPEN_FORMAT);
 
-	return bench_log_prepare(r->b, JRNL_SB_AREA + o->log_size + BASE_AREA, &r->fs_type,
-				 JRNL_SB_AREA + o->log_size, o->no_baselines ? 0 : BASE_AREA, &lo,
+	return bench_log_prepare(r->b, DELOG_SB_BYTES + o->log_size + BASE_AREA, &r->fs_type,
+				 DELOG_SB_BYTES + o->log_size, o->no_baselines ? 0 : BASE_AREA, &lo,
 				 &r->format_s);
 }
 

@@ -41,8 +41,6 @@
 #include "bench_flush.h"
 
 #include "engine.h"
-#include "format.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -201,7 +199,7 @@ void fb_help_common(FILE *f)
 		"      --sim-profile P    with --backend sim: the disk's latency model, none, nvme\n"
 		"                         or sata (default none); a new sim disk per point\n"
 		"      --csv              print CSV (a header, then one line per row)\n",
-		FB_RAW_AREA >> 20, JRNL_MIN_LOGBUFS, JRNL_MAX_LOGBUFS);
+		FB_RAW_AREA >> 20, DELOG_LOGBUFS_MIN, DELOG_LOGBUFS_MAX);
 }
 
 /* ---- the log, per point ---- */
@@ -274,7 +272,7 @@ int fb_log_open(struct fb_env *e, enum delog_flush_policy p, delog **log,
 	*log = NULL;
 	*simdev = NULL;
 	if (e->sim) {
-		err = sim_open(e, JRNL_SB_AREA + e->o->log_size, simdev);
+		err = sim_open(e, DELOG_SB_BYTES + e->o->log_size, simdev);
 		if (err)
 			return err;
 		err = delog_open_dev(*simdev, &lo, log);
@@ -319,8 +317,8 @@ static int prepare(struct fb_env *e)
 	const struct fb_opts *o = e->o;
 	struct delog_options lo = log_opts(e, DELOG_FLUSH_SYNC, DELOG_OPEN_FORMAT);
 
-	return bench_log_prepare(e->b, JRNL_SB_AREA + o->log_size + FB_RAW_AREA, &e->fs_type,
-				 JRNL_SB_AREA + o->log_size, o->do_raw ? FB_RAW_AREA : 0, &lo,
+	return bench_log_prepare(e->b, DELOG_SB_BYTES + o->log_size + FB_RAW_AREA, &e->fs_type,
+				 DELOG_SB_BYTES + o->log_size, o->do_raw ? FB_RAW_AREA : 0, &lo,
 				 &e->format_s);
 }
 
@@ -348,7 +346,7 @@ static int raw_once(int fd, struct iol_dev *dev, void *buf, uint64_t off)
 static int raw_point(struct fb_env *e, unsigned clients, struct raw_row *row)
 {
 	struct bench *b = e->b;
-	uint64_t base = e->sim ? 0 : JRNL_SB_AREA + e->o->log_size, k = 0, lat_sum = 0;
+	uint64_t base = e->sim ? 0 : DELOG_SB_BYTES + e->o->log_size, k = 0, lat_sum = 0;
 	uint64_t lat_max = 0, t_end, ws, t;
 	struct iol_dev *dev = NULL;
 	void *buf = NULL;
@@ -479,8 +477,8 @@ static void print_human(struct frun *r)
 	else
 		bench_out_target(b, r->e.fs_type, b->o.backend);
 	bench_out(b, "  log         %s, %u x %s buffers", fmt_bytes(o->log_size, sz, sizeof(sz)),
-		  o->logbufs ? o->logbufs : JRNL_MAX_LOGBUFS,
-		  fmt_bytes(o->logbsize ? o->logbsize : JRNL_MAX_LOGBSIZE, sz2, sizeof(sz2)));
+		  o->logbufs ? o->logbufs : DELOG_LOGBUFS_MAX,
+		  fmt_bytes(o->logbsize ? o->logbsize : DELOG_LOGBSIZE_MAX, sz2, sizeof(sz2)));
 	if (!r->e.sim)
 		bench_out(b, "; formatted once in %.2f s, reopened per point", r->e.format_s);
 	bench_out(b, "\n");
@@ -733,8 +731,8 @@ static void print_json(struct frun *r)
 	json_u64(&j, "threads", o->threads);
 	json_u64(&j, "files", o->files);
 	json_u64(&j, "log_size", o->log_size);
-	json_u64(&j, "logbufs", o->logbufs ? o->logbufs : JRNL_MAX_LOGBUFS);
-	json_u64(&j, "logbsize", o->logbsize ? o->logbsize : JRNL_MAX_LOGBSIZE);
+	json_u64(&j, "logbufs", o->logbufs ? o->logbufs : DELOG_LOGBUFS_MAX);
+	json_u64(&j, "logbsize", o->logbsize ? o->logbsize : DELOG_LOGBSIZE_MAX);
 	json_bool(&j, "dbench", o->do_dbench);
 	json_bool(&j, "fsmark", o->do_fsmark);
 	json_bool(&j, "raw_baseline", o->do_raw);

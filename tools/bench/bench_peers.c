@@ -63,8 +63,6 @@
  */
 #include "bench.h"
 
-#include "format.h"
-
 #include <delog.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -813,7 +811,7 @@ static int store_open(struct point *pt, char *msg, size_t len)
 			return -errno;
 		}
 		/* share >= rec: peers_check */
-		bench_raw_layout(&pt->raw, JRNL_SB_AREA + LOG_SIZE, BASE_AREA, raw_record(pt->o),
+		bench_raw_layout(&pt->raw, DELOG_SB_BYTES + LOG_SIZE, BASE_AREA, raw_record(pt->o),
 				 pt->nclients);
 		return 0;
 	}
@@ -971,8 +969,8 @@ static int prepare(struct prun *r)
 						 LOG_SIZE);
 	int err;
 
-	err = bench_log_prepare(r->b, JRNL_SB_AREA + LOG_SIZE + BASE_AREA, NULL,
-				JRNL_SB_AREA + LOG_SIZE, BASE_AREA, &lo, &r->format_s);
+	err = bench_log_prepare(r->b, DELOG_SB_BYTES + LOG_SIZE + BASE_AREA, NULL,
+				DELOG_SB_BYTES + LOG_SIZE, BASE_AREA, &lo, &r->format_s);
 	if (err)
 		return err;
 	r->idle_before = idle_rate(r);
@@ -1072,8 +1070,8 @@ static void print_human(struct prun *r)
 		bench_out(b, "  delog       %s, %llu MiB log (formatted in %.2f s), backend %s, "
 			  "%u x %u KiB buffers (the engine's defaults); tx_begin + tx_log x %u + "
 			  "tx_commit_force\n", b->t.path, LOG_SIZE >> 20, r->format_s,
-			  b->o.backend ? b->o.backend : "auto", JRNL_MAX_LOGBUFS,
-			  JRNL_MAX_LOGBSIZE >> 10, o->items);
+			  b->o.backend ? b->o.backend : "auto", DELOG_LOGBUFS_MAX,
+			  DELOG_LOGBSIZE_MAX >> 10, o->items);
 #ifdef DELOG_HAVE_ROCKSDB
 	if (o->sys[S_ROCKSDB])
 		bench_out(b, "  rocksdb     %s: one DB, a WriteBatch of %u puts per commit, "

@@ -47,6 +47,8 @@
  */
 #include "bench.h"
 
+/* The journal's own layer (jrnl_log_*, jrnl_recover: journal/include/jrnl.h) and its LSN
+ * helpers (format.h): this workload measures recovery below the engine. */
 #include "format.h"
 #include "io.h"
 
@@ -59,7 +61,7 @@
 #include <time.h>
 
 #define DEFAULT_SIZE (1ull << 30)
-#define MIN_SIZE (2ull * JRNL_MAX_LOGBUFS * JRNL_MAX_LOGBSIZE) /* as journal/sb.c */
+#define MIN_SIZE (2ull * DELOG_LOGBUFS_MAX * DELOG_LOGBSIZE_MAX) /* as journal/sb.c */
 #define DEFAULT_ITEM_SIZE 4096u
 #define MAX_ITEM_SIZE (16u << 20)
 #define DEFAULT_CKPT_ITEMS 64u
@@ -169,8 +171,8 @@ static void rec_defaults(void *state)
 
 	o->size = DEFAULT_SIZE;
 	o->sector = 4096;
-	o->logbsize = JRNL_MAX_LOGBSIZE;
-	o->logbufs = JRNL_MAX_LOGBUFS;
+	o->logbsize = DELOG_LOGBSIZE_MAX;
+	o->logbufs = DELOG_LOGBUFS_MAX;
 	o->item_size = DEFAULT_ITEM_SIZE;
 	o->ckpt_items = DEFAULT_CKPT_ITEMS;
 	o->read_chunk = DEFAULT_READ_CHUNK;
@@ -823,7 +825,7 @@ static int rec_run(struct bench *b, void *state)
 	r->installed = r->fio != NULL;
 	if (o->no_fio)
 		r->fio = NULL;
-	if (bench_target_open(b, JRNL_SB_AREA + o->size))
+	if (bench_target_open(b, DELOG_SB_BYTES + o->size))
 		goto out;
 
 	bench_dev_opts(b, &dopts, msg, sizeof(msg));

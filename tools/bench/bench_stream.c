@@ -59,7 +59,6 @@
  */
 #include "bench.h"
 
-#include "format.h"
 #include "io.h"
 
 #include <delog.h>
@@ -134,8 +133,8 @@ static void stream_defaults(void *state)
 	o->time_s = 5;
 	o->tx_size = 1u << 20;
 	o->log_size = 1ull << 30;
-	o->logbufs = JRNL_MAX_LOGBUFS;
-	o->logbsize = JRNL_MAX_LOGBSIZE;
+	o->logbufs = DELOG_LOGBUFS_MAX;
+	o->logbsize = DELOG_LOGBSIZE_MAX;
 	o->passes = 3;
 }
 
@@ -222,7 +221,7 @@ static void stream_help(FILE *f)
 		"%.1f (median of the passes; reported, not asserted).  fio+flush is the same job\n"
 		"with a second one flushing the device back to back (4 KiB write + fdatasync),\n"
 		"what the device sustains when every write must be made durable promptly.\n",
-		MAX_TX_SIZE >> 20, JRNL_MIN_LOGBUFS, JRNL_MAX_LOGBUFS, JRNL_MAX_LOGBUFS, T_RATIO);
+		MAX_TX_SIZE >> 20, DELOG_LOGBUFS_MIN, DELOG_LOGBUFS_MAX, DELOG_LOGBUFS_MAX, T_RATIO);
 }
 
 /* ---- fio ---- */
@@ -708,7 +707,7 @@ static int stream_run(struct bench *b, void *state)
 	struct srun r = { .b = b, .o = o };
 	struct delog_options lo = bench_log_opts(b, DELOG_FLUSH_SYNC, DELOG_OPEN_FORMAT,
 						 o->logbufs, o->logbsize, o->log_size);
-	uint64_t fio_off = JRNL_SB_AREA + o->log_size;
+	uint64_t fio_off = DELOG_SB_BYTES + o->log_size;
 	int err = 0;
 
 	for (unsigned i = 0; i < MAX_PASSES; i++)

@@ -13,7 +13,6 @@
  */
 #include "bench.h"
 
-#include "format.h"
 #include "io.h"
 
 #include <errno.h>
@@ -112,9 +111,9 @@ int bench_parse_logbufs(const char *arg, unsigned *out)
 {
 	uint64_t v;
 
-	if (parse_count(arg, JRNL_MIN_LOGBUFS, JRNL_MAX_LOGBUFS, &v))
+	if (parse_count(arg, DELOG_LOGBUFS_MIN, DELOG_LOGBUFS_MAX, &v))
 		return bench_usage_error("--logbufs: '%s' is not a count from %u to %u", arg,
-					 JRNL_MIN_LOGBUFS, JRNL_MAX_LOGBUFS);
+					 DELOG_LOGBUFS_MIN, DELOG_LOGBUFS_MAX);
 	*out = (unsigned)v;
 	return 0;
 }
@@ -123,7 +122,7 @@ int bench_parse_logbsize(const char *arg, uint32_t *out)
 {
 	uint64_t v;
 
-	if (parse_size(arg, &v) || v < JRNL_MIN_LOGBSIZE || v > JRNL_MAX_LOGBSIZE ||
+	if (parse_size(arg, &v) || v < DELOG_LOGBSIZE_MIN || v > DELOG_LOGBSIZE_MAX ||
 	    (v & (v - 1)))
 		return bench_usage_error("--logbsize: '%s' is not a power of two from 16K "
 					 "to 256K", arg);

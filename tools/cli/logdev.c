@@ -12,6 +12,7 @@
  */
 #include "tools.h"
 
+/* The superblock's fields, read and reported one by one: the journal's format.h. */
 #include "format.h"
 
 #include <errno.h>

@@ -17,6 +17,8 @@
  */
 #include "tools.h"
 
+/* print shows the records and ops themselves: the on-disk structures are the journal's
+ * (format.h); everything else comes through jrnl.h and <delog.h>. */
 #include "format.h"
 
 #include <delog.h>

@@ -95,8 +95,6 @@
 #ifndef DELOG_TOOLS_CRASH_H
 #define DELOG_TOOLS_CRASH_H
 
-#include "format.h"
-
 #include <delog.h>
 #include <errno.h>
 #include <getopt.h>
@@ -168,7 +166,7 @@ static inline uint64_t sector_hash(const void *p, uint32_t sector, uint64_t idx)
 	return mix64(hash_bytes(p, sector, 0x5ec7) + idx * 0x9e3779b97f4a7c15ull);
 }
 
-#define CR_LOG_BYTES (2ull * JRNL_MAX_LOGBUFS * JRNL_MAX_LOGBSIZE) /* the format's least */
+#define CR_LOG_BYTES DELOG_LOG_MIN_BYTES /* the format's least */
 #define CR_LOG_MAX (16ull << 20)  /* the random workload's largest log */
 #define CR_SESSIONS_MAX 6u
 #define CR_MAX_CLIENTS 15u       /* workload clients; slot CR_MAX_CLIENTS: continuation */

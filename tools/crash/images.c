@@ -561,7 +561,7 @@ void run_jobs(struct crash *cr)
 		if (b * 1000 / ring > cr->cv_max_ck_win)
 			cr->cv_max_ck_win = b * 1000 / ring;
 		cr->cv_over_win += b > ring;
-		cr->cv_over_2m += b > (uint64_t)JRNL_MAX_LOGBUFS * JRNL_MAX_LOGBSIZE;
+		cr->cv_over_2m += b > (uint64_t)DELOG_LOGBUFS_MAX * DELOG_LOGBSIZE_MAX;
 	}
 	cr->recoveries += cr->njobs;
 	cr->njobs = 0;

@@ -60,7 +60,7 @@ void trace_step(struct crash *cr, struct ctl *t, size_t L, uint64_t tail, bool k
 {
 	struct round *rd = cr->rd;
 	uint32_t sec = cr->sector;
-	uint64_t log0 = JRNL_LOG_START / sec, arm = atomic_load(&rd->arm_ev);
+	uint64_t log0 = DELOG_SB_BYTES / sec, arm = atomic_load(&rd->arm_ev);
 	bool armed = atomic_load(&rd->armed);
 
 	while (t->cursor < L) {
@@ -93,7 +93,7 @@ void trace_step(struct crash *cr, struct ctl *t, size_t L, uint64_t tail, bool k
 				if (live) {
 					cr->protocol_events++;
 					if (!flags_allowed(rd->policy, e->opf,
-							   e->off == JRNL_LOG_START))
+							   e->off == DELOG_SB_BYTES))
 						prot_viol(cr, "%s policy issued a write with%s%s at "
 							  "sector %" PRIu64, delog_flush_policy_name(rd->policy),
 							  e->opf & IOL_PREFLUSH ? " PREFLUSH" : "",

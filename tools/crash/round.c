@@ -249,7 +249,7 @@ int run_round(struct crash *cr, uint64_t r)
 		cr->threads, cr->sector_opt, &rd->wl);
 	rd->sector = rd->wl.sector ? rd->wl.sector : 4096;
 	rd->log_bytes = rd->wl.log_bytes;
-	rd->dev_bytes = JRNL_LOG_START + rd->log_bytes;
+	rd->dev_bytes = DELOG_SB_BYTES + rd->log_bytes;
 	cr->sector = rd->sector;
 	nsec = rd->dev_bytes / rd->sector;
 	pthread_mutex_init(&rd->log_mu, NULL);

@@ -58,8 +58,8 @@ static void wl_random(struct wl *w, uint64_t *r, uint32_t sector)
 	uint64_t ring, cap;
 
 	w->sector = sector ? sector : (rnd(r) % 2 ? 4096u : 512u);
-	w->logbufs = (unsigned)rnd_in(r, JRNL_MIN_LOGBUFS, JRNL_MAX_LOGBUFS);
-	w->logbsize = JRNL_MIN_LOGBSIZE << rnd_in(r, 0, 4);
+	w->logbufs = (unsigned)rnd_in(r, DELOG_LOGBUFS_MIN, DELOG_LOGBUFS_MAX);
+	w->logbsize = DELOG_LOGBSIZE_MIN << rnd_in(r, 0, 4);
 	ring = (uint64_t)w->logbufs * w->logbsize;
 	/* Small logs wrap (and fill) faster; big ones hold the big checkpoints. */
 	w->log_bytes = rnd(r) % 5 < 2 ? CR_LOG_BYTES :
