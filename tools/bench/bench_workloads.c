@@ -8,7 +8,8 @@
  * out of this table, the `delog` a user installs links only what the log needs.  Its
  * row here only names the program: `delog bench --workload peers` (or --peers) runs
  * delog-bench-peers from the directory `delog` was started from, or says that it is
- * not there, or was not built (DELOG_BENCH_PEERS_BUILT, from tools/CMakeLists.txt).
+ * not there, or was not built (DELOG_BENCH_PEERS_BUILT, or DELOG_BENCH_PEERS_OFF
+ * when it was left out on purpose, from tools/CMakeLists.txt).
  */
 #include "bench.h"
 
@@ -20,9 +21,14 @@ static const struct bench_workload bench_peers_program = {
 #ifdef DELOG_BENCH_PEERS_BUILT
 	.built = true,
 #endif
+#ifdef DELOG_BENCH_PEERS_OFF
+	.not_built = "it was left out when delog was configured (-DDELOG_BENCH_PEERS=OFF; "
+		     "configure with -DDELOG_BENCH_PEERS=ON and build again)",
+#else
 	.not_built = "none of RocksDB, SQLite and LMDB was found when delog was configured "
 		     "(Debian: librocksdb-dev, libsqlite3-dev, liblmdb-dev; then configure and "
 		     "build again)",
+#endif
 };
 
 const struct bench_workload *const bench_workloads[] = {
