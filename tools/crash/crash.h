@@ -1,8 +1,8 @@
 /*
  * crash.h - `delog crash`: power cuts at every device event and every acknowledgement of
  * a seeded multi-threaded workload on the simulated disk, each crash state recovered and
- * checked by an oracle (DESIGN.md section 5, G1-G4 and G6-G8; research/reliability.md
- * sections 3-5, T1 and T3).
+ * checked by an oracle (the crash-safety contract G1-G4 and G6-G8, and the tests T1 and
+ * T3, of docs/TESTING.md).
  *
  * What it proves.  For every crash state it checks, the log that recovery hands back is
  *   - complete: every checkpoint the durable watermark (delog_durable_seq) had reached
@@ -44,9 +44,9 @@
  * release watermark (after the snapshot, so it bounds every release that could have
  * mattered).  Crash states are choices per unstable sector, old / new / garbage
  * (--profile garble): all 2^k when k <= 12 and the budget allows (always with
- * --exhaustive), else the structured states of reliability.md section 3.5 (all old, all
- * new, prefixes in submission and in completion order, omit-one, each write alone in
- * and alone out, each sector garbled) sampled together with seeded random states.
+ * --exhaustive), else the structured states (all old, all new, prefixes in submission
+ * and in completion order, omit-one, each write alone in and alone out, each sector
+ * garbled) sampled together with seeded random states.
  * Images are deduplicated by a hash that is a sum of per-sector hashes, so a state's hash
  * costs O(k) and equal images from different crash points are recovered once: the
  * recovered set is cached per image, and only the comparison with the crash point's
