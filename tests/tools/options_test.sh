@@ -66,6 +66,8 @@ expect_rc 2 "bench recovery -p" "$DELOG" bench --workload recovery -p sync
 expect_in "$TMP/err" "recovery takes no --policy" "bench recovery -p: the message"
 expect_rc 2 "bench recovery -t" "$DELOG" bench --workload recovery -t 2
 expect_in "$TMP/err" "recovery takes no --threads" "bench recovery -t: the message"
+expect_rc 2 "bench -s without --workload" "$DELOG" bench -s 16M
+expect_in "$TMP/err" "give --workload first" "bench -s without --workload: the message"
 expect_rc 2 "crash -n" "$DELOG" crash --workload small -n 5
 expect_in "$TMP/err" "usage: delog crash" "crash -n: the usage"
 expect_rc 2 "crash -s" "$DELOG" crash --workload small -s 5

@@ -592,9 +592,12 @@ static int parse_args(int argc, char **argv, struct bench *b,
 			const char *lname;
 			int val = short_for_workload(w, ch, &lname);
 
+			if (!w)
+				return bench_usage_error("-%c is a workload's --%s: give --workload first",
+							 ch, lname);
 			if (!val)
 				return bench_usage_error("-%c (--%s): %s takes no --%s", ch, lname,
-							 w ? w->name : "no --workload", lname);
+							 w->name, lname);
 			rc = w->option(*state, val, optarg);
 			if (rc)
 				return rc;
