@@ -23,6 +23,8 @@
  */
 #include "tools.h"
 
+#include "format.h"
+
 #include <delog.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -34,7 +36,7 @@
 #include <unistd.h>
 
 #define FORMAT_PROBE_BYTES (64u * 1024u) /* bytes inspected for existing data */
-#define MIN_LOG (2ull * DELOG_LOGBUFS_MAX * DELOG_LOGBSIZE_MAX) /* as journal/sb.c */
+#define MIN_LOG (2ull * JRNL_MAX_LOGBUFS * JRNL_MAX_LOGBSIZE) /* as journal/sb.c */
 
 static void usage(FILE *f)
 {
@@ -79,7 +81,7 @@ static int holds_data(struct iol_dev *dev, char *what, size_t len)
 			 tool_uuid(g.uuid, uuid), g.log_size);
 		return 1;
 	}
-	if (err != DELOG_ENOTLOG && size >= DELOG_SB_BYTES &&
+	if (err != DELOG_ENOTLOG && size >= JRNL_SB_AREA &&
 	    (err == DELOG_ETRUNCATED || err == DELOG_ECHECKSUM || err == DELOG_EVERSION ||
 	     err == DELOG_EFEATURE || err == DELOG_ECORRUPT)) {
 		/* The magic matched: a delog log, even if this build cannot use it. */
@@ -210,7 +212,7 @@ int cmd_format(int argc, char **argv)
 				path);
 			return TOOL_EXIT_USAGE;
 		}
-		err = iol_file_create(path, DELOG_SB_BYTES + size, mode, msg, sizeof(msg));
+		err = iol_file_create(path, JRNL_SB_AREA + size, mode, msg, sizeof(msg));
 		if (err) {
 			fprintf(stderr, "delog format: %s\n", *msg ? msg : strerror(-err));
 			return TOOL_EXIT_FAIL;
@@ -227,23 +229,23 @@ int cmd_format(int argc, char **argv)
 		 * (opening a FIFO blocks). */
 		fprintf(stderr, "delog format: %s: %s\n", path, what);
 		return TOOL_EXIT_FAIL;
-	} else if (S_ISREG(st.st_mode) && (uint64_t)st.st_size < DELOG_SB_BYTES + size) {
+	} else if (S_ISREG(st.st_mode) && (uint64_t)st.st_size < JRNL_SB_AREA + size) {
 		/* An existing file too small for --size (e.g. empty, from mktemp): grow it. */
 		int fd;
 
 		if (st.st_size && !force) {
 			fprintf(stderr, "delog format: %s: is %lld bytes, smaller than --size needs "
 				"(%" PRIu64 "); use --force to grow it\n", path,
-				(long long)st.st_size, DELOG_SB_BYTES + size);
+				(long long)st.st_size, JRNL_SB_AREA + size);
 			return TOOL_EXIT_FAIL;
 		}
 		fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-		err = fd < 0 ? errno : posix_fallocate(fd, 0, (off_t)(DELOG_SB_BYTES + size));
+		err = fd < 0 ? errno : posix_fallocate(fd, 0, (off_t)(JRNL_SB_AREA + size));
 		if (fd >= 0)
 			close(fd);
 		if (err) {
 			fprintf(stderr, "delog format: %s: cannot allocate %" PRIu64 " bytes: %s\n",
-				path, DELOG_SB_BYTES + size, strerror(err));
+				path, JRNL_SB_AREA + size, strerror(err));
 			return TOOL_EXIT_FAIL;
 		}
 	}
@@ -265,11 +267,11 @@ int cmd_format(int argc, char **argv)
 			goto fail;
 		}
 	}
-	if (iol_dev_geom(dev)->size_bytes < DELOG_SB_BYTES + MIN_LOG ||
-	    size > iol_dev_geom(dev)->size_bytes - DELOG_SB_BYTES) {
+	if (iol_dev_geom(dev)->size_bytes < JRNL_SB_AREA + MIN_LOG ||
+	    size > iol_dev_geom(dev)->size_bytes - JRNL_SB_AREA) {
 		fprintf(stderr, "delog format: %s: %" PRIu64 " bytes: too small for a %s log "
 			"(need %" PRIu64 " bytes)\n", path, iol_dev_geom(dev)->size_bytes,
-			size ? "--size" : "minimal", (uint64_t)DELOG_SB_BYTES + (size ? size : (uint64_t)MIN_LOG));
+			size ? "--size" : "minimal", (uint64_t)JRNL_SB_AREA + (size ? size : (uint64_t)MIN_LOG));
 		err = -ENOSPC;
 		goto fail;
 	}
@@ -281,7 +283,7 @@ int cmd_format(int argc, char **argv)
 		goto fail;
 	}
 	fo.sector = (uint32_t)sector;
-	fo.log_size = size ? size : (iol_dev_geom(dev)->size_bytes - DELOG_SB_BYTES) / sector * sector;
+	fo.log_size = size ? size : (iol_dev_geom(dev)->size_bytes - JRNL_SB_AREA) / sector * sector;
 	err = jrnl_format(dev, &fo, &g);
 	if (err) {
 		fprintf(stderr, "delog format: %s: %s\n", path, tool_strerror(err));
