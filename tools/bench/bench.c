@@ -138,17 +138,16 @@ static void help(const struct bench_workload *w)
 	       "directory, removed at the end).  A benchmark reports numbers, next to fio's\n"
 	       "where fio is installed; it is not a test.\n"
 	       "\nworkloads:\n");
-	for (size_t i = 0; i < bench_nr_workloads; i++)
-		if (!bench_workloads[i]->program)
-			printf("  %-10s %s\n", bench_workloads[i]->name,
-			       bench_workloads[i]->summary);
-	for (size_t i = 0; i < bench_nr_workloads; i++)
-		if (bench_workloads[i]->program)
-			printf("\n--workload %s: %s.\n  It runs the program %s beside this "
-			       "one (%s).\n", bench_workloads[i]->name,
-			       bench_workloads[i]->summary, bench_workloads[i]->program,
-			       bench_workloads[i]->built ? "see its --help"
-							 : "not built here");
+	for (size_t i = 0; i < bench_nr_workloads; i++) {
+		const struct bench_workload *x = bench_workloads[i];
+
+		/* A program of its own: its options are in its --help and man page. */
+		if (x->program)
+			printf("  %-10s %s [the program %s%s]\n", x->name, x->summary, x->program,
+			       x->built ? "" : ", not built here");
+		else
+			printf("  %-10s %s\n", x->name, x->summary);
+	}
 	printf("\ncommon options:\n"
 	       "  -w, --workload W   the benchmark to run%s\n"
 	       "      --path PATH    file or block device to run on (or PATH as an argument);\n"
