@@ -116,6 +116,9 @@ int jrnl_format(struct iol_dev *dev, const struct jrnl_format_opts *opts, struct
 				  NULL);
 		if (err)
 			goto out;
+		if (opts && opts->progress)
+			opts->progress(opts->progress_arg, off + (n < chunk ? n : chunk),
+				       JRNL_LOG_START + log_size);
 	}
 	err = iol_req_init(&flush, dev, 0, IOL_OPF(IOL_OP_FLUSH, 0));
 	if (!err)

@@ -139,6 +139,29 @@ int tool_path_check(const char *path, struct stat *st, char *why, size_t len);
  * -ERANGE (does not fit in 64 bits).
  */
 int parse_size(const char *s, uint64_t *out);
+/*
+ * The one parser of size options (--size, --bw-bytes, --read-chunk, ...), so every command
+ * reads and refuses sizes alike: parse_size, then at least @min, at most @max (0: no
+ * limit) and a multiple of @align (0: any).  On error prints, on stderr,
+ *   delog CMD: OPT: 'ARG' is not a size (digits and an optional K, M, G or T suffix)
+ *   delog CMD: OPT: 'ARG' is 1 B, below the minimum of 4 MiB
+ *   delog CMD: OPT: 'ARG' is 4.8 MiB, not a multiple of 4 KiB
+ * (@what, when not NULL, names the minimum: "... is 1 B, below the smallest log (4 MiB)")
+ * and returns -EINVAL or -ERANGE; the caller exits TOOL_EXIT_USAGE.
+ */
+int tool_parse_size(const char *cmd, const char *opt, const char *arg, uint64_t min,
+		    uint64_t max, uint64_t align, const char *what, uint64_t *out);
+/* The same checks on a value already parsed (@arg is quoted in the message). */
+int tool_check_size(const char *cmd, const char *opt, const char *arg, uint64_t v, uint64_t min,
+		    uint64_t max, uint64_t align, const char *what);
+
+/*
+ * The smallest log area a superblock may describe: two full rings of the largest log
+ * buffers (2 x JRNL_MAX_LOGBUFS x JRNL_MAX_LOGBSIZE, journal/sb.c; format.c asserts the
+ * two agree).  A log file or device is this plus the 4 KiB superblock area.
+ */
+#define TOOL_MIN_LOG (4ull << 20)
+
 /* Parse a decimal count in [min, max].  Returns 0, -EINVAL or -ERANGE. */
 int parse_count(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* Format @bytes as "256 MiB", "4 KiB", "1.5 GiB", "512 B" into @buf. */

@@ -53,6 +53,10 @@ struct jrnl_format_opts {
 	uint32_t sector;          /* 512 or 4096; 0: 4096 */
 	uint64_t log_size;        /* 0: the whole device after the superblock area */
 	const uint8_t *uuid;      /* NULL: random */
+	/* May be NULL: called after each chunk of the zero-fill with the bytes written so
+	 * far and the total (a multi-GiB log takes seconds; `delog format` shows it). */
+	void (*progress)(void *arg, uint64_t done, uint64_t total);
+	void *progress_arg;
 };
 
 /*

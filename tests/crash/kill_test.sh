@@ -37,7 +37,7 @@ def fail(msg):
 
 def run_stress(log, backend, first, policy, threads):
     args = [delog, "stress", log, "--backend", backend, "--policy", policy,
-            "--threads", str(threads), "--create-size", "16M"]
+            "--threads", str(threads), "--size", "16M"]
     if first:
         args.append("--format")
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -97,7 +97,7 @@ def recover(log, backend):
 for backend in ["uring", "aio", "psync"]:
     log = os.path.join(tdir, "kill-%s-%d.log" % (backend, os.getpid()))
     probe = subprocess.run([delog, "stress", log, "--backend", backend, "--count", "1",
-                            "--threads", "1", "--create-size", "16M", "--format"],
+                            "--threads", "1", "--size", "16M", "--format"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if probe.returncode != 0:
         print("kill_test: %s: cannot run here, skipped: %s" % (backend,

@@ -42,6 +42,19 @@ static const struct command *find_command(const char *name)
 	return NULL;
 }
 
+/*
+ * "delog NAME", the argv[0] a command runs with, so that getopt's own messages ("delog
+ * format: invalid option -- 'x'", "... option '--size' requires an argument") say which
+ * command they are about, like the commands' own messages do.
+ */
+static char *command_name(const struct command *c)
+{
+	static char name[32];
+
+	snprintf(name, sizeof(name), "delog %s", c->name);
+	return name;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: delog [--help | --version] COMMAND [ARGS...]\n"
@@ -91,7 +104,7 @@ static int help_command(int argc, char **argv)
 	c = find_command(argv[1]);
 	if (!c)
 		return unknown_command(argv[1]);
-	hargv[0] = argv[1];
+	hargv[0] = command_name(c);
 	hargv[1] = (char *)"--help";
 	hargv[2] = NULL;
 	optind = 0;
@@ -134,5 +147,6 @@ int main(int argc, char **argv)
 	if (!c)
 		return unknown_command(argv[0]);
 	optind = 0; /* reinitialise getopt for the command's own options */
+	argv[0] = command_name(c);
 	return c->run(argc, argv);
 }

@@ -33,10 +33,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define FORMAT_PROBE_BYTES (64u * 1024u) /* bytes inspected for existing data */
-#define MIN_LOG (2ull * JRNL_MAX_LOGBUFS * JRNL_MAX_LOGBSIZE) /* as journal/sb.c */
+#define MIN_LOG TOOL_MIN_LOG
+static_assert(TOOL_MIN_LOG == 2ull * JRNL_MAX_LOGBUFS * JRNL_MAX_LOGBSIZE,
+	      "tools.h's smallest log is journal/sb.c's");
 
 static void usage(FILE *f)
 {
@@ -49,9 +52,10 @@ static void help(void)
 	usage(stdout);
 	printf("\nCreate a delog log on PATH, a file (created if missing) or a block device.\n"
 	       "\noptions:\n"
-	       "  -s, --size N       log area size (K, M, G suffixes; at least %llu MiB);\n"
-	       "                     the file is N + 4 KiB (superblock).  Required for a new\n"
-	       "                     or empty file; default for an existing one: all of it\n"
+	       "  -s, --size N       log area size (K, M, G suffixes; at least %llu MiB, a\n"
+	       "                     multiple of the sector); the file is N + 4 KiB\n"
+	       "                     (superblock).  Required for a new or empty file;\n"
+	       "                     default for an existing one: all of it\n"
 	       "      --sector S     log sector size, 512 or 4096 (default 4096)\n"
 	       "  -f, --force        overwrite an existing log or a device that holds data\n"
 	       "  -m, --mode OCTAL   permissions of a new file (default 0600, less the umask)\n"
@@ -59,8 +63,11 @@ static void help(void)
 	       "  -j, --json         print the new geometry as JSON\n"
 	       "  -h, --help         show this help\n"
 	       "\nThe whole log area is written with zeroes before the superblock, so\n"
-	       "formatting takes as long as writing N bytes.  Exit status: 0 formatted,\n"
-	       "1 refused or failed, 2 usage error.\n", (unsigned long long)(MIN_LOG >> 20));
+	       "formatting takes as long as writing N bytes (progress is shown on stderr\n"
+	       "when it is a terminal).  A refused format leaves PATH as it found it; a\n"
+	       "failed one removes a file it created and cuts a file it grew back to its\n"
+	       "size.  Exit status: 0 formatted, 1 refused or failed, 2 usage error.\n",
+	       (unsigned long long)(MIN_LOG >> 20));
 }
 
 /* Does @dev hold anything: a delog superblock (described in @what) or non-zero bytes? */
@@ -122,6 +129,38 @@ static int parse_mode(const char *s, unsigned *out)
 	return 0;
 }
 
+/* Progress of the zero-fill on stderr, when it is a terminal (jrnl_format_opts.progress). */
+struct fmt_progress {
+	bool shown;
+	uint64_t last_ns;
+};
+
+static void fmt_progress(void *arg, uint64_t done, uint64_t total)
+{
+	struct fmt_progress *p = arg;
+	uint64_t now = now_ns();
+	char a[32], b[32];
+
+	if (done < total && now - p->last_ns < 200000000ull)
+		return;
+	p->last_ns = now;
+	p->shown = true;
+	fprintf(stderr, "\r\033[Kdelog format: zeroing the log: %s of %s (%u%%)",
+		fmt_bytes(done, a, sizeof(a)), fmt_bytes(total, b, sizeof(b)),
+		(unsigned)(total ? done * 100 / total : 100));
+	fflush(stderr);
+}
+
+/* Put a regular file we grew back to the size and times it had. */
+static void undo_grow(const char *path, const struct stat *orig)
+{
+	struct timespec ts[2] = { orig->st_atim, orig->st_mtim };
+
+	if (truncate(path, orig->st_size) || utimensat(AT_FDCWD, path, ts, AT_SYMLINK_NOFOLLOW))
+		fprintf(stderr, "delog format: %s: cannot restore its size of %lld bytes: %s\n",
+			path, (long long)orig->st_size, strerror(errno));
+}
+
 int cmd_format(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -135,25 +174,23 @@ int cmd_format(int argc, char **argv)
 		{ 0 },
 	};
 	uint64_t size = 0, sector = 4096;
-	const char *backend = NULL, *path;
-	bool force = false, json = false, created = false;
+	const char *backend = NULL, *path, *size_arg = NULL;
+	bool force = false, json = false, created = false, grown = false;
 	unsigned mode = 0600;
-	char msg[512] = "", what[256] = "";
+	char msg[512] = "", what[256] = "", sz[32];
 	struct iol_dev_opts o = { .size = sizeof(o), .errmsg = msg, .errmsg_len = sizeof(msg) };
+	struct fmt_progress prog = { 0 };
 	struct jrnl_format_opts fo = { 0 };
 	struct iol_dev *dev = NULL;
 	struct jrnl_geom g;
-	struct stat st;
+	struct stat st, orig;
 	int ch, err;
 
 	optind = 0;
 	while ((ch = getopt_long(argc, argv, "s:fm:b:jh", lopts, NULL)) != -1) {
 		switch (ch) {
 		case 's':
-			if (parse_size(optarg, &size) || !size) {
-				fprintf(stderr, "delog format: --size: '%s' is not a size\n", optarg);
-				return TOOL_EXIT_USAGE;
-			}
+			size_arg = optarg; /* checked below, against --sector */
 			break;
 		case 'S':
 			if (parse_count(optarg, 512, 4096, &sector) || (sector != 512 && sector != 4096)) {
@@ -195,13 +232,12 @@ int cmd_format(int argc, char **argv)
 		return TOOL_EXIT_USAGE;
 	}
 	path = argv[optind];
-	if (size && (size % sector || size < MIN_LOG)) {
-		fprintf(stderr, "delog format: --size: %" PRIu64 " bytes: must be a multiple of the "
-			"%" PRIu64 "-byte sector and at least %llu MiB\n", size, sector,
-			(unsigned long long)(MIN_LOG >> 20));
+	if (size_arg && tool_parse_size("format", "--size", size_arg, MIN_LOG, 0, sector,
+					"the smallest log", &size))
 		return TOOL_EXIT_USAGE;
-	}
 
+	/* Everything that can be refused from what stat(2) tells is refused here, before
+	 * anything creates, grows or opens PATH. */
 	if (lstat(path, &st)) {
 		if (errno != ENOENT) {
 			fprintf(stderr, "delog format: %s: %s\n", path, strerror(errno));
@@ -229,6 +265,18 @@ int cmd_format(int argc, char **argv)
 		 * (opening a FIFO blocks). */
 		fprintf(stderr, "delog format: %s: %s\n", path, what);
 		return TOOL_EXIT_FAIL;
+	} else if (S_ISREG(st.st_mode) && !size && !st.st_size) {
+		/* Without --size a file is used whole, and an empty one has nothing to use. */
+		fprintf(stderr, "delog format: %s: the file is empty; --size is needed to say how "
+			"large a log to make in it\n", path);
+		usage(stderr);
+		return TOOL_EXIT_USAGE;
+	} else if (S_ISREG(st.st_mode) && !size && (uint64_t)st.st_size < JRNL_SB_AREA + MIN_LOG) {
+		fprintf(stderr, "delog format: %s: the file is %s, too small for the smallest log "
+			"(%llu MiB + the 4 KiB superblock); --size N --force grows it\n", path,
+			fmt_bytes((uint64_t)st.st_size, sz, sizeof(sz)),
+			(unsigned long long)(MIN_LOG >> 20));
+		return TOOL_EXIT_FAIL;
 	} else if (S_ISREG(st.st_mode) && (uint64_t)st.st_size < JRNL_SB_AREA + size) {
 		/* An existing file too small for --size (e.g. empty, from mktemp): grow it. */
 		int fd;
@@ -239,14 +287,17 @@ int cmd_format(int argc, char **argv)
 				(long long)st.st_size, JRNL_SB_AREA + size);
 			return TOOL_EXIT_FAIL;
 		}
+		orig = st;
 		fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
 		err = fd < 0 ? errno : posix_fallocate(fd, 0, (off_t)(JRNL_SB_AREA + size));
 		if (fd >= 0)
 			close(fd);
+		if (fd >= 0)
+			grown = true;
 		if (err) {
 			fprintf(stderr, "delog format: %s: cannot allocate %" PRIu64 " bytes: %s\n",
 				path, JRNL_SB_AREA + size, strerror(err));
-			return TOOL_EXIT_FAIL;
+			goto fail;
 		}
 	}
 
@@ -256,7 +307,7 @@ int cmd_format(int argc, char **argv)
 		fprintf(stderr, "delog format: %s\n", *msg ? msg : strerror(-err));
 		goto fail;
 	}
-	if (!created && !force) {
+	if (!created && !grown && !force) {
 		err = holds_data(dev, what, sizeof(what));
 		if (err) {
 			if (err > 0)
@@ -284,7 +335,15 @@ int cmd_format(int argc, char **argv)
 	}
 	fo.sector = (uint32_t)sector;
 	fo.log_size = size ? size : (iol_dev_geom(dev)->size_bytes - JRNL_SB_AREA) / sector * sector;
+	if (isatty(STDERR_FILENO)) {
+		fo.progress = fmt_progress;
+		fo.progress_arg = &prog;
+	}
 	err = jrnl_format(dev, &fo, &g);
+	if (prog.shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+	}
 	if (err) {
 		fprintf(stderr, "delog format: %s: %s\n", path, tool_strerror(err));
 		goto fail;
@@ -314,5 +373,7 @@ fail:
 		iol_dev_close(dev);
 	if (created)
 		unlink(path);
+	else if (grown)
+		undo_grow(path, &orig);
 	return TOOL_EXIT_FAIL;
 }

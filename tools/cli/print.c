@@ -213,7 +213,7 @@ static void help(void)
 	       "\noptions:\n"
 	       "  -j, --json        one JSON document: path, superblock, records (with ops),\n"
 	       "                    checkpoints, report, error\n"
-	       "  -n, --no-ops      records and checkpoints only\n"
+	       "      --no-ops      records and checkpoints only\n"
 	       "  -b, --backend B   I/O backend: uring, aio, psync (default: best available)\n"
 	       "  -h, --help        show this help\n"
 	       "\nA log that is not valid is reported with its error code and the byte offset\n"
@@ -222,9 +222,10 @@ static void help(void)
 
 int cmd_print(int argc, char **argv)
 {
+	enum { O_NO_OPS = 256 };
 	static const struct option lopts[] = {
 		{ "json", no_argument, NULL, 'j' },
-		{ "no-ops", no_argument, NULL, 'n' },
+		{ "no-ops", no_argument, NULL, O_NO_OPS },
 		{ "backend", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -242,12 +243,12 @@ int cmd_print(int argc, char **argv)
 	int ch, err;
 
 	optind = 0;
-	while ((ch = getopt_long(argc, argv, "jnb:h", lopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "jb:h", lopts, NULL)) != -1) {
 		switch (ch) {
 		case 'j':
 			json = true;
 			break;
-		case 'n':
+		case O_NO_OPS:
 			p.ops = false;
 			break;
 		case 'b':

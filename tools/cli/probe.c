@@ -1043,7 +1043,7 @@ static void help(void)
 	       "                         default: every built-in one except sim\n"
 	       "  -s, --size N           probe region, with K/M/G suffixes (default 256M;\n"
 	       "                         64M for sim; at least 8M)\n"
-	       "  -n, --ops N            measured ops per latency test (default %u, at least %u)\n"
+	       "      --ops N            measured ops per latency test (default %u, at least %u)\n"
 	       "      --bw-bytes N       bytes per bandwidth pass (default: the probe region)\n"
 	       "      --passes N         bandwidth passes per direction, median shown (default %u)\n"
 	       "      --sim-profile P    latency model of the sim backend: nvme, sata, none\n"
@@ -1072,7 +1072,7 @@ static int usage_error(const char *fmt, ...)
 	return TOOL_EXIT_USAGE;
 }
 
-enum { OPT_BW_BYTES = 256, OPT_PASSES, OPT_SIM_PROFILE, OPT_NO_FIO };
+enum { OPT_BW_BYTES = 256, OPT_PASSES, OPT_SIM_PROFILE, OPT_NO_FIO, OPT_OPS };
 
 /* Returns -1 to continue, or an exit code. */
 static int parse_args(int argc, char **argv, struct probe_opts *o)
@@ -1080,7 +1080,7 @@ static int parse_args(int argc, char **argv, struct probe_opts *o)
 	static const struct option lopts[] = {
 		{ "backend", required_argument, NULL, 'b' },
 		{ "size", required_argument, NULL, 's' },
-		{ "ops", required_argument, NULL, 'n' },
+		{ "ops", required_argument, NULL, OPT_OPS },
 		{ "bw-bytes", required_argument, NULL, OPT_BW_BYTES },
 		{ "passes", required_argument, NULL, OPT_PASSES },
 		{ "sim-profile", required_argument, NULL, OPT_SIM_PROFILE },
@@ -1098,7 +1098,7 @@ static int parse_args(int argc, char **argv, struct probe_opts *o)
 	o->ops = DEFAULT_OPS;
 	o->passes = DEFAULT_PASSES;
 	o->sim_latency = IOL_SIM_LAT_NVME;
-	while ((ch = getopt_long(argc, argv, "b:s:n:fjh", lopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "b:s:fjh", lopts, NULL)) != -1) {
 		switch (ch) {
 		case 'b':
 			if (!strcmp(optarg, "auto"))
@@ -1108,20 +1108,24 @@ static int parse_args(int argc, char **argv, struct probe_opts *o)
 			o->backend = optarg;
 			break;
 		case 's':
-			if (parse_size(optarg, &o->size) || o->size < MIN_SIZE)
-				return usage_error("--size: '%s' is not a size of at least 8M",
-						   optarg);
+			if (tool_parse_size("probe", "--size", optarg, MIN_SIZE, 0, 0, NULL,
+					    &o->size)) {
+				usage(stderr);
+				return TOOL_EXIT_USAGE;
+			}
 			size_given = true;
 			break;
-		case 'n':
+		case OPT_OPS:
 			if (parse_count(optarg, MIN_OPS, 100000000, &o->ops))
 				return usage_error("--ops: '%s' is not a count of at least %u (a p99 "
 						   "needs them)", optarg, MIN_OPS);
 			break;
 		case OPT_BW_BYTES:
-			if (parse_size(optarg, &o->bw_bytes) || o->bw_bytes < BW_BLOCK * BW_QD)
-				return usage_error("--bw-bytes: '%s' is not a size of at least 8M",
-						   optarg);
+			if (tool_parse_size("probe", "--bw-bytes", optarg, BW_BLOCK * BW_QD, 0, 0,
+					    NULL, &o->bw_bytes)) {
+				usage(stderr);
+				return TOOL_EXIT_USAGE;
+			}
 			break;
 		case OPT_PASSES:
 			if (parse_count(optarg, 1, MAX_PASSES, &v))

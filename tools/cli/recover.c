@@ -114,11 +114,9 @@ int cmd_recover(int argc, char **argv)
 			backend = strcmp(optarg, "auto") ? optarg : NULL;
 			break;
 		case 'c':
-			if (parse_size(optarg, &v) || v < (1u << 20) || v > (256u << 20)) {
-				fprintf(stderr, "delog recover: --read-chunk: '%s': need 1M..256M\n",
-					optarg);
+			if (tool_parse_size("recover", "--read-chunk", optarg, 1u << 20, 256u << 20,
+					    0, NULL, &v))
 				return TOOL_EXIT_USAGE;
-			}
 			ro.read_chunk = (size_t)v;
 			break;
 		case 'r':

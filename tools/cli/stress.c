@@ -213,7 +213,7 @@ static void *thread_main(void *arg)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: delog stress PATH [--threads N] [--backend B] [--policy P]\n"
-		   "                    [--count N] [--batch N] [--create-size S] [--format]\n");
+		   "                    [--count N] [--batch N] [--size N] [--format]\n");
 }
 
 static void help(void)
@@ -221,16 +221,22 @@ static void help(void)
 	usage(stdout);
 	printf("\nCommit transactions carrying unique ids (thread << 40 | counter) and print\n"
 	       "each id on stdout once the force covering it returned; run until --count ids\n"
-	       "per thread are acknowledged, or until killed.  `delog recover PATH --ids`\n"
-	       "lists the ids a recovery finds: after a kill it must include every printed\n"
-	       "one.  An existing log is recovered and continued.\n"
+	       "per thread are acknowledged, or until killed.  An existing log is recovered\n"
+	       "and continued.\n"
+	       "\nWhat a kill (SIGKILL: the process dies, the machine does not) must leave,\n"
+	       "as `delog recover PATH --ids` lists it: every printed id, except the ones the\n"
+	       "log was allowed to drop.  The log keeps only what it has not released: before\n"
+	       "each release stress prints \"released thread T through id C\" on stderr, and\n"
+	       "from then on ids of thread T up to C may be missing.  Each thread's recovered\n"
+	       "ids are consecutive (no holes, no duplicates).  A power cut is `delog crash`.\n"
 	       "\noptions:\n"
 	       "  -t, --threads N      committing threads (default 4)\n"
 	       "  -b, --backend B      uring, aio or psync (default: best available)\n"
 	       "  -p, --policy P       sync, async, single or none (default sync)\n"
 	       "  -c, --count N        ids per thread, then close and exit (default 0: forever)\n"
 	       "      --batch N        commits per force, 1..N at random (default 4)\n"
-	       "      --create-size S  log size when PATH is created (default 32M)\n"
+	       "  -s, --size N         log size when PATH is created or --format (default\n"
+	       "                       32M; at least 4M, a multiple of 4K)\n"
 	       "      --format         start from an empty log even if PATH holds one\n"
 	       "  -h, --help           show this help\n"
 	       "\nExit status: 0 done, 1 failure, 2 usage error.\n");
@@ -238,14 +244,14 @@ static void help(void)
 
 int cmd_stress(int argc, char **argv)
 {
-	enum { O_BATCH = 256, O_CREATE, O_FORMAT };
+	enum { O_BATCH = 256, O_FORMAT };
 	static const struct option lopts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "backend", required_argument, NULL, 'b' },
 		{ "policy", required_argument, NULL, 'p' },
 		{ "count", required_argument, NULL, 'c' },
 		{ "batch", required_argument, NULL, O_BATCH },
-		{ "create-size", required_argument, NULL, O_CREATE },
+		{ "size", required_argument, NULL, 's' },
 		{ "format", no_argument, NULL, O_FORMAT },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -265,7 +271,7 @@ int cmd_stress(int argc, char **argv)
 	st.threads = 4;
 	st.batch = 4;
 	optind = 0;
-	while ((ch = getopt_long(argc, argv, "t:b:p:c:h", lopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "t:b:p:c:s:h", lopts, NULL)) != -1) {
 		switch (ch) {
 		case 't':
 			if (parse_count(optarg, 1, ST_MAX_THREADS, &v)) {
@@ -298,12 +304,11 @@ int cmd_stress(int argc, char **argv)
 			}
 			st.batch = (unsigned)v;
 			break;
-		case O_CREATE:
-			if (parse_size(optarg, &o.create_size) || o.create_size < (4u << 20)) {
-				fprintf(stderr, "delog stress: --create-size: '%s': need a size >= 4M\n",
-					optarg);
+		case 's':
+			/* The engine formats with 4096-byte sectors (delog_options.sector 0). */
+			if (tool_parse_size("stress", "--size", optarg, TOOL_MIN_LOG, 0, 4096,
+					    "the smallest log", &o.create_size))
 				return TOOL_EXIT_USAGE;
-			}
 			break;
 		case O_FORMAT:
 			o.flags |= DELOG_OPEN_FORMAT;

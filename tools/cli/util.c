@@ -97,6 +97,54 @@ int parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+int tool_check_size(const char *cmd, const char *opt, const char *arg, uint64_t v, uint64_t min,
+		    uint64_t max, uint64_t align, const char *what)
+{
+	char a[32], b[32];
+
+	if (v < min) {
+		if (what)
+			fprintf(stderr, "delog %s: %s: '%s' is %s, below %s (%s)\n", cmd, opt, arg,
+				fmt_bytes(v, a, sizeof(a)), what, fmt_bytes(min, b, sizeof(b)));
+		else
+			fprintf(stderr, "delog %s: %s: '%s' is %s, below the minimum of %s\n", cmd,
+				opt, arg, fmt_bytes(v, a, sizeof(a)), fmt_bytes(min, b, sizeof(b)));
+		return -ERANGE;
+	}
+	if (max && v > max) {
+		fprintf(stderr, "delog %s: %s: '%s' is %s, above the maximum of %s\n", cmd, opt, arg,
+			fmt_bytes(v, a, sizeof(a)), fmt_bytes(max, b, sizeof(b)));
+		return -ERANGE;
+	}
+	if (align > 1 && v % align) {
+		fprintf(stderr, "delog %s: %s: '%s' is %s, not a multiple of %s\n", cmd, opt, arg,
+			fmt_bytes(v, a, sizeof(a)), fmt_bytes(align, b, sizeof(b)));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int tool_parse_size(const char *cmd, const char *opt, const char *arg, uint64_t min,
+		    uint64_t max, uint64_t align, const char *what, uint64_t *out)
+{
+	uint64_t v;
+	int err = parse_size(arg, &v);
+
+	if (err == -ERANGE) {
+		fprintf(stderr, "delog %s: %s: '%s' does not fit in 64 bits\n", cmd, opt, arg);
+		return err;
+	}
+	if (err) {
+		fprintf(stderr, "delog %s: %s: '%s' is not a size (digits and an optional K, M, G "
+			"or T suffix)\n", cmd, opt, arg);
+		return err;
+	}
+	err = tool_check_size(cmd, opt, arg, v, min, max, align, what);
+	if (!err)
+		*out = v;
+	return err;
+}
+
 int parse_count(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	unsigned long long v;
