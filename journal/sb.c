@@ -16,6 +16,7 @@
 #include <delog.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -40,22 +41,118 @@ static uint32_t sb_crc(const struct jrnl_sb *sb)
 	return jrnl_crc32c(0, sb, offsetof(struct jrnl_sb, crc));
 }
 
+/* Say why the superblock is refused: the field's offset and a sentence about it. */
+#define SB_WHY(field, ...)                                                              \
+	do {                                                                               \
+		if (off)                                                                   \
+			*off = offsetof(struct jrnl_sb, field);                            \
+		if (what)                                                                  \
+			snprintf(what, len, __VA_ARGS__);                                  \
+	} while (0)
+
+/*
+ * The superblock checks, one field at a time, from "is this ours at all" to "can we read
+ * it"; each refusal names its field (@off, @what may be NULL).  Version 0 was never
+ * written by any delog: it is damage (DELOG_ECORRUPT) at the version field, not a newer
+ * format.
+ */
+static int sb_verify(const struct jrnl_sb *sb, uint64_t dev_bytes, uint64_t *off, char *what,
+		     size_t len)
+{
+	uint32_t crc;
+
+	if (sb->magic != JRNL_SB_MAGIC) {
+		SB_WHY(magic, "magic %#018llx, expected %#018llx (\"DLOGGSB1\")",
+		       (unsigned long long)sb->magic, (unsigned long long)JRNL_SB_MAGIC);
+		return DELOG_ENOTLOG;
+	}
+	crc = sb_crc(sb);
+	if (sb->crc != crc) {
+		SB_WHY(crc, "crc %#010x, but bytes 0-%zu give %#010x", sb->crc,
+		       offsetof(struct jrnl_sb, crc) - 1, crc);
+		return DELOG_ECHECKSUM;
+	}
+	if (sb->version > JRNL_FORMAT_VERSION) {
+		SB_WHY(version, "format version %u, this build reads version %u", sb->version,
+		       JRNL_FORMAT_VERSION);
+		return DELOG_EVERSION;
+	}
+	if (sb->incompat & ~JRNL_INCOMPAT_KNOWN) {
+		SB_WHY(incompat, "incompatible feature bits %#x, this build knows %#x",
+		       sb->incompat, JRNL_INCOMPAT_KNOWN);
+		return DELOG_EFEATURE;
+	}
+	if (sb->version == 0) {
+		SB_WHY(version, "format version 0: no such version (they start at 1)");
+		return DELOG_ECORRUPT;
+	}
+	if (sb->sector_size != 512 && sb->sector_size != 4096) {
+		SB_WHY(sector_size, "sector_size %u: must be 512 or 4096", sb->sector_size);
+		return DELOG_ECORRUPT;
+	}
+	if (sb->log_start != JRNL_LOG_START) {
+		SB_WHY(log_start, "log_start %llu: must be %u", (unsigned long long)sb->log_start,
+		       JRNL_LOG_START);
+		return DELOG_ECORRUPT;
+	}
+	if (sb->log_size % sb->sector_size) {
+		SB_WHY(log_size, "log_size %llu: not a multiple of the %u-byte sector",
+		       (unsigned long long)sb->log_size, sb->sector_size);
+		return DELOG_ECORRUPT;
+	}
+	if (sb->log_size < MIN_LOG_BYTES) {
+		SB_WHY(log_size, "log_size %llu: below the smallest log, %llu bytes",
+		       (unsigned long long)sb->log_size, (unsigned long long)MIN_LOG_BYTES);
+		return DELOG_ECORRUPT;
+	}
+	if (sb->log_size / sb->sector_size > UINT32_MAX) {
+		SB_WHY(log_size, "log_size %llu: more than 2^32 - 1 sectors of %u bytes",
+		       (unsigned long long)sb->log_size, sb->sector_size);
+		return DELOG_ECORRUPT;
+	}
+	if (sb->log_start + sb->log_size > dev_bytes) {
+		if (off)
+			*off = dev_bytes;
+		if (what)
+			snprintf(what, len, "the superblock's log ends at byte %llu (log_start "
+				 "+ log_size), but the device or file ends at byte %llu",
+				 (unsigned long long)(sb->log_start + sb->log_size),
+				 (unsigned long long)dev_bytes);
+		return DELOG_ETRUNCATED;
+	}
+	return 0;
+}
+
+#undef SB_WHY
+
+int jrnl_sb_explain(const void *sb_area, uint64_t dev_bytes, uint64_t *off, char *what, size_t len)
+{
+	const unsigned char *b = sb_area;
+	struct jrnl_sb sb;
+	size_t i = 0;
+
+	*off = 0;
+	if (len)
+		what[0] = 0;
+	memcpy(&sb, sb_area, sizeof(sb));
+	if (sb.magic != JRNL_SB_MAGIC) {
+		while (i < JRNL_SB_AREA && !b[i])
+			i++;
+		if (i == JRNL_SB_AREA) {
+			snprintf(what, len, "the first %u bytes are zero (never formatted?)",
+				 JRNL_SB_AREA);
+			return DELOG_ENOTLOG;
+		}
+	}
+	return sb_verify(&sb, dev_bytes, off, what, len);
+}
+
 static int sb_check(const struct jrnl_sb *sb, uint64_t dev_bytes, struct jrnl_geom *g)
 {
-	if (sb->magic != JRNL_SB_MAGIC)
-		return DELOG_ENOTLOG;
-	if (sb->crc != sb_crc(sb))
-		return DELOG_ECHECKSUM;
-	if (sb->version > JRNL_FORMAT_VERSION)
-		return DELOG_EVERSION;
-	if (sb->incompat & ~JRNL_INCOMPAT_KNOWN)
-		return DELOG_EFEATURE;
-	if (sb->version == 0 || (sb->sector_size != 512 && sb->sector_size != 4096) ||
-	    sb->log_start != JRNL_LOG_START || sb->log_size % sb->sector_size ||
-	    sb->log_size < MIN_LOG_BYTES || sb->log_size / sb->sector_size > UINT32_MAX)
-		return DELOG_ECORRUPT;
-	if (sb->log_start + sb->log_size > dev_bytes)
-		return DELOG_ETRUNCATED;
+	int err = sb_verify(sb, dev_bytes, NULL, NULL, 0);
+
+	if (err)
+		return err;
 	g->version = sb->version;
 	g->incompat = sb->incompat;
 	g->sector = sb->sector_size;

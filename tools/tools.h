@@ -49,6 +49,7 @@ struct tool_log {
 	int err;                  /* tool_log_open's failure: the code ... */
 	uint64_t err_off;         /* ... the byte offset ... */
 	char err_what[256];       /* ... and what was found there */
+	bool sb_err;              /* the superblock was refused (err_what names the field) */
 };
 
 /*
@@ -73,6 +74,8 @@ void tool_print_report(FILE *f, const struct jrnl_geom *g, const struct jrnl_rep
 void tool_json_geom(struct json *j, const char *key, const struct jrnl_geom *g);
 void tool_json_report(struct json *j, const char *key, const struct jrnl_report *r);
 void tool_json_error(struct json *j, int err, uint64_t off, const char *what);
+/* tool_log_open's failure in @l as the "error" member. */
+void tool_json_log_error(struct json *j, const struct tool_log *l);
 
 /* ---- fio.c: fio as a reference (probe, bench) ---- */
 

@@ -49,6 +49,15 @@ struct jrnl_geom {
  */
 int jrnl_sb_read(struct iol_dev *dev, struct jrnl_geom *out);
 
+/*
+ * Why jrnl_sb_read refuses the superblock area @sb (JRNL_SB_AREA bytes as read from
+ * offset 0 of a device of @dev_bytes bytes), field by field in the order it checks them:
+ * returns the code jrnl_sb_read gives (0 if it accepts it), with the byte offset of the
+ * offending field in @off (the device's size for DELOG_ETRUNCATED) and, in @what, the
+ * field's name, its value and what it must be ("sector_size 1024: must be 512 or 4096").
+ */
+int jrnl_sb_explain(const void *sb, uint64_t dev_bytes, uint64_t *off, char *what, size_t len);
+
 struct jrnl_format_opts {
 	uint32_t sector;          /* 512 or 4096; 0: 4096 */
 	uint64_t log_size;        /* 0: the whole device after the superblock area */

@@ -30,6 +30,9 @@
  *              checkpoint left open behind later committed ones: ECORRUPT)
  *   sector     the superblock's sector size changed to the other valid one (512 <->
  *              4096), CRC redone: the records do not fit it (EGEOMETRY)
+ *   version0   sb version 0, CRC redone               logstart   sb log_start 8192, CRC redone
+ *   logsize    sb log_size + 100 (not a multiple of   smalllog   sb log_size 1 MiB (below the
+ *              the sector), CRC redone                           smallest log), CRC redone
  *
  * "Resealed" means the record's ops are unpacked, edited and sealed again with
  * jrnl_rec_seal, so the CRC and cycle stamps hold and the op decoder behind the CRC is
@@ -290,6 +293,18 @@ static void sb_edit(int fd, int field, bool recrc)
 	case 5:
 		sb.sector_size = sb.sector_size == 512 ? 4096 : 512;
 		break;
+	case 6:
+		sb.version = 0;
+		break;
+	case 7:
+		sb.log_start = 2 * JRNL_SB_AREA;
+		break;
+	case 8:
+		sb.log_size += 100;
+		break;
+	case 9:
+		sb.log_size = 1u << 20;
+		break;
 	}
 	if (recrc)
 		sb.crc = jrnl_crc32c(0, &sb, offsetof(struct jrnl_sb, crc));
@@ -350,6 +365,14 @@ int main(int argc, char **argv)
 		sb_edit(fd, 3, true);
 	} else if (!strcmp(c, "geometry")) {
 		sb_edit(fd, 4, true);
+	} else if (!strcmp(c, "version0")) {
+		sb_edit(fd, 6, true);
+	} else if (!strcmp(c, "logstart")) {
+		sb_edit(fd, 7, true);
+	} else if (!strcmp(c, "logsize")) {
+		sb_edit(fd, 8, true);
+	} else if (!strcmp(c, "smalllog")) {
+		sb_edit(fd, 9, true);
 	} else if (!strcmp(c, "torn") || !strcmp(c, "corrupt")) {
 		const struct recpos *rp = !strcmp(c, "torn") ? &recs[n - 1] : &recs[n / 2];
 		uint64_t at = rp->off + (uint64_t)rp->h * SECTOR + 100;

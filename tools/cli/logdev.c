@@ -45,13 +45,12 @@ const char *tool_err_name(int err)
 	return delog_err_name(err);
 }
 
-/* Name the superblock field behind jrnl_sb_read's @err, from the raw bytes. */
+/* Name the superblock field behind jrnl_sb_read's @err (jrnl_sb_explain), from the raw
+ * bytes; the journal and this file therefore always agree on which check failed. */
 static void sb_detail(struct iol_dev *dev, int err, uint64_t *off, char *what, size_t len)
 {
 	uint64_t size = iol_dev_geom(dev)->size_bytes;
-	struct jrnl_sb sb;
 	unsigned char *buf;
-	bool zero = true;
 
 	*off = 0;
 	if (err == DELOG_ETRUNCATED && size < JRNL_SB_AREA) {
@@ -66,50 +65,19 @@ static void sb_detail(struct iol_dev *dev, int err, uint64_t *off, char *what, s
 		free(buf);
 		return;
 	}
-	memcpy(&sb, buf, sizeof(sb));
-	for (size_t i = 0; i < JRNL_SB_AREA; i++)
-		zero &= !buf[i];
-	switch (err) {
-	case DELOG_ETRUNCATED:
-		*off = size;
-		snprintf(what, len, "the superblock describes a log ending at byte %" PRIu64
-			 ", but the %s ends at %" PRIu64, sb.log_start + sb.log_size,
-			 iol_dev_geom(dev)->is_blockdev ? "device" : "file", size);
-		break;
-	case DELOG_ENOTLOG:
-		if (zero)
-			snprintf(what, len, "the first %u bytes are zero (never formatted?)",
-				 JRNL_SB_AREA);
-		else
-			snprintf(what, len, "magic %#018" PRIx64 ", expected %#018" PRIx64
-				 " (\"DLOGGSB1\")", sb.magic, (uint64_t)JRNL_SB_MAGIC);
-		break;
-	case DELOG_ECHECKSUM:
-		*off = offsetof(struct jrnl_sb, crc);
-		snprintf(what, len, "superblock crc %#010x, its bytes 0-%zu give %#010x", sb.crc,
-			 offsetof(struct jrnl_sb, crc) - 1,
-			 jrnl_crc32c(0, buf, offsetof(struct jrnl_sb, crc)));
-		break;
-	case DELOG_EVERSION:
-		*off = offsetof(struct jrnl_sb, version);
-		snprintf(what, len, "format version %u, this build reads version %u", sb.version,
-			 JRNL_FORMAT_VERSION);
-		break;
-	case DELOG_EFEATURE:
-		*off = offsetof(struct jrnl_sb, incompat);
-		snprintf(what, len, "incompatible feature bits %#x, this build knows %#x",
-			 sb.incompat, JRNL_INCOMPAT_KNOWN);
-		break;
-	case DELOG_ECORRUPT:
-		*off = offsetof(struct jrnl_sb, sector_size);
-		snprintf(what, len, "impossible geometry: sector %u, log start %" PRIu64
-			 ", log size %" PRIu64, sb.sector_size, sb.log_start, sb.log_size);
-		break;
-	default:
+	if (jrnl_sb_explain(buf, size, off, what, len) != err)
 		snprintf(what, len, "reading the superblock");
-		break;
-	}
 	free(buf);
+}
+
+/*
+ * The message of a refused superblock.  DELOG_ECORRUPT's own text is about records
+ * ("damage behind the torn-write window"), which a superblock has none of.
+ */
+static const char *sb_message(int err)
+{
+	return err == DELOG_ECORRUPT ? "DELOG_ECORRUPT: the superblock is corrupt" :
+	       tool_strerror(err);
 }
 
 void tool_log_error(const char *cmd, const char *path, int err, uint64_t off, const char *what)
@@ -147,13 +115,21 @@ int tool_log_open(const char *cmd, const char *path, const char *backend, bool r
 	}
 	err = iol_dev_open(path, &o, &out->dev);
 	if (err) {
-		fprintf(stderr, "delog %s: %s: %s\n", cmd, path, *msg ? msg : tool_strerror(err));
+		/* The iolayer's message starts with the path already. */
+		if (*msg)
+			fprintf(stderr, "delog %s: %s\n", cmd, msg);
+		else
+			fprintf(stderr, "delog %s: %s: %s\n", cmd, path, tool_strerror(err));
+		out->err = err;
+		snprintf(out->err_what, sizeof(out->err_what), "%s", *msg ? msg : "");
 		return err;
 	}
 	err = jrnl_sb_read(out->dev, &out->g);
 	if (err) {
 		sb_detail(out->dev, err, &off, what, sizeof(what));
-		tool_log_error(cmd, path, err, off, what);
+		fprintf(stderr, "delog %s: %s: %s, at offset %" PRIu64 ": %s\n", cmd, path,
+			sb_message(err), off, what);
+		out->sb_err = true;
 		out->err = err;
 		out->err_off = off;
 		snprintf(out->err_what, sizeof(out->err_what), "%s", what);
@@ -183,6 +159,17 @@ void tool_recover_error(const char *cmd, const char *path, int err, const struct
 	} else {
 		fprintf(stderr, "delog %s: %s: recovery failed: %s\n", cmd, path, tool_strerror(err));
 	}
+}
+
+void tool_json_log_error(struct json *j, const struct tool_log *l)
+{
+	json_obj_begin(j, "error");
+	json_i64(j, "code", l->err);
+	json_str(j, "name", tool_err_name(l->err));
+	json_str(j, "message", l->sb_err ? sb_message(l->err) : tool_strerror(l->err));
+	json_u64(j, "offset", l->err_off);
+	json_str(j, "what", l->err_what);
+	json_obj_end(j);
 }
 
 void tool_json_error(struct json *j, int err, uint64_t off, const char *what)

@@ -277,7 +277,7 @@ int cmd_print(int argc, char **argv)
 	if (err) {
 		if (json) {
 			json_null(&j, "superblock");
-			tool_json_error(&j, err, l.err_off, l.err_what);
+			tool_json_log_error(&j, &l);
 			json_obj_end(&j);
 			json_finish(&j);
 		}

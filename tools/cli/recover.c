@@ -156,7 +156,7 @@ int cmd_recover(int argc, char **argv)
 		if (json) {
 			json_null(&j, "superblock");
 			json_null(&j, "report");
-			tool_json_error(&j, err, l.err_off, l.err_what);
+			tool_json_log_error(&j, &l);
 			json_obj_end(&j);
 			json_finish(&j);
 		}
