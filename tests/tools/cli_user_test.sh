@@ -6,8 +6,9 @@
 #   cli_user_test.sh MODE DELOG MKLOG SRCDIR TESTDIR
 #
 # MODE is one of:
-#   paths       a directory, /dev/null, a missing path, a tmpfs file: the real problem is
-#               named (not O_DIRECT), and the path printed once
+#   paths       a directory, /dev/null, a missing path, a tmpfs file (print, recover,
+#               stress): the real problem is named (not O_DIRECT, not "misaligned"), and
+#               the path printed once
 #   format      an empty file without --size is a usage error (2) naming --size, the file
 #               untouched (size, mtime); then --size 4M formats it; a file format grew is
 #               cut back when the format fails after (on tmpfs); a too-small file and a
@@ -102,6 +103,17 @@ paths)
 			expect_rc 1 "$cmd --json on tmpfs" "$DELOG" $cmd --json "$SHM"
 			expect_in "$TMP/out" "keeps data only in memory" "$cmd --json on tmpfs: error.what"
 		done
+		# stress: delog_open's code alone said "misaligned or out-of-range I/O?".
+		before=$(state "$SHM")
+		expect_rc 1 "stress on tmpfs" timeout 20 "$DELOG" stress --count 1 "$SHM"
+		expect_in "$TMP/err" "(tmpfs) keeps data only in memory" "stress on tmpfs"
+		not_in "$TMP/err" "misaligned" "stress on tmpfs"
+		once "$TMP/err" "$SHM" "stress on tmpfs"
+		[ "$(state "$SHM")" = "$before" ] || fail "stress changed the tmpfs file"
+		rm -f "$SHM"
+		expect_rc 1 "stress on a new tmpfs file" timeout 20 "$DELOG" stress --count 1 "$SHM"
+		expect_in "$TMP/err" "(tmpfs) keeps data only in memory" "stress on a new tmpfs file"
+		[ -e "$SHM" ] && fail "stress left $SHM behind"
 	fi
 	;;
 format)
