@@ -165,6 +165,14 @@ int tool_check_size(const char *cmd, const char *opt, const char *arg, uint64_t 
  */
 #define TOOL_MIN_LOG (4ull << 20)
 
+/*
+ * --backend for a command that runs on a real device (format, print, recover, stress):
+ * "auto" is NULL (the best available); "sim" and a backend not built in are refused with
+ * "delog CMD: --backend: 'B' is not a built-in device backend (uring, aio, psync)" on
+ * stderr, -EINVAL (the caller exits TOOL_EXIT_USAGE).
+ */
+int tool_parse_backend(const char *cmd, const char *arg, const char **out);
+
 /* Parse a decimal count in [min, max].  Returns 0, -EINVAL or -ERANGE. */
 int parse_count(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* Format @bytes as "256 MiB", "4 KiB", "1.5 GiB", "512 B" into @buf. */

@@ -14,7 +14,8 @@
 #               cut back when the format fails after (on tmpfs); a too-small file and a
 #               file holding data are refused untouched
 #   options     getopt's messages carry "delog COMMAND:" for every command; -n is
-#               --dry-run only; --size is the log size in format and stress
+#               --dry-run only; --size is the log size in format and stress; an unknown
+#               --backend is a usage error everywhere
 #   sizes       --size 0 and --size 1 say the same thing, quote the size and the minimum
 #               (4 MiB), in a unit form; a size off the sector says so (format, stress)
 #   stress      `stress --help` and its man page say what a kill must leave (released
@@ -189,6 +190,13 @@ options)
 		esac
 		not_in "$TMP/out" "--create-size" "$cmd --help"
 		not_in "$TMP/out" "--log-size" "$cmd --help"
+	done
+	# --backend: one check, a usage error, in every command on a real device.
+	for cmd in "format --size 4M" print recover "stress --count 1"; do
+		# shellcheck disable=SC2086
+		expect_rc 2 "$cmd --backend foo" timeout 20 "$DELOG" $cmd --backend foo "$TMP/x"
+		cmd=${cmd%% *}
+		expect_in "$TMP/err" "delog $cmd: --backend: 'foo' is not a built-in device backend" "$cmd --backend foo"
 	done
 	expect_rc 2 "print -n" "$DELOG" print -n "$TMP/x"
 	expect_rc 2 "probe -n 200" timeout 60 "$DELOG" probe -n 200 --size 8M --passes 1 --no-fio "$TMP/x"

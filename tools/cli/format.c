@@ -208,12 +208,8 @@ int cmd_format(int argc, char **argv)
 			}
 			break;
 		case 'b':
-			backend = strcmp(optarg, "auto") ? optarg : NULL;
-			if (backend && (!strcmp(backend, "sim") || !iol_backend_built(backend))) {
-				fprintf(stderr, "delog format: --backend: '%s' is not a built-in device backend\n",
-					optarg);
+			if (tool_parse_backend("format", optarg, &backend))
 				return TOOL_EXIT_USAGE;
-			}
 			break;
 		case 'j':
 			json = true;

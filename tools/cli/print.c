@@ -252,7 +252,8 @@ int cmd_print(int argc, char **argv)
 			p.ops = false;
 			break;
 		case 'b':
-			backend = strcmp(optarg, "auto") ? optarg : NULL;
+			if (tool_parse_backend("print", optarg, &backend))
+				return TOOL_EXIT_USAGE;
 			break;
 		case 'h':
 			help();

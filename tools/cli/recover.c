@@ -111,7 +111,8 @@ int cmd_recover(int argc, char **argv)
 			ro.priv = &ids;
 			break;
 		case 'b':
-			backend = strcmp(optarg, "auto") ? optarg : NULL;
+			if (tool_parse_backend("recover", optarg, &backend))
+				return TOOL_EXIT_USAGE;
 			break;
 		case 'c':
 			if (tool_parse_size("recover", "--read-chunk", optarg, 1u << 20, 256u << 20,

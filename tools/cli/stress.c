@@ -308,7 +308,8 @@ int cmd_stress(int argc, char **argv)
 			st.threads = (unsigned)v;
 			break;
 		case 'b':
-			o.backend = strcmp(optarg, "auto") ? optarg : NULL;
+			if (tool_parse_backend("stress", optarg, &o.backend))
+				return TOOL_EXIT_USAGE;
 			break;
 		case 'p':
 			if (delog_flush_policy_parse(optarg, &o.flush)) {
@@ -353,11 +354,6 @@ int cmd_stress(int argc, char **argv)
 		return TOOL_EXIT_USAGE;
 	}
 	path = argv[optind];
-	if (o.backend && !strcmp(o.backend, "sim")) {
-		fprintf(stderr, "delog stress: the sim disk dies with the process: use `delog "
-			"crash` for power cuts on it\n");
-		return TOOL_EXIT_USAGE;
-	}
 	/* delog_open opens an existing PATH as it is, and opening a FIFO blocks: refuse
 	 * anything but a regular file or block device first (a new PATH is created). */
 	err = tool_path_check(path, &sb, why, sizeof(why));

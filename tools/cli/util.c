@@ -145,6 +145,26 @@ int tool_parse_size(const char *cmd, const char *opt, const char *arg, uint64_t 
 	return err;
 }
 
+int tool_parse_backend(const char *cmd, const char *arg, const char **out)
+{
+	const char *const *all = iol_backend_names();
+
+	if (!strcmp(arg, "auto")) {
+		*out = NULL;
+		return 0;
+	}
+	if (strcmp(arg, "sim") && iol_backend_built(arg)) {
+		*out = arg;
+		return 0;
+	}
+	fprintf(stderr, "delog %s: --backend: '%s' is not a built-in device backend (", cmd, arg);
+	for (size_t i = 0, n = 0; all[i]; i++)
+		if (strcmp(all[i], "sim"))
+			fprintf(stderr, "%s%s", n++ ? ", " : "", all[i]);
+	fprintf(stderr, "%s)\n", strcmp(arg, "sim") ? "" : "; the sim disk lives in memory: `delog crash` cuts its power");
+	return -EINVAL;
+}
+
 int parse_count(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	unsigned long long v;
