@@ -165,13 +165,6 @@ int tool_check_size(const char *cmd, const char *opt, const char *arg, uint64_t 
 		    uint64_t max, uint64_t align, const char *what);
 
 /*
- * The smallest log area a superblock may describe: two full rings of the largest log
- * buffers (2 x JRNL_MAX_LOGBUFS x JRNL_MAX_LOGBSIZE, journal/sb.c; format.c asserts the
- * two agree).  A log file or device is this plus the 4 KiB superblock area.
- */
-#define TOOL_MIN_LOG (4ull << 20)
-
-/*
  * --backend for a command that runs on a real device (format, print, recover, stress):
  * "auto" is NULL (the best available); "sim" and a backend not built in are refused with
  * "delog CMD: --backend: 'B' is not a built-in device backend (uring, aio, psync)" on

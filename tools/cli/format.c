@@ -23,8 +23,6 @@
  */
 #include "tools.h"
 
-#include "format.h"
-
 #include <delog.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -37,9 +35,7 @@
 #include <unistd.h>
 
 #define FORMAT_PROBE_BYTES (64u * 1024u) /* bytes inspected for existing data */
-#define MIN_LOG TOOL_MIN_LOG
-static_assert(TOOL_MIN_LOG == 2ull * JRNL_MAX_LOGBUFS * JRNL_MAX_LOGBSIZE,
-	      "tools.h's smallest log is journal/sb.c's");
+#define MIN_LOG DELOG_LOG_MIN_BYTES
 
 static void usage(FILE *f)
 {
@@ -88,7 +84,7 @@ static int holds_data(struct iol_dev *dev, char *what, size_t len)
 			 tool_uuid(g.uuid, uuid), g.log_size);
 		return 1;
 	}
-	if (err != DELOG_ENOTLOG && size >= JRNL_SB_AREA &&
+	if (err != DELOG_ENOTLOG && size >= DELOG_SB_BYTES &&
 	    (err == DELOG_ETRUNCATED || err == DELOG_ECHECKSUM || err == DELOG_EVERSION ||
 	     err == DELOG_EFEATURE || err == DELOG_ECORRUPT)) {
 		/* The magic matched: a delog log, even if this build cannot use it. */
@@ -244,7 +240,7 @@ int cmd_format(int argc, char **argv)
 				path);
 			return TOOL_EXIT_USAGE;
 		}
-		err = iol_file_create(path, JRNL_SB_AREA + size, mode, msg, sizeof(msg));
+		err = iol_file_create(path, DELOG_SB_BYTES + size, mode, msg, sizeof(msg));
 		if (err) {
 			fprintf(stderr, "delog format: %s\n", *msg ? msg : strerror(-err));
 			return TOOL_EXIT_FAIL;
@@ -267,32 +263,32 @@ int cmd_format(int argc, char **argv)
 			"large a log to make in it\n", path);
 		usage(stderr);
 		return TOOL_EXIT_USAGE;
-	} else if (S_ISREG(st.st_mode) && !size && (uint64_t)st.st_size < JRNL_SB_AREA + MIN_LOG) {
+	} else if (S_ISREG(st.st_mode) && !size && (uint64_t)st.st_size < DELOG_SB_BYTES + MIN_LOG) {
 		fprintf(stderr, "delog format: %s: the file is %s, too small for the smallest log "
 			"(%llu MiB + the 4 KiB superblock); --size N --force grows it\n", path,
 			fmt_bytes((uint64_t)st.st_size, sz, sizeof(sz)),
 			(unsigned long long)(MIN_LOG >> 20));
 		return TOOL_EXIT_FAIL;
-	} else if (S_ISREG(st.st_mode) && (uint64_t)st.st_size < JRNL_SB_AREA + size) {
+	} else if (S_ISREG(st.st_mode) && (uint64_t)st.st_size < DELOG_SB_BYTES + size) {
 		/* An existing file too small for --size (e.g. empty, from mktemp): grow it. */
 		int fd;
 
 		if (st.st_size && !force) {
 			fprintf(stderr, "delog format: %s: is %lld bytes, smaller than --size needs "
 				"(%" PRIu64 "); use --force to grow it\n", path,
-				(long long)st.st_size, JRNL_SB_AREA + size);
+				(long long)st.st_size, DELOG_SB_BYTES + size);
 			return TOOL_EXIT_FAIL;
 		}
 		orig = st;
 		fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-		err = fd < 0 ? errno : posix_fallocate(fd, 0, (off_t)(JRNL_SB_AREA + size));
+		err = fd < 0 ? errno : posix_fallocate(fd, 0, (off_t)(DELOG_SB_BYTES + size));
 		if (fd >= 0)
 			close(fd);
 		if (fd >= 0)
 			grown = true;
 		if (err) {
 			fprintf(stderr, "delog format: %s: cannot allocate %" PRIu64 " bytes: %s\n",
-				path, JRNL_SB_AREA + size, strerror(err));
+				path, DELOG_SB_BYTES + size, strerror(err));
 			goto fail;
 		}
 	}
@@ -314,11 +310,11 @@ int cmd_format(int argc, char **argv)
 			goto fail;
 		}
 	}
-	if (iol_dev_geom(dev)->size_bytes < JRNL_SB_AREA + MIN_LOG ||
-	    size > iol_dev_geom(dev)->size_bytes - JRNL_SB_AREA) {
+	if (iol_dev_geom(dev)->size_bytes < DELOG_SB_BYTES + MIN_LOG ||
+	    size > iol_dev_geom(dev)->size_bytes - DELOG_SB_BYTES) {
 		fprintf(stderr, "delog format: %s: %" PRIu64 " bytes: too small for a %s log "
 			"(need %" PRIu64 " bytes)\n", path, iol_dev_geom(dev)->size_bytes,
-			size ? "--size" : "minimal", (uint64_t)JRNL_SB_AREA + (size ? size : (uint64_t)MIN_LOG));
+			size ? "--size" : "minimal", (uint64_t)DELOG_SB_BYTES + (size ? size : (uint64_t)MIN_LOG));
 		err = -ENOSPC;
 		goto fail;
 	}
@@ -330,7 +326,7 @@ int cmd_format(int argc, char **argv)
 		goto fail;
 	}
 	fo.sector = (uint32_t)sector;
-	fo.log_size = size ? size : (iol_dev_geom(dev)->size_bytes - JRNL_SB_AREA) / sector * sector;
+	fo.log_size = size ? size : (iol_dev_geom(dev)->size_bytes - DELOG_SB_BYTES) / sector * sector;
 	if (isatty(STDERR_FILENO)) {
 		fo.progress = fmt_progress;
 		fo.progress_arg = &prog;

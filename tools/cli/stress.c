@@ -26,7 +26,6 @@
  */
 #include "tools.h"
 
-#include "format.h"
 #include "ids.h"
 
 #include <delog.h>
@@ -333,7 +332,7 @@ int cmd_stress(int argc, char **argv)
 			break;
 		case 's':
 			/* The engine formats with 4096-byte sectors (delog_options.sector 0). */
-			if (tool_parse_size("stress", "--size", optarg, TOOL_MIN_LOG, 0, 4096,
+			if (tool_parse_size("stress", "--size", optarg, DELOG_LOG_MIN_BYTES, 0, 4096,
 					    "the smallest log", &o.create_size))
 				return TOOL_EXIT_USAGE;
 			break;
@@ -365,7 +364,7 @@ int cmd_stress(int argc, char **argv)
 		/* The file delog_open would create, made here first so the iolayer can say
 		 * what is wrong with it; removed again either way (delog_open creates, and
 		 * formats, only a file it made itself). */
-		err = iol_file_create(path, JRNL_SB_AREA + o.create_size, 0600, why2, sizeof(why2));
+		err = iol_file_create(path, DELOG_SB_BYTES + o.create_size, 0600, why2, sizeof(why2));
 		if (err) {
 			fprintf(stderr, "delog stress: %s\n", *why2 ? why2 : tool_strerror(err));
 			return TOOL_EXIT_FAIL;
