@@ -76,19 +76,32 @@ void cil_ctx_destroy(struct cil_ctx *c)
 	}
 }
 
+/*
+ * A key's shard takes bits 32.. of its hash, its home slot in the shard's table the low
+ * bits: were both the low bits, every key of a shard would share its home slot's low
+ * log2(CIL_SHARDS) bits, one slot in CIL_SHARDS would ever be a home, and linear probing
+ * would walk runs CIL_SHARDS times longer than the load factor gives.
+ */
+static inline unsigned cil_shard_of(uint64_t hash)
+{
+	return (unsigned)((hash >> 32) % CIL_SHARDS);
+}
+
 static int shard_grow_slots(struct cil_shard *s)
 {
 	size_t n = s->nslots ? s->nslots * 2 : 64;
-	uint32_t *slots = calloc(n, sizeof(*slots));
+	struct cil_slot *slots = calloc(n, sizeof(*slots));
 
 	if (!slots)
 		return -ENOMEM;
 	for (size_t i = 0; i < s->n; i++) {
-		size_t h = key_hash(s->items[i].key) & (n - 1);
+		uint64_t k = key_hash(s->items[i].key);
+		size_t h = k & (n - 1);
 
-		while (slots[h])
+		while (slots[h].idx)
 			h = (h + 1) & (n - 1);
-		slots[h] = (uint32_t)(i + 1);
+		slots[h].idx = (uint32_t)(i + 1);
+		slots[h].tag = (uint32_t)(k >> 32);
 	}
 	free(s->slots);
 	s->slots = slots;
@@ -118,19 +131,21 @@ static int arena_take(struct cil_shard *s, uint32_t len, uint64_t *off)
 }
 
 /* Insert or replace one item (shard lock held).  *@delta gets the cost change. */
-static int shard_put(struct cil_shard *s, uint64_t key, const void *data, uint32_t len,
-		     uint64_t ovh16, int64_t *delta, int64_t *ddelta, bool *relogged)
+static int shard_put(struct cil_shard *s, uint64_t hash, uint64_t key, const void *data,
+		     uint32_t len, uint64_t ovh16, int64_t *delta, int64_t *ddelta, bool *relogged)
 {
 	struct cil_item *it;
+	uint32_t tag;
 	size_t h;
 	int err;
 
-	if ((s->n + 1) * 4 > s->nslots * 3 && (err = shard_grow_slots(s)))
+	if ((s->n + 1) * 2 > s->nslots && (err = shard_grow_slots(s)))
 		return err;
-	h = key_hash(key) & (s->nslots - 1);
-	while (s->slots[h]) {
-		it = &s->items[s->slots[h] - 1];
-		if (it->key == key) {
+	tag = (uint32_t)(hash >> 32);
+	h = hash & (s->nslots - 1);
+	while (s->slots[h].idx) {
+		it = &s->items[s->slots[h].idx - 1];
+		if (s->slots[h].tag == tag && it->key == key) {
 			*relogged = true;
 			*delta = (int64_t)item_cost(ovh16, len) -
 				 (int64_t)item_cost(ovh16, it->len);
@@ -164,7 +179,8 @@ static int shard_put(struct cil_shard *s, uint64_t key, const void *data, uint32
 		return err;
 	if (len) /* an empty item may have no arena and no data */
 		memcpy(s->arena + it->off, data, len);
-	s->slots[h] = (uint32_t)(s->n + 1);
+	s->slots[h].idx = (uint32_t)(s->n + 1);
+	s->slots[h].tag = tag;
 	s->n++;
 	s->data_bytes += len;
 	*relogged = false;
@@ -184,11 +200,12 @@ static int cil_insert(struct cil_ctx *c, const struct delog_tx *tx, uint64_t ovh
 	int err = 0;
 
 	for (size_t i = 0; i < tx->n && !err; i++) {
-		struct cil_shard *s = &c->shard[key_hash(tx->items[i].key) % CIL_SHARDS];
+		uint64_t hash = key_hash(tx->items[i].key);
+		struct cil_shard *s = &c->shard[cil_shard_of(hash)];
 
 		pthread_mutex_lock(&s->lock);
-		err = shard_put(s, tx->items[i].key, tx->data + tx->items[i].off, tx->items[i].len,
-				ovh16, &delta, &ddelta, &relogged);
+		err = shard_put(s, hash, tx->items[i].key, tx->data + tx->items[i].off,
+				tx->items[i].len, ovh16, &delta, &ddelta, &relogged);
 		pthread_mutex_unlock(&s->lock);
 		if (err)
 			break;
