@@ -12,33 +12,33 @@
 #define STR(x) STR_(x)
 
 /* errno values delog returns; the text is ours, so it does not depend on the locale. */
-#define ERRNO_MAP(X)                                                                     \
-	X(EPERM, "operation not permitted")                                              \
-	X(E2BIG, "transaction too large (more than a quarter of the log)")                \
-	X(ENOENT, "no such file or directory")                                           \
-	X(EINTR, "interrupted system call")                                              \
-	X(EIO, "input/output error")                                                     \
-	X(EBADF, "bad file descriptor (device opened read-only?)")                       \
-	X(EAGAIN, "resource temporarily unavailable (would block)")                      \
-	X(ENOMEM, "out of memory")                                                       \
-	X(EACCES, "permission denied")                                                   \
-	X(EBUSY, "device or resource busy")                                              \
-	X(EEXIST, "file exists")                                                         \
-	X(ENODEV, "no such device (backend not available)")                              \
-	X(ENOTDIR, "not a directory")                                                    \
-	X(EISDIR, "is a directory")                                                      \
-	X(EINVAL, "invalid argument (misaligned or out-of-range I/O?)")                  \
-	X(EFBIG, "file too large")                                                       \
-	X(ENOSPC, "no space left on device")                                             \
-	X(EROFS, "read-only file system")                                                \
-	X(ERANGE, "result out of range")                                                 \
-	X(ENOSYS, "function not implemented by the kernel")                              \
-	X(ENODATA, "no data available")                                                  \
-	X(EOVERFLOW, "value too large")                                                  \
-	X(ENOTSUP, "operation not supported")                                            \
-	X(ESHUTDOWN, "cannot send after transport endpoint shutdown (device closing)")   \
-	X(ETIMEDOUT, "timed out")                                                        \
-	X(ECANCELED, "operation canceled")                                               \
+#define ERRNO_MAP(X)                                                                               \
+	X(EPERM, "operation not permitted")                                                        \
+	X(E2BIG, "transaction too large (more than a quarter of the log)")                         \
+	X(ENOENT, "no such file or directory")                                                     \
+	X(EINTR, "interrupted system call")                                                        \
+	X(EIO, "input/output error")                                                               \
+	X(EBADF, "bad file descriptor (device opened read-only?)")                                 \
+	X(EAGAIN, "resource temporarily unavailable (would block)")                                \
+	X(ENOMEM, "out of memory")                                                                 \
+	X(EACCES, "permission denied")                                                             \
+	X(EBUSY, "device or resource busy")                                                        \
+	X(EEXIST, "file exists")                                                                   \
+	X(ENODEV, "no such device (backend not available)")                                        \
+	X(ENOTDIR, "not a directory")                                                              \
+	X(EISDIR, "is a directory")                                                                \
+	X(EINVAL, "invalid argument (misaligned or out-of-range I/O?)")                            \
+	X(EFBIG, "file too large")                                                                 \
+	X(ENOSPC, "no space left on device")                                                       \
+	X(EROFS, "read-only file system")                                                          \
+	X(ERANGE, "result out of range")                                                           \
+	X(ENOSYS, "function not implemented by the kernel")                                        \
+	X(ENODATA, "no data available")                                                            \
+	X(EOVERFLOW, "value too large")                                                            \
+	X(ENOTSUP, "operation not supported")                                                      \
+	X(ESHUTDOWN, "cannot send after transport endpoint shutdown (device closing)")             \
+	X(ETIMEDOUT, "timed out")                                                                  \
+	X(ECANCELED, "operation canceled")                                                         \
 	X(ELOOP, "too many levels of symbolic links")
 
 struct err_entry {
@@ -52,7 +52,7 @@ static const struct err_entry table[] = {
 	DELOG_ERRNO_MAP(DELOG_ENTRY_)
 #undef DELOG_ENTRY_
 #define ERRNO_ENTRY_(name, msg) { -name, #name, #name ": " msg },
-	ERRNO_MAP(ERRNO_ENTRY_)
+		ERRNO_MAP(ERRNO_ENTRY_)
 #undef ERRNO_ENTRY_
 };
 

@@ -81,26 +81,26 @@ struct aio_slot {
 	struct iocb cb;
 	struct iol_req *req;
 	enum aio_stage stage;
-	struct aio_slot *next;      /* free list or retry list */
+	struct aio_slot *next; /* free list or retry list */
 };
 
 struct aio_dev {
 	io_context_t ctx;
 	int fd;
-	int wake_fd;                /* eventfd polled by close's wake iocb */
+	int wake_fd; /* eventfd polled by close's wake iocb */
 	struct iocb wake_cb;
 	pthread_t reaper;
 	struct aio_slot *slots;
 	unsigned nr_slots;
 
 	pthread_mutex_t lock;
-	pthread_cond_t space;       /* a slot was freed or the backlog drained */
-	pthread_cond_t idle;        /* pending reached zero */
+	pthread_cond_t space; /* a slot was freed or the backlog drained */
+	pthread_cond_t idle;  /* pending reached zero */
 	struct aio_slot *free;
-	unsigned long pending;      /* requests accepted, not yet reported */
-	struct iol_req *backlog;    /* FIFO of requests waiting for a slot (reaper only) */
+	unsigned long pending;   /* requests accepted, not yet reported */
+	struct iol_req *backlog; /* FIFO of requests waiting for a slot (reaper only) */
 	struct iol_req **backlog_tail;
-	struct aio_slot *retry;     /* prepared slots the reaper could not submit yet */
+	struct aio_slot *retry; /* prepared slots the reaper could not submit yet */
 	bool stopping;
 };
 
@@ -111,7 +111,7 @@ struct req_list {
 };
 
 enum {
-	BE_ERR = 0,   /* 0 or negative errno, as int64 */
+	BE_ERR = 0, /* 0 or negative errno, as int64 */
 	BE_BYTES = 1,
 };
 
@@ -190,8 +190,9 @@ static struct aio_slot *slot_get_locked(struct aio_dev *u, struct iol_req *req)
 	u->free = slot->next;
 	slot->next = NULL;
 	slot->req = req;
-	slot->stage = iol_opf_op(req->opf) == IOL_OP_WRITE && iol_opf_has(req->opf, IOL_PREFLUSH)
-			      ? STAGE_PREFLUSH : STAGE_RW;
+	slot->stage = iol_opf_op(req->opf) == IOL_OP_WRITE && iol_opf_has(req->opf, IOL_PREFLUSH) ?
+			      STAGE_PREFLUSH :
+			      STAGE_RW;
 	slot_prep(u, slot);
 	return slot;
 }
@@ -446,7 +447,7 @@ static int aio_open(struct iol_dev *dev, const char *path, const struct iol_dev_
 	err = io_setup((int)nr, &u->ctx);
 	if (err) {
 		iol_set_errmsg(opts, "%s: io_setup(%u): %s%s", path, nr, strerror(-err),
-			      err == -EAGAIN ? " (see /proc/sys/fs/aio-max-nr)" : "");
+			       err == -EAGAIN ? " (see /proc/sys/fs/aio-max-nr)" : "");
 		aio_free(u);
 		return err;
 	}

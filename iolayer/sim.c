@@ -136,14 +136,20 @@ static uint64_t seed_of(uint64_t seed, uint64_t stream)
 }
 
 /* Streams derived from one seed, so they never correlate. */
-enum { SEED_SUBMIT = 1, SEED_DELIVER, SEED_BITFLIP, SEED_CRASH, SEED_GARBAGE };
+enum {
+	SEED_SUBMIT = 1,
+	SEED_DELIVER,
+	SEED_BITFLIP,
+	SEED_CRASH,
+	SEED_GARBAGE
+};
 
 /* ---- state ---- */
 
 /* One completed version of one sector. */
 struct sim_ver {
-	uint64_t seq;          /* write sequence number; increasing */
-	uint32_t refs;         /* the slot's + captures' */
+	uint64_t seq;  /* write sequence number; increasing */
+	uint32_t refs; /* the slot's + captures' */
 	unsigned char data[];
 };
 
@@ -171,52 +177,58 @@ struct sim_capture {
 struct sim_op {
 	struct sim_op *prev, *next; /* flight list, submission order */
 	struct iol_req *req;
-	uint64_t id;                /* request number, from 1 */
-	uint64_t key;               /* random rank among due requests */
-	uint64_t due;               /* ns since open when the current phase completes */
-	uint64_t off, len;          /* bytes */
-	uint64_t first, nr;         /* sectors of a read or write */
-	uint64_t lat_ns;            /* jittered latency of the read/write phase */
-	uint64_t flat_ns;           /* jittered latency of the flush phase */
-	struct sim_capture *cap;    /* flush capture (NULL: nothing was dirty) */
+	uint64_t id;             /* request number, from 1 */
+	uint64_t key;            /* random rank among due requests */
+	uint64_t due;            /* ns since open when the current phase completes */
+	uint64_t off, len;       /* bytes */
+	uint64_t first, nr;      /* sectors of a read or write */
+	uint64_t lat_ns;         /* jittered latency of the read/write phase */
+	uint64_t flat_ns;        /* jittered latency of the flush phase */
+	struct sim_capture *cap; /* flush capture (NULL: nothing was dirty) */
 	uint64_t cap_bytes;
 	uint32_t opf;
 	enum iol_op op;
 	bool fua;
-	bool flushing;              /* its flush (standalone or PREFLUSH) has not completed */
-	int flush_err;              /* planned error of the flush phase */
-	int err;                    /* planned error of the read/write */
-	int fault;                  /* -1, or enum iol_sim_fault_kind of a planned fault */
+	bool flushing; /* its flush (standalone or PREFLUSH) has not completed */
+	int flush_err; /* planned error of the flush phase */
+	int err;       /* planned error of the read/write */
+	int fault;     /* -1, or enum iol_sim_fault_kind of a planned fault */
 };
 
 struct sim_lat {
-	uint64_t cmd_ns;            /* channel time per command */
-	uint64_t base_ns;           /* per-request latency, overlapped between requests */
-	uint64_t bps;               /* transfer bandwidth, bytes per second */
-	uint64_t flush_ns;          /* fixed cost of a flush */
-	uint64_t flush_bps;         /* write-back bandwidth of the captured bytes */
+	uint64_t cmd_ns;    /* channel time per command */
+	uint64_t base_ns;   /* per-request latency, overlapped between requests */
+	uint64_t bps;       /* transfer bandwidth, bytes per second */
+	uint64_t flush_ns;  /* fixed cost of a flush */
+	uint64_t flush_bps; /* write-back bandwidth of the captured bytes */
 };
 
 static const struct sim_lat sim_lat_tab[] = {
 	[IOL_SIM_LAT_NONE] = { 0 },
-	[IOL_SIM_LAT_NVME] = { .cmd_ns = 1000, .base_ns = 10000, .bps = 3000000000ull,
-			      .flush_ns = 20000, .flush_bps = 2000000000ull },
-	[IOL_SIM_LAT_SATA] = { .cmd_ns = 10000, .base_ns = 60000, .bps = 500000000ull,
-			      .flush_ns = 1700000, .flush_bps = 400000000ull },
+	[IOL_SIM_LAT_NVME] = { .cmd_ns = 1000,
+			       .base_ns = 10000,
+			       .bps = 3000000000ull,
+			       .flush_ns = 20000,
+			       .flush_bps = 2000000000ull },
+	[IOL_SIM_LAT_SATA] = { .cmd_ns = 10000,
+			       .base_ns = 60000,
+			       .bps = 500000000ull,
+			       .flush_ns = 1700000,
+			       .flush_bps = 400000000ull },
 };
 
 struct sim_fault {
 	struct iol_sim_fault f;
-	uint64_t base;              /* ops of f.op submitted before it was armed */
+	uint64_t base; /* ops of f.op submitted before it was armed */
 };
 
 struct sim {
 	pthread_mutex_t lock;
-	pthread_cond_t work;        /* CLOCK_MONOTONIC: submission, or stop */
-	pthread_cond_t idle;        /* flight list empty and no callback running */
+	pthread_cond_t work; /* CLOCK_MONOTONIC: submission, or stop */
+	pthread_cond_t idle; /* flight list empty and no callback running */
 	pthread_t thread;
 	bool has_thread;
-	bool stop;                  /* Locked */
+	bool stop; /* Locked */
 
 	/* Configuration (immutable after open). */
 	uint64_t bytes, nsectors;
@@ -225,22 +237,22 @@ struct sim {
 	uint64_t seed;
 	enum iol_sim_latency latency;
 	bool hold, in_order;
-	uint64_t t0;                /* iol_now_ns() at open */
+	uint64_t t0; /* iol_now_ns() at open */
 
 	/* Everything below: Locked. */
 	unsigned char *media;
-	struct sim_slot *tab;       /* open addressing, linear probing */
+	struct sim_slot *tab; /* open addressing, linear probing */
 	size_t tab_cap, tab_nr;
-	uint64_t wseq;              /* last version sequence number */
+	uint64_t wseq; /* last version sequence number */
 
 	struct sim_op *head, *tail;
 	size_t nr_ops;
-	unsigned busy;              /* callbacks running */
+	unsigned busy; /* callbacks running */
 	uint64_t next_id;
-	uint64_t rng;               /* drawn at submit only */
-	uint64_t drng;              /* iol_sim_deliver(IOL_SIM_RANDOM) */
-	uint64_t chan_busy;         /* transfer channel busy until (ns since open) */
-	uint64_t oversleep;         /* sim thread: learnt timed-wait overshoot, ns */
+	uint64_t rng;       /* drawn at submit only */
+	uint64_t drng;      /* iol_sim_deliver(IOL_SIM_RANDOM) */
+	uint64_t chan_busy; /* transfer channel busy until (ns since open) */
+	uint64_t oversleep; /* sim thread: learnt timed-wait overshoot, ns */
 
 	struct iol_sim_event *ev;
 	size_t ev_len, ev_cap;
@@ -249,7 +261,7 @@ struct sim {
 
 	struct sim_fault faults[SIM_MAX_FAULTS];
 	unsigned nr_faults;
-	uint64_t opcount[3];        /* submissions per op; PREFLUSH counts a FLUSH too */
+	uint64_t opcount[3]; /* submissions per op; PREFLUSH counts a FLUSH too */
 };
 
 /* The sim state of @dev, or NULL if @dev is not a sim device.  An identity test on
@@ -706,8 +718,7 @@ struct sim_done {
 	size_t bytes;
 };
 
-static void op_finish(struct sim *s, struct sim_op *op, int err, uint64_t bytes,
-		      struct sim_done *d)
+static void op_finish(struct sim *s, struct sim_op *op, int err, uint64_t bytes, struct sim_done *d)
 {
 	trace_add(s, IOL_SIM_EV_COMPLETE, op, op->off, op->len,
 		  !err && op->op != IOL_OP_FLUSH && bytes != op->len ? -EIO : err);
@@ -899,8 +910,10 @@ static int load_file(const char *path, struct sim *s, const struct iol_dev_opts 
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode) || st.st_size <= 0 || (uint64_t)st.st_size % s->sector) {
-		iol_set_errmsg(opts, "%s: a sim image must be a non-empty regular file whose size "
-			      "is a multiple of the sector (%u)", path, s->sector);
+		iol_set_errmsg(opts,
+			       "%s: a sim image must be a non-empty regular file whose size "
+			       "is a multiple of the sector (%u)",
+			       path, s->sector);
 		err = -EINVAL;
 		goto out;
 	}
@@ -917,8 +930,8 @@ static int load_file(const char *path, struct sim *s, const struct iol_dev_opts 
 			continue;
 		if (r <= 0) {
 			err = r < 0 ? -errno : -EIO;
-			iol_set_errmsg(opts, "%s: read: %s", path, r < 0 ? strerror(errno)
-				      : "file shrank while loading");
+			iol_set_errmsg(opts, "%s: read: %s", path,
+				       r < 0 ? strerror(errno) : "file shrank while loading");
 			goto out;
 		}
 		done += (uint64_t)r;
@@ -955,7 +968,7 @@ static int sim_open(struct iol_dev *dev, const char *path, const struct iol_dev_
 
 	if (so->size != sizeof(*so)) {
 		iol_set_errmsg(opts, "sim: iol_sim_opts.size is %zu, expected %zu", so->size,
-			      sizeof(*so));
+			       sizeof(*so));
 		return -EINVAL;
 	}
 	if (so->sector && so->sector != 512 && so->sector != 4096) {
@@ -988,8 +1001,10 @@ static int sim_open(struct iol_dev *dev, const char *path, const struct iol_dev_
 	if (so->image || !path) {
 		s->bytes = so->dev_bytes ? so->dev_bytes : SIM_DEFAULT_BYTES;
 		if (s->bytes % s->sector || s->bytes > SIZE_MAX) {
-			iol_set_errmsg(opts, "sim: dev_bytes %llu is not a multiple of the sector "
-				      "(%u)", (unsigned long long)s->bytes, s->sector);
+			iol_set_errmsg(opts,
+				       "sim: dev_bytes %llu is not a multiple of the sector "
+				       "(%u)",
+				       (unsigned long long)s->bytes, s->sector);
 			err = -EINVAL;
 			goto fail;
 		}
@@ -997,7 +1012,7 @@ static int sim_open(struct iol_dev *dev, const char *path, const struct iol_dev_
 		s->media = so->image ? malloc(s->bytes) : calloc(1, s->bytes);
 		if (!s->media) {
 			iol_set_errmsg(opts, "sim: cannot allocate %llu bytes of media",
-				      (unsigned long long)s->bytes);
+				       (unsigned long long)s->bytes);
 			err = -ENOMEM;
 			goto fail;
 		}
@@ -1205,8 +1220,9 @@ int iol_sim_fault_add(struct iol_dev *dev, const struct iol_sim_fault *f)
 		return -EINVAL;
 	if (f->op != IOL_OP_READ && f->op != IOL_OP_WRITE && f->op != IOL_OP_FLUSH)
 		return -EINVAL;
-	if (f->kind != IOL_SIM_FAULT_EIO && (f->op != IOL_OP_READ ||
-	    (f->kind != IOL_SIM_FAULT_SHORT && f->kind != IOL_SIM_FAULT_BITFLIP)))
+	if (f->kind != IOL_SIM_FAULT_EIO &&
+	    (f->op != IOL_OP_READ ||
+	     (f->kind != IOL_SIM_FAULT_SHORT && f->kind != IOL_SIM_FAULT_BITFLIP)))
 		return -EINVAL;
 	pthread_mutex_lock(&s->lock);
 	if (s->nr_faults == SIM_MAX_FAULTS) {
@@ -1419,8 +1435,7 @@ size_t iol_sim_unstable(struct iol_dev *dev, uint64_t *sectors, size_t max)
 	return n;
 }
 
-size_t iol_sim_unstable_versions(struct iol_dev *dev, uint64_t *sectors, uint32_t *nver,
-				size_t max)
+size_t iol_sim_unstable_versions(struct iol_dev *dev, uint64_t *sectors, uint32_t *nver, size_t max)
 {
 	struct sim *s = sim_of(dev);
 	uint32_t *nv = NULL;
@@ -1484,7 +1499,8 @@ int iol_sim_version_read(struct iol_dev *dev, uint64_t sector, uint32_t v, void 
 		} else {
 			struct sim_slot *sl = slot_find(s, sector);
 
-			memcpy(buf, v <= sl->nhist ? sl->hist[v - 1]->data : sl->cur->data, s->sector);
+			memcpy(buf, v <= sl->nhist ? sl->hist[v - 1]->data : sl->cur->data,
+			       s->sector);
 		}
 	} else if (!err) {
 		memcpy(buf, s->media + sector * s->sector, s->sector);
@@ -1496,7 +1512,11 @@ int iol_sim_version_read(struct iol_dev *dev, uint64_t sector, uint32_t v, void 
 
 /* Resolve every unstable sector as @pick says and build the image (all under the lock,
  * so the versions counted are the ones the image is built from). */
-enum pick { PICK_SEEDED, PICK_CHOICE, PICK_VERSION };
+enum pick {
+	PICK_SEEDED,
+	PICK_CHOICE,
+	PICK_VERSION
+};
 
 static int crash_build(struct sim *s, enum pick how, enum iol_sim_crash_profile profile,
 		       uint64_t seed, const void *want, size_t nwant, void *image,
@@ -1546,8 +1566,8 @@ static int crash_build(struct sim *s, enum pick how, enum iol_sim_crash_profile 
 					ci->intermediate++;
 				continue;
 			}
-			c = profile == IOL_SIM_STRICT ? (unsigned)(r >> 63)
-						       : (unsigned)((r >> 11) % 3);
+			c = profile == IOL_SIM_STRICT ? (unsigned)(r >> 63) :
+							(unsigned)((r >> 11) % 3);
 			break;
 		}
 		ver[i] = c == 0 ? 0 : c == 1 ? nver[i] - 1 : IOL_SIM_VER_GARBAGE;
@@ -1571,14 +1591,14 @@ static int crash_build(struct sim *s, enum pick how, enum iol_sim_crash_profile 
 }
 
 int iol_sim_crash(struct iol_dev *dev, uint64_t seed, enum iol_sim_crash_profile profile,
-		 void *image, struct iol_sim_crash_info *info)
+		  void *image, struct iol_sim_crash_info *info)
 {
 	struct sim *s = sim_of(dev);
 	struct iol_sim_crash_info ci = { 0 };
 	int err;
 
-	if (!s || !image || (profile != IOL_SIM_STRICT && profile != IOL_SIM_GARBLE &&
-			     profile != IOL_SIM_VERSIONS))
+	if (!s || !image ||
+	    (profile != IOL_SIM_STRICT && profile != IOL_SIM_GARBLE && profile != IOL_SIM_VERSIONS))
 		return -EINVAL;
 	err = crash_build(s, PICK_SEEDED, profile, seed, NULL, 0, image, &ci);
 	if (!err && info)
@@ -1587,7 +1607,7 @@ int iol_sim_crash(struct iol_dev *dev, uint64_t seed, enum iol_sim_crash_profile
 }
 
 int iol_sim_crash_choose(struct iol_dev *dev, const uint8_t *choice, size_t n, uint64_t seed,
-			void *image)
+			 void *image)
 {
 	struct sim *s = sim_of(dev);
 	struct iol_sim_crash_info ci = { 0 };
@@ -1601,7 +1621,7 @@ int iol_sim_crash_choose(struct iol_dev *dev, const uint8_t *choice, size_t n, u
 }
 
 int iol_sim_crash_versions(struct iol_dev *dev, const uint32_t *ver, size_t n, uint64_t seed,
-			  void *image)
+			   void *image)
 {
 	struct sim *s = sim_of(dev);
 	struct iol_sim_crash_info ci = { 0 };

@@ -102,17 +102,17 @@ enum uring_stage {
 struct uring_dev {
 	struct io_uring ring;
 	int fd;
-	unsigned entries;           /* SQ size: the bound on SQEs in flight */
-	bool wait_timeout;          /* IORING_FEAT_EXT_ARG: waits take a timeout */
+	unsigned entries;  /* SQ size: the bound on SQEs in flight */
+	bool wait_timeout; /* IORING_FEAT_EXT_ARG: waits take a timeout */
 	pthread_t reaper;
 
 	pthread_mutex_t lock;
-	pthread_cond_t space;       /* room in the ring (or backlog drained) */
-	pthread_cond_t idle;        /* pending reached zero */
-	unsigned sqes_used;         /* SQEs submitted, CQE not yet reaped */
-	unsigned long pending;      /* requests accepted, not yet reported */
-	bool stopping;              /* close() is waiting for the reaper */
-	struct iol_req *backlog;    /* FIFO of requests waiting for room (reaper only) */
+	pthread_cond_t space;    /* room in the ring (or backlog drained) */
+	pthread_cond_t idle;     /* pending reached zero */
+	unsigned sqes_used;      /* SQEs submitted, CQE not yet reaped */
+	unsigned long pending;   /* requests accepted, not yet reported */
+	bool stopping;           /* close() is waiting for the reaper */
+	struct iol_req *backlog; /* FIFO of requests waiting for room (reaper only) */
 	struct iol_req **backlog_tail;
 };
 
@@ -431,7 +431,7 @@ static int uring_open(struct iol_dev *dev, const char *path, const struct iol_de
 	err = io_uring_queue_init_params(u->entries, &u->ring, &p);
 	if (err) {
 		iol_set_errmsg(opts, "%s: io_uring_queue_init(%u): %s", path, u->entries,
-			      strerror(-err));
+			       strerror(-err));
 		free(u);
 		return err;
 	}

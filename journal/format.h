@@ -61,15 +61,15 @@
 
 #define JRNL_SB_MAGIC 0x31425347474f4c44ull /* bytes "DLOGGSB1" */
 #define JRNL_FORMAT_VERSION 1u
-#define JRNL_SB_AREA 4096u                  /* bytes reserved for the superblock */
+#define JRNL_SB_AREA 4096u /* bytes reserved for the superblock */
 #define JRNL_LOG_START JRNL_SB_AREA
 
 /* Incompatible features: a reader that sees a bit it does not know refuses the log
  * (DELOG_EFEATURE).  None defined in version 1. */
 #define JRNL_INCOMPAT_KNOWN 0u
 
-#define JRNL_REC_MAGIC 0x474f4c44u          /* bytes "DLOG" */
-#define JRNL_REC_SAVED_OFF 128u             /* saved words start here in header sector 0 */
+#define JRNL_REC_MAGIC 0x474f4c44u /* bytes "DLOG" */
+#define JRNL_REC_SAVED_OFF 128u    /* saved words start here in header sector 0 */
 
 /* The writer's unflushed bound (journal/log.c L13), which is recovery's scan window
  * (journal/recover.c): a record is submitted only if it ends at most this many bytes
@@ -86,53 +86,53 @@
 
 /* ---- superblock: bytes 0-511 of the device ---- */
 struct jrnl_sb {
-	uint64_t magic;          /* 00-07 JRNL_SB_MAGIC */
-	uint32_t version;        /* 08-11 JRNL_FORMAT_VERSION; newer: DELOG_EVERSION */
-	uint32_t incompat;       /* 12-15 unknown bit: DELOG_EFEATURE */
-	uint32_t compat;         /* 16-19 features an old reader may ignore */
-	uint32_t sector_size;    /* 20-23 512 or 4096; >= the device's logical block */
-	uint64_t log_start;      /* 24-31 byte offset of the log area (4096) */
-	uint64_t log_size;       /* 32-39 bytes in the log area, a multiple of sector_size */
-	uint8_t uuid[16];        /* 40-55 identifies this log; every record repeats it */
-	uint64_t format_time;    /* 56-63 seconds since the epoch (informational) */
-	uint8_t reserved[444];   /* 64-507 zero */
-	uint32_t crc;            /* 508-511 CRC32c of bytes 0-507 */
+	uint64_t magic;        /* 00-07 JRNL_SB_MAGIC */
+	uint32_t version;      /* 08-11 JRNL_FORMAT_VERSION; newer: DELOG_EVERSION */
+	uint32_t incompat;     /* 12-15 unknown bit: DELOG_EFEATURE */
+	uint32_t compat;       /* 16-19 features an old reader may ignore */
+	uint32_t sector_size;  /* 20-23 512 or 4096; >= the device's logical block */
+	uint64_t log_start;    /* 24-31 byte offset of the log area (4096) */
+	uint64_t log_size;     /* 32-39 bytes in the log area, a multiple of sector_size */
+	uint8_t uuid[16];      /* 40-55 identifies this log; every record repeats it */
+	uint64_t format_time;  /* 56-63 seconds since the epoch (informational) */
+	uint8_t reserved[444]; /* 64-507 zero */
+	uint32_t crc;          /* 508-511 CRC32c of bytes 0-507 */
 };
 
 /* ---- record header sector 0 ---- */
 struct jrnl_rec {
-	uint32_t magic;          /* 00-03 JRNL_REC_MAGIC */
-	uint32_t cycle;          /* 04-07 cycle of this record (its first sector) */
-	uint32_t version;        /* 08-11 JRNL_FORMAT_VERSION */
-	uint32_t len;            /* 12-15 op bytes in the payload (<= P * sector) */
-	uint64_t lsn;            /* 16-23 LSN of header sector 0 */
-	uint64_t tail_lsn;       /* 24-31 oldest LSN recovery still needs when written */
-	uint64_t durable_lsn;    /* 32-39 end LSN of the log known stable when written */
-	uint64_t prev_lsn;       /* 40-47 LSN of the previous record (0 for the first) */
-	uint32_t crc;            /* 48-51 CRC32c, see above */
-	uint32_t num_ops;        /* 52-55 op headers that start in this record */
-	uint32_t hdr_sectors;    /* 56-59 H */
-	uint32_t payload_sectors;/* 60-63 P */
-	uint8_t uuid[16];        /* 64-79 the superblock's uuid */
-	uint32_t logbufs;        /* 80-83 writer's log buffer count (in-flight window) */
-	uint32_t logbsize;       /* 84-87 writer's log buffer size in bytes */
-	uint8_t reserved[40];    /* 88-127 zero */
-	/* 128-: saved words (uint32_t) of payload sectors 0, 1, ... */
+	uint32_t magic;           /* 00-03 JRNL_REC_MAGIC */
+	uint32_t cycle;           /* 04-07 cycle of this record (its first sector) */
+	uint32_t version;         /* 08-11 JRNL_FORMAT_VERSION */
+	uint32_t len;             /* 12-15 op bytes in the payload (<= P * sector) */
+	uint64_t lsn;             /* 16-23 LSN of header sector 0 */
+	uint64_t tail_lsn;        /* 24-31 oldest LSN recovery still needs when written */
+	uint64_t durable_lsn;     /* 32-39 end LSN of the log known stable when written */
+	uint64_t prev_lsn;        /* 40-47 LSN of the previous record (0 for the first) */
+	uint32_t crc;             /* 48-51 CRC32c, see above */
+	uint32_t num_ops;         /* 52-55 op headers that start in this record */
+	uint32_t hdr_sectors;     /* 56-59 H */
+	uint32_t payload_sectors; /* 60-63 P */
+	uint8_t uuid[16];         /* 64-79 the superblock's uuid */
+	uint32_t logbufs;         /* 80-83 writer's log buffer count (in-flight window) */
+	uint32_t logbsize;        /* 84-87 writer's log buffer size in bytes */
+	uint8_t reserved[40];     /* 88-127 zero */
+				  /* 128-: saved words (uint32_t) of payload sectors 0, 1, ... */
 };
 
 /* ---- record header sector j > 0 ---- */
 struct jrnl_rec_ext {
-	uint32_t cycle;          /* 00-03 the record's cycle */
-	/* 04-: saved words, continuing the array */
+	uint32_t cycle; /* 00-03 the record's cycle */
+			/* 04-: saved words, continuing the array */
 };
 
 /* ---- ops ---- */
-#define JRNL_OP_START 0x01u      /* first op of a log transaction */
-#define JRNL_OP_COMMIT 0x02u     /* last op: the transaction is complete */
-#define JRNL_OP_CONTINUE 0x04u   /* this payload continues in the next record */
-#define JRNL_OP_WAS_CONT 0x08u   /* this payload continues one from the previous record */
-#define JRNL_OP_END 0x10u        /* last piece of a continued payload */
-#define JRNL_OP_UNMOUNT 0x20u    /* clean-unmount marker */
+#define JRNL_OP_START 0x01u    /* first op of a log transaction */
+#define JRNL_OP_COMMIT 0x02u   /* last op: the transaction is complete */
+#define JRNL_OP_CONTINUE 0x04u /* this payload continues in the next record */
+#define JRNL_OP_WAS_CONT 0x08u /* this payload continues one from the previous record */
+#define JRNL_OP_END 0x10u      /* last piece of a continued payload */
+#define JRNL_OP_UNMOUNT 0x20u  /* clean-unmount marker */
 #define JRNL_OP_FLAGS_KNOWN 0x3fu
 
 enum jrnl_op_type {
@@ -143,36 +143,36 @@ enum jrnl_op_type {
 };
 
 struct jrnl_op {
-	uint32_t tid;            /* 00-03 log transaction id (one per checkpoint) */
-	uint32_t len;            /* 04-07 payload bytes that follow (this piece) */
-	uint16_t flags;          /* 08-09 JRNL_OP_* */
-	uint16_t type;           /* 10-11 enum jrnl_op_type */
-	uint32_t reserved;       /* 12-15 zero */
+	uint32_t tid;      /* 00-03 log transaction id (one per checkpoint) */
+	uint32_t len;      /* 04-07 payload bytes that follow (this piece) */
+	uint16_t flags;    /* 08-09 JRNL_OP_* */
+	uint16_t type;     /* 10-11 enum jrnl_op_type */
+	uint32_t reserved; /* 12-15 zero */
 };
 
-struct jrnl_start {              /* payload of a START op */
-	uint64_t seq;            /* 00-07 checkpoint sequence */
-	uint64_t reserved;       /* 08-15 zero */
+struct jrnl_start {        /* payload of a START op */
+	uint64_t seq;      /* 00-07 checkpoint sequence */
+	uint64_t reserved; /* 08-15 zero */
 };
 
-struct jrnl_item {               /* head of an ITEM payload */
-	uint64_t key;            /* 00-07 the item's key */
-	uint32_t data_len;       /* 08-11 bytes of data after the header */
-	uint32_t reserved;       /* 12-15 zero */
+struct jrnl_item {         /* head of an ITEM payload */
+	uint64_t key;      /* 00-07 the item's key */
+	uint32_t data_len; /* 08-11 bytes of data after the header */
+	uint32_t reserved; /* 12-15 zero */
 };
 
-struct jrnl_commit {             /* payload of a COMMIT op */
-	uint64_t seq;            /* 00-07 checkpoint sequence (matches START) */
-	uint64_t start_lsn;      /* 08-15 LSN of the record holding the START op */
-	uint32_t nitems;         /* 16-19 ITEM ops in the checkpoint */
-	uint32_t crc;            /* 20-23 CRC32c over the item payloads, in order */
-	uint64_t payload_bytes;  /* 24-31 bytes the crc covers */
+struct jrnl_commit {            /* payload of a COMMIT op */
+	uint64_t seq;           /* 00-07 checkpoint sequence (matches START) */
+	uint64_t start_lsn;     /* 08-15 LSN of the record holding the START op */
+	uint32_t nitems;        /* 16-19 ITEM ops in the checkpoint */
+	uint32_t crc;           /* 20-23 CRC32c over the item payloads, in order */
+	uint64_t payload_bytes; /* 24-31 bytes the crc covers */
 };
 
 #define JRNL_UNMOUNT_MAGIC 0x544e554f4d4e55ull /* bytes "UNMOUNT" */
 struct jrnl_unmount {
-	uint64_t magic;          /* 00-07 JRNL_UNMOUNT_MAGIC */
-	uint64_t reserved;       /* 08-15 zero */
+	uint64_t magic;    /* 00-07 JRNL_UNMOUNT_MAGIC */
+	uint64_t reserved; /* 08-15 zero */
 };
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -195,8 +195,14 @@ static inline uint64_t jrnl_lsn(uint32_t cycle, uint32_t sector)
 {
 	return (uint64_t)cycle << 32 | sector;
 }
-static inline uint32_t jrnl_lsn_cycle(uint64_t lsn) { return (uint32_t)(lsn >> 32); }
-static inline uint32_t jrnl_lsn_sector(uint64_t lsn) { return (uint32_t)lsn; }
+static inline uint32_t jrnl_lsn_cycle(uint64_t lsn)
+{
+	return (uint32_t)(lsn >> 32);
+}
+static inline uint32_t jrnl_lsn_sector(uint64_t lsn)
+{
+	return (uint32_t)lsn;
+}
 
 /* The cycle after @c, skipping 0 and the record magic. */
 static inline uint32_t jrnl_cycle_next(uint32_t c)

@@ -161,8 +161,8 @@
 /* Smallest useful room in a buffer: an op header and one 8-byte payload unit (L9). */
 #define MIN_ROOM (OPHDR + 8u)
 /* Bytes of the smallest transaction: START and COMMIT ops with their payloads. */
-#define MIN_TX_BYTES (2 * OPHDR + (uint32_t)sizeof(struct jrnl_start) + \
-		      (uint32_t)sizeof(struct jrnl_commit))
+#define MIN_TX_BYTES                                                                               \
+	(2 * OPHDR + (uint32_t)sizeof(struct jrnl_start) + (uint32_t)sizeof(struct jrnl_commit))
 
 enum lb_state {
 	LB_ACTIVE = 0,
@@ -181,11 +181,11 @@ struct jflush {
 	uint64_t snap, snap_tail; /* completed_lsn and completed_tail when it was issued */
 	bool done;                /* its I/O completed, with status */
 	int status;
-	bool resolved;            /* taken in order, with result: 0 or the log's error */
+	bool resolved; /* taken in order, with result: 0 or the log's error */
 	int result;
-	bool waiter;              /* jrnl_log_flush waits for resolved (its own stack) */
-	bool bound;               /* the L13 flush */
-	jrnl_flush_fn fn;         /* jrnl_log_flush_async's callback */
+	bool waiter;      /* jrnl_log_flush waits for resolved (its own stack) */
+	bool bound;       /* the L13 flush */
+	jrnl_flush_fn fn; /* jrnl_log_flush_async's callback */
 	void *priv;
 };
 
@@ -197,14 +197,14 @@ struct lb_cb {
 struct logbuf {
 	struct jrnl_log *log;
 	enum lb_state state;
-	unsigned char *data;      /* logbsize bytes: H header sectors, then op bytes */
+	unsigned char *data; /* logbsize bytes: H header sectors, then op bytes */
 
 	/* Filled while ACTIVE. */
-	uint32_t off;             /* op bytes reserved */
+	uint32_t off; /* op bytes reserved */
 	uint32_t num_ops;
-	uint64_t lsn;             /* where the record goes; set on the first reservation */
+	uint64_t lsn; /* where the record goes; set on the first reservation */
 	bool need_flush, need_fua, wait_prev;
-	bool held;                /* counted once in wait_prev_holds */
+	bool held; /* counted once in wait_prev_holds */
 	struct lb_cb *cbs;
 	unsigned ncbs, maxcbs;
 
@@ -212,7 +212,7 @@ struct logbuf {
 	uint64_t end_lsn;
 	uint64_t prev_lsn;
 
-	bool cover;               /* an empty record written by jrnl_log_cover (L12) */
+	bool cover; /* an empty record written by jrnl_log_cover (L12) */
 
 	/* Set at submission. */
 	uint64_t sealed_tail;     /* the tail_lsn its header carries (L7, L12) */
@@ -221,7 +221,7 @@ struct logbuf {
 	uint64_t fl_before;       /* standalone flushes issued before it (L14) */
 	bool wrapped;
 	int status;
-	struct iol_req req[2];    /* [0] the record (its end part if wrapped), [1] the rest */
+	struct iol_req req[2]; /* [0] the record (its end part if wrapped), [1] the rest */
 };
 
 struct jrnl_log {
@@ -229,37 +229,37 @@ struct jrnl_log {
 	struct jrnl_geom geom;
 	unsigned nbufs;
 	uint32_t bsize;
-	uint32_t hdr_sectors;     /* H */
-	uint32_t cap;             /* op bytes per buffer: P_max * sector */
+	uint32_t hdr_sectors; /* H */
+	uint32_t cap;         /* op bytes per buffer: P_max * sector */
 
 	pthread_mutex_t lock;
-	pthread_cond_t cond;      /* buffer back to ACTIVE, op done, callbacks run, tokens */
-	unsigned async_flushes;   /* async and L13 flushes not yet taken (close waits) */
+	pthread_cond_t cond;    /* buffer back to ACTIVE, op done, callbacks run, tokens */
+	unsigned async_flushes; /* async and L13 flushes not yet taken (close waits) */
 	struct logbuf *bufs;
-	unsigned cur;             /* the open buffer (ACTIVE, or still in flight) */
-	unsigned oldest;          /* oldest buffer not ACTIVE, if inflight */
-	unsigned inflight;        /* buffers not ACTIVE; cur == (oldest + inflight) % n */
-	unsigned next_sub;        /* oldest buffer not yet submitted */
+	unsigned cur;      /* the open buffer (ACTIVE, or still in flight) */
+	unsigned oldest;   /* oldest buffer not ACTIVE, if inflight */
+	unsigned inflight; /* buffers not ACTIVE; cur == (oldest + inflight) % n */
+	unsigned next_sub; /* oldest buffer not yet submitted */
 
-	uint64_t head;            /* where the open buffer's record goes */
+	uint64_t head; /* where the open buffer's record goes */
 	uint64_t tail;
-	uint64_t prev_lsn;        /* LSN of the last record switched out */
+	uint64_t prev_lsn;                             /* LSN of the last record switched out */
 	uint64_t completed_lsn, done_lsn, durable_lsn; /* (L5), (L6) */
-	uint64_t completed_tail;  /* sealed tail of the last record counted in completed_lsn */
-	uint64_t durable_tail;    /* sealed tail of the newest record known durable (L12) */
-	uint64_t window;          /* the unflushed bound in sectors (L13) */
-	bool no_flush;            /* the caller never flushes (L12, L13) */
-	bool bound_flush;         /* a flush for L13 is in flight */
+	uint64_t completed_tail; /* sealed tail of the last record counted in completed_lsn */
+	uint64_t durable_tail;   /* sealed tail of the newest record known durable (L12) */
+	uint64_t window;         /* the unflushed bound in sectors (L13) */
+	bool no_flush;           /* the caller never flushes (L12, L13) */
+	bool bound_flush;        /* a flush for L13 is in flight */
 	struct jflush *bound_jf;
 	/* Standalone flushes in issue order (L14): in flight, or done and waiting for an
 	 * earlier one; fl_issued counts those issued, fl_resolved those taken in order. */
 	struct jflush *fq_head, *fq_tail;
 	uint64_t fl_issued, fl_resolved;
-	bool fq_resolving;        /* token: one thread takes results and runs callbacks */
+	bool fq_resolving; /* token: one thread takes results and runs callbacks */
 	uint32_t next_tid;
-	int error;                /* first I/O error: the log is shut down (L8) */
-	int cb_err;               /* first error in LSN order, for callbacks */
-	bool op_busy;             /* the writer is inside an op */
+	int error;                   /* first I/O error: the log is shut down (L8) */
+	int cb_err;                  /* first error in LSN order, for callbacks */
+	bool op_busy;                /* the writer is inside an op */
 	bool submitting, processing; /* tokens (L3), (L1) */
 
 	struct jrnl_log_stats st;
@@ -324,7 +324,11 @@ static uint64_t reuse_tail(const struct jrnl_log *log)
 
 /* ---- packing ---- */
 
-enum pack { PK_FIT, PK_SPLIT, PK_SWITCH };
+enum pack {
+	PK_FIT,
+	PK_SPLIT,
+	PK_SWITCH
+};
 
 /*
  * Where the next piece of an op with @rem payload bytes left goes in a buffer holding
@@ -332,8 +336,7 @@ enum pack { PK_FIT, PK_SPLIT, PK_SWITCH };
  * 8, at least 8, and less than @rem), or nothing: switch to the next buffer first
  * (PK_SWITCH).  The single rule both plan_op and op_write follow, so the plan is exact.
  */
-static enum pack pack_step(uint32_t cap, uint32_t off, uint64_t rem, bool split_ok,
-			   uint32_t *piece)
+static enum pack pack_step(uint32_t cap, uint32_t off, uint64_t rem, bool split_ok, uint32_t *piece)
 {
 	uint32_t avail = cap - off;
 
@@ -463,7 +466,7 @@ static int lb_prep(struct jrnl_log *log, struct logbuf *b, const struct jrnl_rec
 	b->req[0].priv = b;
 	if (b->wrapped) {
 		err = iol_req_init(&b->req[1], log->dev, 1,
-				  IOL_OPF(IOL_OP_WRITE, wflags & IOL_FUA));
+				   IOL_OPF(IOL_OP_WRITE, wflags & IOL_FUA));
 		if (err) {
 			iol_req_release(&b->req[0]);
 			return err;
@@ -708,7 +711,7 @@ static void log_push_mode(struct jrnl_log *log, bool sync)
 		if (over_bound(log, b)) {
 			if (bound_flush_start(log))
 				continue;
-			break;          /* resumed by a completion or by that flush (L13) */
+			break; /* resumed by a completion or by that flush (L13) */
 		}
 		b->state = LB_SYNCING;
 		log->next_sub = (log->next_sub + 1) % log->nbufs;
@@ -952,7 +955,8 @@ static int op_write(struct jrnl_log *log, const struct jrnl_op *h, const struct 
 		}
 		oh.len = piece;
 		if (!first)
-			oh.flags = JRNL_OP_WAS_CONT | (r == PK_SPLIT ? JRNL_OP_CONTINUE : JRNL_OP_END);
+			oh.flags = JRNL_OP_WAS_CONT |
+				   (r == PK_SPLIT ? JRNL_OP_CONTINUE : JRNL_OP_END);
 		else if (r == PK_SPLIT)
 			oh.flags |= JRNL_OP_CONTINUE;
 		padded = r == PK_FIT ? pad8(piece) : piece;
@@ -1137,7 +1141,10 @@ int jrnl_tx_start(struct jrnl_log *log, uint64_t seq, unsigned flags, struct jrn
 	h.tid = tid_next(log);
 	err = op_write(log, &h, &src, false, &b);
 	if (!err) {
-		*tx = (struct jrnl_wtx){ .log = log, .tid = h.tid, .seq = seq, .flags = flags,
+		*tx = (struct jrnl_wtx){ .log = log,
+					 .tid = h.tid,
+					 .seq = seq,
+					 .flags = flags,
 					 .start_lsn = b->lsn };
 		if (flags & JRNL_TX_FLUSH_START)
 			b->need_flush = true;
@@ -1184,7 +1191,9 @@ int jrnl_tx_commit(struct jrnl_wtx *tx, jrnl_done_fn done, void *priv)
 		.payload_bytes = tx->payload_bytes,
 	};
 	struct op_src src = { { &c, NULL }, { sizeof(c), 0 } };
-	struct jrnl_op h = { .tid = tx->tid, .len = sizeof(c), .flags = JRNL_OP_COMMIT,
+	struct jrnl_op h = { .tid = tx->tid,
+			     .len = sizeof(c),
+			     .flags = JRNL_OP_COMMIT,
 			     .type = JRNL_T_COMMIT };
 	struct logbuf *b;
 	int err;
@@ -1359,7 +1368,7 @@ int jrnl_log_cover(struct jrnl_log *log)
 		if (!log->error && b == &log->bufs[log->cur] && !log->op_busy) {
 			if (!b->off) {
 				b->lsn = log->head;
-				b->cover = true;   /* room kept by plan_op (L12) */
+				b->cover = true; /* room kept by plan_op (L12) */
 			}
 			lb_switch(log, b);
 		}
@@ -1392,8 +1401,7 @@ void jrnl_log_set_tail(struct jrnl_log *log, uint64_t tail_lsn)
 	pthread_mutex_lock(&log->lock);
 	if (lsn_cmp(tail_lsn, log->head) > 0)
 		tail_lsn = log->head;
-	if (lsn_cmp(tail_lsn, log->tail) > 0 &&
-	    jrnl_lsn_sector(tail_lsn) < log->geom.log_sectors)
+	if (lsn_cmp(tail_lsn, log->tail) > 0 && jrnl_lsn_sector(tail_lsn) < log->geom.log_sectors)
 		log->tail = tail_lsn;
 	pthread_mutex_unlock(&log->lock);
 }
@@ -1415,9 +1423,10 @@ uint64_t jrnl_log_free_bytes(const struct jrnl_log *clog)
 	uint64_t used;
 
 	pthread_mutex_lock(&log->lock);
-	used = used_sectors(log) + 1 + log->hdr_sectors;  /* as plan_op counts */
+	used = used_sectors(log) + 1 + log->hdr_sectors; /* as plan_op counts */
 	pthread_mutex_unlock(&log->lock);
-	return used >= log->geom.log_sectors ? 0 : (log->geom.log_sectors - used) * log->geom.sector;
+	return used >= log->geom.log_sectors ? 0 :
+					       (log->geom.log_sectors - used) * log->geom.sector;
 }
 
 uint64_t jrnl_log_tx_bytes(const struct jrnl_log *log, uint32_t nitems, uint64_t item_bytes)

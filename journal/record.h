@@ -19,13 +19,13 @@ uint32_t jrnl_rec_hdr_sectors_for(uint32_t sector, uint32_t bufsize, uint32_t *p
 
 /* What the writer knows when it seals a record. */
 struct jrnl_rec_fill {
-	uint32_t cycle;           /* the record's cycle */
-	uint32_t sector_no;       /* where header sector 0 goes (log sector) */
-	uint64_t log_sectors;     /* log size: sectors past the end wrap, stamped cycle+1 */
+	uint32_t cycle;       /* the record's cycle */
+	uint32_t sector_no;   /* where header sector 0 goes (log sector) */
+	uint64_t log_sectors; /* log size: sectors past the end wrap, stamped cycle+1 */
 	uint64_t tail_lsn, durable_lsn, prev_lsn;
-	uint32_t len;             /* op bytes in the payload */
+	uint32_t len; /* op bytes in the payload */
 	uint32_t num_ops;
-	uint32_t hdr_sectors;     /* H: from jrnl_rec_hdr_sectors_for */
+	uint32_t hdr_sectors; /* H: from jrnl_rec_hdr_sectors_for */
 	uint32_t logbufs, logbsize;
 	const uint8_t *uuid;
 };
@@ -42,13 +42,13 @@ size_t jrnl_rec_seal(void *rec, uint32_t sector, const struct jrnl_rec_fill *f);
 /* Why jrnl_rec_check refused a record. */
 enum jrnl_rec_verdict {
 	JRNL_REC_OK = 0,
-	JRNL_REC_NOT_HEADER,      /* no record magic / impossible header: not a record */
-	JRNL_REC_FOREIGN,         /* uuid differs: another log's record */
-	JRNL_REC_VERSION,         /* record from a newer format */
-	JRNL_REC_SHORT,           /* the record runs past the bytes available */
-	JRNL_REC_TORN,            /* a sector carries the wrong cycle: not fully written */
-	JRNL_REC_CRC,             /* CRC mismatch with every sector's cycle right */
-	JRNL_REC_GEOMETRY,        /* this log's header (magic, uuid) whose layout does not fit
+	JRNL_REC_NOT_HEADER, /* no record magic / impossible header: not a record */
+	JRNL_REC_FOREIGN,    /* uuid differs: another log's record */
+	JRNL_REC_VERSION,    /* record from a newer format */
+	JRNL_REC_SHORT,      /* the record runs past the bytes available */
+	JRNL_REC_TORN,       /* a sector carries the wrong cycle: not fully written */
+	JRNL_REC_CRC,        /* CRC mismatch with every sector's cycle right */
+	JRNL_REC_GEOMETRY,   /* this log's header (magic, uuid) whose layout does not fit
 				   * the sector size, or whose lsn names another sector: no
 				   * crash writes one; written under another geometry */
 };

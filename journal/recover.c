@@ -118,7 +118,7 @@
 /* How far past the durable point the writer may have written (log.c L13, R8). */
 #define WINDOW_BYTES ((uint64_t)JRNL_UNFLUSHED_MAX)
 #define CHUNK_DEFAULT (4u << 20)
-#define CHUNK_MIN (1u << 20)             /* >= 2 records: see win_get */
+#define CHUNK_MIN (1u << 20) /* >= 2 records: see win_get */
 #define CHUNK_MAX (256u << 20)
 #define INFLIGHT_MAX 16u
 /* Transactions open at once (started, or met without their start, and not committed).
@@ -172,7 +172,7 @@ static uint32_t cycle_prev(uint32_t c)
 
 /* What one record's header says, with its position as addresses. */
 struct rinfo {
-	uint64_t a, end;          /* addresses of its first sector and one past its last */
+	uint64_t a, end; /* addresses of its first sector and one past its last */
 	uint32_t h, p, len, num_ops;
 	uint64_t lsn, tail_lsn, durable_lsn, prev_lsn;
 };
@@ -180,7 +180,7 @@ struct rinfo {
 /* A buffer holding the log sectors at addresses [lo, hi), for the backward searches. */
 struct win {
 	unsigned char *buf;
-	uint64_t cap;             /* sectors */
+	uint64_t cap; /* sectors */
 	uint64_t lo, hi;
 };
 
@@ -192,23 +192,23 @@ struct rctx {
 	jrnl_rec_fn on_record;
 	jrnl_op_fn on_op;
 	void *priv;
-	uint32_t S;               /* sector bytes */
-	uint64_t N;               /* log sectors */
-	uint64_t maxrec;          /* MAXREC_BYTES in sectors */
-	uint64_t window;          /* WINDOW_BYTES in sectors, below N */
-	size_t chunk;             /* bytes per chained read */
-	uint64_t cap;             /* chunk in sectors */
-	unsigned inflight;        /* chained reads kept outstanding by the main pass */
-	unsigned per_req;         /* segments per request (iol_max_segs) */
-	unsigned char *sec;       /* one sector, for probes */
+	uint32_t S;         /* sector bytes */
+	uint64_t N;         /* log sectors */
+	uint64_t maxrec;    /* MAXREC_BYTES in sectors */
+	uint64_t window;    /* WINDOW_BYTES in sectors, below N */
+	size_t chunk;       /* bytes per chained read */
+	uint64_t cap;       /* chunk in sectors */
+	unsigned inflight;  /* chained reads kept outstanding by the main pass */
+	unsigned per_req;   /* segments per request (iol_max_segs) */
+	unsigned char *sec; /* one sector, for probes */
 	struct win win;
 
-	uint64_t hc0;             /* where the cycles change (before the hole scan) */
-	uint64_t hc;              /* provisional head: hc0, or the first hole before it */
-	uint64_t E, T, D;         /* settled head, tail, durable point */
-	uint64_t seen_end;        /* end of the last valid record found past E */
+	uint64_t hc0;      /* where the cycles change (before the hole scan) */
+	uint64_t hc;       /* provisional head: hc0, or the first hole before it */
+	uint64_t E, T, D;  /* settled head, tail, durable point */
+	uint64_t seen_end; /* end of the last valid record found past E */
 	bool have_last;
-	struct rinfo last;        /* L */
+	struct rinfo last; /* L */
 };
 
 static uint64_t dev_off(const struct rctx *r, uint64_t a)
@@ -237,8 +237,8 @@ static bool lsn_addr(const struct rctx *r, uint64_t lsn, uint64_t *a)
  * callers can `return corrupt(...)`.  Only the first call counts, because everything
  * after the first damage is unreliable.
  */
-__attribute__((format(printf, 5, 6)))
-static int corrupt(struct rctx *r, int code, uint64_t a, uint64_t off, const char *fmt, ...)
+__attribute__((format(printf, 5, 6))) static int corrupt(struct rctx *r, int code, uint64_t a,
+							 uint64_t off, const char *fmt, ...)
 {
 	struct jrnl_report *rep = r->rep;
 	va_list ap;
@@ -390,7 +390,8 @@ static int hard_damage(struct rctx *r, int v, uint64_t a, const unsigned char *p
 			       (unsigned long long)(a % r->N));
 	return corrupt(r, DELOG_EVERSION, a, dev_off(r, a),
 		       "record at sector %llu has format version %u",
-		       (unsigned long long)(a % r->N), rd32(p + offsetof(struct jrnl_rec, version)));
+		       (unsigned long long)(a % r->N),
+		       rd32(p + offsetof(struct jrnl_rec, version)));
 }
 
 /* ---- step 1: the provisional head ---- */
@@ -454,11 +455,11 @@ static int resolve_ends(struct rctx *r, uint32_t *first, uint32_t *last)
 		span &= pv[i] == f || pv[i] == cycle_prev(f) || pv[i] == l;
 	}
 	if (f && span && jrnl_cycle_next(jrnl_cycle_next(l)) == f) {
-		*last = cycle_prev(f);          /* the window spans the wrap */
+		*last = cycle_prev(f); /* the window spans the wrap */
 		return 0;
 	}
 	if (!tf && !tl && same && pv[0]) {
-		*first = *last = pv[0];         /* both ends in flight and garbled */
+		*first = *last = pv[0]; /* both ends in flight and garbled */
 		return 0;
 	}
 	if (tf == tl)
@@ -494,12 +495,12 @@ static int find_head(struct rctx *r)
 		return err;
 
 	if (!first) {
-		hc = r->N;                              /* nothing at sector 0: empty */
+		hc = r->N; /* nothing at sector 0: empty */
 	} else if (first == last) {
-		hc = (cycle_lap(first) + 1) * r->N;     /* one whole lap: head at its end */
+		hc = (cycle_lap(first) + 1) * r->N; /* one whole lap: head at its end */
 	} else {
-		lo = 0;                                 /* cycle == first */
-		hi = r->N - 1;                          /* cycle != first */
+		lo = 0;        /* cycle == first */
+		hi = r->N - 1; /* cycle != first */
 		while (hi - lo > 1) {
 			uint64_t mid = lo + (hi - lo) / 2;
 
@@ -618,7 +619,7 @@ restart:
 
 		if (!cur.prev_lsn || !lsn_addr(r, cur.prev_lsn, &pa) || pa >= cur.a ||
 		    cur.a - pa > r->maxrec || pa < floor)
-			break;          /* a broken link: the main pass reports it */
+			break; /* a broken link: the main pass reports it */
 		err = win_get(r, pa, cur.a, floor, E, false, &p);
 		if (err)
 			return err;
@@ -630,8 +631,8 @@ restart:
 		if (is_hard(v))
 			return hard_damage(r, v, pa, p);
 		if (v == JRNL_REC_OK || pa < D)
-			break;          /* not a torn write: the main pass reports it */
-		E = pa;                 /* torn: the head moves back and L with it */
+			break; /* not a torn write: the main pass reports it */
+		E = pa;        /* torn: the head moves back and L with it */
 		goto restart;
 	}
 done:
@@ -665,7 +666,7 @@ struct fread {
 	pthread_cond_t cond;
 	struct fslot slot[INFLIGHT_MAX + 1];
 	unsigned nslots, first, used;
-	uint64_t next, end;       /* next address to read, end of the region */
+	uint64_t next, end; /* next address to read, end of the region */
 	unsigned outstanding;
 };
 
@@ -707,7 +708,7 @@ static int fr_issue(struct fread *fr)
 			r->rep->max_reads_in_flight = fr->outstanding;
 		pthread_mutex_unlock(&fr->lock);
 		err = iol_rw_submit(r->dev, IOL_OPF(IOL_OP_READ, 0), dev_off(r, s->a), s->buf,
-				   (size_t)(n * r->S), fr_end, s);
+				    (size_t)(n * r->S), fr_end, s);
 		if (err) {
 			pthread_mutex_lock(&fr->lock);
 			fr->outstanding--;
@@ -729,7 +730,7 @@ static int fr_front(struct fread *fr, struct fslot **out)
 	int status;
 
 	if (!fr->used)
-		return -EIO;    /* the region ran out under a record: cannot happen */
+		return -EIO; /* the region ran out under a record: cannot happen */
 	s = &fr->slot[fr->first];
 	pthread_mutex_lock(&fr->lock);
 	while (!s->done)
@@ -829,19 +830,19 @@ struct ptx {
 struct parse {
 	struct ptx *tx;
 	size_t ntx;
-	struct ptx spare;         /* buffers of a finished transaction, for the next one */
+	struct ptx spare; /* buffers of a finished transaction, for the next one */
 	/* The op being reassembled (it may continue into the next record). */
-	bool cont;                /* the last op of the previous record carried CONTINUE */
+	bool cont; /* the last op of the previous record carried CONTINUE */
 	uint32_t op_tid;
 	uint16_t op_type, op_flags;
-	uint64_t op_lsn;          /* record holding the op's first piece */
-	uint64_t op_off;          /* device offset of the first piece's header */
-	uint64_t op_len;          /* payload bytes so far */
-	bool op_skip;             /* payload not kept: a transaction before the tail */
-	size_t op_item_off;       /* where the item started in its transaction's data */
-	unsigned char small[32];  /* START / COMMIT / UNMOUNT payload */
-	bool rec_unmount;         /* the record just parsed is an unmount record */
-	bool have_seq;            /* a checkpoint was complete; last_seq is its sequence */
+	uint64_t op_lsn;         /* record holding the op's first piece */
+	uint64_t op_off;         /* device offset of the first piece's header */
+	uint64_t op_len;         /* payload bytes so far */
+	bool op_skip;            /* payload not kept: a transaction before the tail */
+	size_t op_item_off;      /* where the item started in its transaction's data */
+	unsigned char small[32]; /* START / COMMIT / UNMOUNT payload */
+	bool rec_unmount;        /* the record just parsed is an unmount record */
+	bool have_seq;           /* a checkpoint was complete; last_seq is its sequence */
 	uint64_t last_seq;
 	struct jrnl_item_view *views;
 	size_t views_cap;
@@ -923,8 +924,8 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
 /* Context of the op being parsed, for error reports. */
 struct opctx {
 	const struct rinfo *ri;
-	uint64_t off;             /* device offset of the op header */
-	uint32_t idx;             /* op index in its record */
+	uint64_t off; /* device offset of the op header */
+	uint32_t idx; /* op index in its record */
 };
 
 #define OP_BAD(r, oc, code, ...) corrupt((r), (code), (oc)->ri->a, (oc)->off, __VA_ARGS__)
@@ -948,11 +949,11 @@ static int replay_ckpt(struct rctx *r, struct parse *ps, struct ptx *t, const st
 			      t->tid, (unsigned long long)c->seq, jrnl_lsn_cycle(c->start_lsn),
 			      jrnl_lsn_sector(c->start_lsn), (unsigned long long)t->seq);
 	if (c->nitems != t->nitems || c->payload_bytes != t->bytes)
-		return OP_BAD(r, oc, DELOG_ECORRUPT,
-			      "checkpoint %llu: COMMIT says %u items of %llu bytes, log holds %u of %llu",
-			      (unsigned long long)t->seq, c->nitems,
-			      (unsigned long long)c->payload_bytes, t->nitems,
-			      (unsigned long long)t->bytes);
+		return OP_BAD(
+			r, oc, DELOG_ECORRUPT,
+			"checkpoint %llu: COMMIT says %u items of %llu bytes, log holds %u of %llu",
+			(unsigned long long)t->seq, c->nitems, (unsigned long long)c->payload_bytes,
+			t->nitems, (unsigned long long)t->bytes);
 	if (c->crc != t->crc)
 		return OP_BAD(r, oc, DELOG_ECHECKSUM,
 			      "checkpoint %llu: item crc %#x, COMMIT says %#x",
@@ -991,8 +992,7 @@ static int replay_ckpt(struct rctx *r, struct parse *ps, struct ptx *t, const st
  * of the log, which no crash does (checkpoints are written one at a time), so it is
  * corruption (R4: a prefix or nothing).
  */
-static int open_behind(struct rctx *r, struct parse *ps, struct ptx **tp,
-		       const struct opctx *oc)
+static int open_behind(struct rctx *r, struct parse *ps, struct ptx **tp, const struct opctx *oc)
 {
 	struct ptx *t = *tp;
 
@@ -1012,7 +1012,7 @@ static int open_behind(struct rctx *r, struct parse *ps, struct ptx **tp,
 				      (unsigned long long)t->seq);
 		r->rep->dropped++;
 		if (t == &ps->tx[ps->ntx - 1])
-			t = o;          /* tx_remove moves the last entry into o's slot */
+			t = o; /* tx_remove moves the last entry into o's slot */
 		tx_remove(ps, o);
 	}
 	*tp = t;
@@ -1033,15 +1033,16 @@ static int op_done(struct rctx *r, struct parse *ps, const struct opctx *oc)
 			return OP_BAD(r, oc, DELOG_EBADOP, "START op of %llu bytes, expected %zu",
 				      (unsigned long long)ps->op_len, sizeof(struct jrnl_start));
 		if (t && !t->skip)
-			return OP_BAD(r, oc, DELOG_EBADOP, "START for tid %#x, which is already open",
-				      ps->op_tid);
+			return OP_BAD(r, oc, DELOG_EBADOP,
+				      "START for tid %#x, which is already open", ps->op_tid);
 		if (t)
 			tx_remove(ps, t);
 		t = tx_add(ps, ps->op_tid, false);
 		if (!t)
 			return ps->tx ? OP_BAD(r, oc, DELOG_EBADOP,
-					       "more than %u transactions open at once", OPEN_TX_MAX)
-				      : -ENOMEM;
+					       "more than %u transactions open at once",
+					       OPEN_TX_MAX) :
+					-ENOMEM;
 		t->seq = rd64(ps->small);
 		t->start_lsn = ps->op_lsn;
 		return 0;
@@ -1049,7 +1050,8 @@ static int op_done(struct rctx *r, struct parse *ps, const struct opctx *oc)
 		if (ps->op_skip)
 			return 0;
 		if (ps->op_len < sizeof(it))
-			return OP_BAD(r, oc, DELOG_EBADOP, "ITEM op of %llu bytes, below its header",
+			return OP_BAD(r, oc, DELOG_EBADOP,
+				      "ITEM op of %llu bytes, below its header",
 				      (unsigned long long)ps->op_len);
 		memcpy(&it, t->data + ps->op_item_off, sizeof(it));
 		if (sizeof(it) + (uint64_t)it.data_len != ps->op_len)
@@ -1059,7 +1061,8 @@ static int op_done(struct rctx *r, struct parse *ps, const struct opctx *oc)
 		if (t->nitems == UINT32_MAX)
 			return OP_BAD(r, oc, DELOG_EBADOP, "too many items in checkpoint %llu",
 				      (unsigned long long)t->seq);
-		if (grow((void **)&t->items, &t->items_cap, (size_t)t->nitems + 1, sizeof(*t->items)))
+		if (grow((void **)&t->items, &t->items_cap, (size_t)t->nitems + 1,
+			 sizeof(*t->items)))
 			return -ENOMEM;
 		t->items[t->nitems].key = it.key;
 		t->items[t->nitems].off = ps->op_item_off + sizeof(it);
@@ -1084,8 +1087,9 @@ static int op_done(struct rctx *r, struct parse *ps, const struct opctx *oc)
 			if (sa >= r->T)
 				return OP_BAD(r, oc, DELOG_EORPHAN,
 					      "COMMIT of tid %#x (seq %llu): its START at lsn %u/%u "
-					      "lies in the log but was never seen", ps->op_tid,
-					      (unsigned long long)c.seq, jrnl_lsn_cycle(c.start_lsn),
+					      "lies in the log but was never seen",
+					      ps->op_tid, (unsigned long long)c.seq,
+					      jrnl_lsn_cycle(c.start_lsn),
 					      jrnl_lsn_sector(c.start_lsn));
 			if (t)
 				tx_remove(ps, t);
@@ -1101,7 +1105,8 @@ static int op_done(struct rctx *r, struct parse *ps, const struct opctx *oc)
 			return err;
 		}
 	case JRNL_T_UNMOUNT:
-		if (ps->op_len != sizeof(struct jrnl_unmount) || rd64(ps->small) != JRNL_UNMOUNT_MAGIC)
+		if (ps->op_len != sizeof(struct jrnl_unmount) ||
+		    rd64(ps->small) != JRNL_UNMOUNT_MAGIC)
 			return OP_BAD(r, oc, DELOG_EBADOP, "malformed UNMOUNT op (%llu bytes)",
 				      (unsigned long long)ps->op_len);
 		ps->rec_unmount = oc->ri->num_ops == 1;
@@ -1169,7 +1174,8 @@ static int op_piece(struct rctx *r, struct parse *ps, const struct jrnl_op *op,
 		if (ps->cont && (ps->op_tid != op->tid || ps->op_type != op->type))
 			return OP_BAD(r, oc, DELOG_EORPHAN,
 				      "continuation op of tid %#x type %u, but tid %#x type %u "
-				      "was continued", op->tid, op->type, ps->op_tid, ps->op_type);
+				      "was continued",
+				      op->tid, op->type, ps->op_tid, ps->op_type);
 		if (cont == end)
 			return OP_BAD(r, oc, DELOG_EBADOP,
 				      "continuation op flags %#x: need exactly one of CONTINUE and END",
@@ -1187,7 +1193,8 @@ static int op_piece(struct rctx *r, struct parse *ps, const struct jrnl_op *op,
 			if (!tx_find(ps, op->tid) && !tx_add(ps, op->tid, true))
 				return ps->tx ? OP_BAD(r, oc, DELOG_EBADOP,
 						       "more than %u transactions open at once",
-						       OPEN_TX_MAX) : -ENOMEM;
+						       OPEN_TX_MAX) :
+						-ENOMEM;
 		} else if ((op->flags & kind) & ~ps->op_flags) {
 			return OP_BAD(r, oc, DELOG_EBADOP,
 				      "continuation op flags %#x disagree with its start (%#x)",
@@ -1220,9 +1227,11 @@ static int op_piece(struct rctx *r, struct parse *ps, const struct jrnl_op *op,
 				 * its COMMIT (if any) says so; see op_done. */
 				t = tx_add(ps, op->tid, true);
 				if (!t)
-					return ps->tx ? OP_BAD(r, oc, DELOG_EBADOP,
-							       "more than %u transactions open at once",
-							       OPEN_TX_MAX) : -ENOMEM;
+					return ps->tx ?
+						       OP_BAD(r, oc, DELOG_EBADOP,
+							      "more than %u transactions open at once",
+							      OPEN_TX_MAX) :
+						       -ENOMEM;
 			}
 			ps->op_skip = t->skip;
 			ps->op_item_off = t->data_len;
@@ -1299,8 +1308,14 @@ static int parse_record(struct rctx *r, struct parse *ps, const unsigned char *r
 				      i, op.tid);
 		if (r->on_op) {
 			struct jrnl_op_view ov = {
-				.rec_lsn = ri->lsn, .offset = oc.off, .idx = i, .tid = op.tid,
-				.len = op.len, .flags = op.flags, .type = op.type, .data = pl + off,
+				.rec_lsn = ri->lsn,
+				.offset = oc.off,
+				.idx = i,
+				.tid = op.tid,
+				.len = op.len,
+				.flags = op.flags,
+				.type = op.type,
+				.data = pl + off,
 			};
 
 			err = r->on_op(r->priv, &ov);
@@ -1406,18 +1421,28 @@ static int replay_pass(struct rctx *r)
 		if (!first && ri.prev_lsn != prev_lsn) {
 			err = corrupt(r, DELOG_ECORRUPT, pos, dev_off(r, pos),
 				      "record at sector %llu links back to lsn %u/%u, not to the "
-				      "record before it at %u/%u", (unsigned long long)(pos % r->N),
-				      jrnl_lsn_cycle(ri.prev_lsn), jrnl_lsn_sector(ri.prev_lsn),
-				      jrnl_lsn_cycle(prev_lsn), jrnl_lsn_sector(prev_lsn));
+				      "record before it at %u/%u",
+				      (unsigned long long)(pos % r->N), jrnl_lsn_cycle(ri.prev_lsn),
+				      jrnl_lsn_sector(ri.prev_lsn), jrnl_lsn_cycle(prev_lsn),
+				      jrnl_lsn_sector(prev_lsn));
 			break;
 		}
 		if (r->on_record) {
 			struct jrnl_rec_view rv = {
-				.lsn = ri.lsn, .tail_lsn = ri.tail_lsn, .durable_lsn = ri.durable_lsn,
-				.prev_lsn = ri.prev_lsn, .offset = dev_off(r, pos), .cycle = rd32(p + 4),
-				.len = ri.len, .num_ops = ri.num_ops, .hdr_sectors = ri.h,
-				.payload_sectors = ri.p, .crc = rd32(p + 48), .logbufs = rd32(p + 80),
-				.logbsize = rd32(p + 84), .wraps = pos % r->N + ri.h + ri.p > r->N,
+				.lsn = ri.lsn,
+				.tail_lsn = ri.tail_lsn,
+				.durable_lsn = ri.durable_lsn,
+				.prev_lsn = ri.prev_lsn,
+				.offset = dev_off(r, pos),
+				.cycle = rd32(p + 4),
+				.len = ri.len,
+				.num_ops = ri.num_ops,
+				.hdr_sectors = ri.h,
+				.payload_sectors = ri.p,
+				.crc = rd32(p + 48),
+				.logbufs = rd32(p + 80),
+				.logbsize = rd32(p + 84),
+				.wraps = pos % r->N + ri.h + ri.p > r->N,
 			};
 
 			err = r->on_record(r->priv, &rv);
@@ -1483,7 +1508,8 @@ static int scan_future(struct rctx *r, uint64_t from, uint64_t to)
 			return corrupt(r, DELOG_ECORRUPT, r->E, dev_off(r, r->E),
 				       "record at sector %llu past the head says the log was stable "
 				       "up to lsn %u/%u: the damage at the head is not a torn write",
-				       (unsigned long long)(s % r->N), jrnl_lsn_cycle(ri.durable_lsn),
+				       (unsigned long long)(s % r->N),
+				       jrnl_lsn_cycle(ri.durable_lsn),
 				       jrnl_lsn_sector(ri.durable_lsn));
 		r->seen_end = max64(r->seen_end, ri.end);
 		s = ri.end;
@@ -1537,7 +1563,7 @@ static int stamp_past_head(struct rctx *r)
 	struct iol_req flush;
 	int err = 0;
 
-	r->win.lo = r->win.hi = 0;      /* the buffer is reused for writing */
+	r->win.lo = r->win.hi = 0; /* the buffer is reused for writing */
 	for (uint64_t a = r->E; a < to;) {
 		uint64_t n = min64(min64(to - a, r->cap), r->N - a % r->N), i = 0;
 
@@ -1553,13 +1579,14 @@ static int stamp_past_head(struct rctx *r)
 				continue;
 			}
 			/* A run of sectors this lap wrote: the previous lap's cycle, zeroes. */
-			for (j = i; j < n && jrnl_sector_cycle(buf + j * r->S) ==
-					     lap_cycle((a + j) / r->N); j++) {
+			for (j = i; j < n &&
+				    jrnl_sector_cycle(buf + j * r->S) == lap_cycle((a + j) / r->N);
+			     j++) {
 				memset(buf + j * r->S, 0, r->S);
 				memcpy(buf + j * r->S, &c, sizeof(c));
 			}
 			err = iol_rw_wait(r->dev, IOL_OPF(IOL_OP_WRITE, 0), dev_off(r, a + i),
-					 buf + i * r->S, (size_t)((j - i) * r->S), NULL);
+					  buf + i * r->S, (size_t)((j - i) * r->S), NULL);
 			if (err)
 				return err;
 			r->rep->stamped_bytes += (j - i) * r->S;
@@ -1609,12 +1636,13 @@ static int check_empty(struct rctx *r)
 	if (!alt)
 		return -ENOMEM;
 	err = iol_rw_wait(r->dev, IOL_OPF(IOL_OP_READ, 0), r->g->log_start, alt,
-			 (size_t)min64(MAXREC_BYTES, r->g->log_size), NULL);
+			  (size_t)min64(MAXREC_BYTES, r->g->log_size), NULL);
 	if (!err && jrnl_rec_check(alt, (size_t)min64(MAXREC_BYTES, r->g->log_size), other,
 				   r->g->log_size / other, 0, r->g->uuid, NULL) == JRNL_REC_OK)
 		err = corrupt(r, DELOG_EGEOMETRY, r->N, dev_off(r, 0),
 			      "the superblock says %u-byte sectors, but the first record was "
-			      "written with %u-byte sectors", r->S, other);
+			      "written with %u-byte sectors",
+			      r->S, other);
 	else if (!err)
 		err = corrupt(r, DELOG_ECORRUPT, r->N, dev_off(r, 0),
 			      "no valid record at the start of the log, yet sectors beyond the "
@@ -1704,8 +1732,9 @@ int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jr
 	r.window = min64(WINDOW_BYTES / r.S, r.N - 1);
 	r.chunk = chunk;
 	r.cap = chunk / r.S;
-	r.inflight = o->reads_in_flight < 2 ? 2 : o->reads_in_flight > INFLIGHT_MAX ?
-		     INFLIGHT_MAX : o->reads_in_flight;
+	r.inflight = o->reads_in_flight < 2            ? 2 :
+		     o->reads_in_flight > INFLIGHT_MAX ? INFLIGHT_MAX :
+							 o->reads_in_flight;
 	r.per_req = iol_max_segs(dev, IOL_MAX_SEGS_DEFAULT);
 	r.sec = iol_buf_alloc(dev, r.S);
 	r.win.buf = iol_buf_alloc(dev, chunk);

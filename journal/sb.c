@@ -42,12 +42,12 @@ static uint32_t sb_crc(const struct jrnl_sb *sb)
 }
 
 /* Say why the superblock is refused: the field's offset and a sentence about it. */
-#define SB_WHY(field, ...)                                                              \
-	do {                                                                               \
-		if (off)                                                                   \
-			*off = offsetof(struct jrnl_sb, field);                            \
-		if (what)                                                                  \
-			snprintf(what, len, __VA_ARGS__);                                  \
+#define SB_WHY(field, ...)                                                                         \
+	do {                                                                                       \
+		if (off)                                                                           \
+			*off = offsetof(struct jrnl_sb, field);                                    \
+		if (what)                                                                          \
+			snprintf(what, len, __VA_ARGS__);                                          \
 	} while (0)
 
 /*
@@ -114,7 +114,8 @@ static int sb_verify(const struct jrnl_sb *sb, uint64_t dev_bytes, uint64_t *off
 		if (off)
 			*off = dev_bytes;
 		if (what)
-			snprintf(what, len, "the superblock's log ends at byte %llu (log_start "
+			snprintf(what, len,
+				 "the superblock's log ends at byte %llu (log_start "
 				 "+ log_size), but the device or file ends at byte %llu",
 				 (unsigned long long)(sb->log_start + sb->log_size),
 				 (unsigned long long)dev_bytes);

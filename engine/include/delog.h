@@ -26,25 +26,25 @@ extern "C" {
 #define DELOG_VERSION_MAJOR 0
 #define DELOG_VERSION_MINOR 1
 #define DELOG_VERSION_PATCH 0
-#define DELOG_VERSION_HEX                                                              \
+#define DELOG_VERSION_HEX                                                                          \
 	((DELOG_VERSION_MAJOR << 16) | (DELOG_VERSION_MINOR << 8) | DELOG_VERSION_PATCH)
 
 /*
  * delog's own error codes, all below -9000 so they never collide with -errno.
  * X(name, value, message): the single table behind delog_strerror/delog_err_name.
  */
-#define DELOG_ERRNO_MAP(X)                                                               \
-	X(ECORRUPT, -9001, "log is corrupt: damage behind the torn-write window")         \
-	X(ECHECKSUM, -9002, "checksum mismatch")                                          \
-	X(EVERSION, -9003, "log format version is newer than this library supports")      \
-	X(EFEATURE, -9004, "log uses an incompatible feature this library does not know")\
-	X(ENOTLOG, -9005, "not a delog log (bad magic)")                                  \
-	X(ETRUNCATED, -9006, "log is shorter than its superblock says")                   \
-	X(EFOREIGN, -9007, "record belongs to another log (UUID mismatch)")               \
-	X(EBADOP, -9008, "malformed log operation")                                       \
-	X(EORPHAN, -9009, "continuation record without its start")                        \
-	X(ESHUTDOWN, -9010, "log is shut down after an I/O error")                        \
-	X(ELOGFULL, -9011, "log is full")                                                 \
+#define DELOG_ERRNO_MAP(X)                                                                         \
+	X(ECORRUPT, -9001, "log is corrupt: damage behind the torn-write window")                  \
+	X(ECHECKSUM, -9002, "checksum mismatch")                                                   \
+	X(EVERSION, -9003, "log format version is newer than this library supports")               \
+	X(EFEATURE, -9004, "log uses an incompatible feature this library does not know")          \
+	X(ENOTLOG, -9005, "not a delog log (bad magic)")                                           \
+	X(ETRUNCATED, -9006, "log is shorter than its superblock says")                            \
+	X(EFOREIGN, -9007, "record belongs to another log (UUID mismatch)")                        \
+	X(EBADOP, -9008, "malformed log operation")                                                \
+	X(EORPHAN, -9009, "continuation record without its start")                                 \
+	X(ESHUTDOWN, -9010, "log is shut down after an I/O error")                                 \
+	X(ELOGFULL, -9011, "log is full")                                                          \
 	X(EGEOMETRY, -9012, "log geometry in the superblock does not match the log")
 
 enum delog_err {
@@ -120,7 +120,7 @@ struct delog_item {
 /* A checkpoint replayed by recovery. */
 struct delog_checkpoint {
 	uint64_t seq;
-	uint64_t lsn;             /* log position of its commit record (informational) */
+	uint64_t lsn; /* log position of its commit record (informational) */
 	size_t nitems;
 };
 
@@ -144,37 +144,37 @@ typedef void (*delog_push_fn)(void *arg, delog *log, uint64_t seq);
 
 /* What recovery found when the log was opened (see `delog recover`). */
 struct delog_recovery {
-	int clean;                /* 1: the log was closed cleanly */
-	uint64_t checkpoints;     /* complete checkpoints replayed */
-	uint64_t items, bytes;    /* items and item data bytes replayed */
-	uint64_t dropped;         /* incomplete checkpoints discarded at the head */
-	uint64_t torn_bytes;      /* torn write discarded at the head */
-	uint64_t last_seq;        /* sequence of the last replayed checkpoint (0: none) */
+	int clean;             /* 1: the log was closed cleanly */
+	uint64_t checkpoints;  /* complete checkpoints replayed */
+	uint64_t items, bytes; /* items and item data bytes replayed */
+	uint64_t dropped;      /* incomplete checkpoints discarded at the head */
+	uint64_t torn_bytes;   /* torn write discarded at the head */
+	uint64_t last_seq;     /* sequence of the last replayed checkpoint (0: none) */
 	uint64_t head_lsn, tail_lsn;
 };
 
 /* delog_options.flags.  An older caller's smaller struct (size >= the offset of
  * `recovery`) is accepted: the fields it lacks read as zero. */
-#define DELOG_OPEN_CREATE 0x1u   /* create and format PATH if it does not exist */
-#define DELOG_OPEN_FORMAT 0x2u   /* format PATH even if it holds a log (destroys it) */
+#define DELOG_OPEN_CREATE 0x1u      /* create and format PATH if it does not exist */
+#define DELOG_OPEN_FORMAT 0x2u      /* format PATH even if it holds a log (destroys it) */
 #define DELOG_OPEN_TRACK_ITEMS 0x4u /* keep the per-key AIL that delog_item_written needs */
 
 struct delog_options {
-	size_t size;              /* sizeof(struct delog_options): set it first */
-	const char *backend;      /* "uring", "aio", "psync", "sim"; NULL: best available */
-	unsigned logbufs;         /* log buffers, 2..8; 0: 8 */
-	uint32_t logbsize;        /* log buffer bytes, power of two 16 KiB..256 KiB; 0: 256 KiB */
+	size_t size;         /* sizeof(struct delog_options): set it first */
+	const char *backend; /* "uring", "aio", "psync", "sim"; NULL: best available */
+	unsigned logbufs;    /* log buffers, 2..8; 0: 8 */
+	uint32_t logbsize;   /* log buffer bytes, power of two 16 KiB..256 KiB; 0: 256 KiB */
 	enum delog_flush_policy flush; /* default DELOG_FLUSH_SYNC (0) */
-	unsigned flags;           /* DELOG_OPEN_* */
-	uint64_t create_size;     /* log size for CREATE and FORMAT; 0: 64 MiB for a new
+	unsigned flags;                /* DELOG_OPEN_* */
+	uint64_t create_size;          /* log size for CREATE and FORMAT; 0: 64 MiB for a new
 				   * file, the whole file or device when formatting one */
-	uint32_t sector;          /* sector size for FORMAT: 512 or 4096; 0: 4096 */
-	uint64_t cil_push_bytes;  /* background push threshold; 0: min(log/8, 32 MiB);
+	uint32_t sector;               /* sector size for FORMAT: 512 or 4096; 0: 4096 */
+	uint64_t cil_push_bytes;       /* background push threshold; 0: min(log/8, 32 MiB);
 				   * at most log/8 (larger is taken as log/8); a commit
 				   * that would take the CIL past twice it waits first */
-	delog_recover_fn recover; /* may be NULL */
+	delog_recover_fn recover;      /* may be NULL */
 	void *recover_arg;
-	delog_push_fn push;       /* may be NULL */
+	delog_push_fn push; /* may be NULL */
 	void *push_arg;
 	struct delog_recovery *recovery; /* may be NULL: receives what recovery found */
 };
@@ -222,7 +222,7 @@ int delog_close(delog *log);
 #define DELOG_ITEM_MAX (1u << 30)
 
 /* delog_tx_begin flags */
-#define DELOG_TX_NOWAIT 0x1u      /* fail with -EAGAIN instead of blocking for space */
+#define DELOG_TX_NOWAIT 0x1u /* fail with -EAGAIN instead of blocking for space */
 
 /* Per-item log overhead to count in a reservation (headers and padding).  An item also
  * takes its share of record headers, a few per cent with 256 KiB log buffers (up to a
@@ -295,24 +295,24 @@ int delog_item_written(delog *log, uint64_t key, uint64_t seq);
 int delog_error(const delog *log);
 
 struct delog_stats {
-	size_t size;              /* set to sizeof(struct delog_stats) before the call */
+	size_t size; /* set to sizeof(struct delog_stats) before the call */
 	uint64_t transactions, items_logged;
-	uint64_t relogged;        /* item copies replaced within an open checkpoint */
-	uint64_t checkpoints;     /* checkpoints written */
+	uint64_t relogged;    /* item copies replaced within an open checkpoint */
+	uint64_t checkpoints; /* checkpoints written */
 	uint64_t checkpoint_items, checkpoint_bytes; /* items / item bytes they carried */
-	uint64_t forces, force_waits, force_no_io; /* calls; that waited; already durable */
-	uint64_t records, record_bytes; /* log buffer writes and their bytes */
-	uint64_t preflushes, fua_writes; /* writes carrying PREFLUSH / FUA */
-	uint64_t flushes;         /* standalone device flushes */
-	uint64_t device_flushes;  /* cache flushes requested: preflushes + flushes (FUA
+	uint64_t forces, force_waits, force_no_io;   /* calls; that waited; already durable */
+	uint64_t records, record_bytes;              /* log buffer writes and their bytes */
+	uint64_t preflushes, fua_writes;             /* writes carrying PREFLUSH / FUA */
+	uint64_t flushes;                            /* standalone device flushes */
+	uint64_t device_flushes; /* cache flushes requested: preflushes + flushes (FUA
 				   * writes are counted apart; a device without FUA pays a
 				   * flush for each) */
 	double flushes_per_checkpoint, bytes_per_flush, txs_per_checkpoint;
 	uint64_t durable_seq, open_seq;
 	uint64_t log_size, log_used, cil_bytes, reserved_bytes;
 	uint64_t head_lsn, tail_lsn;
-	uint64_t space_waits;     /* delog_tx_begin calls that waited for space */
-	uint64_t push_calls;      /* push callback invocations */
+	uint64_t space_waits; /* delog_tx_begin calls that waited for space */
+	uint64_t push_calls;  /* push callback invocations */
 };
 /* Fill @st (st->size set by the caller).  Returns 0 or -EINVAL.  Thread-safe. */
 int delog_stats(const delog *log, struct delog_stats *st);

@@ -81,7 +81,10 @@ static inline enum iol_op iol_opf_op(iol_opf_t opf)
 {
 	return (enum iol_op)(opf.bits & IOL_OP_MASK);
 }
-static inline bool iol_opf_has(iol_opf_t opf, uint32_t flag) { return (opf.bits & flag) != 0; }
+static inline bool iol_opf_has(iol_opf_t opf, uint32_t flag)
+{
+	return (opf.bits & flag) != 0;
+}
 
 struct iol_dev;
 struct iol_req;
@@ -96,23 +99,23 @@ typedef void (*iol_end_fn)(struct iol_req *req);
 #define IOL_SEG_BYTES 4096u
 
 struct iol_req {
-	struct iol_dev *dev;  /* set by iol_req_init */
-	iol_opf_t opf;        /* set by iol_req_init */
-	uint64_t off;         /* byte offset on the device; caller sets before submit */
-	struct iovec *vec;    /* segment array (inline_vec or heap) */
-	unsigned nr_segs;     /* segments in use */
-	unsigned max_segs;    /* capacity of vec */
-	iol_end_fn end_io;    /* completion callback; NULL allowed; owned by iol_req_chain
+	struct iol_dev *dev; /* set by iol_req_init */
+	iol_opf_t opf;       /* set by iol_req_init */
+	uint64_t off;        /* byte offset on the device; caller sets before submit */
+	struct iovec *vec;   /* segment array (inline_vec or heap) */
+	unsigned nr_segs;    /* segments in use */
+	unsigned max_segs;   /* capacity of vec */
+	iol_end_fn end_io;   /* completion callback; NULL allowed; owned by iol_req_chain
 	                       * for prev */
-	void *priv;           /* caller's cookie */
+	void *priv;          /* caller's cookie */
 
 	/* Results, valid once end_io runs. */
-	atomic_int status;    /* 0 or first negative errno (own or from a chained request) */
-	size_t bytes;         /* bytes this request itself moved */
+	atomic_int status; /* 0 or first negative errno (own or from a chained request) */
+	size_t bytes;      /* bytes this request itself moved */
 
 	/* Chain bookkeeping (iolayer core only). */
 	struct iol_req *chain_next; /* request this one's completion funnels into */
-	atomic_int remaining;      /* 1 + chained requests not yet completed */
+	atomic_int remaining;       /* 1 + chained requests not yet completed */
 
 	/* Backend bookkeeping: a list link and scratch words, owned by the backend while the
 	 * request is in flight. */
@@ -171,34 +174,34 @@ int iol_submit_wait(struct iol_req *req);
  */
 typedef void (*iol_rw_end_fn)(void *priv, int status);
 int iol_rw_submit(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, size_t len,
-		 iol_rw_end_fn end, void *priv);
+		  iol_rw_end_fn end, void *priv);
 /* Synchronous iol_rw_submit; returns the final status.  @nr_reqs (may be NULL) receives how
  * many requests the buffer was split into. */
 int iol_rw_wait(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, size_t len,
-	       unsigned *nr_reqs);
+		unsigned *nr_reqs);
 
 /* ---- devices ---------------------------------------------------------------------- */
 
 struct iol_sim_opts; /* io_sim.h */
 
 struct iol_dev_opts {
-	size_t size;              /* must be sizeof(struct iol_dev_opts) */
-	const char *backend;      /* "uring", "aio", "psync", "sim"; NULL or "auto": best available */
-	unsigned queue_depth;     /* requests in flight per device; 0: 128 */
-	unsigned max_segs;        /* per-request segment limit; 0: IOL_MAX_SEGS_DEFAULT */
-	bool read_only;           /* open O_RDONLY */
+	size_t size;          /* must be sizeof(struct iol_dev_opts) */
+	const char *backend;  /* "uring", "aio", "psync", "sim"; NULL or "auto": best available */
+	unsigned queue_depth; /* requests in flight per device; 0: 128 */
+	unsigned max_segs;    /* per-request segment limit; 0: IOL_MAX_SEGS_DEFAULT */
+	bool read_only;       /* open O_RDONLY */
 	const struct iol_sim_opts *sim; /* sim backend only; NULL: defaults */
-	char *errmsg;             /* optional: receives a message naming path and reason */
+	char *errmsg;                   /* optional: receives a message naming path and reason */
 	size_t errmsg_len;
 };
 
 /* What iol_dev_open learnt about the device.  Strings are static. */
 struct iol_geom {
-	uint64_t size_bytes;      /* device or file size */
-	uint32_t logical_block;   /* logical block size (BLKSSZGET, or st_blksize-derived) */
-	uint32_t physical_block;  /* physical block size where known, else logical_block */
-	uint32_t dio_mem_align;   /* required buffer alignment for O_DIRECT */
-	uint32_t dio_off_align;   /* required offset/length alignment for O_DIRECT */
+	uint64_t size_bytes;     /* device or file size */
+	uint32_t logical_block;  /* logical block size (BLKSSZGET, or st_blksize-derived) */
+	uint32_t physical_block; /* physical block size where known, else logical_block */
+	uint32_t dio_mem_align;  /* required buffer alignment for O_DIRECT */
+	uint32_t dio_off_align;  /* required offset/length alignment for O_DIRECT */
 	bool is_blockdev;
 	bool dioalign_from_statx; /* alignment came from statx(STATX_DIOALIGN) */
 	int volatile_cache;       /* 1 write back, 0 write through, -1 unknown */
@@ -243,7 +246,7 @@ const char *const *iol_backend_names(void);
  * unwritten extents) and removes it on failure.  @errmsg (may be NULL) gets a message.
  */
 int iol_file_create(const char *path, uint64_t size, unsigned mode, char *errmsg,
-		   size_t errmsg_len);
+		    size_t errmsg_len);
 
 /*
  * Fault injection on the real backends (the sim backend has its own, richer plan in

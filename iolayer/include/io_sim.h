@@ -37,26 +37,26 @@ extern "C" {
 
 enum iol_sim_latency {
 	IOL_SIM_LAT_NONE = 0, /* complete as soon as the sim thread runs */
-	IOL_SIM_LAT_NVME,    /* fast NVMe-like: ~10 us per I/O, ~3 GB/s, cheap flush */
-	IOL_SIM_LAT_SATA,    /* SATA-SSD-like: ~60 us per I/O, ~500 MB/s, flush ~2 ms */
+	IOL_SIM_LAT_NVME,     /* fast NVMe-like: ~10 us per I/O, ~3 GB/s, cheap flush */
+	IOL_SIM_LAT_SATA,     /* SATA-SSD-like: ~60 us per I/O, ~500 MB/s, flush ~2 ms */
 };
 
 enum iol_sim_crash_profile {
-	IOL_SIM_STRICT = 0,  /* each unstable sector: old or new */
-	IOL_SIM_GARBLE,      /* each unstable sector: old, new or garbage */
-	IOL_SIM_VERSIONS,    /* each unstable sector: any version written since it was last
+	IOL_SIM_STRICT = 0, /* each unstable sector: old or new */
+	IOL_SIM_GARBLE,     /* each unstable sector: old, new or garbage */
+	IOL_SIM_VERSIONS,   /* each unstable sector: any version written since it was last
 			      * stable (old, an intermediate one, or new) */
 };
 
 struct iol_sim_opts {
-	size_t size;                 /* sizeof(struct iol_sim_opts) */
-	uint64_t dev_bytes;          /* disk size when no image/path; 0: 64 MiB */
-	uint32_t sector;             /* 512 or 4096; 0: 4096 */
-	uint64_t seed;               /* completion order and latency jitter */
+	size_t size;        /* sizeof(struct iol_sim_opts) */
+	uint64_t dev_bytes; /* disk size when no image/path; 0: 64 MiB */
+	uint32_t sector;    /* 512 or 4096; 0: 4096 */
+	uint64_t seed;      /* completion order and latency jitter */
 	enum iol_sim_latency latency;
-	bool hold;                   /* completions wait for iol_sim_deliver() */
-	bool in_order;               /* deliver due completions in submission order */
-	const void *image;           /* optional initial media, dev_bytes long */
+	bool hold;         /* completions wait for iol_sim_deliver() */
+	bool in_order;     /* deliver due completions in submission order */
+	const void *image; /* optional initial media, dev_bytes long */
 };
 
 /* Latency profile by name ("none", "nvme", "sata"); -EINVAL if unknown. */
@@ -65,22 +65,22 @@ int iol_sim_latency_parse(const char *name, enum iol_sim_latency *out);
 /* ---- event trace ---- */
 
 enum iol_sim_ev_type {
-	IOL_SIM_EV_SUBMIT = 1,    /* request accepted by the disk */
-	IOL_SIM_EV_FLUSH_ISSUE,   /* a flush (standalone or PREFLUSH) captured the cache */
-	IOL_SIM_EV_FLUSH_DONE,    /* that flush made its capture durable */
-	IOL_SIM_EV_COMPLETE,      /* request completed (status below) */
+	IOL_SIM_EV_SUBMIT = 1,  /* request accepted by the disk */
+	IOL_SIM_EV_FLUSH_ISSUE, /* a flush (standalone or PREFLUSH) captured the cache */
+	IOL_SIM_EV_FLUSH_DONE,  /* that flush made its capture durable */
+	IOL_SIM_EV_COMPLETE,    /* request completed (status below) */
 };
 
 struct iol_sim_event {
-	uint64_t seq;             /* event number, from 1 */
-	uint64_t req_id;          /* request number, from 1, in submission order */
-	uint64_t off;             /* bytes */
-	uint32_t len;             /* bytes */
-	uint32_t opf;             /* iol_opf_t bits */
-	int32_t status;           /* COMPLETE: 0 or -errno */
-	uint16_t type;            /* enum iol_sim_ev_type */
+	uint64_t seq;    /* event number, from 1 */
+	uint64_t req_id; /* request number, from 1, in submission order */
+	uint64_t off;    /* bytes */
+	uint32_t len;    /* bytes */
+	uint32_t opf;    /* iol_opf_t bits */
+	int32_t status;  /* COMPLETE: 0 or -errno */
+	uint16_t type;   /* enum iol_sim_ev_type */
 	uint16_t pad;
-	uint64_t t_ns;            /* simulated time */
+	uint64_t t_ns; /* simulated time */
 };
 
 /* Number of events recorded so far, and a copy of events [from, from+max). */
@@ -93,17 +93,17 @@ void iol_sim_trace_enable(struct iol_dev *dev, bool on);
 /* ---- faults ---- */
 
 enum iol_sim_fault_kind {
-	IOL_SIM_FAULT_EIO = 0,    /* the op fails with err (default -EIO) */
-	IOL_SIM_FAULT_SHORT,      /* a read moves only half its bytes (completes -EIO) */
-	IOL_SIM_FAULT_BITFLIP,    /* a read succeeds but one bit of its data is flipped */
+	IOL_SIM_FAULT_EIO = 0, /* the op fails with err (default -EIO) */
+	IOL_SIM_FAULT_SHORT,   /* a read moves only half its bytes (completes -EIO) */
+	IOL_SIM_FAULT_BITFLIP, /* a read succeeds but one bit of its data is flipped */
 };
 
 struct iol_sim_fault {
-	enum iol_op op;           /* which op's counter: READ, WRITE or FLUSH */
-	uint64_t nth;             /* 1-based index among ops of that type from now */
+	enum iol_op op; /* which op's counter: READ, WRITE or FLUSH */
+	uint64_t nth;   /* 1-based index among ops of that type from now */
 	enum iol_sim_fault_kind kind;
-	bool persistent;          /* also every later op of that type */
-	int err;                  /* 0: -EIO */
+	bool persistent; /* also every later op of that type */
+	int err;         /* 0: -EIO */
 };
 
 /* Arm a fault plan entry (up to 16).  -ENOSPC when full, -EINVAL for a bad entry. */
@@ -112,7 +112,11 @@ void iol_sim_fault_clear(struct iol_dev *dev);
 
 /* ---- delivery control (hold mode) ---- */
 
-enum iol_sim_order { IOL_SIM_FIFO = 0, IOL_SIM_LIFO, IOL_SIM_RANDOM };
+enum iol_sim_order {
+	IOL_SIM_FIFO = 0,
+	IOL_SIM_LIFO,
+	IOL_SIM_RANDOM
+};
 /* Requests whose completion is pending (submitted, not yet delivered). */
 size_t iol_sim_pending(struct iol_dev *dev);
 /* Deliver up to @max pending completions in @order; returns how many. */
@@ -123,7 +127,7 @@ size_t iol_sim_deliver(struct iol_dev *dev, size_t max, enum iol_sim_order order
 struct iol_sim_crash_info {
 	uint64_t unstable_sectors; /* sectors that were not durable */
 	uint64_t kept_old, took_new, garbled;
-	uint64_t intermediate;     /* versions profile: neither old nor newest */
+	uint64_t intermediate; /* versions profile: neither old nor newest */
 };
 
 /* Sectors that a power cut now could lose or tear (sector numbers, ascending). */
@@ -134,11 +138,11 @@ size_t iol_sim_unstable(struct iol_dev *dev, uint64_t *sectors, size_t max);
  * is resolved from @seed under @profile.
  */
 int iol_sim_crash(struct iol_dev *dev, uint64_t seed, enum iol_sim_crash_profile profile,
-		 void *image, struct iol_sim_crash_info *info);
+		  void *image, struct iol_sim_crash_info *info);
 /* Like iol_sim_crash, with the choice for unstable sector i (in iol_sim_unstable order)
  * given by @choice[i]: 0 old, 1 newest, 2 garbage (seeded by @seed). */
 int iol_sim_crash_choose(struct iol_dev *dev, const uint8_t *choice, size_t n, uint64_t seed,
-			void *image);
+			 void *image);
 /*
  * Versions (the versions profile).  Version 0 of an unstable sector is the media copy,
  * the last (nver - 1) is what iol_sim_crash_choose calls "newest", and those between are
@@ -158,10 +162,10 @@ int iol_sim_crash_choose(struct iol_dev *dev, const uint8_t *choice, size_t n, u
  */
 #define IOL_SIM_VER_GARBAGE UINT32_MAX
 size_t iol_sim_unstable_versions(struct iol_dev *dev, uint64_t *sectors, uint32_t *nver,
-				size_t max);
+				 size_t max);
 int iol_sim_version_read(struct iol_dev *dev, uint64_t sector, uint32_t v, void *buf);
 int iol_sim_crash_versions(struct iol_dev *dev, const uint32_t *ver, size_t n, uint64_t seed,
-			  void *image);
+			   void *image);
 /* Copy durable media only (what survives if nothing unstable does). */
 int iol_sim_media(struct iol_dev *dev, uint64_t off, void *buf, size_t len);
 

@@ -31,10 +31,10 @@ uint32_t jrnl_crc32c(uint32_t crc, const void *buf, size_t len);
 struct jrnl_geom {
 	uint32_t version;
 	uint32_t incompat;
-	uint32_t sector;          /* bytes */
-	uint64_t log_start;       /* bytes */
-	uint64_t log_size;        /* bytes */
-	uint64_t log_sectors;     /* log_size / sector */
+	uint32_t sector;      /* bytes */
+	uint64_t log_start;   /* bytes */
+	uint64_t log_size;    /* bytes */
+	uint64_t log_sectors; /* log_size / sector */
 	uint8_t uuid[16];
 	uint64_t format_time;
 };
@@ -59,9 +59,9 @@ int jrnl_sb_read(struct iol_dev *dev, struct jrnl_geom *out);
 int jrnl_sb_explain(const void *sb, uint64_t dev_bytes, uint64_t *off, char *what, size_t len);
 
 struct jrnl_format_opts {
-	uint32_t sector;          /* 512 or 4096; 0: 4096 */
-	uint64_t log_size;        /* 0: the whole device after the superblock area */
-	const uint8_t *uuid;      /* NULL: random */
+	uint32_t sector;     /* 512 or 4096; 0: 4096 */
+	uint64_t log_size;   /* 0: the whole device after the superblock area */
+	const uint8_t *uuid; /* NULL: random */
 	/* May be NULL: called after each chunk of the zero-fill with the bytes written so
 	 * far and the total (a multi-GiB log takes seconds; `delog format` shows it). */
 	void (*progress)(void *arg, uint64_t done, uint64_t total);
@@ -81,16 +81,16 @@ int jrnl_format(struct iol_dev *dev, const struct jrnl_format_opts *opts, struct
 
 /* A complete checkpoint, as recovery hands it over. */
 struct jrnl_ckpt {
-	uint64_t seq;             /* checkpoint sequence */
-	uint64_t start_lsn;       /* record holding its START op */
-	uint64_t commit_lsn;      /* record holding its COMMIT op */
+	uint64_t seq;        /* checkpoint sequence */
+	uint64_t start_lsn;  /* record holding its START op */
+	uint64_t commit_lsn; /* record holding its COMMIT op */
 	uint32_t nitems;
-	uint64_t payload_bytes;   /* item bytes (jrnl_item headers + data) */
+	uint64_t payload_bytes; /* item bytes (jrnl_item headers + data) */
 };
 
 struct jrnl_item_view {
 	uint64_t key;
-	const void *data;         /* valid only during the callback */
+	const void *data; /* valid only during the callback */
 	uint32_t len;
 };
 
@@ -104,19 +104,19 @@ typedef int (*jrnl_replay_fn)(void *priv, const struct jrnl_ckpt *ckpt,
 /* A record as recovery verified it (for `delog print`): what its header says. */
 struct jrnl_rec_view {
 	uint64_t lsn, tail_lsn, durable_lsn, prev_lsn;
-	uint64_t offset;          /* device byte offset of its header sector 0 */
+	uint64_t offset; /* device byte offset of its header sector 0 */
 	uint32_t cycle, len, num_ops, hdr_sectors, payload_sectors, crc, logbufs, logbsize;
-	bool wraps;               /* split at the physical end of the log */
+	bool wraps; /* split at the physical end of the log */
 };
 
 /* One op header of a verified record, with its payload piece in this record. */
 struct jrnl_op_view {
-	uint64_t rec_lsn;         /* the record holding it */
-	uint64_t offset;          /* device byte offset of the op header */
-	uint32_t idx;             /* op index in its record */
-	uint32_t tid, len;        /* len: payload bytes of this piece */
-	uint16_t flags, type;     /* JRNL_OP_*, enum jrnl_op_type (format.h) */
-	const void *data;         /* the piece's len bytes; valid only during the callback */
+	uint64_t rec_lsn;     /* the record holding it */
+	uint64_t offset;      /* device byte offset of the op header */
+	uint32_t idx;         /* op index in its record */
+	uint32_t tid, len;    /* len: payload bytes of this piece */
+	uint16_t flags, type; /* JRNL_OP_*, enum jrnl_op_type (format.h) */
+	const void *data;     /* the piece's len bytes; valid only during the callback */
 };
 
 /* Observers: called on the recovering thread, in log order, each record after its CRC,
@@ -140,31 +140,31 @@ struct jrnl_recover_opts {
 };
 
 struct jrnl_report {
-	bool empty;               /* no valid record: the next record goes at lsn 1/0
+	bool empty;           /* no valid record: the next record goes at lsn 1/0
 				   * (torn_bytes says whether a first write was lost) */
-	bool clean;               /* last record is an unmount record */
-	uint64_t head_lsn;        /* where the next record goes */
-	uint64_t tail_lsn;        /* oldest LSN still needed (from the last good record) */
-	uint64_t last_lsn;        /* last good record (0 if none) */
-	uint64_t durable_lsn;     /* the last good record's durable_lsn; head_lsn once the
+	bool clean;           /* last record is an unmount record */
+	uint64_t head_lsn;    /* where the next record goes */
+	uint64_t tail_lsn;    /* oldest LSN still needed (from the last good record) */
+	uint64_t last_lsn;    /* last good record (0 if none) */
+	uint64_t durable_lsn; /* the last good record's durable_lsn; head_lsn once the
 				   * stamping's flush made everything before the head stable */
-	uint64_t records;         /* good records between tail and head */
-	uint64_t checkpoints;     /* complete checkpoints replayed */
+	uint64_t records;     /* good records between tail and head */
+	uint64_t checkpoints; /* complete checkpoints replayed */
 	uint64_t items;
-	uint64_t bytes_replayed;  /* item data bytes handed to the callback */
-	uint64_t dropped;         /* incomplete checkpoints dropped at the head */
-	uint64_t torn_bytes;      /* bytes between the head and where the cycles put it,
+	uint64_t bytes_replayed;      /* item data bytes handed to the callback */
+	uint64_t dropped;             /* incomplete checkpoints dropped at the head */
+	uint64_t torn_bytes;          /* bytes between the head and where the cycles put it,
 				   * discarded as a torn write */
-	uint64_t bytes_read;      /* log bytes read */
-	uint64_t read_reqs;       /* device requests those reads were split into */
+	uint64_t bytes_read;          /* log bytes read */
+	uint64_t read_reqs;           /* device requests those reads were split into */
 	unsigned max_reads_in_flight; /* most chained reads outstanding at once */
-	uint64_t stamped_bytes;   /* bytes stamped past the head (0 when read_only) */
-	int corruption;           /* 0, or the DELOG_E* code of the damage found */
-	uint64_t corrupt_lsn;     /* where: the record's LSN (the head's, for damage at
+	uint64_t stamped_bytes;       /* bytes stamped past the head (0 when read_only) */
+	int corruption;               /* 0, or the DELOG_E* code of the damage found */
+	uint64_t corrupt_lsn;         /* where: the record's LSN (the head's, for damage at
 				   * the head proved by a later record) ... */
-	uint64_t corrupt_offset;  /* ... and the byte offset on the device of the damaged
+	uint64_t corrupt_offset;      /* ... and the byte offset on the device of the damaged
 				   * sector or op */
-	char corrupt_what[128];   /* what was wrong there */
+	char corrupt_what[128];       /* what was wrong there */
 };
 
 /*
@@ -241,9 +241,9 @@ int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jr
 struct jrnl_log;
 
 struct jrnl_log_opts {
-	unsigned logbufs;         /* 2..8; 0: 8 */
-	uint32_t logbsize;        /* 16 KiB..256 KiB, a power of two; 0: 256 KiB */
-	bool no_flush;            /* the caller never makes the log durable (the unsafe
+	unsigned logbufs;  /* 2..8; 0: 8 */
+	uint32_t logbsize; /* 16 KiB..256 KiB, a power of two; 0: 256 KiB */
+	bool no_flush;     /* the caller never makes the log durable (the unsafe
 				   * `none` policy): space is reused once the record naming
 				   * the tail completed, and no flush is ever issued (L12,
 				   * L13 in log.c) */
@@ -253,11 +253,13 @@ struct jrnl_log_opts {
 #define JRNL_TX_FLUSH_START (1u << 0)  /* the buffer holding START goes out with PREFLUSH */
 #define JRNL_TX_FLUSH_COMMIT (1u << 1) /* the buffer holding COMMIT goes out with PREFLUSH */
 #define JRNL_TX_FUA_COMMIT (1u << 2)   /* ... and with FUA */
-#define JRNL_TX_WAIT_PREV (1u << 3)    /* if the transaction spans buffers (START in an
+#define JRNL_TX_WAIT_PREV                                                                          \
+	(1u << 3) /* if the transaction spans buffers (START in an
 					* earlier buffer than COMMIT), issue the COMMIT buffer
 					* only after every earlier buffer of the log completed
 					* (XFS since 5.18); no effect on a single-buffer one */
-#define JRNL_TX_FLUSH_SPAN (1u << 4)  /* the COMMIT buffer goes out with PREFLUSH only if
+#define JRNL_TX_FLUSH_SPAN                                                                         \
+	(1u << 4) /* the COMMIT buffer goes out with PREFLUSH only if
 					* the transaction spans buffers */
 #define JRNL_TX_FLAGS_KNOWN 0x1fu
 
@@ -279,13 +281,13 @@ typedef void (*jrnl_done_fn)(void *priv, int err, uint64_t commit_lsn, uint64_t 
  * may reuse it once jrnl_tx_commit returned. */
 struct jrnl_wtx {
 	struct jrnl_log *log;
-	uint32_t tid;             /* nonzero; random start, one per transaction */
+	uint32_t tid; /* nonzero; random start, one per transaction */
 	uint64_t seq;
 	unsigned flags;
 	uint32_t nitems;
-	uint32_t crc;             /* running CRC32c of the item payloads */
+	uint32_t crc; /* running CRC32c of the item payloads */
 	uint64_t payload_bytes;
-	uint64_t start_lsn;       /* record holding the START op */
+	uint64_t start_lsn; /* record holding the START op */
 };
 
 /*
@@ -387,17 +389,17 @@ uint64_t jrnl_log_tx_bytes(const struct jrnl_log *log, uint32_t nitems, uint64_t
 
 struct jrnl_log_stats {
 	uint64_t head_lsn, tail_lsn;
-	uint64_t completed_lsn;   /* end of the prefix of records that completed, in LSN order */
-	uint64_t durable_lsn;     /* end of the prefix known stable (see log.c, (L6)) */
-	uint64_t records;         /* records submitted */
-	uint64_t record_bytes;    /* their bytes (headers and padding included) */
+	uint64_t completed_lsn; /* end of the prefix of records that completed, in LSN order */
+	uint64_t durable_lsn;   /* end of the prefix known stable (see log.c, (L6)) */
+	uint64_t records;       /* records submitted */
+	uint64_t record_bytes;  /* their bytes (headers and padding included) */
 	uint64_t preflush_writes, fua_writes; /* records written with PREFLUSH / FUA */
-	uint64_t flushes;         /* jrnl_log_flush calls that reached the device */
-	uint64_t wraps;           /* records split at the physical end of the log */
-	uint64_t wait_prev_holds; /* times a WAIT_PREV buffer waited for earlier ones */
-	uint64_t buffer_waits;    /* times the writer waited for a buffer to come back */
-	uint32_t hdr_sectors;     /* H of every record of this writer */
-	uint32_t payload_capacity;/* op bytes one buffer holds */
+	uint64_t flushes;                     /* jrnl_log_flush calls that reached the device */
+	uint64_t wraps;                       /* records split at the physical end of the log */
+	uint64_t wait_prev_holds;             /* times a WAIT_PREV buffer waited for earlier ones */
+	uint64_t buffer_waits;     /* times the writer waited for a buffer to come back */
+	uint32_t hdr_sectors;      /* H of every record of this writer */
+	uint32_t payload_capacity; /* op bytes one buffer holds */
 };
 void jrnl_log_stats(const struct jrnl_log *log, struct jrnl_log_stats *out);
 
