@@ -1,0 +1,1277 @@
+/*
+ * io.c - the struct raft_io of libdelog-raft: C-Raft's calls on a delog log, C-Raft's own
+ * uv io for everything else.
+ *
+ * Why it is built this way:
+ *  - Network, timers, clock and random numbers are C-Raft's (a raft_uv_init io, "net",
+ *    over the caller's transport).  Its send path needs only what net's init sets up
+ *    (server id, the transport's init, the tick timer); net's load is never called, and
+ *    net never writes its metadata or segment files because none of its storage methods
+ *    is called.  Its init does probe its directory (a file created and removed) and
+ *    removes leftover files of its own naming there, so it gets DIR/uv to itself.  Net's
+ *    callbacks receive net, whose data points back here; the trampolines hand C-Raft its
+ *    own io.
+ *  - Storage is delog through <delog.h> only: every call that changes persistent state
+ *    commits records (state.c) on the loop thread, in call order, under increasing keys;
+ *    draft_state_apply then updates the in-memory state the same way recovery would.
+ *  - append: the records are committed (not forced) and the request queued with the
+ *    checkpoint sequence it needs; one forcer thread per io forces the newest sequence
+ *    wanted (group commit: appends arriving during a force share the next one); the loop
+ *    watches delog_durable_fd with a uv_poll and completes, in order, every queued
+ *    append whose sequence delog_durable_seq has reached.  No callback runs inside the
+ *    call that queued it.
+ *  - set_term / set_vote / bootstrap / recover / a snapshot's records: committed and
+ *    forced before they return (delog_tx_commit_force, on the loop thread).
+ *  - truncate: committed, not forced: it is ordered before every later append, whose
+ *    force makes it durable first; until something is acknowledged after it, losing it
+ *    in a crash is the same as never having truncated.
+ *  - Snapshots: the data file is written and synced on libuv's thread pool (snap.c);
+ *    back on the loop the SNAP and BASE records are committed and forced, then delog
+ *    releases every checkpoint below the first one still holding a kept entry, then
+ *    older snapshot files are removed (never while a snapshot_get reads one).
+ *  - Errors: a delog shutdown fails every queued append (RAFT_IOERR) and every later
+ *    call; a full log fails the append (RAFT_NOSPACE: delog_tx_begin with
+ *    DELOG_TX_NOWAIT, since the loop must never wait for space only it can free); a log
+ *    recovery refuses, or records that do not replay, fail load with RAFT_CORRUPT
+ *    before anything is returned.
+ * Everything here runs on the loop thread except forcer() and the work callbacks, which
+ * touch only the fields stated next to them.
+ */
+#define _GNU_SOURCE
+#include "draft.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <uv.h>
+
+#define DRAFT_PATH_MAX 1024
+
+struct draft_pend {
+	struct raft_io_append *req;
+	raft_io_append_cb cb;
+	uint64_t seq;
+	struct draft_pend *next;
+};
+
+struct draft_put {
+	struct draft *d;
+	uv_work_t work;
+	struct raft_io_snapshot_put *req;
+	raft_io_snapshot_put_cb cb;
+	const struct raft_snapshot *snap;
+	unsigned trailing;
+	uint64_t file, size, sum;
+	int status;
+	char errmsg[RAFT_ERRMSG_BUF_SIZE];
+};
+
+struct draft_get {
+	struct draft *d;
+	uv_work_t work;
+	struct raft_io_snapshot_get *req;
+	raft_io_snapshot_get_cb cb;
+	struct draft_snapmeta meta;
+	struct raft_buffer buf;
+	int status;
+	char errmsg[RAFT_ERRMSG_BUF_SIZE];
+};
+
+struct draft {
+	struct raft_io *io;
+	uv_loop_t *loop;
+	char dir[DRAFT_PATH_MAX], logpath[DRAFT_PATH_MAX + 16], netdir[DRAFT_PATH_MAX + 8];
+	struct delog_raft_options opts;
+	draft_open_fn open;
+	void *open_arg;
+
+	struct raft_io net;       /* C-Raft's uv io (network, timers), if has_net */
+	bool has_net, net_inited;
+	raft_io_tick_cb tick_cb;
+	raft_io_recv_cb recv_cb;
+
+	delog *log;
+	uint64_t log_size;
+	struct draft_state st;
+	char why[RAFT_ERRMSG_BUF_SIZE];
+	bool loaded;
+	uint64_t key;             /* last record key used */
+	uint64_t released;        /* last checkpoint released */
+	bool errored;
+	unsigned char *scratch;   /* one ENTRY record being built */
+	size_t scratch_cap;
+
+	struct draft_pend *head, *tail;
+	uv_poll_t poll;
+	bool poll_on;
+
+	/* the forcer thread: mu guards target, forced, stop */
+	pthread_t thr;
+	bool thr_on;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uint64_t target, forced;
+	bool stop;
+
+	unsigned works;           /* snapshot put/get in flight on the thread pool */
+	unsigned gets;            /* snapshot_get in flight (they read snapshot files) */
+	bool prune_due;
+
+	bool closing;
+	uv_timer_t closer;        /* only to finish a close that waits for nothing */
+	unsigned close_waits;
+	raft_io_close_cb close_cb;
+};
+
+static struct draft *D(struct raft_io *io)
+{
+	return io->impl;
+}
+
+/* ---- errors ---- */
+
+static int map_err(int err)
+{
+	switch (err) {
+	case -ENOMEM:
+		return RAFT_NOMEM;
+	case -EAGAIN:
+	case -ENOSPC:
+	case -EDQUOT:
+	case DELOG_ELOGFULL:
+		return RAFT_NOSPACE;
+	case -E2BIG:
+		return RAFT_TOOBIG;
+	case DELOG_ECORRUPT:
+	case DELOG_ECHECKSUM:
+	case DELOG_EVERSION:
+	case DELOG_EFEATURE:
+	case DELOG_ENOTLOG:
+	case DELOG_ETRUNCATED:
+	case DELOG_EFOREIGN:
+	case DELOG_EBADOP:
+	case DELOG_EORPHAN:
+	case DELOG_EGEOMETRY:
+		return RAFT_CORRUPT;
+	default:
+		return RAFT_IOERR;
+	}
+}
+
+/* Map a delog error for C-Raft, with "WHAT: delog's text" in io->errmsg. */
+static int fail(struct draft *d, int err, const char *what)
+{
+	int first = d->log ? delog_error(d->log) : 0;
+
+	if (err == DELOG_ESHUTDOWN && first)
+		draft_msgf(d->io->errmsg, "%s: delog log shut down after %s",
+			 what, delog_strerror(first));
+	else if (err == -EAGAIN)
+		draft_msgf(d->io->errmsg, "%s: the delog log is full (take snapshots more often, or make it larger)",
+			 what);
+	else
+		draft_msgf(d->io->errmsg, "%s: %s", what, delog_strerror(err));
+	if (err == DELOG_ESHUTDOWN || (first && err != -EAGAIN))
+		d->errored = true;
+	return map_err(err);
+}
+
+static int usable(struct draft *d)
+{
+	if (d->closing) {
+		draft_msgf(d->io->errmsg, "io is closing");
+		return RAFT_CANCELED;
+	}
+	if (d->errored) {
+		int first = d->log ? delog_error(d->log) : 0;
+
+		draft_msgf(d->io->errmsg, "io failed earlier%s%s",
+			 first ? ": " : "", first ? delog_strerror(first) : "");
+		return RAFT_IOERR;
+	}
+	return 0;
+}
+
+/* ---- appends: completion ---- */
+
+static void complete_durable(struct draft *d)
+{
+	uint64_t dur;
+	int err;
+
+	if (!d->log)
+		return;
+	dur = delog_durable_seq(d->log);
+	while (d->head && d->head->seq <= dur) {
+		struct draft_pend *p = d->head;
+
+		d->head = p->next;
+		if (!d->head)
+			d->tail = NULL;
+		p->cb(p->req, 0);
+		free(p);
+	}
+	err = delog_error(d->log);
+	if (err && d->head) {
+		d->errored = true;
+		draft_msgf(d->io->errmsg, "append: delog log shut down after %s",
+			 delog_strerror(err));
+		while (d->head) {
+			struct draft_pend *p = d->head;
+
+			d->head = p->next;
+			if (!d->head)
+				d->tail = NULL;
+			p->cb(p->req, RAFT_IOERR);
+			free(p);
+		}
+	}
+}
+
+static void poll_cb(uv_poll_t *h, int status, int events)
+{
+	struct draft *d = h->data;
+	uint64_t v;
+
+	(void)events;
+	/* re-arm the eventfd (EAGAIN: already read); the watermark says what is durable */
+	if (status == 0 && read(delog_durable_fd(d->log), &v, sizeof(v)) < 0) {
+	}
+	complete_durable(d);
+}
+
+static void *forcer(void *arg)
+{
+	struct draft *d = arg;
+
+	pthread_mutex_lock(&d->mu);
+	for (;;) {
+		uint64_t t;
+
+		while (!d->stop && d->target <= d->forced)
+			pthread_cond_wait(&d->cv, &d->mu);
+		if (d->stop)
+			break;
+		t = d->target;
+		pthread_mutex_unlock(&d->mu);
+		/* An error shuts the log down: the eventfd fires and the loop fails the
+		 * queued appends (complete_durable). */
+		(void)delog_force(d->log, t);
+		pthread_mutex_lock(&d->mu);
+		d->forced = t;
+	}
+	pthread_mutex_unlock(&d->mu);
+	return NULL;
+}
+
+static void want_forced(struct draft *d, uint64_t seq)
+{
+	pthread_mutex_lock(&d->mu);
+	if (seq > d->target) {
+		d->target = seq;
+		pthread_cond_signal(&d->cv);
+	}
+	pthread_mutex_unlock(&d->mu);
+}
+
+/* ---- opening the log ---- */
+
+static int cmp_item(const void *a, const void *b)
+{
+	const struct delog_item *x = a, *y = b;
+
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+static int recover_cb(void *arg, const struct delog_checkpoint *ck, const struct delog_item *it,
+		      size_t n)
+{
+	struct draft *d = arg;
+	struct delog_item *sorted;
+	int rv = 0;
+
+	if (n == 0)
+		return 0;
+	/* One copy per key, in an order delog does not promise: the keys give it. */
+	sorted = malloc(n * sizeof(*sorted));
+	if (!sorted)
+		return RAFT_NOMEM;
+	memcpy(sorted, it, n * sizeof(*sorted));
+	qsort(sorted, n, sizeof(*sorted), cmp_item);
+	for (size_t i = 0; i < n && !rv; i++)
+		rv = draft_state_apply(&d->st, sorted[i].key, ck->seq, sorted[i].data,
+				       sorted[i].len);
+	free(sorted);
+	return rv;
+}
+
+static int ensure_open(struct draft *d)
+{
+	struct delog_options o = { .size = sizeof(o) };
+	struct delog_stats ds = { .size = sizeof(ds) };
+	int rv;
+
+	if (d->log)
+		return 0;
+	o.backend = d->opts.backend;
+	o.flush = d->opts.flush;
+	o.flags = DELOG_OPEN_CREATE;
+	o.create_size = d->opts.log_size;
+	o.logbsize = d->opts.logbsize;
+	o.recover = recover_cb;
+	o.recover_arg = d;
+	d->why[0] = '\0';
+	draft_state_init(&d->st, d->why);
+	rv = d->open ? d->open(d->open_arg, d->logpath, &o, &d->log)
+		     : delog_open(d->logpath, &o, &d->log);
+	if (rv > 0) {
+		/* our own verdict from recover_cb (RAFT_CORRUPT, RAFT_NOMEM) */
+		draft_msgf(d->io->errmsg, "load %s: %s", d->logpath,
+			 d->why[0] ? d->why : raft_strerror(rv));
+		d->log = NULL;
+		draft_state_free(&d->st);
+		return rv;
+	}
+	if (rv < 0) {
+		d->log = NULL;
+		draft_state_free(&d->st);
+		draft_msgf(d->io->errmsg, "open %s: %s", d->logpath,
+			 delog_strerror(rv));
+		return map_err(rv);
+	}
+	rv = draft_state_check(&d->st);
+	if (rv == 0)
+		rv = draft_snap_prune(d->dir, d->st.has_snap ? d->st.snap.file : 0, d->io->errmsg);
+	else
+		draft_msgf(d->io->errmsg, "load %s: %s", d->logpath, d->why);
+	if (rv == 0 && delog_stats(d->log, &ds) != 0)
+		rv = RAFT_IOERR;
+	if (rv) {
+		delog_close(d->log);
+		d->log = NULL;
+		draft_state_free(&d->st);
+		return rv;
+	}
+	d->log_size = ds.log_size;
+	d->key = d->st.last_key;
+	d->target = d->forced = delog_durable_seq(d->log);
+	d->released = 0;
+	rv = uv_poll_init(d->loop, &d->poll, delog_durable_fd(d->log));
+	if (rv == 0) {
+		d->poll.data = d;
+		d->poll_on = true;
+		rv = uv_poll_start(&d->poll, UV_READABLE, poll_cb);
+	}
+	if (rv == 0) {
+		d->stop = false;
+		rv = -pthread_create(&d->thr, NULL, forcer, d);
+		d->thr_on = rv == 0;
+	}
+	if (rv) {
+		draft_msgf(d->io->errmsg, "open %s: event loop: %s",
+			 d->logpath, uv_strerror(rv));
+		d->errored = true;
+		return RAFT_IOERR;
+	}
+	return 0;
+}
+
+/* ---- committing records ---- */
+
+/* Commit @n records in one transaction (force: and wait until durable), then apply
+ * them.  0 or a mapped error (nothing applied unless committed). */
+static int commit_recs(struct draft *d, void **recs, const uint32_t *lens, unsigned n,
+		       bool force, uint64_t *seq_out, const char *what)
+{
+	uint64_t reserve = 0, seq = 0, key0 = d->key;
+	delog_tx *tx;
+	int rv;
+
+	for (unsigned i = 0; i < n; i++)
+		reserve += lens[i] + DELOG_ITEM_OVERHEAD;
+	rv = delog_tx_begin(d->log, reserve, DELOG_TX_NOWAIT, &tx);
+	if (rv)
+		return fail(d, rv, what);
+	for (unsigned i = 0; i < n; i++) {
+		rv = delog_tx_log(tx, key0 + 1 + i, recs[i], lens[i]);
+		if (rv) {
+			delog_tx_abort(tx);
+			return fail(d, rv, what);
+		}
+	}
+	rv = force ? delog_tx_commit_force(tx, &seq) : delog_tx_commit(tx, &seq);
+	if (rv) {
+		/* a commit error shuts the log down; a failed force leaves the records
+		 * in the stream, possibly durable, and the io stops as well */
+		d->errored = true;
+		return fail(d, rv, what);
+	}
+	d->key = key0 + n;
+	for (unsigned i = 0; i < n; i++) {
+		int arv = draft_state_apply(&d->st, key0 + 1 + i, seq, recs[i], lens[i]);
+
+		if (arv) {
+			d->errored = true;
+			draft_msgf(d->io->errmsg, "%s: %s", what,
+				 arv == RAFT_NOMEM ? "out of memory" : d->why);
+			return arv;
+		}
+	}
+	if (seq_out)
+		*seq_out = seq;
+	return 0;
+}
+
+static void *entry_rec(raft_index index, const struct raft_entry *e, uint32_t *len)
+{
+	unsigned char *r;
+
+	if (e->buf.len > UINT32_MAX - DRAFT_ENTRY_HDR)
+		return NULL;
+	r = malloc(DRAFT_ENTRY_HDR + e->buf.len);
+	if (r) {
+		draft_rec_entry_hdr(r, index, e);
+		memcpy(r + DRAFT_ENTRY_HDR, e->buf.base, e->buf.len);
+		*len = (uint32_t)(DRAFT_ENTRY_HDR + e->buf.len);
+	}
+	return r;
+}
+
+/* ---- the raft_io methods ---- */
+
+static int io_init(struct raft_io *io, raft_id id, const char *address)
+{
+	struct draft *d = D(io);
+	int rv;
+
+	if (!d->has_net)
+		return 0;
+	if (mkdir(d->netdir, 0700) != 0 && errno != EEXIST) {
+		draft_msgf(io->errmsg, "create %s: %s", d->netdir,
+			 strerror(errno));
+		return RAFT_IOERR;
+	}
+	d->net.data = d;
+	rv = d->net.init(&d->net, id, address);
+	if (rv) {
+		draft_msgf(io->errmsg, "network io: %s", d->net.errmsg);
+		return rv;
+	}
+	d->net_inited = true;
+	return 0;
+}
+
+static void tick_tramp(struct raft_io *net)
+{
+	struct draft *d = net->data;
+
+	if (d->tick_cb)
+		d->tick_cb(d->io);
+}
+
+static void recv_tramp(struct raft_io *net, struct raft_message *msg)
+{
+	struct draft *d = net->data;
+
+	if (d->recv_cb)
+		d->recv_cb(d->io, msg);
+}
+
+static int io_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick,
+		    raft_io_recv_cb recv)
+{
+	struct draft *d = D(io);
+	int rv;
+
+	if (!d->net_inited) {
+		draft_msgf(io->errmsg, "start: this io has no network");
+		return RAFT_INVALID;
+	}
+	d->tick_cb = tick;
+	d->recv_cb = recv;
+	rv = d->net.start(&d->net, msecs, tick_tramp, recv_tramp);
+	if (rv)
+		draft_msgf(io->errmsg, "start: %s", d->net.errmsg);
+	return rv;
+}
+
+static int io_send(struct raft_io *io, struct raft_io_send *req, const struct raft_message *msg,
+		   raft_io_send_cb cb)
+{
+	struct draft *d = D(io);
+	int rv;
+
+	if (!d->net_inited) {
+		draft_msgf(io->errmsg, "send: this io has no network");
+		return RAFT_INVALID;
+	}
+	rv = d->net.send(&d->net, req, msg, cb);
+	if (rv)
+		draft_msgf(io->errmsg, "send: %s", d->net.errmsg);
+	return rv;
+}
+
+static raft_time io_time(struct raft_io *io)
+{
+	struct draft *d = D(io);
+
+	return d->net_inited ? d->net.time(&d->net) : uv_now(d->loop);
+}
+
+static int io_random(struct raft_io *io, int min, int max)
+{
+	struct draft *d = D(io);
+
+	if (d->net_inited)
+		return d->net.random(&d->net, min, max);
+	return max > min ? min + rand() % (max - min) : min;
+}
+
+static int io_async_work(struct raft_io *io, struct raft_io_async_work *req,
+			 raft_io_async_work_cb cb)
+{
+	struct draft *d = D(io);
+	int rv;
+
+	if (!d->net_inited || !d->net.async_work) {
+		draft_msgf(io->errmsg, "async_work: this io has no network io");
+		return RAFT_INVALID;
+	}
+	rv = d->net.async_work(&d->net, req, cb);
+	if (rv)
+		draft_msgf(io->errmsg, "async_work: %s", d->net.errmsg);
+	return rv;
+}
+
+static int io_load(struct raft_io *io, raft_term *term, raft_id *vote,
+		   struct raft_snapshot **snapshot, raft_index *start_index,
+		   struct raft_entry *entries[], size_t *n_entries)
+{
+	struct draft *d = D(io);
+	struct raft_snapshot *s = NULL;
+	struct raft_entry *e = NULL;
+	size_t total = 0;
+	char *batch = NULL;
+	int rv;
+
+	if ((rv = usable(d)) != 0 || (rv = ensure_open(d)) != 0)
+		return rv;
+	if (d->loaded) {
+		draft_msgf(io->errmsg, "load: called twice");
+		return RAFT_INVALID;
+	}
+	if (d->st.has_snap) {
+		s = raft_calloc(1, sizeof(*s));
+		if (!s)
+			return RAFT_NOMEM;
+		s->bufs = raft_malloc(sizeof(*s->bufs));
+		if (!s->bufs) {
+			raft_free(s);
+			return RAFT_NOMEM;
+		}
+		rv = draft_conf_decode(d->st.snap.conf, d->st.snap.conf_len, &s->configuration);
+		if (rv == 0) {
+			rv = draft_snap_read(d->dir, &d->st.snap, &s->bufs[0], io->errmsg);
+			if (rv)
+				raft_configuration_close(&s->configuration);
+		} else {
+			draft_msgf(io->errmsg, "load: snapshot %llu: bad configuration",
+				 (unsigned long long)d->st.snap.index);
+		}
+		if (rv) {
+			raft_free(s->bufs);
+			raft_free(s);
+			return rv;
+		}
+		s->n_bufs = 1;
+		s->term = d->st.snap.term;
+		s->index = d->st.snap.index;
+		s->configuration_index = d->st.snap.conf_index;
+	}
+	if (d->st.n) {
+		for (size_t i = 0; i < d->st.n; i++)
+			total += d->st.ents[i].len;
+		e = raft_calloc(d->st.n, sizeof(*e));
+		batch = raft_malloc(total ? total : 1);
+		if (!e || !batch) {
+			raft_free(e);
+			raft_free(batch);
+			if (s) {
+				raft_configuration_close(&s->configuration);
+				raft_free(s->bufs[0].base);
+				raft_free(s->bufs);
+				raft_free(s);
+			}
+			return RAFT_NOMEM;
+		}
+		total = 0;
+		for (size_t i = 0; i < d->st.n; i++) {
+			struct draft_ent *de = &d->st.ents[i];
+
+			memcpy(batch + total, de->data, de->len);
+			e[i].term = de->term;
+			e[i].type = de->type;
+			e[i].buf.base = batch + total;
+			e[i].buf.len = de->len;
+			e[i].batch = batch;
+			total += de->len;
+			free(de->data);
+			de->data = NULL;
+		}
+	}
+	d->st.keep_data = false;
+	d->loaded = true;
+	*term = d->st.term;
+	*vote = d->st.vote;
+	*snapshot = s;
+	*start_index = d->st.first;
+	*entries = e;
+	*n_entries = d->st.n;
+	return 0;
+}
+
+static int io_bootstrap(struct raft_io *io, const struct raft_configuration *conf)
+{
+	struct draft *d = D(io);
+	struct raft_entry e = { .term = 1, .type = RAFT_CHANGE };
+	void *recs[2] = { NULL, NULL };
+	uint32_t lens[2];
+	int rv;
+
+	if ((rv = usable(d)) != 0 || (rv = ensure_open(d)) != 0)
+		return rv;
+	if (d->st.term != 0 || d->st.n != 0 || d->st.has_snap) {
+		draft_msgf(io->errmsg, "bootstrap: the log is not empty (term %llu)",
+			 (unsigned long long)d->st.term);
+		return RAFT_CANTBOOTSTRAP;
+	}
+	rv = raft_configuration_encode(conf, &e.buf);
+	if (rv)
+		return rv;
+	recs[0] = draft_rec_term(1, &lens[0]);
+	recs[1] = entry_rec(1, &e, &lens[1]);
+	raft_free(e.buf.base);
+	if (!recs[0] || !recs[1])
+		rv = RAFT_NOMEM;
+	else
+		rv = commit_recs(d, recs, lens, 2, true, NULL, "bootstrap");
+	free(recs[0]);
+	free(recs[1]);
+	return rv;
+}
+
+static int io_recover(struct raft_io *io, const struct raft_configuration *conf)
+{
+	struct draft *d = D(io);
+	struct raft_entry e = { .type = RAFT_CHANGE };
+	raft_index last;
+	void *rec;
+	uint32_t len;
+	int rv;
+
+	if ((rv = usable(d)) != 0 || (rv = ensure_open(d)) != 0)
+		return rv;
+	last = draft_state_last(&d->st, &e.term);
+	if (e.term == 0)
+		e.term = 1;
+	rv = raft_configuration_encode(conf, &e.buf);
+	if (rv)
+		return rv;
+	rec = entry_rec(last + 1, &e, &len);
+	raft_free(e.buf.base);
+	if (!rec)
+		return RAFT_NOMEM;
+	rv = commit_recs(d, &rec, &len, 1, true, NULL, "recover");
+	free(rec);
+	return rv;
+}
+
+static int set_one(struct raft_io *io, void *rec, uint32_t len, const char *what)
+{
+	struct draft *d = D(io);
+	int rv;
+
+	if (!rec)
+		return RAFT_NOMEM;
+	if ((rv = usable(d)) == 0 && (rv = ensure_open(d)) == 0)
+		rv = commit_recs(d, &rec, &len, 1, true, NULL, what);
+	free(rec);
+	return rv;
+}
+
+static int io_set_term(struct raft_io *io, raft_term term)
+{
+	uint32_t len = 0;
+	void *rec = draft_rec_term(term, &len);
+
+	return set_one(io, rec, len, "set_term");
+}
+
+static int io_set_vote(struct raft_io *io, raft_id id)
+{
+	uint32_t len = 0;
+	void *rec = draft_rec_vote(id, &len);
+
+	return set_one(io, rec, len, "set_vote");
+}
+
+static int io_truncate(struct raft_io *io, raft_index index)
+{
+	struct draft *d = D(io);
+	uint32_t len;
+	void *rec;
+	int rv;
+
+	if ((rv = usable(d)) != 0 || (rv = ensure_open(d)) != 0)
+		return rv;
+	if (index == 0 || index < d->st.first) {
+		draft_msgf(io->errmsg, "truncate: index %llu is before the log's first entry %llu",
+			 (unsigned long long)index, (unsigned long long)d->st.first);
+		return RAFT_INVALID;
+	}
+	rec = draft_rec_trunc(index, &len);
+	if (!rec)
+		return RAFT_NOMEM;
+	rv = commit_recs(d, &rec, &len, 1, false, NULL, "truncate");
+	free(rec);
+	return rv;
+}
+
+static int io_append(struct raft_io *io, struct raft_io_append *req,
+		     const struct raft_entry entries[], unsigned n, raft_io_append_cb cb)
+{
+	struct draft *d = D(io);
+	struct draft_pend *p;
+	uint64_t limit, seq = 0;
+	raft_index index;
+	unsigned i = 0;
+	int rv;
+
+	if ((rv = usable(d)) != 0 || (rv = ensure_open(d)) != 0)
+		return rv;
+	p = malloc(sizeof(*p));
+	if (!p)
+		return RAFT_NOMEM;
+	/* A transaction may reserve at most a quarter of the log: batches larger than an
+	 * eighth go in several, committed in order (a crash keeps a prefix of them). */
+	limit = d->log_size / 8;
+	index = d->st.first + d->st.n;
+	while (i < n) {
+		uint64_t reserve = 0;
+		unsigned j = i;
+		delog_tx *tx;
+
+		while (j < n) {
+			uint64_t sz = DRAFT_ENTRY_HDR + entries[j].buf.len + DELOG_ITEM_OVERHEAD;
+
+			if (j > i && reserve + sz > limit)
+				break;
+			reserve += sz;
+			j++;
+		}
+		rv = delog_tx_begin(d->log, reserve, DELOG_TX_NOWAIT, &tx);
+		if (rv == -EINVAL) {
+			draft_msgf(io->errmsg, "append: entry of %zu bytes is too large for a %llu-byte log",
+				 entries[i].buf.len, (unsigned long long)d->log_size);
+			free(p);
+			return RAFT_TOOBIG;
+		}
+		if (rv) {
+			free(p);
+			return fail(d, rv, "append");
+		}
+		for (unsigned k = i; k < j && !rv; k++) {
+			size_t len = DRAFT_ENTRY_HDR + entries[k].buf.len;
+
+			if (len > d->scratch_cap) {
+				unsigned char *ns = realloc(d->scratch, len);
+
+				if (!ns) {
+					rv = -ENOMEM;
+					break;
+				}
+				d->scratch = ns;
+				d->scratch_cap = len;
+			}
+			draft_rec_entry_hdr(d->scratch, index + k, &entries[k]);
+			memcpy(d->scratch + DRAFT_ENTRY_HDR, entries[k].buf.base, entries[k].buf.len);
+			rv = delog_tx_log(tx, d->key + 1 + (k - i), d->scratch, (uint32_t)len);
+			/* applied now with checkpoint 0, given its checkpoint after commit */
+			if (!rv)
+				rv = draft_state_apply(&d->st, d->key + 1 + (k - i), 0, d->scratch,
+						       (uint32_t)len);
+			if (rv > 0) {
+				/* the state cannot take it: nothing committed, state rebuilt
+				 * is not possible here, so the io stops */
+				delog_tx_abort(tx);
+				d->errored = true;
+				free(p);
+				draft_msgf(io->errmsg, "append: %s",
+					 rv == RAFT_NOMEM ? "out of memory" : d->why);
+				return rv;
+			}
+		}
+		if (rv) {
+			/* records already applied to the state were not committed: the
+			 * state is ahead of the log, so the io stops */
+			delog_tx_abort(tx);
+			d->errored = true;
+			free(p);
+			return fail(d, rv, "append");
+		}
+		rv = delog_tx_commit(tx, &seq);
+		if (rv) {
+			d->errored = true;
+			free(p);
+			return fail(d, rv, "append");
+		}
+		d->key += j - i;
+		for (size_t k = d->st.n; k > 0 && d->st.ents[k - 1].seq == 0; k--)
+			d->st.ents[k - 1].seq = seq;
+		i = j;
+	}
+	if (n == 0) {
+		/* nothing to write: complete once everything before is durable */
+		delog_tx *tx;
+
+		rv = delog_tx_begin(d->log, 0, DELOG_TX_NOWAIT, &tx);
+		if (rv == 0)
+			rv = delog_tx_commit(tx, &seq);
+		if (rv) {
+			free(p);
+			return fail(d, rv, "append");
+		}
+	}
+	p->req = req;
+	p->cb = cb;
+	p->seq = seq;
+	p->next = NULL;
+	req->cb = cb;
+	if (d->tail)
+		d->tail->next = p;
+	else
+		d->head = p;
+	d->tail = p;
+	want_forced(d, seq);
+	return 0;
+}
+
+/* ---- snapshots ---- */
+
+static void maybe_finish_close(struct draft *d);
+
+static void prune(struct draft *d)
+{
+	char msg[RAFT_ERRMSG_BUF_SIZE];
+
+	if (d->gets) {
+		d->prune_due = true;
+		return;
+	}
+	d->prune_due = false;
+	/* a failure leaves files the next open removes */
+	(void)draft_snap_prune(d->dir, d->st.has_snap ? d->st.snap.file : 0, msg);
+}
+
+static void put_work(uv_work_t *w)
+{
+	struct draft_put *p = w->data;
+
+	p->status = draft_snap_write(p->d->dir, p->file, p->snap->bufs, p->snap->n_bufs, &p->size,
+				     &p->sum, p->errmsg);
+}
+
+static int put_records(struct draft *d, struct draft_put *p)
+{
+	struct draft_snapmeta m = { 0 };
+	void *recs[2] = { NULL, NULL };
+	uint32_t lens[2];
+	uint64_t seq = 0, rel;
+	int rv;
+
+	m.term = p->snap->term;
+	m.index = p->snap->index;
+	m.conf_index = p->snap->configuration_index;
+	m.trailing = p->trailing;
+	m.file = p->file;
+	m.size = p->size;
+	m.sum = p->sum;
+	rv = draft_conf_encode(&p->snap->configuration, &m.conf, &m.conf_len);
+	if (rv)
+		return rv;
+	recs[0] = draft_rec_snap(&m, &lens[0]);
+	recs[1] = draft_rec_base(d->st.term, d->st.vote, &lens[1]);
+	free(m.conf);
+	if (!recs[0] || !recs[1])
+		rv = RAFT_NOMEM;
+	else
+		rv = commit_recs(d, recs, lens, 2, true, &seq, "snapshot_put");
+	free(recs[0]);
+	free(recs[1]);
+	if (rv)
+		return rv;
+	/* Everything before the first checkpoint holding a kept entry (or before the SNAP
+	 * record's own) is now superseded: entries by the snapshot, term and vote by BASE. */
+	rel = seq - 1;
+	if (d->st.n && d->st.ents[0].seq && d->st.ents[0].seq - 1 < rel)
+		rel = d->st.ents[0].seq - 1;
+	if (rel > d->released) {
+		rv = delog_release(d->log, rel);
+		if (rv)
+			return fail(d, rv, "snapshot_put: release");
+		d->released = rel;
+	}
+	prune(d);
+	return 0;
+}
+
+static void put_after(uv_work_t *w, int status)
+{
+	struct draft_put *p = w->data;
+	struct draft *d = p->d;
+	int rv = p->status;
+
+	d->works--;
+	if (status == UV_ECANCELED || d->closing) {
+		rv = RAFT_CANCELED;
+	} else if (rv) {
+		draft_msgf(d->io->errmsg, "snapshot_put: %s", p->errmsg);
+	} else if ((rv = usable(d)) == 0) {
+		rv = put_records(d, p);
+	}
+	p->cb(p->req, rv);
+	free(p);
+	maybe_finish_close(d);
+}
+
+static int io_snapshot_put(struct raft_io *io, unsigned trailing,
+			   struct raft_io_snapshot_put *req, const struct raft_snapshot *snapshot,
+			   raft_io_snapshot_put_cb cb)
+{
+	struct draft *d = D(io);
+	struct draft_put *p;
+	int rv;
+
+	if ((rv = usable(d)) != 0 || (rv = ensure_open(d)) != 0)
+		return rv;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return RAFT_NOMEM;
+	p->d = d;
+	p->req = req;
+	p->cb = cb;
+	p->snap = snapshot;
+	p->trailing = trailing;
+	p->file = ++d->key; /* unique: keys never repeat, across restarts too */
+	p->work.data = p;
+	req->cb = cb;
+	rv = uv_queue_work(d->loop, &p->work, put_work, put_after);
+	if (rv) {
+		free(p);
+		draft_msgf(io->errmsg, "snapshot_put: %s", uv_strerror(rv));
+		return RAFT_IOERR;
+	}
+	d->works++;
+	return 0;
+}
+
+static void get_work(uv_work_t *w)
+{
+	struct draft_get *g = w->data;
+
+	g->status = draft_snap_read(g->d->dir, &g->meta, &g->buf, g->errmsg);
+}
+
+static void get_after(uv_work_t *w, int status)
+{
+	struct draft_get *g = w->data;
+	struct draft *d = g->d;
+	struct raft_snapshot *s = NULL;
+	int rv = status == UV_ECANCELED ? RAFT_CANCELED : g->status;
+
+	d->works--;
+	d->gets--;
+	if (rv == 0) {
+		s = raft_calloc(1, sizeof(*s));
+		if (s)
+			s->bufs = raft_malloc(sizeof(*s->bufs));
+		if (!s || !s->bufs)
+			rv = RAFT_NOMEM;
+		else
+			rv = draft_conf_decode(g->meta.conf, g->meta.conf_len, &s->configuration);
+		if (rv) {
+			if (s)
+				raft_free(s->bufs);
+			raft_free(s);
+			s = NULL;
+			raft_free(g->buf.base);
+		} else {
+			s->term = g->meta.term;
+			s->index = g->meta.index;
+			s->configuration_index = g->meta.conf_index;
+			s->bufs[0] = g->buf;
+			s->n_bufs = 1;
+		}
+	}
+	if (rv && rv != RAFT_CANCELED)
+		draft_msgf(d->io->errmsg, "snapshot_get: %s", g->errmsg);
+	g->cb(g->req, s, rv);
+	free(g->meta.conf);
+	free(g);
+	if (d->prune_due && !d->gets && !d->closing)
+		prune(d);
+	maybe_finish_close(d);
+}
+
+static int io_snapshot_get(struct raft_io *io, struct raft_io_snapshot_get *req,
+			   raft_io_snapshot_get_cb cb)
+{
+	struct draft *d = D(io);
+	struct draft_get *g;
+	int rv;
+
+	if ((rv = usable(d)) != 0 || (rv = ensure_open(d)) != 0)
+		return rv;
+	if (!d->st.has_snap) {
+		draft_msgf(io->errmsg, "snapshot_get: there is no snapshot");
+		return RAFT_NOTFOUND;
+	}
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return RAFT_NOMEM;
+	g->d = d;
+	g->req = req;
+	g->cb = cb;
+	g->meta = d->st.snap;
+	g->meta.conf = malloc(g->meta.conf_len ? g->meta.conf_len : 1);
+	if (!g->meta.conf) {
+		free(g);
+		return RAFT_NOMEM;
+	}
+	memcpy(g->meta.conf, d->st.snap.conf, g->meta.conf_len);
+	g->work.data = g;
+	req->cb = cb;
+	rv = uv_queue_work(d->loop, &g->work, get_work, get_after);
+	if (rv) {
+		free(g->meta.conf);
+		free(g);
+		draft_msgf(io->errmsg, "snapshot_get: %s", uv_strerror(rv));
+		return RAFT_IOERR;
+	}
+	d->works++;
+	d->gets++;
+	return 0;
+}
+
+/* ---- close ---- */
+
+static void maybe_finish_close(struct draft *d)
+{
+	raft_io_close_cb cb;
+
+	if (!d->closing || d->close_waits || d->works || !d->close_cb)
+		return;
+	/* Every queued append is durable (forced in io_close) unless the log failed. */
+	complete_durable(d);
+	while (d->head) {
+		struct draft_pend *p = d->head;
+
+		d->head = p->next;
+		p->cb(p->req, RAFT_CANCELED);
+		free(p);
+	}
+	d->tail = NULL;
+	if (d->log) {
+		(void)delog_close(d->log);
+		d->log = NULL;
+	}
+	cb = d->close_cb;
+	d->close_cb = NULL;
+	cb(d->io);
+}
+
+static void poll_closed(uv_handle_t *h)
+{
+	struct draft *d = h->data;
+
+	d->close_waits--;
+	maybe_finish_close(d);
+}
+
+static void net_closed(struct raft_io *net)
+{
+	struct draft *d = net->data;
+
+	d->close_waits--;
+	maybe_finish_close(d);
+}
+
+static void stop_forcer(struct draft *d)
+{
+	if (!d->thr_on)
+		return;
+	pthread_mutex_lock(&d->mu);
+	d->stop = true;
+	pthread_cond_signal(&d->cv);
+	pthread_mutex_unlock(&d->mu);
+	pthread_join(d->thr, NULL);
+	d->thr_on = false;
+}
+
+static void io_close(struct raft_io *io, raft_io_close_cb cb)
+{
+	struct draft *d = D(io);
+
+	d->closing = true;
+	d->close_cb = cb;
+	stop_forcer(d);
+	if (d->log)
+		(void)delog_force(d->log, 0);
+	if (d->poll_on) {
+		d->close_waits++;
+		d->poll_on = false;
+		uv_close((uv_handle_t *)&d->poll, poll_closed);
+	}
+	if (d->net_inited) {
+		d->close_waits++;
+		d->net.close(&d->net, net_closed);
+	}
+	/* With nothing to wait for, finish on the next loop iteration all the same: C-Raft
+	 * expects the callback after io->close returned. */
+	if (!d->close_waits && !d->works) {
+		d->close_waits++;
+		uv_timer_init(d->loop, &d->closer);
+		d->closer.data = d;
+		uv_close((uv_handle_t *)&d->closer, poll_closed);
+	}
+}
+
+/* ---- construction ---- */
+
+int draft_init(struct raft_io *io, struct uv_loop_s *loop, const char *dir,
+	       struct raft_uv_transport *transport, const struct delog_raft_options *opts,
+	       draft_open_fn open, void *open_arg)
+{
+	void *data = io->data;
+	struct draft *d;
+	int rv;
+
+	memset(io, 0, sizeof(*io));
+	io->data = data;
+	if (opts && opts->size != sizeof(*opts)) {
+		draft_msgf(io->errmsg, "options: size is not %zu",
+			 sizeof(*opts));
+		return RAFT_INVALID;
+	}
+	if (opts && (opts->flush == DELOG_FLUSH_NONE ||
+		     !delog_flush_policy_name(opts->flush))) {
+		draft_msgf(io->errmsg, "options: flush policy %d is not crash-safe or unknown", (int)opts->flush);
+		return RAFT_INVALID;
+	}
+	if (strlen(dir) >= DRAFT_PATH_MAX) {
+		draft_msgf(io->errmsg, "directory name too long");
+		return RAFT_NAMETOOLONG;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return RAFT_NOMEM;
+	d->io = io;
+	d->loop = loop;
+	snprintf(d->dir, sizeof(d->dir), "%s", dir);
+	snprintf(d->logpath, sizeof(d->logpath), "%s/delog.log", dir);
+	snprintf(d->netdir, sizeof(d->netdir), "%s/uv", dir);
+	if (opts)
+		d->opts = *opts;
+	d->opts.size = sizeof(d->opts);
+	d->open = open;
+	d->open_arg = open_arg;
+	pthread_mutex_init(&d->mu, NULL);
+	pthread_cond_init(&d->cv, NULL);
+	if (transport) {
+		d->net.data = d;
+		rv = raft_uv_init(&d->net, loop, d->netdir, transport);
+		if (rv) {
+			draft_msgf(io->errmsg, "network io: %s", d->net.errmsg);
+			pthread_mutex_destroy(&d->mu);
+			pthread_cond_destroy(&d->cv);
+			free(d);
+			return rv;
+		}
+		d->has_net = true;
+	}
+	io->version = 2;
+	io->impl = d;
+	io->init = io_init;
+	io->close = io_close;
+	io->load = io_load;
+	io->start = io_start;
+	io->bootstrap = io_bootstrap;
+	io->recover = io_recover;
+	io->set_term = io_set_term;
+	io->set_vote = io_set_vote;
+	io->send = io_send;
+	io->append = io_append;
+	io->truncate = io_truncate;
+	io->snapshot_put = io_snapshot_put;
+	io->snapshot_get = io_snapshot_get;
+	io->time = io_time;
+	io->random = io_random;
+	io->async_work = io_async_work;
+	return 0;
+}
+
+int delog_raft_init(struct raft_io *io, struct uv_loop_s *loop, const char *dir,
+		    struct raft_uv_transport *transport, const struct delog_raft_options *opts)
+{
+	if (!io || !loop || !dir || !transport) {
+		if (io)
+			draft_msgf(io->errmsg, "init: NULL argument");
+		return RAFT_INVALID;
+	}
+	return draft_init(io, loop, dir, transport, opts, NULL, NULL);
+}
+
+void delog_raft_close(struct raft_io *io)
+{
+	struct draft *d = io ? D(io) : NULL;
+
+	if (!d)
+		return;
+	stop_forcer(d);
+	if (d->log)
+		(void)delog_close(d->log);
+	while (d->head) {
+		struct draft_pend *p = d->head;
+
+		d->head = p->next;
+		free(p);
+	}
+	if (d->has_net)
+		raft_uv_close(&d->net);
+	draft_state_free(&d->st);
+	free(d->scratch);
+	pthread_mutex_destroy(&d->mu);
+	pthread_cond_destroy(&d->cv);
+	free(d);
+	io->impl = NULL;
+}
+
+int delog_raft_stats(struct raft_io *io, struct delog_stats *st)
+{
+	struct draft *d = D(io);
+
+	if (!d->log) {
+		draft_msgf(io->errmsg, "stats: the log is not open");
+		return RAFT_NOTFOUND;
+	}
+	return delog_stats(d->log, st) ? RAFT_INVALID : 0;
+}
+
+delog *draft_log(struct raft_io *io)
+{
+	return D(io)->log;
+}

@@ -1,0 +1,534 @@
+/*
+ * io.c - the contract of libdelog-raft's struct raft_io (raft.io, Criterion).
+ *
+ * Each test drives the io's methods as C-Raft would, on a real libuv loop and a real log
+ * file in a scratch directory, and checks what a fresh io (a restart) loads:
+ *   io/load_empty          a new directory loads as empty
+ *   io/bootstrap           the first configuration entry; a second bootstrap is refused
+ *   io/term_vote           set_term / set_vote survive a restart; a new term clears the vote
+ *   io/append_reload       appended entries come back whole, in order
+ *   io/truncate_append     truncate then append: the new suffix replaces the old one
+ *   io/snapshot_trailing   a snapshot keeps `trailing` entries and lets delog release
+ *                          the rest (the log's used space drops)
+ *   io/long_run            a small log never fills while snapshots are taken, and does
+ *                          fill (RAFT_NOSPACE) without them
+ *   io/install_snapshot    trailing 0 (a snapshot from the leader) empties the log;
+ *                          restart from the snapshot, then append after it
+ *   io/snapshot_get        snapshot_get returns the newest snapshot's data and config
+ *   io/corrupt_log         a damaged log is refused at load with RAFT_CORRUPT
+ *   io/corrupt_snapshot    a damaged snapshot file is refused at load with RAFT_CORRUPT
+ *   io/bad_options         flush policy none and a wrong options size are refused
+ */
+#include "helpers.h"
+
+#include <fcntl.h>
+
+static struct delog_raft_options small_log(void)
+{
+	struct delog_raft_options o = { .size = sizeof(o), .log_size = 4u << 20 };
+
+	return o;
+}
+
+static void conf2(struct raft_configuration *c)
+{
+	raft_configuration_init(c);
+	cr_assert_eq(raft_configuration_add(c, 1, "127.0.0.1:9001", RAFT_VOTER), 0);
+	cr_assert_eq(raft_configuration_add(c, 2, "127.0.0.1:9002", RAFT_VOTER), 0);
+}
+
+Test(io, load_empty)
+{
+	char *dir = th_mkdir();
+	struct th_node n;
+	struct th_loaded l;
+
+	cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0, "%s", n.io.errmsg);
+	cr_expect_eq(l.term, 0);
+	cr_expect_eq(l.vote, 0);
+	cr_expect_null(l.snap);
+	cr_expect_eq(l.start, 1);
+	cr_expect_eq(l.n, 0);
+	th_loaded_free(&l);
+	th_close(&n);
+	th_rmdir(dir);
+}
+
+Test(io, bootstrap)
+{
+	char *dir = th_mkdir();
+	struct raft_configuration c;
+	struct raft_buffer enc;
+	struct th_node n;
+	struct th_loaded l;
+
+	conf2(&c);
+	cr_assert_eq(raft_configuration_encode(&c, &enc), 0);
+	cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
+	cr_assert_eq(n.io.bootstrap(&n.io, &c), 0, "%s", n.io.errmsg);
+	cr_assert_eq(n.io.bootstrap(&n.io, &c), RAFT_CANTBOOTSTRAP);
+	th_close(&n);
+
+	cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
+	cr_assert_eq(n.io.bootstrap(&n.io, &c), RAFT_CANTBOOTSTRAP, "bootstrap after restart");
+	cr_assert_eq(th_load(&n, &l), 0, "%s", n.io.errmsg);
+	cr_expect_eq(l.term, 1);
+	cr_expect_eq(l.vote, 0);
+	cr_expect_null(l.snap);
+	cr_assert_eq(l.start, 1);
+	cr_assert_eq(l.n, 1);
+	cr_expect_eq(l.ents[0].term, 1);
+	cr_expect_eq(l.ents[0].type, RAFT_CHANGE);
+	cr_assert_eq(l.ents[0].buf.len, enc.len);
+	/* C-Raft pads its encoding to 8 bytes and leaves the padding uninitialised */
+	cr_expect_eq(memcmp(l.ents[0].buf.base, enc.base, enc.len - 7), 0);
+	th_loaded_free(&l);
+	th_close(&n);
+	raft_free(enc.base);
+	raft_configuration_close(&c);
+	th_rmdir(dir);
+}
+
+Test(io, term_vote)
+{
+	char *dir = th_mkdir();
+	struct th_node n;
+	struct th_loaded l;
+
+	cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
+	cr_assert_eq(n.io.set_term(&n.io, 5), 0, "%s", n.io.errmsg);
+	cr_assert_eq(n.io.set_vote(&n.io, 2), 0, "%s", n.io.errmsg);
+	/* durable when it returns: nothing is left in the CIL, and a checkpoint was forced */
+	{
+		struct delog_stats st = { .size = sizeof(st) };
+
+		cr_assert_eq(delog_raft_stats(&n.io, &st), 0);
+		cr_expect_eq(st.cil_bytes, 0, "set_vote returned with records not yet written");
+		cr_expect_geq(st.forces, 2);
+		cr_expect_geq(st.durable_seq, 2);
+	}
+	th_close(&n);
+
+	cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0, "%s", n.io.errmsg);
+	cr_expect_eq(l.term, 5);
+	cr_expect_eq(l.vote, 2);
+	th_loaded_free(&l);
+	cr_assert_eq(n.io.set_term(&n.io, 6), 0, "%s", n.io.errmsg);
+	th_close(&n);
+
+	cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0, "%s", n.io.errmsg);
+	cr_expect_eq(l.term, 6);
+	cr_expect_eq(l.vote, 0, "a new term must clear the vote");
+	th_loaded_free(&l);
+	th_close(&n);
+	th_rmdir(dir);
+}
+
+Test(io, append_reload)
+{
+	char *dir = th_mkdir();
+	struct th_node n;
+	struct th_loaded l;
+
+	cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0);
+	th_loaded_free(&l);
+	cr_assert_eq(th_append(&n, 1, 10, 0, 100), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_append(&n, 11, 11, 0, 0), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_append(&n, 12, 40, 0, 5000), 0, "%s", n.io.errmsg);
+	th_close(&n);
+
+	cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0, "%s", n.io.errmsg);
+	cr_assert_eq(l.start, 1);
+	cr_assert_eq(l.n, 40);
+	for (size_t i = 0; i < l.n; i++) {
+		raft_index idx = i + 1;
+		size_t len = idx <= 10 ? 100 : idx == 11 ? 0 : 5000;
+
+		cr_expect(th_is(&l.ents[i], idx, 0, len), "entry %llu differs",
+			  (unsigned long long)idx);
+	}
+	th_loaded_free(&l);
+	th_close(&n);
+	th_rmdir(dir);
+}
+
+Test(io, truncate_append)
+{
+	char *dir = th_mkdir();
+	struct th_node n;
+	struct th_loaded l;
+
+	cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0);
+	th_loaded_free(&l);
+	cr_assert_eq(th_append(&n, 1, 10, 0, 64), 0);
+	cr_assert_eq(n.io.truncate(&n.io, 6), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_append(&n, 6, 8, 1, 64), 0);
+	/* truncate then restart without appending: the truncation must still be there,
+	 * as the append above made everything before it durable and close forces */
+	cr_assert_eq(n.io.truncate(&n.io, 8), 0, "%s", n.io.errmsg);
+	cr_assert_eq(n.io.truncate(&n.io, 0), RAFT_INVALID);
+	th_close(&n);
+
+	cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0, "%s", n.io.errmsg);
+	cr_assert_eq(l.start, 1);
+	cr_assert_eq(l.n, 7, "got %zu entries", l.n);
+	for (size_t i = 0; i < 5; i++)
+		cr_expect(th_is(&l.ents[i], i + 1, 0, 64), "entry %zu", i + 1);
+	for (size_t i = 5; i < 7; i++)
+		cr_expect(th_is(&l.ents[i], i + 1, 1, 64), "entry %zu not the new one", i + 1);
+	th_loaded_free(&l);
+	cr_assert_eq(th_append(&n, 8, 9, 2, 64), 0);
+	th_close(&n);
+
+	cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0, "%s", n.io.errmsg);
+	cr_assert_eq(l.n, 9);
+	cr_expect(th_is(&l.ents[7], 8, 2, 64));
+	cr_expect(th_is(&l.ents[8], 9, 2, 64));
+	th_loaded_free(&l);
+	th_close(&n);
+	th_rmdir(dir);
+}
+
+/* ---- snapshots ---- */
+
+struct put {
+	struct raft_io_snapshot_put req;
+	struct raft_snapshot snap;
+	struct raft_buffer buf[2];
+	volatile bool done;
+	int status;
+};
+
+static void put_cb(struct raft_io_snapshot_put *req, int status)
+{
+	struct put *p = req->data;
+
+	p->status = status;
+	p->done = true;
+}
+
+/* Put a snapshot at @index (term @term) whose data is two buffers of @len bytes made
+ * from @index; wait for it; returns its status. */
+static int put_snapshot(struct th_node *n, raft_index index, raft_term term, unsigned trailing,
+			size_t len)
+{
+	struct put p = { .req = { .data = &p } };
+	int rv;
+
+	p.snap.index = index;
+	p.snap.term = term;
+	conf2(&p.snap.configuration);
+	p.snap.configuration_index = 1;
+	for (int b = 0; b < 2; b++) {
+		p.buf[b].base = malloc(len);
+		p.buf[b].len = len;
+		cr_assert_not_null(p.buf[b].base);
+		memset(p.buf[b].base, (int)((index + (raft_index)b) & 0xff), len);
+	}
+	p.snap.bufs = p.buf;
+	p.snap.n_bufs = 2;
+	rv = n->io.snapshot_put(&n->io, trailing, &p.req, &p.snap, put_cb);
+	if (rv == 0) {
+		cr_assert(!p.done, "snapshot_put callback ran inside the call");
+		cr_assert(th_run_until(&n->loop, &p.done, 10000), "snapshot_put never completed");
+		rv = p.status;
+	}
+	free(p.buf[0].base);
+	free(p.buf[1].base);
+	raft_configuration_close(&p.snap.configuration);
+	return rv;
+}
+
+static void check_snap_data(const struct raft_snapshot *s, raft_index index, size_t len)
+{
+	const unsigned char *p = s->bufs[0].base;
+
+	cr_assert_eq(s->n_bufs, 1);
+	cr_assert_eq(s->bufs[0].len, 2 * len);
+	for (size_t i = 0; i < 2 * len; i++)
+		cr_assert_eq(p[i], (unsigned char)((index + (i >= len)) & 0xff), "byte %zu", i);
+	cr_assert_eq(s->configuration.n, 2);
+	cr_expect_eq(s->configuration.servers[1].id, 2);
+	cr_expect_str_eq(s->configuration.servers[1].address, "127.0.0.1:9002");
+	cr_expect_eq(s->configuration_index, 1);
+}
+
+/* The log's tail (the oldest position still needed), in bytes from the log start: a
+ * release moves it.  An LSN is cycle << 32 | sector (docs/FORMAT.md), 4 KiB sectors;
+ * these tests never wrap the log. */
+static uint64_t log_tail(struct th_node *n)
+{
+	struct delog_stats st = { .size = sizeof(st) };
+
+	cr_assert_eq(delog_raft_stats(&n->io, &st), 0);
+	return (st.tail_lsn & 0xffffffffu) * 4096;
+}
+
+static unsigned count_snap_files(const char *dir)
+{
+	char cmd[4200];
+	unsigned k = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "ls '%s' | grep -c '^snapshot-'", dir);
+	f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	if (fscanf(f, "%u", &k) != 1)
+		k = 0;
+	pclose(f);
+	return k;
+}
+
+Test(io, snapshot_trailing)
+{
+	char *dir = th_mkdir();
+	struct delog_raft_options o = small_log();
+	struct th_node n;
+	struct th_loaded l;
+	uint64_t before, after;
+
+	cr_assert_eq(th_open(&n, dir, &o), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0);
+	th_loaded_free(&l);
+	for (raft_index i = 1; i <= 100; i += 10)
+		cr_assert_eq(th_append(&n, i, i + 9, 0, 8000), 0, "%s", n.io.errmsg);
+	before = log_tail(&n);
+	cr_assert_eq(put_snapshot(&n, 90, 1, 10, 1000), 0, "%s", n.io.errmsg);
+	after = log_tail(&n);
+	/* 80 of the 100 entries (640 KB) are released, not the 20 kept ones (160 KB) */
+	cr_expect_gt(after, before + 600000, "tail %llu -> %llu: not released",
+		     (unsigned long long)before, (unsigned long long)after);
+	cr_expect_lt(after, before + 700000, "tail %llu -> %llu: kept entries released",
+		     (unsigned long long)before, (unsigned long long)after);
+	cr_expect_eq(count_snap_files(dir), 1);
+	cr_assert_eq(put_snapshot(&n, 95, 1, 10, 500), 0, "%s", n.io.errmsg);
+	cr_expect_eq(count_snap_files(dir), 1, "the older snapshot file was not removed");
+	th_close(&n);
+
+	cr_assert_eq(th_open(&n, dir, &o), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0, "%s", n.io.errmsg);
+	cr_assert_not_null(l.snap);
+	cr_expect_eq(l.snap->index, 95);
+	cr_expect_eq(l.snap->term, 1);
+	check_snap_data(l.snap, 95, 500);
+	cr_assert_eq(l.start, 86, "start %llu", (unsigned long long)l.start);
+	cr_assert_eq(l.n, 15);
+	for (size_t i = 0; i < l.n; i++)
+		cr_expect(th_is(&l.ents[i], 86 + i, 0, 8000));
+	th_loaded_free(&l);
+	th_close(&n);
+	th_rmdir(dir);
+}
+
+Test(io, long_run)
+{
+	char *dir = th_mkdir();
+	struct delog_raft_options o = small_log();
+	struct th_node n;
+	struct th_loaded l;
+	raft_index i;
+	int rv = 0;
+
+	/* 4 MiB log, 40 MiB of entries, a snapshot every 200 entries keeping 50 */
+	cr_assert_eq(th_open(&n, dir, &o), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0);
+	th_loaded_free(&l);
+	for (i = 1; i <= 10000; i += 20) {
+		rv = th_append(&n, i, i + 19, 0, 4000);
+		cr_assert_eq(rv, 0, "append %llu: %d %s", (unsigned long long)i, rv, n.io.errmsg);
+		if ((i + 19) % 200 == 0)
+			cr_assert_eq(put_snapshot(&n, i + 19, 1, 50, 100), 0, "%s", n.io.errmsg);
+	}
+	th_close(&n);
+	cr_assert_eq(th_open(&n, dir, &o), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0, "%s", n.io.errmsg);
+	cr_assert_not_null(l.snap);
+	cr_expect_eq(l.snap->index, 10000);
+	cr_expect_eq(l.start, 9951);
+	cr_expect_eq(l.n, 50);
+	th_loaded_free(&l);
+	/* without snapshots the same log fills: RAFT_NOSPACE, with a message */
+	for (i = 10001; i <= 20000 && rv == 0; i += 20)
+		rv = th_append(&n, i, i + 19, 0, 4000);
+	cr_expect_eq(rv, -RAFT_NOSPACE, "got %d", rv);
+	cr_expect(strstr(n.io.errmsg, "full") != NULL, "errmsg: %s", n.io.errmsg);
+	th_close(&n);
+	th_rmdir(dir);
+}
+
+Test(io, install_snapshot)
+{
+	char *dir = th_mkdir();
+	struct th_node n;
+	struct th_loaded l;
+
+	cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0);
+	th_loaded_free(&l);
+	cr_assert_eq(th_append(&n, 1, 10, 0, 64), 0);
+	cr_assert_eq(n.io.set_term(&n.io, 3), 0);
+	cr_assert_eq(put_snapshot(&n, 50, 3, 0, 2000), 0, "%s", n.io.errmsg);
+	th_close(&n);
+
+	cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0, "%s", n.io.errmsg);
+	cr_assert_not_null(l.snap);
+	cr_expect_eq(l.term, 3);
+	cr_expect_eq(l.snap->index, 50);
+	cr_expect_eq(l.snap->term, 3);
+	check_snap_data(l.snap, 50, 2000);
+	cr_expect_eq(l.start, 51);
+	cr_expect_eq(l.n, 0);
+	th_loaded_free(&l);
+	cr_assert_eq(th_append(&n, 51, 52, 2, 64), 0, "%s", n.io.errmsg);
+	th_close(&n);
+
+	cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0, "%s", n.io.errmsg);
+	cr_expect_eq(l.start, 51);
+	cr_assert_eq(l.n, 2);
+	cr_expect(th_is(&l.ents[0], 51, 2, 64));
+	cr_expect(th_is(&l.ents[1], 52, 2, 64));
+	th_loaded_free(&l);
+	th_close(&n);
+	th_rmdir(dir);
+}
+
+struct get {
+	struct raft_io_snapshot_get req;
+	struct raft_snapshot *snap;
+	volatile bool done;
+	int status;
+};
+
+static void get_cb(struct raft_io_snapshot_get *req, struct raft_snapshot *s, int status)
+{
+	struct get *g = req->data;
+
+	g->snap = s;
+	g->status = status;
+	g->done = true;
+}
+
+Test(io, snapshot_get)
+{
+	char *dir = th_mkdir();
+	struct get g = { .req = { .data = &g } };
+	struct th_node n;
+	struct th_loaded l;
+
+	cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0);
+	th_loaded_free(&l);
+	cr_assert_eq(n.io.snapshot_get(&n.io, &g.req, get_cb), RAFT_NOTFOUND);
+	cr_assert_eq(th_append(&n, 1, 20, 0, 64), 0);
+	cr_assert_eq(put_snapshot(&n, 15, 1, 5, 3000), 0, "%s", n.io.errmsg);
+	cr_assert_eq(n.io.snapshot_get(&n.io, &g.req, get_cb), 0, "%s", n.io.errmsg);
+	cr_assert(!g.done);
+	cr_assert(th_run_until(&n.loop, &g.done, 10000));
+	cr_assert_eq(g.status, 0, "%s", n.io.errmsg);
+	cr_assert_not_null(g.snap);
+	cr_expect_eq(g.snap->index, 15);
+	check_snap_data(g.snap, 15, 3000);
+	raft_configuration_close(&g.snap->configuration);
+	raft_free(g.snap->bufs[0].base);
+	raft_free(g.snap->bufs);
+	raft_free(g.snap);
+	th_close(&n);
+	th_rmdir(dir);
+}
+
+static void scribble(const char *path, off_t off, size_t len)
+{
+	int fd = open(path, O_WRONLY);
+	char junk[4096];
+
+	cr_assert_geq(fd, 0, "open %s", path);
+	memset(junk, 0xa5, sizeof(junk));
+	cr_assert_leq(len, sizeof(junk));
+	cr_assert_eq(pwrite(fd, junk, len, off), (ssize_t)len);
+	cr_assert_eq(fsync(fd), 0);
+	close(fd);
+}
+
+Test(io, corrupt_log)
+{
+	char *dir = th_mkdir();
+	char path[4200];
+	struct th_node n;
+	struct th_loaded l;
+
+	cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
+	cr_assert_eq(n.io.set_term(&n.io, 2), 0);
+	cr_assert_eq(th_append(&n, 1, 5, 0, 64), 0);
+	th_close(&n);
+	snprintf(path, sizeof(path), "%s/delog.log", dir);
+	scribble(path, 0, 512); /* the superblock */
+
+	cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), RAFT_CORRUPT, "load of a damaged log: %s", n.io.errmsg);
+	cr_expect(strstr(n.io.errmsg, "DELOG_E") != NULL, "errmsg: %s", n.io.errmsg);
+	cr_expect_null(l.ents);
+	cr_expect_eq(n.io.set_term(&n.io, 3), RAFT_CORRUPT, "a write after a refused load");
+	th_close(&n);
+	th_rmdir(dir);
+}
+
+Test(io, corrupt_snapshot)
+{
+	char *dir = th_mkdir();
+	char path[4200];
+	struct th_node n;
+	struct th_loaded l;
+	FILE *f;
+
+	cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0);
+	th_loaded_free(&l);
+	cr_assert_eq(th_append(&n, 1, 20, 0, 64), 0);
+	cr_assert_eq(put_snapshot(&n, 15, 1, 5, 3000), 0, "%s", n.io.errmsg);
+	th_close(&n);
+	snprintf(path, sizeof(path), "ls %s/snapshot-*.dat", dir);
+	f = popen(path, "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(path, sizeof(path), f));
+	pclose(f);
+	path[strcspn(path, "\n")] = '\0';
+	scribble(path, 100, 8);
+
+	cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), RAFT_CORRUPT, "%s", n.io.errmsg);
+	cr_expect(strstr(n.io.errmsg, "checksum") != NULL, "errmsg: %s", n.io.errmsg);
+	th_close(&n);
+	th_rmdir(dir);
+}
+
+Test(io, bad_options)
+{
+	char *dir = th_mkdir();
+	struct delog_raft_options o = { .size = sizeof(o), .flush = DELOG_FLUSH_NONE };
+	struct raft_uv_transport tr;
+	struct raft_io io = { 0 };
+	uv_loop_t loop;
+
+	cr_assert_eq(uv_loop_init(&loop), 0);
+	cr_assert_eq(raft_uv_tcp_init(&tr, &loop), 0);
+	cr_expect_eq(delog_raft_init(&io, &loop, dir, &tr, &o), RAFT_INVALID);
+	cr_expect(strstr(io.errmsg, "crash-safe") != NULL, "%s", io.errmsg);
+	o.size = 8;
+	o.flush = DELOG_FLUSH_SYNC;
+	cr_expect_eq(delog_raft_init(&io, &loop, dir, &tr, &o), RAFT_INVALID);
+	cr_expect_eq(delog_raft_init(&io, &loop, dir, NULL, NULL), RAFT_INVALID);
+	raft_uv_tcp_close(&tr);
+	uv_run(&loop, UV_RUN_NOWAIT);
+	cr_expect_eq(uv_loop_close(&loop), 0);
+	th_rmdir(dir);
+}
