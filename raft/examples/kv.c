@@ -1,0 +1,1023 @@
+/*
+ * kv.c - delog-raft-kv: a replicated key-value daemon, one process per node, on C-Raft
+ * with its log, term, vote and snapshots in delog (libdelog-raft), or, for comparison,
+ * in C-Raft's own segment files (--storage uv).  The example users copy from.
+ *
+ * Clients speak a line protocol on the node's client port (raft port + 1000 unless
+ * --client-offset says otherwise), one request per line, replies in request order:
+ *   SET KEY VALUE   -> OK                       once the entry is committed and applied
+ *   GET KEY         -> VALUE V | NOTFOUND       after a barrier: linearizable
+ *   DIGEST          -> DIGEST COUNT HASH APPLIED   this node's map, no Raft round
+ *   STATUS          -> STATUS ID STATE LEADER LAST COMMIT APPLIED
+ *   anything else   -> ERR ...; SET/GET on a follower: ERR not-leader ID HOST:PORT
+ *                      (the leader's client address) or ERR no-leader
+ * KEY is one word (no spaces); VALUE the rest of the line.
+ *
+ * Invariants and orderings:
+ *  - The map changes only in the FSM's apply and restore, which C-Raft calls in log
+ *    order on the loop: every node's map is a function of the committed prefix.
+ *  - OK is written only from raft_apply's callback with status 0 (committed and
+ *    applied); every other outcome is an ERR, and a SET that got ERR may still commit
+ *    (the client cannot tell, as with any replicated store).
+ *  - Replies go out in request order per connection: each request takes a slot in the
+ *    connection's queue when read; slots are written in order once filled.
+ *  - A connection closed with requests in flight stays allocated until their
+ *    callbacks ran (refs).
+ *  - Every node bootstraps with the --cluster configuration on its first start (C-Raft
+ *    refuses later ones with RAFT_CANTBOOTSTRAP, ignored), so all agree on entry 1.
+ * Exit status: 0 after SIGTERM/SIGINT, 1 failure (port in use, storage), 2 usage.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <raft.h>
+#include <raft/uv.h>
+#include <uv.h>
+
+#include "delog_raft.h"
+
+#define MAX_NODES 9
+#define MAX_LINE (1u << 20)
+
+static const char *prog = "delog-raft-kv";
+
+/* ---- the map ---- */
+
+struct kvent {
+	struct kvent *next;
+	uint32_t klen, vlen;
+	char *key, *val;
+};
+
+struct kvmap {
+	struct kvent **b;
+	size_t nb, n;
+};
+
+static uint64_t hash(const void *p, size_t n, uint64_t h)
+{
+	const unsigned char *c = p;
+
+	if (!h)
+		h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ c[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static void map_clear(struct kvmap *m)
+{
+	for (size_t i = 0; i < m->nb; i++) {
+		struct kvent *e = m->b[i], *nx;
+
+		for (; e; e = nx) {
+			nx = e->next;
+			free(e->key);
+			free(e);
+		}
+	}
+	free(m->b);
+	memset(m, 0, sizeof(*m));
+}
+
+static struct kvent *map_get(const struct kvmap *m, const char *k, uint32_t kl)
+{
+	if (!m->nb)
+		return NULL;
+	for (struct kvent *e = m->b[hash(k, kl, 0) % m->nb]; e; e = e->next)
+		if (e->klen == kl && memcmp(e->key, k, kl) == 0)
+			return e;
+	return NULL;
+}
+
+static int map_set(struct kvmap *m, const char *k, uint32_t kl, const char *v, uint32_t vl)
+{
+	struct kvent *e = map_get(m, k, kl);
+	char *kv = malloc((size_t)kl + vl + 2);
+
+	if (!kv)
+		return -1;
+	memcpy(kv, k, kl);
+	kv[kl] = '\0';
+	memcpy(kv + kl + 1, v, vl);
+	kv[kl + 1 + vl] = '\0';
+	if (e) {
+		free(e->key);
+	} else {
+		if (m->n >= m->nb) {
+			size_t nb = m->nb ? m->nb * 2 : 1024;
+			struct kvent **b = calloc(nb, sizeof(*b));
+
+			if (!b) {
+				free(kv);
+				return -1;
+			}
+			for (size_t i = 0; i < m->nb; i++) {
+				struct kvent *x = m->b[i], *nx;
+
+				for (; x; x = nx) {
+					size_t h = hash(x->key, x->klen, 0) % nb;
+
+					nx = x->next;
+					x->next = b[h];
+					b[h] = x;
+				}
+			}
+			free(m->b);
+			m->b = b;
+			m->nb = nb;
+		}
+		e = calloc(1, sizeof(*e));
+		if (!e) {
+			free(kv);
+			return -1;
+		}
+		e->next = m->b[hash(k, kl, 0) % m->nb];
+		m->b[hash(k, kl, 0) % m->nb] = e;
+		m->n++;
+	}
+	e->key = kv;
+	e->klen = kl;
+	e->val = kv + kl + 1;
+	e->vlen = vl;
+	return 0;
+}
+
+/* Order-independent digest of the map: the sum of each pair's hash. */
+static uint64_t map_digest(const struct kvmap *m)
+{
+	uint64_t d = 0;
+
+	for (size_t i = 0; i < m->nb; i++)
+		for (struct kvent *e = m->b[i]; e; e = e->next)
+			d += hash(e->val, e->vlen, hash(e->key, (size_t)e->klen + 1, 0));
+	return d;
+}
+
+/* ---- the node ---- */
+
+struct node_cfg {
+	raft_id id;
+	char addr[64];
+};
+
+static struct {
+	uv_loop_t *loop;
+	struct raft raft;
+	struct raft_io io;
+	struct raft_uv_transport transport;
+	struct raft_fsm fsm;
+	struct kvmap map;
+	uv_tcp_t server;
+	uv_signal_t sigterm, sigint;
+	struct node_cfg nodes[MAX_NODES];
+	unsigned nnodes;
+	raft_id id;
+	const char *address;
+	int client_offset;
+	bool use_delog, raft_closed, closing, verbose;
+	int exit_code;
+} K;
+
+/* ---- FSM: entries are "klen(4) vlen(4) key value" ---- */
+
+static uint32_t get32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void put32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
+}
+
+static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
+{
+	const unsigned char *p = buf->base;
+	uint32_t kl, vl;
+
+	(void)fsm;
+	*result = NULL;
+	if (buf->len < 8)
+		return RAFT_MALFORMED;
+	kl = get32(p);
+	vl = get32(p + 4);
+	if ((uint64_t)kl + vl + 8 > buf->len)
+		return RAFT_MALFORMED;
+	return map_set(&K.map, (const char *)p + 8, kl, (const char *)p + 8 + kl, vl) ? RAFT_NOMEM
+										 : 0;
+}
+
+static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
+{
+	size_t len = 8;
+	unsigned char *p;
+
+	(void)fsm;
+	for (size_t i = 0; i < K.map.nb; i++)
+		for (struct kvent *e = K.map.b[i]; e; e = e->next)
+			len += 8 + (size_t)e->klen + e->vlen;
+	*bufs = raft_malloc(sizeof(**bufs));
+	if (!*bufs)
+		return RAFT_NOMEM;
+	p = raft_malloc(len);
+	if (!p) {
+		raft_free(*bufs);
+		return RAFT_NOMEM;
+	}
+	(*bufs)[0].base = p;
+	(*bufs)[0].len = len;
+	*n = 1;
+	put32(p, (uint32_t)K.map.n);
+	put32(p + 4, 0);
+	p += 8;
+	for (size_t i = 0; i < K.map.nb; i++)
+		for (struct kvent *e = K.map.b[i]; e; e = e->next) {
+			put32(p, e->klen);
+			put32(p + 4, e->vlen);
+			memcpy(p + 8, e->key, e->klen);
+			memcpy(p + 8 + e->klen, e->val, e->vlen);
+			p += 8 + (size_t)e->klen + e->vlen;
+		}
+	return 0;
+}
+
+static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
+{
+	const unsigned char *p = buf->base, *end = p + buf->len;
+	uint32_t n;
+
+	(void)fsm;
+	if (buf->len < 8)
+		return RAFT_MALFORMED;
+	n = get32(p);
+	p += 8;
+	map_clear(&K.map);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t kl, vl;
+
+		if (end - p < 8)
+			return RAFT_MALFORMED;
+		kl = get32(p);
+		vl = get32(p + 4);
+		if ((uint64_t)(end - p) - 8 < (uint64_t)kl + vl)
+			return RAFT_MALFORMED;
+		if (map_set(&K.map, (const char *)p + 8, kl, (const char *)p + 8 + kl, vl))
+			return RAFT_NOMEM;
+		p += 8 + (size_t)kl + vl;
+	}
+	raft_free(buf->base); /* the FSM owns a restored snapshot's buffer */
+	return 0;
+}
+
+/* ---- client connections ---- */
+
+struct slot {
+	struct slot *next;
+	bool done;
+	char *text;
+	size_t len;
+};
+
+struct conn {
+	uv_tcp_t h;
+	char *buf;
+	size_t len, cap;
+	struct slot *head, *tail;
+	unsigned refs;
+	bool closed;
+};
+
+struct wreq {
+	uv_write_t w;
+	char *text;
+};
+
+static void conn_free_maybe(struct conn *c)
+{
+	if (!c->closed || c->refs)
+		return;
+	while (c->head) {
+		struct slot *s = c->head;
+
+		c->head = s->next;
+		free(s->text);
+		free(s);
+	}
+	free(c->buf);
+	free(c);
+}
+
+static void write_done(uv_write_t *w, int status)
+{
+	struct wreq *r = (struct wreq *)w;
+
+	(void)status;
+	free(r->text);
+	free(r);
+}
+
+static void conn_closed(uv_handle_t *h)
+{
+	struct conn *c = h->data;
+
+	c->refs--;
+	conn_free_maybe(c);
+}
+
+static void conn_close(struct conn *c)
+{
+	if (c->closed)
+		return;
+	c->closed = true;
+	c->refs++;
+	uv_close((uv_handle_t *)&c->h, conn_closed);
+}
+
+/* Write out every filled slot at the head of the queue. */
+static void conn_flush(struct conn *c)
+{
+	while (c->head && c->head->done) {
+		struct slot *s = c->head;
+
+		c->head = s->next;
+		if (!c->head)
+			c->tail = NULL;
+		if (!c->closed) {
+			struct wreq *r = malloc(sizeof(*r));
+			uv_buf_t b = uv_buf_init(s->text, (unsigned)s->len);
+
+			if (r) {
+				r->text = s->text;
+				s->text = NULL;
+				if (uv_write(&r->w, (uv_stream_t *)&c->h, &b, 1, write_done)) {
+					free(r->text);
+					free(r);
+					conn_close(c);
+				}
+			}
+		}
+		free(s->text);
+		free(s);
+	}
+}
+
+static struct slot *slot_new(struct conn *c)
+{
+	struct slot *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	if (c->tail)
+		c->tail->next = s;
+	else
+		c->head = s;
+	c->tail = s;
+	return s;
+}
+
+static void slot_fill(struct conn *c, struct slot *s, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void slot_fill(struct conn *c, struct slot *s, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s->text, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		s->text = NULL;
+		n = 0;
+	}
+	s->len = (size_t)n;
+	s->done = true;
+	conn_flush(c);
+}
+
+/* The leader's client address ("ERR not-leader ID HOST:PORT") or "ERR no-leader". */
+static void not_leader(struct conn *c, struct slot *s)
+{
+	raft_id lid;
+	const char *laddr;
+	char host[64];
+	int port;
+
+	raft_leader(&K.raft, &lid, &laddr);
+	if (!lid || !laddr || sscanf(laddr, "%63[^:]:%d", host, &port) != 2) {
+		slot_fill(c, s, "ERR no-leader\n");
+		return;
+	}
+	slot_fill(c, s, "ERR not-leader %llu %s:%d\n", (unsigned long long)lid, host,
+		  port + K.client_offset);
+}
+
+struct req {
+	union {
+		struct raft_apply apply;
+		struct raft_barrier barrier;
+	} u;
+	struct conn *c;
+	struct slot *s;
+	char *key;
+	uint32_t klen;
+};
+
+static void req_end(struct req *r)
+{
+	struct conn *c = r->c;
+
+	free(r->key);
+	free(r);
+	c->refs--;
+	conn_free_maybe(c);
+}
+
+static void apply_cb(struct raft_apply *a, int status, void *result)
+{
+	struct req *r = a->data;
+
+	(void)result;
+	if (status == 0)
+		slot_fill(r->c, r->s, "OK\n");
+	else
+		slot_fill(r->c, r->s, "ERR %s\n", raft_strerror(status));
+	req_end(r);
+}
+
+static void barrier_cb(struct raft_barrier *b, int status)
+{
+	struct req *r = b->data;
+	struct kvent *e;
+
+	if (status) {
+		slot_fill(r->c, r->s, "ERR %s\n", raft_strerror(status));
+	} else if ((e = map_get(&K.map, r->key, r->klen)) != NULL) {
+		slot_fill(r->c, r->s, "VALUE %.*s\n", (int)e->vlen, e->val);
+	} else {
+		slot_fill(r->c, r->s, "NOTFOUND\n");
+	}
+	req_end(r);
+}
+
+static const char *state_name(int st)
+{
+	switch (st) {
+	case RAFT_FOLLOWER:
+		return "follower";
+	case RAFT_CANDIDATE:
+		return "candidate";
+	case RAFT_LEADER:
+		return "leader";
+	default:
+		return "unavailable";
+	}
+}
+
+static void handle_line(struct conn *c, char *line, size_t len)
+{
+	struct slot *s = slot_new(c);
+	char *sp, *key, *val;
+	struct req *r;
+	int rv;
+
+	if (!s) {
+		conn_close(c);
+		return;
+	}
+	if (len && line[len - 1] == '\r')
+		line[--len] = '\0';
+	if (strcmp(line, "DIGEST") == 0) {
+		slot_fill(c, s, "DIGEST %zu %016llx %llu\n", K.map.n,
+			  (unsigned long long)map_digest(&K.map),
+			  (unsigned long long)raft_last_applied(&K.raft));
+		return;
+	}
+	if (strcmp(line, "STATUS") == 0) {
+		raft_id lid;
+		const char *laddr;
+
+		raft_leader(&K.raft, &lid, &laddr);
+		slot_fill(c, s, "STATUS %llu %s %llu %llu %llu %llu\n", (unsigned long long)K.id,
+			  state_name(raft_state(&K.raft)), (unsigned long long)lid,
+			  (unsigned long long)raft_last_index(&K.raft),
+			  (unsigned long long)K.raft.commit_index,
+			  (unsigned long long)raft_last_applied(&K.raft));
+		return;
+	}
+	if (strncmp(line, "SET ", 4) != 0 && strncmp(line, "GET ", 4) != 0) {
+		slot_fill(c, s, "ERR unknown request (SET KEY VALUE, GET KEY, DIGEST, STATUS)\n");
+		return;
+	}
+	key = line + 4;
+	sp = strchr(key, ' ');
+	if (line[0] == 'G' ? sp != NULL || !*key : sp == NULL || sp == key) {
+		slot_fill(c, s, "ERR usage: %s\n", line[0] == 'G' ? "GET KEY" : "SET KEY VALUE");
+		return;
+	}
+	if (raft_state(&K.raft) != RAFT_LEADER) {
+		not_leader(c, s);
+		return;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		slot_fill(c, s, "ERR out of memory\n");
+		return;
+	}
+	r->c = c;
+	r->s = s;
+	if (line[0] == 'S') {
+		uint32_t kl = (uint32_t)(sp - key), vl;
+		struct raft_buffer b;
+
+		val = sp + 1;
+		vl = (uint32_t)(len - (size_t)(val - line));
+		b.len = 8 + (size_t)kl + vl;
+		b.base = raft_malloc(b.len);
+		if (!b.base) {
+			free(r);
+			slot_fill(c, s, "ERR out of memory\n");
+			return;
+		}
+		put32(b.base, kl);
+		put32((unsigned char *)b.base + 4, vl);
+		memcpy((char *)b.base + 8, key, kl);
+		memcpy((char *)b.base + 8 + kl, val, vl);
+		r->u.apply.data = r;
+		rv = raft_apply(&K.raft, &r->u.apply, &b, 1, apply_cb);
+		if (rv)
+			raft_free(b.base);
+	} else {
+		r->klen = (uint32_t)strlen(key);
+		r->key = strdup(key);
+		r->u.barrier.data = r;
+		rv = r->key ? raft_barrier(&K.raft, &r->u.barrier, barrier_cb) : RAFT_NOMEM;
+	}
+	if (rv) {
+		free(r->key);
+		free(r);
+		if (rv == RAFT_NOTLEADER)
+			not_leader(c, s);
+		else
+			slot_fill(c, s, "ERR %s\n", raft_strerror(rv));
+		return;
+	}
+	c->refs++;
+}
+
+static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+	struct conn *c = h->data;
+
+	(void)hint;
+	if (c->cap - c->len < 65536) {
+		size_t cap = c->cap ? c->cap * 2 : 131072;
+		char *nb = realloc(c->buf, cap);
+
+		if (!nb) {
+			*buf = uv_buf_init(NULL, 0);
+			return;
+		}
+		c->buf = nb;
+		c->cap = cap;
+	}
+	*buf = uv_buf_init(c->buf + c->len, (unsigned)(c->cap - c->len));
+}
+
+static void read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+{
+	struct conn *c = st->data;
+	size_t start = 0;
+
+	(void)buf;
+	if (n < 0) {
+		conn_close(c);
+		return;
+	}
+	c->len += (size_t)n;
+	for (size_t i = c->len - (size_t)n; i < c->len; i++) {
+		if (c->buf[i] != '\n')
+			continue;
+		c->buf[i] = '\0';
+		handle_line(c, c->buf + start, i - start);
+		start = i + 1;
+		if (c->closed)
+			return;
+	}
+	memmove(c->buf, c->buf + start, c->len - start);
+	c->len -= start;
+	if (c->len > MAX_LINE) {
+		struct slot *s = slot_new(c);
+
+		if (s)
+			slot_fill(c, s, "ERR line too long\n");
+		conn_close(c);
+	}
+}
+
+static void accept_cb(uv_stream_t *srv, int status)
+{
+	struct conn *c;
+
+	if (status || K.closing)
+		return;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return;
+	uv_tcp_init(K.loop, &c->h);
+	c->h.data = c;
+	if (uv_accept(srv, (uv_stream_t *)&c->h) || uv_read_start((uv_stream_t *)&c->h, alloc_cb,
+								   read_cb)) {
+		conn_close(c);
+		return;
+	}
+	uv_tcp_nodelay(&c->h, 1);
+}
+
+/* ---- lifecycle ---- */
+
+/* After the Raft io closed, the only handles with data left are client connections. */
+static void walk_close(uv_handle_t *h, void *arg)
+{
+	(void)arg;
+	if (uv_is_closing(h))
+		return;
+	if (h->type == UV_TCP && h->data)
+		conn_close(h->data);
+	else
+		uv_close(h, NULL);
+}
+
+static void raft_closed(struct raft *r)
+{
+	(void)r;
+	K.raft_closed = true;
+	/* the io is closed: close every remaining handle (client connections included) */
+	uv_walk(K.loop, walk_close, NULL);
+}
+
+static void shutdown_node(int code)
+{
+	if (K.closing)
+		return;
+	K.closing = true;
+	K.exit_code = code;
+	uv_close((uv_handle_t *)&K.server, NULL);
+	raft_close(&K.raft, raft_closed);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+	(void)s;
+	if (K.verbose)
+		fprintf(stderr, "%s: node %llu: signal %d, shutting down\n", prog,
+			(unsigned long long)K.id, signum);
+	shutdown_node(0);
+}
+
+/* ---- arguments ---- */
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: %s --id N --cluster ID=HOST:PORT,... --dir DIR [--address HOST:PORT]\n"
+		   "                     [--storage delog|uv] [--flush POLICY] [--log-size N]\n"
+		   "                     [--snapshot-every N] [--trailing N] [--client-offset N]\n"
+		   "                     [--election-timeout MS] [--heartbeat MS] [--verbose]\n",
+		prog);
+}
+
+static void help(void)
+{
+	usage(stdout);
+	printf("\nA replicated key-value store: one process per node of a C-Raft cluster, its Raft\n"
+	       "log kept by delog (libdelog-raft).  Clients send lines to the node's client\n"
+	       "port: SET KEY VALUE (OK once committed and applied), GET KEY (VALUE V or\n"
+	       "NOTFOUND, linearizable), DIGEST, STATUS.  A follower answers SET and GET with\n"
+	       "ERR not-leader ID HOST:PORT, the leader's client address.\n"
+	       "\noptions:\n"
+	       "  -i, --id N              this node's id (> 0), one of --cluster's\n"
+	       "  -c, --cluster SPEC      every node: ID=HOST:PORT,... (the Raft addresses)\n"
+	       "  -d, --dir DIR           this node's data directory (created if missing)\n"
+	       "  -a, --address HOST:PORT this node's Raft address (default: its --cluster entry)\n"
+	       "  -s, --storage S         delog (default) or uv (C-Raft's own segment files)\n"
+	       "  -f, --flush POLICY      delog flush policy: sync (default), async, single\n"
+	       "  -l, --log-size N        size of a new delog log (K, M, G; default 64M)\n"
+	       "  -n, --snapshot-every N  snapshot the map every N entries (default 1024)\n"
+	       "  -t, --trailing N        entries kept behind a snapshot (default 128)\n"
+	       "  -o, --client-offset N   client port = Raft port + N (default 1000)\n"
+	       "  -e, --election-timeout MS  (default 1000)\n"
+	       "  -b, --heartbeat MS      (default 100)\n"
+	       "  -v, --verbose           log state changes to stderr\n"
+	       "  -h, --help              show this help\n"
+	       "\nEvery node bootstraps the --cluster configuration on its first start, so all\n"
+	       "nodes must be given the same --cluster.  docs/RAFT.md has examples.\n"
+	       "Exit status: 0 after SIGTERM or SIGINT, 1 failure, 2 usage error.\n");
+}
+
+static int bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	usage(stderr);
+	return 2;
+}
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-')
+		return false;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return false;
+	switch (*end) {
+	case 'K': case 'k': v <<= 10; end++; break;
+	case 'M': case 'm': v <<= 20; end++; break;
+	case 'G': case 'g': v <<= 30; end++; break;
+	default: break;
+	}
+	if (*end)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool valid_addr(const char *a)
+{
+	char host[64];
+	int port, n = 0;
+
+	return strlen(a) < 64 && sscanf(a, "%63[^:]:%d%n", host, &port, &n) == 2 &&
+	       a[n] == '\0' && port > 0 && port < 65536 - K.client_offset;
+}
+
+/* "1=127.0.0.1:9001,2=...": ids > 0 and distinct, addresses HOST:PORT and distinct. */
+static int parse_cluster(const char *spec, char *err, size_t errlen)
+{
+	char *copy = strdup(spec), *save = NULL, *tok;
+
+	if (!copy)
+		return -1;
+	K.nnodes = 0;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		uint64_t id;
+
+		if (K.nnodes == MAX_NODES) {
+			snprintf(err, errlen, "more than %d nodes", MAX_NODES);
+			goto bad;
+		}
+		if (!eq) {
+			snprintf(err, errlen, "'%.40s' is not ID=HOST:PORT", tok);
+			goto bad;
+		}
+		*eq = '\0';
+		if (!parse_u64(tok, &id) || id == 0 || strspn(tok, "0123456789") != strlen(tok)) {
+			snprintf(err, errlen, "'%.40s' is not a node id (a number > 0)", tok);
+			goto bad;
+		}
+		if (!valid_addr(eq + 1)) {
+			snprintf(err, errlen, "node %llu: '%.40s' is not HOST:PORT (port 1-%d)",
+				 (unsigned long long)id, eq + 1, 65535 - K.client_offset);
+			goto bad;
+		}
+		for (unsigned i = 0; i < K.nnodes; i++) {
+			if (K.nodes[i].id == id) {
+				snprintf(err, errlen, "node %llu is listed twice",
+					 (unsigned long long)id);
+				goto bad;
+			}
+			if (strcmp(K.nodes[i].addr, eq + 1) == 0) {
+				snprintf(err, errlen, "address %.40s is listed twice", eq + 1);
+				goto bad;
+			}
+		}
+		K.nodes[K.nnodes].id = id;
+		snprintf(K.nodes[K.nnodes].addr, sizeof(K.nodes[0].addr), "%s", eq + 1);
+		K.nnodes++;
+	}
+	if (!K.nnodes) {
+		snprintf(err, errlen, "no nodes");
+		goto bad;
+	}
+	free(copy);
+	return 0;
+bad:
+	free(copy);
+	return -1;
+}
+
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "id", required_argument, NULL, 'i' },
+		{ "cluster", required_argument, NULL, 'c' },
+		{ "dir", required_argument, NULL, 'd' },
+		{ "address", required_argument, NULL, 'a' },
+		{ "storage", required_argument, NULL, 's' },
+		{ "flush", required_argument, NULL, 'f' },
+		{ "log-size", required_argument, NULL, 'l' },
+		{ "snapshot-every", required_argument, NULL, 'n' },
+		{ "trailing", required_argument, NULL, 't' },
+		{ "client-offset", required_argument, NULL, 'o' },
+		{ "election-timeout", required_argument, NULL, 'e' },
+		{ "heartbeat", required_argument, NULL, 'b' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct delog_raft_options dopts = { .size = sizeof(dopts) };
+	const char *cluster = NULL, *dir = NULL, *storage = "delog";
+	uint64_t id = 0, every = 1024, trailing = 128, offset = 1000, et = 1000, hb = 100;
+	struct raft_configuration conf;
+	char err[160], chost[64];
+	struct sockaddr_in sa;
+	int ch, rv, cport;
+
+	K.client_offset = 1000;
+	while ((ch = getopt_long(argc, argv, "i:c:d:a:s:f:l:n:t:o:e:b:vh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'i':
+			if (!parse_u64(optarg, &id) || id == 0)
+				return bad_usage("--id: '%s' is not a node id (a number > 0)", optarg);
+			break;
+		case 'c':
+			cluster = optarg;
+			break;
+		case 'd':
+			dir = optarg;
+			break;
+		case 'a':
+			K.address = optarg;
+			break;
+		case 's':
+			if (strcmp(optarg, "delog") && strcmp(optarg, "uv"))
+				return bad_usage("--storage: '%s' is not delog or uv", optarg);
+			storage = optarg;
+			break;
+		case 'f':
+			if (delog_flush_policy_parse(optarg, &dopts.flush) ||
+			    dopts.flush == DELOG_FLUSH_NONE)
+				return bad_usage("--flush: '%s' is not sync, async or single",
+						 optarg);
+			break;
+		case 'l':
+			if (!parse_u64(optarg, &dopts.log_size) || dopts.log_size < (4u << 20))
+				return bad_usage("--log-size: '%s' is not a size of at least 4M",
+						 optarg);
+			break;
+		case 'n':
+			if (!parse_u64(optarg, &every) || every < 2 || every > UINT_MAX)
+				return bad_usage("--snapshot-every: '%s' is not a number >= 2", optarg);
+			break;
+		case 't':
+			if (!parse_u64(optarg, &trailing) || trailing > UINT_MAX)
+				return bad_usage("--trailing: '%s' is not a number", optarg);
+			break;
+		case 'o':
+			if (!parse_u64(optarg, &offset) || offset == 0 || offset > 60000)
+				return bad_usage("--client-offset: '%s' is not 1-60000", optarg);
+			K.client_offset = (int)offset;
+			break;
+		case 'e':
+			if (!parse_u64(optarg, &et) || et < 10 || et > 600000)
+				return bad_usage("--election-timeout: '%s' is not 10-600000 ms", optarg);
+			break;
+		case 'b':
+			if (!parse_u64(optarg, &hb) || hb < 1 || hb > 600000)
+				return bad_usage("--heartbeat: '%s' is not 1-600000 ms", optarg);
+			break;
+		case 'v':
+			K.verbose = true;
+			break;
+		case 'h':
+			help();
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc)
+		return bad_usage("unexpected argument '%s'", argv[optind]);
+	if (!id || !cluster || !dir)
+		return bad_usage("--id, --cluster and --dir are required");
+	if (hb >= et)
+		return bad_usage("--heartbeat must be shorter than --election-timeout");
+	if (parse_cluster(cluster, err, sizeof(err)))
+		return bad_usage("bad --cluster: %s", err);
+	K.id = id;
+	for (unsigned i = 0; i < K.nnodes; i++)
+		if (K.nodes[i].id == id) {
+			if (K.address && strcmp(K.address, K.nodes[i].addr))
+				return bad_usage("--address %s is not node %llu's address in "
+						 "--cluster (%s)", K.address,
+						 (unsigned long long)id, K.nodes[i].addr);
+			K.address = K.nodes[i].addr;
+		}
+	if (!K.address)
+		return bad_usage("node %llu is not in --cluster", (unsigned long long)id);
+	K.use_delog = strcmp(storage, "delog") == 0;
+	if (!K.use_delog && (dopts.flush || dopts.log_size))
+		return bad_usage("--flush and --log-size are for --storage delog");
+
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return fail("--dir %s: %s", dir, strerror(errno));
+	K.loop = uv_default_loop();
+	if ((rv = raft_uv_tcp_init(&K.transport, K.loop)) != 0)
+		return fail("transport: %s", raft_strerror(rv));
+	K.io.data = NULL;
+	rv = K.use_delog ? delog_raft_init(&K.io, K.loop, dir, &K.transport, &dopts)
+			 : raft_uv_init(&K.io, K.loop, dir, &K.transport);
+	if (rv)
+		return fail("storage in %s: %s", dir, K.io.errmsg);
+	K.fsm.version = 1;
+	K.fsm.apply = fsm_apply;
+	K.fsm.snapshot = fsm_snapshot;
+	K.fsm.restore = fsm_restore;
+	rv = raft_init(&K.raft, &K.io, &K.fsm, K.id, K.address);
+	if (rv)
+		return fail("init: %s", raft_errmsg(&K.raft));
+	raft_set_election_timeout(&K.raft, (unsigned)et);
+	raft_set_heartbeat_timeout(&K.raft, (unsigned)hb);
+	raft_set_snapshot_threshold(&K.raft, (unsigned)every);
+	raft_set_snapshot_trailing(&K.raft, (unsigned)trailing);
+	raft_set_pre_vote(&K.raft, true);
+
+	raft_configuration_init(&conf);
+	for (unsigned i = 0; i < K.nnodes; i++)
+		if (raft_configuration_add(&conf, K.nodes[i].id, K.nodes[i].addr, RAFT_VOTER))
+			return fail("configuration: out of memory");
+	rv = raft_bootstrap(&K.raft, &conf);
+	raft_configuration_close(&conf);
+	if (rv && rv != RAFT_CANTBOOTSTRAP)
+		return fail("bootstrap in %s: %s", dir, raft_errmsg(&K.raft));
+
+	/* the client port first: a port in use is reported before Raft starts */
+	sscanf(K.address, "%63[^:]:%d", chost, &cport);
+	cport += K.client_offset;
+	if ((rv = uv_ip4_addr(chost, cport, &sa)) != 0)
+		return fail("client address %s:%d: %s", chost, cport, uv_strerror(rv));
+	uv_tcp_init(K.loop, &K.server);
+	K.server.data = NULL;
+	if ((rv = uv_tcp_bind(&K.server, (const struct sockaddr *)&sa, 0)) != 0 ||
+	    (rv = uv_listen((uv_stream_t *)&K.server, 128, accept_cb)) != 0)
+		return fail("client port %s:%d: %s", chost, cport, uv_strerror(rv));
+
+	rv = raft_start(&K.raft);
+	if (rv)
+		return fail("start (Raft address %s, %s): %s", K.address, dir,
+			    raft_errmsg(&K.raft));
+	uv_signal_init(K.loop, &K.sigterm);
+	uv_signal_init(K.loop, &K.sigint);
+	uv_signal_start(&K.sigterm, on_signal, SIGTERM);
+	uv_signal_start(&K.sigint, on_signal, SIGINT);
+	fprintf(stderr, "%s: node %llu: Raft %s, clients %s:%d, storage %s, dir %s\n", prog,
+		(unsigned long long)K.id, K.address, chost, cport, storage, dir);
+	uv_run(K.loop, UV_RUN_DEFAULT);
+	if (K.raft_closed) {
+		if (K.use_delog)
+			delog_raft_close(&K.io);
+		else
+			raft_uv_close(&K.io);
+		raft_uv_tcp_close(&K.transport);
+	}
+	map_clear(&K.map);
+	uv_loop_close(K.loop);
+	return K.exit_code;
+}
