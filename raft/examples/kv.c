@@ -14,6 +14,8 @@
  * KEY is one word (no spaces); VALUE the rest of the line.
  *
  * Invariants and orderings:
+ *  - Every entry's size is a multiple of 8 (zero padding after the value): C-Raft
+ *    0.15's TCP transport sends entries back to back but decodes them 8-byte aligned.
  *  - The map changes only in the FSM's apply and restore, which C-Raft calls in log
  *    order on the loop: every node's map is a function of the committed prefix.
  *  - OK is written only from raft_apply's callback with status 0 (committed and
@@ -30,6 +32,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -180,6 +183,7 @@ static struct {
 	struct kvmap map;
 	uv_tcp_t server;
 	uv_signal_t sigterm, sigint;
+	uv_timer_t watchdog;
 	struct node_cfg nodes[MAX_NODES];
 	unsigned nnodes;
 	raft_id id;
@@ -545,8 +549,10 @@ static void handle_line(struct conn *c, char *line, size_t len)
 
 		val = sp + 1;
 		vl = (uint32_t)(len - (size_t)(val - line));
-		b.len = 8 + (size_t)kl + vl;
-		b.base = raft_malloc(b.len);
+		/* C-Raft 0.15's TCP transport sends an entry's len bytes but its receiver
+		 * skips to the next multiple of 8: entry sizes must be multiples of 8 */
+		b.len = (8 + (size_t)kl + vl + 7) & ~(size_t)7;
+		b.base = raft_calloc(1, b.len);
 		if (!b.base) {
 			free(r);
 			slot_fill(c, s, "ERR out of memory\n");
@@ -677,6 +683,19 @@ static void shutdown_node(int code)
 	K.exit_code = code;
 	uv_close((uv_handle_t *)&K.server, NULL);
 	raft_close(&K.raft, raft_closed);
+}
+
+/* C-Raft stops (RAFT_UNAVAILABLE) after an error it cannot go on from, such as a
+ * failed disk write: say why and exit 1, so a supervisor restarts the node (a restart
+ * recovers from the log). */
+static void watchdog_cb(uv_timer_t *t)
+{
+	(void)t;
+	if (!K.closing && raft_state(&K.raft) == RAFT_UNAVAILABLE) {
+		fprintf(stderr, "%s: node %llu: Raft stopped: %s\n", prog, (unsigned long long)K.id,
+			raft_errmsg(&K.raft)[0] ? raft_errmsg(&K.raft) : "(no message)");
+		shutdown_node(1);
+	}
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -956,6 +975,8 @@ int main(int argc, char **argv)
 	if (!K.use_delog && (dopts.flush || dopts.log_size))
 		return bad_usage("--flush and --log-size are for --storage delog");
 
+	/* a client that goes away mid-reply must not kill the node */
+	signal(SIGPIPE, SIG_IGN);
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
 		return fail("--dir %s: %s", dir, strerror(errno));
 	K.loop = uv_default_loop();
@@ -999,14 +1020,32 @@ int main(int argc, char **argv)
 	    (rv = uv_listen((uv_stream_t *)&K.server, 128, accept_cb)) != 0)
 		return fail("client port %s:%d: %s", chost, cport, uv_strerror(rv));
 
+	/* C-Raft's transport says only "I/O error" when it cannot listen: try first */
+	{
+		uv_tcp_t probe;
+		int prv, pport;
+		char phost[64];
+
+		sscanf(K.address, "%63[^:]:%d", phost, &pport);
+		uv_tcp_init(K.loop, &probe);
+		if ((prv = uv_ip4_addr(phost, pport, &sa)) == 0 &&
+		    (prv = uv_tcp_bind(&probe, (const struct sockaddr *)&sa, 0)) == 0)
+			prv = uv_listen((uv_stream_t *)&probe, 1, accept_cb);
+		uv_close((uv_handle_t *)&probe, NULL);
+		uv_run(K.loop, UV_RUN_NOWAIT);
+		if (prv)
+			return fail("Raft port %s: %s", K.address, uv_strerror(prv));
+	}
 	rv = raft_start(&K.raft);
 	if (rv)
-		return fail("start (Raft address %s, %s): %s", K.address, dir,
-			    raft_errmsg(&K.raft));
+		return fail("start (Raft address %s, %s): %s: %s", K.address, dir,
+			    raft_strerror(rv), K.use_delog ? K.io.errmsg : K.transport.errmsg);
 	uv_signal_init(K.loop, &K.sigterm);
 	uv_signal_init(K.loop, &K.sigint);
 	uv_signal_start(&K.sigterm, on_signal, SIGTERM);
 	uv_signal_start(&K.sigint, on_signal, SIGINT);
+	uv_timer_init(K.loop, &K.watchdog);
+	uv_timer_start(&K.watchdog, watchdog_cb, 100, 100);
 	fprintf(stderr, "%s: node %llu: Raft %s, clients %s:%d, storage %s, dir %s\n", prog,
 		(unsigned long long)K.id, K.address, chost, cport, storage, dir);
 	uv_run(K.loop, UV_RUN_DEFAULT);

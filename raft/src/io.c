@@ -90,6 +90,8 @@ struct draft {
 	void *open_arg;
 
 	struct raft_io net;       /* C-Raft's uv io (network, timers), if has_net */
+	struct raft_uv_transport *transport;
+	char address[256];        /* this server's, for messages */
 	bool has_net, net_inited;
 	raft_io_tick_cb tick_cb;
 	raft_io_recv_cb recv_cb;
@@ -455,6 +457,7 @@ static int io_init(struct raft_io *io, raft_id id, const char *address)
 			 strerror(errno));
 		return RAFT_IOERR;
 	}
+	draft_msgf(d->address, "%s", address);
 	d->net.data = d;
 	rv = d->net.init(&d->net, id, address);
 	if (rv) {
@@ -494,8 +497,11 @@ static int io_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick,
 	d->tick_cb = tick;
 	d->recv_cb = recv;
 	rv = d->net.start(&d->net, msecs, tick_tramp, recv_tramp);
-	if (rv)
-		draft_msgf(io->errmsg, "start: %s", d->net.errmsg);
+	if (rv && (d->net.errmsg[0] || d->transport->errmsg[0]))
+		draft_msgf(io->errmsg, "start: %s", d->net.errmsg[0] ? d->net.errmsg
+							      : d->transport->errmsg);
+	else if (rv)
+		draft_msgf(io->errmsg, "start: cannot listen on %s (in use?)", d->address);
 	return rv;
 }
 
@@ -1202,6 +1208,7 @@ int draft_init(struct raft_io *io, struct uv_loop_s *loop, const char *dir,
 			return rv;
 		}
 		d->has_net = true;
+		d->transport = transport;
 	}
 	io->version = 2;
 	io->impl = d;

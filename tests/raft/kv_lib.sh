@@ -1,0 +1,78 @@
+# kv_lib.sh - helpers of the delog-raft-kv process tests (kill_test.sh, deposed_test.sh),
+# sourced after ../lib.sh with KV (the daemon), CLIENT (kvclient.py) and TMP set.
+#
+#   kv_ports             pick this run's Raft ports P1..P3 (clients at +1000, all below
+#                        Linux's ephemeral range, 32768 up, where outgoing connections
+#                        could hold them) and set CLUSTER and NODES (client addresses);
+#                        PY is the python3 interpreter itself (no shim: it runs often)
+#   kv_start I [ARGS]    start node I (pid in $TMP/pid.I, stderr appended to $TMP/log.I)
+#   kv_kill I            SIGKILL node I and reap it
+#   kv_stop_all          SIGTERM every running node; a node that does not exit 0 fails
+#   kv_up I              wait (10 s at most) until node I answers STATUS
+#   kv_leader            print the leader's id, waiting up to 15 s for one (0: none)
+#   rnd N                a random number in 0..N-1
+# Processes are only ever signalled by the pids this script recorded.
+# POSIX sh.
+
+rnd() {
+	r=$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
+	echo $((r % $1))
+}
+
+kv_ports() {
+	base=$((10000 + $(rnd 100) * 100))
+	PY=$(python3 -c 'import sys; print(sys.executable)')
+	P1=$((base + 1)); P2=$((base + 2)); P3=$((base + 3))
+	CLUSTER="1=127.0.0.1:$P1,2=127.0.0.1:$P2,3=127.0.0.1:$P3"
+	NODES="127.0.0.1:$((P1 + 1000)),127.0.0.1:$((P2 + 1000)),127.0.0.1:$((P3 + 1000))"
+}
+
+kv_start() {
+	i=$1
+	shift
+	LIBRAFT_TRACE=${KV_TRACE:-} "$KV" --id "$i" --cluster "$CLUSTER" --dir "$TMP/n$i" "$@" >>"$TMP/log.$i" 2>&1 &
+	echo $! >"$TMP/pid.$i"
+}
+
+kv_kill() {
+	if [ -s "$TMP/pid.$1" ]; then
+		kill -KILL "$(cat "$TMP/pid.$1")" 2>/dev/null
+		wait "$(cat "$TMP/pid.$1")" 2>/dev/null
+		: >"$TMP/pid.$1"
+	fi
+}
+
+kv_stop_all() {
+	for i in 1 2 3; do
+		[ -s "$TMP/pid.$i" ] && kill -TERM "$(cat "$TMP/pid.$i")" 2>/dev/null
+	done
+	for i in 1 2 3; do
+		if [ -s "$TMP/pid.$i" ]; then
+			wait "$(cat "$TMP/pid.$i")"
+			rc=$?
+			[ "$rc" -eq 0 ] || fail "node $i exited $rc after SIGTERM (see $TMP/log.$i)"
+			: >"$TMP/pid.$i"
+		fi
+	done
+}
+
+kv_up() {
+	"$PY" "$CLIENT" status "$(echo "$NODES" | cut -d, -f"$1")" --wait 10 >/dev/null
+}
+
+kv_leader() {
+	"$PY" "$CLIENT" leader "$NODES" --wait 15
+}
+
+kv_cleanup() {
+	for i in 1 2 3; do
+		[ -s "$TMP/pid.$i" ] && kill -KILL "$(cat "$TMP/pid.$i")" 2>/dev/null
+	done
+	[ -n "${LPID:-}" ] && kill -KILL "$LPID" 2>/dev/null
+	wait 2>/dev/null
+	if [ "$FAILS" -eq 0 ]; then
+		rm -rf "$TMP"
+	else
+		echo "kept $TMP for inspection" >&2
+	fi
+}
