@@ -1,0 +1,80 @@
+#!/bin/sh
+# raft_bench.sh KV CLIENT DIR [SECONDS] - delog-raft-kv on delog storage against C-Raft's
+# own storage (--storage uv): a benchmark, not a test (it prints, it never fails on a
+# number).
+#
+# For each clients-in-flight count (1, 16, 64) and value size (128 B, 4 KiB), the two
+# storages run one after the other (interleaved, so drift in the machine hits both),
+# each as a fresh 3-node cluster on 127.0.0.1 with its directories under DIR (one disk).
+# Each run: SETs for SECONDS (default 5) through the leader; committed writes per
+# second, p50/p99 latency, and device flushes per committed write from the disk's
+# /sys/class/block/DEV/stat (field 16: flush requests completed; counts every process on the
+# disk, so run it on a quiet machine).  delog runs with --flush single.  Then the ratio
+# delog / uv for each row.
+set -u
+KV=$1
+CLIENT=$2
+BASE=$3
+SECS=${4:-5}
+PY=$(python3 -c 'import sys; print(sys.executable)')
+TMP=$(mktemp -d "$BASE/raft-bench.XXXXXX") || exit 1
+PIDS=
+cleanup() {
+	for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+dev=$(df -P "$BASE" | awk 'NR == 2 { print $1 }')
+stat=/sys/class/block/$(basename "$dev")/stat
+[ -r "$stat" ] || stat=
+flushes() {
+	if [ -n "$stat" ]; then awk '{ print ($16 == "" ? 0 : $16) }' "$stat"; else echo 0; fi
+}
+
+port=$((20000 + $$ % 50 * 20))
+run() { # storage inflight size -> prints "writes/s p50 p99 flushes/write"
+	port=$((port + 3))
+	[ $port -gt 21900 ] && port=20003
+	cl="1=127.0.0.1:$((port + 1)),2=127.0.0.1:$((port + 2)),3=127.0.0.1:$((port + 3))"
+	nodes="127.0.0.1:$((port + 1001)),127.0.0.1:$((port + 1002)),127.0.0.1:$((port + 1003))"
+	extra=
+	[ "$1" = delog ] && extra="--flush single --log-size 256M"
+	rm -rf "$TMP/n1" "$TMP/n2" "$TMP/n3"
+	PIDS=
+	for i in 1 2 3; do
+		# shellcheck disable=SC2086
+		"$KV" --id $i --cluster "$cl" --dir "$TMP/n$i" --storage "$1" $extra \
+			--snapshot-every 4096 --trailing 1024 2>>"$TMP/log" &
+		PIDS="$PIDS $!"
+	done
+	"$PY" "$CLIENT" leader "$nodes" --wait 15 >/dev/null
+	f0=$(flushes)
+	out=$("$PY" "$CLIENT" bench "$nodes" --inflight "$2" --size "$3" --duration "$SECS")
+	f1=$(flushes)
+	for p in $PIDS; do kill -TERM "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	PIDS=
+	echo "$out" | awk -v f=$((f1 - f0)) -v hs="${stat:+1}" '{
+		n = $6; r = $10; sub("/s", "", r); p50 = $12; p99 = $15
+		printf "%s %s %s %s\n", r, p50, p99, (hs && n > 0) ? sprintf("%.2f", f / n) : "n/a" }'
+}
+
+echo "delog-raft-kv, 3 nodes on 127.0.0.1, $SECS s per run, directories on $dev (${stat:-no stat})"
+printf "%-6s %8s %6s %10s %9s %9s %13s\n" storage inflight size "writes/s" "p50 ms" "p99 ms" "flushes/write"
+for inflight in 1 16 64; do
+	for size in 128 4096; do
+		for s in delog uv; do
+			set -- $(run $s $inflight $size)
+			printf "%-6s %8s %6s %10s %9s %9s %13s\n" $s $inflight $size "$1" "$2" "$3" "$4"
+			echo "$s $inflight $size $1" >>"$TMP/res"
+		done
+	done
+done
+echo
+echo "ratio delog / uv (committed writes per second):"
+awk '{ k = $2 " " $3; if ($1 == "delog") d[k] = $4; else u[k] = $4; ks[k] = 1 }
+     END { for (k in ks) { split(k, a, " ");
+	printf "  inflight %3s size %5s: %.2fx\n", a[1], a[2], (u[k] > 0 ? d[k] / u[k] : 0) } }' \
+	"$TMP/res" | sort -k2n -k4n
