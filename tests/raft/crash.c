@@ -3,7 +3,9 @@
  *
  * One node's log on delog's simulated disk in hold mode (its completions wait for the
  * test; iolayer/include/io_sim.h).  The test thread drives the io as C-Raft would
- * (set_term, set_vote, appends with several in flight, truncations) on its libuv loop;
+ * (set_term, set_vote, appends with several in flight, truncations, snapshots with
+ * trailing entries, whose releases let the log wrap, and installed snapshots) on its
+ * libuv loop;
  * a deliverer thread owns the disk: before each single completion it delivers, it takes
  * power-cut images of the disk (strict and garble resolutions of the unstable sectors),
  * opens each with a fresh io (draft_init on a sim disk made from the image) and loads it.
@@ -18,7 +20,12 @@
  * So term and vote are at least as new as any acknowledged, and the entries are the log
  * as it was at one moment, containing every entry whose callback ran: a prefix of the
  * history, never a mix.  The model's state after each call is fingerprinted before the
- * call starts, so the deliverer compares fingerprints only.
+ * call starts, so the deliverer compares fingerprints only.  A snapshot counts as begun
+ * when snapshot_put is called (its records are committed later, on the loop, and the
+ * driver issues nothing else until its callback) and acknowledged by its callback.
+ * Snapshot data files live on the real file system (they are written and synced before
+ * any record names them); each check links them into a directory of its own, since the
+ * checking io removes the files its log does not name.
  *
  * Sessions chain: each next one starts from the durable media the previous one left
  * (closed cleanly), so recovery of a reopened log and its continuing keys are covered;
@@ -28,6 +35,8 @@
  */
 #include "helpers.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -68,7 +77,10 @@ struct ment {
 struct model {
 	raft_term term;
 	raft_id vote;
-	size_t n;                 /* entries 1..n (no snapshots here) */
+	raft_index snap, first;   /* the snapshot's index (0: none); e[0]'s index */
+	raft_term snap_term;
+	uint64_t snap_sum;        /* checksum of the snapshot's data */
+	size_t n;                 /* entries first..first + n - 1 */
 	struct ment e[CR_MAXE];
 };
 
@@ -80,6 +92,8 @@ static uint64_t fp_add(uint64_t h, uint64_t v)
 static uint64_t model_fp(const struct model *m)
 {
 	uint64_t h = fp_add(fp_add(fp_add(0, m->term), m->vote), m->n);
+
+	h = fp_add(fp_add(fp_add(fp_add(h, m->snap), m->snap_term), m->snap_sum), m->first);
 
 	for (size_t i = 0; i < m->n; i++)
 		h = fp_add(fp_add(h, m->e[i].term), m->e[i].sum);
@@ -96,13 +110,13 @@ static void payload(unsigned char *p, size_t len, raft_index index, uint64_t gen
 
 struct run {
 	struct iol_dev *dev;
-	char *dir;
+	char *dir, *cdir;         /* the session's directory; the checks' */
 	enum delog_flush_policy flush;
 	uint64_t fp[CR_OPS + 1];  /* state after k calls of this session */
 	_Atomic uint64_t started, acked;
 	atomic_bool stop;
 	uint64_t seed;
-	unsigned long states, events;
+	unsigned long states, events, snaps;
 	int bad;
 	char why[512];
 	unsigned char *image;
@@ -143,6 +157,38 @@ static void closed_cb(struct raft_io *io)
 	*(volatile bool *)io->data = true;
 }
 
+/* The checks' directory: exactly the session's snapshot data files, linked. */
+static void link_snapshots(struct run *r)
+{
+	char from[4200], to[4200];
+	struct dirent *de;
+	DIR *d;
+
+	d = opendir(r->cdir);
+	cr_assert_not_null(d);
+	while ((de = readdir(d)) != NULL)
+		if (strncmp(de->d_name, "snapshot-", 9) == 0) {
+			snprintf(to, sizeof(to), "%s/%s", r->cdir, de->d_name);
+			cr_assert_eq(unlink(to), 0, "unlink %s", to);
+		}
+	closedir(d);
+	d = opendir(r->dir);
+	cr_assert_not_null(d);
+	while ((de = readdir(d)) != NULL) {
+		size_t l = strlen(de->d_name);
+
+		if (strncmp(de->d_name, "snapshot-", 9) != 0 || l < 4 ||
+		    strcmp(de->d_name + l - 4, ".dat") != 0)
+			continue;
+		snprintf(from, sizeof(from), "%s/%s", r->dir, de->d_name);
+		snprintf(to, sizeof(to), "%s/%s", r->cdir, de->d_name);
+		/* a file the session removes meanwhile is one no durable record needs */
+		if (link(from, to) != 0)
+			cr_assert_eq(errno, ENOENT, "link %s: %s", from, strerror(errno));
+	}
+	closedir(d);
+}
+
 /* Load the image with a fresh io and compare with the model's fingerprints. */
 static void check_image(struct run *r, uint64_t acked, uint64_t started)
 {
@@ -156,7 +202,8 @@ static void check_image(struct run *r, uint64_t acked, uint64_t started)
 	int rv;
 
 	cr_assert_eq(uv_loop_init(&loop), 0);
-	rv = draft_init(&io, &loop, r->dir, NULL, &o, open_dev, dev);
+	link_snapshots(r);
+	rv = draft_init(&io, &loop, r->cdir, NULL, &o, open_dev, dev);
 	cr_assert_eq(rv, 0, "%s", io.errmsg);
 	cr_assert_eq(io.init(&io, 1, "sim"), 0);
 	rv = io.load(&io, &l.term, &l.vote, &l.snap, &l.start, &l.ents, &l.n);
@@ -164,9 +211,10 @@ static void check_image(struct run *r, uint64_t acked, uint64_t started)
 		verdict(r, "state %lu: load failed: %d %s", r->states, rv, io.errmsg);
 	} else {
 		h = fp_add(fp_add(fp_add(0, l.term), l.vote), l.n);
-		if (l.snap || (l.n && l.start != 1))
-			verdict(r, "state %lu: snapshot or start %llu", r->states,
-				(unsigned long long)l.start);
+		h = fp_add(h, l.snap ? l.snap->index : 0);
+		h = fp_add(h, l.snap ? l.snap->term : 0);
+		h = fp_add(h, l.snap ? draft_sum(0, l.snap->bufs[0].base, l.snap->bufs[0].len) : 0);
+		h = fp_add(h, l.start);
 		for (size_t i = 0; i < l.n; i++)
 			h = fp_add(fp_add(h, l.ents[i].term),
 				   draft_sum(0, l.ents[i].buf.base, l.ents[i].buf.len));
@@ -256,6 +304,74 @@ static void ack(struct run *r, uint64_t op)
 		;
 }
 
+/* Call k does nothing (the drawn call did not apply): the same state again. */
+static void noop(struct run *r, struct model *m, uint64_t k)
+{
+	r->fp[k] = model_fp(m);
+	atomic_store(&r->started, k);
+}
+
+struct put {
+	struct raft_io_snapshot_put req;
+	volatile bool done;
+	int status;
+};
+
+static void put_cb(struct raft_io_snapshot_put *req, int status)
+{
+	struct put *p = req->data;
+
+	p->status = status;
+	p->done = true;
+}
+
+/* Call k: a snapshot at m->snap keeping @trailing entries; waits for its callback. */
+static void snapshot(struct run *r, struct raft_io *io, uv_loop_t *loop, struct model *m,
+		     uint64_t k, unsigned trailing, uint64_t *seed)
+{
+	struct put p = { .req = { .data = &p } };
+	struct raft_snapshot s = { .index = m->snap, .term = m->snap_term };
+	struct raft_buffer b;
+	size_t len = 1 + rnd(seed) % 3000;
+	int rv;
+
+	b.base = malloc(len);
+	b.len = len;
+	cr_assert_not_null(b.base);
+	payload(b.base, len, m->snap, k);
+	raft_configuration_init(&s.configuration);
+	cr_assert_eq(raft_configuration_add(&s.configuration, 1, "sim:1", RAFT_VOTER), 0);
+	s.configuration_index = 1;
+	s.bufs = &b;
+	s.n_bufs = 1;
+	m->snap_sum = draft_sum(0, b.base, len);
+	if (trailing == 0) {
+		m->n = 0;
+		m->first = m->snap + 1;
+	} else if (m->snap > trailing && m->snap - trailing >= m->first) {
+		size_t drop = (size_t)(m->snap - trailing - m->first + 1);
+
+		memmove(m->e, m->e + drop, (m->n - drop) * sizeof(m->e[0]));
+		m->n -= drop;
+		m->first += drop;
+	}
+	r->fp[k] = model_fp(m);
+	atomic_store(&r->started, k);
+	rv = io->snapshot_put(io, trailing, &p.req, &s, put_cb);
+	cr_assert_eq(rv, 0, "snapshot_put: %s", io->errmsg);
+	while (!p.done && !r->bad) {
+		uv_run(loop, UV_RUN_NOWAIT);
+		usleep(20);
+	}
+	if (p.done) {
+		cr_assert_eq(p.status, 0, "snapshot_put: %d %s", p.status, io->errmsg);
+		ack(r, k);
+		r->snaps++;
+	}
+	free(b.base);
+	raft_configuration_close(&s.configuration);
+}
+
 /* One session: CR_OPS calls from model @m on r->dev; returns with everything closed. */
 static void session(struct run *r, struct model *m, uint64_t *seed)
 {
@@ -281,6 +397,7 @@ static void session(struct run *r, struct model *m, uint64_t *seed)
 	cr_assert_eq(rv, 0, "session load: %s", io.errmsg);
 	cr_assert_eq(l.term, m->term);
 	cr_assert_eq(l.n, m->n);
+	cr_assert_eq(l.start, m->first);
 	th_loaded_free(&l);
 
 	for (uint64_t k = 1; k <= CR_OPS && !r->bad; k++) {
@@ -301,10 +418,27 @@ static void session(struct run *r, struct model *m, uint64_t *seed)
 			rv = io.set_vote(&io, m->vote);
 			cr_assert_eq(rv, 0, "set_vote: %s", io.errmsg);
 			ack(r, k);
-		} else if (c < 22 && m->n > 1) {
-			raft_index at = m->n - rnd(seed) % (m->n < 4 ? m->n : 4);
+		} else if (c < 26 && m->n > 2) {
+			/* a snapshot: trailing 0 (installed, maybe past our log) or 1-8 */
+			unsigned trailing = (unsigned)(rnd(seed) % 9);
+			raft_index last = m->first + m->n - 1;
+			raft_index at = trailing ? last - rnd(seed) % 3 : last + rnd(seed) % 3;
 
-			m->n = at - 1;
+			if (at <= m->snap) {
+				noop(r, m, k);
+				continue;
+			}
+			m->snap = at;
+			m->snap_term = m->term ? m->term : 1;
+			snapshot(r, &io, &loop, m, k, trailing, seed);
+		} else if (c < 22 && m->n > 1) {
+			raft_index at = m->first + m->n - 1 - rnd(seed) % (m->n < 4 ? m->n : 4);
+
+			if (at <= m->snap) {
+				noop(r, m, k);
+				continue;
+			}
+			m->n = at - m->first;
 			r->fp[k] = model_fp(m);
 			atomic_store(&r->started, k);
 			rv = io.truncate(&io, at);
@@ -321,7 +455,7 @@ static void session(struct run *r, struct model *m, uint64_t *seed)
 			a->req.data = a;
 			for (unsigned i = 0; i < cnt; i++) {
 				size_t len = rnd(seed) % 700;
-				raft_index index = m->n + 1;
+				raft_index index = m->first + m->n;
 
 				a->e[i].term = m->term ? m->term : 1;
 				a->e[i].type = RAFT_COMMAND;
@@ -370,6 +504,8 @@ static void run_policy(enum delog_flush_policy flush, uint64_t seed)
 	r->image = malloc(CR_DEV_BYTES);
 	cr_assert_not_null(r->image);
 	r->dir = th_mkdir();
+	r->cdir = th_mkdir();
+	m->first = 1;
 	r->flush = flush;
 	r->seed = seed;
 	r->dev = sim_dev(true, seed, NULL);
@@ -391,14 +527,16 @@ static void run_policy(enum delog_flush_policy flush, uint64_t seed)
 			iol_dev_close(r->dev);
 			r->dev = sim_dev(true, rnd(&seed), NULL);
 			memset(m, 0, sizeof(*m));
+			m->first = 1;
+			cr_assert_eq(draft_snap_prune(r->dir, 0, r->why), 0, "%s", r->why);
 		}
 	}
-	cr_log_info("raft.crash %s: %lu states checked at %lu device events, %u sessions",
-		    delog_flush_policy_name(flush), r->states, r->events, sessions);
-	fprintf(stderr, "raft.crash %s: %lu states checked at %lu device events, %u sessions\n",
-		delog_flush_policy_name(flush), r->states, r->events, sessions);
+	fprintf(stderr, "raft.crash %s: %lu states checked at %lu device events, %u sessions, "
+		"%lu snapshots\n", delog_flush_policy_name(flush), r->states, r->events, sessions,
+		r->snaps);
 	iol_dev_close(r->dev);
 	th_rmdir(r->dir);
+	th_rmdir(r->cdir);
 	free(r->image);
 	free(r);
 	free(m);
