@@ -141,7 +141,4 @@ int draft_init(struct raft_io *io, struct uv_loop_s *loop, const char *dir,
 	       struct raft_uv_transport *transport, const struct delog_raft_options *opts,
 	       draft_open_fn open, void *open_arg);
 
-/* The io's log (NULL until opened), for tests. */
-delog *draft_log(struct raft_io *io);
-
 #endif

@@ -1277,8 +1277,3 @@ int delog_raft_stats(struct raft_io *io, struct delog_stats *st)
 	}
 	return delog_stats(d->log, st) ? RAFT_INVALID : 0;
 }
-
-delog *draft_log(struct raft_io *io)
-{
-	return D(io)->log;
-}
