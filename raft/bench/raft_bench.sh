@@ -1,21 +1,24 @@
 #!/bin/sh
-# raft_bench.sh KV CLIENT DIR [SECONDS] - delog-raft-kv on delog storage against C-Raft's
+# raft_bench.sh KV KVBENCH CLIENT DIR [SECONDS] - delog-raft-kv on delog storage against C-Raft's
 # own storage (--storage uv): a benchmark, not a test (it prints, it never fails on a
 # number).
 #
 # For each clients-in-flight count (1, 16, 64) and value size (128 B, 4 KiB), the two
 # storages run one after the other (interleaved, so drift in the machine hits both),
 # each as a fresh 3-node cluster on 127.0.0.1 with its directories under DIR (one disk).
-# Each run: SETs for SECONDS (default 5) through the leader; committed writes per
+# Each run: SETs for SECONDS (default 5) through the leader from KVBENCH (kvbench.c: one
+# thread and connection per request in flight; CLIENT, kvclient.py, only finds the
+# leader); committed writes per
 # second, p50/p99 latency, and device flushes per committed write from the disk's
 # /sys/class/block/DEV/stat (field 16: flush requests completed; counts every process on the
 # disk, so run it on a quiet machine).  delog runs with --flush single.  Then the ratio
 # delog / uv for each row.
 set -u
 KV=$1
-CLIENT=$2
-BASE=$3
-SECS=${4:-5}
+KVBENCH=$2
+CLIENT=$3
+BASE=$4
+SECS=${5:-5}
 PY=$(python3 -c 'import sys; print(sys.executable)')
 TMP=$(mktemp -d "$BASE/raft-bench.XXXXXX") || exit 1
 PIDS=
@@ -51,7 +54,7 @@ run() { # storage inflight size -> prints "writes/s p50 p99 flushes/write"
 	done
 	"$PY" "$CLIENT" leader "$nodes" --wait 15 >/dev/null
 	f0=$(flushes)
-	out=$("$PY" "$CLIENT" bench "$nodes" --inflight "$2" --size "$3" --duration "$SECS")
+	out=$("$KVBENCH" "$nodes" "$2" "$3" "$SECS")
 	f1=$(flushes)
 	for p in $PIDS; do kill -TERM "$p" 2>/dev/null; done
 	wait 2>/dev/null
