@@ -167,7 +167,8 @@ static int find_leader(char *nodes)
 			if (parse_addr(a, &sa) || (fd = dial(&sa)) < 0)
 				continue;
 			if (roundtrip(fd, "STATUS\n", 7, rep, sizeof(rep)) == 0 &&
-			    sscanf(rep, "STATUS %*u %31s", state) == 1 && strcmp(state, "leader") == 0) {
+			    sscanf(rep, "STATUS %*u %31s", state) == 1 &&
+			    strcmp(state, "leader") == 0) {
 				close(fd);
 				leader = sa;
 				free(copy);
@@ -221,8 +222,7 @@ int main(int argc, char **argv)
 	}
 	qsort(all, total, sizeof(double), cmp);
 	printf("bench: inflight %d size %zu: %zu writes in %.2fs: %.0f/s p50 %.2f ms p99 %.2f ms\n",
-	       inflight, vsize, total, el, (double)total / el,
-	       total ? all[total / 2] * 1e3 : 0.0,
+	       inflight, vsize, total, el, (double)total / el, total ? all[total / 2] * 1e3 : 0.0,
 	       total ? all[(size_t)((double)total * 0.99)] * 1e3 : 0.0);
 	free(all);
 	free(w);

@@ -221,8 +221,8 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
 	vl = get32(p + 4);
 	if ((uint64_t)kl + vl + 8 > buf->len)
 		return RAFT_MALFORMED;
-	return map_set(&K.map, (const char *)p + 8, kl, (const char *)p + 8 + kl, vl) ? RAFT_NOMEM
-										 : 0;
+	return map_set(&K.map, (const char *)p + 8, kl, (const char *)p + 8 + kl, vl) ? RAFT_NOMEM :
+											0;
 }
 
 static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
@@ -645,8 +645,8 @@ static void accept_cb(uv_stream_t *srv, int status)
 		return;
 	uv_tcp_init(K.loop, &c->h);
 	c->h.data = c;
-	if (uv_accept(srv, (uv_stream_t *)&c->h) || uv_read_start((uv_stream_t *)&c->h, alloc_cb,
-								   read_cb)) {
+	if (uv_accept(srv, (uv_stream_t *)&c->h) ||
+	    uv_read_start((uv_stream_t *)&c->h, alloc_cb, read_cb)) {
 		conn_close(c);
 		return;
 	}
@@ -711,10 +711,11 @@ static void on_signal(uv_signal_t *s, int signum)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: %s --id N --cluster ID=HOST:PORT,... --dir DIR [--address HOST:PORT]\n"
-		   "                     [--storage delog|uv] [--flush POLICY] [--log-size N]\n"
-		   "                     [--snapshot-every N] [--trailing N] [--client-offset N]\n"
-		   "                     [--election-timeout MS] [--heartbeat MS] [--verbose]\n",
+	fprintf(f,
+		"usage: %s --id N --cluster ID=HOST:PORT,... --dir DIR [--address HOST:PORT]\n"
+		"                     [--storage delog|uv] [--flush POLICY] [--log-size N]\n"
+		"                     [--snapshot-every N] [--trailing N] [--client-offset N]\n"
+		"                     [--election-timeout MS] [--heartbeat MS] [--verbose]\n",
 		prog);
 }
 
@@ -772,10 +773,23 @@ static bool parse_u64(const char *s, uint64_t *out)
 	if (errno || end == s)
 		return false;
 	switch (*end) {
-	case 'K': case 'k': v <<= 10; end++; break;
-	case 'M': case 'm': v <<= 20; end++; break;
-	case 'G': case 'g': v <<= 30; end++; break;
-	default: break;
+	case 'K':
+	case 'k':
+		v <<= 10;
+		end++;
+		break;
+	case 'M':
+	case 'm':
+		v <<= 20;
+		end++;
+		break;
+	case 'G':
+	case 'g':
+		v <<= 30;
+		end++;
+		break;
+	default:
+		break;
 	}
 	if (*end)
 		return false;
@@ -788,8 +802,8 @@ static bool valid_addr(const char *a)
 	char host[64];
 	int port, n = 0;
 
-	return strlen(a) < 64 && sscanf(a, "%63[^:]:%d%n", host, &port, &n) == 2 &&
-	       a[n] == '\0' && port > 0 && port < 65536 - K.client_offset;
+	return strlen(a) < 64 && sscanf(a, "%63[^:]:%d%n", host, &port, &n) == 2 && a[n] == '\0' &&
+	       port > 0 && port < 65536 - K.client_offset;
 }
 
 /* "1=127.0.0.1:9001,2=...": ids > 0 and distinct, addresses HOST:PORT and distinct. */
@@ -893,7 +907,8 @@ int main(int argc, char **argv)
 		switch (ch) {
 		case 'i':
 			if (!parse_u64(optarg, &id) || id == 0)
-				return bad_usage("--id: '%s' is not a node id (a number > 0)", optarg);
+				return bad_usage("--id: '%s' is not a node id (a number > 0)",
+						 optarg);
 			break;
 		case 'c':
 			cluster = optarg;
@@ -922,7 +937,8 @@ int main(int argc, char **argv)
 			break;
 		case 'n':
 			if (!parse_u64(optarg, &every) || every < 2 || every > UINT_MAX)
-				return bad_usage("--snapshot-every: '%s' is not a number >= 2", optarg);
+				return bad_usage("--snapshot-every: '%s' is not a number >= 2",
+						 optarg);
 			break;
 		case 't':
 			if (!parse_u64(optarg, &trailing) || trailing > UINT_MAX)
@@ -935,7 +951,8 @@ int main(int argc, char **argv)
 			break;
 		case 'e':
 			if (!parse_u64(optarg, &et) || et < 10 || et > 600000)
-				return bad_usage("--election-timeout: '%s' is not 10-600000 ms", optarg);
+				return bad_usage("--election-timeout: '%s' is not 10-600000 ms",
+						 optarg);
 			break;
 		case 'b':
 			if (!parse_u64(optarg, &hb) || hb < 1 || hb > 600000)
@@ -965,8 +982,9 @@ int main(int argc, char **argv)
 		if (K.nodes[i].id == id) {
 			if (K.address && strcmp(K.address, K.nodes[i].addr))
 				return bad_usage("--address %s is not node %llu's address in "
-						 "--cluster (%s)", K.address,
-						 (unsigned long long)id, K.nodes[i].addr);
+						 "--cluster (%s)",
+						 K.address, (unsigned long long)id,
+						 K.nodes[i].addr);
 			K.address = K.nodes[i].addr;
 		}
 	if (!K.address)
@@ -983,8 +1001,8 @@ int main(int argc, char **argv)
 	if ((rv = raft_uv_tcp_init(&K.transport, K.loop)) != 0)
 		return fail("transport: %s", raft_strerror(rv));
 	K.io.data = NULL;
-	rv = K.use_delog ? delog_raft_init(&K.io, K.loop, dir, &K.transport, &dopts)
-			 : raft_uv_init(&K.io, K.loop, dir, &K.transport);
+	rv = K.use_delog ? delog_raft_init(&K.io, K.loop, dir, &K.transport, &dopts) :
+			   raft_uv_init(&K.io, K.loop, dir, &K.transport);
 	if (rv)
 		return fail("storage in %s: %s", dir, K.io.errmsg);
 	K.fsm.version = 1;

@@ -39,12 +39,12 @@ struct uv_loop_s;
 
 /* Options of delog_raft_init.  Zero-initialise, set size, then the members wanted. */
 struct delog_raft_options {
-	size_t size;                    /* sizeof(struct delog_raft_options) */
-	const char *backend;            /* delog backend; NULL: the best available */
-	enum delog_flush_policy flush;  /* default DELOG_FLUSH_SYNC; DELOG_FLUSH_NONE is
+	size_t size;                   /* sizeof(struct delog_raft_options) */
+	const char *backend;           /* delog backend; NULL: the best available */
+	enum delog_flush_policy flush; /* default DELOG_FLUSH_SYNC; DELOG_FLUSH_NONE is
 					 * refused (Raft needs durable appends) */
-	uint64_t log_size;              /* size of a new log file; 0: 64 MiB */
-	uint32_t logbsize;              /* delog log buffer size; 0: delog's default */
+	uint64_t log_size;             /* size of a new log file; 0: 64 MiB */
+	uint32_t logbsize;             /* delog log buffer size; 0: delog's default */
 };
 
 /*

@@ -67,10 +67,10 @@ struct draft_snapmeta {
 	raft_index index;
 	raft_index conf_index;
 	uint32_t trailing;
-	uint64_t file;            /* file id: snapshot-<file>.dat */
-	uint64_t size, sum;       /* data bytes and their checksum (draft_sum) */
+	uint64_t file;      /* file id: snapshot-<file>.dat */
+	uint64_t size, sum; /* data bytes and their checksum (draft_sum) */
 	uint32_t conf_len;
-	void *conf;               /* the configuration, draft_conf_encode's format */
+	void *conf; /* the configuration, draft_conf_encode's format */
 };
 
 struct draft_state {
@@ -78,12 +78,12 @@ struct draft_state {
 	raft_id vote;
 	bool has_snap;
 	struct draft_snapmeta snap;
-	raft_index first;         /* index of ents[0] (the next index when n == 0) */
+	raft_index first; /* index of ents[0] (the next index when n == 0) */
 	size_t n, cap;
 	struct draft_ent *ents;
-	bool keep_data;           /* store payloads (until load) */
-	uint64_t last_key;        /* highest record key applied */
-	char *why;                /* set when apply refuses a record (errmsg-sized) */
+	bool keep_data;    /* store payloads (until load) */
+	uint64_t last_key; /* highest record key applied */
+	char *why;         /* set when apply refuses a record (errmsg-sized) */
 };
 
 void draft_state_init(struct draft_state *s, char *why);
@@ -118,8 +118,8 @@ void draft_msgf(char *buf, const char *fmt, ...) __attribute__((format(printf, 2
 /* ---- snap.c ---- */
 /* Write @bufs as DIR/snapshot-<file>.dat: a temporary file written and fsynced, renamed,
  * the directory fsynced.  RAFT_IOERR / RAFT_NOSPACE with @errmsg. */
-int draft_snap_write(const char *dir, uint64_t file, const struct raft_buffer *bufs,
-		     unsigned n, uint64_t *size, uint64_t *sum, char *errmsg);
+int draft_snap_write(const char *dir, uint64_t file, const struct raft_buffer *bufs, unsigned n,
+		     uint64_t *size, uint64_t *sum, char *errmsg);
 /* Read it back into one raft_malloc'd buffer, checking size and checksum. */
 int draft_snap_read(const char *dir, const struct draft_snapmeta *m, struct raft_buffer *buf,
 		    char *errmsg);

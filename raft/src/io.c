@@ -89,9 +89,9 @@ struct draft {
 	draft_open_fn open;
 	void *open_arg;
 
-	struct raft_io net;       /* C-Raft's uv io (network, timers), if has_net */
+	struct raft_io net; /* C-Raft's uv io (network, timers), if has_net */
 	struct raft_uv_transport *transport;
-	char address[256];        /* this server's, for messages */
+	char address[256]; /* this server's, for messages */
 	bool has_net, net_inited;
 	raft_io_tick_cb tick_cb;
 	raft_io_recv_cb recv_cb;
@@ -101,10 +101,10 @@ struct draft {
 	struct draft_state st;
 	char why[RAFT_ERRMSG_BUF_SIZE];
 	bool loaded;
-	uint64_t key;             /* last record key used */
-	uint64_t released;        /* last checkpoint released */
+	uint64_t key;      /* last record key used */
+	uint64_t released; /* last checkpoint released */
 	bool errored;
-	unsigned char *scratch;   /* one ENTRY record being built */
+	unsigned char *scratch; /* one ENTRY record being built */
 	size_t scratch_cap;
 
 	struct draft_pend *head, *tail;
@@ -119,12 +119,12 @@ struct draft {
 	uint64_t target, forced;
 	bool stop;
 
-	unsigned works;           /* snapshot put/get in flight on the thread pool */
-	unsigned gets;            /* snapshot_get in flight (they read snapshot files) */
+	unsigned works; /* snapshot put/get in flight on the thread pool */
+	unsigned gets;  /* snapshot_get in flight (they read snapshot files) */
 	bool prune_due;
 
 	bool closing;
-	uv_timer_t closer;        /* only to finish a close that waits for nothing */
+	uv_timer_t closer; /* only to finish a close that waits for nothing */
 	unsigned close_waits;
 	raft_io_close_cb close_cb;
 };
@@ -170,11 +170,12 @@ static int fail(struct draft *d, int err, const char *what)
 	int first = d->log ? delog_error(d->log) : 0;
 
 	if (err == DELOG_ESHUTDOWN && first)
-		draft_msgf(d->io->errmsg, "%s: delog log shut down after %s",
-			 what, delog_strerror(first));
+		draft_msgf(d->io->errmsg, "%s: delog log shut down after %s", what,
+			   delog_strerror(first));
 	else if (err == -EAGAIN)
-		draft_msgf(d->io->errmsg, "%s: the delog log is full (take snapshots more often, or make it larger)",
-			 what);
+		draft_msgf(d->io->errmsg,
+			   "%s: the delog log is full (take snapshots more often, or make it larger)",
+			   what);
 	else
 		draft_msgf(d->io->errmsg, "%s: %s", what, delog_strerror(err));
 	if (err == DELOG_ESHUTDOWN || (first && err != -EAGAIN))
@@ -191,8 +192,8 @@ static int usable(struct draft *d)
 	if (d->errored) {
 		int first = d->log ? delog_error(d->log) : 0;
 
-		draft_msgf(d->io->errmsg, "io failed earlier%s%s",
-			 first ? ": " : "", first ? delog_strerror(first) : "");
+		draft_msgf(d->io->errmsg, "io failed earlier%s%s", first ? ": " : "",
+			   first ? delog_strerror(first) : "");
 		return RAFT_IOERR;
 	}
 	return 0;
@@ -221,7 +222,7 @@ static void complete_durable(struct draft *d)
 	if (err && d->head) {
 		d->errored = true;
 		draft_msgf(d->io->errmsg, "append: delog log shut down after %s",
-			 delog_strerror(err));
+			   delog_strerror(err));
 		while (d->head) {
 			struct draft_pend *p = d->head;
 
@@ -328,12 +329,12 @@ static int ensure_open(struct draft *d)
 	o.recover_arg = d;
 	d->why[0] = '\0';
 	draft_state_init(&d->st, d->why);
-	rv = d->open ? d->open(d->open_arg, d->logpath, &o, &d->log)
-		     : delog_open(d->logpath, &o, &d->log);
+	rv = d->open ? d->open(d->open_arg, d->logpath, &o, &d->log) :
+		       delog_open(d->logpath, &o, &d->log);
 	if (rv > 0) {
 		/* our own verdict from recover_cb (RAFT_CORRUPT, RAFT_NOMEM) */
 		draft_msgf(d->io->errmsg, "load %s: %s", d->logpath,
-			 d->why[0] ? d->why : raft_strerror(rv));
+			   d->why[0] ? d->why : raft_strerror(rv));
 		d->log = NULL;
 		draft_state_free(&d->st);
 		return rv;
@@ -341,8 +342,7 @@ static int ensure_open(struct draft *d)
 	if (rv < 0) {
 		d->log = NULL;
 		draft_state_free(&d->st);
-		draft_msgf(d->io->errmsg, "open %s: %s", d->logpath,
-			 delog_strerror(rv));
+		draft_msgf(d->io->errmsg, "open %s: %s", d->logpath, delog_strerror(rv));
 		return map_err(rv);
 	}
 	rv = draft_state_check(&d->st);
@@ -374,8 +374,7 @@ static int ensure_open(struct draft *d)
 		d->thr_on = rv == 0;
 	}
 	if (rv) {
-		draft_msgf(d->io->errmsg, "open %s: event loop: %s",
-			 d->logpath, uv_strerror(rv));
+		draft_msgf(d->io->errmsg, "open %s: event loop: %s", d->logpath, uv_strerror(rv));
 		d->errored = true;
 		return RAFT_IOERR;
 	}
@@ -386,8 +385,8 @@ static int ensure_open(struct draft *d)
 
 /* Commit @n records in one transaction (force: and wait until durable), then apply
  * them.  0 or a mapped error (nothing applied unless committed). */
-static int commit_recs(struct draft *d, void **recs, const uint32_t *lens, unsigned n,
-		       bool force, uint64_t *seq_out, const char *what)
+static int commit_recs(struct draft *d, void **recs, const uint32_t *lens, unsigned n, bool force,
+		       uint64_t *seq_out, const char *what)
 {
 	uint64_t reserve = 0, seq = 0, key0 = d->key;
 	delog_tx *tx;
@@ -419,7 +418,7 @@ static int commit_recs(struct draft *d, void **recs, const uint32_t *lens, unsig
 		if (arv) {
 			d->errored = true;
 			draft_msgf(d->io->errmsg, "%s: %s", what,
-				 arv == RAFT_NOMEM ? "out of memory" : d->why);
+				   arv == RAFT_NOMEM ? "out of memory" : d->why);
 			return arv;
 		}
 	}
@@ -453,8 +452,7 @@ static int io_init(struct raft_io *io, raft_id id, const char *address)
 	if (!d->has_net)
 		return 0;
 	if (mkdir(d->netdir, 0700) != 0 && errno != EEXIST) {
-		draft_msgf(io->errmsg, "create %s: %s", d->netdir,
-			 strerror(errno));
+		draft_msgf(io->errmsg, "create %s: %s", d->netdir, strerror(errno));
 		return RAFT_IOERR;
 	}
 	draft_msgf(d->address, "%s", address);
@@ -484,8 +482,7 @@ static void recv_tramp(struct raft_io *net, struct raft_message *msg)
 		d->recv_cb(d->io, msg);
 }
 
-static int io_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick,
-		    raft_io_recv_cb recv)
+static int io_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick, raft_io_recv_cb recv)
 {
 	struct draft *d = D(io);
 	int rv;
@@ -498,8 +495,8 @@ static int io_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick,
 	d->recv_cb = recv;
 	rv = d->net.start(&d->net, msecs, tick_tramp, recv_tramp);
 	if (rv && (d->net.errmsg[0] || d->transport->errmsg[0]))
-		draft_msgf(io->errmsg, "start: %s", d->net.errmsg[0] ? d->net.errmsg
-							      : d->transport->errmsg);
+		draft_msgf(io->errmsg, "start: %s",
+			   d->net.errmsg[0] ? d->net.errmsg : d->transport->errmsg);
 	else if (rv)
 		draft_msgf(io->errmsg, "start: cannot listen on %s (in use?)", d->address);
 	return rv;
@@ -586,7 +583,7 @@ static int io_load(struct raft_io *io, raft_term *term, raft_id *vote,
 				raft_configuration_close(&s->configuration);
 		} else {
 			draft_msgf(io->errmsg, "load: snapshot %llu: bad configuration",
-				 (unsigned long long)d->st.snap.index);
+				   (unsigned long long)d->st.snap.index);
 		}
 		if (rv) {
 			raft_free(s->bufs);
@@ -652,7 +649,7 @@ static int io_bootstrap(struct raft_io *io, const struct raft_configuration *con
 		return rv;
 	if (d->st.term != 0 || d->st.n != 0 || d->st.has_snap) {
 		draft_msgf(io->errmsg, "bootstrap: the log is not empty (term %llu)",
-			 (unsigned long long)d->st.term);
+			   (unsigned long long)d->st.term);
 		return RAFT_CANTBOOTSTRAP;
 	}
 	rv = raft_configuration_encode(conf, &e.buf);
@@ -736,7 +733,7 @@ static int io_truncate(struct raft_io *io, raft_index index)
 		return rv;
 	if (index == 0 || index < d->st.first) {
 		draft_msgf(io->errmsg, "truncate: index %llu is before the log's first entry %llu",
-			 (unsigned long long)index, (unsigned long long)d->st.first);
+			   (unsigned long long)index, (unsigned long long)d->st.first);
 		return RAFT_INVALID;
 	}
 	rec = draft_rec_trunc(index, &len);
@@ -781,8 +778,9 @@ static int io_append(struct raft_io *io, struct raft_io_append *req,
 		}
 		rv = delog_tx_begin(d->log, reserve, DELOG_TX_NOWAIT, &tx);
 		if (rv == -EINVAL) {
-			draft_msgf(io->errmsg, "append: entry of %zu bytes is too large for a %llu-byte log",
-				 entries[i].buf.len, (unsigned long long)d->log_size);
+			draft_msgf(io->errmsg,
+				   "append: entry of %zu bytes is too large for a %llu-byte log",
+				   entries[i].buf.len, (unsigned long long)d->log_size);
 			free(p);
 			return RAFT_TOOBIG;
 		}
@@ -804,7 +802,8 @@ static int io_append(struct raft_io *io, struct raft_io_append *req,
 				d->scratch_cap = len;
 			}
 			draft_rec_entry_hdr(d->scratch, index + k, &entries[k]);
-			memcpy(d->scratch + DRAFT_ENTRY_HDR, entries[k].buf.base, entries[k].buf.len);
+			memcpy(d->scratch + DRAFT_ENTRY_HDR, entries[k].buf.base,
+			       entries[k].buf.len);
 			rv = delog_tx_log(tx, d->key + 1 + (k - i), d->scratch, (uint32_t)len);
 			/* applied now with checkpoint 0, given its checkpoint after commit */
 			if (!rv)
@@ -817,7 +816,7 @@ static int io_append(struct raft_io *io, struct raft_io_append *req,
 				d->errored = true;
 				free(p);
 				draft_msgf(io->errmsg, "append: %s",
-					 rv == RAFT_NOMEM ? "out of memory" : d->why);
+					   rv == RAFT_NOMEM ? "out of memory" : d->why);
 				return rv;
 			}
 		}
@@ -954,9 +953,8 @@ static void put_after(uv_work_t *w, int status)
 	maybe_finish_close(d);
 }
 
-static int io_snapshot_put(struct raft_io *io, unsigned trailing,
-			   struct raft_io_snapshot_put *req, const struct raft_snapshot *snapshot,
-			   raft_io_snapshot_put_cb cb)
+static int io_snapshot_put(struct raft_io *io, unsigned trailing, struct raft_io_snapshot_put *req,
+			   const struct raft_snapshot *snapshot, raft_io_snapshot_put_cb cb)
 {
 	struct draft *d = D(io);
 	struct draft_put *p;
@@ -1169,13 +1167,12 @@ int draft_init(struct raft_io *io, struct uv_loop_s *loop, const char *dir,
 	memset(io, 0, sizeof(*io));
 	io->data = data;
 	if (opts && opts->size != sizeof(*opts)) {
-		draft_msgf(io->errmsg, "options: size is not %zu",
-			 sizeof(*opts));
+		draft_msgf(io->errmsg, "options: size is not %zu", sizeof(*opts));
 		return RAFT_INVALID;
 	}
-	if (opts && (opts->flush == DELOG_FLUSH_NONE ||
-		     !delog_flush_policy_name(opts->flush))) {
-		draft_msgf(io->errmsg, "options: flush policy %d is not crash-safe or unknown", (int)opts->flush);
+	if (opts && (opts->flush == DELOG_FLUSH_NONE || !delog_flush_policy_name(opts->flush))) {
+		draft_msgf(io->errmsg, "options: flush policy %d is not crash-safe or unknown",
+			   (int)opts->flush);
 		return RAFT_INVALID;
 	}
 	if (strlen(dir) >= DRAFT_PATH_MAX) {

@@ -65,8 +65,8 @@ static int write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
-int draft_snap_write(const char *dir, uint64_t file, const struct raft_buffer *bufs,
-		     unsigned n, uint64_t *size, uint64_t *sum, char *errmsg)
+int draft_snap_write(const char *dir, uint64_t file, const struct raft_buffer *bufs, unsigned n,
+		     uint64_t *size, uint64_t *sum, char *errmsg)
 {
 	char tmp[4096], fin[4096];
 	uint64_t h = 0, sz = 0;
@@ -126,7 +126,7 @@ int draft_snap_read(const char *dir, const struct draft_snapmeta *m, struct raft
 	if (fd < 0) {
 		if (errno == ENOENT) {
 			draft_msgf(errmsg, "snapshot %llu/%llu: its file %s is missing",
-				 (unsigned long long)m->term, (unsigned long long)m->index, path);
+				   (unsigned long long)m->term, (unsigned long long)m->index, path);
 			return RAFT_CORRUPT;
 		}
 		return ioerr(errmsg, errno, "open", path);
@@ -134,7 +134,7 @@ int draft_snap_read(const char *dir, const struct draft_snapmeta *m, struct raft
 	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != m->size) {
 		close(fd);
 		draft_msgf(errmsg, "snapshot file %s: size is not %llu", path,
-			 (unsigned long long)m->size);
+			   (unsigned long long)m->size);
 		return RAFT_CORRUPT;
 	}
 	data = raft_malloc(m->size ? m->size : 1);

@@ -116,12 +116,12 @@ static int bad(struct draft_state *s, const char *what, uint64_t key)
 {
 	if (s->why)
 		draft_msgf(s->why, "corrupt raft record %llu in the log: %s",
-			 (unsigned long long)key, what);
+			   (unsigned long long)key, what);
 	return RAFT_CORRUPT;
 }
 
-static int apply_entry(struct draft_state *s, uint64_t key, uint64_t seq,
-		       const unsigned char *r, uint32_t len)
+static int apply_entry(struct draft_state *s, uint64_t key, uint64_t seq, const unsigned char *r,
+		       uint32_t len)
 {
 	raft_index index = get64(r + 1);
 	struct draft_ent e = { .seq = seq, .term = get64(r + 9), .len = len - DRAFT_ENTRY_HDR };

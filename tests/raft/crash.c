@@ -49,10 +49,10 @@
 #endif
 
 #define CR_DEV_BYTES (4096 + (4ull << 20))
-#define CR_OPS 160          /* calls per session */
-#define CR_MAXE 4096        /* entries in the model */
-#define CR_IMAGES 3         /* images per delivery */
-#define CR_INFLIGHT 4       /* appends in flight at most */
+#define CR_OPS 160    /* calls per session */
+#define CR_MAXE 4096  /* entries in the model */
+#define CR_IMAGES 3   /* images per delivery */
+#define CR_INFLIGHT 4 /* appends in flight at most */
 
 static uint64_t mix(uint64_t z)
 {
@@ -77,10 +77,10 @@ struct ment {
 struct model {
 	raft_term term;
 	raft_id vote;
-	raft_index snap, first;   /* the snapshot's index (0: none); e[0]'s index */
+	raft_index snap, first; /* the snapshot's index (0: none); e[0]'s index */
 	raft_term snap_term;
-	uint64_t snap_sum;        /* checksum of the snapshot's data */
-	size_t n;                 /* entries first..first + n - 1 */
+	uint64_t snap_sum; /* checksum of the snapshot's data */
+	size_t n;          /* entries first..first + n - 1 */
 	struct ment e[CR_MAXE];
 };
 
@@ -110,9 +110,9 @@ static void payload(unsigned char *p, size_t len, raft_index index, uint64_t gen
 
 struct run {
 	struct iol_dev *dev;
-	char *dir, *cdir;         /* the session's directory; the checks' */
+	char *dir, *cdir; /* the session's directory; the checks' */
 	enum delog_flush_policy flush;
-	uint64_t fp[CR_OPS + 1];  /* state after k calls of this session */
+	uint64_t fp[CR_OPS + 1]; /* state after k calls of this session */
 	_Atomic uint64_t started, acked;
 	atomic_bool stop;
 	uint64_t seed;
@@ -130,8 +130,12 @@ static int open_dev(void *arg, const char *path, const struct delog_options *o, 
 
 static struct iol_dev *sim_dev(bool hold, uint64_t seed, const void *image)
 {
-	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = CR_DEV_BYTES, .sector = 4096,
-				  .seed = seed, .hold = hold, .image = image };
+	struct iol_sim_opts so = { .size = sizeof(so),
+				   .dev_bytes = CR_DEV_BYTES,
+				   .sector = 4096,
+				   .seed = seed,
+				   .hold = hold,
+				   .image = image };
 	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
 	struct iol_dev *dev = NULL;
 	int err = iol_dev_open(NULL, &o, &dev);
@@ -223,10 +227,11 @@ static void check_image(struct run *r, uint64_t acked, uint64_t started)
 		for (uint64_t k = acked; k <= started && k <= CR_OPS && !found; k++)
 			found = r->fp[k] == h;
 		if (!found)
-			verdict(r, "state %lu: recovered term %llu vote %llu %zu entries: not the "
-				   "state after any of calls %llu..%llu of the session",
-				r->states, (unsigned long long)l.term, (unsigned long long)l.vote, l.n,
-				(unsigned long long)acked, (unsigned long long)started);
+			verdict(r,
+				"state %lu: recovered term %llu vote %llu %zu entries: not the "
+				"state after any of calls %llu..%llu of the session",
+				r->states, (unsigned long long)l.term, (unsigned long long)l.vote,
+				l.n, (unsigned long long)acked, (unsigned long long)started);
 		th_loaded_free(&l);
 	}
 	io.data = (void *)&closed;
@@ -253,7 +258,8 @@ static void *deliverer(void *arg)
 		a = atomic_load(&r->acked);
 		for (int j = 0; j < CR_IMAGES; j++) {
 			int err = iol_sim_crash(r->dev, rnd(&r->seed),
-						j % 2 ? IOL_SIM_GARBLE : IOL_SIM_STRICT, r->image, NULL);
+						j % 2 ? IOL_SIM_GARBLE : IOL_SIM_STRICT, r->image,
+						NULL);
 
 			if (err) {
 				verdict(r, "iol_sim_crash: %s", delog_strerror(err));
@@ -274,7 +280,7 @@ static void *deliverer(void *arg)
 struct app {
 	struct raft_io_append req;
 	struct run *r;
-	uint64_t op;              /* calls up to and including this one */
+	uint64_t op; /* calls up to and including this one */
 	unsigned *inflight;
 	int status;
 	struct raft_entry e[4];
@@ -531,9 +537,10 @@ static void run_policy(enum delog_flush_policy flush, uint64_t seed)
 			cr_assert_eq(draft_snap_prune(r->dir, 0, r->why), 0, "%s", r->why);
 		}
 	}
-	fprintf(stderr, "raft.crash %s: %lu states checked at %lu device events, %u sessions, "
-		"%lu snapshots\n", delog_flush_policy_name(flush), r->states, r->events, sessions,
-		r->snaps);
+	fprintf(stderr,
+		"raft.crash %s: %lu states checked at %lu device events, %u sessions, "
+		"%lu snapshots\n",
+		delog_flush_policy_name(flush), r->states, r->events, sessions, r->snaps);
 	iol_dev_close(r->dev);
 	th_rmdir(r->dir);
 	th_rmdir(r->cdir);
