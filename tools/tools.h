@@ -3,7 +3,7 @@
  * in util.c (size and count parsing, a one-document JSON writer, latency statistics,
  * clocks, error strings).
  *
- * Conventions every subcommand follows (DESIGN.md section 6):
+ * Conventions every subcommand follows (docs/DESIGN.md section 6):
  *   - int cmd_<name>(int argc, char **argv): argv[0] is the subcommand's name; options
  *     are parsed with getopt_long after resetting optind to 0.
  *   - Exit codes: TOOL_EXIT_OK (0) success, TOOL_EXIT_FAIL (1) the operation failed,

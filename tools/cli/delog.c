@@ -8,7 +8,7 @@
  * in tools.h and parses its own options; this file only owns the table below.  Global
  * options are parsed with a leading '+' in the getopt string, so parsing stops at the
  * first non-option (the command) and the command's own options reach it untouched.
- * Exit codes: 0 ok, 1 failure, 2 usage (DESIGN.md section 6).
+ * Exit codes: 0 ok, 1 failure, 2 usage (docs/DESIGN.md section 6).
  */
 #include "tools.h"
 

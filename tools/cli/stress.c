@@ -7,8 +7,8 @@
  * What it proves, with tests/crash/kill_test.sh: process death keeps everything the
  * device accepted, so after a SIGKILL at any moment, `delog recover PATH --ids` must
  * list every id stress printed (G1), and each thread's recovered ids must be a run
- * without holes (G3): the real-kernel counterpart of `delog crash` (research/
- * reliability.md T7).  An id is printed only after delog_force returned 0 for a
+ * without holes (G3): the real-kernel counterpart of `delog crash` (test class T7 of
+ * docs/DESIGN.md section 5).  An id is printed only after delog_force returned 0 for a
  * sequence that covers it, so a printed id is an acknowledged one; the output goes
  * through a pipe to the parent, never to the file being crashed (WiredTiger's side
  * files had to tolerate torn lines for that reason).
