@@ -279,6 +279,9 @@ int delog_open(const char *path, const struct delog_options *in, delog **out)
 	if (opts->backend && !strcmp(opts->backend, "sim")) {
 		so.dev_bytes = size;
 		so.sector = opts->sector ? opts->sector : 4096;
+		/* Nothing can cut this disk's power (its device is not the caller's), so it
+		 * keeps no cache to lose: what is measured on it is delog, not the model. */
+		so.write_through = true;
 		io.sim = &so;
 		path = NULL;
 		fresh = true;

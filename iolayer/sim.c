@@ -21,13 +21,16 @@
  *            newest version was just made durable leaves the cache, a slot rewritten
  *            since keeps its newer version (still volatile).
  *   FUA      a FUA write's data goes to media (and out of the cache) when it completes.
+ *            So does every write on a write_through disk (iol_sim_opts): it has no
+ *            cache, its flushes capture nothing, and it keeps no event trace.
  *   PREFLUSH a write with IOL_PREFLUSH captures its flush at submit and is issued (its
  *            latency starts) only once that flush has completed; if the flush fails the
  *            write completes with the flush's error and is not performed.
  *
  * Invariants (all under sim->lock):
  *   (SIM1) A sector's media copy changes only at a flush completion (to a version that
- *        completed before that flush was submitted) or at a FUA write's completion.
+ *        completed before that flush was submitted) or at a FUA write's completion
+ *        (any write's, write_through).
  *   (SIM2) A sector has a cache slot iff its newest completed version is not durable.
  *        Versions carry increasing sequence numbers (one per completed write), and media
  *        never goes back to an older version: a late flush whose captured version is
@@ -258,6 +261,7 @@ struct sim {
 	size_t ev_len, ev_cap;
 	uint64_t ev_seq;
 	bool trace_on;
+	bool write_through; /* no cache: every write goes to the media (iol_sim_opts) */
 
 	struct sim_fault faults[SIM_MAX_FAULTS];
 	unsigned nr_faults;
@@ -780,7 +784,7 @@ static bool op_step(struct sim *s, struct sim_op *op, bool force, struct sim_don
 		op_finish(s, op, op->err, 0, d);
 		return true;
 	}
-	if (op->fua) {
+	if (op->fua || s->write_through) {
 		write_media(s, op);
 		err = 0;
 	} else {
@@ -988,9 +992,10 @@ static int sim_open(struct iol_dev *dev, const char *path, const struct iol_dev_
 	s->latency = so->latency;
 	s->hold = so->hold;
 	s->in_order = so->in_order;
+	s->write_through = so->write_through;
 	s->rng = seed_of(s->seed, SEED_SUBMIT);
 	s->drng = seed_of(s->seed, SEED_DELIVER);
-	s->trace_on = true;
+	s->trace_on = !so->write_through;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -1032,7 +1037,7 @@ static int sim_open(struct iol_dev *dev, const char *path, const struct iol_dev_
 	dev->geom.dio_off_align = s->sector;
 	dev->geom.is_blockdev = false;
 	dev->geom.dioalign_from_statx = false;
-	dev->geom.volatile_cache = 1;
+	dev->geom.volatile_cache = !s->write_through;
 	dev->geom.fua = 1;
 	dev->geom.fs_type = "sim";
 

@@ -183,7 +183,8 @@ struct delog_options {
  * Open (and recover) the log at @path.  Recovery replays complete checkpoints through
  * @opts->recover; new checkpoints continue after the last one (delog_durable_seq() is
  * its sequence).  @opts may be NULL (defaults, no create).  "sim" runs on an in-memory
- * disk (@path ignored, always created): for tests and benchmarks.
+ * disk without a volatile cache or latency (@path ignored, always created): for tests
+ * and benchmarks of what runs above the disk.
  * Errors: -ENOENT (no such file, and no DELOG_OPEN_CREATE), the DELOG_E* codes of a log
  * recovery refuses, -EINVAL (bad options), -ENOMEM, -EIO and other -errno, or the
  * recover callback's value.  Thread-safe (independent handles).

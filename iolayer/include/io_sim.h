@@ -54,8 +54,12 @@ struct iol_sim_opts {
 	uint32_t sector;    /* 512 or 4096; 0: 4096 */
 	uint64_t seed;      /* completion order and latency jitter */
 	enum iol_sim_latency latency;
-	bool hold;         /* completions wait for iol_sim_deliver() */
-	bool in_order;     /* deliver due completions in submission order */
+	bool hold;     /* completions wait for iol_sim_deliver() */
+	bool in_order; /* deliver due completions in submission order */
+	/* No volatile cache: a write reaches the media when it completes, a flush has
+	 * nothing to make stable, and no event trace is kept.  For measuring what runs
+	 * above the disk (delog_open's "sim"); power cuts need the cache (false). */
+	bool write_through;
 	const void *image; /* optional initial media, dev_bytes long */
 };
 
