@@ -409,18 +409,29 @@ int delog_error(const delog *log)
 	return atomic_load(&((struct delog *)log)->error);
 }
 
-int delog_stats(const delog *clog, struct delog_stats *st)
+/*
+ * Flush accounting: device_flushes counts the cache flushes the device performs, not
+ * only those delog asks for by name.  A PREFLUSH write and a standalone flush are one
+ * flush each; a FUA write is one more unless the device does FUA natively
+ * (iol_geom.fua == 1): Linux carries out REQ_FUA on a queue that lacks it as the write
+ * followed by a flush, and RWF_DSYNC on a file over such a disk ends in fdatasync's
+ * flush.  An unknown answer (fua == -1) is counted as no FUA, which never hides a flush.
+ * The sim disk does FUA natively (fua == 1).
+ */
+int delog_stats(const delog *clog, struct delog_stats *out)
 {
 	struct delog *log = (struct delog *)clog;
+	struct delog_stats full, *st = &full;
 	struct jrnl_log_stats js;
 	size_t size;
+	int fua;
 
-	if (!log || !st || st->size < sizeof(*st))
+	if (!log || !out || out->size < offsetof(struct delog_stats, fua_flushes))
 		return -EINVAL;
-	size = st->size;
+	size = out->size;
 	memset(st, 0, sizeof(*st));
-	st->size = size;
 	jrnl_log_stats(log->jl, &js);
+	fua = iol_dev_geom(log->dev)->fua;
 	st->transactions = atomic_load(&log->st_tx);
 	st->items_logged = atomic_load(&log->st_items);
 	st->relogged = atomic_load(&log->st_relogged);
@@ -438,7 +449,9 @@ int delog_stats(const delog *clog, struct delog_stats *st)
 	st->preflushes = js.preflush_writes;
 	st->fua_writes = js.fua_writes;
 	st->flushes = js.flushes;
-	st->device_flushes = js.preflush_writes + js.flushes;
+	st->device_fua = fua;
+	st->fua_flushes = fua == 1 ? 0 : js.fua_writes;
+	st->device_flushes = js.preflush_writes + js.flushes + st->fua_flushes;
 	if (st->checkpoints)
 		st->flushes_per_checkpoint = (double)st->device_flushes / st->checkpoints;
 	st->bytes_per_flush = st->device_flushes ? (double)js.record_bytes / st->device_flushes : 0;
@@ -456,5 +469,8 @@ int delog_stats(const delog *clog, struct delog_stats *st)
 	st->space_waits = log->space.waits;
 	st->push_calls = log->space.push_calls;
 	pthread_mutex_unlock(&log->space.lock);
+	/* An older caller's smaller struct gets the fields it has (delog.h). */
+	memcpy(out, &full, size < sizeof(full) ? size : sizeof(full));
+	out->size = size;
 	return 0;
 }

@@ -305,17 +305,29 @@ struct delog_stats {
 	uint64_t records, record_bytes;              /* log buffer writes and their bytes */
 	uint64_t preflushes, fua_writes;             /* writes carrying PREFLUSH / FUA */
 	uint64_t flushes;                            /* standalone device flushes */
-	uint64_t device_flushes; /* cache flushes requested: preflushes + flushes (FUA
-				   * writes are counted apart; a device without FUA pays a
-				   * flush for each) */
-	double flushes_per_checkpoint, bytes_per_flush, txs_per_checkpoint;
+	uint64_t device_flushes; /* cache flushes the device performs: preflushes + flushes
+				   * + fua_flushes (below) */
+	double flushes_per_checkpoint, bytes_per_flush; /* device_flushes per checkpoint;
+							   * record_bytes per device flush */
+	double txs_per_checkpoint;
 	uint64_t durable_seq, open_seq;
 	uint64_t log_size, log_used, cil_bytes, reserved_bytes;
 	uint64_t head_lsn, tail_lsn;
 	uint64_t space_waits; /* delog_tx_begin calls that waited for space */
 	uint64_t push_calls;  /* push callback invocations */
+	/* Appended after push_calls (a caller built against the older struct, whose size
+	 * ends before fua_flushes, is still served: it gets the fields it has). */
+	uint64_t fua_flushes; /* FUA writes the device turns into a write and a cache flush:
+			       * all of fua_writes unless device_fua is 1 (Linux emulates FUA
+			       * on a queue without it with a flush after the write; RWF_DSYNC
+			       * on a file is a write then fdatasync) */
+	int device_fua;       /* 1: the device does FUA natively, 0: it does not, -1: unknown
+			       * (counted as not: the conservative choice) */
 };
-/* Fill @st (st->size set by the caller).  Returns 0 or -EINVAL.  Thread-safe. */
+/* Fill @st (st->size set by the caller: sizeof(struct delog_stats), or an older
+ * struct's size, at least offsetof(struct delog_stats, fua_flushes)).  Returns 0 or
+ * -EINVAL.  Thread-safe.  A device without a volatile write cache (write-through)
+ * performs none of the flushes counted here: Linux drops them before the device. */
 int delog_stats(const delog *log, struct delog_stats *st);
 
 #ifdef __cplusplus

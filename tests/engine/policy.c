@@ -11,6 +11,11 @@
  *      none    no flush and no FUA at all
  *    and delog_stats agrees with the device's own counters (iol_dev_counters), so the
  *    stats cannot claim flushes the device never saw or hide ones it did.
+ *  - flush accounting (delog.h, device_flushes): the sim does FUA natively (device_fua
+ *    1), so no FUA write is counted as a flush there; with the device's FUA fact set to
+ *    0 or -1 (a disk without FUA, or an unknown one: only the reported fact changes, the
+ *    sim still does FUA) every FUA write is counted as a write and a flush, and
+ *    device_flushes, flushes_per_checkpoint and bytes_per_flush include them.
  *  - names: delog_flush_policy_name / delog_flush_policy_parse round-trip every policy
  *    and refuse anything else (NULL, -EINVAL).
  *  - protocol, from the sim's event trace (iol_sim_trace_copy) of each forced checkpoint,
@@ -36,20 +41,26 @@
 #define N_CKPT 200           /* sequential forced one-transaction commits, 1 client */
 
 struct deltas {
-	uint64_t ckpts, preflushes, fua, flushes, device_flushes, records;
+	uint64_t ckpts, preflushes, fua, flushes, device_flushes, fua_flushes, records;
 	uint64_t dev_flushes, dev_preflushes, dev_fua, dev_writes;
+	uint64_t record_bytes;
 };
 
-static struct deltas steady(enum delog_flush_policy pol)
+/* N_CKPT forced checkpoints under @pol on a sim disk that reports FUA support @fua. */
+static struct deltas steady_fua(enum delog_flush_policy pol, int fua)
 {
 	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NONE, 60 + pol, NULL);
 	struct delog_options o = t_opts(pol);
-	delog *log = t_open_dev(dev, &o);
+	delog *log;
 	struct delog_stats s0, s1;
 	struct iol_counters c0, c1;
 	struct deltas d;
 	uint64_t prev = 0;
 
+	cr_assert_eq(iol_dev_geom(dev)->fua, 1, "the sim does FUA natively");
+	/* The device fact only: what delog_stats reads to count FUA writes. */
+	((struct iol_geom *)iol_dev_geom(dev))->fua = fua;
+	log = t_open_dev(dev, &o);
 	iol_sim_trace_enable(dev, false);
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(t_commit1(log, 1 + i, 0, i, NULL, true), 0);
@@ -70,7 +81,9 @@ static struct deltas steady(enum delog_flush_policy pol)
 		.fua = s1.fua_writes - s0.fua_writes,
 		.flushes = s1.flushes - s0.flushes,
 		.device_flushes = s1.device_flushes - s0.device_flushes,
+		.fua_flushes = s1.fua_flushes - s0.fua_flushes,
 		.records = s1.records - s0.records,
+		.record_bytes = s1.record_bytes,
 		.dev_flushes = c1.flushes - c0.flushes,
 		.dev_preflushes = c1.preflushes - c0.preflushes,
 		.dev_fua = c1.fua_writes - c0.fua_writes,
@@ -78,7 +91,13 @@ static struct deltas steady(enum delog_flush_policy pol)
 	};
 	cr_assert_eq(d.ckpts, N_CKPT, "%s: %llu checkpoints for %d forced transactions",
 		     delog_flush_policy_name(pol), (unsigned long long)d.ckpts, N_CKPT);
-	cr_expect_eq(d.device_flushes, d.preflushes + d.flushes, "device_flushes definition");
+	cr_expect_eq(s1.device_fua, fua, "device_fua reports the device's fact");
+	cr_expect_eq(d.fua_flushes, fua == 1 ? 0 : d.fua,
+		     "%s: fua_flushes %llu with FUA fact %d and %llu FUA writes",
+		     delog_flush_policy_name(pol), (unsigned long long)d.fua_flushes, fua,
+		     (unsigned long long)d.fua);
+	cr_expect_eq(d.device_flushes, d.preflushes + d.flushes + d.fua_flushes,
+		     "device_flushes definition");
 	cr_expect_eq(d.flushes, d.dev_flushes, "%s: stats flushes %llu, device saw %llu",
 		     delog_flush_policy_name(pol), (unsigned long long)d.flushes,
 		     (unsigned long long)d.dev_flushes);
@@ -101,9 +120,21 @@ static struct deltas steady(enum delog_flush_policy pol)
 			  "flushes_per_checkpoint %f, counters say %f", s1.flushes_per_checkpoint,
 			  want);
 	}
+	if (s1.device_flushes) {
+		double want = (double)s1.record_bytes / (double)s1.device_flushes;
+
+		cr_expect(s1.bytes_per_flush > want * (1 - 1e-12) &&
+			  s1.bytes_per_flush < want * (1 + 1e-12),
+			  "bytes_per_flush %f, counters say %f", s1.bytes_per_flush, want);
+	}
 	cr_assert_eq(delog_close(log), 0);
 	iol_dev_close(dev);
 	return d;
+}
+
+static struct deltas steady(enum delog_flush_policy pol)
+{
+	return steady_fua(pol, 1);
 }
 
 Test(policy, counts_single, .timeout = 60)
@@ -343,5 +374,25 @@ Test(policy, names_round_trip, .timeout = 10)
 		cr_expect_eq(delog_flush_policy_parse("fast", &back), -EINVAL);
 		cr_expect_eq(delog_flush_policy_parse("", &back), -EINVAL);
 		cr_expect_eq(delog_flush_policy_parse("sync ", &back), -EINVAL);
+	}
+}
+
+/* A disk without FUA (or one that does not say): each FUA write is a write and a flush. */
+Test(policy, counts_no_fua, .timeout = 60)
+{
+	for (int fua = 0; fua >= -1; fua--) {
+		struct deltas d = steady_fua(DELOG_FLUSH_SYNC, fua);
+
+		cr_expect_eq(d.fua_flushes, d.ckpts, "sync, FUA %d: one FUA flush per checkpoint",
+			     fua);
+		cr_expect_geq(d.device_flushes, 2 * d.ckpts,
+			      "sync, FUA %d: %llu device flushes for %llu checkpoints", fua,
+			      (unsigned long long)d.device_flushes, (unsigned long long)d.ckpts);
+		d = steady_fua(DELOG_FLUSH_ASYNC, fua);
+		cr_expect_eq(d.device_flushes, 2 * d.ckpts,
+			     "async, FUA %d: the flush and the FUA commit write's", fua);
+		d = steady_fua(DELOG_FLUSH_SINGLE, fua);
+		cr_expect_eq(d.device_flushes, d.ckpts, "single, FUA %d: no FUA, one flush", fua);
+		cr_expect_eq(d.fua_flushes, 0);
 	}
 }
