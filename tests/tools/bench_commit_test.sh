@@ -7,8 +7,13 @@
 #    --clients 1,2 --policy single,none --size 16M --json): exit 0, the JSON parses,
 #    has one row per (client count, system) with sane values (commits/s > 0, MB/s =
 #    commits/s x payload, 0 < p50 <= p99 <= max, flush counts that fit the policy), and
-#    the file it created is removed.
-# 2. The same on the in-memory disk (--backend sim): no baselines.
+#    the file it created is removed.  Flush accounting: device_flushes = preflushes +
+#    flushes + fua_flushes, fua_flushes = fua_writes unless device_fua is 1, the per-commit
+#    figure is device_flushes / transactions; the disk's counter (disk_flushes) is a
+#    number on every row when the document names a disk, null on every row when it does
+#    not (then "disk"."why" says why).  Its agreement with delog's count is a benchmark
+#    result, not asserted here (other processes flush the same disk).
+# 2. The same on the in-memory disk (--backend sim): no baselines, no disk counter.
 # 3. Usage errors exit 2 and create nothing.
 # Exit 0 pass, 1 fail, 77 skip (ctest SKIP_RETURN_CODE), with the reason on stderr.
 # A smoke test of the tool: no speed is asserted.
@@ -40,7 +45,13 @@ want = sorted((c, s) for c in (1, 2) for s in systems)
 assert got == want, (got, want)
 need = ["workload", "policy", "clients", "commits_per_s", "mb_per_s", "lat_p50_us",
         "lat_p99_us", "lat_max_us", "flushes_per_checkpoint", "txs_per_checkpoint",
-        "checkpoints", "device_flushes", "fua_writes"]
+        "checkpoints", "device_flushes", "fua_writes", "fua_flushes", "device_fua",
+        "device_flushes_per_commit", "disk_flushes", "disk_flushes_per_commit"]
+disk = doc["disk"]
+assert set(disk) == {"name", "stat", "why"}, disk
+assert (disk["name"] is None) == (disk["stat"] is None) == (disk["why"] is not None), disk
+if doc["backend"] == "sim":
+    assert disk["name"] is None and disk["why"], disk
 for r in rows:
     what = "%s/%d" % (r["policy"], r["clients"])
     missing = [k for k in need if k not in r]
@@ -50,9 +61,14 @@ for r in rows:
     assert math.isclose(r["mb_per_s"], r["commits_per_s"] * 512 / 1e6, rel_tol=1e-4), what
     assert 0 < r["lat_p50_us"] <= r["lat_p99_us"] <= r["lat_max_us"], what
     assert 0.1 < r["window_s"] < 10, (what, r["window_s"])
+    if disk["name"] is None:
+        assert r["disk_flushes"] is None and r["disk_flushes_per_commit"] is None, what
+    else:
+        assert r["disk_flushes"] >= 0 and r["disk_flushes_per_commit"] >= 0, what
     baseline = r["policy"] in ("raw-fdatasync", "ideal-group")
     if baseline:
         assert r["checkpoints"] is None and r["flushes_per_checkpoint"] is None, what
+        assert r["fua_flushes"] is None and r["device_flushes_per_commit"] is None, what
         assert r["fdatasyncs"] > 0 and r["commits_per_fdatasync"] >= 1, what
         if r["policy"] == "raw-fdatasync":
             assert r["fdatasyncs"] == r["commits"], (what, r["fdatasyncs"], r["commits"])
@@ -61,6 +77,13 @@ for r in rows:
     ck, fl = r["checkpoints"], r["device_flushes"]
     assert ck > 0 and r["transactions"] > 0, (what, ck)
     assert r["txs_per_checkpoint"] > 0, (what, r["txs_per_checkpoint"])
+    assert r["device_fua"] in (1, 0, -1), (what, r["device_fua"])
+    if doc["backend"] == "sim":
+        assert r["device_fua"] == 1, what
+    assert r["fua_flushes"] == (0 if r["device_fua"] == 1 else r["fua_writes"]), what
+    assert fl == r["preflushes"] + r["flushes"] + r["fua_flushes"], (what, fl)
+    assert math.isclose(r["device_flushes_per_commit"], fl / r["transactions"],
+                        rel_tol=1e-5), what
     # Counts, not speed: single flushes once per checkpoint (at each window edge a
     # checkpoint may be counted apart from its flush: one, and with the pipelined flush
     # up to one per client), none never.

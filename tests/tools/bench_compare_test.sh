@@ -19,7 +19,11 @@
 # flush per checkpoint (in dbench up to one per client at each window edge: the counters
 # are read a moment apart and the flush is pipelined; exact in fsmark, whose phases end
 # quiescent) and no FUA; none 0 flushes
-# and no FUA; sync and async between 1 and 2 per checkpoint, with FUA on the commit.
+# and no FUA; sync and async between 1 and 2 per checkpoint, with FUA on the commit, and
+# one more (fua_flushes, each FUA write) on a disk without FUA: device_flushes =
+# preflushes + flushes + fua_flushes.  The disk's own counter (disk_flushes) is a number
+# on every row when "disk" names one (a file here), null on sim; its agreement with
+# delog's count is a benchmark result, not asserted (other processes flush the disk too).
 # 3. Usage errors exit 2 with a "delog bench:" message; --workload dbench and fsmark run.
 # Exit 0 pass, 1 fail, 77 skip (ctest SKIP_RETURN_CODE), with the reason on stderr.
 set -u
@@ -38,6 +42,10 @@ import json, sys
 doc = json.load(open(sys.argv[1]))
 want = sys.argv[2].split(",")
 assert doc["error"] is None, doc["error"]
+disk = doc["disk"]
+assert (disk["name"] is None) == (disk["why"] is not None), disk
+if doc["backend"] == "sim":
+    assert disk["name"] is None, disk
 rows = doc["rows"]
 pols = ["sync", "async", "single", "none"]
 kinds = {}
@@ -58,6 +66,15 @@ for r in kinds.get("dbench", []) + kinds.get("fsmark", []):
     assert r["mb_per_s"] > 0 and r["transactions"] > 0, what
     ck, fl, fua = r["checkpoints"], r["device_flushes"], r["fua_writes"]
     assert ck > 0, what
+    assert fl == r["preflushes"] + r["flushes"] + r["fua_flushes"], (what, fl)
+    assert r["fua_flushes"] in (0, fua), what
+    if doc["backend"] == "sim":
+        assert r["fua_flushes"] == 0, what
+    if disk["name"] is None:
+        assert r["disk_flushes"] is None and r["disk_flushes_per_checkpoint"] is None, what
+    else:
+        assert r["disk_flushes"] >= 0, what
+    fl -= r["fua_flushes"]
     # dbench: the counters are read a moment apart at each window edge, and single's
     # flush is pipelined (one in flight per waiting forcer at most), so each edge may
     # split up to one checkpoint per client from its flush.

@@ -9,6 +9,10 @@
 #    keys of the issue and sane values (mb_per_s > 0 and = tx/s x tx size, 0 < p50 <= p99
 #    <= max, flush counts that fit the policy), when fio is installed a fio row next to
 #    each delog row (and the ratio then set), and the file it created is removed.
+#    Flush accounting: device_flushes = preflushes + flushes + fua_flushes (FUA writes
+#    on a disk without FUA), and the disk's own counter (disk_flushes) is a number on
+#    every delog row when the document names a disk, else null (its agreement with
+#    delog's count is a benchmark result: other processes flush the same disk).
 # 2. The human output with --no-fio: the table, and that fio was skipped.
 # 3. Usage errors exit 2 and create nothing.
 # Exit 0 pass, 1 fail, 77 skip (ctest SKIP_RETURN_CODE), with the reason on stderr.
@@ -43,7 +47,9 @@ assert doc["target"]["created"], doc["target"]
 p = doc["params"]
 assert p["tx_size"] == 262144 and p["clients"] == 2 and p["passes"] == 1, p
 need = ["workload", "policy", "clients", "tx_size", "mb_per_s", "fio_mb_per_s", "ratio",
-        "lat_p50_us", "lat_p99_us", "lat_max_us", "flushes_per_checkpoint"]
+        "lat_p50_us", "lat_p99_us", "lat_max_us", "flushes_per_checkpoint", "disk_flushes"]
+disk = doc["disk"]
+assert (disk["name"] is None) == (disk["why"] is not None), disk
 rows = doc["rows"]
 for r in rows:
     missing = [k for k in need if k not in r]
@@ -67,8 +73,17 @@ for r in delog:
     # on the last).
     if what == "single":
         assert abs(fl - ck) <= 2 * max(1, r["clients"]) and r["fua_writes"] == 0, (what, fl, ck)
+    assert fl == r["preflushes"] + r["flushes"] + r["fua_flushes"], (what, fl)
+    assert r["fua_flushes"] in (0, r["fua_writes"]), what
+    if disk["name"] is None:
+        assert r["disk_flushes"] is None and r["disk_flushes_per_commit"] is None, what
+    else:
+        assert r["disk_flushes"] >= 0 and r["disk_flushes_per_checkpoint"] >= 0, what
+    assert math.isclose(r["device_flushes_per_commit"], fl / r["transactions"],
+                        rel_tol=1e-5), what
     if what == "sync":
-        assert fl <= 2 * ck + 2, (what, fl, ck)
+        # a disk without FUA adds the commit write's flush (fua_flushes)
+        assert fl - r["fua_flushes"] <= 2 * ck + 2, (what, fl, ck)
     assert r["bytes_per_flush"] > 0, what
     if have_fio:
         assert r["fio_mb_per_s"] > 0 and r["ratio"] > 0, (what, r["ratio"])

@@ -338,4 +338,39 @@ int bench_client_buf(unsigned char **buf, size_t len, unsigned client);
 void bench_span_rates(const struct bench_span *sp, uint64_t ops, uint64_t bytes_per_op,
 		      double *window_s, double *ops_per_s, double *mb_per_s, double *cpu_s);
 
+/*
+ * The disk's own counters (/sys/block/DISK/stat, Linux >= 5.5: field 16 is flush
+ * requests completed, field 7 sectors written), read beside delog_stats so that a
+ * benchmark prints what the device did next to what delog counted.  The disk is the
+ * whole disk under the target: for a file the device holding its filesystem, for a
+ * partition its parent disk (the block layer counts flushes there).  Other processes
+ * flushing the same disk count too, so on a shared machine the delta is an upper bound.
+ */
+struct bench_disk {
+	bool ok;
+	char name[64];            /* "vda" */
+	char path[PATH_MAX];      /* /sys/.../stat */
+	char why[160];            /* when !ok: why there are no counters */
+};
+
+struct bench_diskcount {
+	bool ok;
+	uint64_t flushes, sectors_written;
+};
+
+/* The disk under @path (a file, a directory or a block device); d->why when none. */
+void bench_disk_find(const char *path, struct bench_disk *d);
+/* The disk under @b's target, or none on --backend sim (the in-memory disk). */
+void bench_disk_target(const struct bench *b, struct bench_disk *d);
+/* Read its counters now (ok false when it has none or they cannot be read). */
+struct bench_diskcount bench_disk_read(const struct bench_disk *d);
+/* Flushes between two reads; NAN unless both are ok.  And per @per of something (NAN
+ * for none). */
+double bench_disk_flushes(const struct bench_diskcount *c0, const struct bench_diskcount *c1);
+double bench_per(double v, uint64_t per);
+/* Human output: "  disk        vda: flush requests from /sys/.../stat (...)" or why not. */
+void bench_out_disk(struct bench *b, const struct bench_disk *d);
+/* JSON: "disk": {"name", "stat", "why"} (name and stat null, why set, without counters). */
+void bench_json_disk(struct json *j, const struct bench_disk *d);
+
 #endif

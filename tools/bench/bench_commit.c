@@ -31,7 +31,12 @@
  * measured window of --time seconds; a commit counts, with its latency, when it
  * completes inside the window, and delog_stats is read at both ends of it, so
  * checkpoints, device flushes, FUA writes, flushes per checkpoint and transactions per
- * checkpoint are those of the steady state.
+ * checkpoint are those of the steady state.  The disk's own flush counter
+ * (/sys/block/DISK/stat, bench_util.c) is read at the same two moments, for every point
+ * (the baselines too), so each row shows the device flushes per commit that delog
+ * counted (delog_stats' device_flushes, which counts a FUA write on a disk without FUA
+ * as the flush it becomes) beside those the disk completed: they should agree within a
+ * few per cent, the disk's being an upper bound on a machine where others flush too.
  * The measuring thread calls delog_release(log, delog_durable_seq(log)) every 2 ms, so
  * the log never fills (delog keeps the newest checkpoint pinned, which costs nothing
  * here).  For every client count the points run raw-fdatasync, ideal-group, then each
@@ -52,7 +57,8 @@
  * "acceptance"), never asserted: single at 1 client >= 0.9 x raw-fdatasync at 1 client;
  * single at 64 clients >= 10 x its 1-client rate and >= 1.0 x the better baseline at 64;
  * single at 256 >= single at 64; single issues 1 device flush per checkpoint, sync at
- * most 2.
+ * most 2 (3 on a disk without FUA, whose FUA commit write is a write and a flush);
+ * delog's device flushes per commit within 5% of the disk's at every delog point.
  */
 #include "bench.h"
 
@@ -84,6 +90,7 @@
 #define T_256_VS_64 1.0
 #define T_SINGLE_FLUSHES 1.0
 #define T_SYNC_FLUSHES 2.0
+#define T_DISK_AGREE 0.05
 
 enum {
 	OPT_CLIENTS = BENCH_OPT_WORKLOAD,
@@ -228,7 +235,14 @@ static void commit_help(FILE *f)
 		"pwrite of the commit rounded up to 4 KiB + fdatasync) and ideal-group (a leader\n"
 		"writes all queued commits at once and fdatasyncs while the others wait).\n"
 		"--backend sim: the in-memory disk, no PATH and no baselines.  The issue's\n"
-		"acceptance ratios are printed at the end (reported, not asserted).\n",
+		"acceptance ratios are printed at the end (reported, not asserted).\n"
+		"flush/ckpt and flush/tx: the device flushes delog counted (PREFLUSH writes,\n"
+		"standalone flushes, and FUA writes on a disk without FUA, each of which the\n"
+		"kernel turns into a write and a flush) per checkpoint and per commit;\n"
+		"disk fl/tx: the flush requests the disk itself completed in the same window\n"
+		"(/sys/block/DISK/stat, Linux >= 5.5) per commit, for a file or block device on a\n"
+		"local disk, '-' on sim or without counters.  Other processes flushing the same\n"
+		"disk count there too, so on a shared machine it is an upper bound.\n",
 		BASE_AREA >> 20, DELOG_LOGBUFS_MIN, DELOG_LOGBUFS_MAX);
 }
 
@@ -253,6 +267,8 @@ struct point {
 	unsigned nclients;
 	struct bench_gate g;
 	struct delog_stats s0, s1; /* delog: at both ends of the window */
+	const struct bench_disk *disk; /* the disk under the target (may have no counters) */
+	struct bench_diskcount d0, d1; /* its counters at both ends of the window */
 	/* ideal group commit */
 	pthread_mutex_t glock;
 	pthread_cond_t gcond;
@@ -274,8 +290,13 @@ struct row {
 	struct lat_stats lat;
 	bool has_stats;           /* delog: the delog_stats deltas below are set */
 	uint64_t checkpoints, device_flushes, preflushes, flushes, fua_writes, transactions;
+	uint64_t fua_flushes;     /* FUA writes counted as flushes (a disk without FUA) */
+	int device_fua;           /* delog_stats' device_fua */
 	uint64_t records, record_bytes, space_waits;
 	double flushes_per_ckpt, txs_per_ckpt;
+	double flushes_per_tx;    /* delog: device_flushes per transaction */
+	double disk_flushes;      /* the disk's flush requests in the window; NAN: none */
+	double disk_per_commit;   /* per commit: delog's transactions, else commits */
 	uint64_t syncs;           /* baselines: fdatasync calls inside the window */
 	double cpu_s;             /* process CPU time (user + system) in the window */
 	double open_s;            /* delog: reopening the log for this point */
@@ -364,6 +385,8 @@ static void stats_delta(struct row *row, const struct delog_stats *s0,
 	row->preflushes = s1->preflushes - s0->preflushes;
 	row->flushes = s1->flushes - s0->flushes;
 	row->fua_writes = s1->fua_writes - s0->fua_writes;
+	row->fua_flushes = s1->fua_flushes - s0->fua_flushes;
+	row->device_fua = s1->device_fua;
 	row->transactions = s1->transactions - s0->transactions;
 	row->records = s1->records - s0->records;
 	row->record_bytes = s1->record_bytes - s0->record_bytes;
@@ -372,15 +395,24 @@ static void stats_delta(struct row *row, const struct delog_stats *s0,
 		(double)row->device_flushes / (double)row->checkpoints : NAN;
 	row->txs_per_ckpt = row->checkpoints ?
 		(double)row->transactions / (double)row->checkpoints : NAN;
+	row->flushes_per_tx = bench_per((double)row->device_flushes, row->transactions);
 }
 
-/* delog_stats at the window's ends (bench_gate_measure's edge). */
+/* delog_stats and the disk's counters at the window's ends (bench_gate_measure's edge):
+ * the disk's read on the inside of delog's, so a flush counted by delog is in both. */
 static void read_stats(void *arg, int end)
 {
 	struct point *pt = arg;
 
-	if (pt->log)
-		delog_stats(pt->log, end ? &pt->s1 : &pt->s0);
+	if (end) {
+		pt->d1 = bench_disk_read(pt->disk);
+		if (pt->log)
+			delog_stats(pt->log, &pt->s1);
+	} else {
+		if (pt->log)
+			delog_stats(pt->log, &pt->s0);
+		pt->d0 = bench_disk_read(pt->disk);
+	}
 }
 
 /* Run @pt's clients through warm-up and window and fill @row.  0 or the first error. */
@@ -429,6 +461,9 @@ static int run_point(struct point *pt, struct row *row)
 			row->syncs = pt->kind == K_RAW ? row->commits : pt->gsyncs;
 		if (pt->log)
 			stats_delta(row, &pt->s0, &pt->s1);
+		row->disk_flushes = bench_disk_flushes(&pt->d0, &pt->d1);
+		row->disk_per_commit = bench_per(row->disk_flushes, pt->log ? row->transactions :
+						 row->commits);
 	}
 	bench_samples_free(&all);
 	return err;
@@ -442,6 +477,7 @@ struct crun {
 	bool sim;
 	const char *fs_type;
 	double format_s;
+	struct bench_disk disk;   /* the disk under the target, for its flush counter */
 	struct row *rows;
 	size_t nrows;
 };
@@ -457,7 +493,7 @@ static int delog_point(struct crun *r, enum delog_flush_policy p, unsigned clien
 {
 	struct delog_options lo = log_opts(r, p, r->sim ? DELOG_OPEN_CREATE : 0);
 	struct point pt = { .b = r->b, .o = r->o, .kind = K_DELOG, .nclients = clients,
-			    .raw.fd = -1 };
+			    .raw.fd = -1, .disk = &r->disk };
 	uint64_t t0 = now_ns();
 	int err, e2;
 
@@ -481,7 +517,8 @@ static int delog_point(struct crun *r, enum delog_flush_policy p, unsigned clien
 
 static int baseline_point(struct crun *r, enum kind k, unsigned clients, struct row *row)
 {
-	struct point pt = { .b = r->b, .o = r->o, .kind = k, .nclients = clients };
+	struct point pt = { .b = r->b, .o = r->o, .kind = k, .nclients = clients,
+			    .disk = &r->disk };
 	int err;
 
 	pt.raw.fd = open(r->b->t.path, O_RDWR | O_DIRECT | O_CLOEXEC);
@@ -546,7 +583,7 @@ struct accept {
 	bool met;                 /* set for LE and EQ (counts, see acceptance()) */
 };
 
-#define MAX_ACCEPT 6
+#define MAX_ACCEPT 7
 
 /* The issue's acceptance figures that this run has the points for. */
 static size_t acceptance(const struct crun *r, struct accept *a)
@@ -554,7 +591,7 @@ static size_t acceptance(const struct crun *r, struct accept *a)
 	const struct row *s1 = find_row(r, "single", 1), *s64 = find_row(r, "single", 64);
 	const struct row *s256 = find_row(r, "single", 256), *raw1 = find_row(r, "raw-fdatasync", 1);
 	const struct row *best64 = best_baseline(r, 64);
-	double smax = NAN, smin = NAN, syncmax = NAN;
+	double smax = NAN, smin = NAN, syncmax = NAN, agree = NAN, sync_lim = T_SYNC_FLUSHES;
 	bool single_ok = true, sync_ok = true;
 	size_t n = 0;
 
@@ -594,9 +631,21 @@ static size_t acceptance(const struct crun *r, struct accept *a)
 		 * flushed after: fewer). */
 		double lim = single ? T_SINGLE_FLUSHES : T_SYNC_FLUSHES;
 		uint64_t edge = single && w->clients ? w->clients : 1;
-		bool ok = (double)w->device_flushes <= lim * (double)w->checkpoints + (double)edge &&
+		/* A disk without FUA adds the FUA commit write's flush (fua_flushes). */
+		bool ok = (double)w->device_flushes <= lim * (double)w->checkpoints +
+						      (double)w->fua_flushes + (double)edge &&
 			  (!single || w->device_flushes + edge >= w->checkpoints);
 
+		/* delog's device flushes against the disk's, where both are counted and
+		 * delog flushed at all (`none`'s would be only other processes' flushes). */
+		if (w->has_stats && w->device_flushes && isfinite(w->disk_flushes) &&
+		    w->disk_flushes > 0) {
+			double dev = fabs((double)w->device_flushes / w->disk_flushes - 1);
+
+			agree = isnan(agree) || dev > agree ? dev : agree;
+		}
+		if (w->policy == DELOG_FLUSH_SYNC && w->has_stats && w->device_fua != 1)
+			sync_lim = T_SYNC_FLUSHES + 1;
 		if (!m || !w->checkpoints)
 			continue;
 		if (isnan(*m) || w->flushes_per_ckpt > *m)
@@ -613,9 +662,15 @@ static size_t acceptance(const struct crun *r, struct accept *a)
 			 "(%.3f..%.3f)", smin, smax);
 	}
 	if (!isnan(syncmax)) {
-		a[n] = (struct accept){ "sync_flushes_per_checkpoint", "", syncmax, T_SYNC_FLUSHES,
-					LE, sync_ok };
-		snprintf(a[n++].what, sizeof(a[0].what), "sync, device flushes per checkpoint (max)");
+		a[n] = (struct accept){ "sync_flushes_per_checkpoint", "", syncmax, sync_lim, LE,
+					sync_ok };
+		snprintf(a[n++].what, sizeof(a[0].what), "sync, device flushes per checkpoint (max%s)",
+			 sync_lim > T_SYNC_FLUSHES ? "; +1: no FUA" : "");
+	}
+	if (!isnan(agree)) {
+		a[n] = (struct accept){ "device_flushes_vs_disk", "", agree, T_DISK_AGREE, LE,
+					agree <= T_DISK_AGREE };
+		snprintf(a[n++].what, sizeof(a[0].what), "device flushes, delog / disk: max |ratio - 1|");
 	}
 	return n;
 }
@@ -647,7 +702,7 @@ static void print_human(struct crun *r)
 	struct bench *b = r->b;
 	struct accept acc[MAX_ACCEPT];
 	size_t nacc;
-	char sz[32], sz2[32], fc[32], tc[32];
+	char sz[32], sz2[32], fc[32], tc[32], ft[32], dt[32];
 
 	bench_out(b, "delog bench --workload commit %s\n", r->sim ? "(sim)" : b->t.path);
 	if (r->sim)
@@ -655,6 +710,7 @@ static void print_human(struct crun *r)
 			  "(they need a file)\n");
 	else
 		bench_out_target(b, r->fs_type, b->o.backend);
+	bench_out_disk(b, &r->disk);
 	bench_out(b, "  log         %s, %u x %s buffers; ", fmt_bytes(o->log_size, sz, sizeof(sz)),
 		  o->logbufs ? o->logbufs : DELOG_LOGBUFS_MAX,
 		  fmt_bytes(o->logbsize ? o->logbsize : DELOG_LOGBSIZE_MAX, sz2, sizeof(sz2)));
@@ -676,22 +732,30 @@ static void print_human(struct crun *r)
 		const struct row *w = &r->rows[i];
 
 		if (!i || w->clients != r->rows[i - 1].clients)
-			bench_out(b, "\n  %u client%s\n  %-15s %10s %8s %9s %9s %9s %10s %8s %7s\n",
-				  w->clients, w->clients == 1 ? "" : "s", "system", "commits/s", "MB/s",
-				  "p50 us", "p99 us", "max us", "flush/ckpt", "tx/ckpt", "cpu us");
-		if (w->has_stats)
+			bench_out(b, "\n  %u client%s\n  %-15s %10s %8s %9s %9s %9s %10s %8s %10s "
+				  "%8s %7s\n", w->clients, w->clients == 1 ? "" : "s", "system",
+				  "commits/s", "MB/s", "p50 us", "p99 us", "max us", "flush/ckpt",
+				  "flush/tx", "disk fl/tx", "tx/ckpt", "cpu us");
+		if (w->has_stats) {
 			snprintf(fc, sizeof(fc), "%.2f", w->flushes_per_ckpt);
-		else
+			snprintf(ft, sizeof(ft), "%.3f", w->flushes_per_tx);
+		} else {
 			snprintf(fc, sizeof(fc), "-");
+			snprintf(ft, sizeof(ft), "-");
+		}
+		if (isfinite(w->disk_per_commit))
+			snprintf(dt, sizeof(dt), "%.3f", w->disk_per_commit);
+		else
+			snprintf(dt, sizeof(dt), "-");
 		if (w->has_stats)
 			snprintf(tc, sizeof(tc), "%.1f", w->txs_per_ckpt);
 		else if (w->syncs)
 			snprintf(tc, sizeof(tc), "%.1f", (double)w->commits / (double)w->syncs);
 		else
 			snprintf(tc, sizeof(tc), "-");
-		bench_out(b, "  %-15s %10.0f %8.2f %9.1f %9.1f %9.1f %10s %8s %7.1f\n",
+		bench_out(b, "  %-15s %10.0f %8.2f %9.1f %9.1f %9.1f %10s %8s %10s %8s %7.1f\n",
 			  w->policy == DELOG_FLUSH_NONE ? "none (UNSAFE)" : w->name, w->commits_per_s,
-			  w->mb_per_s, w->lat.median_us, w->lat.p99_us, w->lat.max_us, fc, tc,
+			  w->mb_per_s, w->lat.median_us, w->lat.p99_us, w->lat.max_us, fc, ft, dt, tc,
 			  w->commits ? w->cpu_s * 1e6 / (double)w->commits : NAN);
 		if (i + 1 == r->nrows || r->rows[i + 1].clients != w->clients) {
 			const struct row *best = best_baseline(r, w->clients);
@@ -715,13 +779,17 @@ static void print_human(struct crun *r)
 	bench_out(b, "\n  MB/s: logged payload (10^6 B/s); cpu us: process CPU time (user + system, "
 		  "all threads) per commit%s\n", !r->sim && !o->no_baselines ?
 		  "; tx/ckpt of a baseline: commits per fdatasync" : "");
+	bench_out(b, "  flush/ckpt, flush/tx: device flushes delog counted (delog_stats: PREFLUSH "
+		  "writes + standalone flushes + FUA writes on a disk without FUA) per checkpoint, "
+		  "per commit; disk fl/tx: flush requests the disk completed per commit (an upper "
+		  "bound: other processes' flushes count too)\n");
 	nacc = acceptance(r, acc);
 	if (nacc)
 		bench_out(b, "\nacceptance (reported, not asserted)\n");
 	for (size_t i = 0; i < nacc; i++) {
 		const struct accept *a = &acc[i];
 
-		bench_out(b, "  %-54s %6.2f  target %s %.1f: %s", a->what, a->value,
+		bench_out(b, "  %-54s %6.2f  target %s %g: %s", a->what, a->value,
 			  cmp_str(a->cmp), a->target, accept_met(a) ? "met" : "MISSED");
 		if (!accept_met(a) && a->cmp == GE)
 			bench_out(b, " by %.0f%%", (1 - a->value / a->target) * 100);
@@ -747,6 +815,7 @@ static void print_json(struct crun *r)
 
 	bench_json_begin(r->b, &j);
 	json_str(&j, "fs_type", r->fs_type);
+	bench_json_disk(&j, &r->disk);
 	json_obj_begin(&j, "params");
 	bench_json_counts(&j, "clients", o->clients, o->nclients);
 	json_arr_begin(&j, "policies");
@@ -791,6 +860,14 @@ static void print_json(struct crun *r)
 		json_u64_or_null(&j, "preflushes", w->has_stats, w->preflushes);
 		json_u64_or_null(&j, "flushes", w->has_stats, w->flushes);
 		json_u64_or_null(&j, "fua_writes", w->has_stats, w->fua_writes);
+		json_u64_or_null(&j, "fua_flushes", w->has_stats, w->fua_flushes);
+		if (w->has_stats)
+			json_i64(&j, "device_fua", w->device_fua);
+		else
+			json_null(&j, "device_fua");
+		json_dbl(&j, "device_flushes_per_commit", w->has_stats ? w->flushes_per_tx : NAN);
+		json_dbl(&j, "disk_flushes", w->disk_flushes);
+		json_dbl(&j, "disk_flushes_per_commit", w->disk_per_commit);
 		json_u64_or_null(&j, "transactions", w->has_stats, w->transactions);
 		json_u64_or_null(&j, "records", w->has_stats, w->records);
 		json_u64_or_null(&j, "record_bytes", w->has_stats, w->record_bytes);
@@ -844,6 +921,7 @@ static int commit_run(struct bench *b, void *state)
 	}
 	if (!r.sim && prepare(&r))
 		goto fail;
+	bench_disk_target(b, &r.disk);
 	for (unsigned c = 0; c < o->nclients && !err; c++) {
 		unsigned n = o->clients[c];
 

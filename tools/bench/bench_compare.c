@@ -12,7 +12,11 @@
  * tables cannot show on their own:
  *   - device flushes and transactions per checkpoint per policy (delog_stats), so a
  *     difference in time can be traced to a difference in flushes (docs/FLUSH-POLICIES.md
- *     has the rules: single exactly 1, none 0, sync and async 1..2);
+ *     has the rules: single exactly 1, none 0, sync and async 1..2, one more on a disk
+ *     without FUA, where delog_stats counts each FUA write as the write + flush it
+ *     becomes), and beside them the flush requests the disk itself completed over the
+ *     same span (/sys/block/DISK/stat, bench_util.c; '-' or null on sim or without
+ *     counters; an upper bound where other processes flush the same disk);
  *   - a raw device baseline: one thread writing 4 KiB with O_DIRECT and calling
  *     fdatasync in a loop for the same time, in a region after the log that is written
  *     with zeroes first (bench_prewrite, as for bench_commit.c's baselines; on the sim
@@ -198,7 +202,14 @@ void fb_help_common(FILE *f)
 		"      --device DEV       run on block device DEV (as PATH; needs --force)\n"
 		"      --sim-profile P    with --backend sim: the disk's latency model, none, nvme\n"
 		"                         or sata (default none); a new sim disk per point\n"
-		"      --csv              print CSV (a header, then one line per row)\n",
+		"      --csv              print CSV (a header, then one line per row)\n"
+		"\nDevice flushes per checkpoint: what delog_stats counted (PREFLUSH writes,\n"
+		"standalone flushes, and FUA writes on a disk without FUA, each of which the\n"
+		"kernel turns into a write and a flush), and beside it for a file or block device\n"
+		"on a local disk the flush requests the disk completed over the same span\n"
+		"(/sys/block/DISK/stat, Linux >= 5.5; '-' on sim or without counters).  Other\n"
+		"processes flushing the same disk count there too: on a shared machine it is an\n"
+		"upper bound.\n",
 		FB_RAW_AREA >> 20, DELOG_LOGBUFS_MIN, DELOG_LOGBUFS_MAX);
 }
 
@@ -217,14 +228,30 @@ int fb_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
 	return e;
 }
 
+void fb_read(const struct fb_env *e, delog *log, int end, struct delog_stats *s,
+	     struct bench_diskcount *c)
+{
+	if (end) {
+		*c = bench_disk_read(&e->disk);
+		delog_stats(log, s);
+	} else {
+		delog_stats(log, s);
+		*c = bench_disk_read(&e->disk);
+	}
+}
+
 void fb_stats_delta(struct fb_stats *d, const struct delog_stats *s0,
-		    const struct delog_stats *s1)
+		    const struct delog_stats *s1, const struct bench_diskcount *c0,
+		    const struct bench_diskcount *c1)
 {
 	d->checkpoints = s1->checkpoints - s0->checkpoints;
 	d->device_flushes = s1->device_flushes - s0->device_flushes;
 	d->preflushes = s1->preflushes - s0->preflushes;
 	d->flushes = s1->flushes - s0->flushes;
 	d->fua_writes = s1->fua_writes - s0->fua_writes;
+	d->fua_flushes = s1->fua_flushes - s0->fua_flushes;
+	d->disk_flushes = bench_disk_flushes(c0, c1);
+	d->disk_per_ckpt = bench_per(d->disk_flushes, d->checkpoints);
 	d->transactions = s1->transactions - s0->transactions;
 	d->items_logged = s1->items_logged - s0->items_logged;
 	d->relogged = s1->relogged - s0->relogged;
@@ -451,15 +478,19 @@ static const struct fsmark_row *fs_sync(const struct frun *r)
 	return NULL;
 }
 
-static double fs_total_checkpoints(const struct fsmark_row *f, double *flushes)
+/* Checkpoints over the three phases; delog's device flushes and the disk's (NAN without
+ * counters) into @flushes and @disk. */
+static double fs_total_checkpoints(const struct fsmark_row *f, double *flushes, double *disk)
 {
-	double ck = 0, fl = 0;
+	double ck = 0, fl = 0, dk = 0;
 
 	for (unsigned ph = 0; ph < FB_NR_PHASES; ph++) {
 		ck += (double)f->st[ph].checkpoints;
 		fl += (double)f->st[ph].device_flushes;
+		dk += f->st[ph].disk_flushes;
 	}
 	*flushes = fl;
+	*disk = dk;
 	return ck;
 }
 
@@ -476,6 +507,7 @@ static void print_human(struct frun *r)
 			  r->e.lat == IOL_SIM_LAT_SATA ? "sata" : "none");
 	else
 		bench_out_target(b, r->e.fs_type, b->o.backend);
+	bench_out_disk(b, &r->e.disk);
 	bench_out(b, "  log         %s, %u x %s buffers", fmt_bytes(o->log_size, sz, sizeof(sz)),
 		  o->logbufs ? o->logbufs : DELOG_LOGBUFS_MAX,
 		  fmt_bytes(o->logbsize ? o->logbsize : DELOG_LOGBSIZE_MAX, sz2, sizeof(sz2)));
@@ -516,10 +548,10 @@ static void print_human(struct frun *r)
 			}
 			bench_out(b, "\n");
 		}
-		bench_out(b, "\ndbench: device flushes per checkpoint / transactions per checkpoint\n"
-			  "%-7s", "clients");
+		bench_out(b, "\ndbench: device flushes per checkpoint, delog's / the disk's ('-': "
+			  "no counter) / transactions per checkpoint\n%-7s", "clients");
 		for (unsigned p = 0; p < o->npolicy; p++)
-			bench_out(b, "  %-16s", pname(o->policy[p]));
+			bench_out(b, "  %-20s", pname(o->policy[p]));
 		bench_out(b, "\n");
 		for (unsigned c = 0; c < o->nclients; c++) {
 			bench_out(b, "%7u", o->clients[c]);
@@ -527,12 +559,16 @@ static void print_human(struct frun *r)
 				const struct dbench_row *w = dbr(r, c, p);
 				char cell[40];
 
-				if (w)
-					snprintf(cell, sizeof(cell), "%.2f / %.1f", w->st.flushes_per_ckpt,
+				if (w && isfinite(w->st.disk_per_ckpt))
+					snprintf(cell, sizeof(cell), "%.2f / %.2f / %.1f",
+						 w->st.flushes_per_ckpt, w->st.disk_per_ckpt,
 						 w->st.txs_per_ckpt);
+				else if (w)
+					snprintf(cell, sizeof(cell), "%.2f / - / %.1f",
+						 w->st.flushes_per_ckpt, w->st.txs_per_ckpt);
 				else
 					snprintf(cell, sizeof(cell), "-");
-				bench_out(b, "  %-16s", cell);
+				bench_out(b, "  %-20s", cell);
 			}
 			bench_out(b, "\n");
 		}
@@ -580,11 +616,21 @@ static void print_human(struct frun *r)
 		bench_out(b, "%-16s", "flushes/ckpt");
 		for (unsigned p = 0; p < o->npolicy; p++) {
 			const struct fsmark_row *f = fsr(r, p);
-			double fl = 0, ck = f ? fs_total_checkpoints(f, &fl) : 0;
+			double fl = 0, dk = NAN, ck = f ? fs_total_checkpoints(f, &fl, &dk) : 0;
 			char cell[40];
 
 			snprintf(cell, sizeof(cell), "%.2f (%.0f)", ck ? fl / ck : NAN, ck);
 			bench_out(b, "  %13s", cell);
+		}
+		bench_out(b, "\n%-16s", "disk fl/ckpt");
+		for (unsigned p = 0; p < o->npolicy; p++) {
+			const struct fsmark_row *f = fsr(r, p);
+			double fl = 0, dk = NAN, ck = f ? fs_total_checkpoints(f, &fl, &dk) : 0;
+
+			if (ck && isfinite(dk))
+				bench_out(b, "  %13.2f", dk / ck);
+			else
+				bench_out(b, "  %13s", "-");
 		}
 		bench_out(b, "\n");
 		if (s) {
@@ -602,8 +648,9 @@ static void print_human(struct frun *r)
 				bench_out(b, "\n");
 			}
 		}
-		bench_out(b, "  flushes/ckpt: device flushes per checkpoint over the three phases "
-			  "(checkpoints)\n");
+		bench_out(b, "  flushes/ckpt: device flushes delog counted per checkpoint over the "
+			  "three phases (checkpoints); disk fl/ckpt: flush requests the disk "
+			  "completed, per checkpoint\n");
 	}
 	bench_out(b, "\nbench took %.1f s\n", (double)(now_ns() - b->t0) / 1e9);
 }
@@ -614,7 +661,7 @@ static const char csv_header[] =
 	"workload,policy,unsafe,clients,phase,window_s,ops,ops_per_s,mb_per_s,forces,"
 	"forces_per_s,lat_avg_ms,lat_max_ms,phase_s,checkpoints,device_flushes,preflushes,"
 	"flushes,fua_writes,transactions,relogged,flushes_per_checkpoint,txs_per_checkpoint,"
-	"vs_raw,vs_sync\n";
+	"vs_raw,vs_sync,fua_flushes,disk_flushes\n";
 
 static void csv_dbl(double v, bool last)
 {
@@ -652,7 +699,7 @@ static void print_csv(struct frun *r)
 			csv_dbl(rw->syncs_per_s, false);
 			csv_dbl(rw->lat_avg_ms, false);
 			csv_dbl(rw->lat_max_ms, false);
-			printf(",,,,,,,,,,,\n");
+			printf(",,,,,,,,,,,,,\n");
 		}
 		for (unsigned p = 0; p < o->npolicy; p++) {
 			const struct dbench_row *w = dbr(r, c, p);
@@ -672,7 +719,8 @@ static void print_csv(struct frun *r)
 			printf(",");
 			csv_stats(&w->st);
 			csv_dbl(rw ? w->forces_per_s / rw->syncs_per_s : NAN, false);
-			printf("\n");
+			printf(",%" PRIu64 ",", w->st.fua_flushes);
+			csv_dbl(w->st.disk_flushes, true);
 		}
 	}
 	for (unsigned p = 0; p < o->npolicy && o->do_fsmark; p++) {
@@ -687,7 +735,9 @@ static void print_csv(struct frun *r)
 			csv_dbl(f->phase_s[ph], false);
 			csv_stats(&f->st[ph]);
 			printf(",");
-			csv_dbl(s ? f->phase_s[ph] / s->phase_s[ph] : NAN, true);
+			csv_dbl(s ? f->phase_s[ph] / s->phase_s[ph] : NAN, false);
+			printf("%" PRIu64 ",", f->st[ph].fua_flushes);
+			csv_dbl(f->st[ph].disk_flushes, true);
 		}
 	}
 	fflush(stdout);
@@ -700,6 +750,9 @@ static void json_stats(struct json *j, const struct fb_stats *s)
 	json_u64(j, "preflushes", s->preflushes);
 	json_u64(j, "flushes", s->flushes);
 	json_u64(j, "fua_writes", s->fua_writes);
+	json_u64(j, "fua_flushes", s->fua_flushes);
+	json_dbl(j, "disk_flushes", s->disk_flushes);
+	json_dbl(j, "disk_flushes_per_checkpoint", s->disk_per_ckpt);
 	json_u64(j, "transactions", s->transactions);
 	json_u64(j, "items_logged", s->items_logged);
 	json_u64(j, "relogged", s->relogged);
@@ -718,6 +771,7 @@ static void print_json(struct frun *r)
 
 	bench_json_begin(r->e.b, &j);
 	json_str(&j, "fs_type", r->e.sim ? "sim" : r->e.fs_type);
+	bench_json_disk(&j, &r->e.disk);
 	json_str(&j, "sim_profile", !r->e.sim ? NULL : r->e.lat == IOL_SIM_LAT_NVME ? "nvme" :
 		 r->e.lat == IOL_SIM_LAT_SATA ? "sata" : "none");
 	json_obj_begin(&j, "params");
@@ -980,6 +1034,7 @@ int fb_run(struct bench *b, void *state)
 	}
 	if (!r.e.sim && (err = prepare(&r.e)))
 		goto out;
+	bench_disk_target(b, &r.e.disk);
 	total = (o->do_dbench ? o->nclients * (o->npolicy + o->do_raw) : 0) +
 		(o->do_fsmark ? o->npolicy : 0);
 	for (unsigned c = 0; o->do_dbench && c < o->nclients && !err; c++) {

@@ -66,7 +66,9 @@ struct dpoint {
 	const struct fb_opts *o;
 	delog *log;
 	struct bench_gate g;
+	const struct fb_env *e;
 	struct delog_stats s0, s1; /* at both ends of the window */
+	struct bench_diskcount d0, d1; /* the disk's counters there */
 };
 
 /* xorshift64*: cheap, and the same sequence for the same client every run. */
@@ -157,12 +159,12 @@ static void *client_main(void *arg)
 	return NULL;
 }
 
-/* delog_stats at the window's ends (bench_gate_measure's edge). */
+/* delog_stats and the disk's counters at the window's ends (bench_gate_measure's edge). */
 static void read_stats(void *arg, int end)
 {
 	struct dpoint *pt = arg;
 
-	delog_stats(pt->log, end ? &pt->s1 : &pt->s0);
+	fb_read(pt->e, pt->log, end, end ? &pt->s1 : &pt->s0, end ? &pt->d1 : &pt->d0);
 }
 
 static int run_clients(struct dpoint *pt, unsigned nclients, struct dbench_row *row)
@@ -226,14 +228,14 @@ static int run_clients(struct dpoint *pt, unsigned nclients, struct dbench_row *
 	row->lat_avg_ms = row->forces ? (double)lat_sum / (double)row->forces / 1e6 : NAN;
 	if (!row->forces)
 		row->lat_max_ms = NAN;
-	fb_stats_delta(&row->st, &pt->s0, &pt->s1);
+	fb_stats_delta(&row->st, &pt->s0, &pt->s1, &pt->d0, &pt->d1);
 	return 0;
 }
 
 int dbench_point(struct fb_env *e, enum delog_flush_policy p, unsigned clients,
 		 struct dbench_row *row)
 {
-	struct dpoint pt = { .b = e->b, .o = e->o };
+	struct dpoint pt = { .b = e->b, .o = e->o, .e = e };
 	struct iol_dev *simdev = NULL;
 	char what[64];
 	int err;

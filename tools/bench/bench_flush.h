@@ -86,11 +86,15 @@ struct fb_env {
 	enum iol_sim_latency lat;
 	const char *fs_type;
 	double format_s;
+	struct bench_disk disk;   /* the disk under the target, for its flush counter */
 };
 
-/* delog_stats deltas over a measured span. */
+/* delog_stats deltas over a measured span, and the disk's flush requests in it. */
 struct fb_stats {
 	uint64_t checkpoints, device_flushes, preflushes, flushes, fua_writes;
+	uint64_t fua_flushes;     /* FUA writes counted as flushes (a disk without FUA) */
+	double disk_flushes;      /* flush requests the disk completed; NAN: no counters */
+	double disk_per_ckpt;     /* disk_flushes per checkpoint */
 	uint64_t transactions, items_logged, relogged, records, record_bytes, space_waits;
 	double flushes_per_ckpt, txs_per_ckpt;
 };
@@ -133,8 +137,14 @@ int fb_log_close(struct fb_env *e, delog *log, struct iol_dev *simdev, const cha
  * close the log (fb_log_close); returns @err, else fb_log_close's result. */
 int fb_point_end(struct fb_env *e, int err, delog *log, struct iol_dev *simdev,
 		 const char *what);
+/* A span's edge: delog_stats into @s and the disk's counters into @c, the disk read on
+ * the inside of delog (after at the start, @end 0; before at the end, @end 1), so that a
+ * flush delog counted is in both. */
+void fb_read(const struct fb_env *e, delog *log, int end, struct delog_stats *s,
+	     struct bench_diskcount *c);
 void fb_stats_delta(struct fb_stats *d, const struct delog_stats *s0,
-		    const struct delog_stats *s1);
+		    const struct delog_stats *s1, const struct bench_diskcount *c0,
+		    const struct bench_diskcount *c1);
 /* A thread for a client: a small stack, as 512 clients x 8 MiB of address space is a lot. */
 int fb_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 

@@ -20,8 +20,8 @@
  *   unlink  the inode and directory items.
  * No operation forces.  A phase's time runs from the barrier opening until every thread
  * finished it and one final delog_force(log, 0) returned (everything the phase logged is
- * durable), so the last checkpoint's flushes are inside it; delog_stats is read at both
- * ends.  The measuring thread calls delog_release every 2 ms so the log never fills.
+ * durable), so the last checkpoint's flushes are inside it; delog_stats and the disk's
+ * flush counter (bench_util.c) are read at both ends.  The measuring thread calls delog_release every 2 ms so the log never fills.
  */
 #include "bench_flush.h"
 
@@ -56,6 +56,7 @@ struct fthread {
 struct fpoint {
 	struct bench *b;
 	const struct fb_opts *o;
+	const struct fb_env *e;
 	delog *log;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -219,11 +220,12 @@ static int run_phases(struct fpoint *pt, struct fsmark_row *row)
 		bench_sleep_ns(200000);
 	for (unsigned p = 0; p < FB_NR_PHASES && !err; p++) {
 		struct delog_stats s0 = { .size = sizeof(s0) }, s1 = { .size = sizeof(s1) };
+		struct bench_diskcount c0, c1;
 		uint64_t t0, t1;
 
 		bench_progress(pt->b, "fsmark, %s: %s", delog_flush_policy_name(row->policy),
 			       fb_phase_names[p]);
-		delog_stats(pt->log, &s0);
+		fb_read(pt->e, pt->log, 0, &s0, &c0);
 		t0 = now_ns();
 		set_phase(pt, (int)p);
 		wait_done(pt, (p + 1) * started);
@@ -233,11 +235,11 @@ static int run_phases(struct fpoint *pt, struct fsmark_row *row)
 		}
 		err = delog_force(pt->log, 0);
 		t1 = now_ns();
-		delog_stats(pt->log, &s1);
+		fb_read(pt->e, pt->log, 1, &s1, &c1);
 		bench_release(pt->log);
 		row->phase_s[p] = (double)(t1 - t0) / 1e9;
 		row->phase_bytes[p] = (uint64_t)nt * pt->o->files * fsmark_phase_payload(p);
-		fb_stats_delta(&row->st[p], &s0, &s1);
+		fb_stats_delta(&row->st[p], &s0, &s1, &c0, &c1);
 	}
 	set_phase(pt, FB_NR_PHASES); /* let every thread out */
 	for (unsigned i = 0; i < nt; i++) {
@@ -257,7 +259,7 @@ static int run_phases(struct fpoint *pt, struct fsmark_row *row)
 
 int fsmark_point(struct fb_env *e, enum delog_flush_policy p, struct fsmark_row *row)
 {
-	struct fpoint pt = { .b = e->b, .o = e->o };
+	struct fpoint pt = { .b = e->b, .o = e->o, .e = e };
 	struct iol_dev *simdev = NULL;
 	char what[64];
 	int err;

@@ -75,7 +75,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #ifdef DELOG_HAVE_ROCKSDB
@@ -324,62 +323,6 @@ static void peers_help(FILE *f)
 	fprintf(f, ".\n");
 }
 
-/* ---- the device's counters ---- */
-
-struct devstat {
-	bool ok;
-	char name[64];            /* "vda" */
-	char path[PATH_MAX];      /* /sys/.../stat */
-};
-
-struct devcount {
-	bool ok;
-	uint64_t flushes, sectors_written;
-};
-
-/* The disk holding @dir: /sys/dev/block/MAJ:MIN, its parent when it is a partition. */
-static void devstat_find(const char *dir, struct devstat *d)
-{
-	char link[64], real[PATH_MAX], part[PATH_MAX + 16];
-	struct stat st;
-	char *slash;
-
-	memset(d, 0, sizeof(*d));
-	if (stat(dir, &st) || !major(st.st_dev))
-		return;
-	snprintf(link, sizeof(link), "/sys/dev/block/%u:%u", major(st.st_dev), minor(st.st_dev));
-	if (!realpath(link, real))
-		return;
-	snprintf(part, sizeof(part), "%s/partition", real);
-	if (!access(part, F_OK) && (slash = strrchr(real, '/')))
-		*slash = '\0';
-	slash = strrchr(real, '/');
-	snprintf(d->name, sizeof(d->name), "%.63s", slash ? slash + 1 : real);
-	if ((size_t)snprintf(d->path, sizeof(d->path), "%s/stat", real) >= sizeof(d->path))
-		return;
-	d->ok = !access(d->path, R_OK);
-}
-
-static struct devcount devstat_read(const struct devstat *d)
-{
-	struct devcount c = { 0 };
-	unsigned long long f[17];
-	FILE *fp;
-
-	if (!d->ok || !(fp = fopen(d->path, "re")))
-		return c;
-	/* 17 fields since Linux 5.5: the 16th is flush requests completed */
-	if (fscanf(fp, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu "
-		   "%llu %llu %llu", &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8],
-		   &f[9], &f[10], &f[11], &f[12], &f[13], &f[14], &f[15], &f[16]) == 17) {
-		c.ok = true;
-		c.sectors_written = f[6];
-		c.flushes = f[15];
-	}
-	fclose(fp);
-	return c;
-}
-
 /* ---- one point ---- */
 
 struct prun;
@@ -429,7 +372,7 @@ struct row {
 	uint64_t commits;
 	double window_s, commits_per_s, mb_per_s;
 	struct lat_stats lat;
-	struct devcount d0, d1;   /* the device's counters at both ends of the window */
+	struct bench_diskcount d0, d1;   /* the device's counters at both ends of the window */
 	bool has_stats;           /* delog: the engine's counts below are set */
 	uint64_t checkpoints, engine_flushes, fua_writes, transactions;
 	double cpu_s;             /* process CPU time (user + system) in the window */
@@ -440,7 +383,7 @@ struct prun {
 	struct bench *b;
 	const struct peers_opts *o;
 	const char *dir;          /* --dir or "." */
-	struct devstat dev;
+	struct bench_disk dev;
 	double idle_before, idle_after; /* the disk's flushes/s with the bench idle (NaN: n/a) */
 	double format_s;
 	struct row *rows;
@@ -703,14 +646,14 @@ static void *client_main(void *arg)
 static void read_counters(void *arg, int end)
 {
 	struct point *pt = arg;
-	const struct devstat *dev = &pt->r->dev;
+	const struct bench_disk *dev = &pt->r->dev;
 
 	if (!end) {
 		if (pt->log)
 			delog_stats(pt->log, &pt->s0);
-		pt->row->d0 = devstat_read(dev);
+		pt->row->d0 = bench_disk_read(dev);
 	} else {
-		pt->row->d1 = devstat_read(dev);
+		pt->row->d1 = bench_disk_read(dev);
 		if (pt->log)
 			delog_stats(pt->log, &pt->s1);
 	}
@@ -952,11 +895,11 @@ static int sys_point(struct prun *r, enum sys_id s, unsigned clients, struct row
  * filesystem's own commits), so the per-commit counts can be judged.  NaN: n/a. */
 static double idle_rate(struct prun *r)
 {
-	struct devcount c0 = devstat_read(&r->dev), c1;
+	struct bench_diskcount c0 = bench_disk_read(&r->dev), c1;
 	uint64_t t0 = now_ns();
 
 	bench_sleep_ns(1000000000ull);
-	c1 = devstat_read(&r->dev);
+	c1 = bench_disk_read(&r->dev);
 	if (!c0.ok || !c1.ok)
 		return NAN;
 	return (double)(c1.flushes - c0.flushes) / ((double)(now_ns() - t0) / 1e9);
@@ -1319,7 +1262,7 @@ static int peers_run(struct bench *b, void *state)
 	}
 	if (!o->sys_given && missing_list(miss, sizeof(miss))[0])
 		fprintf(stderr, "delog bench: peers: running without %s\n", miss);
-	devstat_find(r.dir, &r.dev);
+	bench_disk_find(r.dir, &r.dev);
 	if (prepare(&r))
 		goto fail;
 	for (unsigned c = 0; c < o->nclients && !err; c++) {

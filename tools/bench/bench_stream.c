@@ -20,7 +20,10 @@
  *     inside the window of --time seconds (default 5); its latency runs from before
  *     begin to the force's return.  MB/s is payload made durable per second (10^6 B/s),
  *     not bytes written; delog_stats at both ends of the window gives checkpoints,
- *     device flushes (per checkpoint) and record bytes written per device flush.  The
+ *     device flushes (per checkpoint; a FUA write on a disk without FUA counts as the
+ *     flush it becomes) and record bytes written per device flush, and the disk's own
+ *     flush counter (/sys/block/DISK/stat, bench_util.c), read at the same moments,
+ *     the flushes the disk completed, beside them (an upper bound on a shared disk).  The
  *     measuring thread releases everything durable every 2 ms (bench_util.c), so the
  *     log never fills.
  *   - fio: --rw=write --direct=1 --bs=<log buffer size> --iodepth=<log buffers>
@@ -220,7 +223,12 @@ static void stream_help(FILE *f)
 		"--direct=1 --end_fsync=1 on a region of the same file.  Target: delog / fio >=\n"
 		"%.1f (median of the passes; reported, not asserted).  fio+flush is the same job\n"
 		"with a second one flushing the device back to back (4 KiB write + fdatasync),\n"
-		"what the device sustains when every write must be made durable promptly.\n",
+		"what the device sustains when every write must be made durable promptly.\n"
+		"flush/ckpt: the device flushes delog counted (PREFLUSH writes, standalone\n"
+		"flushes, and FUA writes on a disk without FUA, each a write and a flush there);\n"
+		"disk/ckpt: the flush requests the disk completed in the same window\n"
+		"(/sys/block/DISK/stat, Linux >= 5.5; '-' without counters), an upper bound\n"
+		"where other processes flush the same disk.\n",
 		MAX_TX_SIZE >> 20, DELOG_LOGBUFS_MIN, DELOG_LOGBUFS_MAX, DELOG_LOGBUFS_MAX, T_RATIO);
 }
 
@@ -265,6 +273,8 @@ struct point {
 	delog *log;
 	struct bench_gate g;
 	struct delog_stats s0, s1;
+	const struct bench_disk *disk;
+	struct bench_diskcount d0, d1; /* the disk's counters beside s0, s1 */
 };
 
 struct row {
@@ -275,8 +285,9 @@ struct row {
 	double window_s, tx_per_s, mb_per_s, cpu_s, open_s;
 	struct lat_stats lat;
 	uint64_t checkpoints, device_flushes, fua_writes, transactions, records, record_bytes;
-	uint64_t space_waits;
+	uint64_t space_waits, fua_flushes, preflushes, flushes;
 	double flushes_per_ckpt, bytes_per_flush, txs_per_ckpt;
+	double disk_flushes;      /* flush requests the disk completed; NAN: no counters */
 };
 
 /* One durable transaction: begin, one item, commit, force its checkpoint. */
@@ -316,11 +327,18 @@ static void *client_main(void *arg)
 	return NULL;
 }
 
+/* delog_stats and the disk's counters, the disk's read on the inside of delog's. */
 static void read_stats(void *arg, int end)
 {
 	struct point *pt = arg;
 
-	delog_stats(pt->log, end ? &pt->s1 : &pt->s0);
+	if (end) {
+		pt->d1 = bench_disk_read(pt->disk);
+		delog_stats(pt->log, &pt->s1);
+	} else {
+		delog_stats(pt->log, &pt->s0);
+		pt->d0 = bench_disk_read(pt->disk);
+	}
 }
 
 static void stats_delta(struct row *w, const struct delog_stats *a, const struct delog_stats *b)
@@ -328,6 +346,9 @@ static void stats_delta(struct row *w, const struct delog_stats *a, const struct
 	w->checkpoints = b->checkpoints - a->checkpoints;
 	w->device_flushes = b->device_flushes - a->device_flushes;
 	w->fua_writes = b->fua_writes - a->fua_writes;
+	w->fua_flushes = b->fua_flushes - a->fua_flushes;
+	w->preflushes = b->preflushes - a->preflushes;
+	w->flushes = b->flushes - a->flushes;
 	w->transactions = b->transactions - a->transactions;
 	w->records = b->records - a->records;
 	w->record_bytes = b->record_bytes - a->record_bytes;
@@ -341,10 +362,10 @@ static void stats_delta(struct row *w, const struct delog_stats *a, const struct
 
 /* Reopen the log with @p, stream for warm-up + window, fill @w.  0 or the error. */
 static int delog_point(struct bench *b, const struct stream_opts *o, enum delog_flush_policy p,
-		       struct row *w)
+		       const struct bench_disk *disk, struct row *w)
 {
 	struct delog_options lo = bench_log_opts(b, p, 0, o->logbufs, o->logbsize, o->log_size);
-	struct point pt = { .b = b, .o = o };
+	struct point pt = { .b = b, .o = o, .disk = disk };
 	struct bench_samples all = { 0 };
 	struct bench_span sp = { 0 };
 	struct bench_client *failed;
@@ -389,6 +410,7 @@ static int delog_point(struct bench *b, const struct stream_opts *o, enum delog_
 				 &w->cpu_s);
 		bench_samples_stats(&all, &w->lat);
 		stats_delta(w, &pt.s0, &pt.s1);
+		w->disk_flushes = bench_disk_flushes(&pt.d0, &pt.d1);
 	}
 	bench_samples_free(&all);
 	e = delog_close(pt.log);
@@ -408,6 +430,7 @@ struct srun {
 	const struct stream_opts *o;
 	const char *fs_type;
 	double format_s;
+	struct bench_disk disk;   /* the disk under the target, for its flush counter */
 	char fio_path[PATH_MAX];
 	const char *fio;          /* NULL: not installed, or --no-fio */
 	struct fio_write fw;
@@ -511,6 +534,7 @@ static void print_human(struct srun *r)
 
 	bench_out(b, "delog bench --workload stream %s\n", b->t.path);
 	bench_out_target(b, r->fs_type, b->o.backend);
+	bench_out_disk(b, &r->disk);
 	bench_out(b, "  log         %s, %u x %s buffers; formatted in %.2f s\n",
 		  fmt_bytes(o->log_size, sz, sizeof(sz)), o->logbufs,
 		  fmt_bytes(o->logbsize, sz2, sizeof(sz2)), r->format_s);
@@ -533,18 +557,24 @@ static void print_human(struct srun *r)
 			  "not installed (no fio in $PATH)");
 	if (r->fio_err[0])
 		bench_out(b, "  fio         FAILED: %s\n", r->fio_err);
-	bench_out(b, "\n  %-4s %-14s %8s %8s %7s %9s %7s %8s %8s %8s %10s %9s %7s\n", "pass",
-		  "policy", "MB/s", "fio MB/s", "vs fio", "fio+flush", "vs f+f", "tx/s", "p50 ms",
-		  "p99 ms", "max ms", "flush/ckpt", "MiB/flush");
+	bench_out(b, "\n  %-4s %-14s %8s %8s %7s %9s %7s %8s %8s %8s %10s %9s %9s %7s\n",
+		  "pass", "policy", "MB/s", "fio MB/s", "vs fio", "fio+flush", "vs f+f", "tx/s",
+		  "p50 ms", "p99 ms", "max ms", "flush/ckpt", "disk/ckpt", "MiB/flush");
 	for (size_t k = 0; k < r->nrows; k++) {
 		const struct row *w = &r->rows[k];
+		double dk = bench_per(w->disk_flushes, w->checkpoints);
+		char dc[32];
 
+		if (isfinite(dk))
+			snprintf(dc, sizeof(dc), "%.2f", dk);
+		else
+			snprintf(dc, sizeof(dc), "-");
 		bench_out(b, "  %-4u %-14s %8.1f %8.1f %7.3f %9.1f %7.3f %8.1f %8.2f %8.2f %10.2f "
-			  "%9.2f %7.2f\n", w->pass, policy_label(w->policy), w->mb_per_s,
+			  "%9.2f %9s %7.2f\n", w->pass, policy_label(w->policy), w->mb_per_s,
 			  r->fio_mbs[w->pass - 1][w->pidx], ratio_to(r->fio_mbs, w),
 			  r->fiofl_mbs[w->pass - 1][w->pidx], ratio_to(r->fiofl_mbs, w), w->tx_per_s,
 			  w->lat.median_us / 1e3, w->lat.p99_us / 1e3, w->lat.max_us / 1e3,
-			  w->flushes_per_ckpt, w->bytes_per_flush / 1048576.0);
+			  w->flushes_per_ckpt, dc, w->bytes_per_flush / 1048576.0);
 	}
 	bench_out(b, "\n  median over the passes\n");
 	for (unsigned p = 0; p < o->npolicy; p++) {
@@ -562,7 +592,11 @@ static void print_human(struct srun *r)
 		bench_out(b, "\n");
 	}
 	bench_out(b, "\n  MB/s: payload made durable (10^6 B/s); latency: begin to the force's "
-		  "return; MiB/flush: log bytes written per device flush\n");
+		  "return; MiB/flush: log bytes written per device flush\n"
+		  "  flush/ckpt: device flushes delog counted (PREFLUSH writes + standalone flushes "
+		  "+ FUA writes on a disk without FUA) per checkpoint; disk/ckpt: flush requests the "
+		  "disk completed, per checkpoint (an upper bound: other processes' flushes count "
+		  "too)\n");
 	if (r->fio && !r->fio_err[0])
 		bench_out(b, "  fio, all %u runs: median %.1f MB/s; fio+flush: median %.1f MB/s "
 			  "(%.2f of fio)\n"
@@ -582,6 +616,7 @@ static void print_json(struct srun *r)
 
 	bench_json_begin(r->b, &j);
 	json_str(&j, "fs_type", r->fs_type);
+	bench_json_disk(&j, &r->disk);
 	json_obj_begin(&j, "params");
 	json_u64(&j, "clients", o->clients);
 	json_arr_begin(&j, "policies");
@@ -633,6 +668,7 @@ static void print_json(struct srun *r)
 			json_null(&j, "lat_p99_us");
 			json_null(&j, "lat_max_us");
 			json_null(&j, "flushes_per_checkpoint");
+			json_null(&j, "disk_flushes");
 			json_obj_end(&j);
 		}
 		for (size_t k = 0; k < r->nrows; k++) {
@@ -662,6 +698,17 @@ static void print_json(struct srun *r)
 			json_u64(&j, "checkpoints", w->checkpoints);
 			json_u64(&j, "device_flushes", w->device_flushes);
 			json_u64(&j, "fua_writes", w->fua_writes);
+			json_u64(&j, "preflushes", w->preflushes);
+			json_u64(&j, "flushes", w->flushes);
+			json_u64(&j, "fua_flushes", w->fua_flushes);
+			json_u64(&j, "transactions", w->transactions);
+			json_dbl(&j, "device_flushes_per_commit",
+				 bench_per((double)w->device_flushes, w->transactions));
+			json_dbl(&j, "disk_flushes", w->disk_flushes);
+			json_dbl(&j, "disk_flushes_per_checkpoint",
+				 bench_per(w->disk_flushes, w->checkpoints));
+			json_dbl(&j, "disk_flushes_per_commit",
+				 bench_per(w->disk_flushes, w->transactions));
 			json_u64(&j, "records", w->records);
 			json_u64(&j, "record_bytes", w->record_bytes);
 			json_u64(&j, "space_waits", w->space_waits);
@@ -725,6 +772,7 @@ static int stream_run(struct bench *b, void *state)
 	if (bench_log_prepare(b, fio_off + fio_area(o) + FLUSHER_BLOCK, &r.fs_type, fio_off,
 			      r.fio ? fio_area(o) + FLUSHER_BLOCK : 0, &lo, &r.format_s))
 		goto fail;
+	bench_disk_target(b, &r.disk);
 	r.fw = (struct fio_write){
 		.fio = r.fio, .filename = b->t.path,
 		.ioengine = b->o.backend && strcmp(b->o.backend, "uring") ? "libaio" : "io_uring",
@@ -744,7 +792,7 @@ static int stream_run(struct bench *b, void *state)
 			w->policy = (int)o->policy[p];
 			bench_progress(b, "pass %u/%u: %s", i + 1, o->passes,
 				       delog_flush_policy_name(o->policy[p]));
-			if (!(err = delog_point(b, o, o->policy[p], w)))
+			if (!(err = delog_point(b, o, o->policy[p], &r.disk, w)))
 				r.nrows++;
 			if (!err && !fio_first)
 				fio_pass(&r, i, p, false);

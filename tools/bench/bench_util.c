@@ -3,7 +3,8 @@
  * "what several workloads share"): their common option values, the start gate and
  * measured window of a point's client threads with the measuring thread's hold loop,
  * latency samples, the raw O_DIRECT write + fdatasync baseline and its pre-written
- * region, and a target formatted once for a delog log.
+ * region, a target formatted once for a delog log, and the disk's own flush counter
+ * (/sys/block/DISK/stat) that every benchmark prints beside delog_stats' count.
  *
  * Why here and not in each workload: bench_commit.c, bench_peers.c and the flush-policy
  * workloads (bench_dbench.c, bench_fsmark.c, bench_compare.c) compare numbers with each
@@ -22,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -610,4 +613,104 @@ void bench_json_lat(struct json *j, const struct lat_stats *lat)
 	json_dbl(j, "lat_p99_us", lat->p99_us);
 	json_dbl(j, "lat_max_us", lat->max_us);
 	json_dbl(j, "lat_mean_us", lat->mean_us);
+}
+
+/* ---- the disk's own counters ---- */
+
+void bench_disk_find(const char *path, struct bench_disk *d)
+{
+	char link[64], real[PATH_MAX], part[PATH_MAX + 16];
+	struct stat st;
+	dev_t dev;
+	char *slash;
+
+	memset(d, 0, sizeof(*d));
+	if (stat(path, &st)) {
+		snprintf(d->why, sizeof(d->why), "cannot stat %.100s: %s", path, strerror(errno));
+		return;
+	}
+	dev = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
+	if (!major(dev)) {
+		snprintf(d->why, sizeof(d->why), "no block device under it (device %u:%u: an "
+			 "overlay, network or memory filesystem)", major(dev), minor(dev));
+		return;
+	}
+	snprintf(link, sizeof(link), "/sys/dev/block/%u:%u", major(dev), minor(dev));
+	if (!realpath(link, real)) {
+		snprintf(d->why, sizeof(d->why), "%s: %s", link, strerror(errno));
+		return;
+	}
+	snprintf(part, sizeof(part), "%s/partition", real);
+	if (!access(part, F_OK) && (slash = strrchr(real, '/')))
+		*slash = '\0';
+	slash = strrchr(real, '/');
+	snprintf(d->name, sizeof(d->name), "%.63s", slash ? slash + 1 : real);
+	if ((size_t)snprintf(d->path, sizeof(d->path), "%s/stat", real) >= sizeof(d->path)) {
+		snprintf(d->why, sizeof(d->why), "the sysfs path of %s is too long", d->name);
+		return;
+	}
+	d->ok = true;
+	if (!bench_disk_read(d).ok) {
+		d->ok = false;
+		snprintf(d->why, sizeof(d->why), "%.80s has no flush field (Linux < 5.5) or "
+			 "cannot be read", d->path);
+	}
+}
+
+void bench_disk_target(const struct bench *b, struct bench_disk *d)
+{
+	if (bench_is_sim(b)) {
+		memset(d, 0, sizeof(*d));
+		snprintf(d->why, sizeof(d->why), "the in-memory disk (--backend sim) has none");
+		return;
+	}
+	bench_disk_find(b->t.path, d);
+}
+
+struct bench_diskcount bench_disk_read(const struct bench_disk *d)
+{
+	struct bench_diskcount c = { 0 };
+	unsigned long long f[17];
+	FILE *fp;
+
+	if (!d->ok || !(fp = fopen(d->path, "re")))
+		return c;
+	/* 17 fields since Linux 5.5: the 16th is flush requests completed */
+	if (fscanf(fp, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu "
+		   "%llu %llu %llu", &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8],
+		   &f[9], &f[10], &f[11], &f[12], &f[13], &f[14], &f[15], &f[16]) == 17) {
+		c.ok = true;
+		c.sectors_written = f[6];
+		c.flushes = f[15];
+	}
+	fclose(fp);
+	return c;
+}
+
+double bench_disk_flushes(const struct bench_diskcount *c0, const struct bench_diskcount *c1)
+{
+	return c0->ok && c1->ok ? (double)(c1->flushes - c0->flushes) : NAN;
+}
+
+double bench_per(double v, uint64_t per)
+{
+	return per ? v / (double)per : NAN;
+}
+
+void bench_out_disk(struct bench *b, const struct bench_disk *d)
+{
+	if (d->ok)
+		bench_out(b, "  disk        %s: flush requests from %s (other processes' flushes "
+			  "count too)\n", d->name, d->path);
+	else
+		bench_out(b, "  disk        no flush counter: %s\n", d->why);
+}
+
+void bench_json_disk(struct json *j, const struct bench_disk *d)
+{
+	json_obj_begin(j, "disk");
+	json_str(j, "name", d->ok ? d->name : NULL);
+	json_str(j, "stat", d->ok ? d->path : NULL);
+	json_str(j, "why", d->ok ? NULL : d->why);
+	json_obj_end(j);
 }
