@@ -49,7 +49,8 @@
  *    flushes), for every system the same way; it also counts other processes' flushes
  *    on that disk, so the idle rate is measured once before the first point and printed.
  *    Sectors written (field 7) give device bytes per commit the same way.  For delog the
- *    engine's own count (delog_stats device_flushes, FUA writes) is shown beside it.
+ *    engine's own count is shown beside it: delog_stats' device_flushes, which counts a
+ *    FUA write on a disk without FUA as the write + flush it becomes (fua_flushes).
  *    Where the counter does not exist (no block device behind --dir, an older kernel)
  *    the columns say n/a.
  *  - The ratio the issue asks for: at each client count, the best delog policy's
@@ -374,7 +375,7 @@ struct row {
 	struct lat_stats lat;
 	struct bench_diskcount d0, d1;   /* the device's counters at both ends of the window */
 	bool has_stats;           /* delog: the engine's counts below are set */
-	uint64_t checkpoints, engine_flushes, fua_writes, transactions;
+	uint64_t checkpoints, engine_flushes, fua_writes, fua_flushes, transactions;
 	double cpu_s;             /* process CPU time (user + system) in the window */
 	double setup_s;           /* opening (and for a peer creating) the store */
 };
@@ -705,6 +706,7 @@ static int run_point(struct point *pt, struct row *row, char *msg, size_t msglen
 			row->checkpoints = pt->s1.checkpoints - pt->s0.checkpoints;
 			row->engine_flushes = pt->s1.device_flushes - pt->s0.device_flushes;
 			row->fua_writes = pt->s1.fua_writes - pt->s0.fua_writes;
+			row->fua_flushes = pt->s1.fua_flushes - pt->s0.fua_flushes;
 			row->transactions = pt->s1.transactions - pt->s0.transactions;
 		}
 	}
@@ -1062,7 +1064,7 @@ static void print_human(struct prun *r)
 			snprintf(bpc, sizeof(bpc), "n/a");
 		}
 		if (w->has_stats && w->commits)
-			snprintf(efc, sizeof(efc), "%.3f", (double)(w->engine_flushes + w->fua_writes) /
+			snprintf(efc, sizeof(efc), "%.3f", (double)w->engine_flushes /
 				 (double)w->commits);
 		else
 			snprintf(efc, sizeof(efc), "-");
@@ -1192,11 +1194,13 @@ static void print_json(struct prun *r)
 			json_u64(&j, "engine_checkpoints", w->checkpoints);
 			json_u64(&j, "engine_flushes", w->engine_flushes);
 			json_u64(&j, "engine_fua_writes", w->fua_writes);
+			json_u64(&j, "engine_fua_flushes", w->fua_flushes);
 			json_u64(&j, "engine_transactions", w->transactions);
 		} else {
 			json_null(&j, "engine_checkpoints");
 			json_null(&j, "engine_flushes");
 			json_null(&j, "engine_fua_writes");
+			json_null(&j, "engine_fua_flushes");
 			json_null(&j, "engine_transactions");
 		}
 		json_dbl(&j, "cpu_s", w->cpu_s);
