@@ -48,8 +48,12 @@ need = ["workload", "policy", "clients", "commits_per_s", "mb_per_s", "lat_p50_u
         "checkpoints", "device_flushes", "fua_writes", "fua_flushes", "device_fua",
         "device_flushes_per_commit", "disk_flushes", "disk_flushes_per_commit"]
 disk = doc["disk"]
-assert set(disk) == {"name", "stat", "why"}, disk
+assert set(disk) == {"name", "stat", "why", "idle_flushes_per_s_before",
+                     "idle_flushes_per_s_after"}, disk
 assert (disk["name"] is None) == (disk["stat"] is None) == (disk["why"] is not None), disk
+for k in ("idle_flushes_per_s_before", "idle_flushes_per_s_after"):
+    assert (disk[k] is None) == (disk["name"] is None), disk
+    assert disk[k] is None or disk[k] >= 0, disk
 if doc["backend"] == "sim":
     assert disk["name"] is None and disk["why"], disk
 for r in rows:

@@ -351,6 +351,8 @@ struct bench_disk {
 	char name[64];            /* "vda" */
 	char path[PATH_MAX];      /* /sys/.../stat */
 	char why[160];            /* when !ok: why there are no counters */
+	double idle_before, idle_after; /* its flushes/s with the bench idle (NAN: not
+					 * measured), bench_disk_idle */
 };
 
 struct bench_diskcount {
@@ -368,9 +370,18 @@ struct bench_diskcount bench_disk_read(const struct bench_disk *d);
  * for none). */
 double bench_disk_flushes(const struct bench_diskcount *c0, const struct bench_diskcount *c1);
 double bench_per(double v, uint64_t per);
-/* Human output: "  disk        vda: flush requests from /sys/.../stat (...)" or why not. */
+/* The disk's flushes per second over @ns of the bench doing nothing (other processes,
+ * the filesystem's own commits), into d->idle_before (@after false) or d->idle_after:
+ * the noise in every delta.  Sleeps only when the disk has counters. */
+#define BENCH_IDLE_NS 500000000ull
+void bench_disk_idle(struct bench_disk *d, bool after, uint64_t ns);
+/* Human output: "  disk        vda: flush requests from /sys/.../stat (...)" or why not,
+ * with the idle rates when measured, and a warning when others flush the disk (more
+ * than BENCH_IDLE_WARN flushes/s). */
+#define BENCH_IDLE_WARN 10.0
 void bench_out_disk(struct bench *b, const struct bench_disk *d);
-/* JSON: "disk": {"name", "stat", "why"} (name and stat null, why set, without counters). */
+/* JSON: "disk": {"name", "stat", "why", "idle_flushes_per_s_before", "..._after"} (name
+ * and stat null, why set, without counters; an idle rate null when not measured). */
 void bench_json_disk(struct json *j, const struct bench_disk *d);
 
 #endif

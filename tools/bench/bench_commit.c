@@ -922,6 +922,7 @@ static int commit_run(struct bench *b, void *state)
 	if (!r.sim && prepare(&r))
 		goto fail;
 	bench_disk_target(b, &r.disk);
+	bench_disk_idle(&r.disk, false, BENCH_IDLE_NS);
 	for (unsigned c = 0; c < o->nclients && !err; c++) {
 		unsigned n = o->clients[c];
 
@@ -952,6 +953,8 @@ static int commit_run(struct bench *b, void *state)
 		if (!err && bench_interrupted(b))
 			err = -EINTR;
 	}
+	if (!err)
+		bench_disk_idle(&r.disk, true, BENCH_IDLE_NS);
 	bench_progress_clear(b);
 	if (err)
 		goto fail;

@@ -1035,6 +1035,7 @@ int fb_run(struct bench *b, void *state)
 	if (!r.e.sim && (err = prepare(&r.e)))
 		goto out;
 	bench_disk_target(b, &r.e.disk);
+	bench_disk_idle(&r.e.disk, false, BENCH_IDLE_NS);
 	total = (o->do_dbench ? o->nclients * (o->npolicy + o->do_raw) : 0) +
 		(o->do_fsmark ? o->npolicy : 0);
 	for (unsigned c = 0; o->do_dbench && c < o->nclients && !err; c++) {
@@ -1065,6 +1066,8 @@ int fb_run(struct bench *b, void *state)
 		if (!err && bench_interrupted(b))
 			err = -EINTR;
 	}
+	if (!err)
+		bench_disk_idle(&r.e.disk, true, BENCH_IDLE_NS);
 	bench_progress_clear(b);
 	if (err)
 		goto out;

@@ -893,20 +893,6 @@ static int sys_point(struct prun *r, enum sys_id s, unsigned clients, struct row
 	return err;
 }
 
-/* The background: the disk's flushes in one idle second (other processes, the
- * filesystem's own commits), so the per-commit counts can be judged.  NaN: n/a. */
-static double idle_rate(struct prun *r)
-{
-	struct bench_diskcount c0 = bench_disk_read(&r->dev), c1;
-	uint64_t t0 = now_ns();
-
-	bench_sleep_ns(1000000000ull);
-	c1 = bench_disk_read(&r->dev);
-	if (!c0.ok || !c1.ok)
-		return NAN;
-	return (double)(c1.flushes - c0.flushes) / ((double)(now_ns() - t0) / 1e9);
-}
-
 /* The delog file in the directory: allocate, pre-write the raw region, format once. */
 static int prepare(struct prun *r)
 {
@@ -918,7 +904,8 @@ static int prepare(struct prun *r)
 				DELOG_SB_BYTES + LOG_SIZE, BASE_AREA, &lo, &r->format_s);
 	if (err)
 		return err;
-	r->idle_before = idle_rate(r);
+	bench_disk_idle(&r->dev, false, 1000000000ull);
+	r->idle_before = r->dev.idle_before;
 	return 0;
 }
 
@@ -1283,7 +1270,8 @@ static int peers_run(struct bench *b, void *state)
 	bench_progress_clear(b);
 	if (err)
 		goto fail;
-	r.idle_after = idle_rate(&r);
+	bench_disk_idle(&r.dev, true, 1000000000ull);
+	r.idle_after = r.dev.idle_after;
 	if (b->o.json)
 		print_json(&r);
 	else

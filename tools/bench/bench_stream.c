@@ -773,6 +773,7 @@ static int stream_run(struct bench *b, void *state)
 			      r.fio ? fio_area(o) + FLUSHER_BLOCK : 0, &lo, &r.format_s))
 		goto fail;
 	bench_disk_target(b, &r.disk);
+	bench_disk_idle(&r.disk, false, BENCH_IDLE_NS);
 	r.fw = (struct fio_write){
 		.fio = r.fio, .filename = b->t.path,
 		.ioengine = b->o.backend && strcmp(b->o.backend, "uring") ? "libaio" : "io_uring",
@@ -800,6 +801,8 @@ static int stream_run(struct bench *b, void *state)
 				err = -EINTR;
 		}
 	}
+	if (!err)
+		bench_disk_idle(&r.disk, true, BENCH_IDLE_NS);
 	bench_progress_clear(b);
 	if (err)
 		goto fail;

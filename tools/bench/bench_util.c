@@ -625,6 +625,7 @@ void bench_disk_find(const char *path, struct bench_disk *d)
 	char *slash;
 
 	memset(d, 0, sizeof(*d));
+	d->idle_before = d->idle_after = NAN;
 	if (stat(path, &st)) {
 		snprintf(d->why, sizeof(d->why), "cannot stat %.100s: %s", path, strerror(errno));
 		return;
@@ -661,6 +662,7 @@ void bench_disk_target(const struct bench *b, struct bench_disk *d)
 {
 	if (bench_is_sim(b)) {
 		memset(d, 0, sizeof(*d));
+		d->idle_before = d->idle_after = NAN;
 		snprintf(d->why, sizeof(d->why), "the in-memory disk (--backend sim) has none");
 		return;
 	}
@@ -697,13 +699,40 @@ double bench_per(double v, uint64_t per)
 	return per ? v / (double)per : NAN;
 }
 
+void bench_disk_idle(struct bench_disk *d, bool after, uint64_t ns)
+{
+	struct bench_diskcount c0, c1;
+	uint64_t t0;
+
+	*(after ? &d->idle_after : &d->idle_before) = NAN;
+	if (!d->ok)
+		return;
+	c0 = bench_disk_read(d);
+	t0 = now_ns();
+	bench_sleep_ns(ns);
+	c1 = bench_disk_read(d);
+	if (c0.ok && c1.ok)
+		*(after ? &d->idle_after : &d->idle_before) =
+			(double)(c1.flushes - c0.flushes) / ((double)(now_ns() - t0) / 1e9);
+}
+
 void bench_out_disk(struct bench *b, const struct bench_disk *d)
 {
-	if (d->ok)
-		bench_out(b, "  disk        %s: flush requests from %s (other processes' flushes "
-			  "count too)\n", d->name, d->path);
-	else
+	double worst = fmax(d->idle_before, d->idle_after);
+
+	if (!d->ok) {
 		bench_out(b, "  disk        no flush counter: %s\n", d->why);
+		return;
+	}
+	bench_out(b, "  disk        %s: flush requests from %s (other processes' flushes count "
+		  "too)", d->name, d->path);
+	if (!isnan(d->idle_before) || !isnan(d->idle_after))
+		bench_out(b, "; with the bench idle: %.1f/s before the run, %.1f/s after it",
+			  d->idle_before, d->idle_after);
+	bench_out(b, "\n");
+	if (worst > BENCH_IDLE_WARN)
+		bench_out(b, "  WARNING     other processes flush this disk (%.0f/s while the bench "
+			  "was idle): the disk's counts include theirs\n", worst);
 }
 
 void bench_json_disk(struct json *j, const struct bench_disk *d)
@@ -712,5 +741,7 @@ void bench_json_disk(struct json *j, const struct bench_disk *d)
 	json_str(j, "name", d->ok ? d->name : NULL);
 	json_str(j, "stat", d->ok ? d->path : NULL);
 	json_str(j, "why", d->ok ? NULL : d->why);
+	json_dbl(j, "idle_flushes_per_s_before", d->idle_before);
+	json_dbl(j, "idle_flushes_per_s_after", d->idle_after);
 	json_obj_end(j);
 }
