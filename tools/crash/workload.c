@@ -583,8 +583,15 @@ static void *releaser_main(void *arg)
 				else if (t - stuck_since > CR_FULL_STUCK_NS)
 					wl_fail(rd, "a committer waits in delog_tx_begin with everything "
 						"released and the CIL empty (log used %" PRIu64 " of %" PRIu64
-						", reserved %" PRIu64 "; G9: no progress once space is freed)",
-						st.log_used, st.log_size, st.reserved_bytes);
+						", reserved %" PRIu64 ", head %" PRIu64 "/%" PRIu64
+						", tail %" PRIu64 "/%" PRIu64 ", durable seq %" PRIu64
+						", open seq %" PRIu64 ", released %" PRIu64 ", space waits %"
+						PRIu64 ", checkpoints %" PRIu64 "; G9: no progress once "
+						"space is freed)",
+						st.log_used, st.log_size, st.reserved_bytes,
+						st.head_lsn >> 32, st.head_lsn & 0xffffffffu,
+						st.tail_lsn >> 32, st.tail_lsn & 0xffffffffu, st.durable_seq,
+						st.open_seq, rel, st.space_waits, st.checkpoints);
 			} else {
 				stuck_since = 0;
 			}
