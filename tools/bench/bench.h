@@ -384,4 +384,62 @@ void bench_out_disk(struct bench *b, const struct bench_disk *d);
  * and stat null, why set, without counters; an idle rate null when not measured). */
 void bench_json_disk(struct json *j, const struct bench_disk *d);
 
+/*
+ * The open loop of `delog bench --workload commit --rate LIST` (bench_openloop.c):
+ * Poisson arrivals at each offered rate, latency from each commit's intended arrival,
+ * for each policy and the raw-fdatasync baseline.  bench_commit.c parses the options,
+ * prepares the target (formats the log, pre-writes the baseline's region), then calls
+ * bench_openloop_run, which runs the points and prints the tables (or --json) and the
+ * --plot.
+ */
+#define BENCH_OL_MAX_RATES 16u
+#define BENCH_OL_MAX_RATE 10000000.0
+
+struct bench_ol_params {
+	const double *rates;
+	unsigned nrates;
+	const enum delog_flush_policy *policy;
+	unsigned npolicy;
+	double time_s;
+	uint32_t items, item_size;
+	bool force;
+	unsigned workers;         /* the worker pool of every point */
+	uint64_t seed;            /* the schedule of rate i: seed + i */
+	unsigned logbufs;
+	uint32_t logbsize;
+	uint64_t log_size;
+	bool baseline;            /* raw-fdatasync at every rate (a file target) */
+	uint64_t raw_base, raw_area, raw_rec; /* its region and bytes per commit */
+	const char *fs_type;
+	struct bench_disk *disk;
+	const char *plot;         /* --plot FILE.png, or NULL */
+};
+
+/* What one point measured. */
+struct bench_ol_point {
+	double offered_per_s, arrivals_per_s, achieved_per_s, window_s;
+	uint64_t arrivals;        /* intended inside the window */
+	uint64_t commits;         /* completed inside the window */
+	uint64_t unserved;        /* arrivals of the window still queued at its end */
+	uint64_t queue_start, queue_end, queue_max;
+	struct lat_stats lat;
+	double p999_us;
+	bool saturated;
+};
+
+/* TOOL_EXIT_OK or TOOL_EXIT_FAIL (after bench_fail). */
+int bench_openloop_run(struct bench *b, const struct bench_ol_params *p);
+
+/*
+ * gnuplot for a workload's --plot (bench_compare.c, bench_openloop.c): whether it is on
+ * PATH; @src with quotes, backslashes and newlines replaced (a title inside '...');
+ * two new temporary files in $TMPDIR (else /tmp), the data file @dat opened in *@f and
+ * the script file @gp (paths of @len bytes each); running gnuplot on @gp, checking that
+ * it drew @out.  0 or a negative errno after bench_fail.
+ */
+bool bench_have_gnuplot(void);
+void bench_gnuplot_name(char *dst, size_t len, const char *src);
+int bench_plot_files(struct bench *b, char *dat, char *gp, size_t len, FILE **f);
+int bench_gnuplot(struct bench *b, const char *gp, const char *out);
+
 #endif

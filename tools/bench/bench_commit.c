@@ -53,6 +53,11 @@
  * path; with --no-force the clients only commit (latency = begin to commit's return) and
  * one force follows the window, which measures the commit path without the push.
  *
+ * --rate LIST switches to the open loop (bench_openloop.c): Poisson arrivals at each
+ * offered rate, latency from each commit's intended arrival.  This file parses its
+ * options (--rate, --workers, --seed, --plot), prepares the target as above, and hands
+ * over to bench_openloop_run.
+ *
  * Acceptance figures of the issue are computed and printed (and in JSON under
  * "acceptance"), never asserted: single at 1 client >= 0.9 x raw-fdatasync at 1 client;
  * single at 64 clients >= 10 x its 1-client rate and >= 1.0 x the better baseline at 64;
@@ -82,6 +87,7 @@
 #define BASE_AREA (64ull << 20)        /* the baselines' region, after the log */
 #define MAX_ITEM_SIZE (1u << 20)
 #define MAX_ITEMS 1024u
+#define DEFAULT_SEED 1u               /* --seed: the open loop's arrival schedule */
 
 /* The issue's acceptance targets (reported, not asserted). */
 #define T_SINGLE1_VS_RAW 0.9
@@ -103,6 +109,10 @@ enum {
 	OPT_LOGBSIZE,
 	OPT_NO_BASELINES,
 	OPT_NO_FORCE,
+	OPT_RATE,
+	OPT_SEED,
+	OPT_WORKERS,
+	OPT_PLOT,
 };
 
 static const struct option commit_options[] = {
@@ -116,6 +126,10 @@ static const struct option commit_options[] = {
 	{ "logbsize", required_argument, NULL, OPT_LOGBSIZE },
 	{ "no-baselines", no_argument, NULL, OPT_NO_BASELINES },
 	{ "no-force", no_argument, NULL, OPT_NO_FORCE },
+	{ "rate", required_argument, NULL, OPT_RATE },
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "workers", required_argument, NULL, OPT_WORKERS },
+	{ "plot", required_argument, NULL, OPT_PLOT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -129,6 +143,12 @@ struct commit_opts {
 	unsigned logbufs;         /* 0: the engine's default (8) */
 	uint32_t logbsize;        /* 0: the engine's default (256 KiB) */
 	bool no_baselines, no_force;
+	/* the open loop (bench_openloop.c): --rate switches to it */
+	double rates[BENCH_OL_MAX_RATES];
+	unsigned nrates;
+	uint64_t seed;
+	unsigned workers;         /* 0: the largest --clients count */
+	const char *plot;
 };
 
 /* ---- options ---- */
@@ -148,6 +168,32 @@ static void commit_defaults(void *state)
 	o->item_size = 128;
 	o->items = 4;
 	o->log_size = 256ull << 20;
+	o->seed = DEFAULT_SEED;
+}
+
+/* --rate: a comma-separated list of commits per second, 1 to BENCH_OL_MAX_RATE each. */
+static int parse_rates(const char *arg, double *out, unsigned *n)
+{
+	const char *p = arg;
+
+	*n = 0;
+	for (;;) {
+		char *end;
+		double v;
+
+		errno = 0;
+		v = strtod(p, &end);
+		if (end == p || errno || !isfinite(v) || v < 1 || v > BENCH_OL_MAX_RATE ||
+		    (*end && *end != ','))
+			return bench_usage_error("--rate: '%s' is not a list of rates from 1 to %.0f "
+						 "commits per second", arg, BENCH_OL_MAX_RATE);
+		if (*n == BENCH_OL_MAX_RATES)
+			return bench_usage_error("--rate: at most %u rates", BENCH_OL_MAX_RATES);
+		out[(*n)++] = v;
+		if (!*end)
+			return 0;
+		p = end + 1;
+	}
 }
 
 static int commit_option(void *state, int opt, const char *arg)
@@ -178,6 +224,35 @@ static int commit_option(void *state, int opt, const char *arg)
 	case OPT_NO_FORCE:
 		o->no_force = true;
 		return 0;
+	case OPT_RATE:
+		return parse_rates(arg, o->rates, &o->nrates);
+	case OPT_SEED: {
+		char *end;
+
+		errno = 0;
+		o->seed = strtoull(arg, &end, 0);
+		if (end == arg || *end || errno || *arg == '-')
+			return bench_usage_error("--seed: '%s' is not a number from 0 to 2^64 - 1",
+						 arg);
+		return 0;
+	}
+	case OPT_WORKERS: {
+		unsigned w[1], n;
+		int e = bench_parse_clients(arg, 1, MAX_CLIENTS, true, w, &n);
+
+		if (!e)
+			o->workers = w[0];
+		return e;
+	}
+	case OPT_PLOT: {
+		size_t n = strlen(arg);
+
+		if (n < 5 || strcmp(arg + n - 4, ".png") || strpbrk(arg, "'\"\\\n"))
+			return bench_usage_error("--plot: '%s' is not a FILE.png (without quotes or "
+						 "backslashes)", arg);
+		o->plot = arg;
+		return 0;
+	}
 	}
 	return bench_usage_error("unknown option");
 }
@@ -204,6 +279,11 @@ static int commit_check(struct bench *b, void *state)
 	if (bench_tx_reservation(o->items, o->item_size) > o->log_size / 8)
 		return bench_usage_error("a transaction of %u x %u bytes needs more than an eighth "
 					 "of the log (--size)", o->items, o->item_size);
+	if (!o->nrates && (o->workers || o->plot || o->seed != DEFAULT_SEED))
+		return bench_usage_error("--workers, --seed and --plot are for the open loop: "
+					 "give --rate");
+	if (o->nrates && o->workers)
+		maxc = o->workers;
 	if (!bench_is_sim(b) && !o->no_baselines && raw_record(o) * maxc > BASE_AREA)
 		return bench_usage_error("%u clients x %" PRIu64 " bytes per commit do not fit the "
 					 "baselines' %llu MiB region; use --no-baselines", maxc,
@@ -229,6 +309,13 @@ static void commit_help(FILE *f)
 		"      --no-baselines     skip raw-fdatasync and ideal-group\n"
 		"      --no-force         commit without forcing (one force after the window):\n"
 		"                         the commit path alone, e.g. with --backend sim\n"
+		"      --rate LIST        open loop: offered commits per second, one point each\n"
+		"                         (e.g. 1000,5000,20000; 1 to %.0f; at most %u rates)\n"
+		"      --workers N        open loop: worker threads per point (default: the\n"
+		"                         largest --clients count, 256)\n"
+		"      --seed N           open loop: the arrival schedule's seed (default %u)\n"
+		"      --plot FILE.png    open loop: draw p99 against offered load with gnuplot\n"
+		"                         (apt-get install gnuplot-nox; without it, skipped)\n"
 		"\nA durable commit is delog_tx_begin, --items delog_tx_log, delog_tx_commit_force;\n"
 		"its latency runs from begin to the force's return.  Baselines in the same run on\n"
 		"the same file, with plain syscalls: raw-fdatasync (every client: one O_DIRECT\n"
@@ -242,8 +329,17 @@ static void commit_help(FILE *f)
 		"disk fl/tx: the flush requests the disk itself completed in the same window\n"
 		"(/sys/block/DISK/stat, Linux >= 5.5) per commit, for a file or block device on a\n"
 		"local disk, '-' on sim or without counters.  Other processes flushing the same\n"
-		"disk count there too, so on a shared machine it is an upper bound.\n",
-		BASE_AREA >> 20, DELOG_LOGBUFS_MIN, DELOG_LOGBUFS_MAX);
+		"disk count there too, so on a shared machine it is an upper bound.\n"
+		"--rate: the open loop.  Commits arrive at the offered rate (a Poisson process of\n"
+		"seed + the rate's index, the same for every system) and queue for the workers;\n"
+		"a commit's latency runs from its intended arrival to its return, queueing\n"
+		"included (no coordinated omission).  Per system (each policy, and raw-fdatasync\n"
+		"on a file unless --no-baselines; no ideal-group) and rate: offered, arrived and\n"
+		"achieved commits/s, p50, p99, p99.9 and max latency, and whether the point\n"
+		"saturated (achieved below 95%% of arrived, or a growing queue).  Every listed\n"
+		"rate runs; --clients only sizes the worker pool.\n",
+		BASE_AREA >> 20, DELOG_LOGBUFS_MIN, DELOG_LOGBUFS_MAX, BENCH_OL_MAX_RATE,
+		BENCH_OL_MAX_RATES, DEFAULT_SEED);
 }
 
 /* ---- one point ---- */
@@ -923,6 +1019,23 @@ static int commit_run(struct bench *b, void *state)
 		goto fail;
 	bench_disk_target(b, &r.disk);
 	bench_disk_idle(&r.disk, false, BENCH_IDLE_NS);
+	if (o->nrates) {
+		struct bench_ol_params op = {
+			.rates = o->rates, .nrates = o->nrates, .policy = o->policy,
+			.npolicy = o->npolicy, .time_s = o->time_s, .items = o->items,
+			.item_size = o->item_size, .force = !o->no_force,
+			.workers = o->workers ? o->workers : bench_max_clients(o->clients,
+									      o->nclients),
+			.seed = o->seed, .logbufs = o->logbufs, .logbsize = o->logbsize,
+			.log_size = o->log_size, .baseline = !r.sim && !o->no_baselines,
+			.raw_base = DELOG_SB_BYTES + o->log_size, .raw_area = BASE_AREA,
+			.raw_rec = raw_record(o), .fs_type = r.fs_type, .disk = &r.disk,
+			.plot = o->plot,
+		};
+
+		free(r.rows);
+		return bench_openloop_run(b, &op);
+	}
 	for (unsigned c = 0; c < o->nclients && !err; c++) {
 		unsigned n = o->clients[c];
 

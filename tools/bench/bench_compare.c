@@ -863,62 +863,18 @@ static void print_json(struct frun *r)
 
 /* ---- the plot ---- */
 
-/* Is gnuplot on PATH? */
-static bool have_gnuplot(void)
-{
-	const char *path = getenv("PATH");
-	char buf[4096];
-
-	for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
-		size_t n = strcspn(p, ":");
-
-		snprintf(buf, sizeof(buf), "%.*s/gnuplot", (int)n, n ? p : ".");
-		if (!access(buf, X_OK))
-			return true;
-		p += n + (p[n] == ':');
-	}
-	return false;
-}
-
-static void gp_name(char *dst, size_t len, const char *src)
-{
-	size_t k = 0;
-
-	for (; *src && k + 1 < len; src++)
-		dst[k++] = strchr("'\"\\\n", *src) ? '_' : *src;
-	dst[k] = '\0';
-}
-
 static int plot(struct frun *r)
 {
 	const struct fb_opts *o = r->e.o;
 	struct bench *b = r->e.b;
-	const char *tmp = getenv("TMPDIR");
 	char dat[PATH_MAX], gp[PATH_MAX], title[512];
 	FILE *f = NULL;
-	int fd, status = 0, err = 0;
+	int err = 0;
 	double cmin = INFINITY, cmax = 0;
-	pid_t pid;
-	struct stat st;
 
 	/* The data and script files go to $TMPDIR (else /tmp), removed at the end. */
-	if (!tmp || !*tmp)
-		tmp = "/tmp";
-	if ((size_t)snprintf(dat, sizeof(dat), "%s/delog-plot-XXXXXX", tmp) >= sizeof(dat)) {
-		bench_fail(b, -ENAMETOOLONG, NULL, "--plot: $TMPDIR is too long");
-		return -1;
-	}
-	memcpy(gp, dat, strlen(dat) + 1);
-	fd = mkstemp(dat);
-	if (fd < 0 || !(f = fdopen(fd, "w"))) {
-		bench_fail(b, -errno, NULL, "--plot: cannot create a temporary file: %s",
-			   strerror(errno));
-		if (fd >= 0) {
-			close(fd);
-			unlink(dat);
-		}
-		return -1;
-	}
+	if ((err = bench_plot_files(b, dat, gp, sizeof(dat), &f)))
+		return err;
 	for (unsigned c = 0; c < o->nclients; c++) {
 		fprintf(f, "%u", o->clients[c]);
 		for (unsigned p = 0; p < o->npolicy; p++) {
@@ -930,15 +886,12 @@ static int plot(struct frun *r)
 		fputc('\n', f);
 	}
 	fclose(f);
-	fd = mkstemp(gp);
-	if (fd < 0 || !(f = fdopen(fd, "w"))) {
-		bench_fail(b, -errno, NULL, "--plot: cannot create a temporary file: %s",
-			   strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	if (!(f = fopen(gp, "w"))) {
+		err = -errno;
+		bench_fail(b, err, NULL, "--plot: cannot write %s: %s", gp, strerror(errno));
 		unlink(dat);
 		unlink(gp);
-		return -1;
+		return err;
 	}
 	for (unsigned c = 0; c < o->nclients; c++) {
 		cmin = fmin(cmin, o->clients[c]);
@@ -949,14 +902,14 @@ static int plot(struct frun *r)
 			 r->e.lat == IOL_SIM_LAT_NVME ? "nvme" : r->e.lat == IOL_SIM_LAT_SATA ? "sata" :
 			 "none");
 	else
-		gp_name(title, sizeof(title), b->t.is_blockdev ? b->t.path : r->e.fs_type);
+		bench_gnuplot_name(title, sizeof(title), b->t.is_blockdev ? b->t.path : r->e.fs_type);
 	if (!r->e.sim) {
 		char t2[600];
 
 		snprintf(t2, sizeof(t2), "delog dbench, %s %s, backend %s, a force every %u ops",
 			 b->t.is_blockdev ? "block device" : "file on", title,
 			 b->o.backend ? b->o.backend : "auto", o->force_every);
-		gp_name(title, sizeof(title), t2);
+		bench_gnuplot_name(title, sizeof(title), t2);
 	}
 	fprintf(f, "set terminal pngcairo size 1280,520 noenhanced font ',10'\n"
 		   "set output '%s'\n"
@@ -978,28 +931,7 @@ static int plot(struct frun *r)
 			p + 1, pname(o->policy[p]));
 	fprintf(f, "\nunset multiplot\n");
 	fclose(f);
-	fflush(NULL);
-	pid = fork();
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-
-		if (null >= 0)
-			dup2(null, STDOUT_FILENO);
-		execlp("gnuplot", "gnuplot", gp, (char *)NULL);
-		_exit(127);
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) < 0) {
-		err = -errno;
-		bench_fail(b, err, NULL, "--plot: cannot run gnuplot: %s", strerror(errno));
-	} else if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-		err = -ENOENT;
-		bench_fail(b, err, NULL, "--plot: gnuplot is not installed (apt-get install "
-			   "gnuplot-nox)");
-	} else if (!WIFEXITED(status) || WEXITSTATUS(status) || stat(o->plot, &st) ||
-		   !st.st_size) {
-		err = -EIO;
-		bench_fail(b, err, o->plot, "gnuplot failed to draw the plot");
-	}
+	err = bench_gnuplot(b, gp, o->plot);
 	unlink(dat);
 	unlink(gp);
 	return err;
@@ -1017,7 +949,7 @@ int fb_run(struct bench *b, void *state)
 
 	r.e.sim = bench_is_sim(b);
 	r.e.lat = (enum iol_sim_latency)o->sim_profile;
-	if (o->plot && !have_gnuplot()) {
+	if (o->plot && !bench_have_gnuplot()) {
 		bench_fail(b, -ENOENT, NULL, "--plot needs gnuplot, which is not installed "
 			   "(apt-get install gnuplot-nox)");
 		return TOOL_EXIT_FAIL;

@@ -25,6 +25,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -744,4 +745,99 @@ void bench_json_disk(struct json *j, const struct bench_disk *d)
 	json_dbl(j, "idle_flushes_per_s_before", d->idle_before);
 	json_dbl(j, "idle_flushes_per_s_after", d->idle_after);
 	json_obj_end(j);
+}
+
+/* ---- gnuplot (--plot) ---- */
+
+bool bench_have_gnuplot(void)
+{
+	const char *path = getenv("PATH");
+	char buf[4096];
+
+	for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
+		size_t n = strcspn(p, ":");
+
+		snprintf(buf, sizeof(buf), "%.*s/gnuplot", (int)n, n ? p : ".");
+		if (!access(buf, X_OK))
+			return true;
+		p += n + (p[n] == ':');
+	}
+	return false;
+}
+
+void bench_gnuplot_name(char *dst, size_t len, const char *src)
+{
+	size_t k = 0;
+
+	for (; *src && k + 1 < len; src++)
+		dst[k++] = strchr("'\"\\\n", *src) ? '_' : *src;
+	dst[k] = '\0';
+}
+
+int bench_plot_files(struct bench *b, char *dat, char *gp, size_t len, FILE **f)
+{
+	const char *tmp = getenv("TMPDIR");
+	int fd, err;
+
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	if ((size_t)snprintf(dat, len, "%s/delog-plot-XXXXXX", tmp) >= len) {
+		bench_fail(b, -ENAMETOOLONG, NULL, "--plot: $TMPDIR is too long");
+		return -ENAMETOOLONG;
+	}
+	memcpy(gp, dat, strlen(dat) + 1);
+	*f = NULL;
+	fd = mkstemp(dat);
+	if (fd < 0 || !(*f = fdopen(fd, "w"))) {
+		err = -errno;
+		bench_fail(b, err, NULL, "--plot: cannot create a temporary file: %s",
+			   strerror(-err));
+		if (fd >= 0) {
+			close(fd);
+			unlink(dat);
+		}
+		return err;
+	}
+	fd = mkstemp(gp);
+	if (fd < 0) {
+		err = -errno;
+		bench_fail(b, err, NULL, "--plot: cannot create a temporary file: %s",
+			   strerror(-err));
+		fclose(*f);
+		*f = NULL;
+		unlink(dat);
+		return err;
+	}
+	close(fd);
+	return 0;
+}
+
+int bench_gnuplot(struct bench *b, const char *gp, const char *out)
+{
+	int status = 0, err = 0;
+	struct stat st;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		if (null >= 0)
+			dup2(null, STDOUT_FILENO);
+		execlp("gnuplot", "gnuplot", gp, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0) {
+		err = -errno;
+		bench_fail(b, err, NULL, "--plot: cannot run gnuplot: %s", strerror(errno));
+	} else if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+		err = -ENOENT;
+		bench_fail(b, err, NULL, "--plot: gnuplot is not installed (apt-get install "
+			   "gnuplot-nox)");
+	} else if (!WIFEXITED(status) || WEXITSTATUS(status) || stat(out, &st) || !st.st_size) {
+		err = -EIO;
+		bench_fail(b, err, out, "gnuplot failed to draw the plot");
+	}
+	return err;
 }
