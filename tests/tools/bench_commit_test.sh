@@ -14,7 +14,11 @@
 #    not (then "disk"."why" says why).  Its agreement with delog's count is a benchmark
 #    result, not asserted here (other processes flush the same disk).
 # 2. The same on the in-memory disk (--backend sim): no baselines, no disk counter.
-# 3. Usage errors exit 2 and create nothing.
+# 3. Usage errors exit 2 and create nothing (bad --rate lists among them).
+# 4. The open loop (--rate) on sim and on a file, --json: a point per (rate, system),
+#    every arrival of the window a latency sample, completions bounded by arrivals + the
+#    queue and workers before the window, p50 <= p99 <= p99.9 <= max; human output with
+#    --plot (drawn with gnuplot, else skipped with a note).
 # Exit 0 pass, 1 fail, 77 skip (ctest SKIP_RETURN_CODE), with the reason on stderr.
 # A smoke test of the tool: no speed is asserted.
 set -u
@@ -122,11 +126,76 @@ expect_in "$TMP/out" "none (UNSAFE)" "none is marked UNSAFE"
 expect_rc 0 "commit bench on sim" "$DELOG" bench $SHORT --backend sim --policy none --json
 check_json "$TMP/out" "none"
 
+# 4. The open loop (--rate): on sim (no baseline) and on a file (raw-fdatasync too).
+# check_open FILE RATES SYSTEMS : one point per (rate, system) with consistent counts
+# and ordered percentiles; relations only, no speed.
+check_open() {
+	python3 - "$1" "$2" "$3" <<'EOF2' || fail "open-loop --json output does not parse or has bad values"
+import json, math, sys
+doc = json.load(open(sys.argv[1]))
+rates = [float(x) for x in sys.argv[2].split(",")]
+systems = sys.argv[3].split(",")
+assert doc["error"] is None, doc["error"]
+assert doc["workload"] == "commit" and doc["mode"] == "open-loop", doc.get("mode")
+par = doc["params"]
+assert par["rates"] == rates, par["rates"]
+assert par["workers"] == 8 and par["seed"] == 7, par
+pts = doc["points"]
+got = sorted((p["offered_per_s"], p["policy"]) for p in pts)
+want = sorted((r, s) for r in rates for s in systems)
+assert got == want, (got, want)
+for p in pts:
+    what = "%s/%g" % (p["policy"], p["offered_per_s"])
+    assert p["arrivals"] > 0 and p["commits"] > 0 and p["samples"] > 0, what
+    # every arrival of the window is a latency sample: completed or still queued
+    assert p["samples"] == p["arrivals"], (what, p["samples"], p["arrivals"])
+    assert p["unserved"] <= p["queue_end"] <= p["queue_max"], what
+    assert p["queue_start"] <= p["queue_max"], what
+    # completed in the window: the window's arrivals, those queued or running before it
+    assert p["commits"] <= p["arrivals"] + p["queue_start"] + par["workers"], what
+    w = p["window_s"]
+    assert math.isclose(p["achieved_per_s"], p["commits"] / w, rel_tol=1e-5), what
+    assert math.isclose(p["arrivals_per_s"], p["arrivals"] / w, rel_tol=1e-5), what
+    slack = (par["workers"] + p["queue_start"]) / w
+    assert p["achieved_per_s"] <= max(p["offered_per_s"], p["arrivals_per_s"]) * 1.2 + slack, what
+    assert 0 < p["lat_p50_us"] <= p["lat_p99_us"] <= p["lat_p999_us"] <= p["lat_max_us"], what
+    assert isinstance(p["saturated"], bool), what
+    assert p["unsafe"] == (p["policy"] == "none"), what
+EOF2
+}
+expect_rc 0 "open loop on sim" "$DELOG" bench --workload commit --backend sim --rate 200,2000 \
+	--policy single,none --time 0.3 --workers 8 --seed 7 --json
+check_open "$TMP/out" "200,2000" "single,none"
+expect_rc 0 "open loop on a file" "$DELOG" bench --workload commit --rate 300 --policy single \
+	--time 0.3 --workers 8 --seed 7 --size 16M --json "$TMP/open.log"
+check_open "$TMP/out" "300" "single,raw-fdatasync"
+[ -e "$TMP/open.log" ] && fail "the open-loop bench file was not removed"
+# Human output, and --plot: drawn with gnuplot, else skipped with a note (still exit 0).
+expect_rc 0 "open loop, human output with --plot" "$DELOG" bench --workload commit \
+	--backend sim --rate 500 --policy none --time 0.2 --workers 4 --plot "$TMP/ol.png"
+expect_in "$TMP/out" "p99.9 us" "open-loop table"
+expect_in "$TMP/out" "saturated" "open-loop saturation column"
+if command -v gnuplot >/dev/null 2>&1; then
+	[ -s "$TMP/ol.png" ] || fail "--plot drew no $TMP/ol.png"
+	expect_in "$TMP/out" "written to $TMP/ol.png" "plot note"
+else
+	expect_in "$TMP/out" "plot skipped" "no gnuplot: the plot is skipped"
+fi
+rm -f "$TMP/ol.png"
+
 # 3. Usage errors.
 expect_rc 2 "--clients 0" "$DELOG" bench --workload commit --clients 0
 expect_in "$TMP/err" "delog bench: --clients" "error format"
 expect_rc 2 "--policy bogus" "$DELOG" bench --workload commit --policy sync,bogus
 expect_rc 2 "--time 0" "$DELOG" bench --workload commit --time 0
+expect_rc 2 "--rate 0" "$DELOG" bench --workload commit --backend sim --rate 0
+expect_in "$TMP/err" "delog bench: --rate" "--rate error format"
+expect_rc 2 "--rate 1,x" "$DELOG" bench --workload commit --backend sim --rate 1,x
+expect_rc 2 "--rate 1,,2" "$DELOG" bench --workload commit --backend sim --rate 1,,2
+expect_rc 2 "--rate 20000000" "$DELOG" bench --workload commit --backend sim --rate 20000000
+expect_rc 2 "--seed without --rate" "$DELOG" bench --workload commit --backend sim --seed 3
+expect_rc 2 "--plot not a .png" "$DELOG" bench --workload commit --backend sim --rate 10 \
+	--plot x.jpg
 expect_rc 2 "--backend sim with a PATH" "$DELOG" bench --workload commit --backend sim \
 	"$TMP/nope"
 [ -z "$(ls -A "$TMP" | grep -v '^out$' | grep -v '^err$')" ] ||
