@@ -382,7 +382,7 @@ static const char *sys_name(const struct bench_ol_params *p, unsigned sys)
 static void print_human(struct bench *b, const struct bench_ol_params *p,
 			const struct bench_ol_point *pts, unsigned nsys, const char *plot_note)
 {
-	bench_out(b, "delog bench --workload commit --rate %s\n", bench_is_sim(b) ? "(sim)" :
+	bench_out(b, "delog bench --workload commit, open loop, %s\n", bench_is_sim(b) ? "(sim)" :
 		  b->t.path);
 	if (bench_is_sim(b))
 		bench_out(b, "  target      the in-memory disk (--backend sim); baseline skipped (it "
@@ -494,12 +494,15 @@ static int plot(struct bench *b, const struct bench_ol_params *p,
 		const struct bench_ol_point *pts, unsigned nsys)
 {
 	char dat[PATH_MAX], gp[PATH_MAX], title[512], t2[600];
+	double rmin = INFINITY, rmax = 0;
 	FILE *f;
 	int err;
 
 	if ((err = bench_plot_files(b, dat, gp, sizeof(dat), &f)))
 		return err;
 	for (unsigned ri = 0; ri < p->nrates; ri++) {
+		rmin = fmin(rmin, p->rates[ri]);
+		rmax = fmax(rmax, p->rates[ri]);
 		fprintf(f, "%.6g", p->rates[ri]);
 		for (unsigned sys = 0; sys < nsys; sys++) {
 			const struct bench_ol_point *q = &pts[(size_t)ri * nsys + sys];
@@ -524,10 +527,10 @@ static int plot(struct bench *b, const struct bench_ol_params *p,
 	bench_gnuplot_name(title, sizeof(title), t2);
 	fprintf(f, "set terminal pngcairo size 960,600 noenhanced font ',10'\n"
 		   "set output '%s'\nset title '%s'\n"
-		   "set logscale xy\nset grid\nset key top left\n"
+		   "set logscale xy\nset grid\nset key top left\nset xrange [%g:%g]\n"
 		   "set xlabel 'offered load, commits/s (Poisson arrivals)'\n"
 		   "set ylabel 'p99 latency from intended arrival, us (open marker: saturated)'\n"
-		   "plot ", p->plot, title);
+		   "plot ", p->plot, title, rmin / 1.5, rmax * 1.5);
 	for (unsigned sys = 0; sys < nsys; sys++)
 		fprintf(f, "%s'%s' using 1:%u with linespoints pt 7 lw 2 lc %u title '%s', "
 			   "'%s' using 1:%u with points pt 6 ps 1.5 lc %u notitle",
