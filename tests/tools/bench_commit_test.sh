@@ -193,6 +193,8 @@ expect_in "$TMP/err" "delog bench: --rate" "--rate error format"
 expect_rc 2 "--rate 1,x" "$DELOG" bench --workload commit --backend sim --rate 1,x
 expect_rc 2 "--rate 1,,2" "$DELOG" bench --workload commit --backend sim --rate 1,,2
 expect_rc 2 "--rate 20000000" "$DELOG" bench --workload commit --backend sim --rate 20000000
+expect_rc 2 "--workers 0" "$DELOG" bench --workload commit --backend sim --rate 10 --workers 0
+expect_in "$TMP/err" "delog bench: --workers" "--workers error format"
 expect_rc 2 "--seed without --rate" "$DELOG" bench --workload commit --backend sim --seed 3
 expect_rc 2 "--plot not a .png" "$DELOG" bench --workload commit --backend sim --rate 10 \
 	--plot x.jpg

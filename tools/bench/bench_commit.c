@@ -237,12 +237,16 @@ static int commit_option(void *state, int opt, const char *arg)
 		return 0;
 	}
 	case OPT_WORKERS: {
-		unsigned w[1], n;
-		int e = bench_parse_clients(arg, 1, MAX_CLIENTS, true, w, &n);
+		char *end;
+		unsigned long v;
 
-		if (!e)
-			o->workers = w[0];
-		return e;
+		errno = 0;
+		v = strtoul(arg, &end, 10);
+		if (end == arg || *end || errno || *arg == '-' || v < 1 || v > MAX_CLIENTS)
+			return bench_usage_error("--workers: '%s' is not a count from 1 to %u", arg,
+						 MAX_CLIENTS);
+		o->workers = (unsigned)v;
+		return 0;
 	}
 	case OPT_PLOT: {
 		size_t n = strlen(arg);

@@ -166,7 +166,7 @@ static void sleep_until(uint64_t t)
 
 /*
  * The dispatcher (the calling thread): the schedule of @rate from @seed until the window
- * closes, into the queue.  Fills the queue figures of @pt_out.
+ * closes, into the queue.  Fills the arrival and queue figures of @out.
  */
 static void dispatch(struct ol_point *pt, double rate, uint64_t seed, struct bench_ol_point *out)
 {
@@ -214,9 +214,16 @@ static void dispatch(struct ol_point *pt, double rate, uint64_t seed, struct ben
 		if (!n)
 			bench_sleep_ns(FULL_WAIT_NS); /* the ring is full */
 	}
+	/* The window's rest (no arrival is left in it), unless stopped. */
 	while (!bench_interrupted(pt->b) && now_ns() < pt->we) {
 		uint64_t now = now_ns(), e = now + BENCH_RELEASE_NS;
+		bool stop;
 
+		pthread_mutex_lock(&pt->lock);
+		stop = pt->stop;
+		pthread_mutex_unlock(&pt->lock);
+		if (stop)
+			break;
 		if (pt->log)
 			bench_release(pt->log);
 		sleep_until(e < pt->we ? e : pt->we);
