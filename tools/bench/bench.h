@@ -9,7 +9,9 @@
  * delog-bench-peers (the comparison with RocksDB, SQLite and LMDB, a program of its own
  * so that `delog` links only what the log needs).  bench_util.c holds what several workloads measure alike (option values, the
  * client threads' start gate and window, latency samples, the raw baseline, the log's
- * target, the disk's own flush counter), declared at the end of this header.
+ * target, the disk's own flush counter, gnuplot for --plot), declared at the end of this
+ * header; bench_openloop.c is the commit workload's open loop (--rate), called by
+ * bench_commit.c.
  */
 #ifndef DELOG_BENCH_H
 #define DELOG_BENCH_H
