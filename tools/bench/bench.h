@@ -160,6 +160,8 @@ int bench_parse_logbsize(const char *arg, uint32_t *out);
 int bench_parse_item_size(const char *arg, uint32_t max, uint32_t *out);
 /* --items: a count from 1 to @max. */
 int bench_parse_items(const char *arg, uint32_t max, uint32_t *out);
+/* --plot FILE.png: a .png name without quotes or backslashes (gnuplot quotes it). */
+int bench_parse_plot(const char *arg, const char **out);
 
 /* The largest of @n client counts (0 for none). */
 unsigned bench_max_clients(const unsigned *clients, unsigned n);

@@ -248,15 +248,8 @@ static int commit_option(void *state, int opt, const char *arg)
 		o->workers = (unsigned)v;
 		return 0;
 	}
-	case OPT_PLOT: {
-		size_t n = strlen(arg);
-
-		if (n < 5 || strcmp(arg + n - 4, ".png") || strpbrk(arg, "'\"\\\n"))
-			return bench_usage_error("--plot: '%s' is not a FILE.png (without quotes or "
-						 "backslashes)", arg);
-		o->plot = arg;
-		return 0;
-	}
+	case OPT_PLOT:
+		return bench_parse_plot(arg, &o->plot);
 	}
 	return bench_usage_error("unknown option");
 }

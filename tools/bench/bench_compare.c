@@ -140,15 +140,8 @@ int fb_option(void *state, int opt, const char *arg)
 	case FB_OPT_CSV:
 		o->csv = true;
 		return 0;
-	case FB_OPT_PLOT: {
-		size_t n = strlen(arg);
-
-		if (n < 5 || strcmp(arg + n - 4, ".png") || strpbrk(arg, "'\"\\\n"))
-			return bench_usage_error("--plot: '%s' is not a FILE.png (without quotes or "
-						 "backslashes)", arg);
-		o->plot = arg;
-		return 0;
-	}
+	case FB_OPT_PLOT:
+		return bench_parse_plot(arg, &o->plot);
 	case FB_OPT_QUICK:
 		o->quick = true;
 		return 0;

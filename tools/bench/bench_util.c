@@ -156,6 +156,18 @@ int bench_parse_items(const char *arg, uint32_t max, uint32_t *out)
 	return 0;
 }
 
+int bench_parse_plot(const char *arg, const char **out)
+{
+	size_t n = strlen(arg);
+
+	/* The name goes into a gnuplot script between single quotes. */
+	if (n < 5 || strcmp(arg + n - 4, ".png") || strpbrk(arg, "'\"\\\n"))
+		return bench_usage_error("--plot: '%s' is not a FILE.png (without quotes or "
+					 "backslashes)", arg);
+	*out = arg;
+	return 0;
+}
+
 unsigned bench_max_clients(const unsigned *clients, unsigned n)
 {
 	unsigned m = 0;
