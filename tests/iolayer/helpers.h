@@ -40,6 +40,7 @@ struct t_dev_cfg {
 	enum iol_sim_latency latency;
 	bool hold;
 	bool in_order;
+	bool write_through;
 	const void *image;
 };
 

@@ -280,6 +280,30 @@ Test(sim, fua_write_survives, .timeout = T_TIMEOUT)
 	t_dev_close(&td);
 }
 
+/* A write_through disk (delog_open's "sim") has no cache: a completed write is on the
+ * media and a power cut keeps it. */
+Test(sim, write_through_keeps_completed_writes, .timeout = T_TIMEOUT)
+{
+	const struct t_dev_cfg cfg = { .backend = "sim", .bytes = 1 * MiB, .sector = 4096,
+				       .seed = 11, .write_through = true };
+	struct t_dev td;
+	unsigned char *buf;
+
+	t_dev_open(&td, &cfg);
+	cr_assert_eq(iol_dev_geom(td.dev)->volatile_cache, 0);
+	buf = t_buf(&td, 2 * 4096);
+	t_fill(buf, 2 * 4096, 0, 5);
+	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_WRITE, 0), 0, buf, 8192, 0, NULL), 0);
+	cr_assert_eq(iol_sim_unstable(td.dev, NULL, 0), 0, "a write_through disk cached a write");
+	cr_assert_eq(crash_classes(td.dev, 0, 8192, 5, IOL_SIM_GARBLE), S_NEW,
+		     "a completed write lost at a crash");
+	memset(buf, 0, 2 * 4096);
+	cr_assert_eq(iol_sim_media(td.dev, 0, buf, 8192), 0);
+	cr_assert_eq(t_check(buf, 8192, 0, 5), -1, "write not on media");
+	free(buf);
+	t_dev_close(&td);
+}
+
 Test(sim, preflush_orders_durability, .timeout = T_TIMEOUT)
 {
 	struct t_dev td;
