@@ -268,7 +268,7 @@ struct round {
 	pthread_mutex_t err_mu;
 	char err[256];            /* first workload failure */
 	/* The full workload. */
-	_Atomic uint64_t blocked_since[CR_MAX_CLIENTS]; /* ns: in a blocking tx_begin */
+	_Atomic uint64_t blocked_since[CR_MAX_CLIENTS]; /* ns: in a blocking tx_begin or tx_log */
 	_Atomic uint64_t eagain_begin, eagain_log, nowait_ok, bursts, forces_rel;
 	_Atomic uint64_t push_calls;
 	uint64_t space_waits;     /* delog_stats at the end */

@@ -341,6 +341,24 @@ static bool nowait_backoff(struct round *rd, struct client *cl)
 	return atomic_load(cl->stop);
 }
 
+/*
+ * delog_tx_log, marked as a wait for space like a blocking delog_tx_begin (the
+ * releaser's signal): an item larger than what is left of the reservation grows it,
+ * which waits for space unless @nowait.
+ */
+static int tx_log(struct round *rd, unsigned c, delog_tx *tx, bool nowait, uint64_t key,
+		  const void *data, size_t len)
+{
+	int err;
+
+	if (!nowait)
+		atomic_store(&rd->blocked_since[c], now_ns());
+	err = delog_tx_log(tx, key, data, len);
+	if (!nowait)
+		atomic_store(&rd->blocked_since[c], 0);
+	return err;
+}
+
 /* A client thread: its seeded transactions (tx_spec), each begun, logged, committed,
  * forced or not, relogged and released as the workload says, its acknowledgements
  * published for the controller.  About 160 lines because one transaction's life, with
@@ -405,21 +423,21 @@ again:
 		}
 		if (ts.relog_twice) { /* replaced by the value below, in the transaction */
 			pl_make(rd, KEY_RELOG(c), c, 0, IDX_RELOG, 0, 0, sizeof(val), val);
-			err = delog_tx_log(tx, KEY_RELOG(c), val, sizeof(val));
+			err = tx_log(rd, c, tx, ts.nowait, KEY_RELOG(c), val, sizeof(val));
 		}
 		for (unsigned i = 0; !err && i < ts.m; i++) {
 			pl_make(rd, KEY_UNIQUE(c, n, i), c, n, i, ts.m, ts.shared, ts.len[i], buf);
-			err = delog_tx_log(tx, KEY_UNIQUE(c, n, i), buf, ts.len[i]);
+			err = tx_log(rd, c, tx, ts.nowait, KEY_UNIQUE(c, n, i), buf, ts.len[i]);
 		}
 		for (unsigned j = 0; !err && j < 16; j++) {
 			if (!(ts.shared & (1u << j)))
 				continue;
 			pl_make(rd, KEY_SHARED(j), c, n, IDX_SHARED, 0, 0, sizeof(val), val);
-			err = delog_tx_log(tx, KEY_SHARED(j), val, sizeof(val));
+			err = tx_log(rd, c, tx, ts.nowait, KEY_SHARED(j), val, sizeof(val));
 		}
 		if (!err) {
 			pl_make(rd, KEY_RELOG(c), c, n, IDX_RELOG, 0, 0, sizeof(val), val);
-			err = delog_tx_log(tx, KEY_RELOG(c), val, sizeof(val));
+			err = tx_log(rd, c, tx, ts.nowait, KEY_RELOG(c), val, sizeof(val));
 		}
 		if (err == -EAGAIN && ts.nowait) {
 			/* More space needed under NOWAIT: abort; the whole transaction is
@@ -531,13 +549,16 @@ static void on_push_full(void *arg, delog *log, uint64_t seq)
 
 /*
  * The full workload's releaser: it moves the tail only when the log is full (a committer
- * waits in delog_tx_begin, or a NOWAIT begin failed since the last burst), and then by a
- * seeded amount (often a little, sometimes everything durable), so the log fills to the
- * edge again at once.  If everything durable is released and a committer still waits, it
+ * waits for space in delog_tx_begin or delog_tx_log, or a NOWAIT begin failed since the
+ * last burst), and then by a seeded amount (often a little, sometimes everything
+ * durable), so the log fills to the edge again at once.  If everything durable is released and a committer still waits, it
  * forces the CIL (delog_force(0): I/O the controller delivers) and releases that too:
  * a waiting committer is always released, so the workload cannot deadlock.  After
  * everything was released, the CIL empty and a committer still waiting for
- * CR_FULL_STUCK_NS, it reports the wait (progress must resume once the tail moves; G9).
+ * CR_FULL_STUCK_NS with no request pending at the disk and no new device event, it
+ * reports the wait (progress must resume once the tail moves; G9).  Time the disk holds
+ * requests does not count: in hold mode they complete only when the controller delivers
+ * them, after it checked every crash state of the point it is at.
  */
 static void *releaser_main(void *arg)
 {
@@ -546,6 +567,7 @@ static void *releaser_main(void *arg)
 	delog *log = rd->log;
 	uint64_t r = seed_for(rd->seed, 0x4e1ea5e, 0), last_eagain = 0, stuck_since = 0;
 	uint64_t seen[CR_MAX_CLIENTS] = { 0 }, last_burst = 0;
+	size_t stuck_ev = 0;
 
 	while (atomic_load(&rd->clients_done) < rd->wl.clients) {
 		uint64_t t = now_ns(), eg = atomic_load(&rd->eagain_begin) +
@@ -571,17 +593,29 @@ static void *releaser_main(void *arg)
 			continue;
 		}
 		last_eagain = eg;
-		d = delog_durable_seq(log);
+		/* The watermark first: it never passes what was durable when it moved. */
 		rel = atomic_load(&rd->released);
+		d = delog_durable_seq(log);
+		if (rel > d) {
+			wl_fail(rd, "releaser: the workload's release watermark %" PRIu64
+				" is past the log's durable sequence %" PRIu64, rel, d);
+			break;
+		}
 		if (d <= rel) {
 			struct delog_stats st = { .size = sizeof(st) };
 
-			/* Everything durable is released: what holds the space is in the CIL. */
+			/* Everything durable is released: what holds the space is in the CIL.
+			 * The clock runs only while the disk has nothing to deliver and saw
+			 * no new event: requests held for the controller (which may spend
+			 * seconds checking one crash point) are progress still to come. */
 			if (!delog_stats(log, &st) && !st.cil_bytes && waiting) {
-				if (!stuck_since)
+				size_t ev = iol_sim_trace_len(rd->dev);
+
+				if (!stuck_since || ev != stuck_ev || iol_sim_pending(rd->dev)) {
 					stuck_since = t;
-				else if (t - stuck_since > CR_FULL_STUCK_NS)
-					wl_fail(rd, "a committer waits in delog_tx_begin with everything "
+					stuck_ev = ev;
+				} else if (t - stuck_since > CR_FULL_STUCK_NS)
+					wl_fail(rd, "a committer waits for space with everything "
 						"released and the CIL empty (log used %" PRIu64 " of %" PRIu64
 						", reserved %" PRIu64 ", head %" PRIu64 "/%" PRIu64
 						", tail %" PRIu64 "/%" PRIu64 ", durable seq %" PRIu64
@@ -635,13 +669,14 @@ static void *releaser_main(void *arg)
  * had acknowledged, judged like any crash state; then the workload continues from it as
  * an application does: each client from its first transaction the image lost (those
  * numbers are written again, by this session: the payloads say which session wrote
- * them), everything recovered now acknowledged, releases renewed.  Returns false when
- * the chain cannot go on (reported).
+ * them), everything recovered now acknowledged, releases renewed up to the cut's
+ * watermark.  Returns false when the chain cannot go on (reported).
  */
 static bool session_start(struct crash *cr, struct round *rd, delog *log, struct rctx *rc)
 {
 	struct summary *s = rc->s;
 	char msg[240], what[240];
+	uint64_t rel;
 
 	summary_finish(rc);
 	if (cr_judge(rd, s, rd->cut_durable, rd->cut_released, rd->cut_must_lo, rd->cut_acked,
@@ -668,11 +703,14 @@ static bool session_start(struct crash *cr, struct round *rd, delog *log, struct
 		atomic_store(&rd->submitted[c], n);
 		atomic_store(&rd->acked[c], n);
 	}
-	if (!s->nck)
-		atomic_store(&rd->released, 0);
-	else if (atomic_load(&rd->released))
-		(void)delog_release(log, atomic_load(&rd->released) < s->hi ?
-				    atomic_load(&rd->released) : s->hi);
+	/* The release watermark goes back to the cut too: the numbers past it are written
+	 * again by this session, and nothing of that is released yet.  (Keeping the last
+	 * session's watermark left the releaser believing them released: it never
+	 * released them, and committers waited for space for ever.) */
+	rel = rd->cut_released < s->hi ? rd->cut_released : s->hi;
+	atomic_store(&rd->released, s->nck ? rel : 0);
+	if (s->nck && rel)
+		(void)delog_release(log, rel);
 	return true;
 }
 
