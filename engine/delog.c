@@ -365,7 +365,7 @@ int delog_force(delog *log, uint64_t seq)
 	/* Nobody writing: push it ourselves (push.c), no hand-off to the push thread. */
 	if (seq == open && pthread_mutex_trylock(&log->write_lock) == 0) {
 		if (atomic_load(&log->open_seq) == seq)
-			push_now(log);
+			push_now(log, true);
 		pthread_mutex_unlock(&log->write_lock);
 	}
 	/* Still open: ask the push thread (a sequence already swapped out is being written

@@ -132,10 +132,14 @@ struct flush_policy {
 	unsigned tx_flags;
 	/* Before the checkpoint's first write (async: flush and wait).  0 or error. */
 	int (*before)(struct delog *log);
-	/* After jrnl_tx_commit of checkpoint @seq returned.  0 or error. */
-	int (*after)(struct delog *log, uint64_t seq);
-	/* The checkpoint's commit record completed (done callback): is it durable now? */
-	bool durable_on_done;
+	/* After jrnl_tx_commit of checkpoint @seq returned, write_lock held; @forcer: the
+	 * writer is a delog_force that pushed the sequence it waits for.  0 or error. */
+	int (*after)(struct delog *log, uint64_t seq, bool forcer);
+	/* The commit record of checkpoint @seq (and every one before it) completed, in
+	 * sequence order, on a completion thread or the writer's (push.c ckpt_done):
+	 * log_durable for the policies whose flags made it durable, or (single) ask for
+	 * the flush that will. */
+	void (*done)(struct delog *log, uint64_t seq);
 	/* Never makes anything durable (none): the journal reuses space on completion and
 	 * issues no flush of its own (jrnl_log_opts.no_flush). */
 	bool never_flushes;
@@ -244,7 +248,12 @@ struct delog {
 	uint64_t force_seq;         /* highest sequence a force asked to push */
 	uint64_t pushed_seq;        /* highest sequence whose checkpoint was written */
 	uint64_t done_seq;          /* highest sequence whose commit record completed */
-	unsigned flushes_inflight;  /* single's pipelined flushes not yet done (policy.c) */
+	unsigned flushes_inflight;  /* single's chain flushes not yet done (policy.c P2) */
+	/* single's flush chain (policy.c P1-P3): the newest chain flush covers fl_cover;
+	 * another is wanted once one is done; checkpoints up to sync_seq are made durable
+	 * by the lone forcer that wrote them. */
+	bool fl_want;
+	uint64_t fl_cover, sync_seq;
 	_Atomic uint64_t durable_seq;
 	_Atomic int error; /* sticky: the first failure */
 	int efd;
@@ -260,15 +269,17 @@ struct delog {
 
 int push_start(struct delog *log);
 void push_stop(struct delog *log);
-/* Swap and write the open CIL context if it holds anything (write_lock held).  Returns
- * 0 or the error that shut the log down. */
-int push_now(struct delog *log);
+/* Swap and write the open CIL context if it holds anything (write_lock held); @forcer:
+ * the caller is a delog_force waiting for that context's sequence.  Returns 0 or the
+ * error that shut the log down. */
+int push_now(struct delog *log, bool forcer);
 
 /* ---- policy.c (struct flush_policy above) ---- */
 
 /* The checkpoint @seq is durable (in order): move durable_seq (D1, D2). */
 void log_durable(struct delog *log, uint64_t seq);
-/* Wait until no pipelined flush (policy.c) is in flight: before unmount and close. */
+/* Wait until every checkpoint written completed and no flush of the policy (policy.c)
+ * is in flight: before unmount and close. */
 void policy_wait_flushes(struct delog *log);
 
 /* ---- wake.c: the lowest layer ---- */

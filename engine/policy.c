@@ -13,20 +13,17 @@
  *          first write (it makes everything completed before it stable, the role the
  *          START PREFLUSH plays in sync); the COMMIT buffer carries FUA, and PREFLUSH
  *          only when the checkpoint spans buffers, after the earlier ones completed.
- *  single  no flag on any write; after the commit record's buffer and all before it
- *          completed (jrnl_log_force), exactly one standalone flush makes them stable;
- *          then the checkpoint is durable.  A crash before that flush may leave any
- *          subset of the checkpoint's sectors: recovery treats the damage as a torn
- *          write (nothing vouches for it: every durable_lsn written lies before it) and
- *          the commit op's item CRC refuses a checkpoint whose records are stale.
- *          Both steps wait, so both run on the pusher's thread on the descriptor
- *          backends (journal/log.c L10, iolayer/io.c IO5): a lone client that pushes its
- *          own checkpoint makes one pwritev2, then one fdatasync, like the raw
- *          write + fdatasync baseline, with no hand-off to a completion thread.
- *          When transactions wait in the open context the flush is pipelined instead
- *          (jrnl_log_flush_async): the checkpoint becomes durable in the flush's
- *          completion while the next push writes; see single_after for why any
- *          completion order of those flushes is safe.
+ *  single  no flag on any write; a standalone flush issued after the commit record's
+ *          buffer and all before it completed makes them stable; then the checkpoint is
+ *          durable.  A crash before that flush may leave any subset of the checkpoint's
+ *          sectors: recovery treats the damage as a torn write (nothing vouches for it:
+ *          every durable_lsn written lies before it) and the commit op's item CRC
+ *          refuses a checkpoint whose records are stale.  Who issues the flush: the
+ *          chain, driven by the commit records' completions, one flush covering every
+ *          checkpoint completed before it (P1-P3 below), so the writer goes on to the next
+ *          checkpoint at once; or a lone forcer, on its own thread after its write (one
+ *          pwritev2, then one fdatasync on the descriptor backends, journal/log.c L10,
+ *          iolayer/io.c IO5: like the raw write + fdatasync baseline, no hand-off).
  *  none    no flushes: completion is taken as durability.  Not crash-safe.
  *
  * Rule S2 of space.c (before log space is reused, the in-place writes that freed it
@@ -85,71 +82,150 @@ static int async_before(struct delog *log)
 	return err;
 }
 
-/* A pipelined single flush: checkpoint @seq and the tail snapshot it makes stable. */
+/*
+ * single's flush chain.  When transactions wait behind a checkpoint, its writer does not
+ * wait for it: the buffers go out (jrnl_log_switch) and the writer moves on to the next
+ * checkpoint at once, so the writes of later checkpoints overlap the flushes of earlier
+ * ones.  Durability comes from the chain, driven by the commit records' completions:
+ *  (P1) A chain flush covers fl_cover, the done_seq read before it is queued.  A
+ *       checkpoint is counted in done_seq only after its commit record, and (L1) every
+ *       earlier record, completed, and the journal snapshots what a flush covers when it
+ *       is queued (L11), so every record of checkpoints <= fl_cover completed before the
+ *       flush was issued and is stable when it succeeds: then, and only then,
+ *       log_durable(fl_cover).  One flush covers every checkpoint completed before it,
+ *       whichever checkpoint asked for it.
+ *  (P2) At most SINGLE_CHAIN_MAX (2) chain flushes are in flight: one the device
+ *       performs, one queued behind it, so the device goes from one flush to the next
+ *       without waiting for a thread of ours.  A commit record completing while the
+ *       chain is full sets fl_want; each chain flush's completion issues the next one if
+ *       done_seq passed the newest cover.  So no completed checkpoint is left without a
+ *       flush on its way, and every flush issued is one the device performs: with more
+ *       in flight the block layer merges the waiting ones into one, and the flushes
+ *       delog counts would no longer be the device's.
+ *  (P3) A lone forcer (it pushed the checkpoint it waits for, nothing waits in the open
+ *       context, no other force waits) makes it durable itself, as the raw write +
+ *       fdatasync does: jrnl_log_force, then jrnl_log_flush, both on its thread (one
+ *       pwritev2 and one fdatasync on the descriptor backends, journal/log.c L10; the
+ *       chain would cost two hand-offs between threads per commit).  It declares
+ *       sync_seq first: its flush, issued after the force saw every record up to its
+ *       commit record complete, covers every checkpoint <= sync_seq, so their
+ *       completions ask the chain for nothing.
+ * Flush results are taken in issue order and a failed one fails every later one (L14),
+ * so an acknowledgement never rests on a flush issued after one that failed; durable_seq
+ * only grows (D2), so the chain's and the lone forcer's flushes may complete in any
+ * order.
+ */
 struct single_flush {
 	struct delog *log;
-	uint64_t seq, snap;
+	uint64_t cover, snap; /* checkpoints and the tail snapshot it makes stable */
 };
+
+/* (P2) chain flushes in flight at most: one at the device, one queued behind it. */
+#define SINGLE_CHAIN_MAX 2u
+
+static void single_flushed(void *priv, int err);
+
+/* Claim the next chain flush if one is due and allowed (log->lock held): returns the
+ * checkpoints it will cover (P1), or 0. */
+static uint64_t single_chain_claim(struct delog *log)
+{
+	if (atomic_load(&log->error) || log->done_seq <= log->fl_cover ||
+	    log->done_seq <= log->sync_seq)
+		return 0;
+	if (log->flushes_inflight >= SINGLE_CHAIN_MAX) {
+		log->fl_want = true;
+		return 0;
+	}
+	log->fl_want = false;
+	log->flushes_inflight++;
+	log->fl_cover = log->done_seq;
+	return log->fl_cover;
+}
+
+/* (P1): issue the chain flush claimed for checkpoints up to @cover. */
+static void single_chain_issue(struct delog *log, uint64_t cover)
+{
+	struct single_flush *f = malloc(sizeof(*f));
+
+	if (!f) {
+		log_shutdown(log, -ENOMEM);
+		pthread_mutex_lock(&log->lock);
+		log->flushes_inflight--;
+		pthread_cond_broadcast(&log->writer_cond);
+		pthread_mutex_unlock(&log->lock);
+		return;
+	}
+	*f = (struct single_flush){ log, cover, space_pending_tail(log) };
+	jrnl_log_flush_async(log->jl, single_flushed, f); /* calls single_flushed anyway */
+}
 
 static void single_flushed(void *priv, int err)
 {
 	struct single_flush *f = priv;
 	struct delog *log = f->log;
+	uint64_t next;
 
 	if (err) {
 		log_shutdown(log, err);
 	} else {
 		space_flushed(log, f->snap);
-		log_durable(log, f->seq);
+		log_durable(log, f->cover);
 	}
 	free(f);
 	pthread_mutex_lock(&log->lock);
 	log->flushes_inflight--;
+	/* (P2) the next flush, if commit records completed while the chain was full */
+	next = log->fl_want ? single_chain_claim(log) : 0;
 	pthread_cond_broadcast(&log->writer_cond);
 	pthread_mutex_unlock(&log->lock);
+	if (next)
+		single_chain_issue(log, next);
+}
+
+static void single_done(struct delog *log, uint64_t seq)
+{
+	uint64_t cover = 0;
+
+	pthread_mutex_lock(&log->lock);
+	if (seq > log->sync_seq && seq > log->fl_cover)
+		cover = single_chain_claim(log);
+	pthread_mutex_unlock(&log->lock);
+	if (cover)
+		single_chain_issue(log, cover);
 }
 
 void policy_wait_flushes(struct delog *log)
 {
+	/* Every commit record's completion first: it may start a chain flush. */
+	(void)jrnl_log_force(log->jl);
 	pthread_mutex_lock(&log->lock);
 	while (log->flushes_inflight)
 		pthread_cond_wait(&log->writer_cond, &log->lock);
 	pthread_mutex_unlock(&log->lock);
 }
 
-static int single_after(struct delog *log, uint64_t seq)
+static int single_after(struct delog *log, uint64_t seq, bool forcer)
 {
-	struct single_flush *f;
 	uint64_t snap;
 	int err;
 
-	/* Every buffer up to the commit record completed ... */
+	if (!forcer || atomic_load(&log->cur->ntx)) {
+		/* Written by the push thread, or transactions wait in the open context
+		 * (which only the writer, we, swaps): let the writes go and write the next
+		 * checkpoint; the chain makes this one durable (P1, P2). */
+		jrnl_log_switch(log->jl);
+		return 0;
+	}
+	/* (P3) A lone forcer: every buffer up to the commit record completed ... */
+	pthread_mutex_lock(&log->lock);
+	log->sync_seq = seq;
+	pthread_mutex_unlock(&log->lock);
 	err = jrnl_log_force(log->jl);
 	if (err)
 		return err;
-	/* ... then one flush makes them all stable. */
+	/* ... then one flush makes them all stable, on this thread (an fdatasync on the
+	 * descriptor backends: no hand-off). */
 	snap = space_pending_tail(log);
-	/*
-	 * Pipelined when transactions are already waiting in the open context (log->cur:
-	 * only the writer, which we are, swaps it): the flush goes out asynchronously and
-	 * this checkpoint becomes durable in its completion, while the next push writes.
-	 * Safe because the flush covers every buffer that completed before it was
-	 * submitted (this checkpoint's, all of them: jrnl_log_force above), and a later
-	 * checkpoint's flush, issued only after its own writes completed, covers this one
-	 * too, so durability may be declared in either completion order (log_durable keeps
-	 * the maximum).  Otherwise (a lone client waiting for this very checkpoint) the
-	 * flush is waited for here, which on the descriptor backends is an fdatasync on
-	 * this thread (no hand-off).
-	 */
-	f = atomic_load(&log->cur->ntx) ? malloc(sizeof(*f)) : NULL;
-	if (f) {
-		*f = (struct single_flush){ log, seq, snap };
-		pthread_mutex_lock(&log->lock);
-		log->flushes_inflight++;
-		pthread_mutex_unlock(&log->lock);
-		err = jrnl_log_flush_async(log->jl, single_flushed, f);
-		return err; /* single_flushed ran or will run, with any error */
-	}
 	err = jrnl_log_flush(log->jl);
 	if (err)
 		return err;
@@ -158,9 +234,10 @@ static int single_after(struct delog *log, uint64_t seq)
 	return 0;
 }
 
-static int none_after(struct delog *log, uint64_t seq)
+static int none_after(struct delog *log, uint64_t seq, bool forcer)
 {
 	(void)seq;
+	(void)forcer;
 	/* Push the buffer out now: no flag would switch it. */
 	return jrnl_log_force(log->jl);
 }
@@ -170,25 +247,25 @@ static const struct flush_policy policies[] = {
 		.name = "sync",
 		.tx_flags = JRNL_TX_FLUSH_START | JRNL_TX_FLUSH_COMMIT | JRNL_TX_FUA_COMMIT |
 			    JRNL_TX_WAIT_PREV,
-		.durable_on_done = true,
+		.done = log_durable,
 	},
 	[DELOG_FLUSH_ASYNC] = {
 		.name = "async",
 		.tx_flags = JRNL_TX_FLUSH_SPAN | JRNL_TX_FUA_COMMIT | JRNL_TX_WAIT_PREV,
 		.before = async_before,
-		.durable_on_done = true,
+		.done = log_durable,
 	},
 	[DELOG_FLUSH_SINGLE] = {
 		.name = "single",
 		.tx_flags = 0,
 		.after = single_after,
-		.durable_on_done = false,
+		.done = single_done,
 	},
 	[DELOG_FLUSH_NONE] = {
 		.name = "none",
 		.tx_flags = 0,
 		.after = none_after,
-		.durable_on_done = true,
+		.done = log_durable,
 		.never_flushes = true,
 	},
 };

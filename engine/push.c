@@ -13,7 +13,8 @@
  *   3. writes one log transaction: START(seq), one ITEM per key (the newest copy),
  *      COMMIT, with the policy's flags; ckpt_done runs when the commit record completed;
  *   4. drops the charge (the journal's head now counts the bytes), resets the context as
- *      the next spare, and runs the policy's after hook (single: force + one flush).
+ *      the next spare, and runs the policy's after hook (single: the buffers go out, or a
+ *      lone forcer's force + one flush).
  *
  * Who pushes: this thread, or a forcing thread that finds nobody writing (delog_force
  * takes write_lock with a trylock and pushes itself, saving two thread hand-offs on the
@@ -25,8 +26,9 @@
  * (journal invariant L1), hence in sequence order: ckpt_done only has to count (it may
  * now run on the pusher's own thread, inside the single policy's force).
  * Several checkpoints may be in flight under sync and async (nothing here waits for a
- * write); single waits for each checkpoint's writes and, unless transactions wait behind
- * it, its flush (policy.c pipelines the flush otherwise), while the next context fills.
+ * write), and under single too, whose flush chain makes them durable (policy.c P1-P3);
+ * only a lone forcer under single waits here for its checkpoint's write and flush, while
+ * the next context fills.
  * Sequence numbers of written checkpoints are consecutive: an empty context is never
  * pushed, so the open sequence moves on only when a checkpoint is written.
  */
@@ -51,8 +53,7 @@ static void ckpt_done(void *priv, int err, uint64_t commit_lsn, uint64_t end_lsn
 	pthread_mutex_lock(&log->lock);
 	seq = ++log->done_seq;
 	pthread_mutex_unlock(&log->lock);
-	if (log->policy->durable_on_done)
-		log_durable(log, seq);
+	log->policy->done(log, seq);
 	/* The record may have made a newer tail durable: space behind it is free now
 	 * (journal/log.c L12). */
 	space_refresh(log);
@@ -60,7 +61,7 @@ static void ckpt_done(void *priv, int err, uint64_t commit_lsn, uint64_t end_lsn
 		space_wake(log);
 }
 
-static int write_ckpt(struct delog *log, struct cil_ctx *c)
+static int write_ckpt(struct delog *log, struct cil_ctx *c, bool forcer)
 {
 	uint64_t n = atomic_load(&c->nitems), bytes = atomic_load(&c->data_bytes);
 	uint64_t charged = atomic_load(&c->cost), total, over;
@@ -103,12 +104,12 @@ static int write_ckpt(struct delog *log, struct cil_ctx *c)
 	pthread_mutex_unlock(&log->lock);
 	atomic_fetch_add(&log->st_relogged, atomic_load(&c->relogged));
 	if (log->policy->after)
-		err = log->policy->after(log, c->seq);
+		err = log->policy->after(log, c->seq, forcer);
 	space_refresh(log);
 	return err;
 }
 
-int push_now(struct delog *log)
+int push_now(struct delog *log, bool forcer)
 {
 	struct cil_ctx *old;
 	int err;
@@ -128,7 +129,7 @@ int push_now(struct delog *log)
 	writer_wake(log); /* committers waiting at 2x (CIL5) */
 
 	/* 2.-4. */
-	err = write_ckpt(log, old);
+	err = write_ckpt(log, old, forcer);
 	cil_ctx_reset(old);
 	pthread_mutex_lock(&log->lock);
 	log->spare = old;
@@ -188,7 +189,7 @@ static void *push_main(void *arg)
 		pthread_mutex_unlock(&log->lock);
 
 		pthread_mutex_lock(&log->write_lock);
-		push_now(log);
+		push_now(log, false);
 		pthread_mutex_unlock(&log->write_lock);
 	}
 	writer_wake(log);

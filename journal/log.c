@@ -1253,6 +1253,16 @@ int jrnl_log_force(struct jrnl_log *log)
 	return err;
 }
 
+void jrnl_log_switch(struct jrnl_log *log)
+{
+	pthread_mutex_lock(&log->lock);
+	while (log->op_busy)
+		pthread_cond_wait(&log->cond, &log->lock);
+	switch_open(log);
+	log_kick(log);
+	pthread_mutex_unlock(&log->lock);
+}
+
 int jrnl_log_flush(struct jrnl_log *log)
 {
 	struct jflush jf = { .waiter = true };

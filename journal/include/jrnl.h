@@ -233,9 +233,9 @@ int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jr
  * the ones after it too.
  *
  * Threads: one writer at a time calls jrnl_tx_*, jrnl_log_unmount (the caller
- * serialises them).  jrnl_log_force, jrnl_log_flush, jrnl_log_set_tail, jrnl_log_head,
- * jrnl_log_free_bytes, jrnl_log_tx_bytes and jrnl_log_stats may be called from any
- * thread at any time; jrnl_log_close once no other call is running.
+ * serialises them).  jrnl_log_force, jrnl_log_switch, jrnl_log_flush, jrnl_log_set_tail,
+ * jrnl_log_head, jrnl_log_free_bytes, jrnl_log_tx_bytes and jrnl_log_stats may be called
+ * from any thread at any time; jrnl_log_close once no other call is running.
  */
 
 struct jrnl_log;
@@ -272,8 +272,8 @@ struct jrnl_log_opts {
  * completion thread (or, once the log is shut down or a submission was refused, on the
  * thread that found it: a writer, a force or close; or on the thread of the
  * jrnl_log_force that wrote the buffer itself, see below).  It may call jrnl_log_set_tail,
- * jrnl_log_head, jrnl_log_free_bytes and jrnl_log_stats; it must not call jrnl_tx_*,
- * jrnl_log_force, jrnl_log_flush, jrnl_log_unmount or jrnl_log_close.
+ * jrnl_log_head, jrnl_log_free_bytes, jrnl_log_stats and jrnl_log_flush_async; it must
+ * not call jrnl_tx_*, jrnl_log_force, jrnl_log_flush, jrnl_log_unmount or jrnl_log_close.
  */
 typedef void (*jrnl_done_fn)(void *priv, int err, uint64_t commit_lsn, uint64_t end_lsn);
 
@@ -337,6 +337,10 @@ int jrnl_tx_commit(struct jrnl_wtx *tx, jrnl_done_fn done, void *priv);
  * force waits for them anyway, so its caller can hold no lock they take).  Returns 0 or
  * the log's first error. */
 int jrnl_log_force(struct jrnl_log *log);
+/* jrnl_log_force without the wait: switch the open buffer out (after the op in
+ * progress, if any) and submit what may go out; the writes complete, and the done
+ * callbacks run, on completion threads later (or on this thread, after a shutdown). */
+void jrnl_log_switch(struct jrnl_log *log);
 /* Issue a device cache flush and wait for it: afterwards every buffer that had completed
  * when it was issued is durable (durable_lsn moves up to that point).  Does not push or
  * wait for buffers (jrnl_log_force first for "everything written so far").  The flush

@@ -92,11 +92,11 @@ for r in rows:
     assert fl == r["preflushes"] + r["flushes"] + r["fua_flushes"], (what, fl)
     assert math.isclose(r["device_flushes_per_commit"], fl / r["transactions"],
                         rel_tol=1e-5), what
-    # Counts, not speed: single flushes once per checkpoint (at each window edge a
-    # checkpoint may be counted apart from its flush: one, and with the pipelined flush
-    # up to one per client), none never.
+    # Counts, not speed: single flushes at most once per checkpoint (one chained flush
+    # may cover several; at each window edge a checkpoint may be counted apart from its
+    # flush: up to one per client), and at least once; none never.
     if r["policy"] == "single":
-        assert abs(fl - ck) <= 2 * max(1, r["clients"]), (what, fl, ck)
+        assert 0 < fl <= ck + 2 * max(1, r["clients"]), (what, fl, ck)
         assert r["fua_writes"] == 0, what
     if r["policy"] == "none":
         assert fl == 0 and r["fua_writes"] == 0, (what, fl)

@@ -666,14 +666,14 @@ static const struct row *best_baseline(const struct crun *r, unsigned clients)
 	return g->commits_per_s > a->commits_per_s ? g : a;
 }
 
-enum cmp { GE, LE, EQ };
+enum cmp { GE, LE };
 
 struct accept {
 	const char *name;         /* JSON key */
 	char what[128];           /* human description */
 	double value, target;
 	enum cmp cmp;
-	bool met;                 /* set for LE and EQ (counts, see acceptance()) */
+	bool met;                 /* set for LE (counts, see acceptance()) */
 };
 
 #define MAX_ACCEPT 7
@@ -718,16 +718,16 @@ static size_t acceptance(const struct crun *r, struct accept *a)
 		/* The two counters are read a moment apart at each end of the window, so a
 		 * checkpoint in flight there may show its flush and not itself (or the
 		 * reverse): that is the edge, not the policy.  One flush either way, or for
-		 * single one per client: its pipelined flush (engine/policy.c) lets up to one
-		 * checkpoint per waiting client be counted while its flush is still out
-		 * (counted before the window and flushed in it: more flushes; counted in it and
-		 * flushed after: fewer). */
+		 * single one per client: its chained flush (engine/policy.c P1-P3) lets up to
+		 * one checkpoint per waiting client be counted while its flush is still out.
+		 * single makes at most one flush per checkpoint: one chained flush may cover
+		 * several. */
 		double lim = single ? T_SINGLE_FLUSHES : T_SYNC_FLUSHES;
 		uint64_t edge = single && w->clients ? w->clients : 1;
 		/* A disk without FUA adds the FUA commit write's flush (fua_flushes). */
 		bool ok = (double)w->device_flushes <= lim * (double)w->checkpoints +
 						      (double)w->fua_flushes + (double)edge &&
-			  (!single || w->device_flushes + edge >= w->checkpoints);
+			  (!single || w->device_flushes > 0 || !w->checkpoints);
 
 		/* delog's device flushes against the disk's, where both are counted and
 		 * delog flushed at all (`none`'s would be only other processes' flushes). */
@@ -750,7 +750,7 @@ static size_t acceptance(const struct crun *r, struct accept *a)
 	}
 	if (!isnan(smax)) {
 		a[n] = (struct accept){ "single_flushes_per_checkpoint", "", smax, T_SINGLE_FLUSHES,
-					EQ, single_ok };
+					LE, single_ok };
 		snprintf(a[n++].what, sizeof(a[0].what), "single, device flushes per checkpoint "
 			 "(%.3f..%.3f)", smin, smax);
 	}
@@ -775,7 +775,7 @@ static bool accept_met(const struct accept *a)
 
 static const char *cmp_str(enum cmp c)
 {
-	return c == GE ? ">=" : c == LE ? "<=" : "==";
+	return c == GE ? ">=" : "<=";
 }
 
 static double median_open_s(const struct crun *r)

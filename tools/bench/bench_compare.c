@@ -12,7 +12,7 @@
  * tables cannot show on their own:
  *   - device flushes and transactions per checkpoint per policy (delog_stats), so a
  *     difference in time can be traced to a difference in flushes (docs/FLUSH-POLICIES.md
- *     has the rules: single exactly 1, none 0, sync and async 1..2, one more on a disk
+ *     has the rules: single at most 1, none 0, sync and async 1..2, one more on a disk
  *     without FUA, where delog_stats counts each FUA write as the write + flush it
  *     becomes), and beside them the flush requests the disk itself completed over the
  *     same span (/sys/block/DISK/stat, bench_util.c; '-' or null on sim or without
