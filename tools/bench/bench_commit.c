@@ -92,7 +92,10 @@
 /* The acceptance targets (reported, not asserted). */
 #define T_SINGLE1_VS_RAW 0.9
 #define T_SCALE_64 10.0
-#define T_64_VS_BEST 1.0
+#define T_VS_BEST 1.0                 /* single / the better baseline, at every count */
+#define T_RTT_4_16 0.65               /* single / (N / RTT) at 4 and 16 clients */
+#define T_RTT_64 0.4                  /* ... at 64 */
+#define T_CPU_US_64 5.0               /* ... or, with the CPUs saturated, CPU per commit */
 #define T_256_VS_64 1.0
 #define T_SINGLE_FLUSHES 1.0
 #define T_SYNC_FLUSHES 2.0
@@ -669,21 +672,20 @@ static const struct row *best_baseline(const struct crun *r, unsigned clients)
 enum cmp { GE, LE };
 
 struct accept {
-	const char *name;         /* JSON key */
+	char name[48];            /* JSON key */
 	char what[128];           /* human description */
 	double value, target;
 	enum cmp cmp;
 	bool met;                 /* set for LE (counts, see acceptance()) */
 };
 
-#define MAX_ACCEPT 7
+#define MAX_ACCEPT (2 * MAX_LIST + 8)
 
 /* The acceptance figures that this run has the points for. */
 static size_t acceptance(const struct crun *r, struct accept *a)
 {
 	const struct row *s1 = find_row(r, "single", 1), *s64 = find_row(r, "single", 64);
 	const struct row *s256 = find_row(r, "single", 256), *raw1 = find_row(r, "raw-fdatasync", 1);
-	const struct row *best64 = best_baseline(r, 64);
 	double smax = NAN, smin = NAN, syncmax = NAN, agree = NAN, sync_lim = T_SYNC_FLUSHES;
 	bool single_ok = true, sync_ok = true;
 	size_t n = 0;
@@ -700,11 +702,39 @@ static size_t acceptance(const struct crun *r, struct accept *a)
 					s1->commits_per_s, T_SCALE_64, GE, false };
 		snprintf(a[n++].what, sizeof(a[0].what), "single, 64 clients / single, 1 client");
 	}
-	if (s64 && best64) {
-		a[n] = (struct accept){ "single_64_vs_best_baseline_64", "", s64->commits_per_s /
-					best64->commits_per_s, T_64_VS_BEST, GE, false };
-		snprintf(a[n++].what, sizeof(a[0].what), "single, 64 clients / %s, 64 clients",
-			 best64->name);
+	/* At every client count: single against the better of the two baselines, and at
+	 * 4, 16 and 64 against N / RTT, what N closed-loop clients would reach if each
+	 * commit waited for one write + flush round trip only (RTT: the 1-client raw
+	 * write + fdatasync median of this run). */
+	for (unsigned i = 0; i < r->o->nclients; i++) {
+		unsigned c = r->o->clients[i];
+		const struct row *s = find_row(r, "single", c), *best = best_baseline(r, c);
+		double rtt_s = raw1 ? raw1->lat.median_us / 1e6 : 0;
+
+		if (s && best) {
+			a[n] = (struct accept){ "", "", s->commits_per_s / best->commits_per_s,
+						T_VS_BEST, GE, false };
+			snprintf(a[n].name, sizeof(a[0].name), "single_%u_vs_best_baseline_%u", c, c);
+			snprintf(a[n++].what, sizeof(a[0].what), "single, %u clients / %s, %u clients",
+				 c, best->name, c);
+		}
+		if (s && rtt_s > 0 && (c == 4 || c == 16 || c == 64)) {
+			a[n] = (struct accept){ "", "", s->commits_per_s / (c / rtt_s),
+						c == 64 ? T_RTT_64 : T_RTT_4_16, GE, false };
+			snprintf(a[n].name, sizeof(a[0].name), "single_%u_vs_n_over_rtt", c);
+			snprintf(a[n++].what, sizeof(a[0].what),
+				 "single, %u clients / (%u / RTT), RTT %.1f us", c, c, rtt_s * 1e6);
+		}
+	}
+	if (s64 && s64->commits) {
+		double us = s64->cpu_s * 1e6 / (double)s64->commits;
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+		a[n] = (struct accept){ "single_64_cpu_us_per_commit", "", us, T_CPU_US_64, LE,
+					us <= T_CPU_US_64 };
+		snprintf(a[n++].what, sizeof(a[0].what),
+			 "single, 64 clients: CPU us per commit (CPUs %.0f%% busy)",
+			 100 * s64->cpu_s / s64->window_s / (double)(ncpu > 0 ? ncpu : 1));
 	}
 	if (s64 && s256) {
 		a[n] = (struct accept){ "single_256_vs_single_64", "", s256->commits_per_s /
