@@ -95,7 +95,8 @@ struct target {
 	bool created;              /* we created it: unlink at the end */
 	bool extended;             /* we grew it: truncate back to orig_size */
 	uint64_t orig_size;
-	uint64_t region;           /* bytes probed, from offset 0 */
+	uint64_t base;             /* where the region starts (probe_measure_costs) */
+	uint64_t region;           /* bytes probed, from base */
 	double prepare_s;          /* zero-fill time */
 };
 
@@ -244,7 +245,7 @@ static uint64_t next_off(struct probe *p)
 	p->cursor += OP_BYTES;
 	if (p->cursor + OP_BYTES > p->t.region)
 		p->cursor = 0;
-	return off;
+	return p->t.base + off;
 }
 
 /* One op of @test, timed from first submission to last completion. */
@@ -312,6 +313,19 @@ static int lat_test_run(struct probe *p, struct iol_dev *dev, const char *be, en
 	return 0;
 }
 
+static int flush_report(struct iol_dev *dev, char *err, size_t errlen);
+
+/* The four latency tests in turn, from a clean cache (a flush first). */
+static int lat_measure(struct probe *p, struct iol_dev *dev, const char *be, void *buf,
+		       struct lat_stats lat[NR_LAT], char *err, size_t errlen)
+{
+	int rc = flush_report(dev, err, errlen);
+
+	for (int t = 0; !rc && t < NR_LAT; t++)
+		rc = lat_test_run(p, dev, be, (enum lat_test)t, buf, &lat[t], err, errlen);
+	return rc;
+}
+
 /* ---- bandwidth: BW_QD requests of BW_BLOCK in flight ---- */
 
 struct bw;
@@ -332,6 +346,7 @@ struct bw {
 	pthread_cond_t cond;
 	struct iol_dev *dev;
 	enum iol_op op;
+	uint64_t base;             /* added to every offset (the region's start) */
 	uint64_t next, end;        /* Locked: next offset to issue, end of the pass */
 	unsigned inflight;         /* Locked: slots issued and not yet finished */
 	bool stop;                 /* Locked: interrupted, issue nothing more */
@@ -352,7 +367,7 @@ static int bw_issue(struct bw_slot *s, uint64_t off)
 		rc = iol_req_add(&s->req, s->buf, BW_BLOCK);
 	if (rc)
 		return rc;
-	s->req.off = off;
+	s->req.off = bw->base + off;
 	s->req.end_io = bw_end_io;
 	s->req.priv = s;
 	return iol_submit(&s->req);
@@ -383,7 +398,7 @@ static void bw_end_io(struct iol_req *req)
 {
 	struct bw_slot *s = req->priv;
 	int status = atomic_load(&req->status);
-	uint64_t off = req->off;
+	uint64_t off = req->off - s->bw->base;
 
 	iol_req_release(req);
 	while (bw_next(s->bw, status, off, &off)) {
@@ -430,6 +445,7 @@ static int bw_pass(struct probe *p, struct bw *bw, struct iol_dev *dev, enum iol
 
 	pthread_mutex_lock(&bw->lock);
 	bw->op = op;
+	bw->base = p->t.base;
 	bw->next = 0;
 	bw->end = bytes;
 	bw->err = 0;
@@ -466,7 +482,8 @@ static int bw_pass(struct probe *p, struct bw *bw, struct iol_dev *dev, enum iol
 	*ns = now_ns() - t0;
 	if (rc && rc != -EINTR)
 		snprintf(err, errlen, "sequential %s at offset %" PRIu64 ": %s",
-			 op == IOL_OP_READ ? "read" : "write", bw->err_off, tool_strerror(rc));
+			 op == IOL_OP_READ ? "read" : "write", bw->base + bw->err_off,
+			 tool_strerror(rc));
 	return rc;
 }
 
@@ -631,10 +648,7 @@ static int backend_run(struct probe *p, struct backend_result *r)
 	}
 	memset(buf, 0xa5, OP_BYTES);
 
-	rc = flush_report(dev, r->error, sizeof(r->error)); /* start from a clean cache */
-	for (int t = 0; !rc && t < NR_LAT; t++)
-		rc = lat_test_run(p, dev, r->name, (enum lat_test)t, buf, &r->lat[t], r->error,
-				  sizeof(r->error));
+	rc = lat_measure(p, dev, r->name, buf, r->lat, r->error, sizeof(r->error));
 	free(buf);
 	if (!rc)
 		rc = bw_measure(p, dev, r);
@@ -644,6 +658,97 @@ static int backend_run(struct probe *p, struct backend_result *r)
 		return rc;
 	r->ok = rc == 0;
 	return 0;
+}
+
+/* ---- the costs the recommendation is made from (recommend.c) ---- */
+
+static void costs_from(const struct lat_stats lat[NR_LAT], double write_mbs,
+		       const struct iol_geom *g, struct probe_costs *c)
+{
+	c->write_us = lat[LAT_WRITE].median_us;
+	c->write_flush_us = lat[LAT_WRITE_FLUSH].median_us;
+	c->fua_us = lat[LAT_FUA].median_us;
+	c->flush_us = lat[LAT_FLUSH].median_us;
+	c->seq_write_mbs = write_mbs;
+	c->volatile_cache = g->volatile_cache;
+	c->fua = g->fua;
+}
+
+int probe_measure_costs(struct iol_dev *dev, uint64_t off, uint64_t bytes, uint64_t ops,
+			struct probe_costs *c, char *err, size_t errlen)
+{
+	struct lat_stats lat[NR_LAT];
+	struct probe p;
+	struct bw bw;
+	uint64_t ns = 0;
+	void *buf;
+	int rc;
+
+	memset(&p, 0, sizeof(p));
+	memset(c, 0, sizeof(*c));
+	sigemptyset(&p.stop_sigs); /* the caller polls its own signals */
+	p.o.ops = ops ? ops : 1;
+	p.t.base = off;
+	p.t.region = bytes - bytes % BW_BLOCK;
+	if (p.t.region < BW_BLOCK * BW_QD) {
+		snprintf(err, errlen, "the measured region is smaller than %u MiB",
+			 (BW_BLOCK * BW_QD) >> 20);
+		return -EINVAL;
+	}
+	p.samples = calloc(p.o.ops, sizeof(*p.samples));
+	buf = iol_buf_alloc(dev, OP_BYTES);
+	if (!p.samples || !buf) {
+		free(p.samples);
+		free(buf);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	memset(buf, 0xa5, OP_BYTES);
+	rc = lat_measure(&p, dev, "costs", buf, lat, err, errlen);
+	free(buf);
+	free(p.samples);
+	if (rc)
+		return rc;
+	rc = bw_setup(&bw, dev, false);
+	if (rc)
+		snprintf(err, errlen, "cannot allocate bandwidth buffers");
+	else
+		rc = bw_pass(&p, &bw, dev, IOL_OP_WRITE, p.t.region, &ns, err, errlen);
+	bw_teardown(&bw);
+	if (!rc)
+		rc = flush_report(dev, err, errlen);
+	if (rc)
+		return rc;
+	costs_from(lat, mbs(p.t.region, ns), iol_dev_geom(dev), c);
+	return 0;
+}
+
+/*
+ * The backend the recommendation speaks for: the auto-selected one (sim: the only one)
+ * when it succeeded, else the first that did; NULL when none did.
+ */
+static const struct backend_result *rec_backend(const char *auto_be,
+						const struct backend_result *rs, size_t nr)
+{
+	for (size_t i = 0; auto_be && i < nr; i++)
+		if (rs[i].ok && !strcmp(rs[i].name, auto_be))
+			return &rs[i];
+	for (size_t i = 0; i < nr; i++)
+		if (rs[i].ok)
+			return &rs[i];
+	return NULL;
+}
+
+static bool recommend_for(const struct iol_geom *g, const struct backend_result *r,
+			  struct probe_rec *rec)
+{
+	struct probe_costs c;
+
+	if (!r)
+		return false;
+	costs_from(r->lat, r->write_mbs, g, &c);
+	probe_recommend(&c, rec);
+	return true;
 }
 
 /* ---- the target: create, check, prepare, clean up ---- */
@@ -904,6 +1009,45 @@ static void print_bandwidth(struct probe *p, const struct backend_result *rs, si
 		out(p, "  fio            %s\n", fio_r->fio.error);
 }
 
+static void print_recommendation(struct probe *p, const struct iol_geom *g, const char *auto_be,
+				 const struct backend_result *rs, size_t nr)
+{
+	const struct backend_result *r = rec_backend(auto_be, rs, nr);
+	struct probe_rec rec;
+	char a[32];
+
+	out(p, "\nrecommendation\n");
+	if (!recommend_for(g, r, &rec)) {
+		out(p, "  none: no backend was measured successfully\n");
+		return;
+	}
+	out(p, "  from backend     %s%s\n", r->name,
+	    auto_be && strcmp(auto_be, r->name) ? " (the auto-selected one failed)" : "");
+	out(p, "  flush policy     %s\n", probe_policy_name(rec.policy));
+	out(p, "  log buffers      %u x %s (--logbufs %u --logbsize %uK)\n", rec.logbufs,
+	    fmt_bytes(rec.logbsize, a, sizeof(a)), rec.logbufs, rec.logbsize >> 10);
+	out(p, "  why              %s\n", rec.reason);
+}
+
+static void json_recommendation(struct json *j, const struct iol_geom *g, const char *auto_be,
+				const struct backend_result *rs, size_t nr)
+{
+	const struct backend_result *r = rec_backend(auto_be, rs, nr);
+	struct probe_rec rec;
+
+	if (!recommend_for(g, r, &rec)) {
+		json_null(j, "recommendation");
+		return;
+	}
+	json_obj_begin(j, "recommendation");
+	json_str(j, "policy", probe_policy_name(rec.policy));
+	json_u64(j, "logbufs", rec.logbufs);
+	json_u64(j, "logbsize", rec.logbsize);
+	json_str(j, "reason", rec.reason);
+	json_str(j, "backend", r->name);
+	json_obj_end(j);
+}
+
 static void json_lat(struct json *j, const char *key, const struct lat_stats *s)
 {
 	json_obj_begin(j, key);
@@ -1011,6 +1155,7 @@ static void print_json(struct probe *p, const struct iol_geom *g, const char *au
 		json_obj_end(&j);
 	}
 	json_arr_end(&j);
+	json_recommendation(&j, g, auto_be, rs, nr);
 	json_dbl(&j, "elapsed_s", elapsed);
 	json_obj_end(&j);
 	json_finish(&j);
@@ -1295,8 +1440,10 @@ int cmd_probe(int argc, char **argv)
 			goto out;
 		print_latency(&p, &rs[i]);
 	}
-	if (!p.o.json)
+	if (!p.o.json) {
 		print_bandwidth(&p, rs, nr);
+		print_recommendation(&p, &geom, auto_be, rs, nr);
+	}
 
 	elapsed = (double)(now_ns() - t0) / 1e9;
 	if (p.o.json)
