@@ -23,7 +23,15 @@
  *     disk: a 4 KiB write and a flush through the iolayer on a disk with the same
  *     latency profile), measured beside every client count; dbench's forces per second
  *     are shown as a ratio to it;
- *   - fsmark times as a ratio to sync's.
+ *   - fsmark times as a ratio to sync's;
+ *   - probe's recommendation checked (issue 18): before the points, the costs `delog
+ *     probe` measures (probe_measure_costs, the probe's own code: 4 KiB write, write +
+ *     flush, FUA write and idle flush medians, one sequential write pass) are measured
+ *     on the target (the raw baseline's region; on sim, a disk of the run's profile),
+ *     the rule of tools/cli/recommend.c picks a policy, and per client count the
+ *     recommended policy's dbench BW is divided by the best safe policy's (sync, async,
+ *     single): the rule is right where that is >= 0.95 at every client count.  A report,
+ *     not a pass/fail exit: benchmarks never fail on timing.
  * Policies are interleaved within each client count (the starting policy rotates from
  * one client count to the next), so drift in the device affects all alike; the raw
  * baseline runs first at each client count.
@@ -62,6 +70,8 @@
 #define QUICK_TIME_S 1.0
 #define QUICK_FILES 2000u
 #define THREAD_STACK (256u << 10)
+#define REC_OPS 200u              /* ops per latency test, as `delog probe --ops 200` */
+#define REC_TARGET 0.95           /* recommended / best safe BW, at every client count */
 
 /* ---- options ---- */
 
@@ -338,8 +348,8 @@ static int prepare(struct fb_env *e)
 	struct delog_options lo = log_opts(e, DELOG_FLUSH_SYNC, DELOG_OPEN_FORMAT);
 
 	return bench_log_prepare(e->b, DELOG_SB_BYTES + o->log_size + FB_RAW_AREA, &e->fs_type,
-				 DELOG_SB_BYTES + o->log_size, o->do_raw ? FB_RAW_AREA : 0, &lo,
-				 &e->format_s);
+				 DELOG_SB_BYTES + o->log_size,
+				 o->do_raw || o->do_recommend ? FB_RAW_AREA : 0, &lo, &e->format_s);
 }
 
 /* ---- the raw baseline ---- */
@@ -432,6 +442,12 @@ struct frun {
 	bool *raw_ok;
 	struct fsmark_row *fs;    /* [policy index] */
 	bool *fs_ok;
+	/* probe's recommendation (o->do_recommend) */
+	bool rec_ok;
+	struct probe_costs costs;
+	struct probe_rec rec;
+	const char *rec_backend;
+	char rec_err[256];        /* why there is none, when measuring failed */
 };
 
 static const char *pname(enum delog_flush_policy p)
@@ -486,6 +502,9 @@ static double fs_total_checkpoints(const struct fsmark_row *f, double *flushes, 
 	*disk = dk;
 	return ck;
 }
+
+static void print_recommendation(struct frun *r);
+static void json_recommendation(struct json *j, const struct frun *r);
 
 static void print_human(struct frun *r)
 {
@@ -645,6 +664,7 @@ static void print_human(struct frun *r)
 			  "three phases (checkpoints); disk fl/ckpt: flush requests the disk "
 			  "completed, per checkpoint\n");
 	}
+	print_recommendation(r);
 	bench_out(b, "\nbench took %.1f s\n", (double)(now_ns() - b->t0) / 1e9);
 }
 
@@ -788,6 +808,7 @@ static void print_json(struct frun *r)
 		json_null(&j, "format_s");
 	else
 		json_dbl(&j, "format_s", r->e.format_s);
+	json_recommendation(&j, r);
 	json_arr_begin(&j, "rows");
 	for (unsigned c = 0; c < o->nclients && o->do_dbench; c++) {
 		const struct raw_row *rw = rawr(r, c);
@@ -930,6 +951,178 @@ static int plot(struct frun *r)
 	return err;
 }
 
+/* ---- probe's recommendation ---- */
+
+/*
+ * Measure probe's costs where the raw baseline runs (its region is zero-filled by
+ * prepare()), or on a new sim disk of the run's profile, and apply the rule.  A failure
+ * is reported in the output, not fatal; an interruption is.
+ */
+static int recommend_measure(struct frun *r)
+{
+	struct fb_env *e = &r->e;
+	struct bench *b = e->b;
+	struct iol_dev_opts dopts;
+	struct iol_dev *dev = NULL;
+	char msg[512] = "";
+	int err;
+
+	if (e->sim) {
+		err = sim_open(e, FB_RAW_AREA, &dev);
+		if (err)
+			return err;
+	} else {
+		bench_dev_opts(b, &dopts, msg, sizeof(msg));
+		err = iol_dev_open(b->t.path, &dopts, &dev);
+		if (err) {
+			snprintf(r->rec_err, sizeof(r->rec_err), "cannot open the target: %s",
+				 msg[0] ? msg : tool_strerror(err));
+			return 0;
+		}
+	}
+	r->rec_backend = iol_dev_backend(dev);
+	err = probe_measure_costs(dev, e->sim ? 0 : DELOG_SB_BYTES + e->o->log_size, FB_RAW_AREA,
+				  REC_OPS, &r->costs, r->rec_err, sizeof(r->rec_err));
+	iol_dev_close(dev);
+	if (!err) {
+		probe_recommend(&r->costs, &r->rec);
+		r->rec_ok = true;
+	}
+	if (!err && bench_interrupted(b))
+		err = -EINTR;
+	return err == -EINTR ? err : 0;
+}
+
+/* The policy index of @p in the run, or -1. */
+static int policy_index(const struct fb_opts *o, enum delog_flush_policy p)
+{
+	for (unsigned i = 0; i < o->npolicy; i++)
+		if (o->policy[i] == p)
+			return (int)i;
+	return -1;
+}
+
+/*
+ * At client index @c: the recommended policy's dbench BW over the best safe policy's
+ * (NAN when either did not run), and the best one's name in @best.
+ */
+static double rec_ratio(const struct frun *r, unsigned c, const char **best)
+{
+	const struct fb_opts *o = r->e.o;
+	int ri = policy_index(o, r->rec.policy);
+	const struct dbench_row *rw = ri >= 0 ? dbr(r, c, (unsigned)ri) : NULL;
+	const struct dbench_row *top = NULL;
+
+	*best = NULL;
+	for (unsigned p = 0; p < o->npolicy; p++) {
+		const struct dbench_row *w = dbr(r, c, p);
+
+		if (w && w->policy != DELOG_FLUSH_NONE && (!top || w->mb_per_s > top->mb_per_s))
+			top = w;
+	}
+	if (!rw || !top)
+		return NAN;
+	*best = delog_flush_policy_name(top->policy);
+	return rw->mb_per_s / top->mb_per_s;
+}
+
+static void print_recommendation(struct frun *r)
+{
+	const struct fb_opts *o = r->e.o;
+	const struct probe_costs *k = &r->costs;
+	struct bench *b = r->e.b;
+	const char *pol = probe_policy_name(r->rec.policy);
+	unsigned met = 0, n = 0;
+
+	if (!o->do_recommend)
+		return;
+	if (!r->rec_ok) {
+		bench_out(b, "\nprobe's recommendation: none (measuring the costs failed: %s)\n",
+			  r->rec_err);
+		return;
+	}
+	bench_out(b, "\nprobe's recommendation: %s (%s)\n", pol, r->rec.reason);
+	bench_out(b, "  measured here as `delog probe` does (%s, %u ops each, medians): write %.1f "
+		  "us, write+flush %.1f us, FUA write %.1f us, flush %.1f us; sequential write "
+		  "%.0f MB/s\n", r->rec_backend, REC_OPS, k->write_us, k->write_flush_us,
+		  k->fua_us, k->flush_us, k->seq_write_mbs);
+	if (!o->do_dbench)
+		return;
+	if (policy_index(o, r->rec.policy) < 0) {
+		bench_out(b, "  not checked: %s is not among the policies run (--policy)\n", pol);
+		return;
+	}
+	bench_out(b, "dbench BW, %s / the best safe policy (sync, async, single run here)\n"
+		  "%7s %10s %8s\n", pol, "clients", "ratio", "best");
+	for (unsigned c = 0; c < o->nclients; c++) {
+		const char *best;
+		double x = rec_ratio(r, c, &best);
+
+		if (isnan(x)) {
+			bench_out(b, "%7u %10s %8s\n", o->clients[c], "-", "-");
+			continue;
+		}
+		n++;
+		met += x >= REC_TARGET;
+		bench_out(b, "%7u %9.3fx %8s  target >= %.2f: %s\n", o->clients[c], x, best,
+			  REC_TARGET, x >= REC_TARGET ? "met" : "MISSED");
+	}
+	bench_out(b, "  target met at %u of %u client counts: %s (reported, not asserted; a "
+		  "ratio within the run-to-run noise of the same point is no verdict)\n", met, n,
+		  met == n && n ? "met" : "MISSED");
+}
+
+static void json_recommendation(struct json *j, const struct frun *r)
+{
+	const struct fb_opts *o = r->e.o;
+	bool all = true;
+	unsigned n = 0;
+
+	if (!o->do_recommend)
+		return;
+	if (!r->rec_ok) {
+		json_null(j, "recommendation");
+		json_str(j, "recommendation_error", r->rec_err);
+		return;
+	}
+	json_obj_begin(j, "recommendation");
+	json_str(j, "policy", probe_policy_name(r->rec.policy));
+	json_u64(j, "logbufs", r->rec.logbufs);
+	json_u64(j, "logbsize", r->rec.logbsize);
+	json_str(j, "reason", r->rec.reason);
+	json_str(j, "backend", r->rec_backend);
+	json_obj_begin(j, "costs_us");
+	json_dbl(j, "write", r->costs.write_us);
+	json_dbl(j, "write_flush", r->costs.write_flush_us);
+	json_dbl(j, "fua_write", r->costs.fua_us);
+	json_dbl(j, "flush", r->costs.flush_us);
+	json_obj_end(j);
+	json_dbl(j, "seq_write_mbs", r->costs.seq_write_mbs);
+	json_dbl(j, "target", REC_TARGET);
+	json_arr_begin(j, "checks");
+	for (unsigned c = 0; o->do_dbench && c < o->nclients; c++) {
+		const char *best;
+		double x = rec_ratio(r, c, &best);
+
+		if (isnan(x))
+			continue;
+		n++;
+		all = all && x >= REC_TARGET;
+		json_obj_begin(j, NULL);
+		json_u64(j, "clients", o->clients[c]);
+		json_dbl(j, "ratio", x);
+		json_str(j, "best", best);
+		json_bool(j, "met", x >= REC_TARGET);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	if (n)
+		json_bool(j, "met", all);
+	else
+		json_null(j, "met");
+	json_obj_end(j);
+}
+
 /* ---- the run ---- */
 
 int fb_run(struct bench *b, void *state)
@@ -959,6 +1152,11 @@ int fb_run(struct bench *b, void *state)
 	}
 	if (!r.e.sim && (err = prepare(&r.e)))
 		goto out;
+	if (o->do_recommend) {
+		bench_progress(b, "measuring the costs `delog probe` measures");
+		if ((err = recommend_measure(&r)))
+			goto out;
+	}
 	bench_disk_target(b, &r.e.disk);
 	bench_disk_idle(&r.e.disk, false, BENCH_IDLE_NS);
 	total = (o->do_dbench ? o->nclients * (o->npolicy + o->do_raw) : 0) +
@@ -1034,7 +1232,7 @@ static void compare_defaults(void *state)
 	struct fb_opts *o = state;
 
 	fb_defaults(o);
-	o->do_dbench = o->do_fsmark = o->do_raw = true;
+	o->do_dbench = o->do_fsmark = o->do_raw = o->do_recommend = true;
 }
 
 static void compare_help(FILE *f)
@@ -1058,8 +1256,11 @@ static void compare_help(FILE *f)
 		"\nRuns dbench at every client count under every policy (interleaved, the raw\n"
 		"baseline first: one thread, 4 KiB O_DIRECT write + fdatasync) and fsmark under\n"
 		"every policy; prints the tables of the Linux commit \"xfs: drop async cache\n"
-		"flushes from CIL commits\" with flushes per checkpoint and ratios.  The same as\n"
-		"--compare-flush.\n");
+		"flushes from CIL commits\" with flushes per checkpoint and ratios.  First it\n"
+		"measures what `delog probe` measures (on the raw baseline's region, or a sim disk)\n"
+		"and prints probe's recommended policy and, per client count, that policy's dbench\n"
+		"BW over the best safe policy's (target >= 0.95; reported, not asserted).  The\n"
+		"same as --compare-flush.\n");
 }
 
 const struct bench_workload bench_compare_flush = {

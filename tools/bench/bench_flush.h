@@ -75,6 +75,7 @@ struct fb_opts {
 	bool time_set, files_set;
 	/* which parts run (set by the workload's defaults) */
 	bool do_dbench, do_fsmark, do_raw;
+	bool do_recommend;        /* measure probe's costs and check its recommendation */
 };
 
 /* How the run reaches its log: a target file or device formatted once, or a new sim
