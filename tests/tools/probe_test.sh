@@ -6,7 +6,9 @@
 # MODE is one of:
 #   cli    --help, --version, help COMMAND, usage errors (exit 2), refusals (exit 1)
 #   file   probe a new file in TESTDIR with --json: the output parses (python3 -m
-#          json.tool), has the expected keys, and the file is removed afterwards
+#          json.tool), has the expected keys (the recommendation too: a safe policy,
+#          logbufs 2..8, logbsize a power of two in 16K..256K, a reason), and the file
+#          is removed afterwards; the human output has the recommendation
 #   tmpfs  a path on /dev/shm (tmpfs) fails with exit 1 and a message naming the path
 #          and O_DIRECT, and leaves no file behind
 #   loop   a loop device (root, losetup): refused without --force, probed with it
@@ -63,6 +65,17 @@ for b in ok:
     assert b["bandwidth_mbs"]["seq_write"] > 0 and b["bandwidth_mbs"]["seq_read"] > 0
     if "fio" in b and b["fio"]["installed"]:
         need(b["fio"], ["seq_write_mbs", "seq_read_mbs", "ratio_write", "ratio_read"], "fio")
+# The recommendation (tools/cli/recommend.c): a safe policy, the log's limits, a reason.
+need(doc, ["recommendation"], "top level")
+rec = doc["recommendation"]
+assert isinstance(rec, dict), "recommendation is %r although a backend succeeded" % (rec,)
+need(rec, ["policy", "logbufs", "logbsize", "reason", "backend"], "recommendation")
+assert rec["policy"] in ("sync", "async", "single"), rec["policy"]
+assert 2 <= rec["logbufs"] <= 8, rec["logbufs"]
+bs = rec["logbsize"]
+assert 16 << 10 <= bs <= 256 << 10 and bs & (bs - 1) == 0, bs
+assert isinstance(rec["reason"], str) and rec["reason"].strip(), rec["reason"]
+assert rec["backend"] in [b["name"] for b in ok], rec["backend"]
 if kind != "sim":
     assert doc["auto_backend"] in [b["name"] for b in doc["backends"]] + ["uring", "aio", "psync"]
 EOF
@@ -115,6 +128,9 @@ file)
 	expect_in "$TMP/out" "write 4K + flush" "human table"
 	expect_in "$TMP/out" "flush (idle)" "human table"
 	expect_in "$TMP/out" "write MB/s" "human table"
+	expect_in "$TMP/out" "recommendation" "human output"
+	expect_in "$TMP/out" "flush policy" "human recommendation"
+	expect_in "$TMP/out" "log buffers" "human recommendation"
 	[ -s "$TMP/empty.img" ] && fail "the empty file was not truncated back"
 	;;
 tmpfs)

@@ -9,6 +9,9 @@
  * When fio is installed it runs fio's io_uring engine (through tools/fio.c) with the same
  * block size, queue depth, byte count and file in the same run, so the uring numbers can
  * be judged against an independent implementation (a report, not a pass/fail test).
+ * Last it prints the flush policy and log-buffer geometry that the rule of recommend.c
+ * draws from the auto-selected backend's numbers; probe_measure_costs lends the same
+ * measurement to `delog bench --compare-flush`, which checks the rule.
  *
  * Why it is built this way:
  *  - The probe region is written with zeroes before anything is measured (after
@@ -1176,7 +1179,10 @@ static void help(void)
 	       "latency of single 4 KiB O_DIRECT writes, writes + flush, FUA writes and idle\n"
 	       "flushes (median, p99, mean), and sequential O_DIRECT bandwidth with %u requests\n"
 	       "of 1 MiB in flight.  With fio installed, fio's io_uring engine runs the same\n"
-	       "bandwidth jobs on the same file and the ratio uring/fio is shown.\n"
+	       "bandwidth jobs on the same file and the ratio uring/fio is shown.  Last, the\n"
+	       "flush policy and log buffers (--logbufs, --logbsize) it recommends for this\n"
+	       "device, from the auto-selected backend's numbers, and the measured costs that\n"
+	       "decided it (`delog bench --compare-flush` checks it).\n"
 	       "\n"
 	       "PATH is a file or a block device.  A file that does not exist is created,\n"
 	       "preallocated and zero-filled, and removed at the end.  An existing non-empty file\n"
