@@ -24,6 +24,11 @@
 # preflushes + flushes + fua_flushes.  The disk's own counter (disk_flushes) is a number
 # on every row when "disk" names one (a file here), null on sim; its agreement with
 # delog's count is a benchmark result, not asserted (other processes flush the disk too).
+# probe's recommendation (tools/cli/recommend.c, measured with probe's code on the same
+# target): in the human output its line, the per-client ratio table and the verdict line;
+# in --json the "recommendation" object (a safe policy, the log's limits, the four costs,
+# one check per client count whose "met" agrees with ratio >= 0.95).  Values of the
+# ratios are a benchmark result, not asserted.
 # 3. Usage errors exit 2 with a "delog bench:" message; --workload dbench and fsmark run.
 # Exit 0 pass, 1 fail, 77 skip (ctest SKIP_RETURN_CODE), with the reason on stderr.
 set -u
@@ -93,6 +98,30 @@ for r in kinds.get("dbench", []) + kinds.get("fsmark", []):
         assert fl == 0 and fua == 0, (what, fl, fua)
     else:
         assert ck - edge <= fl <= 2 * ck + edge and fua > 0, (what, ck, fl, fua)
+# probe's recommendation, measured on the same target and checked per client count
+# (compare-flush only; the ratios are reported, their values not asserted).
+if "dbench" in want and "fsmark" in want:
+    rec = doc["recommendation"]
+    assert isinstance(rec, dict), (rec, doc.get("recommendation_error"))
+    for k in ("policy", "logbufs", "logbsize", "reason", "backend", "costs_us",
+              "seq_write_mbs", "target", "checks", "met"):
+        assert k in rec, "recommendation lacks " + k
+    assert rec["policy"] in ("sync", "async", "single"), rec["policy"]
+    assert 2 <= rec["logbufs"] <= 8, rec
+    assert 16 << 10 <= rec["logbsize"] <= 256 << 10, rec
+    assert rec["logbsize"] & (rec["logbsize"] - 1) == 0, rec
+    assert rec["reason"].strip(), rec
+    for k in ("write", "write_flush", "fua_write", "flush"):
+        assert rec["costs_us"][k] > 0, (k, rec["costs_us"])
+    assert rec["seq_write_mbs"] > 0, rec
+    assert rec["target"] == 0.95, rec
+    assert [c["clients"] for c in rec["checks"]] == [1, 8], rec["checks"]
+    for c in rec["checks"]:
+        assert c["ratio"] > 0 and c["best"] in ("sync", "async", "single"), c
+        assert c["met"] == (c["ratio"] >= 0.95), c
+        if c["best"] == rec["policy"]:
+            assert c["ratio"] == 1, c
+    assert rec["met"] == all(c["met"] for c in rec["checks"]), rec
 EOF
 }
 
@@ -121,7 +150,8 @@ else
 fi
 for s in "dbench: BW = MB/s" "clients" "device flushes per checkpoint" "vs the raw device" \
 	"fsmark: 32 threads x 100 files" "create" "chown" "unlink" "none (UNSAFE)" \
-	"latency profile sata"; do
+	"latency profile sata" "probe's recommendation: " "the best safe policy" \
+	"target >= 0.95: " "target met at "; do
 	expect_in "$TMP/out" "$s" "human output"
 done
 # ... and the plot's temporary files only go to $TMPDIR: one that does not exist fails the
