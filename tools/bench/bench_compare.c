@@ -1257,10 +1257,10 @@ static void compare_help(FILE *f)
 		"baseline first: one thread, 4 KiB O_DIRECT write + fdatasync) and fsmark under\n"
 		"every policy; prints the tables of the Linux commit \"xfs: drop async cache\n"
 		"flushes from CIL commits\" with flushes per checkpoint and ratios.  First it\n"
-		"measures what `delog probe` measures (on the raw baseline's region, or a sim disk)\n"
-		"and prints probe's recommended policy and, per client count, that policy's dbench\n"
-		"BW over the best safe policy's (target >= 0.95; reported, not asserted).  The\n"
-		"same as --compare-flush.\n");
+		"measures what `delog probe` measures (on the raw baseline's region, or a sim\n"
+		"disk) and prints probe's recommended policy and, per client count, that\n"
+		"policy's dbench BW over the best safe policy's (target >= 0.95; reported, not\n"
+		"asserted).  The same as --compare-flush.\n");
 }
 
 const struct bench_workload bench_compare_flush = {

@@ -74,13 +74,15 @@ void probe_recommend(const struct probe_costs *c, struct probe_rec *r)
 	memset(r, 0, sizeof(*r));
 	if (c->volatile_cache == 0) {
 		r->policy = DELOG_FLUSH_SYNC;
-		snprintf(pol, sizeof(pol), "no volatile write cache: flushes and FUA are free at "
-			 "the device (F %.1f us, FU %.1f us, W %.1f us), so sync; single would add a "
-			 "flush call per checkpoint", c->flush_us, c->fua_us, c->write_us);
+		snprintf(pol, sizeof(pol), "no volatile write cache: flushes and FUA are free "
+			 "at the device (F %.1f us, FU %.1f us, W %.1f us), so sync; single "
+			 "would add a flush call per checkpoint", c->flush_us, c->fua_us,
+			 c->write_us);
 	} else if (c->fua > 0 && isfinite(ffu) && isfinite(wf) && ffu <= FUA_SLACK * wf) {
 		r->policy = DELOG_FLUSH_SYNC;
-		snprintf(pol, sizeof(pol), "%s write cache with native FUA and F + FU = %.1f + %.1f "
-			 "= %.1f us <= 1.1 x WF %.1f us: sync (its flush rides on the commit write)",
+		snprintf(pol, sizeof(pol), "%s write cache with native FUA and F + FU = %.1f + "
+			 "%.1f = %.1f us <= 1.1 x WF %.1f us: sync (its flush rides on the commit "
+			 "write)",
 			 c->volatile_cache > 0 ? "volatile" : "possibly volatile", c->flush_us,
 			 c->fua_us, ffu, wf);
 	} else if (c->fua > 0) {
