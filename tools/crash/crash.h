@@ -213,7 +213,7 @@ struct wl {
 };
 
 /* The workloads by name (workload.c), for --workload and the "all" rotation. */
-#define NR_WL 6u
+#define NR_WL 7u
 extern const char *const wl_names[NR_WL];
 
 struct pl_hdr {

@@ -16,7 +16,8 @@
 
 /* ---- workloads ---- */
 
-const char *const wl_names[NR_WL] = { "mixed", "wrap", "relog", "small", "full", "random" };
+const char *const wl_names[NR_WL] = { "mixed", "wrap", "relog", "small", "full", "random",
+				       "window" };
 
 /* Sizes on the boundaries of sectors and buffers, mixed into every workload. */
 static uint32_t boundary_len(uint64_t *r, uint32_t sector, uint32_t logbsize)
@@ -189,6 +190,26 @@ void wl_pick(const char *name, uint64_t seed, unsigned threads, uint32_t sector,
 		w->releaser = true;
 		w->cil_push = CR_LOG_BYTES / 64;
 		laps = 2.0 + (double)(rnd(&r) % 60) / 100.0;
+	} else if (!strcmp(name, "window")) {
+		/* The smallest log with the journal's unflushed window (L13, 2 MiB) half its
+		 * size: 8 x 256 KiB buffers, checkpoints of 1-2 MiB, five laps, so on most
+		 * laps the writes in flight cross the physical end and reach past the probes
+		 * recovery takes at eighths of the log (journal/recover.c, resolve_ends),
+		 * states the other workloads reach only by chance. */
+		w->clients = (unsigned)rnd_in(&r, 2, 3);
+		w->max_items = 4;
+		w->small_max = 4000;
+		w->big_min = 32u << 10;
+		w->big_max = 200u << 10;
+		w->big_1in = 3;
+		w->force_1in = 24;
+		w->shared_1in = 4;
+		w->nshared = 3;
+		w->release_1in = 4;
+		w->logbufs = 8;
+		w->logbsize = 256u << 10;
+		w->cil_push = rnd_in(&r, 1ull << 20, 2ull << 20);
+		laps = 5.0;
 	} else if (!strcmp(name, "relog")) {
 		w->clients = (unsigned)rnd_in(&r, 3, 4);
 		w->max_items = 1;
