@@ -102,8 +102,8 @@ static int async_before(struct delog *log)
  *       flush on its way, and every flush issued is one the device performs: with more
  *       in flight the block layer merges the waiting ones into one, and the flushes
  *       delog counts would no longer be the device's.
- *  (P3) A lone forcer (it pushed the checkpoint it waits for, nothing waits in the open
- *       context, no other force waits) makes it durable itself, as the raw write +
+ *  (P3) A lone forcer (it pushed the checkpoint it waits for, and nothing waits in the
+ *       open context) makes it durable itself, as the raw write +
  *       fdatasync does: jrnl_log_force, then jrnl_log_flush, both on its thread (one
  *       pwritev2 and one fdatasync on the descriptor backends, journal/log.c L10; the
  *       chain would cost two hand-offs between threads per commit).  It declares

@@ -338,8 +338,9 @@ int jrnl_tx_commit(struct jrnl_wtx *tx, jrnl_done_fn done, void *priv);
  * the log's first error. */
 int jrnl_log_force(struct jrnl_log *log);
 /* jrnl_log_force without the wait: switch the open buffer out (after the op in
- * progress, if any) and submit what may go out; the writes complete, and the done
- * callbacks run, on completion threads later (or on this thread, after a shutdown). */
+ * progress, if any) and submit what may go out.  The writes complete later; done
+ * callbacks of buffers already done may run on this thread (as in jrnl_log_force), so
+ * its caller may hold no lock they take. */
 void jrnl_log_switch(struct jrnl_log *log);
 /* Issue a device cache flush and wait for it: afterwards every buffer that had completed
  * when it was issued is durable (durable_lsn moves up to that point).  Does not push or
