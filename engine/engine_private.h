@@ -232,7 +232,7 @@ struct delog {
 	/* lock protects what follows and the conds. */
 	pthread_mutex_t lock;
 	pthread_cond_t push_cond; /* the push thread waits here (push_wake) */
-	/* The writer moved on: the open context was swapped, a pipelined flush completed,
+	/* The writer moved on: the open context was swapped, a chained flush completed,
 	 * the push thread exited, or the log shut down (writer_wake; wake.c). */
 	pthread_cond_t writer_cond;
 	/* Forces wait on the futex word force_gen[seq % FORCE_QUEUES] (wake.c F1), so a

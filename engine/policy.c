@@ -43,8 +43,9 @@
  *       durable_seq >= its sequence, and log_durable moves durable_seq only on the flush
  *       policy's evidence (below) and only while the log is not shut down.
  *  (D2) log_durable is called in sequence order (commit records complete in LSN order,
- *       push.c), so durable_seq = s means every checkpoint <= s is stable; a pipelined
- *       single flush may complete out of order, which is why durable_seq only grows.
+ *       push.c), so durable_seq = s means every checkpoint <= s is stable; single's
+ *       chained flushes and a lone forcer's (P1-P3 below) may complete in either order,
+ *       which is why durable_seq only grows.
  */
 void log_durable(struct delog *log, uint64_t seq)
 {

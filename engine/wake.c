@@ -18,7 +18,7 @@
  *                wake-up is lost between its check and its wait.
  *   writer_cond  under log->lock: committers held at twice push_bytes (cil.c CIL5) wait
  *                for the open context to be swapped; close waits for the single policy's
- *                pipelined flushes (policy.c).  Broadcast after a swap, after such a
+ *                chained flushes (policy.c).  Broadcast after a swap, after such a
  *                flush completed, when the push thread exits, and at shutdown.
  *   space.cond   under space.lock: space_grant's waiters.  Broadcast when the tail moved
  *                (space.c), after a flush or a cover record freed space, and at shutdown.
