@@ -25,7 +25,7 @@
  *       one that would take the context past twice that waits for the swap before it
  *       inserts.  So a checkpoint is at most 2 x push_bytes, or one transaction (at most
  *       a quarter of the log), and push_bytes is at most log/8: a checkpoint never takes
- *       more than about a quarter of the log, and the newest complete checkpoint (which
+ *       more than about a quarter of the log, and the newest durable checkpoint (which
  *       stays in the log, space.c S1) plus an incomplete one a crash left after it
  *       never fill it, so a recovered log always has room to go on.
  */

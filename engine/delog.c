@@ -7,8 +7,8 @@
  *
  * Open runs recovery before anything is written: complete checkpoints go to the
  * recover callback in order, the writer continues at the recovered head, and sequence
- * numbers continue after the last recovered checkpoint (the newest checkpoint always
- * stays in the live region, space.c S1, so that number is never lost).
+ * numbers continue after the last recovered checkpoint (the newest durable checkpoint
+ * always stays in the live region, space.c S1, so that number is never lost).
  */
 #include "engine_private.h"
 

@@ -202,6 +202,9 @@ int space_ail_log(struct delog *log, uint64_t key, uint64_t seq);
 /* Checkpoints up to @seq are durable: move the AIL references of the keys they logged
  * (S3).  Called before durable_seq moves to @seq. */
 int space_ckpt_durable(struct delog *log, uint64_t seq);
+/* durable_seq moved up: recompute the tail (S1 holds it at the newest durable
+ * checkpoint, so a release may have been waiting for this). */
+void space_durable_moved(struct delog *log);
 /* A device flush completed that was issued after @snapshot was taken: apply it. */
 void space_flushed(struct delog *log, uint64_t snapshot);
 uint64_t space_pending_tail(struct delog *log);

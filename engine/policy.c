@@ -69,8 +69,10 @@ void log_durable(struct delog *log, uint64_t seq)
 	}
 	pthread_mutex_unlock(&log->lock);
 	/* F1 (wake.c) */
-	if (moved)
+	if (moved) {
 		force_wake_durable(log, old, seq);
+		space_durable_moved(log);
+	}
 }
 
 static int async_before(struct delog *log)

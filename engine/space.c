@@ -31,8 +31,14 @@
  * released it (seq <= released) or, with item tracking, when no key's newest durable
  * copy lives in it any more (refs == 0).  The tail is the start of the oldest checkpoint
  * that is not free, with three rules:
- *  (S1) the newest written checkpoint always stays in the live region, so recovery
- *       always sees the last sequence number and a reopened log continues it;
+ *  (S1) the newest durable checkpoint, and every one written after it, always stays in
+ *       the live region, so recovery always finds a complete checkpoint with the last
+ *       durable sequence number and a reopened log continues it.  Keeping only the
+ *       newest written one is not enough: if it is not durable yet, a power cut may
+ *       lose it, recovery then finds no complete checkpoint between the tail and the
+ *       head, the reopened log numbers from 1, and its first checkpoint follows the lost
+ *       one's abandoned records, a log the next recovery must refuse (a checkpoint that
+ *       never committed before a later one that did: journal/recover.c open_behind);
  *  (S3) a key relogged in a later checkpoint moves its reference forward only once
  *       that checkpoint is durable (space_ckpt_durable, called by log_durable before
  *       durable_seq moves), as XFS moves a relogged item in the AIL only when the
@@ -128,7 +134,10 @@ static void tails(struct delog *log, uint64_t *t_release, uint64_t *t_full)
 	*t_release = *t_full = 0;
 	if (!sp->ck_n)
 		return;
-	for (i = 0; i + 1 < sp->ck_n && ck_at(sp, i)->seq <= sp->released; i++)
+	/* (S1): never past the newest durable checkpoint, nor past the newest written. */
+	for (i = 0;
+	     i + 1 < sp->ck_n && ck_at(sp, i)->seq <= sp->released && ck_at(sp, i)->seq < durable;
+	     i++)
 		;
 	*t_release = ck_at(sp, i)->start_lsn;
 	if (!sp->tracking) {
@@ -138,10 +147,10 @@ static void tails(struct delog *log, uint64_t *t_release, uint64_t *t_full)
 	for (; i + 1 < sp->ck_n; i++) {
 		struct ckpt_ent *e = ck_at(sp, i);
 
-		if (e->refs || e->seq > durable)
+		if (e->refs || e->seq >= durable)
 			break;
 	}
-	*t_full = ck_at(sp, i)->start_lsn; /* (S1): never past the newest */
+	*t_full = ck_at(sp, i)->start_lsn; /* (S1) */
 }
 
 /* Recompute the tail and give it to the journal (space.lock held). */
@@ -164,6 +173,14 @@ static void space_update_tail(struct delog *log)
 		}
 		pthread_cond_broadcast(&sp->cond);
 	}
+}
+
+void space_durable_moved(struct delog *log)
+{
+	/* The tail may now pass what S1 held as the newest durable checkpoint. */
+	pthread_mutex_lock(&log->space.lock);
+	space_update_tail(log);
+	pthread_mutex_unlock(&log->space.lock);
 }
 
 uint64_t space_pending_tail(struct delog *log)

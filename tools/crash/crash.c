@@ -120,12 +120,16 @@ static void print_text(struct crash *cr, double secs)
 		printf("(%" PRIu64 " more violations not listed)\n", cr->nviol - cr->nviols);
 	for (size_t i = 0; i < cr->nkinds; i++)
 		printf("kind: %" PRIu64 " x %s\n", cr->kinds[i].n, cr->kinds[i].what);
-	if (cr->nviol)
-		printf("replay: delog crash --seed %" PRIu64 " --policy %s --profile %s --sector %u "
-		       "--workload %s --round R (--save DIR keeps the images, which `delog recover "
-		       "--backend sim IMAGE` replays exactly)\n", cr->seed,
-		       delog_flush_policy_name(cr->policy),
-		       profile_name(cr->profile), cr->sector, cr->workload);
+	/* --sector only if it was given: random draws one per round otherwise, and fixing
+	 * the last round's would replay other rounds than the ones that ran. */
+	if (cr->nviol) {
+		printf("replay: delog crash --seed %" PRIu64 " --policy %s --profile %s ", cr->seed,
+		       delog_flush_policy_name(cr->policy), profile_name(cr->profile));
+		if (cr->sector_opt)
+			printf("--sector %u ", cr->sector_opt);
+		printf("--workload %s --round R (--save DIR keeps the images, which `delog recover "
+		       "--backend sim IMAGE` replays exactly)\n", cr->workload);
+	}
 }
 
 static void print_json(struct crash *cr, double secs)
