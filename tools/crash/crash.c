@@ -128,7 +128,7 @@ static void print_text(struct crash *cr, double secs)
 		if (cr->sector_opt)
 			printf("--sector %u ", cr->sector_opt);
 		printf("--workload %s --round R (--save DIR keeps the images, which `delog recover "
-		       "--backend sim IMAGE` replays exactly)\n", cr->workload);
+		       "--dry-run IMAGE` replays exactly)\n", cr->workload);
 	}
 }
 

@@ -81,8 +81,8 @@
  * delivery order and the states sampled; the interleaving of the client threads is the
  * OS's, so a rerun explores the same space without promising the same events.  Each
  * violation therefore prints its round, seed, crash point, trace position and state, and
- * --save DIR writes the pre-recovery image, which `delog recover --backend sim FILE`
- * (4096-byte sectors) replays exactly.
+ * --save DIR writes the pre-recovery image, a log file that `delog recover --dry-run FILE`
+ * replays exactly.
  *
  * The parts (tools/crash/): workload.c (the workloads, payloads and session threads),
  * oracle.c (what a recovered image must be), points.c (crash points, the fault model,
