@@ -281,7 +281,9 @@ int delog_durable_fd(const delog *log);
 /*
  * Space.  delog_release(log, seq): the application has made everything logged up to and
  * including checkpoint @seq durable elsewhere; the log may reuse that space at once (no
- * flush needed).  delog_item_written(log, key, seq) (needs DELOG_OPEN_TRACK_ITEMS): the
+ * flush needed), except for the newest durable checkpoint, which stays in the log until
+ * a newer one is durable (so a reopened log always continues its sequence numbers).
+ * delog_item_written(log, key, seq) (needs DELOG_OPEN_TRACK_ITEMS): the
  * application's in-place write of @key as of checkpoint @seq has completed but may
  * still sit in a volatile cache; the space is reused only after a device flush that
  * follows this call (rule S2 of docs/FLUSH-POLICIES.md), which delog issues itself when it
