@@ -145,8 +145,6 @@ struct probe_rec {
 
 /* The rule (recommend.c's top comment, docs/BENCH.md): pure, reads only @c. */
 void probe_recommend(const struct probe_costs *c, struct probe_rec *r);
-/* "sync", "async", "single", "none". */
-const char *probe_policy_name(enum delog_flush_policy p);
 
 /*
  * probe.c: measure @c on an open device the way `delog probe` does (the same code):

@@ -51,7 +51,7 @@ static struct probe_rec run(double w, double wf, double fu, double f, double mbs
 	do {                                                                            \
 		struct probe_rec r_ = run(__VA_ARGS__);                                 \
 		CHECK(r_.policy == (want), "(%s) gave %s, want %s: %s", #__VA_ARGS__,    \
-		      probe_policy_name(r_.policy), probe_policy_name(want), r_.reason); \
+		      delog_flush_policy_name(r_.policy), delog_flush_policy_name(want), r_.reason); \
 	} while (0)
 
 int main(void)

@@ -1031,7 +1031,7 @@ static void print_recommendation(struct frun *r)
 	const struct fb_opts *o = r->e.o;
 	const struct probe_costs *k = &r->costs;
 	struct bench *b = r->e.b;
-	const char *pol = probe_policy_name(r->rec.policy);
+	const char *pol = delog_flush_policy_name(r->rec.policy);
 	unsigned met = 0, n = 0;
 
 	if (!o->do_recommend)
@@ -1086,7 +1086,7 @@ static void json_recommendation(struct json *j, const struct frun *r)
 		return;
 	}
 	json_obj_begin(j, "recommendation");
-	json_str(j, "policy", probe_policy_name(r->rec.policy));
+	json_str(j, "policy", delog_flush_policy_name(r->rec.policy));
 	json_u64(j, "logbufs", r->rec.logbufs);
 	json_u64(j, "logbsize", r->rec.logbsize);
 	json_str(j, "reason", r->rec.reason);

@@ -1026,7 +1026,7 @@ static void print_recommendation(struct probe *p, const struct iol_geom *g, cons
 	}
 	out(p, "  from backend     %s%s\n", r->name,
 	    auto_be && strcmp(auto_be, r->name) ? " (the auto-selected one failed)" : "");
-	out(p, "  flush policy     %s\n", probe_policy_name(rec.policy));
+	out(p, "  flush policy     %s\n", delog_flush_policy_name(rec.policy));
 	out(p, "  log buffers      %u x %s (--logbufs %u --logbsize %uK)\n", rec.logbufs,
 	    fmt_bytes(rec.logbsize, a, sizeof(a)), rec.logbufs, rec.logbsize >> 10);
 	out(p, "  why              %s\n", rec.reason);
@@ -1043,7 +1043,7 @@ static void json_recommendation(struct json *j, const struct iol_geom *g, const 
 		return;
 	}
 	json_obj_begin(j, "recommendation");
-	json_str(j, "policy", probe_policy_name(rec.policy));
+	json_str(j, "policy", delog_flush_policy_name(rec.policy));
 	json_u64(j, "logbufs", rec.logbufs);
 	json_u64(j, "logbsize", rec.logbsize);
 	json_str(j, "reason", rec.reason);

@@ -39,12 +39,6 @@
 
 #define FUA_SLACK 1.10 /* rule 2: F + FU may exceed WF by this factor */
 
-const char *probe_policy_name(enum delog_flush_policy p)
-{
-	return p == DELOG_FLUSH_SYNC ? "sync" : p == DELOG_FLUSH_ASYNC ? "async" :
-	       p == DELOG_FLUSH_SINGLE ? "single" : "none";
-}
-
 static void geometry(const struct probe_costs *c, struct probe_rec *r, char *why, size_t len)
 {
 	double wf = isfinite(c->write_flush_us) && c->write_flush_us > 0 ? c->write_flush_us : 0;
@@ -57,9 +51,7 @@ static void geometry(const struct probe_costs *c, struct probe_rec *r, char *why
 		bs <<= 1;
 	more = ceil(b / (double)bs);
 	r->logbsize = bs;
-	r->logbufs = 2 + (more > DELOG_LOGBUFS_MAX ? DELOG_LOGBUFS_MAX : (unsigned)more);
-	if (r->logbufs > DELOG_LOGBUFS_MAX)
-		r->logbufs = DELOG_LOGBUFS_MAX;
+	r->logbufs = 2 + more < DELOG_LOGBUFS_MAX ? 2 + (unsigned)more : DELOG_LOGBUFS_MAX;
 	snprintf(why, len, "%.0f MB/s x WF %.1f us = %.0f KiB per write+flush round trip: "
 		 "%u KiB buffers (the smallest power of two >= that, %u..%u KiB), 2 + %.0f of them",
 		 mbs, wf, b / 1024, bs >> 10, DELOG_LOGBSIZE_MIN >> 10, DELOG_LOGBSIZE_MAX >> 10,
