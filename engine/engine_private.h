@@ -202,9 +202,10 @@ int space_ail_log(struct delog *log, uint64_t key, uint64_t seq);
 /* Checkpoints up to @seq are durable: move the AIL references of the keys they logged
  * (S3).  Called before durable_seq moves to @seq. */
 int space_ckpt_durable(struct delog *log, uint64_t seq);
-/* durable_seq moved up: recompute the tail (S1 holds it at the newest durable
- * checkpoint, so a release may have been waiting for this). */
-void space_durable_moved(struct delog *log);
+/* Checkpoint @seq is durable and durable_seq is about to move to it: recompute the tail
+ * (S1 holds it at the newest durable checkpoint, so a release may have been waiting for
+ * this), before anyone can see the new durable_seq. */
+void space_durable_moved(struct delog *log, uint64_t seq);
 /* A device flush completed that was issued after @snapshot was taken: apply it. */
 void space_flushed(struct delog *log, uint64_t snapshot);
 uint64_t space_pending_tail(struct delog *log);
@@ -253,9 +254,7 @@ struct delog {
 	uint64_t done_seq;          /* highest sequence whose commit record completed */
 	unsigned flushes_inflight;  /* single's chain flushes not yet done (policy.c P2) */
 	/* single's flush chain (policy.c P1-P3): the newest chain flush covers fl_cover;
-	 * another is wanted once one is done; checkpoints up to sync_seq are made durable
-	 * by the lone forcer that wrote them. */
-	bool fl_want;
+	 * checkpoints up to sync_seq are made durable by the lone forcer that wrote them. */
 	uint64_t fl_cover, sync_seq;
 	_Atomic uint64_t durable_seq;
 	_Atomic int error; /* sticky: the first failure */

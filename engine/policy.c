@@ -59,6 +59,9 @@ void log_durable(struct delog *log, uint64_t seq)
 		log_shutdown(log, err);
 		return;
 	}
+	/* The tail follows first (S1), so whoever sees the new durable_seq sees it too. */
+	if (seq > atomic_load(&log->durable_seq))
+		space_durable_moved(log, seq);
 	pthread_mutex_lock(&log->lock);
 	if (!atomic_load(&log->error) && seq > atomic_load(&log->durable_seq)) {
 		old = atomic_load(&log->durable_seq);
@@ -69,10 +72,8 @@ void log_durable(struct delog *log, uint64_t seq)
 	}
 	pthread_mutex_unlock(&log->lock);
 	/* F1 (wake.c) */
-	if (moved) {
+	if (moved)
 		force_wake_durable(log, old, seq);
-		space_durable_moved(log);
-	}
 }
 
 static int async_before(struct delog *log)
@@ -100,8 +101,8 @@ static int async_before(struct delog *log)
  *  (P2) At most SINGLE_CHAIN_MAX (2) chain flushes are in flight: one the device
  *       performs, one queued behind it, so the device goes from one flush to the next
  *       without waiting for a thread of ours.  A commit record completing while the
- *       chain is full sets fl_want; each chain flush's completion issues the next one if
- *       done_seq passed the newest cover.  So no completed checkpoint is left without a
+ *       chain is full claims nothing; each chain flush's completion issues the next one
+ *       if done_seq passed the newest cover.  So no completed checkpoint is left without a
  *       flush on its way, and every flush issued is one the device performs: with more
  *       in flight the block layer merges the waiting ones into one, and the flushes
  *       delog counts would no longer be the device's.
@@ -128,18 +129,14 @@ struct single_flush {
 
 static void single_flushed(void *priv, int err);
 
-/* Claim the next chain flush if one is due and allowed (log->lock held): returns the
- * checkpoints it will cover (P1), or 0. */
+/* Claim the next chain flush if one is due (checkpoints completed past the newest cover
+ * and past what a lone forcer flushes) and the chain has room (log->lock held): returns
+ * the checkpoints it will cover (P1), or 0. */
 static uint64_t single_chain_claim(struct delog *log)
 {
 	if (atomic_load(&log->error) || log->done_seq <= log->fl_cover ||
-	    log->done_seq <= log->sync_seq)
+	    log->done_seq <= log->sync_seq || log->flushes_inflight >= SINGLE_CHAIN_MAX)
 		return 0;
-	if (log->flushes_inflight >= SINGLE_CHAIN_MAX) {
-		log->fl_want = true;
-		return 0;
-	}
-	log->fl_want = false;
 	log->flushes_inflight++;
 	log->fl_cover = log->done_seq;
 	return log->fl_cover;
@@ -178,7 +175,7 @@ static void single_flushed(void *priv, int err)
 	pthread_mutex_lock(&log->lock);
 	log->flushes_inflight--;
 	/* (P2) the next flush, if commit records completed while the chain was full */
-	next = log->fl_want ? single_chain_claim(log) : 0;
+	next = single_chain_claim(log);
 	pthread_cond_broadcast(&log->writer_cond);
 	pthread_mutex_unlock(&log->lock);
 	if (next)
@@ -187,11 +184,11 @@ static void single_flushed(void *priv, int err)
 
 static void single_done(struct delog *log, uint64_t seq)
 {
-	uint64_t cover = 0;
+	uint64_t cover;
 
+	(void)seq; /* counted in done_seq, which the claim reads */
 	pthread_mutex_lock(&log->lock);
-	if (seq > log->sync_seq && seq > log->fl_cover)
-		cover = single_chain_claim(log);
+	cover = single_chain_claim(log);
 	pthread_mutex_unlock(&log->lock);
 	if (cover)
 		single_chain_issue(log, cover);

@@ -125,10 +125,9 @@ static struct ckpt_ent *ck_find(struct space *sp, uint64_t seq)
 }
 
 /* Tail start allowed by releases alone, and by releases plus unflushed item writes. */
-static void tails(struct delog *log, uint64_t *t_release, uint64_t *t_full)
+static void tails_at(struct delog *log, uint64_t durable, uint64_t *t_release, uint64_t *t_full)
 {
 	struct space *sp = &log->space;
-	uint64_t durable = atomic_load(&log->durable_seq);
 	size_t i;
 
 	*t_release = *t_full = 0;
@@ -153,13 +152,19 @@ static void tails(struct delog *log, uint64_t *t_release, uint64_t *t_full)
 	*t_full = ck_at(sp, i)->start_lsn; /* (S1) */
 }
 
-/* Recompute the tail and give it to the journal (space.lock held). */
-static void space_update_tail(struct delog *log)
+static void tails(struct delog *log, uint64_t *t_release, uint64_t *t_full)
+{
+	tails_at(log, atomic_load(&log->durable_seq), t_release, t_full);
+}
+
+/* Recompute the tail, checkpoints up to @durable being durable, and give it to the
+ * journal (space.lock held). */
+static void space_update_tail_at(struct delog *log, uint64_t durable)
 {
 	struct space *sp = &log->space;
 	uint64_t tr, tf, t;
 
-	tails(log, &tr, &tf);
+	tails_at(log, durable, &tr, &tf);
 	t = tr > sp->pending_tail ? tr : sp->pending_tail;
 	if (t > sp->tail_lsn) {
 		sp->tail_lsn = t;
@@ -175,11 +180,16 @@ static void space_update_tail(struct delog *log)
 	}
 }
 
-void space_durable_moved(struct delog *log)
+static void space_update_tail(struct delog *log)
+{
+	space_update_tail_at(log, atomic_load(&log->durable_seq));
+}
+
+void space_durable_moved(struct delog *log, uint64_t seq)
 {
 	/* The tail may now pass what S1 held as the newest durable checkpoint. */
 	pthread_mutex_lock(&log->space.lock);
-	space_update_tail(log);
+	space_update_tail_at(log, seq);
 	pthread_mutex_unlock(&log->space.lock);
 }
 

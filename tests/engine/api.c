@@ -1263,7 +1263,8 @@ Test(api, tail_keeps_newest_durable_checkpoint, .timeout = 60)
 				     (unsigned long long)(tail_d & 0xffffffffu));
 		}
 		pthread_join(th, NULL);
-		cr_assert_eq(fa.err, 0);
+		cr_assert_eq(fa.err, 0, "round %d: delog_force(%llu): %s", round,
+			     (unsigned long long)s2, delog_strerror(fa.err));
 		/* s2 durable now: the tail passed s1 by itself (no release since). */
 		cr_expect_gt(t_stats(log).tail_lsn, tail_d, "round %d: the tail stayed at %llu "
 			     "once %llu was durable", round, (unsigned long long)s1,
