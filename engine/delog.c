@@ -114,6 +114,7 @@ static int open_common(struct iol_dev *dev, bool own, bool fresh, const struct d
 	struct jrnl_log_opts lo = { .logbufs = o->logbufs, .logbsize = o->logbsize };
 	struct jrnl_report rep;
 	struct open_ctx oc = { 0 };
+	struct iol_counters ic;
 	struct jrnl_recover_opts ro = { .replay = open_replay, .priv = &oc };
 	pthread_rwlockattr_t ra;
 	struct delog *log;
@@ -216,6 +217,8 @@ static int open_common(struct iol_dev *dev, bool own, bool fresh, const struct d
 	}
 	cil_ctx_init(log->cur);
 	cil_ctx_init(log->spare);
+	iol_dev_counters(dev, &ic);
+	log->dev_flushes0 = ic.dev_flushes;
 	log->cur->seq = oc.last_seq + 1;
 	atomic_store(&log->open_seq, log->cur->seq);
 	err = push_start(log);
@@ -411,18 +414,20 @@ int delog_error(const delog *log)
 
 /*
  * Flush accounting: device_flushes counts the cache flushes the device performs, not
- * only those delog asks for by name.  A PREFLUSH write and a standalone flush are one
- * flush each; a FUA write is one more unless the device does FUA natively
- * (iol_geom.fua == 1): Linux carries out REQ_FUA on a queue that lacks it as the write
- * followed by a flush, and RWF_DSYNC on a file over such a disk ends in fdatasync's
- * flush.  An unknown answer (fua == -1) is counted as no FUA, which never hides a flush.
- * The sim disk does FUA natively (fua == 1).
+ * the flushes delog asks for: the iolayer's dev_flushes since the log opened.  On a
+ * real disk or file the iolayer merges the flushes asked for while one is in flight
+ * into the next one (flush gate, iolayer/flush.c), as the block layer would, so the
+ * kernel merges none and each one counted is one the device does; a FUA write on a
+ * device without native FUA (iol_geom.fua != 1; unknown counts as not, which never
+ * hides a flush) is a write and a gated flush there.  The sim disk does FUA natively and
+ * counts a flush per PREFLUSH write and flush request.
  */
 int delog_stats(const delog *clog, struct delog_stats *out)
 {
 	struct delog *log = (struct delog *)clog;
 	struct delog_stats full, *st = &full;
 	struct jrnl_log_stats js;
+	struct iol_counters ic;
 	size_t size;
 	int fua;
 
@@ -451,7 +456,8 @@ int delog_stats(const delog *clog, struct delog_stats *out)
 	st->flushes = js.flushes;
 	st->device_fua = fua;
 	st->fua_flushes = fua == 1 ? 0 : js.fua_writes;
-	st->device_flushes = js.preflush_writes + js.flushes + st->fua_flushes;
+	iol_dev_counters(log->dev, &ic);
+	st->device_flushes = ic.dev_flushes - log->dev_flushes0;
 	if (st->checkpoints)
 		st->flushes_per_checkpoint = (double)st->device_flushes / st->checkpoints;
 	st->bytes_per_flush = st->device_flushes ? (double)js.record_bytes / st->device_flushes : 0;

@@ -219,6 +219,7 @@ void space_refresh(struct delog *log);
 struct delog {
 	struct iol_dev *dev;
 	bool own_dev;
+	uint64_t dev_flushes0; /* the device's dev_flushes when the log opened (delog_stats) */
 	struct jrnl_geom geom;
 	struct jrnl_log *jl;
 	const struct flush_policy *policy;

@@ -495,6 +495,7 @@ static void aio_close(struct iol_dev *dev)
 
 const struct iol_ops iol_aio_ops = {
 	.needs_fd = true,
+	.gate_flushes = true,
 	.probe = aio_probe,
 	.open = aio_open,
 	.submit = aio_submit,

@@ -325,8 +325,15 @@ static int dev_start(struct iol_dev *dev, const struct backend *b, const char *p
 	int err;
 
 	dev->ops = b->ops;
+	if (b->ops->gate_flushes) {
+		err = iol_gate_init(dev);
+		if (err)
+			return err;
+	}
 	err = b->ops->open(dev, path, opts);
 	if (err) {
+		if (b->ops->gate_flushes)
+			iol_gate_destroy(dev);
 		dev->ops = NULL;
 		return err;
 	}
@@ -420,7 +427,11 @@ int iol_dev_close(struct iol_dev *dev)
 	if (!dev)
 		return 0;
 	atomic_store(&dev->closing, true);
+	if (dev->ops->gate_flushes)
+		iol_gate_drain(dev); /* FG6 */
 	dev->ops->close(dev);
+	if (dev->ops->gate_flushes)
+		iol_gate_destroy(dev);
 	if (dev->fd >= 0 && close(dev->fd) < 0)
 		err = -errno;
 	free(dev->path);
@@ -451,6 +462,7 @@ void iol_dev_counters(const struct iol_dev *dev, struct iol_counters *out)
 	out->flushes = atomic_load(&dev->cnt.flushes);
 	out->preflushes = atomic_load(&dev->cnt.preflushes);
 	out->fua_writes = atomic_load(&dev->cnt.fua_writes);
+	out->dev_flushes = atomic_load(&dev->cnt.dev_flushes);
 	out->bytes_read = atomic_load(&dev->cnt.bytes_read);
 	out->bytes_written = atomic_load(&dev->cnt.bytes_written);
 	out->errors = atomic_load(&dev->cnt.errors);

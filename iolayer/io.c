@@ -29,6 +29,15 @@
  *       asynchronous requests, which never run here.  This is the one-client fast path:
  *       a force that writes its buffer and flushes with iol_submit_wait makes the same
  *       two syscalls as a raw O_DIRECT write + fdatasync, with no thread hand-off.
+ *  (IO6) On a backend with gate_flushes the core carries out flushes itself, through the
+ *       flush gate (flush.c, FG1-FG5): a FLUSH request rides the next flush generation,
+ *       a PREFLUSH write waits for one before it goes to the backend without the flag,
+ *       and a FUA write on a device without native FUA (iol_geom.fua != 1) goes out
+ *       without the flag and rides a generation once written.  The backend sees the
+ *       request with opf reduced to what is left for it; the caller's word is put back
+ *       before end_io (iol_req_finish).  Elsewhere (sim) the backend carries out the
+ *       flags, and dev_flushes counts one flush per FLUSH, PREFLUSH and FUA without
+ *       native FUA, which is what Linux would turn them into.
  *
  * Validation (before a backend sees a request): op known; PREFLUSH/FUA only on writes;
  * reads and writes have at least one segment and a non-zero length; every segment's base
@@ -186,12 +195,24 @@ void iol_req_done(struct iol_req *req, int err, size_t bytes)
 		if (!err)
 			err = iol_fault_check(dev, op);
 	}
-	if (err)
-		atomic_fetch_add_explicit(&dev->cnt.errors, 1, memory_order_relaxed);
-	else if (op == IOL_OP_READ)
+	if (!err && op == IOL_OP_READ)
 		atomic_fetch_add_explicit(&dev->cnt.bytes_read, bytes, memory_order_relaxed);
-	else if (op == IOL_OP_WRITE)
+	else if (!err && op == IOL_OP_WRITE)
 		atomic_fetch_add_explicit(&dev->cnt.bytes_written, bytes, memory_order_relaxed);
+	if (!err && req->gate_post) {
+		/* FUA carried out as write + flush: the write is done, now its flush. */
+		req->gate_post = false;
+		iol_gate_join(req, IOL_GATE_POST, req->gate_here);
+		return;
+	}
+	iol_req_finish(req, err);
+}
+
+void iol_req_finish(struct iol_req *req, int err)
+{
+	req->opf = req->gate_opf;
+	if (err)
+		atomic_fetch_add_explicit(&req->dev->cnt.errors, 1, memory_order_relaxed);
 	req_put(req, err);
 }
 
@@ -230,6 +251,7 @@ static int req_validate(const struct iol_req *req)
 static int submit(struct iol_req *req, bool here)
 {
 	struct iol_dev *dev = req->dev;
+	bool preflush, fua, fua_flush;
 	enum iol_op op;
 	int err;
 
@@ -242,18 +264,48 @@ static int submit(struct iol_req *req, bool here)
 		return err;
 	}
 	op = iol_opf_op(req->opf);
+	preflush = iol_opf_has(req->opf, IOL_PREFLUSH);
+	fua = iol_opf_has(req->opf, IOL_FUA);
+	/* A FUA write on a device without native FUA (or not known to have it) is a write
+	 * and a flush to the device: Linux adds the flush (IO6). */
+	fua_flush = fua && dev->geom.fua != 1;
 	if (op == IOL_OP_READ) {
 		atomic_fetch_add_explicit(&dev->cnt.reads, 1, memory_order_relaxed);
 	} else if (op == IOL_OP_FLUSH) {
 		atomic_fetch_add_explicit(&dev->cnt.flushes, 1, memory_order_relaxed);
 	} else {
 		atomic_fetch_add_explicit(&dev->cnt.writes, 1, memory_order_relaxed);
-		if (iol_opf_has(req->opf, IOL_PREFLUSH))
+		if (preflush)
 			atomic_fetch_add_explicit(&dev->cnt.preflushes, 1, memory_order_relaxed);
-		if (iol_opf_has(req->opf, IOL_FUA))
+		if (fua)
 			atomic_fetch_add_explicit(&dev->cnt.fua_writes, 1, memory_order_relaxed);
 	}
-	if (here && dev->ops->run)
+	req->gate_opf = req->opf;
+	req->gate_post = false;
+	req->gate_stage = 0;
+	req->gate_here = here && dev->ops->run;
+	if (dev->ops->gate_flushes) {
+		/* IO6: the core carries out the flags through the flush gate (flush.c). */
+		if (op == IOL_OP_FLUSH) {
+			iol_gate_join(req, IOL_GATE_FLUSH, req->gate_here);
+			return 0;
+		}
+		if (fua_flush) {
+			req->opf.bits &= ~IOL_FUA;
+			req->gate_post = true;
+		}
+		if (preflush) {
+			req->opf.bits &= ~IOL_PREFLUSH;
+			iol_gate_join(req, IOL_GATE_PRE, req->gate_here);
+			return 0;
+		}
+	} else {
+		unsigned n = (op == IOL_OP_FLUSH) + preflush + fua_flush;
+
+		if (n)
+			atomic_fetch_add_explicit(&dev->cnt.dev_flushes, n, memory_order_relaxed);
+	}
+	if (req->gate_here)
 		dev->ops->run(dev, req);
 	else
 		dev->ops->submit(dev, req);

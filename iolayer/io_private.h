@@ -46,11 +46,42 @@ struct iol_ops {
 	 * applied: true, in the backend's own syscalls before they reach the kernel (psync's
 	 * syscall table); false, by iol_req_done on completion (uring, aio). */
 	bool faults_in_syscalls;
+	/* The core takes this backend's flushes through the flush gate (flush.c): the
+	 * backend sees no PREFLUSH write, no caller's flush request and, on a device
+	 * without native FUA, no FUA write; only the gate's own flushes.  Set where the
+	 * kernel would merge concurrent flushes unseen (the descriptor backends). */
+	bool gate_flushes;
 	int (*probe)(void);
 	int (*open)(struct iol_dev *dev, const char *path, const struct iol_dev_opts *opts);
 	void (*submit)(struct iol_dev *dev, struct iol_req *req);
 	void (*run)(struct iol_dev *dev, struct iol_req *req);
 	void (*close)(struct iol_dev *dev);
+};
+
+/* The flush gate of one device (flush.c). */
+#define IOL_GATE_FLUSHERS 2
+struct iol_gate {
+	pthread_mutex_t lock;
+	pthread_cond_t work;  /* riders pending and no generation running, or stopping */
+	pthread_cond_t idle;  /* nothing running or pending */
+	bool running;         /* a generation is in flight (FG2) */
+	bool inline_gen;      /* it runs on an iol_submit_wait thread (FG4) */
+	bool stop;            /* close: the flushers leave once nothing is pending */
+	int inline_err;       /* an inline generation's result, for its thread */
+	unsigned continuing;  /* generations whose riders are being continued */
+	struct iol_req *cur;  /* riders of the running generation */
+	struct iol_req *pend; /* riders of the next one (FG1), FIFO through gate_next */
+	struct iol_req **pend_tail;
+	struct iol_req req; /* the gate's own flush, reused (FG5) */
+	pthread_t flusher[IOL_GATE_FLUSHERS];
+	unsigned nr_flushers;
+};
+
+/* Stages a request waits at in the gate. */
+enum iol_gate_stage {
+	IOL_GATE_FLUSH = 1, /* the caller's flush request */
+	IOL_GATE_PRE,       /* a PREFLUSH write: the flush first, then the write */
+	IOL_GATE_POST,      /* a FUA write carried out as write + flush: the write is done */
 };
 
 struct iol_dev {
@@ -63,10 +94,11 @@ struct iol_dev {
 	bool read_only;
 	atomic_bool closing; /* set by iol_dev_close; iol_submit then refuses */
 	struct {
-		atomic_uint_fast64_t reads, writes, flushes, preflushes, fua_writes;
+		atomic_uint_fast64_t reads, writes, flushes, preflushes, fua_writes, dev_flushes;
 		atomic_uint_fast64_t bytes_read, bytes_written, errors;
 	} cnt;
 	void *be; /* backend state */
+	struct iol_gate gate; /* used when ops->gate_flushes */
 	struct {
 		pthread_mutex_t lock;
 		atomic_uint nr; /* entries armed (fast path: 0) */
@@ -91,6 +123,27 @@ extern const struct iol_ops iol_sim_ops;
  * Runs the chain and the request's end_io; @req must not be touched afterwards.
  */
 void iol_req_done(struct iol_req *req, int err, size_t bytes);
+
+/*
+ * Finish @req with @err: put back the caller's opf, count an error, and drop its
+ * reference (its end_io runs, or its chain moves on).  iol_req_done's last step; the
+ * flush gate's for requests it served without a backend op of their own.
+ */
+void iol_req_finish(struct iol_req *req, int err);
+
+/*
+ * Flush gate (flush.c).  iol_gate_join: @req waits at @stage (enum iol_gate_stage) for
+ * the next flush generation, or, with @here on its iol_submit_wait thread and the gate
+ * idle, runs a generation of its own there (FG4); it goes on (its write submitted, or
+ * finished) when the generation ends.  init/destroy with the device; iol_dev_close
+ * drains it before the backend closes (FG6).
+ */
+void iol_gate_join(struct iol_req *req, int stage, bool here);
+int iol_gate_init(struct iol_dev *dev);
+/* Wait until no generation runs and no rider waits. */
+void iol_gate_drain(struct iol_dev *dev);
+/* Drain, stop the flusher threads, free. */
+void iol_gate_destroy(struct iol_dev *dev);
 
 /*
  * Perform @req on the calling thread with preadv2 / pwritev2 / fdatasync on dev->fd

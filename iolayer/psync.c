@@ -273,6 +273,7 @@ static void psync_close(struct iol_dev *dev)
 
 const struct iol_ops iol_psync_ops = {
 	.needs_fd = true,
+	.gate_flushes = true,
 	.faults_in_syscalls = true,
 	.probe = psync_probe,
 	.open = psync_open,

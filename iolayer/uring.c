@@ -494,6 +494,7 @@ static void uring_close(struct iol_dev *dev)
 
 const struct iol_ops iol_uring_ops = {
 	.needs_fd = true,
+	.gate_flushes = true,
 	.probe = uring_probe,
 	.open = uring_open,
 	.submit = uring_submit,

@@ -123,6 +123,15 @@ struct iol_req {
 	uint64_t be_u64[4];
 	void *be_ptr[2];
 
+	/* Flush gate bookkeeping (iolayer core only, flush.c): while the core carries out a
+	 * request's flags itself, opf holds what the backend is to do and gate_opf the
+	 * caller's word, put back before end_io runs. */
+	iol_opf_t gate_opf;
+	struct iol_req *gate_next;
+	int gate_stage;
+	bool gate_post; /* a flush after the write is still owed (FUA without native FUA) */
+	bool gate_here; /* submitted by iol_submit_wait on the backend's ->run path */
+
 	struct iovec inline_vec[IOL_INLINE_SEGS];
 };
 
@@ -213,6 +222,10 @@ struct iol_geom {
 /* Per-device counters, updated atomically by the core. */
 struct iol_counters {
 	uint64_t reads, writes, flushes, preflushes, fua_writes;
+	uint64_t dev_flushes; /* cache flushes handed to the kernel or the sim disk: one per
+			       * flush gate generation (flush.c) where the backend gates them,
+			       * else one per flush, PREFLUSH write and FUA write without
+			       * native FUA */
 	uint64_t bytes_read, bytes_written;
 	uint64_t errors;
 };

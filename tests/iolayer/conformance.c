@@ -26,7 +26,11 @@
  *     rejected with -EINVAL before any I/O and without running end_io;
  *   - 4 threads x 1000 concurrent asynchronous requests all complete exactly once with
  *     the right data;
- *   - iol_dev_close waits for requests in flight; writes to a read-only device fail.
+ *   - iol_dev_close waits for requests in flight; writes to a read-only device fail;
+ *   - dev_flushes counts a flush per flush request, PREFLUSH write and FUA write without
+ *     native FUA; 8 threads flushing at once share flushes through the flush gate, the
+ *     kernel merges none of them (the disk's own counter is at least ours), and a failed
+ *     flush fails every request that waited for it, its PREFLUSH writes unwritten.
  */
 #include "helpers.h"
 
@@ -38,6 +42,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #define MiB (1ull << 20)
 
@@ -882,6 +888,199 @@ Test(conformance, fua, .timeout = T_TIMEOUT)
 	read_expect(td.dev, 1 * MiB, 65536, 91, "FUA write");
 	read_expect(td.dev, 2 * MiB, 65536, 92, "PREFLUSH write");
 	free(buf);
+	t_dev_close(&td);
+}
+
+/* ---- the flush gate (iolayer/flush.c) ---- */
+
+/* Flush requests the disk under @fd completed so far (field 16 of its sysfs stat, Linux
+ * 5.5+), or -1 when there is no such counter. */
+static long long disk_flushes(int fd)
+{
+	char path[128];
+	unsigned long long f[17];
+	struct stat st;
+	FILE *fp;
+	int n;
+
+	if (fd < 0 || fstat(fd, &st))
+		return -1;
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/stat", major(st.st_dev),
+		 minor(st.st_dev));
+	fp = fopen(path, "r");
+	if (!fp)
+		return -1;
+	n = fscanf(fp, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu "
+		       "%llu %llu %llu",
+		   &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &f[9], &f[10],
+		   &f[11], &f[12], &f[13], &f[14], &f[15], &f[16]);
+	fclose(fp);
+	return n == 17 ? (long long)f[15] : -1;
+}
+
+/* dev_flushes counts what the device is asked to do: a flush, a PREFLUSH write and, on a
+ * device without native FUA, a FUA write are one flush each; a PREFLUSH | FUA write two. */
+Test(conformance, dev_flushes_sequential, .timeout = T_TIMEOUT)
+{
+	struct t_dev td;
+	struct iol_counters c0, c1;
+	unsigned char *buf;
+	uint64_t fua;
+
+	t_dev_open(&td, NULL);
+	fua = td.geom->fua == 1 ? 0 : 1;
+	buf = t_buf(&td, 4096);
+	t_fill(buf, 4096, 0, 41);
+	iol_dev_counters(td.dev, &c0);
+	cr_assert_eq(t_flush(td.dev), 0);
+	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_WRITE, IOL_PREFLUSH), 0, buf, 4096, 0, NULL), 0);
+	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_WRITE, IOL_FUA), 0, buf, 4096, 0, NULL), 0);
+	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_WRITE, IOL_PREFLUSH | IOL_FUA), 0, buf, 4096, 0,
+			  NULL),
+		     0);
+	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_WRITE, 0), 0, buf, 4096, 0, NULL), 0);
+	iol_dev_counters(td.dev, &c1);
+	cr_assert_eq(c1.dev_flushes - c0.dev_flushes, 3 + 2 * fua,
+		     "device flushes %llu, expected %llu (FUA native: %d)",
+		     (unsigned long long)(c1.dev_flushes - c0.dev_flushes),
+		     (unsigned long long)(3 + 2 * fua), td.geom->fua);
+	read_expect(td.dev, 0, 4096, 41, "after the flushes");
+	free(buf);
+	t_dev_close(&td);
+}
+
+enum { GT_THREADS = 8, GT_ROUNDS = 60 };
+
+struct gate_thr {
+	struct iol_dev *dev;
+	unsigned char *buf; /* 4 KiB of this thread's own */
+	unsigned idx;
+	int want;           /* expected status of every request */
+	atomic_int bad;     /* requests that ended otherwise */
+};
+
+/* Each round: a FLUSH waited for on this thread (the inline path), a PREFLUSH | FUA write
+ * and a FLUSH submitted asynchronously and awaited together. */
+static void *gate_main(void *arg)
+{
+	struct gate_thr *g = arg;
+
+	for (unsigned r = 0; r < GT_ROUNDS; r++) {
+		struct count_ctx cc = { 0 };
+		struct iol_req w, f;
+		int st;
+
+		if (t_flush(g->dev) != g->want)
+			atomic_fetch_add(&g->bad, 1);
+		if (iol_req_init(&w, g->dev, 1, IOL_OPF(IOL_OP_WRITE, IOL_PREFLUSH | IOL_FUA)) ||
+		    iol_req_init(&f, g->dev, 0, IOL_OPF(IOL_OP_FLUSH, 0))) {
+			atomic_fetch_add(&g->bad, 1);
+			return NULL;
+		}
+		w.off = (uint64_t)g->idx * 4096;
+		iol_req_add(&w, g->buf, 4096);
+		w.end_io = f.end_io = count_end;
+		w.priv = f.priv = &cc;
+		if (iol_submit(&w) || iol_submit(&f)) {
+			atomic_fetch_add(&g->bad, 1);
+			return NULL;
+		}
+		while (atomic_load(&cc.calls) < 2)
+			t_sleep_ms(0);
+		st = atomic_load(&w.status);
+		if (st != g->want || atomic_load(&f.status) != g->want)
+			atomic_fetch_add(&g->bad, 1);
+		if (iol_opf_op(w.opf) != IOL_OP_WRITE ||
+		    w.opf.bits != IOL_OPF(IOL_OP_WRITE, IOL_PREFLUSH | IOL_FUA).bits)
+			atomic_fetch_add(&g->bad, 1); /* the caller's opf is given back */
+		iol_req_release(&w);
+		iol_req_release(&f);
+	}
+	return NULL;
+}
+
+static uint64_t gate_run(struct t_dev *td, int want, unsigned char *bufs)
+{
+	struct gate_thr g[GT_THREADS];
+	pthread_t th[GT_THREADS];
+	struct iol_counters c0, c1;
+	int bad = 0;
+
+	iol_dev_counters(td->dev, &c0);
+	for (unsigned i = 0; i < GT_THREADS; i++) {
+		g[i] = (struct gate_thr){ .dev = td->dev, .buf = bufs + i * 4096, .idx = i,
+					  .want = want };
+		cr_assert_eq(pthread_create(&th[i], NULL, gate_main, &g[i]), 0);
+	}
+	for (unsigned i = 0; i < GT_THREADS; i++) {
+		pthread_join(th[i], NULL);
+		bad += atomic_load(&g[i].bad);
+	}
+	iol_dev_counters(td->dev, &c1);
+	cr_assert_eq(bad, 0, "%d requests did not end with %d", bad, want);
+	cr_assert_eq(c1.flushes - c0.flushes, 2 * GT_THREADS * GT_ROUNDS);
+	cr_assert_eq(c1.preflushes - c0.preflushes, GT_THREADS * GT_ROUNDS);
+	return c1.dev_flushes - c0.dev_flushes;
+}
+
+/*
+ * Many threads flushing at once.  Every request ends once with the right status and the
+ * caller's opf.  Where the backend gates flushes (the descriptor backends), concurrent
+ * requests share flushes (fewer device flushes than asked for), and the kernel merges
+ * none of the gate's flushes: the disk performs at least as many as dev_flushes counts
+ * (more only from other processes).  Then a persistent flush fault: every request fails
+ * with it, and no PREFLUSH write reaches the device.
+ */
+Test(conformance, flush_gate_concurrent, .timeout = T_TIMEOUT)
+{
+	struct t_dev td;
+	unsigned char *bufs;
+	/* Per round and thread: two flush requests, a PREFLUSH and a FUA. */
+	uint64_t asked = GT_THREADS * GT_ROUNDS * 4u, ours;
+	long long d0, d1;
+
+	t_dev_open(&td, NULL);
+	bufs = t_buf(&td, GT_THREADS * 4096);
+	for (unsigned i = 0; i < GT_THREADS; i++)
+		t_fill(bufs + i * 4096, 4096, i * 4096, 50 + i);
+	d0 = td.sim ? -1 : disk_flushes(iol_dev_fd(td.dev));
+	ours = gate_run(&td, 0, bufs);
+	d1 = td.sim ? -1 : disk_flushes(iol_dev_fd(td.dev));
+	cr_log_info("%s: %llu device flushes for %llu asked; the disk did %lld",
+		    t_backend(), (unsigned long long)ours, (unsigned long long)asked, d1 - d0);
+	if (td.geom->fua == 1)
+		asked -= GT_THREADS * GT_ROUNDS;
+	cr_assert_leq(ours, asked, "device flushes %llu > %llu asked for",
+		      (unsigned long long)ours, (unsigned long long)asked);
+	if (!td.sim) {
+		cr_assert_lt(ours, asked, "%llu device flushes for %llu asked: nothing shared",
+			     (unsigned long long)ours, (unsigned long long)asked);
+		if (d0 >= 0 && d1 >= 0 && td.geom->volatile_cache == 1)
+			cr_assert_geq((unsigned long long)(d1 - d0), ours,
+				      "the disk did %lld flushes, fewer than the %llu counted: "
+				      "the kernel merged some",
+				      d1 - d0, (unsigned long long)ours);
+		else
+			cr_log_warn("no disk flush counter with a volatile cache here: the "
+				    "kernel's merging is not checked");
+	}
+	for (unsigned i = 0; i < GT_THREADS; i++)
+		read_expect(td.dev, i * 4096, 4096, 50 + i, "gated writes");
+
+	if (!td.sim) {
+		struct iol_fault f = { .op = IOL_OP_FLUSH, .nth = 1, .persistent = true,
+				       .err = -ENOSPC };
+
+		for (unsigned i = 0; i < GT_THREADS; i++)
+			t_fill(bufs + i * 4096, 4096, i * 4096, 70 + i);
+		cr_assert_eq(iol_dev_fault_add(td.dev, &f), 0);
+		gate_run(&td, -ENOSPC, bufs);
+		iol_dev_fault_clear(td.dev);
+		for (unsigned i = 0; i < GT_THREADS; i++)
+			read_expect(td.dev, i * 4096, 4096, 50 + i,
+				    "a PREFLUSH write whose flush failed was written");
+	}
+	free(bufs);
 	t_dev_close(&td);
 }
 
