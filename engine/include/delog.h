@@ -307,8 +307,10 @@ struct delog_stats {
 	uint64_t records, record_bytes;              /* log buffer writes and their bytes */
 	uint64_t preflushes, fua_writes;             /* writes carrying PREFLUSH / FUA */
 	uint64_t flushes;                            /* standalone device flushes */
-	uint64_t device_flushes; /* cache flushes the device performs: preflushes + flushes
-				   * + fua_flushes (below) */
+	uint64_t device_flushes; /* cache flushes the device performs since open: at most
+				   * preflushes + flushes + fua_flushes (below); on a file
+				   * or disk, flushes asked for while one is in flight share
+				   * the next one, and the kernel merges none */
 	double flushes_per_checkpoint, bytes_per_flush; /* device_flushes per checkpoint;
 							   * record_bytes per device flush */
 	double txs_per_checkpoint;
@@ -320,9 +322,8 @@ struct delog_stats {
 	/* Appended after push_calls (a caller built against the older struct, whose size
 	 * ends before fua_flushes, is still served: it gets the fields it has). */
 	uint64_t fua_flushes; /* FUA writes the device turns into a write and a cache flush:
-			       * all of fua_writes unless device_fua is 1 (Linux emulates FUA
-			       * on a queue without it with a flush after the write; RWF_DSYNC
-			       * on a file is a write then fdatasync) */
+			       * all of fua_writes unless device_fua is 1 (as Linux does on a
+			       * queue without FUA, delog writes and then flushes) */
 	int device_fua;       /* 1: the device does FUA natively, 0: it does not, -1: unknown
 			       * (counted as not: the conservative choice) */
 };

@@ -7,8 +7,8 @@
 #    --clients 1,2 --policy single,none --size 16M --json): exit 0, the JSON parses,
 #    has one row per (client count, system) with sane values (commits/s > 0, MB/s =
 #    commits/s x payload, 0 < p50 <= p99 <= max, flush counts that fit the policy), and
-#    the file it created is removed.  Flush accounting: device_flushes = preflushes +
-#    flushes + fua_flushes, fua_flushes = fua_writes unless device_fua is 1, the per-commit
+#    the file it created is removed.  Flush accounting: device_flushes <= preflushes +
+#    flushes + fua_flushes (= on sim; the flush gate shares them), fua_flushes = fua_writes unless device_fua is 1, the per-commit
 #    figure is device_flushes / transactions; the disk's counter (disk_flushes) is a
 #    number on every row when the document names a disk, null on every row when it does
 #    not (then "disk"."why" says why).  Its agreement with delog's count is a benchmark
@@ -89,7 +89,15 @@ for r in rows:
     if doc["backend"] == "sim":
         assert r["device_fua"] == 1, what
     assert r["fua_flushes"] == (0 if r["device_fua"] == 1 else r["fua_writes"]), what
-    assert fl == r["preflushes"] + r["flushes"] + r["fua_flushes"], (what, fl)
+    asked = r["preflushes"] + r["flushes"] + r["fua_flushes"]
+    # The flushes delog asked for, shared by the flush gate on a file (at most that
+    # many, none only when none was asked for); on sim one each.  device_flushes counts
+    # a flush when it starts, the journal its requests when their results are in: at
+    # each window edge up to one per log buffer and client in flight may fall apart.
+    slack = 8 + 2 * max(1, r.get("clients") or 1)
+    assert fl <= asked + slack and (fl > 0) == (asked > 0), (what, fl, asked)
+    if doc["backend"] == "sim":
+        assert abs(fl - asked) <= slack, (what, fl, asked)
     assert math.isclose(r["device_flushes_per_commit"], fl / r["transactions"],
                         rel_tol=1e-5), what
     # Counts, not speed: single flushes at most once per checkpoint (one chained flush

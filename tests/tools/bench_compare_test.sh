@@ -20,8 +20,8 @@
 # up to one more per client at each window edge: the counters are read a moment apart)
 # and no FUA; none 0 flushes
 # and no FUA; sync and async between 1 and 2 per checkpoint, with FUA on the commit, and
-# one more (fua_flushes, each FUA write) on a disk without FUA: device_flushes =
-# preflushes + flushes + fua_flushes.  The disk's own counter (disk_flushes) is a number
+# one more (fua_flushes, each FUA write) on a disk without FUA: device_flushes <=
+# preflushes + flushes + fua_flushes (= on sim; on a file the flush gate shares them).  The disk's own counter (disk_flushes) is a number
 # on every row when "disk" names one (a file here), null on sim; its agreement with
 # delog's count is a benchmark result, not asserted (other processes flush the disk too).
 # probe's recommendation (tools/cli/recommend.c, measured with probe's code on the same
@@ -71,7 +71,15 @@ for r in kinds.get("dbench", []) + kinds.get("fsmark", []):
     assert r["mb_per_s"] > 0 and r["transactions"] > 0, what
     ck, fl, fua = r["checkpoints"], r["device_flushes"], r["fua_writes"]
     assert ck > 0, what
-    assert fl == r["preflushes"] + r["flushes"] + r["fua_flushes"], (what, fl)
+    asked = r["preflushes"] + r["flushes"] + r["fua_flushes"]
+    # The flushes delog asked for, shared by the flush gate on a file (at most that
+    # many, none only when none was asked for); on sim one each.  device_flushes counts
+    # a flush when it starts, the journal its requests when their results are in: at
+    # each window edge up to one per log buffer and client in flight may fall apart.
+    slack = 8 + 2 * max(1, r.get("clients") or 1)
+    assert fl <= asked + slack and (fl > 0) == (asked > 0), (what, fl, asked)
+    if doc["backend"] == "sim":
+        assert abs(fl - asked) <= slack, (what, fl, asked)
     assert r["fua_flushes"] in (0, fua), what
     if doc["backend"] == "sim":
         assert r["fua_flushes"] == 0, what
@@ -96,8 +104,12 @@ for r in kinds.get("dbench", []) + kinds.get("fsmark", []):
         assert 0 < fl <= ck + edge and fua == 0, (what, ck, fl, fua)
     elif p == "none":
         assert fl == 0 and fua == 0, (what, fl, fua)
-    else:
+    elif doc["backend"] == "sim":
         assert ck - edge <= fl <= 2 * ck + edge and fua > 0, (what, ck, fl, fua)
+    else:
+        # On a file the flush gate shares flushes between checkpoints: no lower bound
+        # per checkpoint, but at least one.
+        assert 0 < fl + r["fua_flushes"] and fl <= 2 * ck + edge and fua > 0, (what, ck, fl, fua)
 # probe's recommendation, measured on the same target and checked per client count
 # (compare-flush only; the ratios are reported, their values not asserted).
 if "dbench" in want and "fsmark" in want:

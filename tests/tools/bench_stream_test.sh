@@ -9,8 +9,8 @@
 #    keys of the issue and sane values (mb_per_s > 0 and = tx/s x tx size, 0 < p50 <= p99
 #    <= max, flush counts that fit the policy), when fio is installed a fio row next to
 #    each delog row (and the ratio then set), and the file it created is removed.
-#    Flush accounting: device_flushes = preflushes + flushes + fua_flushes (FUA writes
-#    on a disk without FUA), and the disk's own counter (disk_flushes) is a number on
+#    Flush accounting: device_flushes <= preflushes + flushes + fua_flushes (FUA writes
+#    on a disk without FUA; = on sim, shared by the flush gate on a file), and the disk's own counter (disk_flushes) is a number on
 #    every delog row when the document names a disk, else null (its agreement with
 #    delog's count is a benchmark result: other processes flush the same disk).
 # 2. The human output with --no-fio: the table, and that fio was skipped.
@@ -73,7 +73,15 @@ for r in delog:
     # (PREFLUSH on the first write, PREFLUSH|FUA on the last).
     if what == "single":
         assert 0 < fl <= ck + 2 * max(1, r["clients"]) and r["fua_writes"] == 0, (what, fl, ck)
-    assert fl == r["preflushes"] + r["flushes"] + r["fua_flushes"], (what, fl)
+    asked = r["preflushes"] + r["flushes"] + r["fua_flushes"]
+    # The flushes delog asked for, shared by the flush gate on a file (at most that
+    # many, none only when none was asked for); on sim one each.  device_flushes counts
+    # a flush when it starts, the journal its requests when their results are in: at
+    # each window edge up to one per log buffer and client in flight may fall apart.
+    slack = 8 + 2 * max(1, r.get("clients") or 1)
+    assert fl <= asked + slack and (fl > 0) == (asked > 0), (what, fl, asked)
+    if doc["backend"] == "sim":
+        assert abs(fl - asked) <= slack, (what, fl, asked)
     assert r["fua_flushes"] in (0, r["fua_writes"]), what
     if disk["name"] is None:
         assert r["disk_flushes"] is None and r["disk_flushes_per_commit"] is None, what
