@@ -101,7 +101,7 @@ struct iol_dev {
 		atomic_uint_fast64_t reads, writes, flushes, preflushes, fua_writes, dev_flushes;
 		atomic_uint_fast64_t bytes_read, bytes_written, errors;
 	} cnt;
-	void *be; /* backend state */
+	void *be;             /* backend state */
 	struct iol_gate gate; /* used when ops->gate_flushes */
 	struct {
 		pthread_mutex_t lock;
