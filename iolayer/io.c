@@ -30,7 +30,7 @@
  *       a force that writes its buffer and flushes with iol_submit_wait makes the same
  *       two syscalls as a raw O_DIRECT write + fdatasync, with no thread hand-off.
  *  (IO6) On a backend with gate_flushes the core carries out flushes itself, through the
- *       flush gate (flush.c, FG1-FG5): a FLUSH request rides the next flush generation,
+ *       flush gate (flush.c, FG1-FG6): a FLUSH request rides the next flush generation,
  *       a PREFLUSH write waits for one before it goes to the backend without the flag,
  *       and a FUA write on a device without native FUA (iol_geom.fua != 1) goes out
  *       without the flag and rides a generation once written.  The backend sees the
