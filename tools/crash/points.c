@@ -32,13 +32,15 @@ static void prot_viol(struct crash *cr, const char *fmt, ...)
 }
 
 /* @wrap: the write starts the log area, so it may be the part of a record split at the
- * physical end, which carries FUA but not the first part's PREFLUSH. */
+ * physical end, which carries FUA but not the first part's PREFLUSH.  Under every
+ * policy: single writes no FUA of its own, but the unmount record is PREFLUSH | FUA
+ * under all of them, and it too wraps when the head is near the physical end. */
 static bool flags_allowed(enum delog_flush_policy p, uint32_t f, bool wrap)
 {
 	f &= IOL_PREFLUSH | IOL_FUA;
 	if (!f || f == (IOL_PREFLUSH | IOL_FUA)) /* PREFLUSH|FUA: commits, and every unmount */
 		return true;
-	if (wrap && f == IOL_FUA && p != DELOG_FLUSH_SINGLE)
+	if (wrap && f == IOL_FUA)
 		return true;
 	switch (p) {
 	case DELOG_FLUSH_SYNC:
