@@ -325,18 +325,22 @@ static int dev_start(struct iol_dev *dev, const struct backend *b, const char *p
 	int err;
 
 	dev->ops = b->ops;
-	if (b->ops->gate_flushes) {
+	dev->gated = b->ops->gate_flushes || opts->flush_gate;
+	if (dev->gated) {
 		err = iol_gate_init(dev);
 		if (err)
 			return err;
 	}
 	err = b->ops->open(dev, path, opts);
 	if (err) {
-		if (b->ops->gate_flushes)
+		if (dev->gated)
 			iol_gate_destroy(dev);
+		dev->gated = false;
 		dev->ops = NULL;
 		return err;
 	}
+	/* After open: a descriptor backend's geometry says whether FUA is native. */
+	dev->gate_fua = dev->gated && (dev->geom.fua != 1 || opts->flush_gate);
 	dev->geom.backend = b->name;
 	return 0;
 }
@@ -427,10 +431,10 @@ int iol_dev_close(struct iol_dev *dev)
 	if (!dev)
 		return 0;
 	atomic_store(&dev->closing, true);
-	if (dev->ops->gate_flushes)
+	if (dev->gated)
 		iol_gate_drain(dev); /* FG6 */
 	dev->ops->close(dev);
-	if (dev->ops->gate_flushes)
+	if (dev->gated)
 		iol_gate_destroy(dev);
 	if (dev->fd >= 0 && close(dev->fd) < 0)
 		err = -errno;

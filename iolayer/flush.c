@@ -16,7 +16,10 @@
  * Which devices.  A backend whose table sets gate_flushes (the descriptor backends:
  * uring, aio, psync) never sees a PREFLUSH write, a flush request of the caller's, or
  * (without native FUA) a FUA write: the core (io.c) hands those stages here.  The sim
- * disk models a device, not the kernel, and keeps doing PREFLUSH and FUA itself.
+ * disk models a device, not the kernel, and keeps doing PREFLUSH and FUA itself, unless
+ * it is opened with iol_dev_opts.flush_gate: the crash suite does that for part of its
+ * rounds, so power cuts land around the gate's flushes and its riders' writes as well,
+ * with FUA carried out as write + gated flush (the FUA path of a disk without FUA).
  *
  * Invariants:
  *  (FG1) A generation starts only after every rider it serves joined it: riders join
@@ -141,7 +144,12 @@ static void *flusher(void *arg)
 		gt->pend_tail = &gt->pend;
 		gen_arm(dev, false);
 		pthread_mutex_unlock(&gt->lock);
-		dev->ops->run(dev, &gt->req); /* gen_end continues the riders */
+		/* gen_end continues the riders, here or, without ->run (sim), on the
+		 * backend's completion path; the loop waits for it (running). */
+		if (dev->ops->run)
+			dev->ops->run(dev, &gt->req);
+		else
+			dev->ops->submit(dev, &gt->req);
 		pthread_mutex_lock(&gt->lock);
 	}
 	pthread_mutex_unlock(&gt->lock);

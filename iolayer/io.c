@@ -29,13 +29,15 @@
  *       asynchronous requests, which never run here.  This is the one-client fast path:
  *       a force that writes its buffer and flushes with iol_submit_wait makes the same
  *       two syscalls as a raw O_DIRECT write + fdatasync, with no thread hand-off.
- *  (IO6) On a backend with gate_flushes the core carries out flushes itself, through the
+ *  (IO6) On a gated device (a backend with gate_flushes, or opened with flush_gate) the
+ *       core carries out flushes itself, through the
  *       flush gate (flush.c, FG1-FG6): a FLUSH request rides the next flush generation,
  *       a PREFLUSH write waits for one before it goes to the backend without the flag,
- *       and a FUA write on a device without native FUA (iol_geom.fua != 1) goes out
- *       without the flag and rides a generation once written.  The backend sees the
+ *       and a FUA write on a device without native FUA (iol_geom.fua != 1; every FUA
+ *       write with flush_gate) goes out without the flag and rides a generation once
+ *       written.  The backend sees the
  *       request with opf reduced to what is left for it; the caller's word is put back
- *       before end_io (iol_req_finish).  Elsewhere (sim) the backend carries out the
+ *       before end_io (iol_req_finish).  Elsewhere (sim by default) the backend carries out the
  *       flags, and dev_flushes counts one flush per FLUSH, PREFLUSH and FUA without
  *       native FUA, which is what Linux would turn them into.
  *
@@ -268,7 +270,7 @@ static int submit(struct iol_req *req, bool here)
 	fua = iol_opf_has(req->opf, IOL_FUA);
 	/* A FUA write on a device without native FUA (or not known to have it) is a write
 	 * and a flush to the device: Linux adds the flush (IO6). */
-	fua_flush = fua && dev->geom.fua != 1;
+	fua_flush = fua && (dev->gated ? dev->gate_fua : dev->geom.fua != 1);
 	if (op == IOL_OP_READ) {
 		atomic_fetch_add_explicit(&dev->cnt.reads, 1, memory_order_relaxed);
 	} else if (op == IOL_OP_FLUSH) {
@@ -284,7 +286,7 @@ static int submit(struct iol_req *req, bool here)
 	req->gate_post = false;
 	req->gate_stage = 0;
 	req->gate_here = here && dev->ops->run;
-	if (dev->ops->gate_flushes) {
+	if (dev->gated) {
 		/* IO6: the core carries out the flags through the flush gate (flush.c). */
 		if (op == IOL_OP_FLUSH) {
 			iol_gate_join(req, IOL_GATE_FLUSH, req->gate_here);

@@ -102,7 +102,9 @@ struct iol_dev {
 		atomic_uint_fast64_t bytes_read, bytes_written, errors;
 	} cnt;
 	void *be;             /* backend state */
-	struct iol_gate gate; /* used when ops->gate_flushes */
+	bool gated;           /* flushes go through the gate: ops->gate_flushes or opts */
+	bool gate_fua;        /* and FUA writes too: gated and no native FUA, or opts */
+	struct iol_gate gate; /* used when gated */
 	struct {
 		pthread_mutex_t lock;
 		atomic_uint nr; /* entries armed (fast path: 0) */

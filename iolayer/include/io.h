@@ -200,6 +200,11 @@ struct iol_dev_opts {
 	unsigned max_segs;    /* per-request segment limit; 0: IOL_MAX_SEGS_DEFAULT */
 	bool read_only;       /* open O_RDONLY */
 	const struct iol_sim_opts *sim; /* sim backend only; NULL: defaults */
+	/* Carry out flushes through the flush gate (io.c IO6) on a backend that does not
+	 * ask for it (sim), and FUA as a write and a gated flush, as on a disk without FUA:
+	 * puts the gate itself under the crash suite's power cuts.  The descriptor
+	 * backends always use it. */
+	bool flush_gate;
 	char *errmsg;                   /* optional: receives a message naming path and reason */
 	size_t errmsg_len;
 };

@@ -86,9 +86,10 @@ static void print_text(struct crash *cr, double secs)
 		       cr->f_nowait_ok, cr->f_push_calls, cr->f_laps,
 		       cr->f_min_free == UINT64_MAX ? 0 : cr->f_min_free);
 	printf("  coverage          logs %" PRIu64 "..%" PRIu64 " KiB, sectors%s%s, rings (logbufs x "
-	       "logbsize) %" PRIu64 "..%" PRIu64 " KiB\n", cr->cv_log_min >> 10, cr->cv_log_max >> 10,
-	       cr->cv_sectors & 1 ? " 512" : "", cr->cv_sectors & 2 ? " 4096" : "",
-	       cr->cv_ring_min >> 10, cr->cv_ring_max >> 10);
+	       "logbsize) %" PRIu64 "..%" PRIu64 " KiB; %" PRIu64 " rounds through the flush gate\n",
+	       cr->cv_log_min >> 10, cr->cv_log_max >> 10, cr->cv_sectors & 1 ? " 512" : "",
+	       cr->cv_sectors & 2 ? " 4096" : "", cr->cv_ring_min >> 10, cr->cv_ring_max >> 10,
+	       cr->cv_gate_rounds);
 	printf("                    largest checkpoint recovered %" PRIu64 " bytes (%.2f x its "
 	       "round's ring; %" PRIu64 " images with one larger than the ring, %" PRIu64
 	       " larger than 2 MiB)\n", cr->cv_max_ck,
@@ -188,6 +189,7 @@ static void print_json(struct crash *cr, double secs)
 	json_u64(&j, "least_free_bytes", cr->cv_min_free == UINT64_MAX ? 0 : cr->cv_min_free);
 	json_u64(&j, "edge_release_rounds", cr->cv_rel_edge);
 	json_u64(&j, "tracking_rounds", cr->cv_track_rounds);
+	json_u64(&j, "gate_rounds", cr->cv_gate_rounds);
 	json_u64(&j, "items_written", cr->cv_item_writes);
 	json_u64(&j, "eagain", cr->cv_eagain);
 	json_u64(&j, "nowait_granted", cr->cv_nowait_ok);
@@ -390,7 +392,8 @@ static int start(struct crash *cr)
 		struct worker *w = &cr->w[i];
 
 		w->cr = cr;
-		w->dev = cr_sim_dev(cr->dev_max, cr->sector, seed_for(cr->seed, 0x3003, i), false, NULL);
+		w->dev = cr_sim_dev(cr->dev_max, cr->sector, seed_for(cr->seed, 0x3003, i), false, false,
+				    NULL);
 		w->sector = cr->sector;
 		w->shadow = w->dev ? iol_buf_alloc(w->dev, cr->dev_max) : NULL;
 		if (!w->shadow) {

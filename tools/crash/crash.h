@@ -245,6 +245,7 @@ struct round {
 	uint32_t sector;
 	struct wl wl;
 	enum delog_flush_policy policy;
+	bool gate;                /* the disk is opened with the flush gate (flush_gate) */
 	uint64_t log_bytes, dev_bytes;
 	unsigned session;         /* of the chain, from 0 */
 	uint32_t start_n[CR_MAX_CLIENTS];         /* first transaction of this session */
@@ -406,6 +407,7 @@ struct crash {
 	/* coverage, every workload (print_text's "coverage" lines) */
 	uint64_t cv_log_min, cv_log_max, cv_ring_min, cv_ring_max, cv_min_free, cv_laps;
 	uint64_t cv_max_ck, cv_max_ck_win, cv_over_win, cv_over_2m, cv_track_rounds;
+	uint64_t cv_gate_rounds; /* rounds whose disk had the flush gate */
 	uint64_t cv_item_writes, cv_eagain, cv_nowait_ok, cv_chains, cv_sess_min, cv_sess_max;
 	uint64_t cv_chain_cut, cv_sess_total, cv_vcps, cv_vstates, cv_max_ver, cv_rel_edge;
 	unsigned cv_sectors;      /* bit 0: 512, bit 1: 4096 */
@@ -530,8 +532,10 @@ void cache_clear(struct crash *cr);
 int cr_cmp_u64(const void *a, const void *b);
 size_t cr_find_u64(const uint64_t *v, size_t n, uint64_t x);
 int cr_grow(void **p, size_t *cap, size_t need, size_t elem);
-struct iol_dev *cr_sim_dev(uint64_t bytes, uint32_t sector, uint64_t seed, bool hold,
-			      const void *image);
+/* A sim disk; @hold: the controller delivers; @gate: flushes through the iolayer's flush
+ * gate (iol_dev_opts.flush_gate), FUA as write + gated flush. */
+struct iol_dev *cr_sim_dev(uint64_t bytes, uint32_t sector, uint64_t seed, bool hold, bool gate,
+			   const void *image);
 void *worker_main(void *arg);
 void run_jobs(struct crash *cr);
 unsigned char *state_image(struct crash *cr, const uint8_t *choice);

@@ -171,12 +171,13 @@ int cr_grow(void **p, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-struct iol_dev *cr_sim_dev(uint64_t bytes, uint32_t sector, uint64_t seed, bool hold,
-			      const void *image)
+struct iol_dev *cr_sim_dev(uint64_t bytes, uint32_t sector, uint64_t seed, bool hold, bool gate,
+			   const void *image)
 {
 	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = bytes, .sector = sector,
 				  .seed = seed, .hold = hold, .image = image };
-	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
+	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so,
+				  .flush_gate = gate };
 	struct iol_dev *dev = NULL;
 
 	return iol_dev_open(NULL, &o, &dev) ? NULL : dev;
@@ -325,7 +326,7 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 	int err;
 
 	atomic_fetch_add(&cr->full_opens, 1);
-	d2 = cr_sim_dev(rd->dev_bytes, cr->sector, seed, false, w->shadow);
+	d2 = cr_sim_dev(rd->dev_bytes, cr->sector, seed, false, false, w->shadow);
 	if (!d2) {
 		viol_add(cr, cp, choice, cp->k, "full check: cannot open a sim disk", NULL);
 		return;
@@ -417,7 +418,7 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 		goto out;
 	delog_close(log);
 	log = NULL;
-	d3 = cr_sim_dev(rd->dev_bytes, cr->sector, seed, false, img);
+	d3 = cr_sim_dev(rd->dev_bytes, cr->sector, seed, false, false, img);
 	if (!d3 || jrnl_sb_read(d3, &g))
 		goto out;
 	recover_ro(w, d3, &g, &ct, ref->nck ? ref->hi : 0, &s3);
@@ -460,7 +461,7 @@ static void run_job(struct worker *w, const struct job *j)
 	if (w->sector != cr->sector) {
 		/* The round's sector size differs from the disk's: a new disk (all zeroes). */
 		iol_dev_close(w->dev);
-		w->dev = cr_sim_dev(cr->dev_max, cr->sector, seed_for(cr->seed, 0x3003, w->sector),
+		w->dev = cr_sim_dev(cr->dev_max, cr->sector, seed_for(cr->seed, 0x3003, w->sector), false,
 				 false, NULL);
 		if (!w->dev) {
 			memset(&j->e->s, 0, sizeof(j->e->s));

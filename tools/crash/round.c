@@ -31,7 +31,7 @@ void cr_progress(struct crash *cr, bool end)
 static int format_image(const struct round *rd, unsigned char *img)
 {
 	struct jrnl_format_opts fo = { .sector = rd->sector, .log_size = rd->log_bytes };
-	struct iol_dev *dev = cr_sim_dev(rd->dev_bytes, rd->sector, rd->seed, false, NULL);
+	struct iol_dev *dev = cr_sim_dev(rd->dev_bytes, rd->sector, rd->seed, false, false, NULL);
 	int err;
 
 	if (!dev)
@@ -225,6 +225,7 @@ static void round_coverage(struct crash *cr, const struct round *rd)
 	cr->cv_ring_max = ring > cr->cv_ring_max ? ring : cr->cv_ring_max;
 	cr->cv_sectors |= rd->sector == 512 ? 1u : 2u;
 	cr->cv_track_rounds += rd->wl.track;
+	cr->cv_gate_rounds += rd->gate;
 	cr->cv_rel_edge += rd->wl.releaser && !rd->wl.full;
 }
 
@@ -245,6 +246,10 @@ int run_round(struct crash *cr, uint64_t r)
 	rd->seed = seed_for(cr->seed, 0x0bad, r);
 	rd->id = (uint32_t)r + 1;
 	rd->policy = cr->policy;
+	/* Half the rounds put the iolayer's flush gate between the log and the disk, as
+	 * every real backend does: power cuts then land between a gated flush and the
+	 * writes that waited for it. */
+	rd->gate = seed_for(rd->seed, 0x6a7e, 0) & 1;
 	wl_pick(strcmp(cr->workload, "all") ? cr->workload : wl_names[r % NR_WL], rd->seed,
 		cr->threads, cr->sector_opt, &rd->wl);
 	rd->sector = rd->wl.sector ? rd->wl.sector : 4096;
@@ -284,11 +289,11 @@ int run_round(struct crash *cr, uint64_t r)
 	if (cr->verbose)
 		fprintf(stderr, "delog crash: round %" PRIu64 " seed %#" PRIx64 ": %s, %u clients x "
 			"%u tx, %u x %u KiB buffers, log %" PRIu64 " KiB, sector %u, cil_push %" PRIu64
-			" KiB, %s%s%u sessions, %" PRIu64 " states per point\n", r, rd->seed,
+			" KiB, %s%s%s%u sessions, %" PRIu64 " states per point\n", r, rd->seed,
 			rd->wl.name, rd->wl.clients, rd->wl.txs, rd->wl.logbufs,
 			rd->wl.logbsize >> 10, rd->log_bytes >> 10, rd->sector, rd->wl.cil_push >> 10,
 			rd->wl.track ? "item tracking, " : "", rd->wl.releaser ? "edge releases, " : "",
-			rd->wl.sessions, cr->budget);
+			rd->gate ? "flush gate, " : "", rd->wl.sessions, cr->budget);
 	round_coverage(cr, rd);
 	for (unsigned sess = 0; sess < rd->wl.sessions && !err; sess++) {
 		uint64_t cut_at = 0, total = 0;
@@ -309,7 +314,7 @@ int run_round(struct crash *cr, uint64_t r)
 		atomic_store(&rd->done, false);
 		atomic_store(&rd->clients_done, 0);
 		rd->dev = cr_sim_dev(rd->dev_bytes, rd->sector, seed_for(rd->seed, 0x5e55, sess), true,
-				  cr->old);
+				     rd->gate, cr->old);
 		if (!rd->dev) {
 			err = -ENOMEM;
 			break;
