@@ -205,7 +205,7 @@ struct iol_dev_opts {
 	 * puts the gate itself under the crash suite's power cuts.  The descriptor
 	 * backends always use it. */
 	bool flush_gate;
-	char *errmsg;                   /* optional: receives a message naming path and reason */
+	char *errmsg; /* optional: receives a message naming path and reason */
 	size_t errmsg_len;
 };
 
