@@ -2,8 +2,10 @@
  * aio.c - the Linux native AIO backend (libaio).
  *
  * One AIO context and one completion thread (the "reaper") per device.  Reads and writes
- * are IOCB_CMD_PREADV/PWRITEV on the O_DIRECT descriptor; IOL_FUA sets RWF_DSYNC in
- * aio_rw_flags; IOL_OP_FLUSH is IOCB_CMD_FDSYNC.
+ * are IOCB_CMD_PREADV/PWRITEV on the O_DIRECT descriptor; IOL_FUA (only on a device with
+ * native FUA) sets RWF_DSYNC in aio_rw_flags.  Flushes never come here: the core carries
+ * out FLUSH, PREFLUSH and FUA without native FUA through its flush gate (gate_flushes;
+ * io.c IO6, flush.c), whose flushes run as fdatasync through ->run.
  *
  * iol_submit_wait does not come here: its request runs on the waiting thread as plain
  * pwritev2 / fdatasync (->run = iol_fd_run, psync.c), saving the reaper's wake-up and
@@ -14,13 +16,6 @@
  * of queue_depth slots (iocb + request pointer + stage); a request holds one slot from
  * submission until it is reported.  The number of slots is the in-flight bound and is
  * what io_setup() was sized for, so the kernel's event ring cannot overflow.
- *
- * PREFLUSH.  AIO has no linked submissions.  A write with IOL_PREFLUSH first goes out as an
- * FDSYNC iocb (stage PREFLUSH); when the reaper sees that complete successfully it
- * re-prepares the same slot as the write and submits it.  So the write is not issued
- * before the flush completed, and everything that completed before the request was
- * submitted is stable before its data can reach the device.  If the flush fails, the
- * request reports the flush's error and the write is never issued.
  *
  * Locking.  u->lock protects the free-slot list, the backlog, the retry list and the
  * pending count; slots are prepared under it (so the reaper, which takes it after
@@ -57,6 +52,7 @@
  */
 #include "io_private.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -72,15 +68,9 @@
 
 #define AIO_BATCH 64
 
-enum aio_stage {
-	STAGE_RW,       /* the request's own read, write or flush is in flight */
-	STAGE_PREFLUSH, /* the flush in front of a PREFLUSH write is in flight */
-};
-
 struct aio_slot {
 	struct iocb cb;
 	struct iol_req *req;
-	enum aio_stage stage;
 	struct aio_slot *next; /* free list or retry list */
 };
 
@@ -157,27 +147,18 @@ static bool on_reaper(const struct aio_dev *u)
 	return pthread_equal(pthread_self(), u->reaper);
 }
 
-/* Prepare @slot's iocb for its request's current stage. */
+/* Prepare @slot's iocb for its request: a read or a write (IO6). */
 static void slot_prep(struct aio_dev *u, struct aio_slot *slot)
 {
 	struct iol_req *req = slot->req;
 
-	switch (iol_opf_op(req->opf)) {
-	case IOL_OP_READ:
+	assert(iol_opf_op(req->opf) != IOL_OP_FLUSH && !iol_opf_has(req->opf, IOL_PREFLUSH));
+	if (iol_opf_op(req->opf) == IOL_OP_READ) {
 		io_prep_preadv(&slot->cb, u->fd, req->vec, (int)req->nr_segs, (long long)req->off);
-		break;
-	case IOL_OP_WRITE:
-		if (slot->stage == STAGE_PREFLUSH) {
-			io_prep_fdsync(&slot->cb, u->fd);
-			break;
-		}
+	} else {
 		io_prep_pwritev(&slot->cb, u->fd, req->vec, (int)req->nr_segs, (long long)req->off);
 		if (iol_opf_has(req->opf, IOL_FUA))
 			slot->cb.aio_rw_flags = RWF_DSYNC;
-		break;
-	case IOL_OP_FLUSH:
-		io_prep_fdsync(&slot->cb, u->fd);
-		break;
 	}
 	slot->cb.data = slot;
 }
@@ -190,9 +171,6 @@ static struct aio_slot *slot_get_locked(struct aio_dev *u, struct iol_req *req)
 	u->free = slot->next;
 	slot->next = NULL;
 	slot->req = req;
-	slot->stage = iol_opf_op(req->opf) == IOL_OP_WRITE && iol_opf_has(req->opf, IOL_PREFLUSH) ?
-			      STAGE_PREFLUSH :
-			      STAGE_RW;
 	slot_prep(u, slot);
 	return slot;
 }
@@ -249,19 +227,16 @@ static int slot_issue(struct aio_dev *u, struct aio_slot *slot)
 }
 
 /*
- * Issue what is waiting: on the reaper, the retry list and @ready (PREFLUSH writes whose
- * flush completed); then backlog entries while slots are free.  A refused submission
+ * Issue what is waiting: on the reaper, the retry list; then backlog entries while slots
+ * are free.  A refused submission
  * frees its slot, so go round again for the backlog.
  */
-static void kick(struct aio_dev *u, struct aio_slot *ready, struct req_list *done)
+static void kick(struct aio_dev *u, struct req_list *done)
 {
 	for (;;) {
-		struct aio_slot *batch = ready, **tail = &batch;
+		struct aio_slot *batch = NULL, **tail = &batch;
 		bool freed = false;
 
-		ready = NULL;
-		while (*tail)
-			tail = &(*tail)->next;
 		pthread_mutex_lock(&u->lock);
 		if (u->retry && on_reaper(u)) {
 			*tail = u->retry;
@@ -328,7 +303,7 @@ static void aio_submit(struct iol_dev *dev, struct iol_req *req)
 	err = slot_issue(u, slot);
 	if (err) {
 		slot_finish(u, slot, err, 0, &done);
-		kick(u, NULL, &done); /* the freed slot may be owed to the backlog */
+		kick(u, &done); /* the freed slot may be owed to the backlog */
 	}
 	report_list(u, &done);
 }
@@ -341,7 +316,6 @@ static void *aio_reaper(void *arg)
 	while (!stop) {
 		struct io_event ev[AIO_BATCH];
 		struct timespec ts = { .tv_sec = 1 };
-		struct aio_slot *ready = NULL;
 		struct req_list done;
 		int n;
 
@@ -366,14 +340,6 @@ static void *aio_reaper(void *arg)
 				continue;
 			}
 			req = slot->req;
-			if (slot->stage == STAGE_PREFLUSH && res >= 0) {
-				/* The flush is done: now, and only now, the write. */
-				slot->stage = STAGE_RW;
-				slot_prep(u, slot);
-				slot->next = ready;
-				ready = slot;
-				continue;
-			}
 			slot_put_locked(u, slot);
 			if (res < 0)
 				req_list_add(&done, req, (int)res, 0);
@@ -384,7 +350,7 @@ static void *aio_reaper(void *arg)
 			stop = true;
 		pthread_mutex_unlock(&u->lock);
 
-		kick(u, ready, &done);
+		kick(u, &done);
 		report_list(u, &done);
 	}
 	return NULL;

@@ -191,12 +191,8 @@ void iol_req_done(struct iol_req *req, int err, size_t bytes)
 		err = -EIO;
 	/* Injected faults (iol_dev_fault_add): psync fails the syscall itself (psync.c);
 	 * the other real backends fail the op here, in the completion path. */
-	if (!err && dev->ops->needs_fd && !dev->ops->faults_in_syscalls) {
-		if (op == IOL_OP_WRITE && iol_opf_has(req->opf, IOL_PREFLUSH))
-			err = iol_fault_check(dev, IOL_OP_FLUSH);
-		if (!err)
-			err = iol_fault_check(dev, op);
-	}
+	if (!err && dev->ops->needs_fd && !dev->ops->faults_in_syscalls)
+		err = iol_fault_check(dev, op); /* a PREFLUSH's flush is the gate's own (IO6) */
 	if (!err && op == IOL_OP_READ)
 		atomic_fetch_add_explicit(&dev->cnt.bytes_read, bytes, memory_order_relaxed);
 	else if (!err && op == IOL_OP_WRITE)

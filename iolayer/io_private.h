@@ -20,8 +20,8 @@
  *               the write completes only once stable (RWF_DSYNC on real files).
  *               A backend with gate_flushes is spared both (IO6): its ->submit sees
  *               reads and writes only (FUA only on a device with native FUA), and its
- *               ->run also the flush gate's flushes; its own PREFLUSH handling is not
- *               reached then.
+ *               ->run also the flush gate's flushes; the descriptor backends have no
+ *               PREFLUSH or flush path of their own.
  *   ->run()     optional: perform a validated request on the calling thread and report
  *               it through iol_req_done() before returning.  Used by iol_submit_wait
  *               only (the caller blocks until the request is done anyway), so the lone

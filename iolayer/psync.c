@@ -7,19 +7,17 @@
  * Mapping (docs/DESIGN.md section 2):
  *   READ      preadv2(fd, vec, off, 0)
  *   WRITE     pwritev2(fd, vec, off, 0)
- *   FUA       pwritev2(..., RWF_DSYNC): the kernel sends a FUA write, or write + flush
- *   FLUSH     fdatasync(fd)
- *   PREFLUSH  fdatasync(fd) on the worker, then the write (the flush completes first)
+ *   FUA       pwritev2(..., RWF_DSYNC): on a device with native FUA only, a FUA write
+ *   FLUSH     fdatasync(fd): the flush gate's flushes (io.c IO6, flush.c), run through
+ *             ->run (iol_fd_run) on a flusher thread or an iol_submit_wait caller
+ *   PREFLUSH  never seen: the core waits for a gated flush, then submits the write
  *
  * Ordering: a worker takes requests from one FIFO; with several workers, requests run
  * concurrently and may complete in any order, exactly the freedom the other backends
- * have.  A PREFLUSH write's flush covers every write that completed before the request
- * was submitted, because those completed before the worker picked the request up.  The
- * same holds for a request iol_fd_run performs on a waiting thread: its syscalls start
- * after the request was submitted, so a FLUSH (or a PREFLUSH) there covers every write
- * that had completed by then, whatever is queued or in flight beside it, on this
- * backend's workers or in another backend's ring: to the kernel they are all just
- * concurrent I/O on one descriptor, and nothing orders requests that were in flight
+ * have.  A flush iol_fd_run performs starts after the gate's generation was armed, so it
+ * covers every write that had completed by then, whatever is queued or in flight beside
+ * it, on this backend's workers or in another backend's ring: to the kernel they are all
+ * just concurrent I/O on one descriptor, and nothing orders requests that were in flight
  * together.
  *
  * Faults (iol_dev_fault_add): the syscall table below consults the plan only on a psync
@@ -163,11 +161,9 @@ void iol_fd_run(struct iol_dev *dev, struct iol_req *req)
 		err = rw_full(dev, false, req->vec, req->nr_segs, req->off, 0, &moved);
 		break;
 	case IOL_OP_WRITE:
-		if (iol_opf_has(req->opf, IOL_PREFLUSH))
-			err = do_fdatasync(dev);
-		if (!err)
-			err = rw_full(dev, true, req->vec, req->nr_segs, req->off,
-				      iol_opf_has(req->opf, IOL_FUA) ? RWF_DSYNC : 0, &moved);
+		/* IO6: no PREFLUSH here; FUA only on a device with native FUA. */
+		err = rw_full(dev, true, req->vec, req->nr_segs, req->off,
+			      iol_opf_has(req->opf, IOL_FUA) ? RWF_DSYNC : 0, &moved);
 		break;
 	}
 	iol_req_done(req, err, moved);

@@ -2,8 +2,11 @@
  * uring.c - the io_uring backend (liburing).
  *
  * One ring per device, one completion thread (the "reaper") per device.  Reads and writes
- * are IORING_OP_READV/WRITEV on the O_DIRECT descriptor; IOL_FUA puts RWF_DSYNC in the
- * write's rw_flags; IOL_OP_FLUSH is IORING_OP_FSYNC with IORING_FSYNC_DATASYNC.
+ * are IORING_OP_READV/WRITEV on the O_DIRECT descriptor; IOL_FUA (only on a device with
+ * native FUA) puts RWF_DSYNC in the write's rw_flags.  Flushes never come through the
+ * ring: the core carries out FLUSH, PREFLUSH and FUA without native FUA through its
+ * flush gate (gate_flushes; io.c IO6, flush.c), whose flushes run as fdatasync through
+ * ->run.  A ring FSYNC would cost an io_uring worker and the reaper's wake-up per flush.
  *
  * iol_submit_wait does not come here: its request runs on the waiting thread as plain
  * pwritev2 / fdatasync (->run = iol_fd_run, psync.c).  Through the ring a lone waiter
@@ -13,17 +16,9 @@
  * paths may be in flight together; nothing orders them (io.h: completion in any order),
  * and a flush on either path covers what completed before it was submitted.
  *
- * PREFLUSH.  The flush (FSYNC, DATASYNC) goes out alone; when the reaper sees it
- * complete successfully it queues the write in the slot the flush just gave back.  So
- * the write is not issued before the flush completed, and everything that completed
- * before the request was submitted is stable before its data can reach the device.  If
- * the flush fails the request reports the flush's error and the write is never issued,
- * as with REQ_PREFLUSH in the block layer.  IOSQE_IO_LINK would save the reaper's round
- * trip but cannot give that: since Linux 6.0 io_fsync() records its result without
- * marking the request failed, so a linked write still runs after a failed fsync (checked
- * on 6.18: an FSYNC returning -EINVAL, linked to a write, and the write moved its bytes;
- * only errors found while preparing the SQE, such as a bad descriptor, cancel the link).
- * Scratch words while in flight: be_u64[BE_STAGE] (STAGE_PREFLUSH, then STAGE_RW) and
+ * (A PREFLUSH write could not be one linked FSYNC + WRITE pair anyway: since Linux 6.0
+ * io_fsync() records its result without marking the request failed, so a linked write
+ * still runs after a failed fsync; checked on 6.18.)  Scratch word while in flight:
  * be_u64[BE_RES] (the result, as int64, once known); user_data is the request pointer.
  *
  * Locking.  u->lock protects the SQ (every io_uring_get_sqe and io_uring_submit happens
@@ -34,8 +29,7 @@
  * (this is also the happens-before that ThreadSanitizer can see).
  *
  * Queue bounding.  u->sqes_used counts requests whose SQE has been submitted and whose
- * CQE has not been reaped (one SQE each; a PREFLUSH write keeps its slot from the flush
- * to the write).  It never exceeds u->entries, the SQ size, so the CQ (2 x entries)
+ * CQE has not been reaped (one SQE each).  It never exceeds u->entries, the SQ size, so the CQ (2 x entries)
  * cannot overflow and io_uring_get_sqe cannot fail: the SQ is empty whenever the lock is
  * free, because every submit call either gets all queued SQEs consumed or retracts them
  * (see below).  An ordinary submitter that finds no room, or finds the backlog
@@ -84,15 +78,9 @@
 /* user_data of the shutdown NOP; requests use their own address. */
 #define UD_STOP ((uint64_t)0)
 
-/* Scratch words of an in-flight request. */
+/* Scratch word of an in-flight request. */
 enum {
-	BE_STAGE = 0,
-	BE_RES = 1,
-};
-
-enum uring_stage {
-	STAGE_RW,       /* the request's own read, write or flush */
-	STAGE_PREFLUSH, /* the flush in front of a PREFLUSH write */
+	BE_RES = 0,
 };
 
 #define URING_MIN_ENTRIES 8u
@@ -184,41 +172,24 @@ static void report_list(struct uring_dev *u, struct req_list *l)
 	pthread_mutex_unlock(&u->lock);
 }
 
-/* Put @req's SQE for its current stage on the SQ.  The caller has a slot for it. */
-static void queue_sqe_locked(struct uring_dev *u, struct iol_req *req)
+/* Take a slot for a new request (a read or a write, IO6) and queue its SQE.  The caller
+ * checked room. */
+static void queue_req_locked(struct uring_dev *u, struct iol_req *req)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
 
 	assert(sqe);
-	switch (iol_opf_op(req->opf)) {
-	case IOL_OP_READ:
+	assert(iol_opf_op(req->opf) != IOL_OP_FLUSH && !iol_opf_has(req->opf, IOL_PREFLUSH));
+	if (iol_opf_op(req->opf) == IOL_OP_READ) {
 		io_uring_prep_readv(sqe, u->fd, req->vec, req->nr_segs, req->off);
-		break;
-	case IOL_OP_WRITE:
-		if (req->be_u64[BE_STAGE] == STAGE_PREFLUSH) {
-			io_uring_prep_fsync(sqe, u->fd, IORING_FSYNC_DATASYNC);
-			break;
-		}
+	} else {
 		io_uring_prep_writev(sqe, u->fd, req->vec, req->nr_segs, req->off);
 		if (iol_opf_has(req->opf, IOL_FUA))
 			sqe->rw_flags = RWF_DSYNC;
-		break;
-	case IOL_OP_FLUSH:
-		io_uring_prep_fsync(sqe, u->fd, IORING_FSYNC_DATASYNC);
-		break;
 	}
 	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)req);
-}
-
-/* Take a slot for a new request and queue its first SQE.  The caller checked room. */
-static void queue_req_locked(struct uring_dev *u, struct iol_req *req)
-{
-	bool preflush = iol_opf_op(req->opf) == IOL_OP_WRITE && iol_opf_has(req->opf, IOL_PREFLUSH);
-
-	req->be_u64[BE_STAGE] = preflush ? STAGE_PREFLUSH : STAGE_RW;
 	req->be_u64[BE_RES] = 0;
 	u->sqes_used++;
-	queue_sqe_locked(u, req);
 }
 
 /*
@@ -360,14 +331,6 @@ static void *uring_reaper(void *arg)
 				stop = true;
 				continue;
 			}
-			if (req->be_u64[BE_STAGE] == STAGE_PREFLUSH && got[i].res >= 0) {
-				/* The flush is done: now, and only now, the write, in the
-				 * slot the flush held (ahead of the backlog). */
-				req->be_u64[BE_STAGE] = STAGE_RW;
-				u->sqes_used++;
-				queue_sqe_locked(u, req);
-				continue;
-			}
 			req_finish(&done, req, got[i].res);
 		}
 		kick_locked(u, &done);
@@ -381,8 +344,7 @@ static void *uring_reaper(void *arg)
 
 static int uring_probe(void)
 {
-	static const int need[] = { IORING_OP_READV, IORING_OP_WRITEV, IORING_OP_FSYNC,
-				    IORING_OP_NOP };
+	static const int need[] = { IORING_OP_READV, IORING_OP_WRITEV, IORING_OP_NOP };
 	struct io_uring_probe *probe;
 	struct io_uring ring;
 	int err;
