@@ -37,13 +37,13 @@
  *        alone: riders that come meanwhile wait for the next generation.  So that thread
  *        never runs another request's end_io (it may hold locks a callback takes).
  *  (FG5) Every other generation runs on one of the gate's two flusher threads, a
- *        blocking flush through the backend's ->run (its fault plan applies), and that
- *        thread continues the generation's riders itself (end_io, or a PREFLUSH rider's
- *        write handed to ->submit).  It marks the generation ended first, so the other
- *        flusher starts the next one while it continues the riders (waking the clients
- *        of a checkpoint takes longer than a flush here): the device goes from one flush
- *        to the next with no thread hand-off in between, as the block layer issues the
- *        next flush from the last one's completion.  Through a ring each flush would
+ *        blocking flush through the backend's ->run (its fault plan applies).  When it
+ *        ends with riders pending for the next one, that thread starts the next one at
+ *        once and hands the ended generation's riders to the other flusher (handoff);
+ *        otherwise it continues them itself (end_io, or a PREFLUSH rider's write handed
+ *        to ->submit).  So the device goes from one flush to the next with no thread
+ *        wake-up in between, as the block layer issues the next flush from the last
+ *        one's completion; waking a checkpoint's clients takes longer than a flush here.  Through a ring each flush would
  *        cost the reaper's wake-up and an io_uring worker's (FSYNC never runs inline).
  *        Riders of consecutive generations may so be continued concurrently, in either
  *        order; io.h promises no order of completions, and the journal takes flush
@@ -97,6 +97,15 @@ static void rider_continue(struct iol_req *req, int err, bool here)
 	iol_req_finish(req, err);
 }
 
+/* A continuation of riders ended: wake a drain once nothing is left. */
+static void gate_continued(struct iol_gate *gt)
+{
+	pthread_mutex_lock(&gt->lock);
+	if (!--gt->continuing && !gt->running && !gt->pend && !gt->handoff)
+		pthread_cond_broadcast(&gt->idle);
+	pthread_mutex_unlock(&gt->lock);
+}
+
 /* end_io of the gate's flush request: the generation ended (on the flusher, or on the
  * inline generation's thread). */
 static void gen_end(struct iol_req *g)
@@ -112,6 +121,18 @@ static void gen_end(struct iol_req *g)
 	if (gt->inline_gen)
 		gt->inline_err = err;
 	gt->running = false;
+	if (gt->pend && riders) {
+		/* The next generation is due: the flusher that ran this one starts it as
+		 * soon as this returns, and the other one continues these riders. */
+		for (struct iol_req *r = riders; r; r = r->gate_next)
+			r->gate_err = err;
+		*gt->handoff_tail = riders;
+		while (*gt->handoff_tail)
+			gt->handoff_tail = &(*gt->handoff_tail)->gate_next;
+		pthread_cond_broadcast(&gt->work);
+		pthread_mutex_unlock(&gt->lock);
+		return;
+	}
 	gt->continuing++;
 	if (gt->pend)
 		pthread_cond_signal(&gt->work);
@@ -121,10 +142,7 @@ static void gen_end(struct iol_req *g)
 		next = riders->gate_next;
 		rider_continue(riders, err, false);
 	}
-	pthread_mutex_lock(&gt->lock);
-	if (!--gt->continuing && !gt->running && !gt->pend)
-		pthread_cond_broadcast(&gt->idle);
-	pthread_mutex_unlock(&gt->lock);
+	gate_continued(gt);
 }
 
 static void *flusher(void *arg)
@@ -134,10 +152,26 @@ static void *flusher(void *arg)
 
 	pthread_mutex_lock(&gt->lock);
 	for (;;) {
-		while ((!gt->pend || gt->running) && !gt->stop)
+		while ((!gt->pend || gt->running) && !gt->handoff && !gt->stop)
 			pthread_cond_wait(&gt->work, &gt->lock);
-		if (!gt->pend || gt->running)
-			break; /* stopping, and nothing to do */
+		if (!gt->pend || gt->running) {
+			struct iol_req *riders = gt->handoff, *next;
+
+			if (!riders)
+				break; /* stopping, and nothing to do */
+			/* Riders a flusher handed over to start the next generation. */
+			gt->handoff = NULL;
+			gt->handoff_tail = &gt->handoff;
+			gt->continuing++;
+			pthread_mutex_unlock(&gt->lock);
+			for (; riders; riders = next) {
+				next = riders->gate_next;
+				rider_continue(riders, riders->gate_err, false);
+			}
+			gate_continued(gt);
+			pthread_mutex_lock(&gt->lock);
+			continue;
+		}
 		/* FG1: the generation takes the riders that joined before it starts. */
 		gt->cur = gt->pend;
 		gt->pend = NULL;
@@ -194,6 +228,7 @@ int iol_gate_init(struct iol_dev *dev)
 	gt->req.end_io = gen_end;
 	gt->req.priv = dev;
 	gt->pend_tail = &gt->pend;
+	gt->handoff_tail = &gt->handoff;
 	pthread_mutex_init(&gt->lock, NULL);
 	pthread_cond_init(&gt->work, NULL);
 	pthread_cond_init(&gt->idle, NULL);
@@ -220,7 +255,7 @@ void iol_gate_drain(struct iol_dev *dev)
 	struct iol_gate *gt = &dev->gate;
 
 	pthread_mutex_lock(&gt->lock);
-	while (gt->running || gt->pend || gt->continuing)
+	while (gt->running || gt->pend || gt->continuing || gt->handoff)
 		pthread_cond_wait(&gt->idle, &gt->lock);
 	pthread_mutex_unlock(&gt->lock);
 }

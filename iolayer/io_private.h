@@ -76,6 +76,8 @@ struct iol_gate {
 	struct iol_req *cur;  /* riders of the running generation */
 	struct iol_req *pend; /* riders of the next one (FG1), FIFO through gate_next */
 	struct iol_req **pend_tail;
+	struct iol_req *handoff; /* riders of ended generations, for the other flusher */
+	struct iol_req **handoff_tail;
 	struct iol_req req; /* the gate's own flush, reused (FG5) */
 	pthread_t flusher[IOL_GATE_FLUSHERS];
 	unsigned nr_flushers;
