@@ -75,8 +75,6 @@ static void gen_arm(struct iol_dev *dev, bool inline_gen)
 	g->chain_next = NULL;
 	g->opf = IOL_OPF(IOL_OP_FLUSH, 0);
 	g->gate_opf = g->opf;
-	g->gate_post = false;
-	g->gate_here = inline_gen;
 }
 
 /* Continue @req after the generation that served it ended with @err (FG3).  @here: on
@@ -119,7 +117,7 @@ static void gen_end(struct iol_req *g)
 	riders = gt->cur;
 	gt->cur = NULL;
 	if (gt->inline_gen)
-		gt->inline_err = err;
+		gt->inline_req->gate_err = err; /* its own: the gate may run again at once */
 	gt->running = false;
 	if (gt->pend && riders) {
 		/* The next generation is due: the flusher that ran this one starts it as
@@ -194,19 +192,16 @@ void iol_gate_join(struct iol_req *req, int stage, bool here)
 {
 	struct iol_dev *dev = req->dev;
 	struct iol_gate *gt = &dev->gate;
-	int err;
 
 	req->gate_stage = stage;
 	pthread_mutex_lock(&gt->lock);
 	if (here && !gt->running && !gt->pend) {
 		/* FG4: a generation of one, on this thread. */
 		gen_arm(dev, true);
+		gt->inline_req = req;
 		pthread_mutex_unlock(&gt->lock);
 		dev->ops->run(dev, &gt->req); /* gen_end runs before this returns */
-		pthread_mutex_lock(&gt->lock);
-		err = gt->inline_err;
-		pthread_mutex_unlock(&gt->lock);
-		rider_continue(req, err, true);
+		rider_continue(req, req->gate_err, true);
 		return;
 	}
 	req->gate_next = NULL;

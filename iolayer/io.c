@@ -30,16 +30,15 @@
  *       a force that writes its buffer and flushes with iol_submit_wait makes the same
  *       two syscalls as a raw O_DIRECT write + fdatasync, with no thread hand-off.
  *  (IO6) On a gated device (a backend with gate_flushes, or opened with flush_gate) the
- *       core carries out flushes itself, through the
- *       flush gate (flush.c, FG1-FG6): a FLUSH request rides the next flush generation,
- *       a PREFLUSH write waits for one before it goes to the backend without the flag,
- *       and a FUA write on a device without native FUA (iol_geom.fua != 1; every FUA
- *       write with flush_gate) goes out without the flag and rides a generation once
- *       written.  The backend sees the
+ *       core carries out flushes itself, through the flush gate (flush.c, FG1-FG6): a
+ *       FLUSH request rides the next flush generation, a PREFLUSH write waits for one
+ *       before it goes to the backend without the flag, and a FUA write on a device
+ *       without native FUA (iol_geom.fua != 1; every FUA write with flush_gate) goes out
+ *       without the flag and rides a generation once written.  The backend sees the
  *       request with opf reduced to what is left for it; the caller's word is put back
- *       before end_io (iol_req_finish).  Elsewhere (sim by default) the backend carries out the
- *       flags, and dev_flushes counts one flush per FLUSH, PREFLUSH and FUA without
- *       native FUA, which is what Linux would turn them into.
+ *       before end_io (iol_req_finish).  Elsewhere (sim by default) the backend carries
+ *       out the flags, and dev_flushes counts one flush per FLUSH, PREFLUSH and FUA
+ *       without native FUA, which is what Linux would turn them into.
  *
  * Validation (before a backend sees a request): op known; PREFLUSH/FUA only on writes;
  * reads and writes have at least one segment and a non-zero length; every segment's base

@@ -66,15 +66,15 @@ struct iol_ops {
 #define IOL_GATE_FLUSHERS 2
 struct iol_gate {
 	pthread_mutex_t lock;
-	pthread_cond_t work;  /* riders pending and no generation running, or stopping */
-	pthread_cond_t idle;  /* nothing running or pending */
-	bool running;         /* a generation is in flight (FG2) */
-	bool inline_gen;      /* it runs on an iol_submit_wait thread (FG4) */
-	bool stop;            /* close: the flushers leave once nothing is pending */
-	int inline_err;       /* an inline generation's result, for its thread */
-	unsigned continuing;  /* generations whose riders are being continued */
-	struct iol_req *cur;  /* riders of the running generation */
-	struct iol_req *pend; /* riders of the next one (FG1), FIFO through gate_next */
+	pthread_cond_t work;        /* riders pending and no generation running, or stopping */
+	pthread_cond_t idle;        /* nothing running or pending */
+	bool running;               /* a generation is in flight (FG2) */
+	bool inline_gen;            /* it runs on an iol_submit_wait thread (FG4) */
+	bool stop;                  /* close: the flushers leave once nothing is pending */
+	struct iol_req *inline_req; /* the request an inline generation serves */
+	unsigned continuing;        /* generations whose riders are being continued */
+	struct iol_req *cur;        /* riders of the running generation */
+	struct iol_req *pend;       /* riders of the next one (FG1), FIFO through gate_next */
 	struct iol_req **pend_tail;
 	struct iol_req *handoff; /* riders of ended generations, for the other flusher */
 	struct iol_req **handoff_tail;
@@ -155,7 +155,7 @@ void iol_gate_destroy(struct iol_dev *dev);
 
 /*
  * Perform @req on the calling thread with preadv2 / pwritev2 / fdatasync on dev->fd
- * (the psync mapping: PREFLUSH is fdatasync then the write, FUA is RWF_DSYNC) and
+ * (the psync mapping: FLUSH is fdatasync, FUA is RWF_DSYNC; no PREFLUSH reaches it, IO6) and
  * report it through iol_req_done() before returning.  The ->run of psync, uring and aio.
  * The fault plan is consulted where the device's backend consults it: in the syscall
  * table for psync, in iol_req_done for uring and aio, so a request fails the same way on

@@ -129,7 +129,7 @@ struct iol_req {
 	iol_opf_t gate_opf;
 	struct iol_req *gate_next;
 	int gate_stage;
-	int gate_err;   /* the result of the generation that served it, while handed over */
+	int gate_err;   /* the result of the generation that served it (inline or handed over) */
 	bool gate_post; /* a flush after the write is still owed (FUA without native FUA) */
 	bool gate_here; /* submitted by iol_submit_wait on the backend's ->run path */
 
