@@ -204,6 +204,7 @@ static int open_common(struct iol_dev *dev, bool own, bool fresh, const struct d
 		goto fail_jl;
 	space_refresh(log);
 	atomic_store(&log->durable_seq, oc.last_seq);
+	log->durable_seq0 = oc.last_seq;
 	log->done_seq = log->pushed_seq = oc.last_seq;
 	log->cur = malloc(sizeof(*log->cur));
 	log->spare = malloc(sizeof(*log->spare));
@@ -404,7 +405,15 @@ uint64_t delog_durable_seq(const delog *log)
 
 int delog_durable_fd(const delog *log)
 {
-	return log->efd;
+	struct delog *l = (struct delog *)log;
+
+	/* The first call arms efd_signal.  An advance (or shutdown) before it did not
+	 * write the eventfd: make it readable now.  seq_cst on both sides: either this
+	 * load sees log_durable's store, or log_durable's efd_signal sees the flag. */
+	if (!atomic_exchange(&l->efd_armed, true) &&
+	    (atomic_load(&l->durable_seq) > l->durable_seq0 || atomic_load(&l->error)))
+		efd_write(l);
+	return l->efd;
 }
 
 int delog_error(const delog *log)

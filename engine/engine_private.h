@@ -260,6 +260,10 @@ struct delog {
 	_Atomic uint64_t durable_seq;
 	_Atomic int error; /* sticky: the first failure */
 	int efd;
+	/* Set by the first delog_durable_fd call: until then nobody can poll the eventfd,
+	 * so durable_seq's advances skip its write(2) (efd_signal). */
+	_Atomic bool efd_armed;
+	uint64_t durable_seq0; /* durable_seq at open */
 
 	struct space space;
 
@@ -302,7 +306,8 @@ void space_wake(struct delog *log);
 void force_wait(struct delog *log, uint64_t seq);
 /* F1: durable_seq moved from @old to @seq: wake the forces of those sequences. */
 void force_wake_durable(struct delog *log, uint64_t old, uint64_t seq);
-/* Make delog_durable_fd readable. */
+/* Make delog_durable_fd readable (efd_signal: only once someone asked for it). */
 void efd_signal(struct delog *log);
+void efd_write(struct delog *log);
 
 #endif

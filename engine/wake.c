@@ -24,7 +24,8 @@
  *                (space.c), after a flush or a cover record freed space, and at shutdown.
  *   force_gen[]  the futex words of the force queues (F1 below): delog_force only.
  *   the eventfd  delog_durable_fd's pollers: written when durable_seq moves and at
- *                shutdown.
+ *                shutdown, once delog_durable_fd was called (the call writes it
+ *                itself if durable_seq moved or the log shut down before).
  *
  *  (D3) Shutdown is sticky: the first error is kept; every waiter (force, space,
  *       committers at the CIL limit, the push thread) is woken and fails with
@@ -82,14 +83,20 @@ void force_wait(struct delog *log, uint64_t seq)
 	atomic_fetch_sub(&log->force_waiters[q], 1);
 }
 
+void efd_write(struct delog *log)
+{
+	uint64_t one = 1;
+	ssize_t r = write(log->efd, &one, sizeof(one));
+
+	(void)r;
+}
+
 void efd_signal(struct delog *log)
 {
-	if (log->efd >= 0) {
-		uint64_t one = 1;
-		ssize_t r = write(log->efd, &one, sizeof(one));
-
-		(void)r;
-	}
+	/* Nobody holds the eventfd before the first delog_durable_fd (which makes up for
+	 * what it missed): one syscall per checkpoint saved. */
+	if (log->efd >= 0 && atomic_load(&log->efd_armed))
+		efd_write(log);
 }
 
 void push_request(struct delog *log, uint64_t seq)

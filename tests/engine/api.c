@@ -1706,6 +1706,40 @@ Test(api, durable_fd_readable_after_force, .timeout = 60)
 	iol_dev_close(dev);
 }
 
+/* The eventfd is written only once someone asked for it (engine/wake.c): an advance
+ * before the first delog_durable_fd must still leave it readable, and no later call
+ * makes it readable again by itself. */
+Test(api, durable_fd_first_asked_after_force, .timeout = 60)
+{
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NVME, 50, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SINGLE);
+	delog *log = t_open_dev(dev, &o);
+	struct pollfd pfd = { .events = POLLIN };
+	uint64_t v, seq;
+
+	cr_assert_eq(t_commit1(log, 1, 1, 1, &seq, true), 0);
+	cr_assert_geq(delog_durable_seq(log), seq);
+	pfd.fd = delog_durable_fd(log);
+	cr_assert_geq(pfd.fd, 0);
+	cr_expect_eq(poll(&pfd, 1, 0), 1, "not readable: the advance before the first call "
+					  "was lost");
+	while (read(pfd.fd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+		;
+	cr_expect_eq(delog_durable_fd(log), pfd.fd);
+	cr_expect_eq(poll(&pfd, 1, 0), 0, "a second call made it readable again");
+	cr_assert_eq(t_commit1(log, 2, 1, 1, &seq, true), 0);
+	cr_expect_eq(poll(&pfd, 1, 10000), 1, "not readable after a force");
+	cr_assert_eq(delog_close(log), 0);
+
+	/* Reopened: the recovered checkpoints are no advance of this session. */
+	log = t_open_dev(dev, &o);
+	pfd.fd = delog_durable_fd(log);
+	cr_assert_geq(delog_durable_seq(log), seq);
+	cr_expect_eq(poll(&pfd, 1, 0), 0, "readable with nothing made durable since open");
+	cr_assert_eq(delog_close(log), 0);
+	iol_dev_close(dev);
+}
+
 /* ======================================================================================
  * real files, per backend
  * ====================================================================================== */
