@@ -30,8 +30,16 @@
  *     on the target (the raw baseline's region; on sim, a disk of the run's profile),
  *     the rule of tools/cli/recommend.c picks a policy, and per client count the
  *     recommended policy's dbench BW is divided by the best safe policy's (sync, async,
- *     single): the rule is right where that is >= 0.95 at every client count.  A report,
- *     not a pass/fail exit: benchmarks never fail on timing.
+ *     single): the rule is right where that is >= 0.95 at every client count.  Then the
+ *     buffers it recommends: when rec.logbufs x rec.logbsize is not the run's geometry
+ *     (--logbufs/--logbsize, default 8 x 256 KiB) and the recommended policy is run,
+ *     that policy's dbench point runs once more at each client count with the
+ *     recommended geometry (right after the policies of that client count, through
+ *     the same run_dbench/dbench_point, only the options' geometry differs), and its
+ *     BW over the same policy's BW with the run's geometry must be >= 0.95 (the
+ *     recommended buffers are not worse than the run's by more than 5%); with equal
+ *     geometries the policy table already measured it and nothing more runs.  Both are
+ *     reports, not a pass/fail exit: benchmarks never fail on timing.
  * Policies are interleaved within each client count (the starting policy rotates from
  * one client count to the next), so drift in the device affects all alike; the raw
  * baseline runs first at each client count.
@@ -44,9 +52,17 @@
  * the public delog_open makes a sim disk without latency).  The workloads themselves
  * use <delog.h> only.
  *
- * Output: human tables; --csv (a header and one line per row); --json (one document,
- * one object per row in "rows"); --plot FILE.png (bandwidth and force latency against
- * clients per policy, drawn by gnuplot).  The options, checks and the run loop here
+ * Output: human tables, then the recommendation (its line, the costs, the policy
+ * check's ratio table and verdict, "recommended log buffers: ...", and the geometry
+ * check's ratio table with the extra points' flushes per checkpoint and its verdict,
+ * or one line saying why it ran nothing); --csv (a header and one line per row: raw,
+ * dbench and fsmark rows, then recommend, recommend_policy and recommend_geometry rows,
+ * csv_recommendation; logbufs..note are the last columns); --json (one document, one
+ * object per row in "rows", the "recommendation" object with "checks" and "geometry":
+ * {policy, logbufs, logbsize, run_logbufs, run_logbsize, target, checks: {clients,
+ * mb_per_s, run_mb_per_s, ratio, met, and the point's dbench fields}, met}, or null and
+ * "geometry_skipped": a geo_skip keyword); --plot FILE.png (bandwidth and force latency
+ * against clients per policy, drawn by gnuplot).  The options, checks and the run loop here
  * also serve `--workload dbench` and `--workload fsmark` (each the one half, no
  * baseline).
  */
@@ -448,7 +464,22 @@ struct frun {
 	struct probe_rec rec;
 	const char *rec_backend;
 	char rec_err[256];        /* why there is none, when measuring failed */
+	/* the recommended policy's dbench points with the recommended geometry, when that
+	 * is not the run's (geo_skip() NULL) */
+	struct dbench_row *geo;   /* [client index] */
+	bool *geo_ok;
 };
+
+/* The run's log buffers: --logbufs and --logbsize, else the engine's defaults. */
+static unsigned run_logbufs(const struct fb_opts *o)
+{
+	return o->logbufs ? o->logbufs : DELOG_LOGBUFS_MAX;
+}
+
+static uint32_t run_logbsize(const struct fb_opts *o)
+{
+	return o->logbsize ? o->logbsize : DELOG_LOGBSIZE_MAX;
+}
 
 static const char *pname(enum delog_flush_policy p)
 {
@@ -521,8 +552,7 @@ static void print_human(struct frun *r)
 		bench_out_target(b, r->e.fs_type, b->o.backend);
 	bench_out_disk(b, &r->e.disk);
 	bench_out(b, "  log         %s, %u x %s buffers", fmt_bytes(o->log_size, sz, sizeof(sz)),
-		  o->logbufs ? o->logbufs : DELOG_LOGBUFS_MAX,
-		  fmt_bytes(o->logbsize ? o->logbsize : DELOG_LOGBSIZE_MAX, sz2, sizeof(sz2)));
+		  run_logbufs(o), fmt_bytes(run_logbsize(o), sz2, sizeof(sz2)));
 	if (!r->e.sim)
 		bench_out(b, "; formatted once in %.2f s, reopened per point", r->e.format_s);
 	bench_out(b, "\n");
@@ -670,17 +700,28 @@ static void print_human(struct frun *r)
 
 /* ---- CSV and JSON ---- */
 
+/* The columns after disk_flushes: each row's log buffers (dbench, fsmark, the
+ * recommendation's), and the recommendation checks' (ref: the policy of the dbench row,
+ * at the same clients, that ratio divides by; met true/false; note: geo_skip()'s
+ * keyword). */
 static const char csv_header[] =
 	"workload,policy,unsafe,clients,phase,window_s,ops,ops_per_s,mb_per_s,forces,"
 	"forces_per_s,lat_avg_ms,lat_max_ms,phase_s,checkpoints,device_flushes,preflushes,"
 	"flushes,fua_writes,transactions,relogged,flushes_per_checkpoint,txs_per_checkpoint,"
-	"vs_raw,vs_sync,fua_flushes,disk_flushes\n";
+	"vs_raw,vs_sync,fua_flushes,disk_flushes,logbufs,logbsize,ref,ratio,target,met,note\n";
 
 static void csv_dbl(double v, bool last)
 {
 	if (isfinite(v))
 		printf("%.6g", v);
 	putchar(last ? '\n' : ',');
+}
+
+/* @n empty fields. */
+static void csv_empty(unsigned n)
+{
+	while (n--)
+		putchar(',');
 }
 
 static void csv_stats(const struct fb_stats *s)
@@ -691,6 +732,44 @@ static void csv_stats(const struct fb_stats *s)
 	csv_dbl(s->flushes_per_ckpt, false);
 	csv_dbl(s->txs_per_ckpt, false);
 }
+
+/* The last seven columns, ending the line: @logbufs 0 leaves the geometry empty, @met < 0
+ * leaves met empty. */
+static void csv_tail(unsigned logbufs, uint32_t logbsize, const char *ref, double ratio,
+		     double target, int met, const char *note)
+{
+	if (logbufs)
+		printf("%u,%" PRIu32 ",", logbufs, logbsize);
+	else
+		csv_empty(2);
+	printf("%s,", ref ? ref : "");
+	csv_dbl(ratio, false);
+	csv_dbl(target, false);
+	printf("%s,%s\n", met < 0 ? "" : met ? "true" : "false", note ? note : "");
+}
+
+/* A dbench point's columns up to disk_flushes, as @workload (vs_raw against @rw). */
+static void csv_dbench(const char *workload, const struct dbench_row *w,
+		       const struct raw_row *rw)
+{
+	printf("%s,%s,%s,%u,,", workload, delog_flush_policy_name(w->policy),
+	       w->policy == DELOG_FLUSH_NONE ? "true" : "false", w->clients);
+	csv_dbl(w->window_s, false);
+	printf("%" PRIu64 ",", w->ops);
+	csv_dbl(w->ops_per_s, false);
+	csv_dbl(w->mb_per_s, false);
+	printf("%" PRIu64 ",", w->forces);
+	csv_dbl(w->forces_per_s, false);
+	csv_dbl(w->lat_avg_ms, false);
+	csv_dbl(w->lat_max_ms, false);
+	printf(",");
+	csv_stats(&w->st);
+	csv_dbl(rw ? w->forces_per_s / rw->syncs_per_s : NAN, false);
+	printf(",%" PRIu64 ",", w->st.fua_flushes);
+	csv_dbl(w->st.disk_flushes, false);
+}
+
+static void csv_recommendation(const struct frun *r);
 
 static void print_csv(struct frun *r)
 {
@@ -712,28 +791,16 @@ static void print_csv(struct frun *r)
 			csv_dbl(rw->syncs_per_s, false);
 			csv_dbl(rw->lat_avg_ms, false);
 			csv_dbl(rw->lat_max_ms, false);
-			printf(",,,,,,,,,,,,,\n");
+			csv_empty(14);
+			csv_tail(0, 0, NULL, NAN, NAN, -1, NULL);
 		}
 		for (unsigned p = 0; p < o->npolicy; p++) {
 			const struct dbench_row *w = dbr(r, c, p);
 
 			if (!w)
 				continue;
-			printf("dbench,%s,%s,%u,,", delog_flush_policy_name(w->policy),
-			       w->policy == DELOG_FLUSH_NONE ? "true" : "false", w->clients);
-			csv_dbl(w->window_s, false);
-			printf("%" PRIu64 ",", w->ops);
-			csv_dbl(w->ops_per_s, false);
-			csv_dbl(w->mb_per_s, false);
-			printf("%" PRIu64 ",", w->forces);
-			csv_dbl(w->forces_per_s, false);
-			csv_dbl(w->lat_avg_ms, false);
-			csv_dbl(w->lat_max_ms, false);
-			printf(",");
-			csv_stats(&w->st);
-			csv_dbl(rw ? w->forces_per_s / rw->syncs_per_s : NAN, false);
-			printf(",%" PRIu64 ",", w->st.fua_flushes);
-			csv_dbl(w->st.disk_flushes, true);
+			csv_dbench("dbench", w, rw);
+			csv_tail(run_logbufs(o), run_logbsize(o), NULL, NAN, NAN, -1, NULL);
 		}
 	}
 	for (unsigned p = 0; p < o->npolicy && o->do_fsmark; p++) {
@@ -750,9 +817,11 @@ static void print_csv(struct frun *r)
 			printf(",");
 			csv_dbl(s ? f->phase_s[ph] / s->phase_s[ph] : NAN, false);
 			printf("%" PRIu64 ",", f->st[ph].fua_flushes);
-			csv_dbl(f->st[ph].disk_flushes, true);
+			csv_dbl(f->st[ph].disk_flushes, false);
+			csv_tail(run_logbufs(o), run_logbsize(o), NULL, NAN, NAN, -1, NULL);
 		}
 	}
+	csv_recommendation(r);
 	fflush(stdout);
 }
 
@@ -798,8 +867,8 @@ static void print_json(struct frun *r)
 	json_u64(&j, "threads", o->threads);
 	json_u64(&j, "files", o->files);
 	json_u64(&j, "log_size", o->log_size);
-	json_u64(&j, "logbufs", o->logbufs ? o->logbufs : DELOG_LOGBUFS_MAX);
-	json_u64(&j, "logbsize", o->logbsize ? o->logbsize : DELOG_LOGBSIZE_MAX);
+	json_u64(&j, "logbufs", run_logbufs(o));
+	json_u64(&j, "logbsize", run_logbsize(o));
 	json_bool(&j, "dbench", o->do_dbench);
 	json_bool(&j, "fsmark", o->do_fsmark);
 	json_bool(&j, "raw_baseline", o->do_raw);
@@ -1026,6 +1095,103 @@ static double rec_ratio(const struct frun *r, unsigned c, const char **best)
 	return rw->mb_per_s / top->mb_per_s;
 }
 
+/*
+ * Why the recommended geometry gets no points of its own (a keyword, also the CSV
+ * "note" and the JSON "geometry_skipped"), or NULL when it does: it differs from the
+ * run's and the recommended policy is run.
+ */
+static const char *geo_skip(const struct frun *r)
+{
+	const struct fb_opts *o = r->e.o;
+
+	if (!r->rec_ok)
+		return "measure_failed";
+	if (!o->do_dbench)
+		return "no_dbench";
+	if (policy_index(o, r->rec.policy) < 0)
+		return "policy_not_run";
+	if (r->rec.logbufs == run_logbufs(o) && r->rec.logbsize == run_logbsize(o))
+		return "same_geometry";
+	return NULL;
+}
+
+/*
+ * At client index @c: the recommended policy's dbench BW with the recommended geometry
+ * over its BW with the run's (the policy table's point), NAN when either did not run;
+ * the two rows in *@g and *@w.
+ */
+static double geo_ratio(const struct frun *r, unsigned c, const struct dbench_row **g,
+			const struct dbench_row **w)
+{
+	int ri = policy_index(r->e.o, r->rec.policy);
+
+	*g = r->geo_ok && r->geo_ok[c] ? &r->geo[c] : NULL;
+	*w = ri >= 0 ? dbr(r, c, (unsigned)ri) : NULL;
+	return *g && *w ? (*g)->mb_per_s / (*w)->mb_per_s : NAN;
+}
+
+/* The geometry check, after the policy check's lines. */
+static void print_geometry(struct frun *r)
+{
+	const struct fb_opts *o = r->e.o;
+	struct bench *b = r->e.b;
+	const char *skip = geo_skip(r), *pol = delog_flush_policy_name(r->rec.policy);
+	char rs[32], ws[32];
+	unsigned met = 0, n = 0;
+
+	if (!r->rec_ok) {
+		bench_out(b, "  geometry not checked: there is no recommendation\n");
+		return;
+	}
+	fmt_bytes(r->rec.logbsize, rs, sizeof(rs));
+	fmt_bytes(run_logbsize(o), ws, sizeof(ws));
+	bench_out(b, "recommended log buffers: %u x %s (--logbufs %u --logbsize %uK); this "
+		  "run's: %u x %s\n", r->rec.logbufs, rs, r->rec.logbufs, r->rec.logbsize >> 10,
+		  run_logbufs(o), ws);
+	if (skip && !strcmp(skip, "same_geometry")) {
+		bench_out(b, "  geometry check: the recommended geometry is this run's, so the "
+			  "policy table above already measured it (no extra points)\n");
+		return;
+	}
+	if (skip) {
+		if (!strcmp(skip, "policy_not_run"))
+			bench_out(b, "  geometry not checked: %s is not among the policies run "
+				  "(--policy)\n", pol);
+		else
+			bench_out(b, "  geometry not checked: no dbench points in this run\n");
+		return;
+	}
+	bench_out(b, "dbench BW of %s with %u x %s / with this run's %u x %s (the table above); "
+		  "flushes/ckpt of the %u x %s points: delog's / the disk's ('-': no counter) "
+		  "/ transactions per checkpoint\n%7s %10s %10s %10s  %s\n", pol, r->rec.logbufs,
+		  rs, run_logbufs(o), ws, r->rec.logbufs, rs, "clients", "ratio", "BW",
+		  "run's BW", "flushes/ckpt");
+	for (unsigned c = 0; c < o->nclients; c++) {
+		const struct dbench_row *g, *w;
+		double x = geo_ratio(r, c, &g, &w);
+		char cell[40];
+
+		if (isnan(x)) {
+			bench_out(b, "%7u %10s %10s %10s  %-20s\n", o->clients[c], "-", "-", "-", "-");
+			continue;
+		}
+		n++;
+		met += x >= REC_TARGET;
+		if (isfinite(g->st.disk_per_ckpt))
+			snprintf(cell, sizeof(cell), "%.2f / %.2f / %.1f", g->st.flushes_per_ckpt,
+				 g->st.disk_per_ckpt, g->st.txs_per_ckpt);
+		else
+			snprintf(cell, sizeof(cell), "%.2f / - / %.1f", g->st.flushes_per_ckpt,
+				 g->st.txs_per_ckpt);
+		bench_out(b, "%7u %9.3fx %10.2f %10.2f  %-20s  target >= %.2f: %s\n", o->clients[c],
+			  x, g->mb_per_s, w->mb_per_s, cell, REC_TARGET,
+			  x >= REC_TARGET ? "met" : "MISSED");
+	}
+	bench_out(b, "  geometry target met at %u of %u client counts: %s (reported, not "
+		  "asserted; a ratio within the run-to-run noise of the same point is no "
+		  "verdict)\n", met, n, met == n && n ? "met" : "MISSED");
+}
+
 static void print_recommendation(struct frun *r)
 {
 	const struct fb_opts *o = r->e.o;
@@ -1039,6 +1205,7 @@ static void print_recommendation(struct frun *r)
 	if (!r->rec_ok) {
 		bench_out(b, "\nprobe's recommendation: none (measuring the costs failed: %s)\n",
 			  r->rec_err);
+		print_geometry(r);
 		return;
 	}
 	bench_out(b, "\nprobe's recommendation: %s (%s)\n", pol, r->rec.reason);
@@ -1046,10 +1213,13 @@ static void print_recommendation(struct frun *r)
 		  "us, write+flush %.1f us, FUA write %.1f us, flush %.1f us; sequential write "
 		  "%.0f MB/s\n", r->rec_backend, REC_OPS, k->write_us, k->write_flush_us,
 		  k->fua_us, k->flush_us, k->seq_write_mbs);
-	if (!o->do_dbench)
+	if (!o->do_dbench) {
+		print_geometry(r);
 		return;
+	}
 	if (policy_index(o, r->rec.policy) < 0) {
 		bench_out(b, "  not checked: %s is not among the policies run (--policy)\n", pol);
+		print_geometry(r);
 		return;
 	}
 	bench_out(b, "dbench BW, %s / the best safe policy (sync, async, single run here)\n"
@@ -1070,6 +1240,63 @@ static void print_recommendation(struct frun *r)
 	bench_out(b, "  target met at %u of %u client counts: %s (reported, not asserted; a "
 		  "ratio within the run-to-run noise of the same point is no verdict)\n", met, n,
 		  met == n && n ? "met" : "MISSED");
+	print_geometry(r);
+}
+
+/* "geometry" in "recommendation": the geometry check, or null and "geometry_skipped". */
+static void json_geometry(struct json *j, const struct frun *r)
+{
+	const struct fb_opts *o = r->e.o;
+	const char *skip = geo_skip(r);
+	bool all = true;
+	unsigned n = 0;
+
+	if (skip) {
+		json_null(j, "geometry");
+		json_str(j, "geometry_skipped", skip);
+		return;
+	}
+	json_obj_begin(j, "geometry");
+	json_str(j, "policy", delog_flush_policy_name(r->rec.policy));
+	json_u64(j, "logbufs", r->rec.logbufs);
+	json_u64(j, "logbsize", r->rec.logbsize);
+	json_u64(j, "run_logbufs", run_logbufs(o));
+	json_u64(j, "run_logbsize", run_logbsize(o));
+	json_dbl(j, "target", REC_TARGET);
+	json_arr_begin(j, "checks");
+	for (unsigned c = 0; c < o->nclients; c++) {
+		const struct dbench_row *g, *w;
+		const struct raw_row *rw = rawr(r, c);
+		double x = geo_ratio(r, c, &g, &w);
+
+		if (isnan(x))
+			continue;
+		n++;
+		all = all && x >= REC_TARGET;
+		json_obj_begin(j, NULL);
+		json_u64(j, "clients", o->clients[c]);
+		json_dbl(j, "mb_per_s", g->mb_per_s);
+		json_dbl(j, "run_mb_per_s", w->mb_per_s);
+		json_dbl(j, "ratio", x);
+		json_bool(j, "met", x >= REC_TARGET);
+		json_dbl(j, "window_s", g->window_s);
+		json_u64(j, "ops", g->ops);
+		json_dbl(j, "ops_per_s", g->ops_per_s);
+		json_u64(j, "bytes", g->bytes);
+		json_u64(j, "forces", g->forces);
+		json_dbl(j, "forces_per_s", g->forces_per_s);
+		json_dbl(j, "lat_avg_ms", g->lat_avg_ms);
+		json_dbl(j, "lat_max_ms", g->lat_max_ms);
+		json_stats(j, &g->st);
+		json_dbl(j, "vs_raw", rw ? g->forces_per_s / rw->syncs_per_s : NAN);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+	if (n)
+		json_bool(j, "met", all);
+	else
+		json_null(j, "met");
+	json_obj_end(j);
 }
 
 static void json_recommendation(struct json *j, const struct frun *r)
@@ -1120,7 +1347,78 @@ static void json_recommendation(struct json *j, const struct frun *r)
 		json_bool(j, "met", all);
 	else
 		json_null(j, "met");
+	json_geometry(j, r);
 	json_obj_end(j);
+}
+
+/*
+ * --csv: the recommendation as rows of the same header.  "recommend", one row: the
+ * policy, logbufs and logbsize recommended, target, and note: empty when both checks
+ * ran, else geo_skip's keyword (measure_failed: no recommendation, the rest empty;
+ * policy_not_run, no_dbench: neither check ran; same_geometry: the policy check ran, the
+ * geometry check needed no points).  "recommend_policy", per client count checked:
+ * mb_per_s the recommended policy's, ref the best safe policy, ratio, met, logbufs and
+ * logbsize the run's.  "recommend_geometry", per client count checked: the extra dbench
+ * point's columns with the recommended logbufs and logbsize, ref its policy (whose
+ * dbench row at the same clients, with the run's geometry, the ratio divides by), met.
+ */
+static void csv_recommendation(const struct frun *r)
+{
+	const struct fb_opts *o = r->e.o;
+	const char *pol = delog_flush_policy_name(r->rec.policy);
+	int ri = policy_index(o, r->rec.policy);
+
+	if (!o->do_recommend)
+		return;
+	if (!r->rec_ok) {
+		printf("recommend,,,,");
+		csv_empty(23);
+		csv_tail(0, 0, NULL, NAN, REC_TARGET, -1, geo_skip(r));
+		return;
+	}
+	printf("recommend,%s,false,,", pol);
+	csv_empty(23);
+	csv_tail(r->rec.logbufs, r->rec.logbsize, NULL, NAN, REC_TARGET, -1, geo_skip(r));
+	for (unsigned c = 0; o->do_dbench && c < o->nclients; c++) {
+		const char *best;
+		double x = rec_ratio(r, c, &best);
+
+		if (isnan(x))
+			continue;
+		printf("recommend_policy,%s,false,%u,,", pol, o->clients[c]);
+		csv_empty(3);
+		csv_dbl(dbr(r, c, (unsigned)ri)->mb_per_s, false);
+		csv_empty(18);
+		csv_tail(run_logbufs(o), run_logbsize(o), best, x, REC_TARGET, x >= REC_TARGET,
+			 NULL);
+	}
+	for (unsigned c = 0; !geo_skip(r) && c < o->nclients; c++) {
+		const struct dbench_row *g, *w;
+		double x = geo_ratio(r, c, &g, &w);
+
+		if (isnan(x))
+			continue;
+		csv_dbench("recommend_geometry", g, rawr(r, c));
+		csv_tail(r->rec.logbufs, r->rec.logbsize, pol, x, REC_TARGET, x >= REC_TARGET,
+			 NULL);
+	}
+}
+
+/*
+ * One dbench point of the run on @e, whose options give the log's geometry: its
+ * progress line (@tag after the policy), the point, its row kept (*@ok) when it ran.
+ */
+static int run_dbench(struct fb_env *e, enum delog_flush_policy p, unsigned clients,
+		      const char *tag, unsigned k, unsigned total, struct dbench_row *row,
+		      bool *ok)
+{
+	int err;
+
+	bench_progress(e->b, "[%u/%u] dbench, %u clients: %s%s", k, total, clients,
+		       delog_flush_policy_name(p), tag);
+	if (!(err = dbench_point(e, p, clients, row)))
+		*ok = true;
+	return err;
 }
 
 /* ---- the run ---- */
@@ -1131,6 +1429,9 @@ int fb_run(struct bench *b, void *state)
 	struct frun r = { .e = { .b = b, .o = o, .fs_type = "sim" } };
 	size_t ndb = (size_t)o->nclients * o->npolicy;
 	unsigned total = 0, k = 0;
+	struct fb_opts geo_o = *o; /* the run's options, with the recommended geometry */
+	char geo_tag[64] = "";
+	bool geo = false;
 	int err = 0;
 
 	r.e.sim = bench_is_sim(b);
@@ -1156,10 +1457,23 @@ int fb_run(struct bench *b, void *state)
 		bench_progress(b, "measuring the costs `delog probe` measures");
 		if ((err = recommend_measure(&r)))
 			goto out;
+		geo = !geo_skip(&r);
+	}
+	if (geo) {
+		geo_o.logbufs = r.rec.logbufs;
+		geo_o.logbsize = r.rec.logbsize;
+		snprintf(geo_tag, sizeof(geo_tag), ", recommended %u x %u KiB buffers",
+			 r.rec.logbufs, r.rec.logbsize >> 10);
+		r.geo = calloc(o->nclients, sizeof(*r.geo));
+		r.geo_ok = calloc(o->nclients, sizeof(*r.geo_ok));
+		if (!r.geo || !r.geo_ok) {
+			bench_fail(b, err = -ENOMEM, NULL, "out of memory");
+			goto out;
+		}
 	}
 	bench_disk_target(b, &r.e.disk);
 	bench_disk_idle(&r.e.disk, false, BENCH_IDLE_NS);
-	total = (o->do_dbench ? o->nclients * (o->npolicy + o->do_raw) : 0) +
+	total = (o->do_dbench ? o->nclients * (o->npolicy + o->do_raw + geo) : 0) +
 		(o->do_fsmark ? o->npolicy : 0);
 	for (unsigned c = 0; o->do_dbench && c < o->nclients && !err; c++) {
 		unsigned n = o->clients[c];
@@ -1173,10 +1487,17 @@ int fb_run(struct bench *b, void *state)
 			unsigned p = (i + c) % o->npolicy; /* rotate the starting policy */
 			size_t x = (size_t)c * o->npolicy + p;
 
-			bench_progress(b, "[%u/%u] dbench, %u clients: %s", ++k, total, n,
-				       delog_flush_policy_name(o->policy[p]));
-			if (!(err = dbench_point(&r.e, o->policy[p], n, &r.db[x])))
-				r.db_ok[x] = true;
+			err = run_dbench(&r.e, o->policy[p], n, "", ++k, total, &r.db[x],
+					 &r.db_ok[x]);
+		}
+		if (geo && !err) {
+			/* The recommended policy once more, with the recommended log buffers:
+			 * the same point on the same target, only the options' geometry differs. */
+			struct fb_env ge = r.e;
+
+			ge.o = &geo_o;
+			err = run_dbench(&ge, r.rec.policy, n, geo_tag, ++k, total, &r.geo[c],
+					 &r.geo_ok[c]);
 		}
 		if (!err && bench_interrupted(b))
 			err = -EINTR;
@@ -1211,6 +1532,8 @@ out:
 	free(r.raw_ok);
 	free(r.fs);
 	free(r.fs_ok);
+	free(r.geo);
+	free(r.geo_ok);
 	return err ? TOOL_EXIT_FAIL : TOOL_EXIT_OK;
 }
 
@@ -1259,8 +1582,20 @@ static void compare_help(FILE *f)
 		"flushes from CIL commits\" with flushes per checkpoint and ratios.  First it\n"
 		"measures what `delog probe` measures (on the raw baseline's region, or a sim\n"
 		"disk) and prints probe's recommended policy and, per client count, that\n"
-		"policy's dbench BW over the best safe policy's (target >= 0.95; reported, not\n"
-		"asserted).  The same as --compare-flush.\n");
+		"policy's dbench BW over the best safe policy's (target >= 0.95).  When the\n"
+		"recommended log buffers (--logbufs x --logbsize) are not the run's, that policy\n"
+		"runs once more per client count with them, and its BW is divided by its BW with\n"
+		"the run's buffers (target >= 0.95); when they are the run's, nothing more runs.\n"
+		"Both checks are reported, not asserted.  The same as --compare-flush.\n"
+		"\n--csv rows, by the first column (workload): raw, dbench, fsmark (the tables;\n"
+		"logbufs and logbsize the run's), then recommend (one row: the policy, logbufs,\n"
+		"logbsize and target; note empty when both checks ran, else measure_failed,\n"
+		"policy_not_run or same_geometry), recommend_policy (per client count: mb_per_s\n"
+		"the recommended policy's, ref the best safe policy, ratio, met) and\n"
+		"recommend_geometry (per client count: the extra dbench point with the\n"
+		"recommended logbufs and logbsize, ref its policy, ratio over that policy's\n"
+		"dbench row, met).  --json: \"recommendation\", with \"geometry\" (null and\n"
+		"\"geometry_skipped\" when skipped).\n");
 }
 
 const struct bench_workload bench_compare_flush = {
