@@ -483,6 +483,7 @@ int delog_stats(const delog *clog, struct delog_stats *out)
 	pthread_mutex_lock(&log->space.lock);
 	st->space_waits = log->space.waits;
 	st->push_calls = log->space.push_calls;
+	st->space_flushes = log->space.item_flushes + js.bound_flushes + js.cover_flushes;
 	pthread_mutex_unlock(&log->space.lock);
 	/* An older caller's smaller struct gets the fields it has (delog.h). */
 	memcpy(out, &full, size < sizeof(full) ? size : sizeof(full));

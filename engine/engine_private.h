@@ -182,6 +182,7 @@ struct space {
 	 * push thread writes one. */
 	_Atomic bool cover;
 	uint64_t waits, push_calls;
+	uint64_t item_flushes; /* S2 flushes (under lock) */
 };
 
 int space_init(struct delog *log);

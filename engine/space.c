@@ -246,6 +246,7 @@ int space_grant(struct delog *log, uint64_t bytes, bool nowait)
 			}
 			space_flushed(log, tf);
 			pthread_mutex_lock(&sp->lock);
+			sp->item_flushes++;
 			continue;
 		}
 		if (jrnl_log_cover_wanted(log->jl)) {

@@ -574,8 +574,10 @@ static void flush_resolve(struct jrnl_log *log)
 		} else if (!log->error)
 			log_durable_to(log, jf->snap, jf->snap_tail);
 		jf->result = log->error;
-		if (jf->bound)
+		if (jf->bound) {
 			log->bound_flush = false;
+			log->st.bound_flushes++;
+		}
 		if (jf->waiter) {
 			jf->resolved = true;
 		} else if (jf->fn) {
@@ -739,8 +741,12 @@ static void log_push_mode(struct jrnl_log *log, bool sync)
 		log->st.record_bytes += lb_sectors(log, b) * log->geom.sector;
 		log->st.preflush_writes += b->need_flush;
 		log->st.fua_writes += b->need_fua;
-		if (jrnl_lsn_sector(b->lsn) + lb_sectors(log, b) > log->geom.log_sectors)
+		if (jrnl_lsn_sector(b->lsn) + lb_sectors(log, b) > log->geom.log_sectors) {
+			/* Two writes (lb_prep), both with FUA: each one a flush to a
+			 * device without FUA. */
 			log->st.wraps++;
+			log->st.fua_writes += b->need_fua;
+		}
 		here = sync && b->lsn == log->prev_lsn;
 		pthread_mutex_unlock(&log->lock);
 		err = here ? lb_write_sync(log, b, &f) : lb_submit(log, b, &f);
@@ -1385,8 +1391,11 @@ int jrnl_log_cover(struct jrnl_log *log)
 	}
 	pthread_mutex_unlock(&log->lock);
 	err = jrnl_log_force(log);
-	if (!err)
-		err = log->no_flush ? 0 : jrnl_log_flush(log);
+	if (!err && !log->no_flush && !(err = jrnl_log_flush(log))) {
+		pthread_mutex_lock(&log->lock);
+		log->st.cover_flushes++;
+		pthread_mutex_unlock(&log->lock);
+	}
 	return err;
 }
 

@@ -326,6 +326,12 @@ struct delog_stats {
 			       * queue without FUA, delog writes and then flushes) */
 	int device_fua;       /* 1: the device does FUA natively, 0: it does not, -1: unknown
 			       * (counted as not: the conservative choice) */
+	/* Appended after device_fua.  Of `flushes`, those issued for log space rather than
+	 * for a checkpoint: a cover record's (the tail made durable so its space can be
+	 * reused), the unflushed window's (a checkpoint writing far past the durable point)
+	 * and item writes' (delog_item_written's space); so a policy's flushes per
+	 * checkpoint are (device_flushes - space_flushes) / checkpoints. */
+	uint64_t space_flushes;
 };
 /* Fill @st (st->size set by the caller: sizeof(struct delog_stats), or an older
  * struct's size, at least offsetof(struct delog_stats, fua_flushes)).  Returns 0 or

@@ -398,13 +398,16 @@ struct jrnl_log_stats {
 	uint64_t durable_lsn;   /* end of the prefix known stable (see log.c, (L6)) */
 	uint64_t records;       /* records submitted */
 	uint64_t record_bytes;  /* their bytes (headers and padding included) */
-	uint64_t preflush_writes, fua_writes; /* records written with PREFLUSH / FUA */
+	uint64_t preflush_writes, fua_writes; /* writes with PREFLUSH / FUA (wrapped: 2 FUA) */
 	uint64_t flushes;                     /* jrnl_log_flush calls that reached the device */
 	uint64_t wraps;                       /* records split at the physical end of the log */
 	uint64_t wait_prev_holds;             /* times a WAIT_PREV buffer waited for earlier ones */
 	uint64_t buffer_waits;     /* times the writer waited for a buffer to come back */
 	uint32_t hdr_sectors;      /* H of every record of this writer */
 	uint32_t payload_capacity; /* op bytes one buffer holds */
+	/* Of flushes, the ones for log space, not for a caller's records: the unflushed
+	 * window's (L13) and jrnl_log_cover's (L12). */
+	uint64_t bound_flushes, cover_flushes;
 };
 void jrnl_log_stats(const struct jrnl_log *log, struct jrnl_log_stats *out);
 

@@ -1128,6 +1128,12 @@ Test(api, full_log_backpressure_and_release, .timeout = 120)
 	st = t_stats(f.log);
 	cr_expect_geq(st.space_waits, 1);
 	cr_expect_geq(st.push_calls, calls_at_full);
+	/* The waiter's space was behind a tail no durable record named: a cover record and
+	 * its flush (journal/log.c L12), counted as a space flush; sync issues no other
+	 * standalone flush. */
+	cr_expect_geq(st.space_flushes, 1, "no cover record's flush counted");
+	cr_expect_eq(st.flushes, st.space_flushes, "sync: %llu standalone flushes, %llu for space",
+		     (unsigned long long)st.flushes, (unsigned long long)st.space_flushes);
 	cr_assert_eq(delog_close(f.log), 0);
 	iol_dev_close(dev);
 }
@@ -1201,6 +1207,36 @@ Test(api, release_moves_tail_without_flush, .timeout = 60)
 	cr_expect_eq(c1.flushes + c1.preflushes, c0.flushes + c0.preflushes,
 		     "release needs no flush");
 	cr_expect_eq(delog_item_written(log, 10, s[0]), -EINVAL, "item_written untracked");
+	cr_assert_eq(delog_close(log), 0);
+	iol_dev_close(dev);
+}
+
+/* A checkpoint reaching more than the unflushed window (2 MiB) past the durable point
+ * waits for a flush (journal/log.c L13): under sync the only standalone flushes, counted
+ * as space flushes, and not the policy's (delog.h space_flushes). */
+Test(api, space_flushes_counts_window_flushes, .timeout = 60)
+{
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NONE, 24, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
+	delog *log = t_open_dev(dev, &o);
+	static unsigned char data[64 << 10];
+	struct delog_stats st;
+	delog_tx *tx;
+	uint64_t seq;
+
+	cr_assert_eq(delog_tx_begin(log, 48 * (sizeof(data) + DELOG_ITEM_OVERHEAD), 0, &tx), 0);
+	for (unsigned i = 0; i < 48; i++) {
+		memset(data, (int)i, sizeof(data));
+		cr_assert_eq(delog_tx_log(tx, 1000 + i, data, sizeof(data)), 0);
+	}
+	cr_assert_eq(delog_tx_commit_force(tx, &seq), 0);
+	st = t_stats(log);
+	cr_expect_eq(st.checkpoints, 1);
+	cr_expect_geq(st.space_flushes, 1, "a 3 MiB checkpoint without a window flush");
+	cr_expect_eq(st.flushes, st.space_flushes, "%llu standalone flushes, %llu for space",
+		     (unsigned long long)st.flushes, (unsigned long long)st.space_flushes);
+	cr_expect_leq(st.device_flushes - st.space_flushes, 2, "sync: %llu flushes of its own",
+		      (unsigned long long)(st.device_flushes - st.space_flushes));
 	cr_assert_eq(delog_close(log), 0);
 	iol_dev_close(dev);
 }

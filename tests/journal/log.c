@@ -1079,7 +1079,8 @@ Test(log, wrap_flags, .timeout = TO)
 {
 	struct tl t;
 	struct wr sub[8], done[8];
-	struct jrnl_log_stats st;
+	struct jrnl_log_stats st, st0;
+	struct iol_counters c0, c1;
 	uint32_t h, size, len;
 	size_t from, ns, nd;
 
@@ -1102,6 +1103,8 @@ Test(log, wrap_flags, .timeout = TO)
 		jrnl_log_set_tail(t.log, jrnl_log_head(t.log));
 	}
 	from = iol_sim_trace_len(t.dev);
+	jrnl_log_stats(t.log, &st0);
+	iol_dev_counters(t.dev, &c0);
 	len = len_for(4096, h, size);
 	cr_assert_eq(tx_write(&t, 2, JRNL_TX_FLUSH_COMMIT | JRNL_TX_FUA_COMMIT, 1, &len, NULL), 0);
 	ns = trace_writes(&t, from, IOL_SIM_EV_SUBMIT, sub, 8);
@@ -1127,6 +1130,15 @@ Test(log, wrap_flags, .timeout = TO)
 	cr_assert_eq(nd, 2);
 	jrnl_log_stats(t.log, &st);
 	cr_assert_eq(st.wraps, 1);
+	/* Counted as the device sees them: one record, two writes, one PREFLUSH, two FUA
+	 * (each a flush to a device without FUA, delog_stats.fua_flushes). */
+	iol_dev_counters(t.dev, &c1);
+	cr_expect_eq(st.records - st0.records, 1);
+	cr_expect_eq(c1.writes - c0.writes, 2);
+	cr_expect_eq(st.preflush_writes - st0.preflush_writes, c1.preflushes - c0.preflushes);
+	cr_expect_eq(st.fua_writes - st0.fua_writes, 2, "%llu FUA writes counted for a wrapped "
+		     "record", (unsigned long long)(st.fua_writes - st0.fua_writes));
+	cr_expect_eq(c1.fua_writes - c0.fua_writes, 2);
 	/* PREFLUSH with everything before completed, then FUA on both parts: durable. */
 	cr_assert_eq(st.durable_lsn, jrnl_log_head(t.log));
 	tl_close(&t);

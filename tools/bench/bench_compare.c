@@ -269,6 +269,7 @@ void fb_stats_delta(struct fb_stats *d, const struct delog_stats *s0,
 	d->flushes = s1->flushes - s0->flushes;
 	d->fua_writes = s1->fua_writes - s0->fua_writes;
 	d->fua_flushes = s1->fua_flushes - s0->fua_flushes;
+	d->space_flushes = s1->space_flushes - s0->space_flushes;
 	d->disk_flushes = bench_disk_flushes(c0, c1);
 	d->disk_per_ckpt = bench_per(d->disk_flushes, d->checkpoints);
 	d->transactions = s1->transactions - s0->transactions;
@@ -708,7 +709,7 @@ static const char csv_header[] =
 	"workload,policy,unsafe,clients,phase,window_s,ops,ops_per_s,mb_per_s,forces,"
 	"forces_per_s,lat_avg_ms,lat_max_ms,phase_s,checkpoints,device_flushes,preflushes,"
 	"flushes,fua_writes,transactions,relogged,flushes_per_checkpoint,txs_per_checkpoint,"
-	"vs_raw,vs_sync,fua_flushes,disk_flushes,logbufs,logbsize,ref,ratio,target,met,note\n";
+	"vs_raw,vs_sync,fua_flushes,disk_flushes,space_flushes,logbufs,logbsize,ref,ratio,target,met,note\n";
 
 static void csv_dbl(double v, bool last)
 {
@@ -767,6 +768,7 @@ static void csv_dbench(const char *workload, const struct dbench_row *w,
 	csv_dbl(rw ? w->forces_per_s / rw->syncs_per_s : NAN, false);
 	printf(",%" PRIu64 ",", w->st.fua_flushes);
 	csv_dbl(w->st.disk_flushes, false);
+	printf("%" PRIu64 ",", w->st.space_flushes);
 }
 
 static void csv_recommendation(const struct frun *r);
@@ -791,7 +793,7 @@ static void print_csv(struct frun *r)
 			csv_dbl(rw->syncs_per_s, false);
 			csv_dbl(rw->lat_avg_ms, false);
 			csv_dbl(rw->lat_max_ms, false);
-			csv_empty(14);
+			csv_empty(15);
 			csv_tail(0, 0, NULL, NAN, NAN, -1, NULL);
 		}
 		for (unsigned p = 0; p < o->npolicy; p++) {
@@ -818,6 +820,7 @@ static void print_csv(struct frun *r)
 			csv_dbl(s ? f->phase_s[ph] / s->phase_s[ph] : NAN, false);
 			printf("%" PRIu64 ",", f->st[ph].fua_flushes);
 			csv_dbl(f->st[ph].disk_flushes, false);
+			printf("%" PRIu64 ",", f->st[ph].space_flushes);
 			csv_tail(run_logbufs(o), run_logbsize(o), NULL, NAN, NAN, -1, NULL);
 		}
 	}
@@ -833,6 +836,7 @@ static void json_stats(struct json *j, const struct fb_stats *s)
 	json_u64(j, "flushes", s->flushes);
 	json_u64(j, "fua_writes", s->fua_writes);
 	json_u64(j, "fua_flushes", s->fua_flushes);
+	json_u64(j, "space_flushes", s->space_flushes);
 	json_dbl(j, "disk_flushes", s->disk_flushes);
 	json_dbl(j, "disk_flushes_per_checkpoint", s->disk_per_ckpt);
 	json_u64(j, "transactions", s->transactions);
@@ -1372,12 +1376,12 @@ static void csv_recommendation(const struct frun *r)
 		return;
 	if (!r->rec_ok) {
 		printf("recommend,,,,");
-		csv_empty(23);
+		csv_empty(24);
 		csv_tail(0, 0, NULL, NAN, REC_TARGET, -1, geo_skip(r));
 		return;
 	}
 	printf("recommend,%s,false,,", pol);
-	csv_empty(23);
+	csv_empty(24);
 	csv_tail(r->rec.logbufs, r->rec.logbsize, NULL, NAN, REC_TARGET, -1, geo_skip(r));
 	for (unsigned c = 0; o->do_dbench && c < o->nclients; c++) {
 		const char *best;
@@ -1388,7 +1392,7 @@ static void csv_recommendation(const struct frun *r)
 		printf("recommend_policy,%s,false,%u,,", pol, o->clients[c]);
 		csv_empty(3);
 		csv_dbl(dbr(r, c, (unsigned)ri)->mb_per_s, false);
-		csv_empty(18);
+		csv_empty(19);
 		csv_tail(run_logbufs(o), run_logbsize(o), best, x, REC_TARGET, x >= REC_TARGET,
 			 NULL);
 	}

@@ -94,6 +94,7 @@ struct fb_env {
 struct fb_stats {
 	uint64_t checkpoints, device_flushes, preflushes, flushes, fua_writes;
 	uint64_t fua_flushes;     /* FUA writes counted as flushes (a disk without FUA) */
+	uint64_t space_flushes;   /* of flushes, those for log space (delog_stats) */
 	double disk_flushes;      /* flush requests the disk completed; NAN: no counters */
 	double disk_per_ckpt;     /* disk_flushes per checkpoint */
 	uint64_t transactions, items_logged, relogged, records, record_bytes, space_waits;
