@@ -749,7 +749,7 @@ static void csv_tail(unsigned logbufs, uint32_t logbsize, const char *ref, doubl
 	printf("%s,%s\n", met < 0 ? "" : met ? "true" : "false", note ? note : "");
 }
 
-/* A dbench point's columns up to disk_flushes, as @workload (vs_raw against @rw). */
+/* A dbench point's columns up to space_flushes, as @workload (vs_raw against @rw). */
 static void csv_dbench(const char *workload, const struct dbench_row *w,
 		       const struct raw_row *rw)
 {
