@@ -43,8 +43,9 @@
  *        otherwise it continues them itself (end_io, or a PREFLUSH rider's write handed
  *        to ->submit).  So the device goes from one flush to the next with no thread
  *        wake-up in between, as the block layer issues the next flush from the last
- *        one's completion; waking a checkpoint's clients takes longer than a flush here.  Through a ring each flush would
- *        cost the reaper's wake-up and an io_uring worker's (FSYNC never runs inline).
+ *        one's completion; waking a checkpoint's clients takes longer than a flush
+ *        here.  Through a ring each flush would cost the reaper's wake-up and an
+ *        io_uring worker's (FSYNC never runs inline).
  *        Riders of consecutive generations may so be continued concurrently, in either
  *        order; io.h promises no order of completions, and the journal takes flush
  *        results in issue order itself (its L14).  The gate's request is reused: only
@@ -61,14 +62,15 @@
 #include <signal.h>
 #include <stdlib.h>
 
-/* Count a generation and arm the gate's request for it.  Under the gate's lock. */
-static void gen_arm(struct iol_dev *dev, bool inline_gen)
+/* Count a generation and arm the gate's request for it; @inline_req: the one request an
+ * inline generation serves (FG4), NULL on a flusher.  Under the gate's lock. */
+static void gen_arm(struct iol_dev *dev, struct iol_req *inline_req)
 {
 	struct iol_req *g = &dev->gate.req;
 
 	atomic_fetch_add_explicit(&dev->cnt.dev_flushes, 1, memory_order_relaxed);
 	dev->gate.running = true;
-	dev->gate.inline_gen = inline_gen;
+	dev->gate.inline_req = inline_req;
 	atomic_store(&g->status, 0);
 	atomic_store(&g->remaining, 1);
 	g->bytes = 0;
@@ -95,9 +97,17 @@ static void rider_continue(struct iol_req *req, int err, bool here)
 	iol_req_finish(req, err);
 }
 
-/* A continuation of riders ended: wake a drain once nothing is left. */
-static void gate_continued(struct iol_gate *gt)
+/* Continue @riders, each with its generation's result (gate_err), outside the gate's
+ * lock; the caller counted them in `continuing`.  Then wake a drain once nothing is
+ * left. */
+static void riders_continue(struct iol_gate *gt, struct iol_req *riders)
 {
+	struct iol_req *next;
+
+	for (; riders; riders = next) {
+		next = riders->gate_next;
+		rider_continue(riders, riders->gate_err, false);
+	}
 	pthread_mutex_lock(&gt->lock);
 	if (!--gt->continuing && !gt->running && !gt->pend && !gt->handoff)
 		pthread_cond_broadcast(&gt->idle);
@@ -111,19 +121,19 @@ static void gen_end(struct iol_req *g)
 	struct iol_dev *dev = g->priv;
 	struct iol_gate *gt = &dev->gate;
 	int err = atomic_load(&g->status);
-	struct iol_req *riders, *next;
+	struct iol_req *riders;
 
 	pthread_mutex_lock(&gt->lock);
 	riders = gt->cur;
 	gt->cur = NULL;
-	if (gt->inline_gen)
+	if (gt->inline_req)
 		gt->inline_req->gate_err = err; /* its own: the gate may run again at once */
+	for (struct iol_req *r = riders; r; r = r->gate_next)
+		r->gate_err = err;
 	gt->running = false;
 	if (gt->pend && riders) {
 		/* The next generation is due: the flusher that ran this one starts it as
 		 * soon as this returns, and the other one continues these riders. */
-		for (struct iol_req *r = riders; r; r = r->gate_next)
-			r->gate_err = err;
 		*gt->handoff_tail = riders;
 		while (*gt->handoff_tail)
 			gt->handoff_tail = &(*gt->handoff_tail)->gate_next;
@@ -135,12 +145,7 @@ static void gen_end(struct iol_req *g)
 	if (gt->pend)
 		pthread_cond_signal(&gt->work);
 	pthread_mutex_unlock(&gt->lock);
-
-	for (; riders; riders = next) {
-		next = riders->gate_next;
-		rider_continue(riders, err, false);
-	}
-	gate_continued(gt);
+	riders_continue(gt, riders);
 }
 
 static void *flusher(void *arg)
@@ -153,7 +158,7 @@ static void *flusher(void *arg)
 		while ((!gt->pend || gt->running) && !gt->handoff && !gt->stop)
 			pthread_cond_wait(&gt->work, &gt->lock);
 		if (!gt->pend || gt->running) {
-			struct iol_req *riders = gt->handoff, *next;
+			struct iol_req *riders = gt->handoff;
 
 			if (!riders)
 				break; /* stopping, and nothing to do */
@@ -162,11 +167,7 @@ static void *flusher(void *arg)
 			gt->handoff_tail = &gt->handoff;
 			gt->continuing++;
 			pthread_mutex_unlock(&gt->lock);
-			for (; riders; riders = next) {
-				next = riders->gate_next;
-				rider_continue(riders, riders->gate_err, false);
-			}
-			gate_continued(gt);
+			riders_continue(gt, riders);
 			pthread_mutex_lock(&gt->lock);
 			continue;
 		}
@@ -174,7 +175,7 @@ static void *flusher(void *arg)
 		gt->cur = gt->pend;
 		gt->pend = NULL;
 		gt->pend_tail = &gt->pend;
-		gen_arm(dev, false);
+		gen_arm(dev, NULL);
 		pthread_mutex_unlock(&gt->lock);
 		/* gen_end continues the riders, here or, without ->run (sim), on the
 		 * backend's completion path; the loop waits for it (running). */
@@ -197,8 +198,7 @@ void iol_gate_join(struct iol_req *req, int stage, bool here)
 	pthread_mutex_lock(&gt->lock);
 	if (here && !gt->running && !gt->pend) {
 		/* FG4: a generation of one, on this thread. */
-		gen_arm(dev, true);
-		gt->inline_req = req;
+		gen_arm(dev, req);
 		pthread_mutex_unlock(&gt->lock);
 		dev->ops->run(dev, &gt->req); /* gen_end runs before this returns */
 		rider_continue(req, req->gate_err, true);

@@ -69,9 +69,9 @@ struct iol_gate {
 	pthread_cond_t work;        /* riders pending and no generation running, or stopping */
 	pthread_cond_t idle;        /* nothing running or pending */
 	bool running;               /* a generation is in flight (FG2) */
-	bool inline_gen;            /* it runs on an iol_submit_wait thread (FG4) */
 	bool stop;                  /* close: the flushers leave once nothing is pending */
-	struct iol_req *inline_req; /* the request an inline generation serves */
+	struct iol_req *inline_req; /* running on its iol_submit_wait thread, serving only it
+				     * (FG4); NULL: on a flusher */
 	unsigned continuing;        /* generations whose riders are being continued */
 	struct iol_req *cur;        /* riders of the running generation */
 	struct iol_req *pend;       /* riders of the next one (FG1), FIFO through gate_next */

@@ -849,6 +849,23 @@ static void json_stats(struct json *j, const struct fb_stats *s)
 	json_dbl(j, "txs_per_checkpoint", s->txs_per_ckpt);
 }
 
+/* A dbench point's measured fields after mb_per_s (vs_raw against @rw): a row of "rows"
+ * and a check of the geometry's. */
+static void json_dbench_point(struct json *j, const struct dbench_row *w,
+			      const struct raw_row *rw)
+{
+	json_dbl(j, "window_s", w->window_s);
+	json_u64(j, "ops", w->ops);
+	json_dbl(j, "ops_per_s", w->ops_per_s);
+	json_u64(j, "bytes", w->bytes);
+	json_u64(j, "forces", w->forces);
+	json_dbl(j, "forces_per_s", w->forces_per_s);
+	json_dbl(j, "lat_avg_ms", w->lat_avg_ms);
+	json_dbl(j, "lat_max_ms", w->lat_max_ms);
+	json_stats(j, &w->st);
+	json_dbl(j, "vs_raw", rw ? w->forces_per_s / rw->syncs_per_s : NAN);
+}
+
 static void print_json(struct frun *r)
 {
 	const struct fb_opts *o = r->e.o;
@@ -910,17 +927,8 @@ static void print_json(struct frun *r)
 			json_str(&j, "policy", delog_flush_policy_name(w->policy));
 			json_bool(&j, "unsafe", w->policy == DELOG_FLUSH_NONE);
 			json_u64(&j, "clients", w->clients);
-			json_dbl(&j, "window_s", w->window_s);
-			json_u64(&j, "ops", w->ops);
-			json_dbl(&j, "ops_per_s", w->ops_per_s);
-			json_u64(&j, "bytes", w->bytes);
 			json_dbl(&j, "mb_per_s", w->mb_per_s);
-			json_u64(&j, "forces", w->forces);
-			json_dbl(&j, "forces_per_s", w->forces_per_s);
-			json_dbl(&j, "lat_avg_ms", w->lat_avg_ms);
-			json_dbl(&j, "lat_max_ms", w->lat_max_ms);
-			json_stats(&j, &w->st);
-			json_dbl(&j, "vs_raw", rw ? w->forces_per_s / rw->syncs_per_s : NAN);
+			json_dbench_point(&j, w, rw);
 			json_obj_end(&j);
 		}
 	}
@@ -1283,16 +1291,7 @@ static void json_geometry(struct json *j, const struct frun *r)
 		json_dbl(j, "run_mb_per_s", w->mb_per_s);
 		json_dbl(j, "ratio", x);
 		json_bool(j, "met", x >= REC_TARGET);
-		json_dbl(j, "window_s", g->window_s);
-		json_u64(j, "ops", g->ops);
-		json_dbl(j, "ops_per_s", g->ops_per_s);
-		json_u64(j, "bytes", g->bytes);
-		json_u64(j, "forces", g->forces);
-		json_dbl(j, "forces_per_s", g->forces_per_s);
-		json_dbl(j, "lat_avg_ms", g->lat_avg_ms);
-		json_dbl(j, "lat_max_ms", g->lat_max_ms);
-		json_stats(j, &g->st);
-		json_dbl(j, "vs_raw", rw ? g->forces_per_s / rw->syncs_per_s : NAN);
+		json_dbench_point(j, g, rw);
 		json_obj_end(j);
 	}
 	json_arr_end(j);
