@@ -73,7 +73,7 @@
 
 /* The writer's unflushed bound (journal/log.c L13), which is recovery's scan window
  * (journal/recover.c): a record is submitted only if it ends at most this many bytes
- * (or the log's size less one sector, if smaller) past the end of the log known
+ * (or half the log, if smaller: jrnl_window_sectors) past the end of the log known
  * stable.  So after a power cut every sector more than this far before the furthest
  * write is stable, and nothing the last session wrote lies further past the durable
  * point.  docs/FORMAT.md, "Bounds recovery relies on". */
@@ -227,6 +227,16 @@ static inline uint64_t jrnl_lsn_add(uint64_t lsn, uint64_t n, uint64_t log_secto
 		cycle = jrnl_cycle_next(cycle);
 	}
 	return jrnl_lsn(cycle, (uint32_t)sec);
+}
+
+/* The unflushed bound in sectors: JRNL_UNFLUSHED_MAX, at most half the log (a log of the
+ * smallest size, 2 x JRNL_MAX_LOGBUFS x JRNL_MAX_LOGBSIZE, has exactly that).  Half the
+ * log keeps most of recovery's probes outside the window (recover.c R11). */
+static inline uint64_t jrnl_window_sectors(uint64_t log_sectors, uint32_t sector)
+{
+	uint64_t w = JRNL_UNFLUSHED_MAX / sector;
+
+	return w < log_sectors / 2 ? w : log_sectors / 2;
 }
 
 /* Saved-word slots in H header sectors of @sector bytes. */

@@ -1121,9 +1121,7 @@ int jrnl_log_open(struct iol_dev *dev, const struct jrnl_geom *g, const struct j
 	/* The last record recovery found names this tail and is durable (its stamping
 	 * flushed everything before the head): L12 starts from it. */
 	log->completed_tail = log->durable_tail = tail;
-	log->window = JRNL_UNFLUSHED_MAX / g->sector;
-	if (log->window > g->log_sectors - 1)
-		log->window = g->log_sectors - 1;
+	log->window = jrnl_window_sectors(g->log_sectors, g->sector);
 	log->no_flush = opts && opts->no_flush;
 	log->next_tid = random_tid();
 	*out = log;

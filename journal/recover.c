@@ -13,15 +13,18 @@
  * the cycle would wrap; not handled.)
  *
  * Algorithm.
- *  1. Provisional head hc (find_head).  Read the cycles of the first and the last
- *     sector.  Sector 0 never written: hc = N.  Otherwise, in lap 1 not yet full or in a
- *     wrapped log, binary-search with one-sector reads for the first sector whose cycle
- *     differs from sector 0's (log2 N reads, never a scan); one lap all of one cycle: hc
- *     is the end of that lap.  Two end sectors that are not one lap apart mean one of
- *     them is damaged; seven interior probes decide which to believe.  Then read the
- *     in-flight window (JRNL_MAX_LOGBUFS x JRNL_MAX_LOGBSIZE) before hc and move hc to
- *     the first sector carrying the wrong cycle for its address: a buffer written out
- *     of order left a hole there.
+ *  1. Provisional head hc (find_head).  The writer's unflushed bound (L13) confines
+ *     what a power cut can leave unstable to the in-flight window [P, P + W), P being
+ *     what the last completed flush covered and W at most half the log: every sector outside it carries the
+ *     cycle of its address, and a sector inside it may hold the previous lap, this one,
+ *     or garbage.  So no single sector is evidence, and the search never asks which end
+ *     to believe.  Nine probes (sector 0, the eighths, the last sector) each claim the
+ *     address their cycle puts them at; the largest claim that the others corroborate
+ *     (find_anchor) is an anchor lo in [P + W - N, P + W) that carries its lap.  A binary
+ *     search of (lo, lo + N] for a sector that does not while the one before it does
+ *     ends in [P, P + W] whatever the window holds (R11).  Then read the window before
+ *     hc and move hc to the first sector carrying the wrong cycle for its address: a
+ *     buffer written out of order left a hole there.
  *  2. Settle the head E and the last good record L (settle_head).  From E = hc: L is the
  *     last valid record ending at or before E, found by scanning back for the record
  *     magic (a payload sector never starts with it: cycles skip that value); [L.end, E)
@@ -87,6 +90,14 @@
  *       it replays the same checkpoints.  A crash part way through stamping leaves a
  *       mix of stamped and unstamped sectors past E; both are beyond the first hole, so
  *       the next run settles on the same E.
+ *  (R11) P <= hc0 <= P + W, P being what the last completed flush covered and W the
+ *       unflushed bound, whatever the sectors of [P, P + W) hold, as long as no garbage
+ *       cycle lands within a lap of the head (odds of about 2^-31 a sector): the anchor
+ *       is a sector outside the window or one this lap wrote inside it, every sector in
+ *       (lo, P) carries its lap and none in [P + W, lo + N] does, so the search ends in
+ *       the window or at its end, and the hole scan keeps hc in [P, hc0].  A garbled
+ *       sector therefore moves the head exactly as the same sector left unwritten would
+ *       (docs/FORMAT.md, "How recovery finds the head").
  *  (R9) A prefix or nothing: complete checkpoints follow one another in sequence, and a
  *       checkpoint left open behind one that committed is an earlier attempt at the
  *       same sequence (a resumed writer's) or corruption; with a replay callback the
@@ -115,8 +126,6 @@
 
 /* Largest record jrnl_rec_check accepts: H and P each up to JRNL_MAX_LOGBSIZE. */
 #define MAXREC_BYTES (2u * JRNL_MAX_LOGBSIZE)
-/* How far past the durable point the writer may have written (log.c L13, R8). */
-#define WINDOW_BYTES ((uint64_t)JRNL_UNFLUSHED_MAX)
 #define CHUNK_DEFAULT (4u << 20)
 #define CHUNK_MIN (1u << 20) /* >= 2 records: see win_get */
 #define CHUNK_MAX (256u << 20)
@@ -164,12 +173,6 @@ static uint32_t lap_cycle(uint64_t lap)
 	return (uint32_t)(lap >= JRNL_REC_MAGIC ? lap + 1 : lap);
 }
 
-/* The cycle before @c (0 before 1: lap 1 overwrites never-written sectors). */
-static uint32_t cycle_prev(uint32_t c)
-{
-	return c ? lap_cycle(cycle_lap(c) - 1) : 0;
-}
-
 /* What one record's header says, with its position as addresses. */
 struct rinfo {
 	uint64_t a, end; /* addresses of its first sector and one past its last */
@@ -195,7 +198,7 @@ struct rctx {
 	uint32_t S;         /* sector bytes */
 	uint64_t N;         /* log sectors */
 	uint64_t maxrec;    /* MAXREC_BYTES in sectors */
-	uint64_t window;    /* WINDOW_BYTES in sectors, below N */
+	uint64_t window;    /* the writer's unflushed bound in sectors, at most N / 2 */
 	size_t chunk;       /* bytes per chained read */
 	uint64_t cap;       /* chunk in sectors */
 	unsigned inflight;  /* chained reads kept outstanding by the main pass */
@@ -396,6 +399,10 @@ static int hard_damage(struct rctx *r, int v, uint64_t a, const unsigned char *p
 
 /* ---- step 1: the provisional head ---- */
 
+/* Sectors the head search reads first: sector 0, seven at eighths of the log and the
+ * last one.  At most five of them lie in the in-flight window (half the smallest log). */
+#define PROBES 9u
+
 static int sector_cycle(struct rctx *r, uint64_t sector, uint32_t *c)
 {
 	int err = read_addr(r, r->N + sector, 1, r->sec);
@@ -405,115 +412,83 @@ static int sector_cycle(struct rctx *r, uint64_t sector, uint32_t *c)
 	return err;
 }
 
-static bool ends_consistent(uint32_t first, uint32_t last)
+/* Does the sector at address @a carry the cycle of a's lap (R11)? */
+static int carries_lap(struct rctx *r, uint64_t a, bool *yes)
 {
-	if (!last)
-		return first <= 1;
-	return first && (first == last || jrnl_cycle_next(last) == first);
+	uint32_t c;
+	int err = sector_cycle(r, a % r->N, &c);
+
+	if (!err)
+		*yes = c == lap_cycle(a / r->N);
+	return err;
 }
 
 /*
- * The end sectors disagree.  Two ways a crash leaves them so:
- *
- *  - a torn write near the physical end left garbage in one of them: believe the end
- *    whose lap family ({x, x - 1} for sector 0, {y, y + 1} for the last sector) every
- *    interior probe belongs to, and derive the other;
- *  - the in-flight window spans the wrap: a write at the start of lap x + 1 reached the
- *    disk while one covering the end of lap x did not (completions come in any order),
- *    so sector 0 says x + 1 and the last sector still x - 1.  The window (up to
- *    WINDOW_BYTES, half of the smallest log) can reach past probes on either side of
- *    the wrap, so a probe may say x + 1 (lap x + 1 got that far), x, or x - 1 (another
- *    hole of lap x before the end).  The last sector is a hole in the window and
- *    sector 0 the truth, so last is taken as x; the binary search then stops at the
- *    first sector lap x + 1 did not write (or at an earlier hole), and find_head's hole
- *    scan, which looks back across the wrap, puts the head at the first hole of lap x.
- *    If both end sectors were in flight and came back as
- *    garbage, neither family fits; the probes all agree on x: both ends are taken as x
- *    (one whole lap) and the hole scan again finds the first damaged sector.
- *
- * Whatever is believed here only bounds the search: the head still has to be a chain
- * of CRC-valid records, so a wrong guess can cut the log short (reported as torn) but
- * never replay something that is not there.
+ * The anchor of the head search (R11): the largest address that a probe claims and that
+ * at least as many other probes corroborate as any larger claim.  A probe at sector s
+ * reading cycle c claims the address cycle_lap(c) * N + s.  Every sector outside the
+ * in-flight window [P, P + W) claims its address in [P + W - N, P); one inside it
+ * claims an address in [P - N, P + W) (the lap before, or this one) or, if garbage,
+ * anything.  So the claims of sectors that are not garbage lie within N + W of one
+ * another, and the largest of them is at least P + W - N, because at least four probes
+ * lie outside a window of at most N / 2 sectors.  A garbage claim is corroborated only
+ * by the claims within N + W below it, which outnumber the real ones only if garbage
+ * lands within a lap of the real head (a random cycle does so with odds of about 2^-31).
  */
-static int resolve_ends(struct rctx *r, uint32_t *first, uint32_t *last)
+static int find_anchor(struct rctx *r, uint64_t *anchor)
 {
-	uint32_t f = *first, l = *last, pv[7];
-	bool tf = f != 0, tl = true, fprev = false, lnext = false, same = true, span = true;
+	uint64_t claim[PROBES], span = r->N + r->window;
+	unsigned best = 0, votes[PROBES];
+	uint32_t c;
 	int err;
 
-	for (unsigned i = 0; i < 7; i++) {
-		err = sector_cycle(r, (i + 1) * r->N / 8, &pv[i]);
+	for (unsigned i = 0; i < PROBES; i++) {
+		uint64_t s = i + 1 < PROBES ? i * r->N / (PROBES - 1) : r->N - 1;
+
+		err = sector_cycle(r, s, &c);
 		if (err)
 			return err;
-		if (pv[i] != f && pv[i] != cycle_prev(f))
-			tf = false;
-		if (pv[i] != l && pv[i] != jrnl_cycle_next(l))
-			tl = false;
-		fprev |= pv[i] == cycle_prev(f);
-		lnext |= pv[i] == jrnl_cycle_next(l);
-		same &= pv[i] == pv[0];
-		span &= pv[i] == f || pv[i] == cycle_prev(f) || pv[i] == l;
+		claim[i] = cycle_lap(c) * r->N + s;
 	}
-	if (f && span && jrnl_cycle_next(jrnl_cycle_next(l)) == f) {
-		*last = cycle_prev(f); /* the window spans the wrap */
-		return 0;
+	for (unsigned i = 0; i < PROBES; i++) {
+		votes[i] = 0;
+		for (unsigned j = 0; j < PROBES; j++)
+			votes[i] += claim[j] <= claim[i] && claim[i] - claim[j] < span;
+		if (votes[i] > votes[best] || (votes[i] == votes[best] && claim[i] > claim[best]))
+			best = i;
 	}
-	if (!tf && !tl && same && pv[0]) {
-		*first = *last = pv[0]; /* both ends in flight and garbled */
-		return 0;
-	}
-	if (tf == tl)
-		return corrupt(r, DELOG_ECORRUPT, r->N, dev_off(r, 0),
-			       "cycles of the first (%u) and last (%u) sectors are not one lap apart",
-			       f, l);
-	if (tf)
-		*last = fprev ? cycle_prev(f) : f;
-	else
-		*first = lnext ? jrnl_cycle_next(l) : l;
+	*anchor = claim[best];
 	return 0;
 }
 
 /*
- * Find the provisional head: the first sector the cycles say the last lap has not
- * written, then the first hole in the in-flight window before it.  Why a binary search
- * is enough: outside that window every sector of the current lap is written and every
- * later one holds the previous lap, so the cycles are monotonic there.
+ * Find the provisional head (R11): from the anchor lo, which carries its lap, search
+ * (lo, lo + N] for a sector that does not while the one before it does; lo + N is the
+ * anchor's own sector one lap on, so it does not.  Then move back to the first hole in
+ * the in-flight window before it: a buffer written out of order left one there.
  */
 static int find_head(struct rctx *r)
 {
-	uint32_t first, last, c;
-	uint64_t hc, lo, hi;
+	uint64_t lo, hi, hc;
 	unsigned char *p;
+	bool yes;
 	int err;
 
-	err = sector_cycle(r, 0, &first);
-	if (!err)
-		err = sector_cycle(r, r->N - 1, &last);
-	if (!err && !ends_consistent(first, last))
-		err = resolve_ends(r, &first, &last);
+	err = find_anchor(r, &lo);
 	if (err)
 		return err;
+	for (hi = lo + r->N; hi - lo > 1;) {
+		uint64_t mid = lo + (hi - lo) / 2;
 
-	if (!first) {
-		hc = r->N; /* nothing at sector 0: empty */
-	} else if (first == last) {
-		hc = (cycle_lap(first) + 1) * r->N; /* one whole lap: head at its end */
-	} else {
-		lo = 0;        /* cycle == first */
-		hi = r->N - 1; /* cycle != first */
-		while (hi - lo > 1) {
-			uint64_t mid = lo + (hi - lo) / 2;
-
-			err = sector_cycle(r, mid, &c);
-			if (err)
-				return err;
-			if (c == first)
-				lo = mid;
-			else
-				hi = mid;
-		}
-		hc = cycle_lap(first) * r->N + hi;
+		err = carries_lap(r, mid, &yes);
+		if (err)
+			return err;
+		if (yes)
+			lo = mid;
+		else
+			hi = mid;
 	}
+	hc = hi;
 	r->hc0 = hc;
 
 	/* Holes left by writes that completed out of order. */
@@ -1729,7 +1704,7 @@ int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jr
 	r.S = g->sector;
 	r.N = g->log_sectors;
 	r.maxrec = MAXREC_BYTES / r.S;
-	r.window = min64(WINDOW_BYTES / r.S, r.N - 1);
+	r.window = jrnl_window_sectors(r.N, r.S);
 	r.chunk = chunk;
 	r.cap = chunk / r.S;
 	r.inflight = o->reads_in_flight < 2            ? 2 :
