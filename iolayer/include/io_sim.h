@@ -61,6 +61,22 @@ struct iol_sim_opts {
 	 * above the disk (delog_open's "sim"); power cuts need the cache (false). */
 	bool write_through;
 	const void *image; /* optional initial media, dev_bytes long */
+	/* A ->run, as the descriptor backends have (io_private.h): iol_submit_wait's
+	 * request is performed on the calling thread, and so, on a device opened with
+	 * flush_gate, a lone waiter's flush is an inline generation (flush.c FG4) and the
+	 * flushers' generations are blocking flushes (FG5), as on a real disk.  The
+	 * request still goes through the flight list (a power cut sees it in flight) and is
+	 * completed when delivered: by the sim thread, or with hold by iol_sim_deliver, on
+	 * whichever thread delivers; its completion (iol_req_done, end_io) then runs on the
+	 * waiting thread.  false: every request completes on the delivering thread. */
+	bool inline_run;
+	/* A failed flush drops what it covered: every cached version its capture holds
+	 * that is not yet durable leaves the cache (a read returns the media again; a power
+	 * cut can no longer bring it back; a later flush does not make it durable), as a
+	 * real device may lose its cache when a flush fails.  This is the device the
+	 * journal's L14 assumes.  false (default): a failed flush leaves the cache as it
+	 * was, so a later flush may still make those writes durable. */
+	bool flush_fail_drops;
 };
 
 /* Latency profile by name ("none", "nvme", "sata"); -EINVAL if unknown. */
