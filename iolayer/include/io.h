@@ -252,7 +252,9 @@ struct iol_counters {
  * backend is not built in or not usable here, -ENOMEM.
  */
 int iol_dev_open(const char *path, const struct iol_dev_opts *opts, struct iol_dev **out);
-/* Wait for requests in flight, stop backend threads, close.  Returns 0 or -errno from close. */
+/* Refuse new requests, wait until every accepted one has finished (its end_io returned;
+ * io.c IO7), stop the flush gate and the backend's threads, close.  Returns 0 or -errno
+ * from close. */
 int iol_dev_close(struct iol_dev *dev);
 
 const struct iol_geom *iol_dev_geom(const struct iol_dev *dev);

@@ -22,7 +22,9 @@
  *
  * Completions are delivered by a sim thread after the latency model's delay (none, nvme,
  * sata), in seeded random order among those due (so out-of-order completion is the norm),
- * or, with hold = true, only when the test calls iol_sim_deliver().
+ * or, with hold = true, only when the test calls iol_sim_deliver(), until iol_dev_close
+ * begins: from then on a held disk delivers by itself (FIFO), so close never waits for a
+ * delivery no one makes.
  *
  * Thread safety: every call here may be made from any thread, concurrently with I/O.
  */
@@ -126,7 +128,11 @@ struct iol_sim_fault {
 	int err;         /* 0: -EIO */
 };
 
-/* Arm a fault plan entry (up to 16).  -ENOSPC when full, -EINVAL for a bad entry. */
+/* Arm a fault plan entry (up to 16).  -ENOSPC when full, -EINVAL for a bad entry.
+ * A FLUSH entry counts the flushes the disk is asked to do: a standalone flush, a
+ * PREFLUSH write's flush, and on a device opened with flush_gate each generation of the
+ * flush gate (the riders never reach the disk), inline or not; so the nth FLUSH fails
+ * one chosen generation and every request that rode it (iolayer/flush.c FG3). */
 int iol_sim_fault_add(struct iol_dev *dev, const struct iol_sim_fault *f);
 void iol_sim_fault_clear(struct iol_dev *dev);
 
