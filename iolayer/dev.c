@@ -325,6 +325,7 @@ static int dev_start(struct iol_dev *dev, const struct backend *b, const char *p
 	int err;
 
 	dev->ops = b->ops;
+	dev->run = b->ops->run != NULL; /* the backend's open may decline it (sim) */
 	dev->gated = b->ops->gate_flushes || opts->flush_gate;
 	if (dev->gated) {
 		err = iol_gate_init(dev);
@@ -339,8 +340,11 @@ static int dev_start(struct iol_dev *dev, const struct backend *b, const char *p
 		dev->ops = NULL;
 		return err;
 	}
-	/* After open: a descriptor backend's geometry says whether FUA is native. */
-	dev->gate_fua = dev->gated && (dev->geom.fua != 1 || opts->flush_gate);
+	/* After open: a descriptor backend's geometry says whether FUA is native.  A
+	 * backend gated by request (flush_gate) carries FUA out as write + gated flush too,
+	 * unless asked to keep native FUA (gate_keep_fua). */
+	dev->gate_fua = dev->gated &&
+			(dev->geom.fua != 1 || (opts->flush_gate && !opts->gate_keep_fua));
 	dev->geom.backend = b->name;
 	return 0;
 }
@@ -385,6 +389,8 @@ int iol_dev_open(const char *path, const struct iol_dev_opts *opts, struct iol_d
 		return -ENOMEM;
 	dev->fd = -1;
 	pthread_mutex_init(&dev->faults.lock, NULL);
+	pthread_mutex_init(&dev->live_lock, NULL);
+	pthread_cond_init(&dev->live_cond, NULL);
 	dev->read_only = opts->read_only;
 	dev->queue_depth = opts->queue_depth ? opts->queue_depth : 128;
 	dev->max_segs = opts->max_segs ? opts->max_segs : IOL_MAX_SEGS_DEFAULT;
@@ -417,6 +423,8 @@ int iol_dev_open(const char *path, const struct iol_dev_opts *opts, struct iol_d
 			close(dev->fd);
 		free(dev->path);
 		pthread_mutex_destroy(&dev->faults.lock);
+		pthread_mutex_destroy(&dev->live_lock);
+		pthread_cond_destroy(&dev->live_cond);
 		free(dev);
 		return err;
 	}
@@ -430,16 +438,24 @@ int iol_dev_close(struct iol_dev *dev)
 
 	if (!dev)
 		return 0;
+	/* (IO7, FG6) Refuse new requests, then wait until every accepted one finished,
+	 * with the gate and the backend still running; only then tear them down. */
 	atomic_store(&dev->closing, true);
-	if (dev->gated)
-		iol_gate_drain(dev); /* FG6 */
-	dev->ops->close(dev);
+	if (dev->ops->quiesce)
+		dev->ops->quiesce(dev);
+	pthread_mutex_lock(&dev->live_lock);
+	while (atomic_load(&dev->live))
+		pthread_cond_wait(&dev->live_cond, &dev->live_lock);
+	pthread_mutex_unlock(&dev->live_lock);
 	if (dev->gated)
 		iol_gate_destroy(dev);
+	dev->ops->close(dev);
 	if (dev->fd >= 0 && close(dev->fd) < 0)
 		err = -errno;
 	free(dev->path);
 	pthread_mutex_destroy(&dev->faults.lock);
+	pthread_mutex_destroy(&dev->live_lock);
+	pthread_cond_destroy(&dev->live_cond);
 	free(dev);
 	return err;
 }
@@ -467,6 +483,8 @@ void iol_dev_counters(const struct iol_dev *dev, struct iol_counters *out)
 	out->preflushes = atomic_load(&dev->cnt.preflushes);
 	out->fua_writes = atomic_load(&dev->cnt.fua_writes);
 	out->dev_flushes = atomic_load(&dev->cnt.dev_flushes);
+	out->gate_inline = atomic_load(&dev->cnt.gate_inline);
+	out->gate_failed = atomic_load(&dev->cnt.gate_failed);
 	out->bytes_read = atomic_load(&dev->cnt.bytes_read);
 	out->bytes_written = atomic_load(&dev->cnt.bytes_written);
 	out->errors = atomic_load(&dev->cnt.errors);

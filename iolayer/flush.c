@@ -32,12 +32,18 @@
  *        after another, never two at once, as the block layer itself would order them.
  *  (FG3) A generation's result is every rider's result.  A PREFLUSH write whose flush
  *        failed is never written; a FUA write whose flush failed reports the error.
+ *        Failed generations are counted in iol_counters.gate_failed; on the sim a fault
+ *        plan entry for FLUSH counts the gate's generations (the device's flushes), so
+ *        it can fail a chosen one, merged or inline.
  *  (FG4) A generation started on iol_submit_wait's thread (IO5: the gate idle with no
- *        rider pending, the backend has ->run) runs there and serves that request
- *        alone: riders that come meanwhile wait for the next generation.  So that thread
- *        never runs another request's end_io (it may hold locks a callback takes).
+ *        rider pending, the device may use ->run: dev->run) runs there and serves that
+ *        request alone: riders that come meanwhile wait for the next generation.  So
+ *        that thread never runs another request's end_io (it may hold locks a callback
+ *        takes).  Counted in iol_counters.gate_inline.
  *  (FG5) Every other generation runs on one of the gate's two flusher threads, a
- *        blocking flush through the backend's ->run (its fault plan applies).  When it
+ *        blocking flush through the backend's ->run (its fault plan applies), or,
+ *        where the device has none (the sim without inline_run), submitted with
+ *        ->submit and continued from the sim's completion.  When it
  *        ends with riders pending for the next one, that thread starts the next one at
  *        once and hands the ended generation's riders to the other flusher (handoff);
  *        otherwise it continues them itself (end_io, or a PREFLUSH rider's write handed
@@ -52,9 +58,20 @@
  *        one generation runs at a time (FG2), and it is armed only once the previous
  *        one's end_io has read its result.
  *  (FG6) Close: once the core refuses new requests, no rider can join but a FUA write's
- *        flush (from a write already in the backend), and that one only finishes.  So
- *        iol_dev_close drains the gate, closes the backend (its last writes may still
- *        join and finish), drains it again and stops the flusher.
+ *        flush (from a write already in the backend), and that one only finishes; a
+ *        PREFLUSH rider already pending still has its write to hand to the backend.
+ *        Both reach the backend after close began: a flusher's generation goes to
+ *        ->submit where the device has no ->run (the sim), and a PREFLUSH rider's write
+ *        to ->submit everywhere.  So the gate and the backend must outlive every request:
+ *        iol_dev_close waits until each request the core accepted, and each generation
+ *        the gate armed, has finished (io.c IO7: dev->live, which a rider keeps above
+ *        zero from its submission to the end of its end_io, across every hop between
+ *        gate and backend), the backend completing on its own meanwhile (->quiesce);
+ *        only then does it drain the continuations still unwinding, stop the flushers
+ *        and close the backend.  Draining the gate and then closing the backend, as
+ *        before, held only where generations never reach ->submit: on the sim a FUA
+ *        write completing inside its close woke a flusher whose flush went to a freed
+ *        sim, or to one whose thread had stopped (a close that never returned).
  */
 #include "io_private.h"
 
@@ -69,6 +86,9 @@ static void gen_arm(struct iol_dev *dev, struct iol_req *inline_req)
 	struct iol_req *g = &dev->gate.req;
 
 	atomic_fetch_add_explicit(&dev->cnt.dev_flushes, 1, memory_order_relaxed);
+	iol_dev_live_get(dev); /* until its end_io (gen_end) returned (IO7) */
+	if (inline_req)
+		atomic_fetch_add_explicit(&dev->cnt.gate_inline, 1, memory_order_relaxed);
 	dev->gate.running = true;
 	dev->gate.inline_req = inline_req;
 	atomic_store(&g->status, 0);
@@ -123,6 +143,8 @@ static void gen_end(struct iol_req *g)
 	int err = atomic_load(&g->status);
 	struct iol_req *riders;
 
+	if (err)
+		atomic_fetch_add_explicit(&dev->cnt.gate_failed, 1, memory_order_relaxed);
 	pthread_mutex_lock(&gt->lock);
 	riders = gt->cur;
 	gt->cur = NULL;
@@ -179,7 +201,7 @@ static void *flusher(void *arg)
 		pthread_mutex_unlock(&gt->lock);
 		/* gen_end continues the riders, here or, without ->run (sim), on the
 		 * backend's completion path; the loop waits for it (running). */
-		if (dev->ops->run)
+		if (dev->run)
 			dev->ops->run(dev, &gt->req);
 		else
 			dev->ops->submit(dev, &gt->req);
@@ -245,7 +267,8 @@ int iol_gate_init(struct iol_dev *dev)
 	return 0;
 }
 
-void iol_gate_drain(struct iol_dev *dev)
+/* Wait until no generation runs and no rider waits or is being continued. */
+static void gate_drain(struct iol_dev *dev)
 {
 	struct iol_gate *gt = &dev->gate;
 
@@ -259,7 +282,7 @@ void iol_gate_destroy(struct iol_dev *dev)
 {
 	struct iol_gate *gt = &dev->gate;
 
-	iol_gate_drain(dev);
+	gate_drain(dev);
 	pthread_mutex_lock(&gt->lock);
 	gt->stop = true;
 	pthread_cond_broadcast(&gt->work);

@@ -19,8 +19,9 @@
  *  (IO4) A rejected request that is chained still drops its reference on chain_next with
  *       its error, so the waiter at the end cannot hang and sees the error (IO3).
  *
- *  (IO5) iol_submit_wait performs its request on the calling thread when the backend has a
- *       ->run (psync, uring, aio: plain syscalls, iol_fd_run); the caller blocks until
+ *  (IO5) iol_submit_wait performs its request on the calling thread when the device may
+ *       use its backend's ->run (dev->run: psync, uring, aio: plain syscalls, iol_fd_run;
+ *       sim with inline_run: it waits there for the delivery); the caller blocks until
  *       the request is done either way, so nothing but the thread changes: the request
  *       is validated and counted as any other, reaches iol_req_done() exactly once (IO1),
  *       and requests chained into it still finish it from wherever they complete (IO2),
@@ -39,6 +40,16 @@
  *       before end_io (iol_req_finish).  Elsewhere (sim by default) the backend carries
  *       out the flags, and dev_flushes counts one flush per FLUSH, PREFLUSH and FUA
  *       without native FUA, which is what Linux would turn them into.
+ *  (IO7) Teardown waits for the requests, not for a backend: dev->live counts every
+ *       request submit accepted, and every flush the gate arms, until its end_io
+ *       returned (iol_req_finish; after end_io, so a callback's own submission is
+ *       counted, or refused, before its request stops counting).  iol_dev_close refuses
+ *       new requests, lets the backend complete on its own (->quiesce), and waits for
+ *       live to reach 0 with the gate and the backend still running: a request still
+ *       bouncing between them (a FUA write whose gated flush is still to come, a
+ *       PREFLUSH write whose flush ran and whose write is still to go to ->submit) keeps
+ *       it above 0, so nothing reaches a backend or a gate that is being torn down, on
+ *       every backend alike, with or without ->run (flush.c FG6).
  *
  * Validation (before a backend sees a request): op known; PREFLUSH/FUA only on writes;
  * reads and writes have at least one segment and a non-zero length; every segment's base
@@ -205,12 +216,32 @@ void iol_req_done(struct iol_req *req, int err, size_t bytes)
 	iol_req_finish(req, err);
 }
 
+void iol_dev_live_get(struct iol_dev *dev)
+{
+	atomic_fetch_add(&dev->live, 1);
+}
+
+/* (IO7) One request finished; wake iol_dev_close when it was the last.  The closer sets
+ * closing before it reads live (both sequentially consistent), so either it sees this
+ * decrement or this sees closing, and then wakes it under live_lock. */
+static void live_put(struct iol_dev *dev)
+{
+	if (atomic_fetch_sub(&dev->live, 1) == 1 && atomic_load(&dev->closing)) {
+		pthread_mutex_lock(&dev->live_lock);
+		pthread_cond_broadcast(&dev->live_cond);
+		pthread_mutex_unlock(&dev->live_lock);
+	}
+}
+
 void iol_req_finish(struct iol_req *req, int err)
 {
+	struct iol_dev *dev = req->dev; /* @req may be gone once req_put returns */
+
 	req->opf = req->gate_opf;
 	if (err)
-		atomic_fetch_add_explicit(&req->dev->cnt.errors, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&dev->cnt.errors, 1, memory_order_relaxed);
 	req_put(req, err);
+	live_put(dev);
 }
 
 static int req_validate(const struct iol_req *req)
@@ -244,7 +275,7 @@ static int req_validate(const struct iol_req *req)
 }
 
 /* Validate, count and hand @req to its backend: to ->run on this thread if @here and the
- * backend has one, else to ->submit. */
+ * device may use one (dev->run), else to ->submit. */
 static int submit(struct iol_req *req, bool here)
 {
 	struct iol_dev *dev = req->dev;
@@ -260,6 +291,7 @@ static int submit(struct iol_req *req, bool here)
 			req_put(req, err);
 		return err;
 	}
+	iol_dev_live_get(dev); /* accepted (IO7) */
 	op = iol_opf_op(req->opf);
 	preflush = iol_opf_has(req->opf, IOL_PREFLUSH);
 	fua = iol_opf_has(req->opf, IOL_FUA);
@@ -280,7 +312,7 @@ static int submit(struct iol_req *req, bool here)
 	req->gate_opf = req->opf;
 	req->gate_post = false;
 	req->gate_stage = 0;
-	req->gate_here = here && dev->ops->run;
+	req->gate_here = here && dev->run;
 	if (dev->gated) {
 		/* IO6: the core carries out the flags through the flush gate (flush.c). */
 		if (op == IOL_OP_FLUSH) {

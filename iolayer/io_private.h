@@ -30,7 +30,14 @@
  *               request, and an io-wq worker for io_uring's FSYNC).  The descriptor
  *               backends share iol_fd_run (psync.c); sim has none (its latency model,
  *               delivery control and trace need every request on its own path).
- *   ->close()   waits until every submitted request has completed, then frees.
+ *   ->quiesce() optional: iol_dev_close has begun (the core refuses new requests) and
+ *               waits until every request it accepted has finished (IO7).  From now on
+ *               the backend must complete what is in flight, and what the core still
+ *               hands it (the flush gate's flushes and a PREFLUSH rider's write), without
+ *               help from the caller.  sim's hold mode needs it: nothing is delivered
+ *               there unless someone calls iol_sim_deliver.
+ *   ->close()   runs once every accepted request has finished (IO7): waits until its
+ *               own threads are out of their last completion, then frees.
  */
 #ifndef DELOG_IO_PRIVATE_H
 #define DELOG_IO_PRIVATE_H
@@ -59,6 +66,7 @@ struct iol_ops {
 	int (*open)(struct iol_dev *dev, const char *path, const struct iol_dev_opts *opts);
 	void (*submit)(struct iol_dev *dev, struct iol_req *req);
 	void (*run)(struct iol_dev *dev, struct iol_req *req);
+	void (*quiesce)(struct iol_dev *dev);
 	void (*close)(struct iol_dev *dev);
 };
 
@@ -98,9 +106,19 @@ struct iol_dev {
 	unsigned queue_depth; /* backend's in-flight limit */
 	unsigned max_segs;    /* per-request segment limit */
 	bool read_only;
+	/* ->run may be used (IO5, FG4, FG5): the backend has one and its open did not
+	 * decline it (sim without iol_sim_opts.inline_run).  Set by open, then fixed. */
+	bool run;
 	atomic_bool closing; /* set by iol_dev_close; iol_submit then refuses */
+	/* Requests accepted and not yet finished (IO7): the caller's, counted when submit
+	 * accepts them, and the flush gate's own flushes, counted when armed; each drops its
+	 * count once its end_io returned.  iol_dev_close waits for 0 on live_cond. */
+	atomic_uint_fast64_t live;
+	pthread_mutex_t live_lock;
+	pthread_cond_t live_cond;
 	struct {
 		atomic_uint_fast64_t reads, writes, flushes, preflushes, fua_writes, dev_flushes;
+		atomic_uint_fast64_t gate_inline, gate_failed;
 		atomic_uint_fast64_t bytes_read, bytes_written, errors;
 	} cnt;
 	void *be;             /* backend state */
@@ -139,18 +157,20 @@ void iol_req_done(struct iol_req *req, int err, size_t bytes);
  */
 void iol_req_finish(struct iol_req *req, int err);
 
+/* Count a request the core hands to the backend outside iol_submit (the flush gate's
+ * own flush): it finishes through iol_req_finish like any other (IO7). */
+void iol_dev_live_get(struct iol_dev *dev);
+
 /*
  * Flush gate (flush.c).  iol_gate_join: @req waits at @stage (enum iol_gate_stage) for
  * the next flush generation, or, with @here on its iol_submit_wait thread and the gate
  * idle, runs a generation of its own there (FG4); it goes on (its write submitted, or
  * finished) when the generation ends.  init/destroy with the device; iol_dev_close
- * drains it before the backend closes (FG6).
+ * destroys it once every request finished, before the backend closes (FG6).
  */
 void iol_gate_join(struct iol_req *req, int stage, bool here);
 int iol_gate_init(struct iol_dev *dev);
-/* Wait until no generation runs and no rider waits. */
-void iol_gate_drain(struct iol_dev *dev);
-/* Drain, stop the flusher threads, free. */
+/* Wait for the continuations still unwinding, stop the flusher threads, free. */
 void iol_gate_destroy(struct iol_dev *dev);
 
 /*

@@ -40,6 +40,23 @@
  *        submit, except that a flush's capture is fixed at submit.
  *   (SIM4) iol_req_done() is called without sim->lock held, exactly once per request, after
  *        the request has left the flight list; callbacks may submit again.
+ *   (SIM5) With inline_run the device has a ->run (sim_run): the request enters the
+ *        flight list as any other (a power cut sees it in flight, the latency model and
+ *        the fault plan apply, and with hold it waits for iol_sim_deliver), but its
+ *        delivery hands the result to the waiting caller, which reports it on its own
+ *        thread: so a lone iol_submit_wait runs the flush gate's inline generation
+ *        (flush.c FG4) there, and the flushers' generations are blocking flushes (FG5),
+ *        as on the descriptor backends.  Nothing else changes: the state change is the
+ *        delivery's (SIM3).
+ *   (SIM6) Close (iolayer/io.c IO7): once iol_dev_close began (->quiesce), a held disk
+ *        delivers what is in flight and, from then on, what is submitted (the flush
+ *        gate's flushes for FUA writes completed during close, PREFLUSH riders' writes)
+ *        at once, FIFO, on the submitting thread: no one else will deliver it.
+ *   (SIM7) With flush_fail_drops a failed flush loses what it covered: each captured
+ *        version not yet durable (and every older one of its sector) leaves the cache
+ *        and is marked lost, so no other flush's capture makes it durable later; a
+ *        sector rewritten after the capture keeps its newer versions.  Without it, a
+ *        failed flush changes nothing (its capture is dropped, the cache stays).
  *
  * Delivery.  Without hold, one sim thread per device delivers completions: each request
  * has a due time from the latency model (none: at once; nvme/sata: a per-command
@@ -153,6 +170,7 @@ enum {
 struct sim_ver {
 	uint64_t seq;  /* write sequence number; increasing */
 	uint32_t refs; /* the slot's + captures' */
+	bool lost;     /* dropped by a failed flush (flush_fail_drops): never made durable */
 	unsigned char data[];
 };
 
@@ -176,6 +194,14 @@ struct sim_capture {
 	struct sim_cap_ent ent[];
 };
 
+/* A request performed through ->run (inline_run): its caller waits for the delivery,
+ * which hands the result over instead of completing the request (SIM5). */
+struct sim_run {
+	bool done;
+	int err;
+	size_t bytes;
+};
+
 /* A request in flight. */
 struct sim_op {
 	struct sim_op *prev, *next; /* flight list, submission order */
@@ -192,10 +218,11 @@ struct sim_op {
 	uint32_t opf;
 	enum iol_op op;
 	bool fua;
-	bool flushing; /* its flush (standalone or PREFLUSH) has not completed */
-	int flush_err; /* planned error of the flush phase */
-	int err;       /* planned error of the read/write */
-	int fault;     /* -1, or enum iol_sim_fault_kind of a planned fault */
+	bool flushing;       /* its flush (standalone or PREFLUSH) has not completed */
+	int flush_err;       /* planned error of the flush phase */
+	int err;             /* planned error of the read/write */
+	int fault;           /* -1, or enum iol_sim_fault_kind of a planned fault */
+	struct sim_run *run; /* ->run's waiter, or NULL */
 };
 
 struct sim_lat {
@@ -229,6 +256,8 @@ struct sim {
 	pthread_mutex_t lock;
 	pthread_cond_t work; /* CLOCK_MONOTONIC: submission, or stop */
 	pthread_cond_t idle; /* flight list empty and no callback running */
+	pthread_cond_t ran;  /* a ->run request was delivered (SIM5) */
+	bool closing;        /* iol_dev_close began: hold mode delivers on its own (SIM6) */
 	pthread_t thread;
 	bool has_thread;
 	bool stop; /* Locked */
@@ -240,7 +269,8 @@ struct sim {
 	uint64_t seed;
 	enum iol_sim_latency latency;
 	bool hold, in_order;
-	uint64_t t0; /* iol_now_ns() at open */
+	bool fail_drops; /* a failed flush drops what it covered (iol_sim_opts) */
+	uint64_t t0;     /* iol_now_ns() at open */
 
 	/* Everything below: Locked. */
 	unsigned char *media;
@@ -382,6 +412,22 @@ static void hist_trim(struct sim_slot *sl)
 	sl->nhist = n;
 }
 
+/* Drop the history versions up to @seq, lost with a failed flush (SIM7). */
+static void hist_lose(struct sim_slot *sl, uint64_t seq)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < sl->nhist; i++) {
+		if (sl->hist[i]->seq <= seq) {
+			sl->hist[i]->lost = true;
+			ver_put(sl->hist[i]);
+		} else {
+			sl->hist[n++] = sl->hist[i];
+		}
+	}
+	sl->nhist = n;
+}
+
 static void hist_free(struct sim_slot *sl)
 {
 	for (uint32_t i = 0; i < sl->nhist; i++)
@@ -486,6 +532,7 @@ static int write_cache(struct sim *s, struct sim_op *op)
 			goto fail;
 		vers[i]->seq = seq;
 		vers[i]->refs = 1;
+		vers[i]->lost = false;
 		memcpy(vers[i]->data, it_next(&it, s->sector), s->sector);
 	}
 	if (tab_reserve(s, op->nr))
@@ -582,6 +629,35 @@ static void capture_drop(struct sim_op *op)
 	op->cap = NULL;
 }
 
+/*
+ * The flush failed on a flush_fail_drops disk: what it covered is lost (SIM7).  Each
+ * captured version not yet durable leaves the cache with every older one of its sector:
+ * the sector reads as media again if nothing newer completed since, else keeps only the
+ * newer versions.  A lost version is marked so that no other flush's capture of it can
+ * make it durable later.
+ */
+static void capture_lose(struct sim *s, struct sim_op *op)
+{
+	if (!op->cap)
+		return;
+	for (size_t i = 0; i < op->cap->nr; i++) {
+		struct sim_cap_ent *e = &op->cap->ent[i];
+		struct sim_slot *sl = slot_find(s, e->sector);
+
+		if (!sl || e->ver->seq <= sl->durable_seq)
+			continue; /* already durable, or already gone */
+		e->ver->lost = true;
+		if (sl->cur == e->ver) {
+			slot_delete(s, sl);
+			continue;
+		}
+		/* Rewritten since the capture: the versions up to the captured one go, the
+		 * newer ones (not covered by this flush) stay. */
+		hist_lose(sl, e->ver->seq);
+	}
+	tab_shrink(s);
+}
+
 /* The flush completed: its capture becomes durable (SIM1, SIM2). */
 static void capture_apply(struct sim *s, struct sim_op *op)
 {
@@ -591,8 +667,8 @@ static void capture_apply(struct sim *s, struct sim_op *op)
 		struct sim_cap_ent *e = &op->cap->ent[i];
 		struct sim_slot *sl = slot_find(s, e->sector);
 
-		if (!sl || e->ver->seq <= sl->durable_seq)
-			continue; /* media already has this or a newer version */
+		if (!sl || e->ver->seq <= sl->durable_seq || e->ver->lost)
+			continue; /* media already has this or a newer version, or it is lost */
 		memcpy(s->media + e->sector * s->sector, e->ver->data, s->sector);
 		sl->durable_seq = e->ver->seq;
 		if (sl->cur == e->ver)
@@ -718,6 +794,7 @@ static void op_unlink(struct sim *s, struct sim_op *op)
 
 struct sim_done {
 	struct iol_req *req;
+	struct sim_run *run; /* ->run's waiter, which reports it itself (SIM5) */
 	int err;
 	size_t bytes;
 };
@@ -728,6 +805,7 @@ static void op_finish(struct sim *s, struct sim_op *op, int err, uint64_t bytes,
 		  !err && op->op != IOL_OP_FLUSH && bytes != op->len ? -EIO : err);
 	op_unlink(s, op);
 	d->req = op->req;
+	d->run = op->run;
 	d->err = err;
 	d->bytes = (size_t)bytes;
 	free(op);
@@ -745,6 +823,8 @@ static bool op_step(struct sim *s, struct sim_op *op, bool force, struct sim_don
 
 	if (op->flushing) {
 		if (op->flush_err) {
+			if (s->fail_drops)
+				capture_lose(s, op);
 			capture_drop(op);
 			op_finish(s, op, op->flush_err, 0, d);
 			return true;
@@ -794,9 +874,19 @@ static bool op_step(struct sim *s, struct sim_op *op, bool force, struct sim_don
 	return true;
 }
 
-/* Report a completion with the lock dropped (SIM4). */
+/* Report a completion with the lock dropped (SIM4); a ->run request's result goes to
+ * its waiting caller instead, which reports it (SIM5). */
 static void complete_unlocked(struct sim *s, const struct sim_done *d)
 {
+	if (d->run) {
+		d->run->err = d->err;
+		d->run->bytes = d->bytes;
+		d->run->done = true;
+		pthread_cond_broadcast(&s->ran);
+		if (!s->busy && !s->head)
+			pthread_cond_broadcast(&s->idle);
+		return;
+	}
 	s->busy++;
 	pthread_mutex_unlock(&s->lock);
 	iol_req_done(d->req, d->err, d->bytes);
@@ -959,6 +1049,7 @@ static void sim_free(struct sim *s)
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->work);
 	pthread_cond_destroy(&s->idle);
+	pthread_cond_destroy(&s->ran);
 	free(s);
 }
 
@@ -993,6 +1084,7 @@ static int sim_open(struct iol_dev *dev, const char *path, const struct iol_dev_
 	s->hold = so->hold;
 	s->in_order = so->in_order;
 	s->write_through = so->write_through;
+	s->fail_drops = so->flush_fail_drops;
 	s->rng = seed_of(s->seed, SEED_SUBMIT);
 	s->drng = seed_of(s->seed, SEED_DELIVER);
 	s->trace_on = !so->write_through;
@@ -1002,6 +1094,7 @@ static int sim_open(struct iol_dev *dev, const char *path, const struct iol_dev_
 	pthread_cond_init(&s->work, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&s->idle, NULL);
+	pthread_cond_init(&s->ran, NULL);
 
 	if (so->image || !path) {
 		s->bytes = so->dev_bytes ? so->dev_bytes : SIM_DEFAULT_BYTES;
@@ -1052,13 +1145,27 @@ static int sim_open(struct iol_dev *dev, const char *path, const struct iol_dev_
 		s->has_thread = true;
 	}
 	dev->be = s;
+	dev->run = so->inline_run; /* sim_run only on request (SIM5) */
 	return 0;
 fail:
 	sim_free(s);
 	return err;
 }
 
-static void sim_submit(struct iol_dev *dev, struct iol_req *req)
+/* Deliver everything in flight, FIFO, on this thread (hold mode at close).  Locked. */
+static void deliver_all(struct sim *s)
+{
+	while (s->head) {
+		struct sim_done d;
+
+		if (op_step(s, s->head, true, &d))
+			complete_unlocked(s, &d);
+	}
+}
+
+/* Take @req into the flight list (the part of a submission under the lock); @run: its
+ * ->run waiter, or NULL.  Returns false, with @req completed, when out of memory. */
+static bool sim_enqueue(struct iol_dev *dev, struct iol_req *req, struct sim_run *run)
 {
 	struct sim *s = dev->be;
 	struct sim_op *op = calloc(1, sizeof(*op));
@@ -1068,10 +1175,16 @@ static void sim_submit(struct iol_dev *dev, struct iol_req *req)
 	int err;
 
 	if (!op) {
-		iol_req_done(req, -ENOMEM, 0);
-		return;
+		if (run) {
+			run->err = -ENOMEM;
+			run->done = true;
+		} else {
+			iol_req_done(req, -ENOMEM, 0);
+		}
+		return false;
 	}
 	op->req = req;
+	op->run = run;
 	op->opf = req->opf.bits;
 	op->op = iol_opf_op(req->opf);
 	op->fua = iol_opf_has(req->opf, IOL_FUA);
@@ -1120,6 +1233,44 @@ static void sim_submit(struct iol_dev *dev, struct iol_req *req)
 	s->nr_ops++;
 	if (s->has_thread)
 		pthread_cond_signal(&s->work);
+	if (s->hold && s->closing)
+		deliver_all(s); /* SIM6 */
+	return true;
+}
+
+static void sim_submit(struct iol_dev *dev, struct iol_req *req)
+{
+	struct sim *s = dev->be;
+
+	if (sim_enqueue(dev, req, NULL))
+		pthread_mutex_unlock(&s->lock);
+}
+
+/* ->run (inline_run): the request goes through the flight list like any other and waits
+ * here for its delivery, then is reported on this thread (SIM5). */
+static void sim_run(struct iol_dev *dev, struct iol_req *req)
+{
+	struct sim *s = dev->be;
+	struct sim_run run = { .done = false };
+
+	if (sim_enqueue(dev, req, &run)) {
+		while (!run.done)
+			pthread_cond_wait(&s->ran, &s->lock);
+		pthread_mutex_unlock(&s->lock);
+	}
+	iol_req_done(req, run.err, run.bytes);
+}
+
+/* ->quiesce: close began.  A held disk delivers what is in flight now and, from now on,
+ * what is submitted, at once (SIM6); the sim thread needs nothing. */
+static void sim_quiesce(struct iol_dev *dev)
+{
+	struct sim *s = dev->be;
+
+	pthread_mutex_lock(&s->lock);
+	s->closing = true;
+	if (s->hold)
+		deliver_all(s);
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -1130,14 +1281,8 @@ static void sim_close(struct iol_dev *dev)
 	if (!s)
 		return;
 	pthread_mutex_lock(&s->lock);
-	if (s->hold) {
-		while (s->head) {
-			struct sim_done d;
-
-			if (op_step(s, s->head, true, &d))
-				complete_unlocked(s, &d);
-		}
-	}
+	if (s->hold)
+		deliver_all(s); /* nothing is left after iol_dev_close's wait (IO7) */
 	while (s->head || s->busy)
 		pthread_cond_wait(&s->idle, &s->lock);
 	s->stop = true;
@@ -1154,6 +1299,8 @@ const struct iol_ops iol_sim_ops = {
 	.probe = sim_probe,
 	.open = sim_open,
 	.submit = sim_submit,
+	.run = sim_run,
+	.quiesce = sim_quiesce,
 	.close = sim_close,
 };
 

@@ -109,15 +109,25 @@
  *       the furthest write is stable, and its stamping past the head covers every
  *       record the crashed session may have left there.  Checkpoints larger than the
  *       window therefore cost one flush per window.  Not with no_flush.
- *  (L14) Flush results are taken in issue order.  After a failed flush the state of the
- *       device cache is unknown, so a later flush's success proves nothing for the
- *       writes the failed one covered: a standalone flush's result is taken (durable_lsn
- *       moved, or the log failed, then its caller told) only once every flush issued
- *       before it was taken, and once the log failed every later one reports that
- *       error (flush_resolve).  A PREFLUSH write's evidence likewise waits for the
- *       standalone flushes issued before it (fl_before), and after a failed flush no
- *       record's callbacks hear success (cb_err).  So two pipelined flushes (single) never
- *       acknowledge through the later one while the earlier one's EIO is unseen.
+ *  (L14) Flush results are taken in issue order, for every pairing of standalone flushes
+ *       (jflush) and flagged records (PREFLUSH and/or FUA, whose flush the device or the
+ *       flush gate performs).  After a failed flush the device cache is unknown: a
+ *       device may drop what the failed flush covered (the sim's flush_fail_drops), so
+ *       a later flush's success proves nothing for those writes.  Hence:
+ *        - standalone after standalone: a flush's result is taken (durable_lsn moved,
+ *          or the log failed, then its caller told) only once every flush issued
+ *          before it was taken (the queue, flush_resolve);
+ *        - flagged after standalone: a flagged record's evidence and callbacks wait
+ *          for the standalone flushes issued before it (fl_before, log_process);
+ *        - standalone after flagged: a flush's result is taken only once every flagged
+ *          record submitted before it was processed (rec_before <= done_lsn), so a
+ *          failed PREFLUSH/FUA record has failed the log first: the flush J issued
+ *          after a record b can ride a later gate generation than b's, which may
+ *          succeed while b's fails, and b's error reaches the log on another thread;
+ *        - flagged after flagged: LSN order (L1), and cb_err.
+ *       Once the log failed every later flush reports that error, and no record's
+ *       callbacks hear success (cb_err).  So no acknowledgement, durable point or tail
+ *       rests on a flush that ran after one whose failure is still unseen.
  *  (L11) jrnl_log_flush_async is jrnl_log_flush split in two: completed_lsn is taken and
  *       the flush submitted under the same rules (it covers what completed before it was
  *       submitted), durable_lsn moves (or the log fails) in its completion, then the
@@ -183,9 +193,10 @@ struct jflush {
 	int status;
 	bool resolved; /* taken in order, with result: 0 or the log's error */
 	int result;
-	bool waiter;      /* jrnl_log_flush waits for resolved (its own stack) */
-	bool bound;       /* the L13 flush */
-	jrnl_flush_fn fn; /* jrnl_log_flush_async's callback */
+	uint64_t rec_before; /* end of the newest flagged record submitted before it (L14) */
+	bool waiter;         /* jrnl_log_flush waits for resolved (its own stack) */
+	bool bound;          /* the L13 flush */
+	jrnl_flush_fn fn;    /* jrnl_log_flush_async's callback */
 	void *priv;
 };
 
@@ -218,7 +229,7 @@ struct logbuf {
 	uint64_t sealed_tail;     /* the tail_lsn its header carries (L7, L12) */
 	uint64_t flush_snap;      /* completed_lsn when the PREFLUSH write was submitted */
 	uint64_t flush_snap_tail; /* completed_tail then (L12) */
-	uint64_t fl_before;       /* standalone flushes issued before it (L14) */
+	uint64_t fl_before;       /* standalone flushes issued before it (L14), if flagged */
 	bool wrapped;
 	int status;
 	struct iol_req req[2]; /* [0] the record (its end part if wrapped), [1] the rest */
@@ -255,7 +266,8 @@ struct jrnl_log {
 	 * earlier one; fl_issued counts those issued, fl_resolved those taken in order. */
 	struct jflush *fq_head, *fq_tail;
 	uint64_t fl_issued, fl_resolved;
-	bool fq_resolving; /* token: one thread takes results and runs callbacks */
+	uint64_t flagged_end; /* end of the newest PREFLUSH/FUA record submitted (L14) */
+	bool fq_resolving;    /* token: one thread takes results and runs callbacks */
 	uint32_t next_tid;
 	int error;                   /* first I/O error: the log is shut down (L8) */
 	int cb_err;                  /* first error in LSN order, for callbacks */
@@ -557,7 +569,8 @@ static void flush_resolve(struct jrnl_log *log)
 	if (log->fq_resolving)
 		return;
 	log->fq_resolving = true;
-	while (log->fq_head && log->fq_head->done) {
+	while (log->fq_head && log->fq_head->done &&
+	       lsn_cmp(log->done_lsn, log->fq_head->rec_before) >= 0) {
 		struct jflush *jf = log->fq_head;
 
 		log->fq_head = jf->next;
@@ -626,6 +639,7 @@ static int flush_queue(struct jrnl_log *log, struct jflush *jf)
 	jf->status = jf->result = 0;
 	jf->snap = log->completed_lsn;
 	jf->snap_tail = log->completed_tail;
+	jf->rec_before = log->flagged_end;
 	jf->req.end_io = jf->waiter ? NULL : flush_io_end;
 	jf->req.priv = jf;
 	if (log->fq_tail)
@@ -720,7 +734,10 @@ static void log_push_mode(struct jrnl_log *log, bool sync)
 		if (b->need_flush) {
 			b->flush_snap = log->completed_lsn;
 			b->flush_snap_tail = log->completed_tail;
+		}
+		if (b->need_flush || b->need_fua) {
 			b->fl_before = log->fl_issued;
+			log->flagged_end = b->end_lsn; /* later flushes wait for it (L14) */
 		}
 		b->sealed_tail = lsn_cmp(log->tail, b->lsn) > 0 ? b->lsn : log->tail;
 		f = (struct jrnl_rec_fill){
@@ -798,8 +815,8 @@ static void log_process(struct jrnl_log *log)
 		struct logbuf *b = &log->bufs[log->oldest];
 		int err;
 
-		/* (L14) A PREFLUSH's evidence waits for the flushes issued before it. */
-		if (b->need_flush && !b->status && log->fl_resolved < b->fl_before)
+		/* (L14) A flagged record's evidence waits for the flushes issued before it. */
+		if ((b->need_flush || b->need_fua) && !b->status && log->fl_resolved < b->fl_before)
 			break;
 		b->state = LB_CALLBACK;
 		if (b->status && !log->cb_err)
@@ -828,6 +845,10 @@ static void log_process(struct jrnl_log *log)
 	}
 	log->processing = false;
 	pthread_cond_broadcast(&log->cond);
+	/* (L14) A flush done before the flagged records issued ahead of it were processed
+	 * may be taken now. */
+	if (log->fq_head && log->fq_head->done)
+		flush_resolve(log);
 }
 
 /*

@@ -206,6 +206,11 @@ struct iol_dev_opts {
 	 * puts the gate itself under the crash suite's power cuts.  The descriptor
 	 * backends always use it. */
 	bool flush_gate;
+	/* With flush_gate on a device with native FUA (the sim): keep FUA native, as the
+	 * gate does on a descriptor device whose queue/fua says 1: only flushes and
+	 * PREFLUSH go through the gate, and a FUA write is the device's own.  false: FUA
+	 * is carried out as write + gated flush (a disk without FUA). */
+	bool gate_keep_fua;
 	char *errmsg; /* optional: receives a message naming path and reason */
 	size_t errmsg_len;
 };
@@ -232,6 +237,9 @@ struct iol_counters {
 			       * flush gate generation (flush.c) where the backend gates them,
 			       * else one per flush, PREFLUSH write and FUA write without
 			       * native FUA */
+	/* Gated devices (flush.c): generations run inline on an iol_submit_wait caller's
+	 * thread (FG4), and generations whose flush failed (FG3). */
+	uint64_t gate_inline, gate_failed;
 	uint64_t bytes_read, bytes_written;
 	uint64_t errors;
 };
@@ -244,7 +252,9 @@ struct iol_counters {
  * backend is not built in or not usable here, -ENOMEM.
  */
 int iol_dev_open(const char *path, const struct iol_dev_opts *opts, struct iol_dev **out);
-/* Wait for requests in flight, stop backend threads, close.  Returns 0 or -errno from close. */
+/* Refuse new requests, wait until every accepted one has finished (its end_io returned;
+ * io.c IO7), stop the flush gate and the backend's threads, close.  Returns 0 or -errno
+ * from close. */
 int iol_dev_close(struct iol_dev *dev);
 
 const struct iol_geom *iol_dev_geom(const struct iol_dev *dev);

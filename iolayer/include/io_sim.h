@@ -22,7 +22,9 @@
  *
  * Completions are delivered by a sim thread after the latency model's delay (none, nvme,
  * sata), in seeded random order among those due (so out-of-order completion is the norm),
- * or, with hold = true, only when the test calls iol_sim_deliver().
+ * or, with hold = true, only when the test calls iol_sim_deliver(), until iol_dev_close
+ * begins: from then on a held disk delivers by itself (FIFO), so close never waits for a
+ * delivery no one makes.
  *
  * Thread safety: every call here may be made from any thread, concurrently with I/O.
  */
@@ -61,6 +63,22 @@ struct iol_sim_opts {
 	 * above the disk (delog_open's "sim"); power cuts need the cache (false). */
 	bool write_through;
 	const void *image; /* optional initial media, dev_bytes long */
+	/* A ->run, as the descriptor backends have (io_private.h): iol_submit_wait's
+	 * request is performed on the calling thread, and so, on a device opened with
+	 * flush_gate, a lone waiter's flush is an inline generation (flush.c FG4) and the
+	 * flushers' generations are blocking flushes (FG5), as on a real disk.  The
+	 * request still goes through the flight list (a power cut sees it in flight) and is
+	 * completed when delivered: by the sim thread, or with hold by iol_sim_deliver, on
+	 * whichever thread delivers; its completion (iol_req_done, end_io) then runs on the
+	 * waiting thread.  false: every request completes on the delivering thread. */
+	bool inline_run;
+	/* A failed flush drops what it covered: every cached version its capture holds
+	 * that is not yet durable leaves the cache (a read returns the media again; a power
+	 * cut can no longer bring it back; a later flush does not make it durable), as a
+	 * real device may lose its cache when a flush fails.  This is the device the
+	 * journal's L14 assumes.  false (default): a failed flush leaves the cache as it
+	 * was, so a later flush may still make those writes durable. */
+	bool flush_fail_drops;
 };
 
 /* Latency profile by name ("none", "nvme", "sata"); -EINVAL if unknown. */
@@ -110,7 +128,11 @@ struct iol_sim_fault {
 	int err;         /* 0: -EIO */
 };
 
-/* Arm a fault plan entry (up to 16).  -ENOSPC when full, -EINVAL for a bad entry. */
+/* Arm a fault plan entry (up to 16).  -ENOSPC when full, -EINVAL for a bad entry.
+ * A FLUSH entry counts the flushes the disk is asked to do: a standalone flush, a
+ * PREFLUSH write's flush, and on a device opened with flush_gate each generation of the
+ * flush gate (the riders never reach the disk), inline or not; so the nth FLUSH fails
+ * one chosen generation and every request that rode it (iolayer/flush.c FG3). */
 int iol_sim_fault_add(struct iol_dev *dev, const struct iol_sim_fault *f);
 void iol_sim_fault_clear(struct iol_dev *dev);
 

@@ -1435,6 +1435,198 @@ Test(log, flush_results_in_issue_order, .timeout = TO)
 	tl_close(&t);
 }
 
+/* A flush request whose end_io keeps its flusher busy until the test lets it go. */
+struct blocker {
+	atomic_bool in, release, out;
+};
+
+static void blocker_end(struct iol_req *req)
+{
+	struct blocker *b = req->priv;
+	struct timespec ts = { 0, 100000 };
+
+	atomic_store(&b->in, true);
+	while (!atomic_load(&b->release))
+		nanosleep(&ts, NULL);
+	atomic_store(&b->out, true);
+}
+
+/* Wait (bounded: a liveness limit, not a timing check) until @dev holds @n requests. */
+static void wait_pending(struct iol_dev *dev, size_t n)
+{
+	struct timespec ts = { 0, 100000 };
+
+	for (unsigned i = 0; i < 200000 && iol_sim_pending(dev) < n; i++)
+		nanosleep(&ts, NULL);
+	cr_assert_geq(iol_sim_pending(dev), n, "the sim never got %zu requests", n);
+}
+
+static void wait_true(atomic_bool *v, const char *what)
+{
+	struct timespec ts = { 0, 100000 };
+
+	for (unsigned i = 0; i < 200000 && !atomic_load(v); i++)
+		nanosleep(&ts, NULL);
+	cr_assert(atomic_load(v), "never: %s", what);
+}
+
+static void wait_flag(atomic_int *v, const char *what)
+{
+	struct timespec ts = { 0, 100000 };
+
+	for (unsigned i = 0; i < 200000 && !atomic_load(v); i++)
+		nanosleep(&ts, NULL);
+	cr_assert(atomic_load(v), "never: %s", what);
+}
+
+static void aflush_cb(void *priv, int err)
+{
+	atomic_store((atomic_int *)priv, err ? err : 1);
+}
+
+/*
+ * L14, standalone after flagged (issue 27 item 4): a flush J issued after a PREFLUSH|FUA
+ * record b rides a later gate generation than b's; b's generation fails, and on this
+ * device (flush_fail_drops) takes the cached, completed record A with it; J's generation
+ * then succeeds, covering nothing of A.  J must not be taken (its caller told success,
+ * durable_lsn moved over A) before b's error reached the log: J gets the error.
+ *
+ * Made deterministic on a gated, held sim with inline_run: the generations run on the
+ * gate's flushers through ->run, so the test delivers each one; one flusher is kept
+ * busy by a raw flush's end_io, so b, handed over when its generation ends (FG5), is
+ * continued only after J's generation, on the same flusher, in that order.
+ */
+Test(log, flush_after_failed_flagged_record, .timeout = TO)
+{
+	static const uint32_t len = 100;
+	struct iol_sim_fault f = { .op = IOL_OP_FLUSH, .nth = 1, .kind = IOL_SIM_FAULT_EIO };
+	struct iol_sim_opts so = { .size = sizeof(so), .sector = 4096, .seed = 27,
+				   .hold = true, .inline_run = true, .flush_fail_drops = true };
+	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so,
+				  .flush_gate = true };
+	struct blocker bl;
+	struct jrnl_log_stats st0, st;
+	struct iol_counters c;
+	struct iol_req r0;
+	struct deliverer d;
+	atomic_int rj = 0;
+	struct tl t;
+	void *img;
+
+	E.n = 0;
+	tl_dev(&t, 4096, 4u << 20, false, IOL_SIM_LAT_NONE, 27);
+	so.dev_bytes = JRNL_LOG_START + (4u << 20);
+	img = malloc(so.dev_bytes);
+	cr_assert(img);
+	cr_assert_eq(iol_sim_media(t.dev, 0, img, so.dev_bytes), 0);
+	iol_dev_close(t.dev);
+	so.image = img;
+	cr_assert_eq(iol_dev_open(NULL, &o, &t.dev), 0);
+	free(img);
+	t.hold = true;
+	tl_open_log(&t, 4, 16384);
+
+	/* A: completed, not durable. */
+	d = (struct deliverer){ .dev = t.dev };
+	atomic_init(&d.stop, false);
+	cr_assert_eq(pthread_create(&d.th, NULL, deliver_loop, &d), 0);
+	cr_assert_eq(tx_write(&t, 1, 0, 1, &len, NULL), 0);
+	cr_assert_eq(jrnl_log_force(t.log), 0);
+	atomic_store(&d.stop, true);
+	pthread_join(d.th, NULL);
+	jrnl_log_stats(t.log, &st0);
+	cr_assert_lt(st0.durable_lsn, st0.completed_lsn);
+	cr_assert_eq(iol_sim_pending(t.dev), 0);
+
+	/* One flusher busy in a raw flush's end_io. */
+	atomic_init(&bl.in, false);
+	atomic_init(&bl.release, false);
+	atomic_init(&bl.out, false);
+	cr_assert_eq(iol_req_init(&r0, t.dev, 0, IOL_OPF(IOL_OP_FLUSH, 0)), 0);
+	r0.end_io = blocker_end;
+	r0.priv = &bl;
+	cr_assert_eq(iol_submit(&r0), 0);
+	wait_pending(t.dev, 1);
+	cr_assert_eq(iol_sim_deliver(t.dev, 1, IOL_SIM_FIFO), 1);
+	wait_true(&bl.in, "the raw flush's end_io ran");
+
+	/* b: its generation (the next device flush) fails. */
+	cr_assert_eq(iol_sim_fault_add(t.dev, &f), 0);
+	cr_assert_eq(tx_write(&t, 2, JRNL_TX_FLUSH_COMMIT | JRNL_TX_FUA_COMMIT, 1, &len, NULL), 0);
+	wait_pending(t.dev, 1);
+	/* J, issued after b: waits for the next generation. */
+	cr_assert_eq(jrnl_log_flush_async(t.log, aflush_cb, &rj), 0);
+	cr_assert_eq(iol_sim_deliver(t.dev, 1, IOL_SIM_FIFO), 1); /* b's: EIO, A dropped */
+	wait_pending(t.dev, 1);                                    /* J's generation */
+	cr_assert_eq(iol_sim_deliver(t.dev, 1, IOL_SIM_FIFO), 1); /* J's: succeeds */
+	wait_flag(&rj, "J's callback ran");
+	jrnl_log_stats(t.log, &st);
+	cr_assert_eq(atomic_load(&rj), -EIO,
+		     "J was taken (%d) before the failure of b's flush, issued before it, reached "
+		     "the log",
+		     atomic_load(&rj));
+	cr_assert_eq(st.durable_lsn, st0.durable_lsn,
+		     "durable_lsn moved over A, which b's failed flush dropped");
+	cr_assert_eq(ev_count(), 2);
+	cr_assert_eq(E.ev[0].tag, 1);
+	cr_assert_eq(E.ev[1].tag, 2);
+	cr_assert_eq(E.ev[1].err, -EIO);
+	iol_dev_counters(t.dev, &c);
+	cr_assert_eq(c.gate_failed, 1);
+
+	atomic_store(&bl.release, true);
+	wait_true(&bl.out, "the raw flush's end_io returned");
+	cr_assert_eq(atomic_load(&r0.status), 0);
+	iol_req_release(&r0);
+	cr_assert_eq(jrnl_log_flush(t.log), -EIO);
+	cr_assert_eq(jrnl_log_close(t.log), -EIO);
+	iol_dev_close(t.dev);
+}
+
+/*
+ * L14, flagged after standalone, for a FUA-only record: a flush J issued before a FUA
+ * record b fails after b completed.  b's callbacks must not hear success while J's
+ * failure is unseen: they wait for J's result and then get its error.
+ */
+Test(log, fua_record_after_failed_flush, .timeout = TO)
+{
+	static const uint32_t len = 100;
+	struct iol_sim_fault f = { .op = IOL_OP_FLUSH, .nth = 1, .kind = IOL_SIM_FAULT_EIO };
+	struct jrnl_log_stats st0, st;
+	struct deliverer d;
+	atomic_int rj = 0;
+	struct tl t;
+
+	E.n = 0;
+	tl_dev(&t, 4096, 4u << 20, true, IOL_SIM_LAT_NONE, 28);
+	tl_open_log(&t, 4, 16384);
+	d = (struct deliverer){ .dev = t.dev };
+	atomic_init(&d.stop, false);
+	cr_assert_eq(pthread_create(&d.th, NULL, deliver_loop, &d), 0);
+	cr_assert_eq(tx_write(&t, 1, 0, 1, &len, NULL), 0);
+	cr_assert_eq(jrnl_log_force(t.log), 0);
+	atomic_store(&d.stop, true);
+	pthread_join(d.th, NULL);
+	jrnl_log_stats(t.log, &st0);
+	cr_assert_eq(ev_count(), 1);
+
+	cr_assert_eq(iol_sim_fault_add(t.dev, &f), 0);
+	cr_assert_eq(jrnl_log_flush_async(t.log, aflush_cb, &rj), 0);          /* J: fails */
+	cr_assert_eq(tx_write(&t, 2, JRNL_TX_FUA_COMMIT, 1, &len, NULL), 0); /* b */
+	cr_assert_eq(iol_sim_pending(t.dev), 2);
+	cr_assert_eq(iol_sim_deliver(t.dev, 1, IOL_SIM_LIFO), 1); /* b completes first */
+	cr_assert_eq(ev_count(), 1, "b's callback ran before the flush issued before it was taken");
+	cr_assert_eq(iol_sim_deliver(t.dev, 1, IOL_SIM_LIFO), 1); /* J: EIO */
+	cr_assert_eq(atomic_load(&rj), -EIO);
+	cr_assert_eq(ev_count(), 2);
+	cr_assert_eq(E.ev[1].tag, 2);
+	cr_assert_eq(E.ev[1].err, -EIO);
+	jrnl_log_stats(t.log, &st);
+	cr_assert_eq(st.durable_lsn, st0.durable_lsn);
+	cr_assert_eq(jrnl_log_close(t.log), -EIO);
+	iol_dev_close(t.dev);
+}
+
 Test(log, write_error_shutdown, .timeout = TO)
 {
 	static const uint32_t len = 100;
