@@ -1,0 +1,243 @@
+/*
+ * liveness.c - no sequence of API calls leaves a committer waiting for ever while the
+ * application has released everything, and opening and closing a log uses no lasting
+ * log space (issue 27, items 2 and 2b; docs/DESIGN.md G9).
+ *
+ * What it proves:
+ *  - pinned_push_*: the newest durable checkpoint stays in the log until a newer one is
+ *    durable (space.c S1).  With everything durable released, committed but unforced
+ *    transactions below cil_push_bytes in the CIL, and every thread holding a grant
+ *    itself waiting in space_grant for more (delog_tx_log past its reservation), only a
+ *    push of the CIL can free space: the waiters must cause it (space.c S4) and return.
+ *    Each flush policy that acknowledges (sync, async, single), with the release done
+ *    by the application up front, or by the push callback when space runs low (the
+ *    application never forces).
+ *  - open_close_*: 2,000 open/close cycles of a 4 MiB log (far more than it could hold
+ *    unmount records: about 500) with no commit in between: every close returns 0
+ *    (never DELOG_ELOGFULL), the log's used space never grows from one clean open to
+ *    the next, and afterwards a transaction still begins (without waiting), commits and
+ *    is forced.  Variants: after releasing everything at each open; from a crashed
+ *    (dirty) log, with power cuts instead of closes on a third of the cycles.
+ *
+ * Why it is built this way: the waiters run in threads and the test waits for them with
+ * a generous bound (LV_BOUND_MS); past it the test fails, then frees the waiters itself
+ * with one delog_force (the outside push the bug needed) so that it ends cleanly and
+ * says who waited.  No other assertion depends on time.  Space is read from delog_stats
+ * (log_used: the journal's live region and open buffer), so a leak of one record per
+ * cycle shows at the first cycle, not only when the log jams.
+ */
+#include "helpers.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#define LV_LOG (4 * T_MiB) /* journal/sb.c MIN_LOG_BYTES */
+#define LV_DEV (LV_LOG + 4096)
+#define LV_BOUND_MS 20000u /* liveness bound: far beyond any real wait */
+#define LV_WAITERS 3
+#define LV_CIL (480u << 10)     /* under cil_push_bytes: log/8 = 512 KiB */
+#define LV_TX_CAP (864u << 10)  /* a waiter's reservation, at most */
+#define LV_MORE (96u << 10)     /* what a waiter logs beyond it (within log/4 in all) */
+#define LV_CYCLES 2000u
+
+static void lv_msleep(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* One transaction of one item of @len bytes (key-filled), committed, forced if @force. */
+static int lv_commit(delog *log, uint64_t key, uint32_t len, bool force, uint64_t *seq)
+{
+	unsigned char *d = malloc(len ? len : 1);
+	delog_tx *tx;
+	int err;
+
+	cr_assert_not_null(d);
+	memset(d, (int)(key & 0xff), len);
+	err = delog_tx_begin(log, len + DELOG_ITEM_OVERHEAD, 0, &tx);
+	if (!err) {
+		err = delog_tx_log(tx, key, d, len);
+		if (err)
+			delog_tx_abort(tx);
+		else
+			err = force ? delog_tx_commit_force(tx, seq) : delog_tx_commit(tx, seq);
+	}
+	free(d);
+	return err;
+}
+
+/* ======================================================================================
+ * item 2: a waiter for space that only a newer durable checkpoint can free pushes it
+ * ====================================================================================== */
+
+struct lv_cb {
+	atomic_uint calls, bad;
+};
+
+/* The push callback of an application that writes back at once: release the target. */
+static void lv_release_cb(void *arg, delog *log, uint64_t seq)
+{
+	struct lv_cb *cb = arg;
+
+	atomic_fetch_add(&cb->calls, 1);
+	if (delog_release(log, seq))
+		atomic_fetch_add(&cb->bad, 1);
+}
+
+struct lv_waiter {
+	delog_tx *tx;
+	uint64_t key, reserve;
+	uint32_t len;
+	atomic_int done, err;
+	pthread_t th;
+};
+
+static void *lv_waiter_main(void *arg)
+{
+	struct lv_waiter *w = arg;
+	unsigned char *d = malloc(w->len);
+	int err = -ENOMEM;
+
+	if (d) {
+		memset(d, (int)(w->key & 0xff), w->len);
+		err = delog_tx_log(w->tx, w->key, d, w->len);
+		free(d);
+	}
+	atomic_store(&w->err, err);
+	atomic_store(&w->done, 1);
+	return NULL;
+}
+
+/* The largest reservation a NOWAIT begin gets now, at most @cap (to 4 KiB), taken by a
+ * blocking begin (so that its transaction's later delog_tx_log may wait).  Called with
+ * the CIL empty: the probes' -EAGAIN then make delog push nothing. */
+static uint64_t lv_take_all(delog *log, uint64_t cap, delog_tx **tx)
+{
+	uint64_t lo = 0, hi = cap + 1;
+
+	while (hi - lo > 4096) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		delog_tx *t;
+		int err = delog_tx_begin(log, mid, DELOG_TX_NOWAIT, &t);
+
+		cr_assert(err == 0 || err == -EAGAIN, "NOWAIT begin: %s", delog_strerror(err));
+		if (err) {
+			hi = mid;
+		} else {
+			delog_tx_abort(t);
+			lo = mid;
+		}
+	}
+	cr_assert_eq(delog_tx_begin(log, lo, 0, tx), 0);
+	return lo;
+}
+
+static void pinned_push_run(enum delog_flush_policy pol, bool callback)
+{
+	struct iol_dev *dev = t_sim(LV_DEV, IOL_SIM_LAT_NONE, 2700 + pol, NULL);
+	struct delog_options o = t_opts(pol);
+	struct lv_waiter w[LV_WAITERS] = { 0 };
+	struct lv_cb cb = { 0 };
+	struct delog_stats st;
+	struct delog_recovery rec;
+	static unsigned char big[LV_CIL];
+	uint64_t s1, s2, seq, last = 0;
+	unsigned waited = 0, ndone = 0;
+	delog_tx *cil, *probe;
+	delog *log;
+
+	if (callback) {
+		o.push = lv_release_cb;
+		o.push_arg = &cb;
+	}
+	log = t_open_dev(dev, &o);
+	/* Checkpoint 1, under cil_push_bytes (log/8) so that its commit asks for no push of
+	 * its own, forced and released: S1 pins it.  With the push callback, the callback
+	 * releases it once space runs low (the application never forces to free space). */
+	cr_assert_eq(lv_commit(log, 1, LV_CIL, true, &s1), 0);
+	if (!callback)
+		cr_assert_eq(delog_release(log, s1), 0);
+	/* A transaction of LV_CIL bytes, logged now and committed (not forced) once the three
+	 * below took every byte left: the CIL then holds it below cil_push_bytes. */
+	memset(big, 2, sizeof(big));
+	cr_assert_eq(delog_tx_begin(log, LV_CIL + DELOG_ITEM_OVERHEAD, 0, &cil), 0);
+	cr_assert_eq(delog_tx_log(cil, 2, big, LV_CIL), 0);
+	/* Three transactions take reservations until free space is 0 ... */
+	for (int i = 0; i < LV_WAITERS; i++) {
+		w[i].key = 10 + (uint64_t)i;
+		w[i].reserve = lv_take_all(log, LV_TX_CAP, &w[i].tx);
+		w[i].len = (uint32_t)(w[i].reserve + LV_MORE);
+	}
+	cr_assert_eq(delog_tx_begin(log, 4096, DELOG_TX_NOWAIT, &probe), -EAGAIN,
+		     "precondition: the log is full");
+	cr_assert_eq(delog_tx_commit(cil, &s2), 0);
+	st = t_stats(log);
+	cr_assert(s2 == s1 + 1 && st.cil_bytes > 0 && st.open_seq == s2 && st.durable_seq == s1,
+		  "precondition: the CIL holds checkpoint %llu unforced (cil %llu, open %llu, "
+		  "durable %llu)", (unsigned long long)s2, (unsigned long long)st.cil_bytes,
+		  (unsigned long long)st.open_seq, (unsigned long long)st.durable_seq);
+	/* ... then each logs an item larger than its reservation, in its own thread. */
+	for (int i = 0; i < LV_WAITERS; i++)
+		cr_assert_eq(pthread_create(&w[i].th, NULL, lv_waiter_main, &w[i]), 0);
+	for (; waited < LV_BOUND_MS; waited += 10) {
+		ndone = 0;
+		for (int i = 0; i < LV_WAITERS; i++)
+			ndone += (unsigned)atomic_load(&w[i].done);
+		if (ndone == LV_WAITERS)
+			break;
+		lv_msleep(10);
+	}
+	st = t_stats(log);
+	cr_expect_eq(ndone, LV_WAITERS,
+		     "%s%s: %u of %d committers still wait for space after %u ms (durable %llu, "
+		     "open %llu, cil %llu bytes, used %llu of %llu, reserved %llu, space_waits "
+		     "%llu, push callback %u calls): nothing pushed the CIL",
+		     delog_flush_policy_name(pol), callback ? " (push callback)" : "",
+		     LV_WAITERS - ndone, LV_WAITERS, waited, (unsigned long long)st.durable_seq,
+		     (unsigned long long)st.open_seq, (unsigned long long)st.cil_bytes,
+		     (unsigned long long)st.log_used, (unsigned long long)st.log_size,
+		     (unsigned long long)st.reserved_bytes, (unsigned long long)st.space_waits,
+		     atomic_load(&cb.calls));
+	if (ndone != LV_WAITERS)
+		cr_assert_eq(delog_force(log, 0), 0, "the outside force that frees them");
+	for (int i = 0; i < LV_WAITERS; i++) {
+		cr_assert_eq(pthread_join(w[i].th, NULL), 0);
+		cr_assert_eq(atomic_load(&w[i].err), 0, "waiter %d: %s", i,
+			     delog_strerror(atomic_load(&w[i].err)));
+	}
+	cr_expect_gt(t_stats(log).space_waits, 0, "the committers never waited");
+	cr_expect_eq(atomic_load(&cb.bad), 0, "delog_release failed in the push callback");
+	/* The three transactions commit; the log goes on. */
+	for (int i = 0; i < LV_WAITERS; i++) {
+		cr_assert_eq(delog_tx_commit_force(w[i].tx, &seq), 0);
+		cr_assert_eq(delog_release(log, seq), 0);
+		last = seq;
+	}
+	cr_assert_eq(delog_error(log), 0);
+	cr_assert_eq(delog_close(log), 0);
+	log = t_reopen(dev, t_opts(pol), &(struct coll){ 0 }, &rec);
+	cr_expect_eq(rec.clean, 1);
+	cr_expect_eq(rec.last_seq, last, "recovered up to %llu, committed up to %llu",
+		     (unsigned long long)rec.last_seq, (unsigned long long)last);
+	cr_assert_eq(delog_close(log), 0);
+	iol_dev_close(dev);
+}
+
+Test(liveness, pinned_push_sync, .timeout = 120) { pinned_push_run(DELOG_FLUSH_SYNC, false); }
+Test(liveness, pinned_push_async, .timeout = 120) { pinned_push_run(DELOG_FLUSH_ASYNC, false); }
+Test(liveness, pinned_push_single, .timeout = 120) { pinned_push_run(DELOG_FLUSH_SINGLE, false); }
+Test(liveness, pinned_push_callback_sync, .timeout = 120)
+{
+	pinned_push_run(DELOG_FLUSH_SYNC, true);
+}
+Test(liveness, pinned_push_callback_async, .timeout = 120)
+{
+	pinned_push_run(DELOG_FLUSH_ASYNC, true);
+}
+Test(liveness, pinned_push_callback_single, .timeout = 120)
+{
+	pinned_push_run(DELOG_FLUSH_SINGLE, true);
+}
