@@ -11,7 +11,9 @@
  * bytes are in the journal (they are then counted by the journal's head).  slack
  * (log/32 + two maximal buffers) absorbs the rounding of those overhead estimates, so
  * the journal never refuses a checkpoint half way (DELOG_ELOGFULL would then shut the
- * log down; it is a bug, never back-pressure).  Back-pressure is the wait in
+ * log down; it is a bug, never back-pressure), and it holds the records written without
+ * a grant: the unmount record of a close (delog.c U1; a cover record's room the journal
+ * keeps itself, journal/log.c L12).  Back-pressure is the wait in
  * space_grant, woken when the tail moves; the push callback is asked to write back when
  * free space falls under 25%.
  *
