@@ -11,7 +11,8 @@
  *    push of the CIL can free space: the waiters must cause it (space.c S4) and return.
  *    Each flush policy that acknowledges (sync, async, single), with the release done
  *    by the application up front, or by the push callback when space runs low (the
- *    application never forces).
+ *    application never forces), and with waiters that never block (DELOG_TX_NOWAIT,
+ *    retrying -EAGAIN).
  *  - open_close_*: 1,000 open/close cycles of a 4 MiB log (twice what it could hold
  *    unmount records: about 500) with no commit in between: every close returns 0
  *    (never DELOG_ELOGFULL), the log's used space never grows from one clean open to
@@ -91,6 +92,8 @@ struct lv_waiter {
 	delog_tx *tx;
 	uint64_t key, reserve;
 	uint32_t len;
+	bool nowait;     /* begun with DELOG_TX_NOWAIT: retries -EAGAIN until stop */
+	atomic_int stop; /* the test gave up on it */
 	atomic_int done, err;
 	pthread_t th;
 };
@@ -103,7 +106,9 @@ static void *lv_waiter_main(void *arg)
 
 	if (d) {
 		memset(d, (int)(w->key & 0xff), w->len);
-		err = delog_tx_log(w->tx, w->key, d, w->len);
+		while ((err = delog_tx_log(w->tx, w->key, d, w->len)) == -EAGAIN && w->nowait &&
+		       !atomic_load(&w->stop))
+			lv_msleep(1);
 		free(d);
 	}
 	atomic_store(&w->err, err);
@@ -114,7 +119,7 @@ static void *lv_waiter_main(void *arg)
 /* The largest reservation a NOWAIT begin gets now, at most @cap (to 4 KiB), taken by a
  * blocking begin (so that its transaction's later delog_tx_log may wait).  Called with
  * the CIL empty: the probes' -EAGAIN then make delog push nothing. */
-static uint64_t lv_take_all(delog *log, uint64_t cap, delog_tx **tx)
+static uint64_t lv_take_all(delog *log, uint64_t cap, unsigned flags, delog_tx **tx)
 {
 	uint64_t lo = 0, hi = cap + 1;
 
@@ -131,11 +136,13 @@ static uint64_t lv_take_all(delog *log, uint64_t cap, delog_tx **tx)
 			lo = mid;
 		}
 	}
-	cr_assert_eq(delog_tx_begin(log, lo, 0, tx), 0);
+	cr_assert_eq(delog_tx_begin(log, lo, flags, tx), 0);
 	return lo;
 }
 
-static void pinned_push_run(enum delog_flush_policy pol, bool callback)
+/* @callback: the push callback releases (else the test, up front); @nowait: the waiters
+ * are NOWAIT transactions retrying -EAGAIN (an application that never blocks). */
+static void pinned_push_run(enum delog_flush_policy pol, bool callback, bool nowait)
 {
 	struct iol_dev *dev = t_sim(LV_DEV, IOL_SIM_LAT_NONE, 2700 + pol, NULL);
 	struct delog_options o = t_opts(pol);
@@ -168,7 +175,8 @@ static void pinned_push_run(enum delog_flush_policy pol, bool callback)
 	/* Three transactions take reservations until free space is 0 ... */
 	for (int i = 0; i < LV_WAITERS; i++) {
 		w[i].key = 10 + (uint64_t)i;
-		w[i].reserve = lv_take_all(log, LV_TX_CAP, &w[i].tx);
+		w[i].nowait = nowait;
+		w[i].reserve = lv_take_all(log, LV_TX_CAP, nowait ? DELOG_TX_NOWAIT : 0, &w[i].tx);
 		w[i].len = (uint32_t)(w[i].reserve + LV_MORE);
 	}
 	cr_assert_eq(delog_tx_begin(log, 4096, DELOG_TX_NOWAIT, &probe), -EAGAIN,
@@ -192,23 +200,28 @@ static void pinned_push_run(enum delog_flush_policy pol, bool callback)
 	}
 	st = t_stats(log);
 	cr_expect_eq(ndone, LV_WAITERS,
-		     "%s%s: %u of %d committers still wait for space after %u ms (durable %llu, "
+		     "%s%s%s: %u of %d committers still wait for space after %u ms (durable %llu, "
 		     "open %llu, cil %llu bytes, used %llu of %llu, reserved %llu, space_waits "
 		     "%llu, push callback %u calls): nothing pushed the CIL",
 		     delog_flush_policy_name(pol), callback ? " (push callback)" : "",
+		     nowait ? " (NOWAIT)" : "",
 		     LV_WAITERS - ndone, LV_WAITERS, waited, (unsigned long long)st.durable_seq,
 		     (unsigned long long)st.open_seq, (unsigned long long)st.cil_bytes,
 		     (unsigned long long)st.log_used, (unsigned long long)st.log_size,
 		     (unsigned long long)st.reserved_bytes, (unsigned long long)st.space_waits,
 		     atomic_load(&cb.calls));
-	if (ndone != LV_WAITERS)
+	if (ndone != LV_WAITERS) {
+		for (int i = 0; i < LV_WAITERS; i++)
+			atomic_store(&w[i].stop, 1);
 		cr_assert_eq(delog_force(log, 0), 0, "the outside force that frees them");
+	}
 	for (int i = 0; i < LV_WAITERS; i++) {
 		cr_assert_eq(pthread_join(w[i].th, NULL), 0);
 		cr_assert_eq(atomic_load(&w[i].err), 0, "waiter %d: %s", i,
 			     delog_strerror(atomic_load(&w[i].err)));
 	}
-	cr_expect_gt(t_stats(log).space_waits, 0, "the committers never waited");
+	if (!nowait)
+		cr_expect_gt(t_stats(log).space_waits, 0, "the committers never waited");
 	cr_expect_eq(atomic_load(&cb.bad), 0, "delog_release failed in the push callback");
 	/* The three transactions commit; the log goes on. */
 	for (int i = 0; i < LV_WAITERS; i++) {
@@ -226,20 +239,41 @@ static void pinned_push_run(enum delog_flush_policy pol, bool callback)
 	iol_dev_close(dev);
 }
 
-Test(liveness, pinned_push_sync, .timeout = 120) { pinned_push_run(DELOG_FLUSH_SYNC, false); }
-Test(liveness, pinned_push_async, .timeout = 120) { pinned_push_run(DELOG_FLUSH_ASYNC, false); }
-Test(liveness, pinned_push_single, .timeout = 120) { pinned_push_run(DELOG_FLUSH_SINGLE, false); }
+Test(liveness, pinned_push_sync, .timeout = 120)
+{
+	pinned_push_run(DELOG_FLUSH_SYNC, false, false);
+}
+Test(liveness, pinned_push_async, .timeout = 120)
+{
+	pinned_push_run(DELOG_FLUSH_ASYNC, false, false);
+}
+Test(liveness, pinned_push_single, .timeout = 120)
+{
+	pinned_push_run(DELOG_FLUSH_SINGLE, false, false);
+}
 Test(liveness, pinned_push_callback_sync, .timeout = 120)
 {
-	pinned_push_run(DELOG_FLUSH_SYNC, true);
+	pinned_push_run(DELOG_FLUSH_SYNC, true, false);
 }
 Test(liveness, pinned_push_callback_async, .timeout = 120)
 {
-	pinned_push_run(DELOG_FLUSH_ASYNC, true);
+	pinned_push_run(DELOG_FLUSH_ASYNC, true, false);
 }
 Test(liveness, pinned_push_callback_single, .timeout = 120)
 {
-	pinned_push_run(DELOG_FLUSH_SINGLE, true);
+	pinned_push_run(DELOG_FLUSH_SINGLE, true, false);
+}
+Test(liveness, pinned_push_nowait_sync, .timeout = 120)
+{
+	pinned_push_run(DELOG_FLUSH_SYNC, false, true);
+}
+Test(liveness, pinned_push_nowait_async, .timeout = 120)
+{
+	pinned_push_run(DELOG_FLUSH_ASYNC, false, true);
+}
+Test(liveness, pinned_push_nowait_single, .timeout = 120)
+{
+	pinned_push_run(DELOG_FLUSH_SINGLE, false, true);
 }
 
 /* ======================================================================================
