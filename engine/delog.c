@@ -9,6 +9,18 @@
  * recover callback in order, the writer continues at the recovered head, and sequence
  * numbers continue after the last recovered checkpoint (the newest durable checkpoint
  * always stays in the live region, space.c S1, so that number is never lost).
+ *
+ *  (U1) Open and close use no lasting log space.  S1 keeps the newest durable checkpoint
+ *       and everything after it, whatever the application released, so a record written
+ *       behind it stays until a newer checkpoint is durable.  Close writes an unmount
+ *       record only if the log does not already end in one naming the current tail
+ *       (journal/log.c L15): a log opened clean and closed with nothing written and the
+ *       tail unmoved is left as it was; a moved tail frees at least one record, as much
+ *       as the unmount record takes; a log opened after a crash gets the one record that
+ *       makes it clean.  And close never fails DELOG_ELOGFULL: an unmount record is
+ *       written only after writes that went through grants, which leave the slack free
+ *       (space.c), or once after recovering a log whose crashed session did; the slack
+ *       holds it many times over, and no reservation may take the slack.
  */
 #include "engine_private.h"
 
@@ -323,7 +335,7 @@ int delog_close(delog *log)
 	policy_wait_flushes(log);
 	err = atomic_load(&log->error);
 	if (!err) {
-		err = jrnl_log_unmount(log->jl);
+		err = jrnl_log_unmount(log->jl); /* (U1) */
 		if (err)
 			log_shutdown(log, err);
 	}

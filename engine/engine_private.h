@@ -251,7 +251,7 @@ struct delog {
 	bool push_running, stopping;
 	bool push_wanted;           /* the CIL passed push_bytes: push even without a force */
 	pthread_mutex_t write_lock; /* held by whoever writes a checkpoint (push_now) */
-	uint64_t force_seq;         /* highest sequence a force asked to push */
+	uint64_t force_seq;         /* highest sequence a force (or S4 in space.c) asked to push */
 	uint64_t pushed_seq;        /* highest sequence whose checkpoint was written */
 	uint64_t done_seq;          /* highest sequence whose commit record completed */
 	unsigned flushes_inflight;  /* single's chain flushes not yet done (policy.c P2) */
@@ -297,6 +297,9 @@ void log_shutdown(struct delog *log, int err);
 /* Ask the push thread to write everything up to @seq, or (0) to push the CIL because
  * it is large, and wake it (lock held). */
 void push_request(struct delog *log, uint64_t seq);
+/* Ask the push thread to push the open CIL context if it holds transactions, as a
+ * force would (no engine lock held): space.c S4. */
+void push_request_open(struct delog *log);
 /* Wake the push thread to look at its flags again (lock not held). */
 void push_wake(struct delog *log);
 /* Broadcast writer_cond (lock not held). */

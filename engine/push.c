@@ -2,7 +2,8 @@
  * push.c - the push thread: turns the open CIL context into a checkpoint in the log
  * (xlog_cil_push_work).
  *
- * It wakes when a force asks for a sequence that is still open, when the CIL passed
+ * It wakes when a force asks for a sequence that is still open (or a space waiter whose
+ * space only a newer durable checkpoint frees: space.c S4), when the CIL passed
  * push_bytes, when space runs low (to call the push callback, or to make the tail
  * durable for a NOWAIT caller: jrnl_log_cover, journal/log.c L12), and at close.  A push:
  *   1. swaps log->cur for the empty spare context under ctx_lock held for write (CIL1 in

@@ -11,7 +11,9 @@
  * bytes are in the journal (they are then counted by the journal's head).  slack
  * (log/32 + two maximal buffers) absorbs the rounding of those overhead estimates, so
  * the journal never refuses a checkpoint half way (DELOG_ELOGFULL would then shut the
- * log down; it is a bug, never back-pressure).  Back-pressure is the wait in
+ * log down; it is a bug, never back-pressure), and it holds the records written without
+ * a grant: the unmount record of a close (delog.c U1; a cover record's room the journal
+ * keeps itself, journal/log.c L12).  Back-pressure is the wait in
  * space_grant, woken when the tail moves; the push callback is asked to write back when
  * free space falls under 25%.
  *
@@ -52,6 +54,20 @@
  *       device flush issued after that call completed.  space_pending_tail() is taken
  *       before a flush is issued and space_flushed() applies it after the flush
  *       completed.  Releases need no flush (the application vouches for durability).
+ *  (S4) a waiter for space that only a newer durable checkpoint can free has the CIL
+ *       pushed.  S1 keeps the newest durable checkpoint however much the application
+ *       released, so when every written checkpoint may go, the tail is at the newest and
+ *       the grants that fill the log are held by threads that themselves wait here (a
+ *       delog_tx_log past its reservation, a delog_tx_begin), nothing but a push frees
+ *       space; the CIL, below push_bytes, would never be pushed (DESIGN.md G9).  So
+ *       space_grant, finding the tail held by S1 alone (space_pinned_by_s1), asks the
+ *       push thread for the open sequence exactly as a force that finds it busy does
+ *       (push_request_open, wake.c), blocking and NOWAIT callers alike, with no lock
+ *       held; the policy makes that checkpoint durable as it does any pushed by that
+ *       thread, the tail passes the old one (log_durable, space_durable_moved) and the
+ *       waiters are woken.  XFS does the same: an AIL push that meets items pinned by
+ *       the log forces the log.  Nothing is pushed for space an older, unreleased
+ *       checkpoint holds: the push callback asks the application for that.
  */
 #include "engine_private.h"
 
@@ -218,9 +234,28 @@ void space_flushed(struct delog *log, uint64_t snapshot)
 	pthread_mutex_unlock(&sp->lock);
 }
 
+/*
+ * (S4) Is the tail held by S1 alone?  Every written checkpoint may go (released, or with
+ * item tracking no key's newest durable copy in it) and the tail is already at the
+ * newest, which S1 keeps until a newer checkpoint is durable: no release, item write or
+ * flush frees anything more, only a push of the CIL (sp->lock held; @tf from tails()).
+ */
+static bool space_pinned_by_s1(struct delog *log, uint64_t tf)
+{
+	struct space *sp = &log->space;
+	struct ckpt_ent *e;
+
+	if (!sp->ck_n)
+		return false;
+	e = ck_at(sp, sp->ck_n - 1);
+	return tf == e->start_lsn && e->seq <= atomic_load(&log->durable_seq) &&
+	       (e->seq <= sp->released || (sp->tracking && !e->refs));
+}
+
 int space_grant(struct delog *log, uint64_t bytes, bool nowait)
 {
 	struct space *sp = &log->space;
+	bool pinned = false;
 	int err = 0;
 
 	if (try_grant(log, bytes))
@@ -264,6 +299,9 @@ int space_grant(struct delog *log, uint64_t bytes, bool nowait)
 			pthread_mutex_lock(&sp->lock);
 			continue;
 		}
+		/* (S4) Only a newer durable checkpoint frees space: have the CIL pushed,
+		 * as XFS's AIL push forces the log when it meets items the log pins. */
+		pinned = space_pinned_by_s1(log, tf);
 		if (nowait) {
 			err = -EAGAIN;
 			sp->low = true;
@@ -272,6 +310,8 @@ int space_grant(struct delog *log, uint64_t bytes, bool nowait)
 		sp->waits++;
 		sp->low = true;
 		pthread_mutex_unlock(&sp->lock);
+		if (pinned)
+			push_request_open(log);
 		push_wake(log); /* the push thread calls the push callback */
 		pthread_mutex_lock(&sp->lock);
 		if (!try_grant(log, bytes) && !atomic_load(&log->error)) {
@@ -291,6 +331,8 @@ int space_grant(struct delog *log, uint64_t bytes, bool nowait)
 		}
 	}
 	pthread_mutex_unlock(&sp->lock);
+	if (err == -EAGAIN && pinned)
+		push_request_open(log); /* (S4), for a caller that only ever asks NOWAIT */
 	if (err == -EAGAIN && (log->push_cb || atomic_load(&sp->cover))) {
 		/* As for a blocking wait: the push thread calls the push callback, so the
 		 * application hears that the log is full even when it only ever asks with

@@ -108,6 +108,26 @@ void push_request(struct delog *log, uint64_t seq)
 	pthread_cond_signal(&log->push_cond);
 }
 
+void push_request_open(struct delog *log)
+{
+	uint64_t seq;
+	bool has;
+
+	/* As delog_force asks: for the open sequence, only if it holds transactions (an
+	 * empty context is never pushed, and a request for one would never be met).  The
+	 * context read under ctx_lock may be swapped before the request: then its
+	 * sequence is being written already and the request is met at once. */
+	pthread_rwlock_rdlock(&log->ctx_lock);
+	seq = log->cur->seq;
+	has = atomic_load(&log->cur->ntx) != 0;
+	pthread_rwlock_unlock(&log->ctx_lock);
+	if (!has)
+		return;
+	pthread_mutex_lock(&log->lock);
+	push_request(log, seq);
+	pthread_mutex_unlock(&log->lock);
+}
+
 void push_wake(struct delog *log)
 {
 	pthread_mutex_lock(&log->lock);

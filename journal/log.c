@@ -134,6 +134,16 @@
  *       caller's callback runs with no lock held.  Flushes in flight together may
  *       complete in any order; durable_lsn only ever moves up (lsn_max).  close waits
  *       until none is in flight (async_flushes).
+ *  (L15) An unmount record is written only if the log does not end in one already:
+ *       clean_head and clean_tail say that the log ends at clean_head in a durable
+ *       unmount record naming clean_tail (recovery found it clean, or jrnl_log_unmount
+ *       wrote it); a record switched out (lb_switch) or a tail moved (jrnl_log_set_tail)
+ *       makes that untrue.  jrnl_log_unmount with head and tail still at those values
+ *       writes nothing: the media already hold what it would establish (every record
+ *       durable, the last an unmount record naming this tail), and a second record
+ *       would only take space.  Opening and closing a log with nothing written in
+ *       between so leaves it as it was: the records behind the tail that the engine
+ *       keeps (space.c S1) can never fill up with one unmount record per open.
  *
  * Ordering relied upon (io.h): every accepted request completes exactly once, and a
  * rejected one never does (so a refused submission is completed here, with its error);
@@ -259,6 +269,8 @@ struct jrnl_log {
 	uint64_t completed_tail; /* sealed tail of the last record counted in completed_lsn */
 	uint64_t durable_tail;   /* sealed tail of the newest record known durable (L12) */
 	uint64_t window;         /* the unflushed bound in sectors (L13) */
+	uint64_t clean_head;     /* (L15) the log ends here in a durable unmount record ... */
+	uint64_t clean_tail;     /* ... naming this tail (0, 0: it does not) */
 	bool no_flush;           /* the caller never flushes (L12, L13) */
 	bool bound_flush;        /* a flush for L13 is in flight */
 	struct jflush *bound_jf;
@@ -421,6 +433,7 @@ static void lb_switch(struct jrnl_log *log, struct logbuf *b)
 {
 	b->prev_lsn = log->prev_lsn;
 	log->prev_lsn = b->lsn;
+	log->clean_head = log->clean_tail = 0; /* (L15) */
 	b->end_lsn = lsn_add(log, log->head, lb_sectors(log, b));
 	log->head = b->end_lsn;
 	b->state = LB_WANT_SYNC;
@@ -1142,6 +1155,11 @@ int jrnl_log_open(struct iol_dev *dev, const struct jrnl_geom *g, const struct j
 	/* The last record recovery found names this tail and is durable (its stamping
 	 * flushed everything before the head): L12 starts from it. */
 	log->completed_tail = log->durable_tail = tail;
+	/* (L15) The last record is an unmount record naming this tail, durable. */
+	if (rec && !rec->empty && rec->clean) {
+		log->clean_head = head;
+		log->clean_tail = tail;
+	}
 	log->window = jrnl_window_sectors(g->log_sectors, g->sector);
 	log->no_flush = opts && opts->no_flush;
 	log->next_tid = random_tid();
@@ -1354,6 +1372,13 @@ int jrnl_log_unmount(struct jrnl_log *log)
 	if (err)
 		return err;
 	pthread_mutex_lock(&log->lock);
+	/* (L15) Nothing written and the tail where it was since the log last ended in a
+	 * durable unmount record: it still does. */
+	if (!log->error && log->clean_head && log->clean_head == log->head &&
+	    log->clean_tail == log->tail) {
+		pthread_mutex_unlock(&log->lock);
+		return 0;
+	}
 	h.tid = tid_next(log);
 	err = op_write(log, &h, &src, false, &b);
 	if (!err) {
@@ -1363,6 +1388,11 @@ int jrnl_log_unmount(struct jrnl_log *log)
 		op_end(log, b);
 		wait_done(log, log->head);
 		err = log->error;
+		if (!err) {
+			/* It completed last (PREFLUSH|FUA: durable), naming completed_tail. */
+			log->clean_head = log->head;
+			log->clean_tail = log->completed_tail;
+		}
 	}
 	pthread_mutex_unlock(&log->lock);
 	return err;
@@ -1439,8 +1469,10 @@ void jrnl_log_set_tail(struct jrnl_log *log, uint64_t tail_lsn)
 	pthread_mutex_lock(&log->lock);
 	if (lsn_cmp(tail_lsn, log->head) > 0)
 		tail_lsn = log->head;
-	if (lsn_cmp(tail_lsn, log->tail) > 0 && jrnl_lsn_sector(tail_lsn) < log->geom.log_sectors)
+	if (lsn_cmp(tail_lsn, log->tail) > 0 && jrnl_lsn_sector(tail_lsn) < log->geom.log_sectors) {
 		log->tail = tail_lsn;
+		log->clean_head = log->clean_tail = 0; /* (L15) */
+	}
 	pthread_mutex_unlock(&log->lock);
 }
 

@@ -358,8 +358,11 @@ int jrnl_log_flush(struct jrnl_log *log);
 typedef void (*jrnl_flush_fn)(void *priv, int err);
 int jrnl_log_flush_async(struct jrnl_log *log, jrnl_flush_fn fn, void *priv);
 /* Force, then write a record holding a single UNMOUNT op with PREFLUSH|FUA once every
- * earlier buffer completed, and wait for it.  Writer-side call (serialised with
- * jrnl_tx_*).  Returns 0, DELOG_ELOGFULL, or the log's first error. */
+ * earlier buffer completed, and wait for it.  Writes nothing if the log already ends in a
+ * durable unmount record naming the current tail (recovery found it clean, or an earlier
+ * call wrote it) and no record was written since (log.c L15).  Writer-side call
+ * (serialised with jrnl_tx_*).  Returns 0, DELOG_ELOGFULL (no room for the record:
+ * nothing written), or the log's first error. */
 int jrnl_log_unmount(struct jrnl_log *log);
 
 /*
