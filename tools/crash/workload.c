@@ -17,7 +17,7 @@
 /* ---- workloads ---- */
 
 const char *const wl_names[NR_WL] = { "mixed", "wrap", "relog", "small", "full", "random",
-				       "window" };
+				       "window", "liveness" };
 
 /* Sizes on the boundaries of sectors and buffers, mixed into every workload. */
 static uint32_t boundary_len(uint64_t *r, uint32_t sector, uint32_t logbsize)
@@ -210,6 +210,32 @@ void wl_pick(const char *name, uint64_t seed, unsigned threads, uint32_t sector,
 		w->logbsize = 256u << 10;
 		w->cil_push = rnd_in(&r, 1ull << 20, 2ull << 20);
 		laps = 5.0;
+	} else if (!strcmp(name, "liveness")) {
+		/* Liveness (item 2): only the push callback frees space (it releases what
+		 * the log asks for, up to the durable sequence); nobody forces to free space
+		 * (clients force one transaction in 32, for their own durability).  3-8
+		 * clients with big transactions (up to a sixth of the log), half of them
+		 * under-reserved (delog_tx_log must grow the reservation for the last item:
+		 * a wait for space while holding a grant), mostly the default
+		 * cil_push_bytes, so the CIL often holds committed, unforced work below the
+		 * push threshold while every grant holder waits.  Chains of 3-4 sessions,
+		 * each preceded by open/close cycles without writes (item 2b).  The
+		 * watchdog (liveness.c) bounds every call. */
+		w->clients = (unsigned)rnd_in(&r, 3, 8);
+		w->max_items = CR_MAX_ITEMS;
+		w->small_max = 4000;
+		w->big_min = 64u << 10;
+		w->big_max = 240u << 10;
+		w->big_1in = (unsigned)rnd_in(&r, 1, 2);
+		w->force_1in = 32;
+		w->shared_1in = 4;
+		w->nshared = 3;
+		w->under_1in = 2;
+		w->logbsize = bsz[1 + rnd(&r) % 2];
+		w->cil_push = rnd(&r) % 4 ? 0 : rnd_in(&r, 256u << 10, 512u << 10);
+		w->sessions = (unsigned)rnd_in(&r, 3, 4);
+		w->idle_max = 600;
+		laps = w->sessions * (0.8 + (double)(rnd(&r) % 60) / 100.0);
 	} else if (!strcmp(name, "relog")) {
 		w->clients = (unsigned)rnd_in(&r, 3, 4);
 		w->max_items = 1;
@@ -291,7 +317,10 @@ void tx_spec(const struct round *rd, unsigned c, uint32_t n, struct txspec *t)
 
 		for (unsigned i = 0; i < t->m; i++)
 			need += t->len[i] + DELOG_ITEM_OVERHEAD;
-		if (t->m == 1 || need <= w->log_bytes / 4)
+		/* (Liveness, whose items are mostly big: a sixth, since delog_tx_log charges
+		 * each item's share of record headers too, up to a seventh of the item with
+		 * 32 KiB buffers, and E2BIG is past a quarter.) */
+		if (t->m == 1 || need <= w->log_bytes / (w->under_1in ? 6 : 4))
 			break;
 		t->m--;
 	}
@@ -305,6 +334,8 @@ void tx_spec(const struct round *rd, unsigned c, uint32_t n, struct txspec *t)
 		t->nowait = true;
 		t->under = rnd(&r) % 2 == 0;
 	}
+	if (!t->nowait && w->under_1in && t->m > 1 && rnd(&r) % w->under_1in == 0)
+		t->under = true; /* blocking: delog_tx_log waits for its last item */
 }
 
 /* The payload hash: the header up to its check field, and the filler after it. */
@@ -388,7 +419,9 @@ static int tx_log(struct round *rd, unsigned c, delog_tx *tx, bool nowait, uint6
 
 	if (!nowait)
 		atomic_store(&rd->blocked_since[c], now_ns());
+	wd_enter(rd, c, "delog_tx_log", len);
 	err = delog_tx_log(tx, key, data, len);
+	wd_leave(rd, c);
 	if (!nowait)
 		atomic_store(&rd->blocked_since[c], 0);
 	return err;
@@ -428,8 +461,10 @@ static void *client_main(void *arg)
 again:
 		if (ts.nowait) {
 			tx = NULL;
+			wd_enter(rd, c, "delog_tx_begin NOWAIT", reserve);
 			err = delog_tx_begin(log, ts.under ? ts.len[0] + DELOG_ITEM_OVERHEAD : reserve,
 					     DELOG_TX_NOWAIT, &tx);
+			wd_leave(rd, c);
 			if (err == -EAGAIN) {
 				/* Log full: nothing was begun, nothing is lost; try again once the
 				 * releaser has moved the tail. */
@@ -446,8 +481,12 @@ again:
 			if (!err)
 				atomic_fetch_add(&rd->nowait_ok, 1);
 		} else {
+			if (ts.under) /* all but the last unique item: tx_log grows it */
+				reserve -= ts.len[ts.m - 1] + DELOG_ITEM_OVERHEAD;
 			atomic_store(&rd->blocked_since[c], now_ns());
+			wd_enter(rd, c, "delog_tx_begin", reserve);
 			err = delog_tx_begin(log, reserve, 0, &tx);
+			wd_leave(rd, c);
 			atomic_store(&rd->blocked_since[c], 0);
 		}
 		if (err) {
@@ -496,14 +535,18 @@ again:
 		}
 		atomic_store(&rd->sess[c][n], (uint8_t)rd->session);
 		atomic_store(&rd->submitted[c], n);
+		wd_enter(rd, c, "delog_tx_commit", n);
 		err = delog_tx_commit(tx, &seq);
+		wd_leave(rd, c);
 		if (err) {
 			wl_fail(rd, "client %u tx %u: delog_tx_commit: %s", c, n, delog_err_name(err));
 			break;
 		}
 		atomic_store_explicit(&rd->seqs[c][n], seq, memory_order_release);
 		if (ts.force) {
+			wd_enter(rd, c, "delog_force", seq);
 			err = delog_force(log, seq);
+			wd_leave(rd, c);
 			if (err) {
 				wl_fail(rd, "client %u tx %u: delog_force(%" PRIu64 "): %s", c, n, seq,
 					delog_err_name(err));
@@ -526,8 +569,10 @@ again:
 					continue;
 				tx_spec(rd, c, wn, &w);
 				atomic_store(&rd->written[c][wn], 1);
+				wd_enter(rd, c, "delog_item_written", ws);
 				for (unsigned i = 0; !err && i < w.m; i++)
 					err = delog_item_written(log, KEY_UNIQUE(c, wn, i), ws);
+				wd_leave(rd, c);
 				atomic_fetch_add(&rd->item_writes, w.m);
 				if (err) {
 					wl_fail(rd, "client %u: delog_item_written(tx %u, %" PRIu64 "): %s",
@@ -543,7 +588,9 @@ again:
 
 			if (d > ts.release_lag) {
 				amax(&rd->released, d - ts.release_lag);
+				wd_enter(rd, c, "delog_release", d - ts.release_lag);
 				err = delog_release(log, d - ts.release_lag);
+				wd_leave(rd, c);
 				if (err) {
 					wl_fail(rd, "client %u: delog_release(%" PRIu64 "): %s", c,
 						d - ts.release_lag, delog_err_name(err));
@@ -568,7 +615,9 @@ static void on_push(void *arg, delog *log, uint64_t seq)
 	if (!seq)
 		return;
 	amax(&rd->released, seq);
+	wd_enter(rd, WD_PUSH, "delog_release", seq);
 	(void)delog_release(log, seq);
+	wd_leave(rd, WD_PUSH);
 }
 
 /* The full workload's push callback: the application is slow to write back; it only
@@ -603,6 +652,7 @@ static void *releaser_main(void *arg)
 	uint64_t r = seed_for(rd->seed, 0x4e1ea5e, 0), last_eagain = 0, stuck_since = 0;
 	uint64_t seen[CR_MAX_CLIENTS] = { 0 }, last_burst = 0;
 	size_t stuck_ev = 0;
+	int err;
 
 	while (atomic_load(&rd->clients_done) < rd->wl.clients) {
 		uint64_t t = now_ns(), eg = atomic_load(&rd->eagain_begin) +
@@ -665,7 +715,10 @@ static void *releaser_main(void *arg)
 				stuck_since = 0;
 			}
 			atomic_fetch_add(&rd->forces_rel, 1);
-			if (delog_force(log, 0))
+			wd_enter(rd, WD_REL, "delog_force", 0);
+			err = delog_force(log, 0);
+			wd_leave(rd, WD_REL);
+			if (err)
 				break;
 			nanosleep(&ts, NULL);
 			continue;
@@ -686,7 +739,10 @@ static void *releaser_main(void *arg)
 		if (target > d)
 			target = d;
 		amax(&rd->released, target);
-		if (delog_release(log, target)) {
+		wd_enter(rd, WD_REL, "delog_release", target);
+		err = delog_release(log, target);
+		wd_leave(rd, WD_REL);
+		if (err) {
 			wl_fail(rd, "releaser: delog_release(%" PRIu64 "), durable %" PRIu64 ": failed",
 				target, d);
 			break;
@@ -744,8 +800,11 @@ static bool session_start(struct crash *cr, struct round *rd, delog *log, struct
 	 * released them, and committers waited for space for ever.) */
 	rel = rd->cut_released < s->hi ? rd->cut_released : s->hi;
 	atomic_store(&rd->released, s->nck ? rel : 0);
-	if (s->nck && rel)
+	if (s->nck && rel) {
+		wd_enter(rd, WD_COORD, "delog_release", rel);
 		(void)delog_release(log, rel);
+		wd_leave(rd, WD_COORD);
+	}
 	return true;
 }
 
@@ -767,11 +826,18 @@ void *coord_main(void *arg)
 	bool rel_started = false;
 	int err;
 
+	if (idle_cycles(co, &o)) {
+		rd->chain_end = true;
+		atomic_store(&rd->done, true);
+		return NULL;
+	}
 	if (rd->session) {
 		o.recover = cr_delog_cb;
 		o.recover_arg = &rc;
 	}
+	wd_enter(rd, WD_COORD, "delog_open_dev", rd->session);
 	err = delog_open_dev(rd->dev, &o, &log);
+	wd_leave(rd, WD_COORD);
 	free(rc.it);
 	free(rc.txv);
 	if (err && rd->session) {
@@ -792,7 +858,9 @@ void *coord_main(void *arg)
 	}
 	if (rd->session && !session_start(co->cr, rd, log, &rc)) {
 		rd->chain_end = true;
+		wd_enter(rd, WD_COORD, "delog_close", rd->session);
 		(void)delog_close(log);
+		wd_leave(rd, WD_COORD);
 		atomic_store(&rd->done, true);
 		return NULL;
 	}
@@ -801,6 +869,7 @@ void *coord_main(void *arg)
 	pthread_mutex_unlock(&rd->log_mu);
 	atomic_store(&rd->arm_ev, iol_sim_trace_len(rd->dev));
 	atomic_store(&rd->armed, true);
+	wd_publish(co, log);
 	for (unsigned c = 0; c < rd->wl.clients; c++) {
 		cl[c] = (struct client){ rd, c, 0, &co->stop };
 		if (pthread_create(&cl[c].th, NULL, client_main, &cl[c])) {
@@ -819,6 +888,7 @@ void *coord_main(void *arg)
 		pthread_join(cl[c].th, NULL);
 	if (rel_started)
 		pthread_join(rel_th, NULL);
+	wd_publish(co, NULL); /* a rescue in progress finishes first */
 	if (rd->wl.full) {
 		struct delog_stats st = { .size = sizeof(st) };
 
@@ -826,7 +896,9 @@ void *coord_main(void *arg)
 			rd->space_waits = st.space_waits;
 	}
 	if (!rd->err[0]) {
+		wd_enter(rd, WD_COORD, "delog_force", 0);
 		err = delog_force(log, 0);
+		wd_leave(rd, WD_COORD);
 		if (err) {
 			wl_fail(rd, "delog_force(0): %s", delog_err_name(err));
 		} else {
@@ -843,7 +915,9 @@ void *coord_main(void *arg)
 	rd->final_durable = delog_durable_seq(log);
 	rd->log = NULL;
 	pthread_mutex_unlock(&rd->log_mu);
+	wd_enter(rd, WD_COORD, "delog_close", rd->session);
 	err = delog_close(log);
+	wd_leave(rd, WD_COORD);
 	if (err)
 		wl_fail(rd, "delog_close: %s", delog_err_name(err));
 	atomic_store(&rd->done, true);
