@@ -78,8 +78,9 @@ static void print_text(struct crash *cr, double secs)
 	       " unstable sectors)\n", cr->cps, cr->exh_cps, cr->max_k);
 	printf("  states            %" PRIu64 "\n", cr->states);
 	printf("  distinct images   %" PRIu64 "\n", cr->distinct);
-	printf("  recoveries        %" PRIu64 " read-only, %" PRIu64 " delog_open_dev, %" PRIu64
-	       " continued across a second crash\n", cr->recoveries, atomic_load(&cr->full_opens),
+	printf("  recoveries        %" PRIu64 " read-only, %" PRIu64 " delog_open_dev (%" PRIu64
+	       " through the flush gate), %" PRIu64 " continued across a second crash\n",
+	       cr->recoveries, atomic_load(&cr->full_opens), atomic_load(&cr->full_gated),
 	       atomic_load(&cr->continuations));
 	printf("  protocol checks   %" PRIu64 " writes\n", cr->protocol_events);
 	if (cr->f_rounds)
@@ -175,6 +176,7 @@ static void print_json(struct crash *cr, double secs)
 	json_u64(&j, "recoveries", cr->recoveries);
 	json_u64(&j, "full_opens", atomic_load(&cr->full_opens));
 	json_u64(&j, "continuations", atomic_load(&cr->continuations));
+	json_u64(&j, "full_opens_gated", atomic_load(&cr->full_gated));
 	json_u64(&j, "protocol_writes", cr->protocol_events);
 	json_u64(&j, "protocol_violations", cr->nprot);
 	json_u64(&j, "violations", cr->nviol);

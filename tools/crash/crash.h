@@ -428,7 +428,7 @@ struct crash {
 	uint64_t round_no;
 	/* counters */
 	uint64_t states, distinct, recoveries, cps, exh_cps, max_k, rounds;
-	_Atomic uint64_t full_opens, continuations, full_seq;
+	_Atomic uint64_t full_opens, continuations, full_seq, full_gated;
 	uint64_t protocol_events, nviol, nprot;
 	/* the full workload */
 	uint64_t f_rounds, f_edge_cps, f_bursts, f_forces, f_eagain_begin, f_eagain_log;
