@@ -425,6 +425,7 @@ static int start(struct crash *cr)
 	pthread_cond_init(&cr->done_cv, NULL);
 	/* Image buffers for the largest device a round can have. */
 	cr->dev_max = DELOG_SB_BYTES + (!strcmp(cr->workload, "random") ||
+					!strcmp(cr->workload, "window") ||
 					!strcmp(cr->workload, "all") ? CR_LOG_MAX : CR_LOG_BYTES);
 	cr->sector = cr->sector_opt ? cr->sector_opt : 4096;
 	cr->cv_log_min = cr->cv_ring_min = cr->cv_min_free = cr->cv_sess_min = UINT64_MAX;
