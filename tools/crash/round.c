@@ -260,6 +260,24 @@ static void round_coverage(struct crash *cr, const struct round *rd)
 	cr->cv_rel_edge += rd->wl.releaser && !rd->wl.full;
 }
 
+/* A round's figures into the run's: coverage and liveness. */
+static void round_tally(struct crash *cr, const struct round *rd)
+{
+	cr->cv_item_writes += rd->item_writes;
+	cr->cv_bound += rd->j_bound;
+	cr->cv_cover += rd->j_cover;
+	cr->cv_wraps += rd->j_wraps;
+	cr->cv_gate_gens += rd->j_gate_gens;
+	cr->cv_gate_errs += rd->j_gate_errs;
+	cr->cv_stalls += rd->stalls;
+	cr->cv_rescues += rd->rescues;
+	cr->cv_idle_cycles += rd->idle_cycles;
+	if (rd->idle_growth > cr->cv_idle_growth)
+		cr->cv_idle_growth = rd->idle_growth;
+	cr->cv_eagain += rd->eagain_begin + rd->eagain_log;
+	cr->cv_nowait_ok += rd->nowait_ok;
+}
+
 /* A round: the workload drawn from the seed on a fresh log, its sessions in turn (the
  * random workload crashes and reopens a chain of them), then its statistics. */
 int run_round(struct crash *cr, uint64_t r)
@@ -371,19 +389,7 @@ int run_round(struct crash *cr, uint64_t r)
 			cr->cv_chain_cut += rd->chain_end;
 		}
 	}
-	cr->cv_item_writes += rd->item_writes;
-	cr->cv_bound += rd->j_bound;
-	cr->cv_cover += rd->j_cover;
-	cr->cv_wraps += rd->j_wraps;
-	cr->cv_gate_gens += rd->j_gate_gens;
-	cr->cv_gate_errs += rd->j_gate_errs;
-	cr->cv_stalls += rd->stalls;
-	cr->cv_rescues += rd->rescues;
-	cr->cv_idle_cycles += rd->idle_cycles;
-	if (rd->idle_growth > cr->cv_idle_growth)
-		cr->cv_idle_growth = rd->idle_growth;
-	cr->cv_eagain += rd->eagain_begin + rd->eagain_log;
-	cr->cv_nowait_ok += rd->nowait_ok;
+	round_tally(cr, rd);
 	if (rd->err[0]) {
 		char msg[300];
 

@@ -222,9 +222,9 @@ void wl_pick(const char *name, uint64_t seed, unsigned threads, uint32_t sector,
 		/* Liveness (item 2): only the push callback frees space (it releases what
 		 * the log asks for, up to the durable sequence); nobody forces to free space
 		 * (clients force one transaction in 32, for their own durability).  3-8
-		 * clients with big transactions (up to a sixth of the log), half of them
-		 * under-reserved (delog_tx_log must grow the reservation for the last item:
-		 * a wait for space while holding a grant), mostly the default
+		 * clients with big transactions (up to nearly a quarter of the log), half
+		 * of them under-reserved (delog_tx_log must grow the reservation for the
+		 * last item: a wait for space while holding a grant), mostly the default
 		 * cil_push_bytes, so the CIL often holds committed, unforced work below the
 		 * push threshold while every grant holder waits.  Chains of 3-4 sessions,
 		 * each preceded by open/close cycles without writes (item 2b).  The
@@ -315,20 +315,21 @@ void tx_spec(const struct round *rd, unsigned c, uint32_t n, struct txspec *t)
 			len = (uint32_t)rnd_in(&r, sizeof(struct pl_hdr), w->small_max);
 		t->len[i] = len < sizeof(struct pl_hdr) ? (uint32_t)sizeof(struct pl_hdr) : len;
 	}
-	/* A transaction may reserve at most a quarter of the log (delog_tx_begin): big items
-	 * stay under it by construction (wl_random's cap), but buffer-boundary items (up to a
-	 * log buffer each) on a small log may not.  Drop items from the end until what
-	 * client_main reserves (the items, three relog values and a shared key) fits.  Only
-	 * transactions that would have failed with EINVAL change. */
+	/* A transaction may take at most a quarter of the log (delog_tx_begin, and
+	 * delog_tx_log's E2BIG): big items stay under it by construction (wl_random's cap),
+	 * but buffer-boundary items (up to a log buffer each) on a small log may not.  Drop
+	 * items from the end until what client_main reserves (the items, three relog values
+	 * and a shared key) fits, with room for each item's share of record headers, which
+	 * delog_tx_log charges on top of DELOG_ITEM_OVERHEAD (delog.h; counted here as two
+	 * header sectors per log buffer, more than a record takes).  Only transactions that
+	 * would have failed with EINVAL or E2BIG change. */
 	for (;;) {
 		uint64_t need = 4 * (sizeof(struct pl_hdr) + DELOG_ITEM_OVERHEAD);
+		uint64_t cap = w->log_bytes / 4 * (w->logbsize - 2 * rd->sector) / w->logbsize;
 
 		for (unsigned i = 0; i < t->m; i++)
 			need += t->len[i] + DELOG_ITEM_OVERHEAD;
-		/* (Liveness, whose items are mostly big: a sixth, since delog_tx_log charges
-		 * each item's share of record headers too, up to a seventh of the item with
-		 * 32 KiB buffers, and E2BIG is past a quarter.) */
-		if (t->m == 1 || need <= w->log_bytes / (w->under_1in ? 6 : 4))
+		if (t->m == 1 || need <= cap)
 			break;
 		t->m--;
 	}
@@ -433,6 +434,38 @@ static int tx_log(struct round *rd, unsigned c, delog_tx *tx, bool nowait, uint6
 	if (!nowait)
 		atomic_store(&rd->blocked_since[c], 0);
 	return err;
+}
+
+/* Item tracking: write back the unique items of this client's durable transactions up
+ * to @n (one in written_1in of them), from *@wn on: with tracking that frees their
+ * checkpoints once the relogged keys moved on, and the tail moves without any release.
+ * Returns nonzero when a call failed (reported). */
+static int write_back(struct round *rd, delog *log, unsigned c, uint32_t n, uint32_t *wn,
+		      uint64_t *wr)
+{
+	uint64_t d = delog_durable_seq(log);
+	int err = 0;
+
+	for (; *wn <= n && cr_rec_seq(rd, c, *wn) && cr_rec_seq(rd, c, *wn) <= d; (*wn)++) {
+		struct txspec w;
+		uint64_t ws = cr_rec_seq(rd, c, *wn);
+
+		if (rnd(wr) % rd->wl.written_1in)
+			continue;
+		tx_spec(rd, c, *wn, &w);
+		atomic_store(&rd->written[c][*wn], 1);
+		wd_enter(rd, c, "delog_item_written", ws);
+		for (unsigned i = 0; !err && i < w.m; i++)
+			err = delog_item_written(log, KEY_UNIQUE(c, *wn, i), ws);
+		wd_leave(rd, c);
+		atomic_fetch_add(&rd->item_writes, w.m);
+		if (err) {
+			wl_fail(rd, "client %u: delog_item_written(tx %u, %" PRIu64 "): %s", c, *wn, ws,
+				delog_err_name(err));
+			return err;
+		}
+	}
+	return 0;
 }
 
 /* A client thread: its seeded transactions (tx_spec), each begun, logged, committed,
@@ -563,34 +596,8 @@ again:
 			atomic_store(&rd->acked[c], n);
 			atomic_fetch_add(&rd->ack_events, 1);
 		}
-		if (rd->wl.track) {
-			/* Write back the unique items of durable transactions (most of them):
-			 * with tracking that frees their checkpoints once the relogged keys
-			 * moved on, and the tail moves without any release. */
-			uint64_t d = delog_durable_seq(log);
-
-			for (; wn <= n && cr_rec_seq(rd, c, wn) && cr_rec_seq(rd, c, wn) <= d; wn++) {
-				struct txspec w;
-				uint64_t ws = cr_rec_seq(rd, c, wn);
-
-				if (rnd(&wr) % rd->wl.written_1in)
-					continue;
-				tx_spec(rd, c, wn, &w);
-				atomic_store(&rd->written[c][wn], 1);
-				wd_enter(rd, c, "delog_item_written", ws);
-				for (unsigned i = 0; !err && i < w.m; i++)
-					err = delog_item_written(log, KEY_UNIQUE(c, wn, i), ws);
-				wd_leave(rd, c);
-				atomic_fetch_add(&rd->item_writes, w.m);
-				if (err) {
-					wl_fail(rd, "client %u: delog_item_written(tx %u, %" PRIu64 "): %s",
-						c, wn, ws, delog_err_name(err));
-					break;
-				}
-			}
-			if (err)
-				break;
-		}
+		if (rd->wl.track && write_back(rd, log, c, n, &wn, &wr))
+			break;
 		if (ts.release_lag) {
 			uint64_t d = delog_durable_seq(log);
 
