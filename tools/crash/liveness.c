@@ -239,9 +239,10 @@ int idle_cycles(struct coord *co, const struct delog_options *o)
 
 	if (!rd->wl.idle_max)
 		return 0;
-	/* Mostly a few (enough for the lasting-use check), one session in three many
-	 * (enough to fill the log were each to keep its unmount record). */
-	k = rnd(&r) % 3 == 0 ? (unsigned)rnd_in(&r, rd->wl.idle_max / 2, rd->wl.idle_max) :
+	/* Mostly a few (enough for the lasting-use check), one session in eight many
+	 * (enough to fill the log were each to keep its unmount record: about 500 a
+	 * second on the sim). */
+	k = rnd(&r) % 8 == 0 ? (unsigned)rnd_in(&r, rd->wl.idle_max / 2, rd->wl.idle_max) :
 			       (unsigned)rnd_in(&r, 0, 24);
 	io.recover = NULL;
 	io.recover_arg = NULL;
