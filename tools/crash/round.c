@@ -239,8 +239,11 @@ static void round_budget(struct crash *cr)
 	uint64_t rl = cr->rounds < 3 ? 4 - cr->rounds : 1;
 
 	cr->budget = left / (rl * (est ? est : 1));
-	if (cr->budget < 2)
-		cr->budget = 2;
+	/* At least all old and all new; under garble and versions one seeded random state
+	 * more, or a small budget would never tear a sector to garbage or to an
+	 * intermediate version: the profile would run as strict. */
+	if (cr->budget < (cr->profile == IOL_SIM_STRICT ? 2u : 3u))
+		cr->budget = cr->profile == IOL_SIM_STRICT ? 2 : 3;
 	if (cr->budget > CR_MAX_PER_POINT)
 		cr->budget = CR_MAX_PER_POINT;
 }
