@@ -77,6 +77,13 @@
  * images begins with NOWAIT (a recovered image may be of a full log), and reports a
  * log that nothing can free after recovery.
  *
+ * Liveness (liveness.c).  Every API call of a session's threads is bounded: a watchdog
+ * reports a call that has not returned while the sim had nothing pending for
+ * --stall-bound seconds, with who waits for what, then forces the log from outside and
+ * stops the round.  The liveness workload (--workload liveness) gives it work: only the
+ * push callback frees space, big under-reserved transactions, and before each session of
+ * its chains open/close cycles without writes, which must leave no lasting log use.
+ *
  * Determinism.  The seed fixes every round's workload, every transaction's contents, the
  * delivery order and the states sampled; the interleaving of the client threads is the
  * OS's, so a rerun explores the same space without promising the same events.  Each
@@ -87,7 +94,8 @@
  * The parts (tools/crash/): workload.c (the workloads, payloads and session threads),
  * oracle.c (what a recovered image must be), points.c (crash points, the fault model,
  * and the states made at each), images.c (the image cache and the recovery workers),
- * round.c (a round: sessions on a fresh log), crash.c (the command).  This header holds
+ * round.c (a round: sessions on a fresh log), liveness.c (the watchdog and the
+ * open/close cycles), crash.c (the command).  This header holds
  * the limits, the types they share and the functions one calls in another; each part's
  * own helpers stay static in it.
  */
