@@ -126,6 +126,13 @@ static void wl_random(struct wl *w, uint64_t *r, uint32_t sector)
 		w->written_1in = 1;
 		w->log_bytes = CR_LOG_BYTES;
 		w->cil_push = 0;
+		/* Items drawn for the larger log may not fit a quarter of this one (alone, a
+		 * transaction of one such item reached delog_tx_begin: EINVAL). */
+		cap = w->log_bytes / 4 / (w->max_items + 3);
+		if (w->big_max > cap)
+			w->big_max = (uint32_t)cap;
+		if (w->big_min > w->big_max)
+			w->big_min = w->big_max;
 	}
 	w->sessions = (unsigned)rnd_in(r, 3, 4);
 }
