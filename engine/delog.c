@@ -353,6 +353,11 @@ struct iol_dev *delog_dev(delog *log)
 	return log->dev;
 }
 
+void delog_journal_stats(delog *log, struct jrnl_log_stats *out)
+{
+	jrnl_log_stats(log->jl, out);
+}
+
 /* ---- force and the watermark ---- */
 
 int delog_force(delog *log, uint64_t seq)

@@ -21,4 +21,10 @@ int delog_open_dev(struct iol_dev *dev, const struct delog_options *opts, delog 
 /* The device a log runs on (for tests: sim faults and crashes). */
 struct iol_dev *delog_dev(delog *log);
 
+/* The journal's own counters of the log (journal/include/jrnl.h: bound and cover flushes,
+ * wraps, ...), which delog_stats sums into space_flushes: for the crash checker's
+ * coverage.  Any thread, like delog_stats. */
+struct jrnl_log_stats;
+void delog_journal_stats(delog *log, struct jrnl_log_stats *out);
+
 #endif

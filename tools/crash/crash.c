@@ -16,7 +16,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: delog crash [--workload W] [--policy P] [--states N] [--seed S]\n"
 		   "                   [--profile strict|garble|versions] [--sector 512|4096]\n"
 		   "                   [--exhaustive] [--threads N] [--jobs N] [--full-every N]\n"
-		   "                   [--save DIR] [--round R] [--json] [--verbose]\n");
+		   "                   [--save DIR] [--round R] [--stall-bound S] [--json]\n"
+		   "                   [--verbose]\n");
 }
 
 static void help(void)
@@ -35,6 +36,9 @@ static void help(void)
 	       "                      chains of 3-4 sessions crashed and reopened), window\n"
 	       "                      (4 MiB log, 1-2 MiB checkpoints, 8 x 256 KiB buffers\n"
 	       "                      in flight: the writes in flight cross the log's end),\n"
+	       "                      liveness (only the push callback frees space, big\n"
+	       "                      under-reserved transactions, open/close cycles\n"
+	       "                      without writes before each session of a chain),\n"
 	       "                      or all (default: all, one per round in turn)\n"
 	       "  -p, --policy P      flush policy: sync, async, single, none (default sync)\n"
 	       "      --states N      crash states to check in total (default 10000)\n"
@@ -51,6 +55,8 @@ static void help(void)
 	       "                      continue it across a second crash (default 32; 0: never)\n"
 	       "      --save DIR      write the pre-recovery image of each violation to DIR\n"
 	       "      --round R       run only round R (as numbered in a violation's report)\n"
+	       "      --stall-bound S a call that has not returned while the disk sat idle\n"
+	       "                      for S seconds is a liveness violation (default 15)\n"
 	       "  -j, --json          one JSON document on stdout\n"
 	       "  -v, --verbose       a line per round on stderr\n"
 	       "  -h, --help          show this help\n"
@@ -72,8 +78,9 @@ static void print_text(struct crash *cr, double secs)
 	       " unstable sectors)\n", cr->cps, cr->exh_cps, cr->max_k);
 	printf("  states            %" PRIu64 "\n", cr->states);
 	printf("  distinct images   %" PRIu64 "\n", cr->distinct);
-	printf("  recoveries        %" PRIu64 " read-only, %" PRIu64 " delog_open_dev, %" PRIu64
-	       " continued across a second crash\n", cr->recoveries, atomic_load(&cr->full_opens),
+	printf("  recoveries        %" PRIu64 " read-only, %" PRIu64 " delog_open_dev (%" PRIu64
+	       " through the flush gate), %" PRIu64 " continued across a second crash\n",
+	       cr->recoveries, atomic_load(&cr->full_opens), atomic_load(&cr->full_gated),
 	       atomic_load(&cr->continuations));
 	printf("  protocol checks   %" PRIu64 " writes\n", cr->protocol_events);
 	if (cr->f_rounds)
@@ -106,6 +113,20 @@ static void print_text(struct crash *cr, double secs)
 	       " states choosing one\n", cr->cv_chains, cr->cv_chains ? cr->cv_sess_min : 0,
 	       cr->cv_sess_max, cr->cv_sess_total, cr->cv_chain_cut, cr->cv_vcps, cr->cv_max_ver,
 	       cr->cv_vstates);
+	printf("                    L13 bound flushes %" PRIu64 " (%" PRIu64 " crash points right "
+	       "after one), L12 cover flushes %" PRIu64 " (%" PRIu64 " crash points right after "
+	       "one), %" PRIu64 " records split at the log's end\n", cr->cv_bound, cr->cv_cps_bound,
+	       cr->cv_cover, cr->cv_cps_cover, cr->cv_wraps);
+	printf("                    flush gate: %" PRIu64 " generations, %" PRIu64 " failed requests "
+	       "(none injected), inline generations not reached (the sim has no ->run)\n",
+	       cr->cv_gate_gens, cr->cv_gate_errs);
+	printf("  liveness          %" PRIu64 " stalls (calls waiting %u s with the disk idle), %"
+	       PRIu64 " set free by delog_force(0); %" PRIu64 " open/close cycles without "
+	       "writes, most lasting log use they added %" PRIu64 " bytes\n", cr->cv_stalls,
+	       cr->stall_bound, cr->cv_rescues, cr->cv_idle_cycles, cr->cv_idle_growth);
+	if (cr->cv_stall_seen)
+		printf("                    first stall after %" PRIu64 " states, %.1f s\n",
+		       cr->cv_first_stall_states, cr->cv_first_stall_s);
 	printf("  violations        %" PRIu64 "\n", cr->nviol);
 	printf("  time              %.1f s\n", secs);
 	for (size_t i = 0; i < cr->nviols; i++) {
@@ -155,6 +176,7 @@ static void print_json(struct crash *cr, double secs)
 	json_u64(&j, "recoveries", cr->recoveries);
 	json_u64(&j, "full_opens", atomic_load(&cr->full_opens));
 	json_u64(&j, "continuations", atomic_load(&cr->continuations));
+	json_u64(&j, "full_opens_gated", atomic_load(&cr->full_gated));
 	json_u64(&j, "protocol_writes", cr->protocol_events);
 	json_u64(&j, "protocol_violations", cr->nprot);
 	json_u64(&j, "violations", cr->nviol);
@@ -201,6 +223,24 @@ static void print_json(struct crash *cr, double secs)
 	json_u64(&j, "version_crash_points", cr->cv_vcps);
 	json_u64(&j, "max_versions", cr->cv_max_ver);
 	json_u64(&j, "version_states", cr->cv_vstates);
+	json_u64(&j, "bound_flushes", cr->cv_bound);
+	json_u64(&j, "crash_points_after_bound_flush", cr->cv_cps_bound);
+	json_u64(&j, "cover_flushes", cr->cv_cover);
+	json_u64(&j, "crash_points_after_cover_flush", cr->cv_cps_cover);
+	json_u64(&j, "wraps", cr->cv_wraps);
+	json_u64(&j, "gate_generations", cr->cv_gate_gens);
+	json_u64(&j, "gate_failed_requests", cr->cv_gate_errs);
+	json_obj_end(&j);
+	json_obj_begin(&j, "liveness");
+	json_u64(&j, "stall_bound_seconds", cr->stall_bound);
+	json_u64(&j, "stalls", cr->cv_stalls);
+	json_u64(&j, "rescued", cr->cv_rescues);
+	json_u64(&j, "idle_cycles", cr->cv_idle_cycles);
+	json_u64(&j, "idle_growth_bytes", cr->cv_idle_growth);
+	if (cr->cv_stall_seen) {
+		json_u64(&j, "first_stall_states", cr->cv_first_stall_states);
+		json_dbl(&j, "first_stall_seconds", cr->cv_first_stall_s);
+	}
 	json_obj_end(&j);
 	json_dbl(&j, "seconds", secs);
 	json_arr_begin(&j, "violation_list");
@@ -241,7 +281,7 @@ static int usage_err(const char *opt, const char *arg, const char *need)
 static int parse_opts(struct crash *cr, int argc, char **argv)
 {
 	/* Long only: --states and --seed (-n is --dry-run and -s --size in every command). */
-	enum { O_PROFILE = 256, O_SECTOR, O_FULL, O_SAVE, O_ROUND, O_STATES, O_SEED };
+	enum { O_PROFILE = 256, O_SECTOR, O_FULL, O_SAVE, O_ROUND, O_STATES, O_SEED, O_STALL };
 	static const struct option lopts[] = {
 		{ "workload", required_argument, NULL, 'w' },
 		{ "policy", required_argument, NULL, 'p' },
@@ -255,6 +295,7 @@ static int parse_opts(struct crash *cr, int argc, char **argv)
 		{ "full-every", required_argument, NULL, O_FULL },
 		{ "save", required_argument, NULL, O_SAVE },
 		{ "round", required_argument, NULL, O_ROUND },
+		{ "stall-bound", required_argument, NULL, O_STALL },
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -270,6 +311,7 @@ static int parse_opts(struct crash *cr, int argc, char **argv)
 	cr->seed = 1;
 	cr->sector = 4096;
 	cr->full_every = 32;
+	cr->stall_bound = CR_WD_BOUND_S;
 	cr->f_min_free = UINT64_MAX;
 	cr->jobs = ncpu > 0 ? (unsigned)(ncpu < 8 ? ncpu : 8) : 1;
 	optind = 0;
@@ -282,7 +324,8 @@ static int parse_opts(struct crash *cr, int argc, char **argv)
 				ok |= !strcmp(optarg, wl_names[i]);
 			if (!ok)
 				return usage_err("--workload", optarg,
-						 "mixed, wrap, relog, small, full, random or all");
+						 "mixed, wrap, relog, small, full, random, window, "
+						 "liveness or all");
 			cr->workload = optarg;
 			break;
 		}
@@ -339,6 +382,11 @@ static int parse_opts(struct crash *cr, int argc, char **argv)
 				return usage_err("--round", optarg, "a round number");
 			cr->one_round = true;
 			break;
+		case O_STALL:
+			if (parse_count(optarg, 1, 3600, &v))
+				return usage_err("--stall-bound", optarg, "seconds, 1..3600");
+			cr->stall_bound = (unsigned)v;
+			break;
 		case 'j':
 			cr->json = true;
 			break;
@@ -377,6 +425,7 @@ static int start(struct crash *cr)
 	pthread_cond_init(&cr->done_cv, NULL);
 	/* Image buffers for the largest device a round can have. */
 	cr->dev_max = DELOG_SB_BYTES + (!strcmp(cr->workload, "random") ||
+					!strcmp(cr->workload, "window") ||
 					!strcmp(cr->workload, "all") ? CR_LOG_MAX : CR_LOG_BYTES);
 	cr->sector = cr->sector_opt ? cr->sector_opt : 4096;
 	cr->cv_log_min = cr->cv_ring_min = cr->cv_min_free = cr->cv_sess_min = UINT64_MAX;

@@ -77,6 +77,13 @@
  * images begins with NOWAIT (a recovered image may be of a full log), and reports a
  * log that nothing can free after recovery.
  *
+ * Liveness (liveness.c).  Every API call of a session's threads is bounded: a watchdog
+ * reports a call that has not returned while the sim had nothing pending for
+ * --stall-bound seconds, with who waits for what, then forces the log from outside and
+ * stops the round.  The liveness workload (--workload liveness) gives it work: only the
+ * push callback frees space, big under-reserved transactions, and before each session of
+ * its chains open/close cycles without writes, which must leave no lasting log use.
+ *
  * Determinism.  The seed fixes every round's workload, every transaction's contents, the
  * delivery order and the states sampled; the interleaving of the client threads is the
  * OS's, so a rerun explores the same space without promising the same events.  Each
@@ -87,7 +94,8 @@
  * The parts (tools/crash/): workload.c (the workloads, payloads and session threads),
  * oracle.c (what a recovered image must be), points.c (crash points, the fault model,
  * and the states made at each), images.c (the image cache and the recovery workers),
- * round.c (a round: sessions on a fresh log), crash.c (the command).  This header holds
+ * round.c (a round: sessions on a fresh log), liveness.c (the watchdog and the
+ * open/close cycles), crash.c (the command).  This header holds
  * the limits, the types they share and the functions one calls in another; each part's
  * own helpers stay static in it.
  */
@@ -177,6 +185,8 @@ static inline uint64_t sector_hash(const void *p, uint32_t sector, uint64_t idx)
 #define CR_MAX_PER_POINT 4096u
 #define CR_MAX_VIOL_KEPT 64u
 #define CR_STALL_NS (120ull * 1000000000ull)
+#define CR_WD_BOUND_S 15u        /* --stall-bound default: seconds of an idle disk */
+#define CR_IDLE_SLACK (64u << 10) /* log use open/close cycles may add, in all */
 
 #define PL_MAGIC 0x4c504352u     /* "RCPL" */
 #define IDX_RELOG 0xfffeu
@@ -210,10 +220,13 @@ struct wl {
 	bool track;               /* DELOG_OPEN_TRACK_ITEMS: item_written, per-key oracle */
 	unsigned written_1in;     /* durable transactions whose unique items are written */
 	unsigned sessions;        /* sessions of the chain: crash, reopen, continue */
+	/* The liveness workload (zero elsewhere, so the others draw what they drew). */
+	unsigned under_1in;       /* blocking transactions reserving only their first item */
+	unsigned idle_max;        /* open/close cycles without writes before a session */
 };
 
 /* The workloads by name (workload.c), for --workload and the "all" rotation. */
-#define NR_WL 7u
+#define NR_WL 8u
 extern const char *const wl_names[NR_WL];
 
 struct pl_hdr {
@@ -238,6 +251,21 @@ struct txspec {
 				   * delog_tx_log must take more space, which may fail too) */
 	unsigned release_lag;     /* 0: no release; else lag + 1 */
 };
+
+/* The watchdog's view of one thread's API call (liveness.c): @since 0 when none. */
+struct wdcall {
+	_Atomic uint64_t since;   /* now_ns() at the call; written last, cleared at return */
+	_Atomic uint64_t q0;      /* round.wd_quiet at the call */
+	_Atomic uint64_t arg;     /* seq, bytes or key, as the call's name says */
+	_Atomic(const char *) what;
+};
+
+/* Watchdog slots: the clients', then the session's own thread (open, close, the idle
+ * cycles), the releaser and the push callback. */
+#define WD_COORD CR_MAX_CLIENTS
+#define WD_REL (CR_MAX_CLIENTS + 1u)
+#define WD_PUSH (CR_MAX_CLIENTS + 2u)
+#define WD_SLOTS (CR_MAX_CLIENTS + 3u)
 
 struct round {
 	uint64_t seed;
@@ -278,6 +306,16 @@ struct round {
 	uint64_t cut_durable, cut_released, cut_must_lo;
 	uint32_t cut_acked[CR_MAX_CLIENTS];
 	bool chain_end;           /* the chain cannot go on (a recovery broke the oracle) */
+	/* Liveness (liveness.c): every API call of the session's threads, and the time the
+	 * disk had nothing to deliver (ns, summed by the watchdog). */
+	struct wdcall wd[WD_SLOTS];
+	_Atomic uint64_t wd_quiet;
+	_Atomic uint64_t stalls, rescues;
+	unsigned idle_cycles;     /* open/close cycles without writes this round */
+	uint64_t idle_growth;     /* the most log use they added (bytes) */
+	/* Coverage from the journal (jrnl_log_stats), summed over the sessions as of the
+	 * last crash point each took. */
+	uint64_t j_bound, j_cover, j_wraps, j_gate_gens, j_gate_errs;
 };
 
 struct summary {
@@ -398,7 +436,7 @@ struct crash {
 	uint64_t round_no;
 	/* counters */
 	uint64_t states, distinct, recoveries, cps, exh_cps, max_k, rounds;
-	_Atomic uint64_t full_opens, continuations, full_seq;
+	_Atomic uint64_t full_opens, continuations, full_seq, full_gated;
 	uint64_t protocol_events, nviol, nprot;
 	/* the full workload */
 	uint64_t f_rounds, f_edge_cps, f_bursts, f_forces, f_eagain_begin, f_eagain_log;
@@ -410,6 +448,12 @@ struct crash {
 	uint64_t cv_gate_rounds; /* rounds whose disk had the flush gate */
 	uint64_t cv_item_writes, cv_eagain, cv_nowait_ok, cv_chains, cv_sess_min, cv_sess_max;
 	uint64_t cv_chain_cut, cv_sess_total, cv_vcps, cv_vstates, cv_max_ver, cv_rel_edge;
+	uint64_t cv_bound, cv_cover, cv_wraps, cv_gate_gens, cv_gate_errs, cv_cps_bound;
+	uint64_t cv_cps_cover, cv_stalls, cv_rescues, cv_idle_cycles, cv_idle_growth;
+	uint64_t cv_first_stall_states; /* states checked when the first stall was seen */
+	double cv_first_stall_s;  /* and the run's seconds then */
+	bool cv_stall_seen;
+	unsigned stall_bound;     /* --stall-bound, seconds */
 	unsigned cv_sectors;      /* bit 0: 512, bit 1: 4096 */
 	struct viol viols[CR_MAX_VIOL_KEPT];
 	size_t nviols;
@@ -488,6 +532,13 @@ struct coord {
 	struct round *rd;
 	struct crash *cr;
 	_Atomic bool stop;
+	/* The watchdog (liveness.c): its thread, and the handle it may force to set stalled
+	 * callers free (published by coord_main only while the clients run). */
+	pthread_t wd_th;
+	bool wd_started;
+	_Atomic bool wd_quit;
+	pthread_mutex_t wd_mu;
+	delog *wd_log;
 };
 
 #define CR_FULL_WAIT_NS 50000ull           /* a committer waiting this long: log full */
@@ -539,6 +590,27 @@ struct iol_dev *cr_sim_dev(uint64_t bytes, uint32_t sector, uint64_t seed, bool 
 void *worker_main(void *arg);
 void run_jobs(struct crash *cr);
 unsigned char *state_image(struct crash *cr, const uint8_t *choice);
+
+/* liveness.c */
+static inline void wd_enter(struct round *rd, unsigned slot, const char *what, uint64_t arg)
+{
+	struct wdcall *w = &rd->wd[slot];
+
+	atomic_store(&w->what, what);
+	atomic_store(&w->arg, arg);
+	atomic_store(&w->q0, atomic_load(&rd->wd_quiet));
+	atomic_store(&w->since, now_ns());
+}
+
+static inline void wd_leave(struct round *rd, unsigned slot)
+{
+	atomic_store(&rd->wd[slot].since, 0);
+}
+
+int wd_start(struct coord *co);
+void wd_stop(struct coord *co);
+void wd_publish(struct coord *co, delog *log);
+int idle_cycles(struct coord *co, const struct delog_options *o);
 
 /* round.c */
 void cr_progress(struct crash *cr, bool end);

@@ -326,7 +326,11 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 	int err;
 
 	atomic_fetch_add(&cr->full_opens, 1);
-	d2 = cr_sim_dev(rd->dev_bytes, cr->sector, seed, false, false, w->shadow);
+	if (rd->gate)
+		atomic_fetch_add(&cr->full_gated, 1);
+	/* Through the flush gate when the round's disk has it: recovery's stamping, its
+	 * flush and the continued session's I/O then go through the gate as well. */
+	d2 = cr_sim_dev(rd->dev_bytes, cr->sector, seed, false, rd->gate, w->shadow);
 	if (!d2) {
 		viol_add(cr, cp, choice, cp->k, "full check: cannot open a sim disk", NULL);
 		return;

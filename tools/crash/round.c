@@ -86,22 +86,36 @@ static int run_session(struct crash *cr, struct ctl *t, struct pointbuf *pb, uin
 	struct coord co = { .rd = rd, .cr = cr };
 	uint64_t last_ev = SIZE_MAX, last_ack = UINT64_MAX, last_dur = UINT64_MAX;
 	uint64_t idle_since = 0, cyc0 = 0, cyc1 = 0;
+	struct jrnl_log_stats jcp = { 0 }; /* the journal's counters at the last crash point */
+	struct iol_counters icp = { 0 };
 	pthread_t th;
 	int err = 0;
 
 	*cut_taken = false;
-	if (pthread_create(&th, NULL, coord_main, &co))
+	if (wd_start(&co))
 		return -EAGAIN;
+	if (pthread_create(&th, NULL, coord_main, &co)) {
+		wd_stop(&co);
+		return -EAGAIN;
+	}
 	for (;;) {
 		size_t L = iol_sim_trace_len(rd->dev);
 		struct delog_stats st = { .size = sizeof(st) };
+		struct jrnl_log_stats js;
 		bool known = false;
 		uint64_t ack, dur;
 
 		pthread_mutex_lock(&rd->log_mu);
-		if (rd->log && !delog_stats(rd->log, &st))
+		if (rd->log && !delog_stats(rd->log, &st)) {
 			known = true;
+			delog_journal_stats(rd->log, &js);
+		}
 		pthread_mutex_unlock(&rd->log_mu);
+		if (atomic_load(&rd->stalls) && !cr->cv_stall_seen) {
+			cr->cv_stall_seen = true;
+			cr->cv_first_stall_states = cr->states;
+			cr->cv_first_stall_s = (double)(now_ns() - cr->t0) / 1e9;
+		}
 		if (known && atomic_load(&rd->armed) && !*cut_taken) {
 			uint64_t free_b = st.log_size - st.log_used;
 
@@ -131,6 +145,15 @@ static int run_session(struct crash *cr, struct ctl *t, struct pointbuf *pb, uin
 				err = crash_point(cr, t, pb, ++*round_cp);
 				if (err)
 					break;
+				if (known) {
+					/* What the states reached: points right after a bound or
+					 * cover flush resolved, and the journal's and the gate's
+					 * counters as of this point (summed at the session's end). */
+					cr->cv_cps_bound += js.bound_flushes != jcp.bound_flushes;
+					cr->cv_cps_cover += js.cover_flushes != jcp.cover_flushes;
+					jcp = js;
+					iol_dev_counters(rd->dev, &icp);
+				}
 				last_ev = L;
 				last_ack = ack;
 				last_dur = dur;
@@ -187,8 +210,16 @@ static int run_session(struct crash *cr, struct ctl *t, struct pointbuf *pb, uin
 				sched_yield();
 	}
 	pthread_join(th, NULL);
+	wd_stop(&co);
 	if (cyc1 > cyc0)
 		cr->cv_laps += cyc1 - cyc0;
+	rd->j_bound += jcp.bound_flushes;
+	rd->j_cover += jcp.cover_flushes;
+	rd->j_wraps += jcp.wraps;
+	if (rd->gate) {
+		rd->j_gate_gens += icp.dev_flushes;
+		rd->j_gate_errs += icp.errors;
+	}
 	if (!err && !*cut_taken && atomic_load(&rd->armed) && cr->states < cr->target) {
 		size_t L = iol_sim_trace_len(rd->dev);
 
@@ -208,8 +239,11 @@ static void round_budget(struct crash *cr)
 	uint64_t rl = cr->rounds < 3 ? 4 - cr->rounds : 1;
 
 	cr->budget = left / (rl * (est ? est : 1));
-	if (cr->budget < 2)
-		cr->budget = 2;
+	/* At least all old and all new; under garble and versions one seeded random state
+	 * more, or a small budget would never tear a sector to garbage or to an
+	 * intermediate version: the profile would run as strict. */
+	if (cr->budget < (cr->profile == IOL_SIM_STRICT ? 2u : 3u))
+		cr->budget = cr->profile == IOL_SIM_STRICT ? 2 : 3;
 	if (cr->budget > CR_MAX_PER_POINT)
 		cr->budget = CR_MAX_PER_POINT;
 }
@@ -227,6 +261,24 @@ static void round_coverage(struct crash *cr, const struct round *rd)
 	cr->cv_track_rounds += rd->wl.track;
 	cr->cv_gate_rounds += rd->gate;
 	cr->cv_rel_edge += rd->wl.releaser && !rd->wl.full;
+}
+
+/* A round's figures into the run's: coverage and liveness. */
+static void round_tally(struct crash *cr, const struct round *rd)
+{
+	cr->cv_item_writes += rd->item_writes;
+	cr->cv_bound += rd->j_bound;
+	cr->cv_cover += rd->j_cover;
+	cr->cv_wraps += rd->j_wraps;
+	cr->cv_gate_gens += rd->j_gate_gens;
+	cr->cv_gate_errs += rd->j_gate_errs;
+	cr->cv_stalls += rd->stalls;
+	cr->cv_rescues += rd->rescues;
+	cr->cv_idle_cycles += rd->idle_cycles;
+	if (rd->idle_growth > cr->cv_idle_growth)
+		cr->cv_idle_growth = rd->idle_growth;
+	cr->cv_eagain += rd->eagain_begin + rd->eagain_log;
+	cr->cv_nowait_ok += rd->nowait_ok;
 }
 
 /* A round: the workload drawn from the seed on a fresh log, its sessions in turn (the
@@ -340,9 +392,7 @@ int run_round(struct crash *cr, uint64_t r)
 			cr->cv_chain_cut += rd->chain_end;
 		}
 	}
-	cr->cv_item_writes += rd->item_writes;
-	cr->cv_eagain += rd->eagain_begin + rd->eagain_log;
-	cr->cv_nowait_ok += rd->nowait_ok;
+	round_tally(cr, rd);
 	if (rd->err[0]) {
 		char msg[300];
 
