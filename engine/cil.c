@@ -23,8 +23,12 @@
  *       write (space.c), whatever the log-buffer size.
  *  (CIL5) Back-pressure on the CIL: past push_bytes of CIL a commit wakes the push thread;
  *       one that would take the context past twice that waits for the swap before it
- *       inserts.  So a checkpoint is at most 2 x push_bytes, or one transaction (at most
- *       a quarter of the log), and push_bytes is at most log/8: a checkpoint never takes
+ *       inserts.  The check claims the transaction's cost in the context (cil_admit, one
+ *       compare-and-swap on ctx->admitted) under the same hold of ctx_lock as the insert,
+ *       so committers racing in are admitted one at a time against the bound: checking
+ *       the context's cost instead let several pass it together and made a checkpoint of
+ *       three quarters of the log.  So a checkpoint is at most 2 x push_bytes, or one
+ *       transaction (at most a quarter of the log), and push_bytes is at most log/8: a checkpoint never takes
  *       more than about a quarter of the log, and the newest durable checkpoint (which
  *       stays in the log, space.c S1) plus an incomplete one a crash left after it
  *       never fill it, so a recovered log always has room to go on.
@@ -64,6 +68,7 @@ void cil_ctx_reset(struct cil_ctx *c)
 	atomic_store(&c->cost, 0);
 	atomic_store(&c->ntx, 0);
 	atomic_store(&c->relogged, 0);
+	atomic_store(&c->admitted, 0);
 }
 
 void cil_ctx_destroy(struct cil_ctx *c)
@@ -339,6 +344,19 @@ void delog_tx_abort(delog_tx *tx)
 	tx_free(tx);
 }
 
+/* (CIL5) Claim @cost in @c if that keeps it within @limit, or if nothing was admitted
+ * yet (one transaction alone may be larger).  ctx_lock held for read. */
+static bool cil_admit(struct cil_ctx *c, uint64_t cost, uint64_t limit)
+{
+	uint64_t a = atomic_load(&c->admitted);
+
+	do {
+		if (a && a + cost > limit)
+			return false;
+	} while (!atomic_compare_exchange_weak(&c->admitted, &a, a + cost));
+	return true;
+}
+
 int delog_tx_commit(delog_tx *tx, uint64_t *seq)
 {
 	struct delog *log;
@@ -353,8 +371,7 @@ int delog_tx_commit(delog_tx *tx, uint64_t *seq)
 	pthread_rwlock_rdlock(&log->ctx_lock);
 	/* (CIL5) A checkpoint stays within twice push_bytes unless one transaction alone is
 	 * larger: wait for the swap first if this one would take it past that. */
-	while (tx->cost && atomic_load(&log->cur->ntx) &&
-	       atomic_load(&log->cur->cost) + tx->cost > 2 * log->push_bytes &&
+	while (tx->cost && !cil_admit(log->cur, tx->cost, 2 * log->push_bytes) &&
 	       !atomic_load(&log->error)) {
 		ctx_seq = log->cur->seq;
 		pthread_rwlock_unlock(&log->ctx_lock);

@@ -76,6 +76,9 @@ struct cil_shard {
 struct cil_ctx {
 	uint64_t seq;
 	_Atomic uint64_t nitems, data_bytes, cost, ntx, relogged;
+	/* Item cost of the transactions admitted into this context (cil.c CIL5): claimed
+	 * before they insert, so that committers racing in cannot together pass the bound. */
+	_Atomic uint64_t admitted;
 	struct cil_shard shard[CIL_SHARDS];
 };
 
