@@ -659,7 +659,7 @@ Test(recover, wrap_boundary_classes, .timeout = TO)
 }
 
 /*
- * The in-flight window spans the wrap and reaches past the probes of resolve_ends: lap 2
+ * The in-flight window spans the wrap and reaches past the head search's probes: lap 2
  * wrote past N/8 at the log's start while the last 3N/16 sectors of lap 1 (with the
  * probe at 7N/8 and the last sector) never reached the disk.  Sector 0 says lap 2, the
  * last sector lap 0, the probes lap 2, 1 and 0.  Nothing after the hole was covered by

@@ -201,7 +201,7 @@ void wl_pick(const char *name, uint64_t seed, unsigned threads, uint32_t sector,
 		/* The smallest log with the journal's unflushed window (L13, 2 MiB) half its
 		 * size: 8 x 256 KiB buffers, checkpoints of 1-2 MiB, five laps, so on most
 		 * laps the writes in flight cross the physical end and reach past the probes
-		 * recovery takes at eighths of the log (journal/recover.c, resolve_ends),
+		 * recovery takes at eighths of the log (journal/recover.c, find_anchor),
 		 * states the other workloads reach only by chance. */
 		w->clients = (unsigned)rnd_in(&r, 2, 3);
 		w->max_items = 4;
