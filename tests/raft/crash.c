@@ -5,68 +5,83 @@
  * test; iolayer/include/io_sim.h).  The test thread drives the io as C-Raft would
  * (set_term, set_vote, appends with several in flight, truncations, snapshots with
  * trailing entries, whose releases let the log wrap, and installed snapshots) on its
- * libuv loop; a deliverer thread owns the disk: before every stride-th completion it
- * delivers (stride 1 or 2 in the normal build, more under the sanitizers, so that every
- * test runs all the session kinds below), it takes power-cut images of the disk (strict
- * and garble resolutions of the unstable sectors), opens each with a fresh io (draft_init
- * on a sim disk made from the image) and loads it.
+ * libuv loop; a deliverer thread owns the disk and delivers its completions one at a
+ * time, in random order.  Before a share of them (all of them when the budget allows;
+ * about one in three in the normal build, one in thirty under the sanitizers, so that
+ * each test runs every kind of session below within RAFT_CRASH_STATES states), and
+ * always right after a failed I/O and at a session's cut, it takes power-cut images of
+ * the disk (strict and garble resolutions of the unstable sectors), opens each with a
+ * fresh io (draft_init on a sim disk made from the image) and loads it.
  *
- * The check, for every image: load succeeds, and what it returns (term, vote, every
- * entry's index, term and payload) is exactly the model's state after some prefix of
- * the session's calls, k of them, with acked <= k <= started:
+ * The check, for every image: load succeeds, and what it returns (term, vote, snapshot,
+ * every entry's index, term and payload) is exactly the model's state after some prefix
+ * of the session's calls, k of them, with acked <= k <= started:
  *  - acked: calls acknowledged before the image was taken (set_term / set_vote returned
  *    0, or the append's or snapshot's callback ran with status 0; each acknowledges every
  *    call before it too, as the io's records form one ordered stream);
  *  - started: calls begun before the image was taken ends (read after it).
  * So term and vote are at least as new as any acknowledged, and the entries are the log
  * as it was at one moment, containing every entry whose callback ran: a prefix of the
- * history, never a mix.  The model's state after each call is fingerprinted before the
- * call starts, so the deliverer compares fingerprints only.  A snapshot counts as begun
- * when snapshot_put is called (its records are committed later, on the loop, and the
- * driver issues nothing else until its callback) and acknowledged by its callback.
- * Snapshot data files live on the real file system (they are written and synced before
- * any record names them); each check links them into a directory of its own, since the
- * checking io removes the files its log does not name.
+ * history, never a mix.  One refinement: io.c commits an append larger than an eighth of
+ * the log in several transactions, in order, so a crash may keep the first of them; the
+ * states after call k - 1 and a prefix of call k's transactions (entries grouped as
+ * io.c groups them) are then states of the history too, for an unacknowledged call k.
+ * The model's state after each call is fingerprinted before the call starts, so the
+ * deliverer compares fingerprints only.  A snapshot counts as begun when snapshot_put is
+ * called (its records are committed later, on the loop, and the driver issues nothing
+ * else until its callback) and acknowledged by its callback.  Snapshot data files live
+ * on the real file system (they are written and synced before any record names them);
+ * each check links them into a directory of its own, since the checking io removes the
+ * files its log does not name.
  *
- * Entries: mostly small (0-700 bytes), and one append in eight carries one large entry
- * (64 KiB up to 504 KiB; up to 1000 KiB on 256 KiB log buffers: below a quarter of the
- * 4 MiB log with its record headers, what io.c takes in one transaction).  Each chain of
- * sessions (from a fresh disk) draws its log-buffer size, 16, 32, 64 or 256 KiB, so large
- * entries split over many records and checkpoints span records.  Before each call the
- * driver reads the log's free space (delog_raft_stats) and, when the call might not fit,
- * takes a snapshot (trailing 0 or 1) instead, which releases the log behind it: the io
- * answers a full log with RAFT_NOSPACE, which is not what this test is about.
+ * Entries: mostly small (0-700 bytes); one append in eight carries one large entry, 64
+ * KiB up to 504 KiB, or up to 1000 KiB on 256 KiB log buffers (what io.c takes as one
+ * transaction on the 4 MiB log: a quarter of it, less the record headers' share).  Each
+ * chain of sessions (from a fresh disk) draws its log-buffer size, 16, 32, 64 or 256 KiB,
+ * so large entries split over many records and checkpoints span records.  Before each
+ * call the driver reads the log's free space (delog_raft_stats, less delog's slack) and,
+ * when the call might not fit, takes a snapshot (trailing 0 or 1) instead, whose release
+ * frees the log behind it.  A full log is not what this test is about: a call the io
+ * still refuses with RAFT_NOSPACE (space released becomes usable only once a record
+ * names the new tail) changed nothing, and the model goes back to before it; but an
+ * append of several transactions must never be refused so, as its first ones would stay
+ * committed.
  *
  * Sessions chain, each next one on what the one before left, in a fixed cycle of 12
- * (CR_KINDS; every test runs the whole cycle at least once):
- *  - from a power cut: the deliverer keeps one of the images it checked at a drawn
- *    delivery (strict or garble, half each), with the snapshot files the checking io
- *    kept, and the next session opens that image: its load must return exactly what the
- *    check loaded, and that state (a prefix between acked and started, the crash having
- *    lost what was not acknowledged) is the model from then on.  So recovery of a crashed
- *    log, and appends, truncations and snapshots continuing it (reusing the keys and
- *    space of what the crash lost), are held to the same prefix oracle across the crash;
+ * (kinds[]; every test runs the whole cycle at least once):
+ *  - from a power cut: at a delivery drawn among the first 60, the deliverer keeps one of
+ *    the images it checked there (strict or garble, by the cycle), with the snapshot
+ *    file the checking io kept, and the next session opens that image.  Its load must
+ *    return exactly what the check loaded, and that state (a prefix between acked and
+ *    started: the crash lost what was not acknowledged, maybe more) is the model from
+ *    then on.  So recovery of a crashed log, and the appends, truncations and snapshots
+ *    continuing it (over the keys and space of what the crash lost), are held to the
+ *    same prefix oracle across the crash, and power cuts during that recovery too;
  *  - from a clean close (the durable media; the load must equal the whole model);
  *  - after an I/O error (below), from a power-cut image of the failed disk;
  *  - on a fresh disk.
  * Half the sessions open the sim disk (and their checks' disks) through the iolayer's
  * flush gate (iol_dev_opts.flush_gate, as `delog crash` does in half its rounds): flushes
- * are merged generations run by the gate's flusher, FUA a write and a gated flush, so
- * power cuts land around merged flushes and their riders' writes, and recovery at the
- * session's open goes through the gate too.
+ * are merged generations run by the gate's flushers, FUA a write and a gated flush, so
+ * power cuts land around merged flushes and their riders' writes, and the recovery at
+ * the session's open goes through the gate too.
  *
- * I/O errors: 4 sessions of the 12 arm the sim's fault plan after load, failing the
- * nth write or the nth flush (a gate generation on a gated disk; a PREFLUSH write's flush
- * otherwise), n small enough that it always fires.  Delog shuts down at the first failed
- * write or flush, and the io (raft/src/io.c) then fails every queued append whose
- * checkpoint is not durable, and every later call, with RAFT_IOERR.  Checked: every
- * error the io reports is RAFT_IOERR, and only in those sessions; every append callback
- * runs; no call begun after the failed completion was delivered, or after the io
- * reported an error, is acknowledged (a set_term after the session's calls must fail);
- * and the images taken after the failure, the one the next session continues from among
- * them, load to a prefix containing every acknowledged call.
+ * I/O errors: 4 sessions of the 12 (gated or not, a write or a flush) arm the sim's
+ * fault plan once loaded: the nth write (n <= 24) or the nth flush (n <= 8; a gate
+ * generation on a gated disk, a PREFLUSH write's flush otherwise) from then fails with
+ * EIO; each session makes far more, so it always fires (asserted).  Delog shuts down at
+ * its first failed write or flush; the io (raft/src/io.c) then completes the queued
+ * appends whose checkpoint is durable, fails the others with RAFT_IOERR, and fails every
+ * later call with RAFT_IOERR.  Checked: every error the io reports is RAFT_IOERR, only in
+ * those sessions and only once an I/O failed; every append callback runs; no call begun
+ * after the failed completion was delivered, or after the io reported an error, is
+ * acknowledged, and the calls go on to the end of the session, then one more set_term,
+ * which must fail; the images taken after the failure (right after it, then as above,
+ * and the one after close that the next session continues from) load to a prefix
+ * containing every acknowledged call.
  * Each test (one per crash-safe flush policy) runs sessions until RAFT_CRASH_STATES
- * states were checked and the cycle of session kinds ran once.
+ * states were checked and the cycle of session kinds ran once, then prints what it
+ * covered.
  */
 #include "helpers.h"
 
