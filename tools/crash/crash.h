@@ -222,6 +222,7 @@ struct wl {
 	unsigned sessions;        /* sessions of the chain: crash, reopen, continue */
 	/* The liveness workload (zero elsewhere, so the others draw what they drew). */
 	unsigned under_1in;       /* blocking transactions reserving only their first item */
+	unsigned under_clients;   /* ... drawn only by clients 0 .. under_clients - 1 */
 	unsigned idle_max;        /* open/close cycles without writes before a session */
 };
 
