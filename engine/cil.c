@@ -16,11 +16,13 @@
  *  (CIL3) Relogging: a key already in the open context has its copy replaced in place (or
  *       re-allocated in the arena if it grew), so a checkpoint carries one copy per key,
  *       the newest; ctx->relogged counts the replacements.
- *  (CIL4) Space: a transaction holds a grant from delog_tx_begin; logging beyond it takes
- *       more (possibly blocking).  At commit the grant is exchanged for the CIL charge of
- *       what it added (item_cost: data, ITEM_COST, and its share of record headers per
- *       new item), so grant + journal use never shrinks below what the log will have to
- *       write (space.c), whatever the log-buffer size.
+ *  (CIL4) Space: a transaction holds a grant from delog_tx_begin, reserve_cost() of what
+ *       the application reserved, so items within the reservation never take more;
+ *       logging beyond it takes more (possibly blocking, space.c S5).  At commit the
+ *       grant is exchanged for the CIL charge of what it added (item_cost: data,
+ *       ITEM_COST, and its share of record headers per new item), so grant + journal use
+ *       never shrinks below what the log will have to write (space.c), whatever the
+ *       log-buffer size.
  *  (CIL5) Back-pressure on the CIL: past push_bytes of CIL a commit wakes the push thread;
  *       one that would take the context past twice that waits for the swap before it
  *       inserts.  The check claims the transaction's cost in the context (cil_admit, one
@@ -28,10 +30,11 @@
  *       so committers racing in are admitted one at a time against the bound: checking
  *       the context's cost instead let several pass it together and made a checkpoint of
  *       three quarters of the log.  So a checkpoint is at most 2 x push_bytes, or one
- *       transaction (at most a quarter of the log), and push_bytes is at most log/8: a checkpoint never takes
- *       more than about a quarter of the log, and the newest durable checkpoint (which
- *       stays in the log, space.c S1) plus an incomplete one a crash left after it
- *       never fill it, so a recovered log always has room to go on.
+ *       transaction (a quarter of the log in items, a third with the record headers of
+ *       the smallest buffers: log->tx_max), and push_bytes is at most log/8: a checkpoint
+ *       never takes more than about a third of the log, and the newest durable
+ *       checkpoint (which stays in the log, space.c S1) plus an incomplete one a crash
+ *       left after it never fill it, so a recovered log always has room to go on.
  */
 #include "engine_private.h"
 
@@ -248,9 +251,11 @@ int delog_tx_begin(delog *log, uint64_t reserve, unsigned flags, delog_tx **out)
 	tx = calloc(1, sizeof(*tx));
 	if (!tx)
 		return -ENOMEM;
-	r = reserve + jrnl_log_tx_bytes(log->jl, 0, 0);
-	err = space_grant(log, r, flags & DELOG_TX_NOWAIT);
+	r = jrnl_log_tx_bytes(log->jl, 0, 0) + reserve_cost(log->item_ovh16, reserve);
+	atomic_fetch_add(&log->space.open_tx, 1); /* before the grant (S5) */
+	err = space_grant(log, r, flags & DELOG_TX_NOWAIT, false);
 	if (err) {
+		atomic_fetch_sub(&log->space.open_tx, 1);
 		free(tx);
 		return err;
 	}
@@ -282,9 +287,9 @@ int delog_tx_log(delog_tx *tx, uint64_t key, const void *data, uint32_t len)
 	if (cost + item_cost(log->item_ovh16, len) > tx->reserved) {
 		uint64_t more = cost + item_cost(log->item_ovh16, len) - tx->reserved;
 
-		if (tx->reserved + more > log->geom.log_size / 4)
+		if (tx->reserved + more > log->tx_max)
 			return -E2BIG;
-		err = space_grant(log, more, tx->flags & DELOG_TX_NOWAIT);
+		err = space_grant(log, more, tx->flags & DELOG_TX_NOWAIT, true);
 		if (err)
 			return err;
 		tx->reserved += more;
@@ -341,6 +346,7 @@ void delog_tx_abort(delog_tx *tx)
 	if (!tx)
 		return;
 	space_ungrant(tx->log, tx->reserved);
+	atomic_fetch_sub(&tx->log->space.open_tx, 1); /* after the grant went back (S5) */
 	tx_free(tx);
 }
 
@@ -399,6 +405,8 @@ int delog_tx_commit(delog_tx *tx, uint64_t *seq)
 		atomic_fetch_sub(&log->space.grant, (uint64_t)-delta);
 	pthread_rwlock_unlock(&log->ctx_lock);
 	space_ungrant(log, tx->reserved);
+	/* After the items entered the CIL and the grant went back (S5). */
+	atomic_fetch_sub(&log->space.open_tx, 1);
 	if (err == -ENOMEM)
 		log_shutdown(log, err);
 	if (!err) {

@@ -209,6 +209,8 @@ static int open_common(struct iol_dev *dev, bool own, bool fresh, const struct d
 		useful = js.payload_capacity - 2 * sizeof(struct jrnl_op) -
 			 sizeof(struct jrnl_commit) - 8;
 		log->item_ovh16 = ((bsize - useful) * 65536 + useful - 1) / useful;
+		log->tx_max = jrnl_log_tx_bytes(log->jl, 0, 0) +
+			      reserve_cost(log->item_ovh16, log->geom.log_size / 4);
 	}
 	log->space.tail_lsn = rep.tail_lsn;
 	/* What recovery found is durable: its keys take their AIL places now (S3). */

@@ -123,6 +123,19 @@ static inline uint64_t item_cost(uint64_t ovh16, uint64_t len)
 	return len + ITEM_COST + (((len + ITEM_COST) * ovh16) >> 16) + 1;
 }
 
+/*
+ * The grant behind an application's reservation of @reserve bytes (item data plus
+ * DELOG_ITEM_OVERHEAD per item, delog.h): the items' share of record headers on top, so
+ * that a transaction that logs what it reserved never takes more (CIL4).  It covers
+ * item_cost() of every item: with a = len + ITEM_COST, each item's reserved len + 64
+ * holds a, and 64 - ITEM_COST >= 1 bytes for its rounding, and floor((sum a) x ovh)
+ * >= sum floor(a x ovh).
+ */
+static inline uint64_t reserve_cost(uint64_t ovh16, uint64_t reserve)
+{
+	return reserve + ((reserve * ovh16) >> 16) + 1;
+}
+
 void cil_ctx_init(struct cil_ctx *c);
 void cil_ctx_reset(struct cil_ctx *c);
 void cil_ctx_destroy(struct cil_ctx *c);
@@ -186,14 +199,28 @@ struct space {
 	_Atomic bool cover;
 	uint64_t waits, push_calls;
 	uint64_t item_flushes; /* S2 flushes (under lock) */
+	/* (S5) Open transactions: counted at delog_tx_begin before their grant is taken,
+	 * uncounted after it was returned or exchanged for a CIL charge, so never fewer
+	 * than hold one.  And the blocking calls that wait in space_grant (under lock). */
+	_Atomic uint64_t open_tx;
+	struct space_waiter *waiters;
+};
+
+/* A blocking space_grant call waiting for space (S5); on its thread's stack. */
+struct space_waiter {
+	uint64_t bytes;
+	struct space_waiter *next;
 };
 
 int space_init(struct delog *log);
 void space_destroy(struct delog *log);
 /* Free log bytes a new reservation may take (may be "negative": 0). */
 uint64_t space_avail(struct delog *log);
-/* Take @bytes of grant; blocks for space unless @nowait (-EAGAIN).  DELOG_ESHUTDOWN. */
-int space_grant(struct delog *log, uint64_t bytes, bool nowait);
+/* Take @bytes of grant; blocks for space unless @nowait (-EAGAIN).  @grow: for an open
+ * transaction that holds a grant already (delog_tx_log), which gets -EDEADLK when it and
+ * every other open transaction wait for space only their commits could free (S5).
+ * DELOG_ESHUTDOWN. */
+int space_grant(struct delog *log, uint64_t bytes, bool nowait, bool grow);
 void space_ungrant(struct delog *log, uint64_t bytes);
 /* Make the journal's tail durable so its space can be reused (jrnl_log_cover), under
  * write_lock.  0 or the error that shut the log down. */
@@ -232,6 +259,8 @@ struct delog {
 	void *push_arg;
 	uint64_t push_bytes; /* background push threshold (cil.c CIL5) */
 	uint64_t item_ovh16; /* record overhead per op byte, for item_cost() */
+	uint64_t tx_max;     /* the most grant one transaction may hold: a quarter of the
+			      * log in reserve_cost() terms, with the transaction's base */
 
 	/* CIL: ctx_lock read by committers, written by the push thread to swap cur. */
 	pthread_rwlock_t ctx_lock;

@@ -32,6 +32,7 @@
 	X(ENOSPC, "no space left on device")                                                       \
 	X(EROFS, "read-only file system")                                                          \
 	X(ERANGE, "result out of range")                                                           \
+	X(EDEADLK, "every open transaction waits for space only their commits can free")           \
 	X(ENOSYS, "function not implemented by the kernel")                                        \
 	X(ENODATA, "no data available")                                                            \
 	X(EOVERFLOW, "value too large")                                                            \

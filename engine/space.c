@@ -59,15 +59,32 @@
  *       released, so when every written checkpoint may go, the tail is at the newest and
  *       the grants that fill the log are held by threads that themselves wait here (a
  *       delog_tx_log past its reservation, a delog_tx_begin), nothing but a push frees
- *       space; the CIL, below push_bytes, would never be pushed (DESIGN.md G9).  So
- *       space_grant, finding the tail held by S1 alone (space_pinned_by_s1), asks the
- *       push thread for the open sequence exactly as a force that finds it busy does
- *       (push_request_open, wake.c), blocking and NOWAIT callers alike, with no lock
- *       held; the policy makes that checkpoint durable as it does any pushed by that
- *       thread, the tail passes the old one (log_durable, space_durable_moved) and the
- *       waiters are woken.  XFS does the same: an AIL push that meets items pinned by
- *       the log forces the log.  Nothing is pushed for space an older, unreleased
- *       checkpoint holds: the push callback asks the application for that.
+ *       space; the CIL, below push_bytes, would never be pushed (DESIGN.md G9).  The
+ *       same holds before the first checkpoint after open: what recovery found goes only
+ *       when a new checkpoint is durable.  So space_grant, finding the tail as far as
+ *       releases can take it (space_tail_final: held by S1 alone, or nothing written
+ *       yet), asks the push thread for the open sequence exactly as a force that finds
+ *       it busy does (push_request_open, wake.c), blocking and NOWAIT callers alike,
+ *       with no lock held; the policy makes that checkpoint durable as it does any
+ *       pushed by that thread, the tail passes the old one (log_durable,
+ *       space_durable_moved) and the waiters are woken.  XFS does the same: an AIL push
+ *       that meets items pinned by the log forces the log.  Nothing is pushed for space
+ *       an older, unreleased checkpoint holds: the push callback asks the application
+ *       for that.
+ *  (S5) Transactions that grow never wait for one another for ever.  A transaction that
+ *       logs what it reserved never asks for more (reserve_cost, cil.c CIL4), so only
+ *       one that logs past its reservation waits here holding a grant.  When every open
+ *       transaction is such a grower (or a delog_tx_begin still waiting, which holds
+ *       nothing), the tail is as far as releases can take it (S4), the CIL is empty and
+ *       every written checkpoint is durable, nothing but a commit or an abort of a
+ *       grower can free space, and none will come: space_growers_stuck() finds that
+ *       state and the grower that finds it gets -EDEADLK (its transaction stays as it
+ *       was, to be committed with what it holds or aborted), as a lock manager picks a
+ *       victim.  The state is read in the order the events that end it happen: a commit
+ *       puts its items in the CIL before open_tx drops, a push takes them out of the CIL
+ *       before the checkpoint is durable and the tail moves under this lock; an abort
+ *       returns its grant before open_tx drops.  So a state read as stuck was stuck.  A
+ *       waiter that the space left could serve is not stuck (the least request counts).
  */
 #include "engine_private.h"
 
@@ -235,32 +252,80 @@ void space_flushed(struct delog *log, uint64_t snapshot)
 }
 
 /*
- * (S4) Is the tail held by S1 alone?  Every written checkpoint may go (released, or with
- * item tracking no key's newest durable copy in it) and the tail is already at the
- * newest, which S1 keeps until a newer checkpoint is durable: no release, item write or
- * flush frees anything more, only a push of the CIL (sp->lock held; @tf from tails()).
+ * (S4) Is the tail as far as releases can take it?  Either nothing was written since
+ * open (what recovery found goes only when a new checkpoint is durable), or every written
+ * checkpoint may go (released, or with item tracking no key's newest durable copy in it)
+ * and the tail is already at the newest, which S1 keeps until a newer checkpoint is
+ * durable.  Then no release, item write or flush frees anything more, only a push of the
+ * CIL (sp->lock held; @tf from tails()).
  */
-static bool space_pinned_by_s1(struct delog *log, uint64_t tf)
+static bool space_tail_final(struct delog *log, uint64_t tf)
 {
 	struct space *sp = &log->space;
 	struct ckpt_ent *e;
 
 	if (!sp->ck_n)
-		return false;
+		return true;
 	e = ck_at(sp, sp->ck_n - 1);
 	return tf == e->start_lsn && e->seq <= atomic_load(&log->durable_seq) &&
 	       (e->seq <= sp->released || (sp->tracking && !e->refs));
 }
 
-int space_grant(struct delog *log, uint64_t bytes, bool nowait)
+/* The CIL holds committed transactions, or a written checkpoint is not durable yet:
+ * either will move the tail (S5; sp->lock held, ctx_lock taken inside it). */
+static bool space_cil_busy(struct delog *log)
+{
+	bool has;
+
+	pthread_rwlock_rdlock(&log->ctx_lock);
+	has = atomic_load(&log->cur->ntx) != 0;
+	pthread_rwlock_unlock(&log->ctx_lock);
+	return has || atomic_load(&log->open_seq) - 1 > atomic_load(&log->durable_seq);
+}
+
+/*
+ * (S5) Does every open transaction wait here to grow, with nothing left that frees
+ * space but their own commits?  sp->lock held; @final from space_tail_final.  The
+ * waiters are the growers and the blocking delog_tx_begin calls, which open_tx counts
+ * before their grant (they hold none, but one the space left could serve would hold
+ * one and go on: the least request of all counts).  Reads open_tx, then the CIL, then
+ * the tail and free space, in the order that makes a stuck reading true (see the
+ * header).  Refreshes the tail and the free count first: a stale one would only
+ * overstate use.
+ */
+static bool space_growers_stuck(struct delog *log, bool final)
 {
 	struct space *sp = &log->space;
-	bool pinned = false;
+	uint64_t n = 0, least = UINT64_MAX, f, g;
+
+	for (struct space_waiter *w = sp->waiters; w; w = w->next, n++)
+		if (w->bytes < least)
+			least = w->bytes;
+	if (!final || n < atomic_load(&sp->open_tx) || space_cil_busy(log))
+		return false;
+	space_update_tail(log);
+	space_refresh(log);
+	if (jrnl_log_cover_wanted(log->jl))
+		return false;
+	f = atomic_load(&sp->jfree);
+	g = atomic_load(&sp->grant);
+	return f < g + least + sp->slack;
+}
+
+int space_grant(struct delog *log, uint64_t bytes, bool nowait, bool grow)
+{
+	struct space *sp = &log->space;
+	struct space_waiter me = { .bytes = bytes };
+	bool final = false;
 	int err = 0;
 
 	if (try_grant(log, bytes))
 		return 0;
 	pthread_mutex_lock(&sp->lock);
+	if (!nowait) {
+		me.next = sp->waiters;
+		sp->waiters = &me;
+	}
 	for (;;) {
 		uint64_t tr, tf;
 
@@ -301,7 +366,13 @@ int space_grant(struct delog *log, uint64_t bytes, bool nowait)
 		}
 		/* (S4) Only a newer durable checkpoint frees space: have the CIL pushed,
 		 * as XFS's AIL push forces the log when it meets items the log pins. */
-		pinned = space_pinned_by_s1(log, tf);
+		final = space_tail_final(log, tf);
+		if (grow && !nowait && space_growers_stuck(log, final)) {
+			if (try_grant(log, bytes))
+				break;
+			err = -EDEADLK;
+			break;
+		}
 		if (nowait) {
 			err = -EAGAIN;
 			sp->low = true;
@@ -310,7 +381,7 @@ int space_grant(struct delog *log, uint64_t bytes, bool nowait)
 		sp->waits++;
 		sp->low = true;
 		pthread_mutex_unlock(&sp->lock);
-		if (pinned)
+		if (final)
 			push_request_open(log);
 		push_wake(log); /* the push thread calls the push callback */
 		pthread_mutex_lock(&sp->lock);
@@ -330,8 +401,15 @@ int space_grant(struct delog *log, uint64_t bytes, bool nowait)
 			break;
 		}
 	}
+	if (!nowait) {
+		struct space_waiter **pp = &sp->waiters;
+
+		while (*pp != &me)
+			pp = &(*pp)->next;
+		*pp = me.next;
+	}
 	pthread_mutex_unlock(&sp->lock);
-	if (err == -EAGAIN && pinned)
+	if (err == -EAGAIN && final)
 		push_request_open(log); /* (S4), for a caller that only ever asks NOWAIT */
 	if (err == -EAGAIN && (log->push_cb || atomic_load(&sp->cover))) {
 		/* As for a blocking wait: the push thread calls the push callback, so the

@@ -227,13 +227,14 @@ int delog_close(delog *log);
 
 /* Per-item log overhead to count in a reservation (headers and padding).  An item also
  * takes its share of record headers, a few per cent with 256 KiB log buffers (up to a
- * third with 16 KiB ones): a reservation short of that is topped up as items are logged. */
+ * third with 16 KiB ones): delog_tx_begin adds that share to the reservation itself. */
 #define DELOG_ITEM_OVERHEAD 64u
 
 /*
  * Begin a transaction, reserving @reserve bytes of log space: the item data it will log
- * plus DELOG_ITEM_OVERHEAD per item (a transaction that logs more takes more space as it
- * goes, which may block).  Blocks while the log is too full (back-pressure), or returns
+ * plus DELOG_ITEM_OVERHEAD per item.  A transaction that logs no more than that never
+ * waits again before its commit; one that logs more takes more space as it goes, which
+ * may block (delog_tx_log).  Blocks while the log is too full (back-pressure), or returns
  * -EAGAIN with DELOG_TX_NOWAIT.  Errors: -EINVAL (flags, or a reservation larger than a
  * quarter of the log), -ENOMEM, DELOG_ESHUTDOWN.  Thread-safe: any number of threads
  * run transactions at once; one transaction belongs to one thread at a time.
@@ -241,10 +242,14 @@ int delog_close(delog *log);
 int delog_tx_begin(delog *log, uint64_t reserve, unsigned flags, delog_tx **tx);
 /*
  * Log an item: @len bytes at @data (copied before the call returns) under @key.  Logging
- * a key again in the same transaction replaces the earlier copy.  Errors: -EINVAL (NULL
- * data with len > 0, len > 1 GiB), -E2BIG (the transaction would exceed a quarter of
- * the log), -ENOMEM, -EAGAIN (more space needed under NOWAIT), DELOG_ESHUTDOWN; the
- * transaction stays usable (or abortable) after an error.
+ * a key again in the same transaction replaces the earlier copy.  Past the reservation
+ * the transaction takes more space, waiting for it unless DELOG_TX_NOWAIT.  Errors:
+ * -EINVAL (NULL data with len > 0, len > 1 GiB), -E2BIG (the transaction's items, with
+ * DELOG_ITEM_OVERHEAD each, would exceed a quarter of the log), -ENOMEM, -EAGAIN (more
+ * space needed under NOWAIT), -EDEADLK (more space needed, and every open transaction
+ * of this log waits for space that only their own commits or aborts can free: commit
+ * or abort this one), DELOG_ESHUTDOWN; the transaction stays usable (or abortable)
+ * after an error.
  */
 int delog_tx_log(delog_tx *tx, uint64_t key, const void *data, uint32_t len);
 /*

@@ -143,6 +143,26 @@ static uint64_t lv_take_all(delog *log, uint64_t cap, unsigned flags, delog_tx *
 	return lo;
 }
 
+/* Is the log full, and does it stay so?  A NOWAIT begin of 4 KiB fails -EAGAIN, and again
+ * after the push thread wrote the cover record the first one may have asked for (space
+ * released before comes back with it: space.c).  A probe that succeeds is aborted. */
+static bool lv_stays_full(delog *log)
+{
+	for (int i = 0; i < 2; i++) {
+		delog_tx *probe;
+		int err = delog_tx_begin(log, 4096, DELOG_TX_NOWAIT, &probe);
+
+		cr_assert(err == 0 || err == -EAGAIN, "probe: %s", delog_strerror(err));
+		if (!err) {
+			delog_tx_abort(probe);
+			return false;
+		}
+		if (!i)
+			lv_msleep(50);
+	}
+	return true;
+}
+
 /* @callback: the push callback releases (else the test, up front); @nowait: the waiters
  * are NOWAIT transactions retrying -EAGAIN (an application that never blocks). */
 static void pinned_push_run(enum delog_flush_policy pol, bool callback, bool nowait)
@@ -485,4 +505,307 @@ Test(liveness, cil_admits_racing_commits, .timeout = 120)
 	}
 	cr_assert_eq(delog_close(log), 0);
 	cr_assert_eq(iol_dev_close(dev), 0);
+}
+
+/* ======================================================================================
+ * S5: transactions that grow their reservations never wait for one another for ever
+ * ====================================================================================== */
+
+/*
+ * A reservation covers the record headers of what it reserves (reserve_cost, cil.c CIL4):
+ * with every byte of the log taken, a NOWAIT transaction logs items whose data plus
+ * DELOG_ITEM_OVERHEAD each add up to its reservation, in many shapes, without needing
+ * one byte more (-EAGAIN here).  Before, a transaction of big items on 16 KiB buffers
+ * needed a third more than it reserved, and waited for it holding its grant.
+ */
+static void reserve_covers_run(uint32_t logbsize, uint32_t sector)
+{
+	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = LV_DEV, .sector = sector,
+				  .seed = 2770 + logbsize + sector };
+	struct iol_dev_opts dopts = { .size = sizeof(dopts), .backend = "sim", .sim = &so };
+	struct iol_dev *dev = NULL;
+	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
+	static unsigned char d[LV_TX_CAP];
+	static const uint32_t shapes[][4] = {
+		{ 1, 0, 0, 0 },                    /* one big item (below) */
+		{ 2, 0, 0, 0 },                    /* two halves */
+		{ 7, 1000, 0, 0 },                 /* items of 1000 bytes, the rest in one */
+		{ 0, 0, 0, 0 },                    /* zero-length items, the rest in one */
+		{ 3, 4096 - DELOG_ITEM_OVERHEAD, 0, 0 }, /* sector-sized records of it */
+	};
+	delog *log;
+
+	cr_assert_eq(iol_dev_open(NULL, &dopts, &dev), 0);
+	o.logbsize = logbsize;
+	o.sector = sector;
+	log = t_open_dev(dev, &o);
+	memset(d, 7, sizeof(d));
+	for (unsigned s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		delog_tx *tx, *fill[16];
+		unsigned nfill = 0;
+		uint64_t r, left;
+		uint32_t small = shapes[s][1], n = 0;
+		int err = 0;
+
+		/* Fillers hold what the test transaction does not take: 256 KiB each while
+		 * one fits, less the last, whose room the test transaction takes.  Space the
+		 * last release freed may come back while they are taken (the push thread
+		 * writes the cover record a NOWAIT begin asked for: space.c), so the log is
+		 * filled again until it stays full. */
+		for (unsigned tries = 0;; tries++) {
+			while (nfill < 16 &&
+			       !delog_tx_begin(log, 256u << 10, DELOG_TX_NOWAIT, &fill[nfill]))
+				nfill++;
+			cr_assert_gt(nfill, 0);
+			delog_tx_abort(fill[--nfill]);
+			r = left = lv_take_all(log, LV_TX_CAP, DELOG_TX_NOWAIT, &tx);
+			if (lv_stays_full(log))
+				break;
+			cr_assert(tries < 100, "precondition: the log is full");
+			delog_tx_abort(tx);
+			while (nfill)
+				delog_tx_abort(fill[--nfill]);
+			lv_msleep(10);
+		}
+		err = 0;
+		/* Shape s: items of @small bytes while they leave room for a last one. */
+		while (!err && shapes[s][0] != 1 && left >= 2 * (small + DELOG_ITEM_OVERHEAD) &&
+		       n < (shapes[s][0] == 2 ? 1u : 64u)) {
+			uint32_t len = shapes[s][0] == 2 ? (uint32_t)(r / 2 - DELOG_ITEM_OVERHEAD)
+							 : small;
+
+			err = delog_tx_log(tx, 100 + n++, d, len);
+			left -= len + DELOG_ITEM_OVERHEAD;
+		}
+		if (!err)
+			err = delog_tx_log(tx, 99, d, (uint32_t)(left - DELOG_ITEM_OVERHEAD));
+		cr_expect_eq(err, 0, "%u-byte buffers, %u-byte sectors, shape %u: a transaction of "
+			     "%u items within its reservation of %llu bytes: %s", logbsize, sector,
+			     s, n + 1, (unsigned long long)r, delog_strerror(err));
+		while (nfill)
+			delog_tx_abort(fill[--nfill]);
+		cr_assert_eq(delog_tx_commit_force(tx, NULL), 0);
+		cr_assert_eq(delog_release(log, delog_durable_seq(log)), 0);
+	}
+	cr_assert_eq(delog_close(log), 0);
+	cr_assert_eq(iol_dev_close(dev), 0);
+}
+
+Test(liveness, reserve_covers_headers_16k_4096, .timeout = 120)
+{
+	reserve_covers_run(16u << 10, 4096);
+}
+Test(liveness, reserve_covers_headers_16k_512, .timeout = 120)
+{
+	reserve_covers_run(16u << 10, 512);
+}
+Test(liveness, reserve_covers_headers_256k_4096, .timeout = 120)
+{
+	reserve_covers_run(256u << 10, 4096);
+}
+
+/*
+ * Every open transaction grows past its reservation, with everything durable released
+ * and the CIL empty: only their own commits or aborts could free space.  One gets
+ * -EDEADLK (space.c S5) within the bound, the others go on waiting; the victim aborts
+ * (GR_COMMITS: commits what it holds instead) and the others then get their space.
+ * GR_REOPEN: checkpoint 1 is what recovery found, nothing written since open.  GR_FRESH:
+ * no checkpoint at all, the growers hold the whole log (no release can free anything,
+ * only their commits: S4, S5).  GR_BEGIN: a blocking delog_tx_begin waits beside them
+ * (an open transaction without a grant).
+ * Before S5 all of them waited for ever (the crash suite's liveness workload found it:
+ * four to seven growers, CIL empty, everything released; and right after open).
+ */
+#define LV_GROWERS 5 /* at most: their reservations fill what the slack leaves */
+#define GR_COMMITS 1u
+#define GR_REOPEN 2u
+#define GR_BEGIN 4u
+#define GR_FRESH 8u
+
+struct lv_beginner {
+	delog *log;
+	delog_tx *tx;
+	atomic_int done, err;
+	pthread_t th;
+};
+
+static void *lv_beginner_main(void *arg)
+{
+	struct lv_beginner *b = arg;
+
+	atomic_store(&b->err, delog_tx_begin(b->log, LV_TX_CAP, 0, &b->tx));
+	atomic_store(&b->done, 1);
+	return NULL;
+}
+
+static void growers_run(enum delog_flush_policy pol, unsigned mode)
+{
+	bool victim_commits = mode & GR_COMMITS;
+	struct lv_beginner beg = { 0 };
+	struct iol_dev *dev = t_sim(LV_DEV, IOL_SIM_LAT_NONE, 2780 + pol, NULL);
+	struct delog_options o = t_opts(pol);
+	struct lv_waiter w[LV_GROWERS] = { 0 };
+	struct delog_recovery rec;
+	struct delog_stats st;
+	struct coll c = { 0 };
+	uint64_t s1, seq, last = 0;
+	unsigned waited, ndone = 0, victims = 0;
+	int victim = -1;
+	unsigned ng;
+	delog *log;
+
+	log = t_open_dev(dev, &o);
+	/* Checkpoint 1, forced and released: S1 pins it, and it is all the log holds. */
+	if (!(mode & GR_FRESH)) {
+		cr_assert_eq(lv_commit(log, 1, LV_CIL, true, &s1), 0);
+		cr_assert_eq(delog_release(log, s1), 0);
+	}
+	if (mode & GR_REOPEN) {
+		cr_assert_eq(delog_close(log), 0);
+		log = t_reopen(dev, t_opts(pol), &c, &rec);
+		cr_assert_eq(rec.last_seq, s1);
+		/* Releases are the application's word for one open: said again. */
+		cr_assert_eq(delog_release(log, s1), 0);
+	}
+	for (unsigned tries = 0;; tries++) {
+		/* Reservations while a 4 KiB one fits: the last takes what is left. */
+		for (ng = 0; ng < LV_GROWERS; ng++) {
+			delog_tx *probe;
+
+			if (ng && delog_tx_begin(log, 4096, DELOG_TX_NOWAIT, &probe))
+				break;
+			if (ng)
+				delog_tx_abort(probe);
+			w[ng].key = 10 + (uint64_t)ng;
+			w[ng].reserve = lv_take_all(log, LV_TX_CAP, 0, &w[ng].tx);
+			w[ng].len = (uint32_t)(w[ng].reserve + LV_MORE);
+		}
+		if (ng > 1 && lv_stays_full(log))
+			break;
+		cr_assert(tries < 100, "precondition: the log is full with %u growers", ng);
+		for (unsigned i = 0; i < ng; i++)
+			delog_tx_abort(w[i].tx);
+	}
+	if (mode & GR_BEGIN) {
+		beg.log = log;
+		cr_assert_eq(pthread_create(&beg.th, NULL, lv_beginner_main, &beg), 0);
+		for (waited = 0; waited < LV_BOUND_MS && t_stats(log).space_waits == 0; waited++)
+			lv_msleep(1);
+		cr_assert_eq(atomic_load(&beg.done), 0, "precondition: the begin waits");
+	}
+	for (unsigned i = 0; i < ng; i++)
+		cr_assert_eq(pthread_create(&w[i].th, NULL, lv_waiter_main, &w[i]), 0);
+	/* One victim, then (once it let go) all of them. */
+	for (waited = 0; waited < LV_BOUND_MS; waited += 10) {
+		ndone = victims = 0;
+		for (unsigned i = 0; i < ng; i++) {
+			if (!atomic_load(&w[i].done))
+				continue;
+			ndone++;
+			if (atomic_load(&w[i].err) == -EDEADLK)
+				victims++, victim = victim < 0 ? (int)i : victim;
+		}
+		if (victim >= 0 || ndone)
+			break;
+		lv_msleep(10);
+	}
+	st = t_stats(log);
+
+	cr_expect(victim >= 0 && ndone == 1,
+		  "%s: after %u ms %u of %u growers returned (%u with -EDEADLK), expected one "
+		  "-EDEADLK (durable %llu, open %llu, cil %llu bytes, used %llu of %llu, "
+		  "reserved %llu)", delog_flush_policy_name(pol), waited, ndone, ng,
+		  victims, (unsigned long long)st.durable_seq, (unsigned long long)st.open_seq,
+		  (unsigned long long)st.cil_bytes, (unsigned long long)st.log_used,
+		  (unsigned long long)st.log_size, (unsigned long long)st.reserved_bytes);
+	if (victim < 0) {
+		/* Free them the only way there is: abort all (their threads still wait, so
+		 * only stop them; their transactions leak with the failed test). */
+		for (unsigned i = 0; i < ng; i++)
+			atomic_store(&w[i].stop, 1);
+		cr_assert_fail("no grower was told -EDEADLK");
+	}
+	cr_assert_eq(pthread_join(w[victim].th, NULL), 0);
+	/* The victim's transaction is as it was: commit it, or abort it. */
+	if (victim_commits) {
+		cr_assert_eq(delog_tx_commit(w[victim].tx, &seq), 0);
+	} else {
+		delog_tx_abort(w[victim].tx);
+	}
+	for (waited = 0; waited < LV_BOUND_MS; waited += 10) {
+		ndone = 0;
+		for (unsigned i = 0; i < ng; i++)
+			ndone += (unsigned)atomic_load(&w[i].done);
+		if (ndone == ng)
+			break;
+		lv_msleep(10);
+	}
+	cr_assert_eq(ndone, ng, "%s: %u of %u growers still wait %u ms after the victim "
+		     "%s", delog_flush_policy_name(pol), ng - ndone, ng, waited,
+		     victim_commits ? "committed" : "aborted");
+	for (unsigned i = 0; i < ng; i++) {
+		if ((int)i == victim)
+			continue;
+		cr_assert_eq(pthread_join(w[i].th, NULL), 0);
+		cr_assert_eq(atomic_load(&w[i].err), 0, "grower %u: %s", i,
+			     delog_strerror(atomic_load(&w[i].err)));
+		cr_assert_eq(delog_tx_commit_force(w[i].tx, &seq), 0);
+		cr_assert_eq(delog_release(log, seq), 0);
+		last = seq;
+	}
+	if (mode & GR_BEGIN) { /* it gets its grant once the growers committed */
+		cr_assert_eq(pthread_join(beg.th, NULL), 0);
+		cr_assert_eq(atomic_load(&beg.err), 0, "the begin: %s",
+			     delog_strerror(atomic_load(&beg.err)));
+		delog_tx_abort(beg.tx);
+	}
+	cr_assert_eq(delog_error(log), 0);
+	cr_assert_eq(delog_close(log), 0);
+	log = t_reopen(dev, t_opts(pol), &(struct coll){ 0 }, &rec);
+	cr_expect_eq(rec.clean, 1);
+	cr_expect_eq(rec.last_seq, last, "recovered up to %llu, committed up to %llu",
+		     (unsigned long long)rec.last_seq, (unsigned long long)last);
+	cr_assert_eq(delog_close(log), 0);
+	iol_dev_close(dev);
+}
+
+Test(liveness, growers_victim_aborts_sync, .timeout = 120)
+{
+	growers_run(DELOG_FLUSH_SYNC, 0);
+}
+Test(liveness, growers_victim_aborts_async, .timeout = 120)
+{
+	growers_run(DELOG_FLUSH_ASYNC, 0);
+}
+Test(liveness, growers_victim_aborts_single, .timeout = 120)
+{
+	growers_run(DELOG_FLUSH_SINGLE, 0);
+}
+Test(liveness, growers_victim_commits_sync, .timeout = 120)
+{
+	growers_run(DELOG_FLUSH_SYNC, GR_COMMITS);
+}
+Test(liveness, growers_after_reopen_sync, .timeout = 120)
+{
+	growers_run(DELOG_FLUSH_SYNC, GR_REOPEN);
+}
+Test(liveness, growers_after_reopen_single, .timeout = 120)
+{
+	growers_run(DELOG_FLUSH_SINGLE, GR_REOPEN | GR_COMMITS);
+}
+Test(liveness, growers_beside_a_begin_sync, .timeout = 120)
+{
+	growers_run(DELOG_FLUSH_SYNC, GR_BEGIN);
+}
+Test(liveness, growers_beside_a_begin_async, .timeout = 120)
+{
+	growers_run(DELOG_FLUSH_ASYNC, GR_BEGIN | GR_REOPEN);
+}
+Test(liveness, growers_fresh_log_sync, .timeout = 120)
+{
+	growers_run(DELOG_FLUSH_SYNC, GR_FRESH);
+}
+Test(liveness, growers_fresh_log_single, .timeout = 120)
+{
+	growers_run(DELOG_FLUSH_SINGLE, GR_FRESH | GR_BEGIN);
 }

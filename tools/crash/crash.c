@@ -122,8 +122,9 @@ static void print_text(struct crash *cr, double secs)
 	       cr->cv_gate_gens, cr->cv_gate_errs);
 	printf("  liveness          %" PRIu64 " stalls (calls waiting %u s with the disk idle), %"
 	       PRIu64 " set free by delog_force(0); %" PRIu64 " open/close cycles without "
-	       "writes, most lasting log use they added %" PRIu64 " bytes\n", cr->cv_stalls,
-	       cr->stall_bound, cr->cv_rescues, cr->cv_idle_cycles, cr->cv_idle_growth);
+	       "writes, most lasting log use they added %" PRIu64 " bytes; %" PRIu64 " growers "
+	       "told -EDEADLK\n", cr->cv_stalls, cr->stall_bound, cr->cv_rescues,
+	       cr->cv_idle_cycles, cr->cv_idle_growth, cr->cv_edeadlk);
 	if (cr->cv_stall_seen)
 		printf("                    first stall after %" PRIu64 " states, %.1f s\n",
 		       cr->cv_first_stall_states, cr->cv_first_stall_s);
@@ -235,6 +236,7 @@ static void print_json(struct crash *cr, double secs)
 	json_u64(&j, "stall_bound_seconds", cr->stall_bound);
 	json_u64(&j, "stalls", cr->cv_stalls);
 	json_u64(&j, "rescued", cr->cv_rescues);
+	json_u64(&j, "edeadlk", cr->cv_edeadlk);
 	json_u64(&j, "idle_cycles", cr->cv_idle_cycles);
 	json_u64(&j, "idle_growth_bytes", cr->cv_idle_growth);
 	if (cr->cv_stall_seen) {

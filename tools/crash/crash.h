@@ -221,8 +221,8 @@ struct wl {
 	unsigned written_1in;     /* durable transactions whose unique items are written */
 	unsigned sessions;        /* sessions of the chain: crash, reopen, continue */
 	/* The liveness workload (zero elsewhere, so the others draw what they drew). */
-	unsigned under_1in;       /* blocking transactions reserving only their first item */
-	unsigned under_clients;   /* ... drawn only by clients 0 .. under_clients - 1 */
+	unsigned under_1in;       /* blocking transactions reserving less than they log */
+	bool under_first;         /* ... only their first item (else all but the last) */
 	unsigned idle_max;        /* open/close cycles without writes before a session */
 };
 
@@ -300,6 +300,7 @@ struct round {
 	/* The full workload. */
 	_Atomic uint64_t blocked_since[CR_MAX_CLIENTS]; /* ns: in a blocking tx_begin or tx_log */
 	_Atomic uint64_t eagain_begin, eagain_log, nowait_ok, bursts, forces_rel;
+	_Atomic uint64_t edeadlk; /* delog_tx_log -EDEADLK (growers stuck: space.c S5) */
 	_Atomic uint64_t push_calls;
 	uint64_t space_waits;     /* delog_stats at the end */
 	uint64_t head_cycle;
@@ -451,6 +452,7 @@ struct crash {
 	uint64_t cv_chain_cut, cv_sess_total, cv_vcps, cv_vstates, cv_max_ver, cv_rel_edge;
 	uint64_t cv_bound, cv_cover, cv_wraps, cv_gate_gens, cv_gate_errs, cv_cps_bound;
 	uint64_t cv_cps_cover, cv_stalls, cv_rescues, cv_idle_cycles, cv_idle_growth;
+	uint64_t cv_edeadlk;
 	uint64_t cv_first_stall_states; /* states checked when the first stall was seen */
 	double cv_first_stall_s;  /* and the run's seconds then */
 	bool cv_stall_seen;

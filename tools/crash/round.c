@@ -274,6 +274,7 @@ static void round_tally(struct crash *cr, const struct round *rd)
 	cr->cv_gate_errs += rd->j_gate_errs;
 	cr->cv_stalls += rd->stalls;
 	cr->cv_rescues += rd->rescues;
+	cr->cv_edeadlk += rd->edeadlk;
 	cr->cv_idle_cycles += rd->idle_cycles;
 	if (rd->idle_growth > cr->cv_idle_growth)
 		cr->cv_idle_growth = rd->idle_growth;

@@ -245,18 +245,26 @@ void wl_pick(const char *name, uint64_t seed, unsigned threads, uint32_t sector,
 		w->force_1in = 32;
 		w->shared_1in = 4;
 		w->nshared = 3;
-		w->under_1in = 2;
-		/* Two clients at most grow a reservation: two transactions of up to a
-		 * quarter of the log each fit beside the newest checkpoint (CIL5) and the
-		 * slack, so they cannot wait for one another.  More, each blocked growing
-		 * a reservation while nothing else holds one, wait for ever: an open
-		 * problem (docs/TESTING.md, "The liveness workload"). */
-		w->under_clients = 2;
+		/* Half the rounds under-reserve every blocking transaction of several items
+		 * down to its first item: then all open transactions often grow at once
+		 * with everything released and the CIL empty, which only -EDEADLK to one of
+		 * them ends (engine space.c S5); the other half mixes transactions that
+		 * grow for their last item with transactions that never wait after their
+		 * begin. */
+		w->under_first = rnd(&r) % 2;
+		w->under_1in = w->under_first ? 1 : 2;
+		if (w->under_first) { /* enough growers to fill the log among them */
+			w->clients = (unsigned)rnd_in(&r, 5, 8);
+			w->big_1in = 1;
+			w->big_min = 160u << 10;
+		}
 		w->logbsize = bsz[1 + rnd(&r) % 2];
 		w->cil_push = rnd(&r) % 4 ? 0 : rnd_in(&r, 256u << 10, 512u << 10);
 		w->sessions = (unsigned)rnd_in(&r, 3, 4);
 		w->idle_max = 600;
 		laps = w->sessions * (0.8 + (double)(rnd(&r) % 60) / 100.0);
+		if (w->under_first)
+			laps *= 3; /* the growers' state comes a few times a lap at most */
 	} else if (!strcmp(name, "relog")) {
 		w->clients = (unsigned)rnd_in(&r, 3, 4);
 		w->max_items = 1;
@@ -356,8 +364,7 @@ void tx_spec(const struct round *rd, unsigned c, uint32_t n, struct txspec *t)
 		t->nowait = true;
 		t->under = rnd(&r) % 2 == 0;
 	}
-	if (!t->nowait && w->under_1in && c < w->under_clients && t->m > 1 &&
-	    rnd(&r) % w->under_1in == 0)
+	if (!t->nowait && w->under_1in && t->m > 1 && rnd(&r) % w->under_1in == 0)
 		t->under = true; /* blocking: delog_tx_log waits for its last item */
 }
 
@@ -513,6 +520,7 @@ static void *client_main(void *arg)
 			reserve += ts.len[i] + DELOG_ITEM_OVERHEAD;
 		reserve += (uint64_t)__builtin_popcount(ts.shared) *
 			   (sizeof(val) + DELOG_ITEM_OVERHEAD);
+		const uint64_t full_reserve = reserve;
 again:
 		if (ts.nowait) {
 			tx = NULL;
@@ -536,7 +544,9 @@ again:
 			if (!err)
 				atomic_fetch_add(&rd->nowait_ok, 1);
 		} else {
-			if (ts.under) /* all but the last unique item: tx_log grows it */
+			if (ts.under && rd->wl.under_first) /* the first item: tx_log grows it */
+				reserve = ts.len[0] + DELOG_ITEM_OVERHEAD;
+			else if (ts.under) /* all but the last unique item */
 				reserve -= ts.len[ts.m - 1] + DELOG_ITEM_OVERHEAD;
 			atomic_store(&rd->blocked_since[c], now_ns());
 			wd_enter(rd, c, "delog_tx_begin", reserve);
@@ -581,6 +591,16 @@ again:
 			atomic_fetch_add(&rd->eagain_log, 1);
 			if (nowait_backoff(rd, cl))
 				break;
+			goto again;
+		}
+		if (err == -EDEADLK && ts.under && !ts.nowait) {
+			/* Every open transaction waited to grow its reservation (engine
+			 * space.c S5): abort, and log the whole transaction again with all
+			 * of it reserved, which never waits after its begin. */
+			delog_tx_abort(tx);
+			atomic_fetch_add(&rd->edeadlk, 1);
+			ts.under = false;
+			reserve = full_reserve;
 			goto again;
 		}
 		if (err) {
