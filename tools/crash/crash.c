@@ -117,9 +117,10 @@ static void print_text(struct crash *cr, double secs)
 	       "after one), L12 cover flushes %" PRIu64 " (%" PRIu64 " crash points right after "
 	       "one), %" PRIu64 " records split at the log's end\n", cr->cv_bound, cr->cv_cps_bound,
 	       cr->cv_cover, cr->cv_cps_cover, cr->cv_wraps);
-	printf("                    flush gate: %" PRIu64 " generations, %" PRIu64 " failed requests "
-	       "(none injected), inline generations not reached (the sim has no ->run)\n",
-	       cr->cv_gate_gens, cr->cv_gate_errs);
+	printf("                    flush gate: %" PRIu64 " generations (%" PRIu64 " inline), %" PRIu64
+	       " failed requests (none injected); %" PRIu64 " rounds with a ->run, %" PRIu64
+	       " with native FUA\n", cr->cv_gate_gens, cr->cv_gate_inline, cr->cv_gate_errs,
+	       cr->cv_inline_rounds, cr->cv_keep_fua_rounds);
 	printf("  liveness          %" PRIu64 " stalls (calls waiting %u s with the disk idle), %"
 	       PRIu64 " set free by delog_force(0); %" PRIu64 " open/close cycles without "
 	       "writes, most lasting log use they added %" PRIu64 " bytes; %" PRIu64 " growers "
@@ -231,6 +232,9 @@ static void print_json(struct crash *cr, double secs)
 	json_u64(&j, "wraps", cr->cv_wraps);
 	json_u64(&j, "gate_generations", cr->cv_gate_gens);
 	json_u64(&j, "gate_failed_requests", cr->cv_gate_errs);
+	json_u64(&j, "gate_inline_generations", cr->cv_gate_inline);
+	json_u64(&j, "inline_run_rounds", cr->cv_inline_rounds);
+	json_u64(&j, "native_fua_rounds", cr->cv_keep_fua_rounds);
 	json_obj_end(&j);
 	json_obj_begin(&j, "liveness");
 	json_u64(&j, "stall_bound_seconds", cr->stall_bound);
@@ -443,7 +447,7 @@ static int start(struct crash *cr)
 		struct worker *w = &cr->w[i];
 
 		w->cr = cr;
-		w->dev = cr_sim_dev(cr->dev_max, cr->sector, seed_for(cr->seed, 0x3003, i), false, false,
+		w->dev = cr_sim_dev(cr->dev_max, cr->sector, seed_for(cr->seed, 0x3003, i), false, 0,
 				    NULL);
 		w->sector = cr->sector;
 		w->shadow = w->dev ? iol_buf_alloc(w->dev, cr->dev_max) : NULL;

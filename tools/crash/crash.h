@@ -275,6 +275,7 @@ struct round {
 	struct wl wl;
 	enum delog_flush_policy policy;
 	bool gate;                /* the disk is opened with the flush gate (flush_gate) */
+	unsigned dev_flags;       /* CR_DEV_*: the gate, and in gated rounds its variants */
 	uint64_t log_bytes, dev_bytes;
 	unsigned session;         /* of the chain, from 0 */
 	uint32_t start_n[CR_MAX_CLIENTS];         /* first transaction of this session */
@@ -317,7 +318,7 @@ struct round {
 	uint64_t idle_growth;     /* the most log use they added (bytes) */
 	/* Coverage from the journal (jrnl_log_stats), summed over the sessions as of the
 	 * last crash point each took. */
-	uint64_t j_bound, j_cover, j_wraps, j_gate_gens, j_gate_errs;
+	uint64_t j_bound, j_cover, j_wraps, j_gate_gens, j_gate_errs, j_gate_inline;
 };
 
 struct summary {
@@ -451,6 +452,7 @@ struct crash {
 	uint64_t cv_item_writes, cv_eagain, cv_nowait_ok, cv_chains, cv_sess_min, cv_sess_max;
 	uint64_t cv_chain_cut, cv_sess_total, cv_vcps, cv_vstates, cv_max_ver, cv_rel_edge;
 	uint64_t cv_bound, cv_cover, cv_wraps, cv_gate_gens, cv_gate_errs, cv_cps_bound;
+	uint64_t cv_gate_inline, cv_inline_rounds, cv_keep_fua_rounds;
 	uint64_t cv_cps_cover, cv_stalls, cv_rescues, cv_idle_cycles, cv_idle_growth;
 	uint64_t cv_edeadlk;
 	uint64_t cv_first_stall_states; /* states checked when the first stall was seen */
@@ -586,10 +588,15 @@ void cache_clear(struct crash *cr);
 int cr_cmp_u64(const void *a, const void *b);
 size_t cr_find_u64(const uint64_t *v, size_t n, uint64_t x);
 int cr_grow(void **p, size_t *cap, size_t need, size_t elem);
-/* A sim disk; @hold: the controller delivers; @gate: flushes through the iolayer's flush
- * gate (iol_dev_opts.flush_gate), FUA as write + gated flush. */
-struct iol_dev *cr_sim_dev(uint64_t bytes, uint32_t sector, uint64_t seed, bool hold, bool gate,
-			   const void *image);
+/* How a round's sim disk is opened (struct round.dev_flags). */
+#define CR_DEV_GATE 1u     /* flushes through the iolayer's flush gate (flush_gate) */
+#define CR_DEV_INLINE 2u   /* the sim has a ->run: a lone waiter's flush is an inline
+			    * generation on its own thread (iol_sim_opts.inline_run) */
+#define CR_DEV_KEEP_FUA 4u /* with the gate, FUA stays the device's own (gate_keep_fua);
+			    * else FUA is carried out as write + gated flush */
+/* A sim disk; @hold: the controller delivers; @flags: CR_DEV_*. */
+struct iol_dev *cr_sim_dev(uint64_t bytes, uint32_t sector, uint64_t seed, bool hold,
+			   unsigned flags, const void *image);
 void *worker_main(void *arg);
 void run_jobs(struct crash *cr);
 unsigned char *state_image(struct crash *cr, const uint8_t *choice);

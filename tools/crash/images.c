@@ -171,13 +171,15 @@ int cr_grow(void **p, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-struct iol_dev *cr_sim_dev(uint64_t bytes, uint32_t sector, uint64_t seed, bool hold, bool gate,
-			   const void *image)
+struct iol_dev *cr_sim_dev(uint64_t bytes, uint32_t sector, uint64_t seed, bool hold,
+			   unsigned flags, const void *image)
 {
 	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = bytes, .sector = sector,
-				  .seed = seed, .hold = hold, .image = image };
+				  .seed = seed, .hold = hold, .image = image,
+				  .inline_run = flags & CR_DEV_INLINE };
 	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so,
-				  .flush_gate = gate };
+				  .flush_gate = flags & CR_DEV_GATE,
+				  .gate_keep_fua = flags & CR_DEV_KEEP_FUA };
 	struct iol_dev *dev = NULL;
 
 	return iol_dev_open(NULL, &o, &dev) ? NULL : dev;
@@ -330,7 +332,7 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 		atomic_fetch_add(&cr->full_gated, 1);
 	/* Through the flush gate when the round's disk has it: recovery's stamping, its
 	 * flush and the continued session's I/O then go through the gate as well. */
-	d2 = cr_sim_dev(rd->dev_bytes, cr->sector, seed, false, rd->gate, w->shadow);
+	d2 = cr_sim_dev(rd->dev_bytes, cr->sector, seed, false, rd->dev_flags, w->shadow);
 	if (!d2) {
 		viol_add(cr, cp, choice, cp->k, "full check: cannot open a sim disk", NULL);
 		return;
@@ -422,7 +424,7 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 		goto out;
 	delog_close(log);
 	log = NULL;
-	d3 = cr_sim_dev(rd->dev_bytes, cr->sector, seed, false, false, img);
+	d3 = cr_sim_dev(rd->dev_bytes, cr->sector, seed, false, 0, img);
 	if (!d3 || jrnl_sb_read(d3, &g))
 		goto out;
 	recover_ro(w, d3, &g, &ct, ref->nck ? ref->hi : 0, &s3);
@@ -466,7 +468,7 @@ static void run_job(struct worker *w, const struct job *j)
 		/* The round's sector size differs from the disk's: a new disk (all zeroes). */
 		iol_dev_close(w->dev);
 		w->dev = cr_sim_dev(cr->dev_max, cr->sector, seed_for(cr->seed, 0x3003, w->sector), false,
-				 false, NULL);
+				 0, NULL);
 		if (!w->dev) {
 			memset(&j->e->s, 0, sizeof(j->e->s));
 			j->e->s.err = -ENOMEM;

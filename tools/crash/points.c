@@ -34,10 +34,15 @@ static void prot_viol(struct crash *cr, const char *fmt, ...)
 /* @wrap: the write starts the log area, so it may be the part of a record split at the
  * physical end, which carries FUA but not the first part's PREFLUSH.  Under every
  * policy: single writes no FUA of its own, but the unmount record is PREFLUSH | FUA
- * under all of them, and it too wraps when the head is near the physical end. */
-static bool flags_allowed(enum delog_flush_policy p, uint32_t f, bool wrap)
+ * under all of them, and it too wraps when the head is near the physical end.
+ * @dev_flags: through the flush gate the disk sees what the gate leaves of the flags:
+ * a PREFLUSH is the gate's flush, a FUA its write + flush unless the device keeps FUA
+ * (CR_DEV_KEEP_FUA), so the disk sees no flag, or FUA alone. */
+static bool flags_allowed(enum delog_flush_policy p, uint32_t f, bool wrap, unsigned dev_flags)
 {
 	f &= IOL_PREFLUSH | IOL_FUA;
+	if (dev_flags & CR_DEV_GATE)
+		return !f || (f == IOL_FUA && (dev_flags & CR_DEV_KEEP_FUA));
 	if (!f || f == (IOL_PREFLUSH | IOL_FUA)) /* PREFLUSH|FUA: commits, and every unmount */
 		return true;
 	if (wrap && f == IOL_FUA)
@@ -95,7 +100,7 @@ void trace_step(struct crash *cr, struct ctl *t, size_t L, uint64_t tail, bool k
 				if (live) {
 					cr->protocol_events++;
 					if (!flags_allowed(rd->policy, e->opf,
-							   e->off == DELOG_SB_BYTES))
+							   e->off == DELOG_SB_BYTES, rd->dev_flags))
 						prot_viol(cr, "%s policy issued a write with%s%s at "
 							  "sector %" PRIu64, delog_flush_policy_name(rd->policy),
 							  e->opf & IOL_PREFLUSH ? " PREFLUSH" : "",

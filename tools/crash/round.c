@@ -31,7 +31,7 @@ void cr_progress(struct crash *cr, bool end)
 static int format_image(const struct round *rd, unsigned char *img)
 {
 	struct jrnl_format_opts fo = { .sector = rd->sector, .log_size = rd->log_bytes };
-	struct iol_dev *dev = cr_sim_dev(rd->dev_bytes, rd->sector, rd->seed, false, false, NULL);
+	struct iol_dev *dev = cr_sim_dev(rd->dev_bytes, rd->sector, rd->seed, false, 0, NULL);
 	int err;
 
 	if (!dev)
@@ -219,6 +219,7 @@ static int run_session(struct crash *cr, struct ctl *t, struct pointbuf *pb, uin
 	if (rd->gate) {
 		rd->j_gate_gens += icp.dev_flushes;
 		rd->j_gate_errs += icp.errors;
+		rd->j_gate_inline += icp.gate_inline;
 	}
 	if (!err && !*cut_taken && atomic_load(&rd->armed) && cr->states < cr->target) {
 		size_t L = iol_sim_trace_len(rd->dev);
@@ -260,6 +261,8 @@ static void round_coverage(struct crash *cr, const struct round *rd)
 	cr->cv_sectors |= rd->sector == 512 ? 1u : 2u;
 	cr->cv_track_rounds += rd->wl.track;
 	cr->cv_gate_rounds += rd->gate;
+	cr->cv_inline_rounds += !!(rd->dev_flags & CR_DEV_INLINE);
+	cr->cv_keep_fua_rounds += !!(rd->dev_flags & CR_DEV_KEEP_FUA);
 	cr->cv_rel_edge += rd->wl.releaser && !rd->wl.full;
 }
 
@@ -272,6 +275,7 @@ static void round_tally(struct crash *cr, const struct round *rd)
 	cr->cv_wraps += rd->j_wraps;
 	cr->cv_gate_gens += rd->j_gate_gens;
 	cr->cv_gate_errs += rd->j_gate_errs;
+	cr->cv_gate_inline += rd->j_gate_inline;
 	cr->cv_stalls += rd->stalls;
 	cr->cv_rescues += rd->rescues;
 	cr->cv_edeadlk += rd->edeadlk;
@@ -303,6 +307,14 @@ int run_round(struct crash *cr, uint64_t r)
 	 * every real backend does: power cuts then land between a gated flush and the
 	 * writes that waited for it. */
 	rd->gate = seed_for(rd->seed, 0x6a7e, 0) & 1;
+	/* Gated rounds draw the gate's variants: a sim with a ->run (a lone waiter's flush
+	 * is an inline generation on its own thread, as on every descriptor backend) and a
+	 * device with native FUA (FUA kept out of the gate), each in half of them. */
+	rd->dev_flags = rd->gate ? CR_DEV_GATE : 0;
+	if (rd->gate && (seed_for(rd->seed, 0x1e1, 0) & 1))
+		rd->dev_flags |= CR_DEV_INLINE;
+	if (rd->gate && (seed_for(rd->seed, 0xf0a, 0) & 1))
+		rd->dev_flags |= CR_DEV_KEEP_FUA;
 	wl_pick(strcmp(cr->workload, "all") ? cr->workload : wl_names[r % NR_WL], rd->seed,
 		cr->threads, cr->sector_opt, &rd->wl);
 	rd->sector = rd->wl.sector ? rd->wl.sector : 4096;
@@ -367,7 +379,7 @@ int run_round(struct crash *cr, uint64_t r)
 		atomic_store(&rd->done, false);
 		atomic_store(&rd->clients_done, 0);
 		rd->dev = cr_sim_dev(rd->dev_bytes, rd->sector, seed_for(rd->seed, 0x5e55, sess), true,
-				     rd->gate, cr->old);
+				     rd->dev_flags, cr->old);
 		if (!rd->dev) {
 			err = -ENOMEM;
 			break;
