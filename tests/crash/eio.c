@@ -21,6 +21,11 @@
  * healthy disk afterwards still recovers everything.
  * Each loop runs N = 1, 2, ... until the workload completes without meeting its fault,
  * as SQLite's I/O-error loops do.
+ * The *_gated loops open the sim through the iolayer's flush gate, as every real backend
+ * is: the nth flush is then the nth gate generation (merged, or inline on odd indexes,
+ * where the sim has a ->run), and a failed flush drops what it covered from the cache
+ * (flush_fail_drops: the device journal/log.c L14 assumes), so every waiter of a failed
+ * generation gets the error and nothing it covered may be acknowledged.
  */
 #include "crash_test.h"
 
@@ -64,11 +69,30 @@ static void check_recovers(const void *img, enum delog_flush_policy pol, unsigne
 	free(c);
 }
 
+/* The sim of a loop: ct_sim's, or (@gated) through the flush gate, a failed flush
+ * dropping what it covered, with a ->run on odd @seed. */
+static struct iol_dev *eio_sim(uint64_t seed, const void *image, bool gated)
+{
+	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = CT_DEV_BYTES, .sector = 4096,
+				  .seed = seed, .image = image, .flush_fail_drops = true,
+				  .inline_run = seed & 1 };
+	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so,
+				  .flush_gate = true };
+	struct iol_dev *dev = NULL;
+	int err;
+
+	if (!gated)
+		return ct_sim(false, seed, image);
+	err = iol_dev_open(NULL, &o, &dev);
+	cr_assert_eq(err, 0, "gated sim: %s", delog_strerror(err));
+	return dev;
+}
+
 /* Returns true when the fault was met. */
 static bool write_loop_one(const void *fresh, enum delog_flush_policy pol, enum iol_op op,
-			   uint64_t nth, bool persistent)
+			   uint64_t nth, bool persistent, bool gated)
 {
-	struct iol_dev *dev = ct_sim(false, nth, fresh);
+	struct iol_dev *dev = eio_sim(nth, fresh, gated);
 	struct iol_sim_fault f = { .op = op, .nth = nth, .persistent = persistent };
 	struct ct_coll c;
 	delog *log = NULL;
@@ -79,9 +103,9 @@ static bool write_loop_one(const void *fresh, enum delog_flush_policy pol, enum 
 	delog_tx *tx;
 	void *img;
 
-	snprintf(what, sizeof(what), "%s, %s EIO at op %llu%s", pname[pol],
+	snprintf(what, sizeof(what), "%s, %s EIO at op %llu%s%s", pname[pol],
 		 op == IOL_OP_WRITE ? "write" : "flush", (unsigned long long)nth,
-		 persistent ? " and after" : " once");
+		 persistent ? " and after" : " once", gated ? ", through the gate" : "");
 	cr_assert_eq(ct_open(dev, pol, &c, &log), 0, "%s: open", what);
 	cr_assert_eq(iol_sim_fault_add(dev, &f), 0);
 	for (unsigned n = 1; n <= TXS && !err; n++) {
@@ -137,7 +161,7 @@ static bool write_loop_one(const void *fresh, enum delog_flush_policy pol, enum 
 	return true;
 }
 
-static void write_loop(enum iol_op op)
+static void write_loop(enum iol_op op, bool gated)
 {
 	void *fresh = fresh_image();
 
@@ -145,7 +169,7 @@ static void write_loop(enum iol_op op)
 		for (int persistent = 0; persistent < 2; persistent++) {
 			uint64_t nth = 1;
 
-			while (write_loop_one(fresh, policies[p], op, nth, persistent))
+			while (write_loop_one(fresh, policies[p], op, nth, persistent, gated))
 				cr_assert(++nth < MAX_NTH, "the workload never completes");
 			cr_assert(nth > 1, "%s: the workload does no %s at all", pname[p],
 				  op == IOL_OP_WRITE ? "write" : "flush");
@@ -156,16 +180,30 @@ static void write_loop(enum iol_op op)
 
 Test(eio, write, .timeout = 900)
 {
-	write_loop(IOL_OP_WRITE);
+	write_loop(IOL_OP_WRITE, false);
 	fprintf(stderr, "eio/write: %lu faults met, each shut the log down, none lost an "
 		"acknowledged commit\n", faults_hit);
 }
 
 Test(eio, flush, .timeout = 900)
 {
-	write_loop(IOL_OP_FLUSH);
+	write_loop(IOL_OP_FLUSH, false);
 	fprintf(stderr, "eio/flush: %lu faults met, each shut the log down, none lost an "
 		"acknowledged commit\n", faults_hit);
+}
+
+Test(eio, write_gated, .timeout = 900)
+{
+	write_loop(IOL_OP_WRITE, true);
+	fprintf(stderr, "eio/write_gated: %lu faults met, each shut the log down, none lost an "
+		"acknowledged commit\n", faults_hit);
+}
+
+Test(eio, flush_gated, .timeout = 900)
+{
+	write_loop(IOL_OP_FLUSH, true);
+	fprintf(stderr, "eio/flush_gated: %lu faults met (failed gate generations), each shut "
+		"the log down, none lost an acknowledged commit\n", faults_hit);
 }
 
 Test(eio, read, .timeout = 900)
