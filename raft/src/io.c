@@ -31,7 +31,9 @@
  *    older snapshot files are removed (never while a snapshot_get reads one).
  *  - Errors: a delog shutdown fails every queued append (RAFT_IOERR) and every later
  *    call; a full log fails the append (RAFT_NOSPACE: delog_tx_begin with
- *    DELOG_TX_NOWAIT, since the loop must never wait for space only it can free); a log
+ *    DELOG_TX_NOWAIT, since the loop must never wait for space only it can free) before
+ *    any of it is logged: an append of several transactions begins them all first, so
+ *    a failed append leaves no entry behind (C-Raft takes it as not done); a log
  *    recovery refuses, or records that do not replay, fail load with RAFT_CORRUPT
  *    before anything is returned.
  * Everything here runs on the loop thread except forcer() and the work callbacks, which
@@ -744,29 +746,31 @@ static int io_truncate(struct raft_io *io, raft_index index)
 	return rv;
 }
 
-static int io_append(struct raft_io *io, struct raft_io_append *req,
-		     const struct raft_entry entries[], unsigned n, raft_io_append_cb cb)
+/* Abort the transactions @tx[@from .. @to) an append began and will not commit. */
+static void abort_batches(delog_tx **tx, unsigned from, unsigned to)
 {
-	struct draft *d = D(io);
-	struct draft_pend *p;
-	uint64_t limit, seq = 0;
-	raft_index index;
-	unsigned i = 0;
-	int rv;
+	for (unsigned k = from; k < to; k++)
+		delog_tx_abort(tx[k]);
+}
 
-	if ((rv = usable(d)) != 0 || (rv = ensure_open(d)) != 0)
-		return rv;
-	p = malloc(sizeof(*p));
-	if (!p)
-		return RAFT_NOMEM;
-	/* A transaction may reserve at most a quarter of the log: batches larger than an
-	 * eighth go in several, committed in order (a crash keeps a prefix of them). */
-	limit = d->log_size / 8;
-	index = d->st.first + d->st.n;
+/*
+ * Plan an append's batches (each reserving at most an eighth of the log: a transaction
+ * may reserve at most a quarter) and begin every batch's transaction, NOWAIT, before
+ * anything is logged: a full log then refuses the whole append, which C-Raft takes as
+ * not done, with nothing of it committed.  @start gets each batch's first entry (and
+ * @n at the end).  Returns the number of batches, or a negative delog error with every
+ * begun transaction aborted.
+ */
+static int begin_batches(struct draft *d, const struct raft_entry entries[], unsigned n,
+			 unsigned *start, delog_tx **tx)
+{
+	uint64_t limit = d->log_size / 8;
+	unsigned nb = 0, i = 0;
+
 	while (i < n) {
 		uint64_t reserve = 0;
 		unsigned j = i;
-		delog_tx *tx;
+		int rv;
 
 		while (j < n) {
 			uint64_t sz = DRAFT_ENTRY_HDR + entries[j].buf.len + DELOG_ITEM_OVERHEAD;
@@ -776,18 +780,59 @@ static int io_append(struct raft_io *io, struct raft_io_append *req,
 			reserve += sz;
 			j++;
 		}
-		rv = delog_tx_begin(d->log, reserve, DELOG_TX_NOWAIT, &tx);
-		if (rv == -EINVAL) {
+		rv = delog_tx_begin(d->log, reserve, DELOG_TX_NOWAIT, &tx[nb]);
+		if (rv) {
+			abort_batches(tx, 0, nb);
+			return rv;
+		}
+		start[nb++] = i;
+		i = j;
+	}
+	start[nb] = n;
+	return (int)nb;
+}
+
+static int io_append(struct raft_io *io, struct raft_io_append *req,
+		     const struct raft_entry entries[], unsigned n, raft_io_append_cb cb)
+{
+	struct draft *d = D(io);
+	struct draft_pend *p;
+	uint64_t seq = 0;
+	raft_index index;
+	unsigned *start;
+	delog_tx **txs;
+	int rv, nb;
+
+	if ((rv = usable(d)) != 0 || (rv = ensure_open(d)) != 0)
+		return rv;
+	p = malloc(sizeof(*p));
+	start = malloc((n + 1) * sizeof(*start));
+	txs = malloc((n ? n : 1) * sizeof(*txs));
+	if (!p || !start || !txs) {
+		free(p);
+		free(start);
+		free(txs);
+		return RAFT_NOMEM;
+	}
+	index = d->st.first + d->st.n;
+	nb = begin_batches(d, entries, n, start, txs);
+	if (nb < 0) {
+		free(p);
+		free(start);
+		free(txs);
+		if (nb == -EINVAL) {
 			draft_msgf(io->errmsg,
-				   "append: entry of %zu bytes is too large for a %llu-byte log",
-				   entries[i].buf.len, (unsigned long long)d->log_size);
-			free(p);
+				   "append: an entry is too large for a %llu-byte log (a quarter of "
+				   "it at most)",
+				   (unsigned long long)d->log_size);
 			return RAFT_TOOBIG;
 		}
-		if (rv) {
-			free(p);
-			return fail(d, rv, "append");
-		}
+		return fail(d, nb, "append");
+	}
+	for (int b = 0; b < nb; b++) {
+		unsigned i = start[b], j = start[b + 1];
+		delog_tx *tx = txs[b];
+
 		for (unsigned k = i; k < j && !rv; k++) {
 			size_t len = DRAFT_ENTRY_HDR + entries[k].buf.len;
 
@@ -812,9 +857,11 @@ static int io_append(struct raft_io *io, struct raft_io_append *req,
 			if (rv > 0) {
 				/* the state cannot take it: nothing committed, state rebuilt
 				 * is not possible here, so the io stops */
-				delog_tx_abort(tx);
+				abort_batches(txs, (unsigned)b, (unsigned)nb);
 				d->errored = true;
 				free(p);
+				free(start);
+				free(txs);
 				draft_msgf(io->errmsg, "append: %s",
 					   rv == RAFT_NOMEM ? "out of memory" : d->why);
 				return rv;
@@ -823,22 +870,28 @@ static int io_append(struct raft_io *io, struct raft_io_append *req,
 		if (rv) {
 			/* records already applied to the state were not committed: the
 			 * state is ahead of the log, so the io stops */
-			delog_tx_abort(tx);
+			abort_batches(txs, (unsigned)b, (unsigned)nb);
 			d->errored = true;
 			free(p);
+			free(start);
+			free(txs);
 			return fail(d, rv, "append");
 		}
 		rv = delog_tx_commit(tx, &seq);
 		if (rv) {
+			abort_batches(txs, (unsigned)b + 1, (unsigned)nb);
 			d->errored = true;
 			free(p);
+			free(start);
+			free(txs);
 			return fail(d, rv, "append");
 		}
 		d->key += j - i;
 		for (size_t k = d->st.n; k > 0 && d->st.ents[k - 1].seq == 0; k--)
 			d->st.ents[k - 1].seq = seq;
-		i = j;
 	}
+	free(start);
+	free(txs);
 	if (n == 0) {
 		/* nothing to write: complete once everything before is durable */
 		delog_tx *tx;
