@@ -19,7 +19,7 @@
  *    wanted (group commit: appends arriving during a force share the next one); the loop
  *    watches delog_durable_fd with a uv_poll and completes, in order, every queued
  *    append whose sequence delog_durable_seq has reached.  No callback runs inside the
- *    call that queued it.
+ *    call that queued it.  The poll holds the loop only while appends are queued.
  *  - set_term / set_vote / bootstrap / recover / a snapshot's records: committed and
  *    forced before they return (delog_tx_commit_force, on the loop thread).
  *  - truncate: committed, not forced: it is ordered before every later append, whose
@@ -235,6 +235,8 @@ static void complete_durable(struct draft *d)
 			free(p);
 		}
 	}
+	if (!d->head && d->poll_on) /* nothing waits: the io keeps no loop alive */
+		uv_unref((uv_handle_t *)&d->poll);
 }
 
 static void poll_cb(uv_poll_t *h, int status, int events)
@@ -369,6 +371,9 @@ static int ensure_open(struct draft *d)
 		d->poll.data = d;
 		d->poll_on = true;
 		rv = uv_poll_start(&d->poll, UV_READABLE, poll_cb);
+		/* Referenced only while appends are queued (io_append, complete_durable):
+		 * an idle io keeps no loop alive, as C-Raft's own does not. */
+		uv_unref((uv_handle_t *)&d->poll);
 	}
 	if (rv == 0) {
 		d->stop = false;
@@ -914,6 +919,8 @@ static int io_append(struct raft_io *io, struct raft_io_append *req,
 	else
 		d->head = p;
 	d->tail = p;
+	if (d->poll_on)
+		uv_ref((uv_handle_t *)&d->poll);
 	want_forced(d, seq);
 	return 0;
 }

@@ -18,6 +18,8 @@
  *   io/corrupt_log         a damaged log is refused at load with RAFT_CORRUPT
  *   io/corrupt_snapshot    a damaged snapshot file is refused at load with RAFT_CORRUPT
  *   io/bad_options         flush policy none and a wrong options size are refused
+ *   io/idle_loop_ends      an io with nothing queued (after load, and after its appends
+ *                          completed) keeps no loop alive: uv_run(UV_RUN_DEFAULT) returns
  */
 #include "helpers.h"
 
@@ -530,5 +532,25 @@ Test(io, bad_options)
 	raft_uv_tcp_close(&tr);
 	uv_run(&loop, UV_RUN_NOWAIT);
 	cr_expect_eq(uv_loop_close(&loop), 0);
+	th_rmdir(dir);
+}
+
+/* C-Raft's own io lets uv_run(UV_RUN_DEFAULT) return when nothing waits; so must this
+ * one: the durable eventfd's poll is referenced only while appends are queued. */
+Test(io, idle_loop_ends, .timeout = 60)
+{
+	char *dir = th_mkdir();
+	struct th_node n;
+	struct th_loaded l;
+
+	cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0, "%s", n.io.errmsg);
+	th_loaded_free(&l);
+	cr_assert_eq(uv_run(&n.loop, UV_RUN_DEFAULT), 0, "after load, the loop still has work");
+	cr_assert_eq(th_append(&n, 1, 10, 0, 100), 0, "%s", n.io.errmsg);
+	cr_assert_eq(uv_run(&n.loop, UV_RUN_DEFAULT), 0, "after the appends, the loop still "
+		     "has work");
+	cr_assert_eq(th_append(&n, 11, 12, 0, 100), 0, "%s", n.io.errmsg);
+	th_close(&n);
 	th_rmdir(dir);
 }
