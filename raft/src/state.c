@@ -182,7 +182,10 @@ static int apply_snap(struct draft_state *s, uint64_t key, const unsigned char *
 	free(s->snap.conf);
 	s->snap = m;
 	s->has_snap = true;
-	if (m.trailing == 0) {
+	if (m.trailing == 0 || m.index >= s->first + s->n) {
+		/* No trailing entries kept, or the snapshot is past the log's last entry (it
+		 * cannot be joined): the log continues after it, as C-Raft's own io loads
+		 * such a state (it discards the entries behind the snapshot). */
 		drop_from(s, 0);
 		s->first = m.index + 1;
 	} else if (m.index > m.trailing && m.index - m.trailing >= s->first) {

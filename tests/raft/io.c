@@ -18,6 +18,9 @@
  *   io/corrupt_log         a damaged log is refused at load with RAFT_CORRUPT
  *   io/corrupt_snapshot    a damaged snapshot file is refused at load with RAFT_CORRUPT
  *   io/bad_options         flush policy none and a wrong options size are refused
+ *   io/snapshot_past_end   a snapshot with trailing entries past the log's last entry
+ *                          (on an empty log, after one entry) loads, without the entries
+ *                          behind it, and the log continues after it, as C-Raft's io
  *   io/idle_loop_ends      an io with nothing queued (after load, and after its appends
  *                          completed) keeps no loop alive: uv_run(UV_RUN_DEFAULT) returns
  */
@@ -553,4 +556,47 @@ Test(io, idle_loop_ends, .timeout = 60)
 	cr_assert_eq(th_append(&n, 11, 12, 0, 100), 0, "%s", n.io.errmsg);
 	th_close(&n);
 	th_rmdir(dir);
+}
+
+/* C-Raft's engine does not put a snapshot past the last entry, but its io accepts and
+ * loads one (discarding the entries behind it): a storage layer must never take a write
+ * it then refuses to load ("entries do not join the snapshot" made the directory
+ * unloadable for good). */
+Test(io, snapshot_past_end)
+{
+	for (int c = 0; c < 2; c++) {
+		char *dir = th_mkdir();
+		raft_index at = c ? 2 : 1;
+		struct th_node n;
+		struct th_loaded l;
+
+		cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
+		cr_assert_eq(th_load(&n, &l), 0);
+		th_loaded_free(&l);
+		if (c)
+			cr_assert_eq(th_append(&n, 1, 1, 0, 64), 0, "%s", n.io.errmsg);
+		cr_assert_eq(put_snapshot(&n, at, 1, 5, 300), 0, "%s", n.io.errmsg);
+		th_close(&n);
+
+		cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
+		cr_assert_eq(th_load(&n, &l), 0, "snapshot at %llu past the last entry: %s",
+			     (unsigned long long)at, n.io.errmsg);
+		cr_assert_not_null(l.snap);
+		cr_expect_eq(l.snap->index, at);
+		check_snap_data(l.snap, at, 300);
+		cr_expect_eq(l.start, at + 1);
+		cr_expect_eq(l.n, 0);
+		th_loaded_free(&l);
+		cr_assert_eq(th_append(&n, at + 1, at + 2, 1, 64), 0, "%s", n.io.errmsg);
+		th_close(&n);
+
+		cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
+		cr_assert_eq(th_load(&n, &l), 0, "%s", n.io.errmsg);
+		cr_expect_eq(l.start, at + 1);
+		cr_assert_eq(l.n, 2);
+		cr_expect(th_is(&l.ents[0], at + 1, 1, 64));
+		th_loaded_free(&l);
+		th_close(&n);
+		th_rmdir(dir);
+	}
 }
