@@ -551,7 +551,8 @@ Test(io, idle_loop_ends, .timeout = 60)
 	th_loaded_free(&l);
 	cr_assert_eq(uv_run(&n.loop, UV_RUN_DEFAULT), 0, "after load, the loop still has work");
 	cr_assert_eq(th_append(&n, 1, 10, 0, 100), 0, "%s", n.io.errmsg);
-	cr_assert_eq(uv_run(&n.loop, UV_RUN_DEFAULT), 0, "after the appends, the loop still "
+	cr_assert_eq(uv_run(&n.loop, UV_RUN_DEFAULT), 0,
+		     "after the appends, the loop still "
 		     "has work");
 	cr_assert_eq(th_append(&n, 11, 12, 0, 100), 0, "%s", n.io.errmsg);
 	th_close(&n);
