@@ -73,6 +73,22 @@ static int lv_commit(delog *log, uint64_t key, uint32_t len, bool force, uint64_
 	return err;
 }
 
+/* Close @log cleanly, reopen @dev: a clean log recovered through checkpoint @last. */
+static void lv_close_reopen(delog *log, struct iol_dev *dev, enum delog_flush_policy pol,
+			    uint64_t last)
+{
+	struct delog_recovery rec;
+
+	cr_assert_eq(delog_error(log), 0);
+	cr_assert_eq(delog_close(log), 0);
+	log = t_reopen(dev, t_opts(pol), &(struct coll){ 0 }, &rec);
+	cr_expect_eq(rec.clean, 1);
+	cr_expect_eq(rec.last_seq, last, "recovered up to %llu, committed up to %llu",
+		     (unsigned long long)rec.last_seq, (unsigned long long)last);
+	cr_assert_eq(delog_close(log), 0);
+	iol_dev_close(dev);
+}
+
 /* ======================================================================================
  * item 2: a waiter for space that only a newer durable checkpoint can free pushes it
  * ====================================================================================== */
@@ -172,7 +188,6 @@ static void pinned_push_run(enum delog_flush_policy pol, bool callback, bool now
 	struct lv_waiter w[LV_WAITERS] = { 0 };
 	struct lv_cb cb = { 0 };
 	struct delog_stats st;
-	struct delog_recovery rec;
 	static unsigned char big[LV_CIL];
 	uint64_t s1, s2, seq, last = 0;
 	unsigned waited = 0, ndone = 0;
@@ -252,14 +267,7 @@ static void pinned_push_run(enum delog_flush_policy pol, bool callback, bool now
 		cr_assert_eq(delog_release(log, seq), 0);
 		last = seq;
 	}
-	cr_assert_eq(delog_error(log), 0);
-	cr_assert_eq(delog_close(log), 0);
-	log = t_reopen(dev, t_opts(pol), &(struct coll){ 0 }, &rec);
-	cr_expect_eq(rec.clean, 1);
-	cr_expect_eq(rec.last_seq, last, "recovered up to %llu, committed up to %llu",
-		     (unsigned long long)rec.last_seq, (unsigned long long)last);
-	cr_assert_eq(delog_close(log), 0);
-	iol_dev_close(dev);
+	lv_close_reopen(log, dev, pol, last);
 }
 
 Test(liveness, pinned_push_sync, .timeout = 120)
@@ -759,14 +767,7 @@ static void growers_run(enum delog_flush_policy pol, unsigned mode)
 			     delog_strerror(atomic_load(&beg.err)));
 		delog_tx_abort(beg.tx);
 	}
-	cr_assert_eq(delog_error(log), 0);
-	cr_assert_eq(delog_close(log), 0);
-	log = t_reopen(dev, t_opts(pol), &(struct coll){ 0 }, &rec);
-	cr_expect_eq(rec.clean, 1);
-	cr_expect_eq(rec.last_seq, last, "recovered up to %llu, committed up to %llu",
-		     (unsigned long long)rec.last_seq, (unsigned long long)last);
-	cr_assert_eq(delog_close(log), 0);
-	iol_dev_close(dev);
+	lv_close_reopen(log, dev, pol, last);
 }
 
 Test(liveness, growers_victim_aborts_sync, .timeout = 120)
