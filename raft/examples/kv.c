@@ -26,11 +26,17 @@
  *  - A connection closed with requests in flight stays allocated until their
  *    callbacks ran (refs).
  *  - Every node bootstraps with the --cluster configuration on its first start (C-Raft
- *    refuses later ones with RAFT_CANTBOOTSTRAP, ignored), so all agree on entry 1.
- * Exit status: 0 after SIGTERM/SIGINT, 1 failure (port in use, storage), 2 usage.
+ *    refuses later ones with RAFT_CANTBOOTSTRAP, ignored), so all agree on entry 1; the
+ *    bootstrap comes after every address and port was checked, so a start that failed
+ *    wrote nothing.  A later start whose --cluster differs from the configuration Raft
+ *    loaded is refused, naming both (membership changes go through Raft), and so is a
+ *    directory holding the other storage's node (it would forget its term and vote).
+ * Exit status: 0 after SIGTERM/SIGINT, 1 failure (port in use, storage, a --cluster
+ * that is not the stored one), 2 usage.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <arpa/inet.h>
 #include <getopt.h>
 #include <signal.h>
 #include <limits.h>
@@ -743,7 +749,8 @@ static void help(void)
 	       "  -v, --verbose           log state changes to stderr\n"
 	       "  -h, --help              show this help\n"
 	       "\nEvery node bootstraps the --cluster configuration on its first start, so all\n"
-	       "nodes must be given the same --cluster.  docs/RAFT.md has examples.\n"
+	       "nodes must be given the same --cluster; a later start with another one is\n"
+	       "refused (exit 1).  docs/RAFT.md has examples.\n"
 	       "Exit status: 0 after SIGTERM or SIGINT, 1 failure, 2 usage error.\n");
 }
 
@@ -797,13 +804,15 @@ static bool parse_u64(const char *s, uint64_t *out)
 	return true;
 }
 
+/* HOST:PORT with HOST a dotted IPv4 address (C-Raft's TCP transport takes no names). */
 static bool valid_addr(const char *a)
 {
 	char host[64];
+	struct in_addr in;
 	int port, n = 0;
 
 	return strlen(a) < 64 && sscanf(a, "%63[^:]:%d%n", host, &port, &n) == 2 && a[n] == '\0' &&
-	       port > 0 && port < 65536 - K.client_offset;
+	       inet_pton(AF_INET, host, &in) == 1 && port > 0 && port < 65536 - K.client_offset;
 }
 
 /* "1=127.0.0.1:9001,2=...": ids > 0 and distinct, addresses HOST:PORT and distinct. */
@@ -814,6 +823,10 @@ static int parse_cluster(const char *spec, char *err, size_t errlen)
 	if (!copy)
 		return -1;
 	K.nnodes = 0;
+	if (spec[0] == ',' || (*spec && spec[strlen(spec) - 1] == ',') || strstr(spec, ",,")) {
+		snprintf(err, errlen, "an empty entry (',,' or a ',' at an end)");
+		goto bad;
+	}
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '=');
 		uint64_t id;
@@ -832,7 +845,8 @@ static int parse_cluster(const char *spec, char *err, size_t errlen)
 			goto bad;
 		}
 		if (!valid_addr(eq + 1)) {
-			snprintf(err, errlen, "node %llu: '%.40s' is not HOST:PORT (port 1-%d)",
+			snprintf(err, errlen,
+				 "node %llu: '%.40s' is not IPV4:PORT (a dotted address, port 1-%d)",
 				 (unsigned long long)id, eq + 1, 65535 - K.client_offset);
 			goto bad;
 		}
@@ -860,6 +874,72 @@ static int parse_cluster(const char *spec, char *err, size_t errlen)
 bad:
 	free(copy);
 	return -1;
+}
+
+/* mkdir -p: every missing level of @path. */
+static int mkdir_p(const char *path)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return mkdir(buf, 0700) != 0 && errno != EEXIST ? -errno : 0;
+}
+
+/* The file in @dir that says the other storage keeps a node there, or NULL: a node that
+ * started on the other one would forget its term and vote (and could vote twice). */
+static const char *other_storage_file(const char *dir, bool use_delog)
+{
+	static const char *const uv_files[] = { "metadata1", "metadata2" };
+	static const char *const delog_files[] = { "delog.log" };
+	const char *const *f = use_delog ? uv_files : delog_files;
+	size_t n = use_delog ? 2 : 1;
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, f[i]);
+		if (access(path, F_OK) == 0)
+			return f[i];
+	}
+	return NULL;
+}
+
+/* "1=A,2=B" of a configuration, into @out. */
+static void conf_str(const struct raft_configuration *c, char *out, size_t len)
+{
+	size_t o = 0;
+
+	out[0] = '\0';
+	for (unsigned i = 0; i < c->n && o < len; i++)
+		o += (size_t)snprintf(out + o, len - o, "%s%llu=%s", i ? "," : "",
+				      (unsigned long long)c->servers[i].id, c->servers[i].address);
+}
+
+/* Does the configuration Raft loaded say what --cluster says (the same ids, each at the
+ * same address)? */
+static bool conf_matches(const struct raft_configuration *c)
+{
+	if (c->n != K.nnodes)
+		return false;
+	for (unsigned i = 0; i < K.nnodes; i++) {
+		unsigned j = 0;
+
+		while (j < c->n && c->servers[j].id != K.nodes[i].id)
+			j++;
+		if (j == c->n || strcmp(c->servers[j].address, K.nodes[i].addr) != 0)
+			return false;
+	}
+	return true;
 }
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -900,6 +980,8 @@ int main(int argc, char **argv)
 	struct raft_configuration conf;
 	char err[160], chost[64];
 	struct sockaddr_in sa;
+	bool flush_set = false;
+	const char *other;
 	int ch, rv, cport;
 
 	K.client_offset = 1000;
@@ -929,6 +1011,7 @@ int main(int argc, char **argv)
 			    dopts.flush == DELOG_FLUSH_NONE)
 				return bad_usage("--flush: '%s' is not sync, async or single",
 						 optarg);
+			flush_set = true;
 			break;
 		case 'l':
 			if (!parse_u64(optarg, &dopts.log_size) || dopts.log_size < (4u << 20))
@@ -990,13 +1073,18 @@ int main(int argc, char **argv)
 	if (!K.address)
 		return bad_usage("node %llu is not in --cluster", (unsigned long long)id);
 	K.use_delog = strcmp(storage, "delog") == 0;
-	if (!K.use_delog && (dopts.flush || dopts.log_size))
+	if (!K.use_delog && (flush_set || dopts.log_size))
 		return bad_usage("--flush and --log-size are for --storage delog");
 
 	/* a client that goes away mid-reply must not kill the node */
 	signal(SIGPIPE, SIG_IGN);
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-		return fail("--dir %s: %s", dir, strerror(errno));
+	if ((rv = mkdir_p(dir)) != 0)
+		return fail("--dir %s: %s", dir, strerror(-rv));
+	if ((other = other_storage_file(dir, K.use_delog)) != NULL)
+		return fail("--dir %s holds a node of --storage %s (%s): started on %s it would "
+			    "forget its term and vote; use --storage %s, or another directory",
+			    dir, K.use_delog ? "uv" : "delog", other, storage,
+			    K.use_delog ? "uv" : "delog");
 	K.loop = uv_default_loop();
 	if ((rv = raft_uv_tcp_init(&K.transport, K.loop)) != 0)
 		return fail("transport: %s", raft_strerror(rv));
@@ -1017,15 +1105,6 @@ int main(int argc, char **argv)
 	raft_set_snapshot_threshold(&K.raft, (unsigned)every);
 	raft_set_snapshot_trailing(&K.raft, (unsigned)trailing);
 	raft_set_pre_vote(&K.raft, true);
-
-	raft_configuration_init(&conf);
-	for (unsigned i = 0; i < K.nnodes; i++)
-		if (raft_configuration_add(&conf, K.nodes[i].id, K.nodes[i].addr, RAFT_VOTER))
-			return fail("configuration: out of memory");
-	rv = raft_bootstrap(&K.raft, &conf);
-	raft_configuration_close(&conf);
-	if (rv && rv != RAFT_CANTBOOTSTRAP)
-		return fail("bootstrap in %s: %s", dir, raft_errmsg(&K.raft));
 
 	/* the client port first: a port in use is reported before Raft starts */
 	sscanf(K.address, "%63[^:]:%d", chost, &cport);
@@ -1054,6 +1133,16 @@ int main(int argc, char **argv)
 		if (prv)
 			return fail("Raft port %s: %s", K.address, uv_strerror(prv));
 	}
+	/* Bootstrap only now, every address and port checked: a first start that failed
+	 * before wrote nothing, so the corrected command is not ignored. */
+	raft_configuration_init(&conf);
+	for (unsigned i = 0; i < K.nnodes; i++)
+		if (raft_configuration_add(&conf, K.nodes[i].id, K.nodes[i].addr, RAFT_VOTER))
+			return fail("configuration: out of memory");
+	rv = raft_bootstrap(&K.raft, &conf);
+	raft_configuration_close(&conf);
+	if (rv && rv != RAFT_CANTBOOTSTRAP)
+		return fail("bootstrap in %s: %s", dir, raft_errmsg(&K.raft));
 	rv = raft_start(&K.raft);
 	if (rv)
 		return fail("start (Raft address %s, %s): %s: %s", K.address, dir,
@@ -1064,8 +1153,23 @@ int main(int argc, char **argv)
 	uv_signal_start(&K.sigint, on_signal, SIGINT);
 	uv_timer_init(K.loop, &K.watchdog);
 	uv_timer_start(&K.watchdog, watchdog_cb, 100, 100);
-	fprintf(stderr, "%s: node %llu: Raft %s, clients %s:%d, storage %s, dir %s\n", prog,
-		(unsigned long long)K.id, K.address, chost, cport, storage, dir);
+	if (!conf_matches(&K.raft.configuration)) {
+		/* --cluster is only bootstrapped on a first start: a node whose stored
+		 * configuration says otherwise would serve a cluster the user did not ask
+		 * for (a node first started alone acknowledges writes nobody replicates). */
+		char stored[512];
+
+		conf_str(&K.raft.configuration, stored, sizeof(stored));
+		fprintf(stderr,
+			"%s: node %llu: %s holds the configuration %s; --cluster says %s: "
+			"a cluster's membership changes through Raft, not through --cluster\n",
+			prog, (unsigned long long)K.id, dir, stored[0] ? stored : "(none)",
+			cluster);
+		shutdown_node(1);
+	} else {
+		fprintf(stderr, "%s: node %llu: Raft %s, clients %s:%d, storage %s, dir %s\n", prog,
+			(unsigned long long)K.id, K.address, chost, cport, storage, dir);
+	}
 	uv_run(K.loop, UV_RUN_DEFAULT);
 	if (K.raft_closed) {
 		if (K.use_delog)

@@ -20,6 +20,13 @@ expect_rc 2 "bad cluster id" "$KV" --id 1 --cluster "x=127.0.0.1:28001" --dir "$
 expect_in "$TMP/err" "not a node id" "bad cluster id"
 expect_rc 2 "duplicate id" "$KV" --id 1 --cluster "1=127.0.0.1:28001,1=127.0.0.1:28002" --dir "$TMP/d"
 expect_in "$TMP/err" "listed twice" "duplicate id"
+expect_rc 2 "hostname" "$KV" --id 1 --cluster "1=localhost:28001" --dir "$TMP/d"
+expect_in "$TMP/err" "not IPV4:PORT" "hostname"
+expect_rc 2 "bad IPv4" "$KV" --id 1 --cluster "1=300.1.1.1:28001" --dir "$TMP/d"
+expect_rc 2 "empty entry" "$KV" --id 1 --cluster "1=127.0.0.1:28001,,2=127.0.0.1:28002" --dir "$TMP/d"
+expect_in "$TMP/err" "empty entry" "empty entry"
+expect_rc 2 "trailing comma" "$KV" --id 1 --cluster "1=127.0.0.1:28001," --dir "$TMP/d"
+expect_rc 2 "flush sync with uv" "$KV" --id 1 --cluster "$C" --dir "$TMP/d" --storage uv --flush sync
 expect_rc 2 "port out of range" "$KV" --id 1 --cluster "1=127.0.0.1:65000" --dir "$TMP/d"
 expect_rc 2 "id not in cluster" "$KV" --id 4 --cluster "$C" --dir "$TMP/d"
 expect_in "$TMP/err" "not in --cluster" "id not in cluster"

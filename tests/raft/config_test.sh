@@ -1,0 +1,58 @@
+#!/bin/sh
+# config_test.sh KV CLIENT DIR - raft.kv.config: what delog-raft-kv refuses so as never to
+# break Raft's safety, and what it must not refuse.
+#  - A node whose directory holds a configuration other than --cluster (first started
+#    alone, restarted with three nodes) exits 1 naming both: a node first started alone
+#    acknowledges writes nobody replicates, and its later peers would not have them.
+#  - A first start that failed on a port in use bootstrapped nothing: the corrected
+#    command (another --cluster) starts.
+#  - A directory holding the other storage's node (delog vs uv) is refused (exit 1): the
+#    node would forget its term and vote.
+#  - --dir is created at every level.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/kv_lib.sh"
+KV=$1
+CLIENT=$2
+TMP=$(mktemp -d "$3/raft-config.XXXXXX") || exit 1
+LPID=
+trap kv_cleanup EXIT
+command -v python3 >/dev/null || skip "python3 is needed for the client"
+kv_ports
+
+# A one-node cluster in a directory three levels down, then a restart with three nodes.
+"$KV" --id 1 --cluster "1=127.0.0.1:$P1" --dir "$TMP/a/b/c" >>"$TMP/log.1" 2>&1 &
+echo $! >"$TMP/pid.1"
+kv_up 1 || fail "the one-node cluster did not answer (see $TMP/log.1)"
+kv_stop_all
+[ -d "$TMP/a/b/c" ] || fail "--dir a/b/c was not created"
+expect_rc 1 "a --cluster other than the stored one" \
+	"$KV" --id 1 --cluster "$CLUSTER" --dir "$TMP/a/b/c"
+expect_in "$TMP/err" "holds the configuration 1=127.0.0.1:$P1" "stored configuration"
+expect_in "$TMP/err" "--cluster says $CLUSTER" "stored configuration"
+
+# The other storage's directory, both ways.
+expect_rc 1 "uv on a delog node" "$KV" --id 1 --cluster "1=127.0.0.1:$P1" --dir "$TMP/a/b/c" \
+	--storage uv
+expect_in "$TMP/err" "holds a node of --storage delog" "uv on a delog node"
+"$KV" --id 3 --cluster "3=127.0.0.1:$P3" --dir "$TMP/u" --storage uv >>"$TMP/log.3" 2>&1 &
+echo $! >"$TMP/pid.3"
+kv_up 3 || fail "the uv node did not answer (see $TMP/log.3)"
+kv_stop_all
+expect_rc 1 "delog on a uv node" "$KV" --id 3 --cluster "3=127.0.0.1:$P3" --dir "$TMP/u"
+expect_in "$TMP/err" "holds a node of --storage uv" "delog on a uv node"
+
+# A first start that fails on its Raft port in use, then the corrected command.
+"$PY" -c 'import socket,sys,time
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); time.sleep(30)' "$P2" &
+HPID=$!
+sleep 0.5
+expect_rc 1 "Raft port in use" "$KV" --id 2 --cluster "$CLUSTER" --dir "$TMP/n2"
+expect_in "$TMP/err" "in use" "Raft port in use"
+kill "$HPID"
+wait "$HPID" 2>/dev/null
+"$KV" --id 2 --cluster "2=127.0.0.1:$P2" --dir "$TMP/n2" >>"$TMP/log.2" 2>&1 &
+echo $! >"$TMP/pid.2"
+kv_up 2 || fail "the corrected command was refused: the failed start bootstrapped (see $TMP/log.2)"
+kv_stop_all
+finish raft.kv.config
