@@ -21,13 +21,15 @@ FIELDS = {
     "least_free": r"laps, least free " + NUM,
     "laps": NUM + r" laps, least free",
     "gate": r"flush gate: " + NUM + " generations",
+    "inline": r"generations \(" + NUM + " inline\)",
+    "edeadlk": NUM + r" growers told -EDEADLK",
     "sessions": r"chains, [0-9]+\.\." + NUM + " sessions each",
     "vcps": r"versions: " + NUM + " crash points",
     "stalls": r"^  liveness +" + NUM + " stalls",
     "idle": NUM + r" open/close cycles",
 }
 SUM = ("states", "viol", "secs", "bound", "bound_cps", "cover", "cover_cps", "wraps", "laps",
-       "gate", "vcps", "stalls", "idle")
+       "gate", "inline", "vcps", "stalls", "edeadlk", "idle")
 
 
 def parse(path):
@@ -65,17 +67,18 @@ def merge(runs):
 def render(cells):
     print("| cell (workload.policy.profile) | seeds | states | s | violations | L13 bound "
           "flushes (points after one) | L12 cover flushes (points after one) | wraps | laps | "
-          "least free KiB | gate generations | sessions per chain | version points | "
-          "stalls | open/close cycles |")
-    print("|" + "---|" * 15)
+          "least free KiB | gate generations (inline) | sessions per chain | version points | "
+          "stalls | growers told -EDEADLK | open/close cycles |")
+    print("|" + "---|" * 16)
     for cell, row in cells:
         free = "%d" % (row["least_free"] // 1024) if row["least_free"] is not None else "-"
         viol = str(row["viol"]) if row["complete"] else "%d (no report)" % row["viol"]
-        print("| %s | %s | %d | %.0f | %s | %d (%d) | %d (%d) | %d | %d | %s | %d | %s | %d | "
-              "%d | %d |" % (cell, row["seeds"], row["states"], row["secs"], viol, row["bound"],
-                             row["bound_cps"], row["cover"], row["cover_cps"], row["wraps"],
-                             row["laps"], free, row["gate"], row["sessions"] or "-",
-                             row["vcps"], row["stalls"], row["idle"]))
+        print("| %s | %s | %d | %.0f | %s | %d (%d) | %d (%d) | %d | %d | %s | %d (%d) | %s | "
+              "%d | %d | %d | %d |" % (cell, row["seeds"], row["states"], row["secs"], viol,
+                                       row["bound"], row["bound_cps"], row["cover"],
+                                       row["cover_cps"], row["wraps"], row["laps"], free,
+                                       row["gate"], row["inline"], row["sessions"] or "-",
+                                       row["vcps"], row["stalls"], row["edeadlk"], row["idle"]))
     kinds = [(cell, k) for cell, row in cells for k in row["kinds"]]
     if kinds:
         print("\nViolations by kind (numbers folded to #):\n")
