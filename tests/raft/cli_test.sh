@@ -1,11 +1,14 @@
 #!/bin/sh
 # cli_test.sh KV DIR - raft.kv.cli: delog-raft-kv's command line: --help, usage errors
 # (exit 2, with the reason), a port in use and a bad directory (exit 1, naming them).
+# Ports: a random base (kv_lib.sh kv_ports), never a fixed one.
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/kv_lib.sh"
 KV=$1
 TMP=$(mktemp -d "$2/raft-cli.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
-C="1=127.0.0.1:28001,2=127.0.0.1:28002,3=127.0.0.1:28003"
+kv_ports
+C=$CLUSTER
 
 expect_rc 0 "--help" "$KV" --help
 expect_in "$TMP/out" "usage: delog-raft-kv" "--help"
@@ -16,16 +19,16 @@ expect_in "$TMP/err" "required" "no arguments"
 expect_rc 2 "unknown option" "$KV" --bogus
 expect_rc 2 "bad cluster" "$KV" --id 1 --cluster "1=127.0.0.1" --dir "$TMP/d"
 expect_in "$TMP/err" "bad --cluster" "bad cluster"
-expect_rc 2 "bad cluster id" "$KV" --id 1 --cluster "x=127.0.0.1:28001" --dir "$TMP/d"
+expect_rc 2 "bad cluster id" "$KV" --id 1 --cluster "x=127.0.0.1:$P1" --dir "$TMP/d"
 expect_in "$TMP/err" "not a node id" "bad cluster id"
-expect_rc 2 "duplicate id" "$KV" --id 1 --cluster "1=127.0.0.1:28001,1=127.0.0.1:28002" --dir "$TMP/d"
+expect_rc 2 "duplicate id" "$KV" --id 1 --cluster "1=127.0.0.1:$P1,1=127.0.0.1:$P2" --dir "$TMP/d"
 expect_in "$TMP/err" "listed twice" "duplicate id"
-expect_rc 2 "hostname" "$KV" --id 1 --cluster "1=localhost:28001" --dir "$TMP/d"
+expect_rc 2 "hostname" "$KV" --id 1 --cluster "1=localhost:$P1" --dir "$TMP/d"
 expect_in "$TMP/err" "not IPV4:PORT" "hostname"
-expect_rc 2 "bad IPv4" "$KV" --id 1 --cluster "1=300.1.1.1:28001" --dir "$TMP/d"
-expect_rc 2 "empty entry" "$KV" --id 1 --cluster "1=127.0.0.1:28001,,2=127.0.0.1:28002" --dir "$TMP/d"
+expect_rc 2 "bad IPv4" "$KV" --id 1 --cluster "1=300.1.1.1:$P1" --dir "$TMP/d"
+expect_rc 2 "empty entry" "$KV" --id 1 --cluster "1=127.0.0.1:$P1,,2=127.0.0.1:$P2" --dir "$TMP/d"
 expect_in "$TMP/err" "empty entry" "empty entry"
-expect_rc 2 "trailing comma" "$KV" --id 1 --cluster "1=127.0.0.1:28001," --dir "$TMP/d"
+expect_rc 2 "trailing comma" "$KV" --id 1 --cluster "1=127.0.0.1:$P1," --dir "$TMP/d"
 expect_rc 2 "flush sync with uv" "$KV" --id 1 --cluster "$C" --dir "$TMP/d" --storage uv --flush sync
 expect_rc 2 "port out of range" "$KV" --id 1 --cluster "1=127.0.0.1:65000" --dir "$TMP/d"
 expect_rc 2 "id not in cluster" "$KV" --id 4 --cluster "$C" --dir "$TMP/d"
@@ -40,21 +43,14 @@ expect_in "$TMP/err" "$TMP/file" "dir is a file"
 
 # a port in use: hold the client port (Raft port + 1000), then the Raft port
 command -v python3 >/dev/null || skip "python3 is needed to hold a port"
-hold() {
-	python3 -c 'import socket,sys,time
-s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); print("held", flush=True); time.sleep(30)' "$1" &
-	HPID=$!
-	sleep 0.5
-}
-hold 29001
+kv_hold $((P1 + 1000))
 expect_rc 1 "client port in use" "$KV" --id 1 --cluster "$C" --dir "$TMP/d1"
-expect_in "$TMP/err" "127.0.0.1:29001" "client port in use"
+expect_in "$TMP/err" "127.0.0.1:$((P1 + 1000))" "client port in use"
 expect_in "$TMP/err" "in use" "client port in use"
 kill "$HPID"; wait "$HPID" 2>/dev/null
-hold 28001
+kv_hold "$P1"
 expect_rc 1 "Raft port in use" "$KV" --id 1 --cluster "$C" --dir "$TMP/d2"
-expect_in "$TMP/err" "127.0.0.1:28001" "Raft port in use"
+expect_in "$TMP/err" "127.0.0.1:$P1" "Raft port in use"
 expect_in "$TMP/err" "in use" "Raft port in use"
 kill "$HPID"; wait "$HPID" 2>/dev/null
 finish raft.kv.cli

@@ -42,11 +42,7 @@ expect_rc 1 "delog on a uv node" "$KV" --id 3 --cluster "3=127.0.0.1:$P3" --dir 
 expect_in "$TMP/err" "holds a node of --storage uv" "delog on a uv node"
 
 # A first start that fails on its Raft port in use, then the corrected command.
-"$PY" -c 'import socket,sys,time
-s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); time.sleep(30)' "$P2" &
-HPID=$!
-sleep 0.5
+kv_hold "$P2"
 expect_rc 1 "Raft port in use" "$KV" --id 2 --cluster "$CLUSTER" --dir "$TMP/n2"
 expect_in "$TMP/err" "in use" "Raft port in use"
 kill "$HPID"

@@ -1,5 +1,5 @@
-# kv_lib.sh - helpers of the delog-raft-kv process tests (kill_test.sh, deposed_test.sh),
-# sourced after ../lib.sh with KV (the daemon), CLIENT (kvclient.py) and TMP set.
+# kv_lib.sh - helpers of the delog-raft-kv process tests (cli, config, kill and deposed),
+# sourced after ../lib.sh; KV (the daemon), CLIENT (kvclient.py) and TMP set before use.
 #
 #   kv_ports             pick this run's Raft ports P1..P3 (clients at +1000, all below
 #                        Linux's ephemeral range, 32768 up, where outgoing connections
@@ -10,6 +10,8 @@
 #   kv_stop_all          SIGTERM every running node; a node that does not exit 0 fails
 #   kv_up I              wait (10 s at most) until node I answers STATUS
 #   kv_leader            print the leader's id, waiting up to 15 s for one (0: none)
+#   kv_hold PORT         a python3 listener on 127.0.0.1:PORT (pid in HPID), listening
+#                        before it returns, however loaded the machine
 #   rnd N                a random number in 0..N-1
 # Processes are only ever signalled by the pids this script recorded.
 # POSIX sh.
@@ -75,4 +77,19 @@ kv_cleanup() {
 	else
 		echo "kept $TMP for inspection" >&2
 	fi
+}
+
+kv_hold() {
+	: >"$TMP/held"
+	python3 -c 'import socket,sys,time
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)
+open(sys.argv[2], "w").write("held\n"); time.sleep(60)' "$1" "$TMP/held" &
+	HPID=$!
+	n=0
+	while [ ! -s "$TMP/held" ] && [ $n -lt 600 ]; do
+		sleep 0.1
+		n=$((n + 1))
+	done
+	[ -s "$TMP/held" ] || fail "could not hold port $1"
 }
