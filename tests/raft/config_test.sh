@@ -26,24 +26,24 @@ kv_up 1 || fail "the one-node cluster did not answer (see $TMP/log.1)"
 kv_stop_all
 [ -d "$TMP/a/b/c" ] || fail "--dir a/b/c was not created"
 expect_rc 1 "a --cluster other than the stored one" \
-	"$KV" --id 1 --cluster "$CLUSTER" --dir "$TMP/a/b/c"
+	kv_bounded --id 1 --cluster "$CLUSTER" --dir "$TMP/a/b/c"
 expect_in "$TMP/err" "holds the configuration 1=127.0.0.1:$P1" "stored configuration"
 expect_in "$TMP/err" "--cluster says $CLUSTER" "stored configuration"
 
 # The other storage's directory, both ways.
-expect_rc 1 "uv on a delog node" "$KV" --id 1 --cluster "1=127.0.0.1:$P1" --dir "$TMP/a/b/c" \
+expect_rc 1 "uv on a delog node" kv_bounded --id 1 --cluster "1=127.0.0.1:$P1" --dir "$TMP/a/b/c" \
 	--storage uv
 expect_in "$TMP/err" "holds a node of --storage delog" "uv on a delog node"
 "$KV" --id 3 --cluster "3=127.0.0.1:$P3" --dir "$TMP/u" --storage uv >>"$TMP/log.3" 2>&1 &
 echo $! >"$TMP/pid.3"
 kv_up 3 || fail "the uv node did not answer (see $TMP/log.3)"
 kv_stop_all
-expect_rc 1 "delog on a uv node" "$KV" --id 3 --cluster "3=127.0.0.1:$P3" --dir "$TMP/u"
+expect_rc 1 "delog on a uv node" kv_bounded --id 3 --cluster "3=127.0.0.1:$P3" --dir "$TMP/u"
 expect_in "$TMP/err" "holds a node of --storage uv" "delog on a uv node"
 
 # A first start that fails on its Raft port in use, then the corrected command.
 kv_hold "$P2"
-expect_rc 1 "Raft port in use" "$KV" --id 2 --cluster "$CLUSTER" --dir "$TMP/n2"
+expect_rc 1 "Raft port in use" kv_bounded --id 2 --cluster "$CLUSTER" --dir "$TMP/n2"
 expect_in "$TMP/err" "in use" "Raft port in use"
 kill "$HPID"
 wait "$HPID" 2>/dev/null

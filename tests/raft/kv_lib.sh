@@ -12,6 +12,8 @@
 #   kv_leader            print the leader's id, waiting up to 15 s for one (0: none)
 #   kv_hold PORT         a python3 listener on 127.0.0.1:PORT (pid in HPID), listening
 #                        before it returns, however loaded the machine
+#   kv_bounded ARGS      the daemon where a check expects it to exit: killed after 30 s
+#                        (status 124, a failed check) if it starts serving instead
 #   rnd N                a random number in 0..N-1
 # Processes are only ever signalled by the pids this script recorded.
 # POSIX sh.
@@ -92,4 +94,8 @@ open(sys.argv[2], "w").write("held\n"); time.sleep(60)' "$1" "$TMP/held" &
 		n=$((n + 1))
 	done
 	[ -s "$TMP/held" ] || fail "could not hold port $1"
+}
+
+kv_bounded() {
+	timeout 30 "$KV" "$@"
 }
