@@ -233,11 +233,12 @@ int delog_close(delog *log);
 /*
  * Begin a transaction, reserving @reserve bytes of log space: the item data it will log
  * plus DELOG_ITEM_OVERHEAD per item.  A transaction that logs no more than that never
- * waits again before its commit; one that logs more takes more space as it goes, which
- * may block (delog_tx_log).  Blocks while the log is too full (back-pressure), or returns
- * -EAGAIN with DELOG_TX_NOWAIT.  Errors: -EINVAL (flags, or a reservation larger than a
- * quarter of the log), -ENOMEM, DELOG_ESHUTDOWN.  Thread-safe: any number of threads
- * run transactions at once; one transaction belongs to one thread at a time.
+ * waits for space again before its commit; one that logs more takes more space as it
+ * goes, which may block (delog_tx_log).  Blocks while the log is too full
+ * (back-pressure), or returns -EAGAIN with DELOG_TX_NOWAIT.  Errors: -EINVAL (flags, or a
+ * reservation larger than a quarter of the log), -ENOMEM, DELOG_ESHUTDOWN.  Thread-safe:
+ * any number of threads run transactions at once; one transaction belongs to one thread
+ * at a time.
  */
 int delog_tx_begin(delog *log, uint64_t reserve, unsigned flags, delog_tx **tx);
 /*
