@@ -16,13 +16,13 @@
  *  (CIL3) Relogging: a key already in the open context has its copy replaced in place (or
  *       re-allocated in the arena if it grew), so a checkpoint carries one copy per key,
  *       the newest; ctx->relogged counts the replacements.
- *  (CIL4) Space: a transaction holds a grant from delog_tx_begin, reserve_cost() of what
- *       the application reserved, so items within the reservation never take more;
- *       logging beyond it takes more (possibly blocking, space.c S5).  At commit the
- *       grant is exchanged for the CIL charge of what it added (item_cost: data,
- *       ITEM_COST, and its share of record headers per new item), so grant + journal use
- *       never shrinks below what the log will have to write (space.c), whatever the
- *       log-buffer size.
+ *  (CIL4) Space: a transaction holds a grant from delog_tx_begin, jrnl_grant_tx_cost of
+ *       what the application reserved, so items within the reservation never take more;
+ *       logging beyond it takes more (possibly blocking, journal/grant.c GR5).  At
+ *       commit the grant is exchanged for the CIL charge of what it added
+ *       (jrnl_grant_item_cost: data, headers and its share of record headers per new
+ *       item), so grant + journal use never shrinks below what the log will have to
+ *       write (grant.c GR1, GR3), whatever the log-buffer size.
  *  (CIL5) Back-pressure on the CIL: past push_bytes of CIL a commit wakes the push thread;
  *       one that would take the context past twice that waits for the swap before it
  *       inserts.  The check claims the transaction's cost in the context (cil_admit, one
@@ -140,7 +140,8 @@ static int arena_take(struct cil_shard *s, uint32_t len, uint64_t *off)
 
 /* Insert or replace one item (shard lock held).  *@delta gets the cost change. */
 static int shard_put(struct cil_shard *s, uint64_t hash, uint64_t key, const void *data,
-		     uint32_t len, uint64_t ovh16, int64_t *delta, int64_t *ddelta, bool *relogged)
+		     uint32_t len, const struct jrnl_log *jl, int64_t *delta, int64_t *ddelta,
+		     bool *relogged)
 {
 	struct cil_item *it;
 	uint32_t tag;
@@ -155,8 +156,8 @@ static int shard_put(struct cil_shard *s, uint64_t hash, uint64_t key, const voi
 		it = &s->items[s->slots[h].idx - 1];
 		if (s->slots[h].tag == tag && it->key == key) {
 			*relogged = true;
-			*delta = (int64_t)item_cost(ovh16, len) -
-				 (int64_t)item_cost(ovh16, it->len);
+			*delta = (int64_t)jrnl_grant_item_cost(jl, len) -
+				 (int64_t)jrnl_grant_item_cost(jl, it->len);
 			*ddelta = (int64_t)len - (int64_t)it->len;
 			s->data_bytes = s->data_bytes - it->len + len;
 			if (len > it->cap) {
@@ -192,14 +193,14 @@ static int shard_put(struct cil_shard *s, uint64_t hash, uint64_t key, const voi
 	s->n++;
 	s->data_bytes += len;
 	*relogged = false;
-	*delta = (int64_t)item_cost(ovh16, len);
+	*delta = (int64_t)jrnl_grant_item_cost(jl, len);
 	*ddelta = len;
 	return 0;
 }
 
 /* Insert the items of @tx into @c (ctx_lock held for read).  *@cost_delta gets the
  * change of the context's charge. */
-static int cil_insert(struct cil_ctx *c, const struct delog_tx *tx, uint64_t ovh16,
+static int cil_insert(struct cil_ctx *c, const struct delog_tx *tx, const struct jrnl_log *jl,
 		      int64_t *cost_delta)
 {
 	int64_t total = 0, delta, ddelta, dbytes = 0;
@@ -213,7 +214,7 @@ static int cil_insert(struct cil_ctx *c, const struct delog_tx *tx, uint64_t ovh
 
 		pthread_mutex_lock(&s->lock);
 		err = shard_put(s, hash, tx->items[i].key, tx->data + tx->items[i].off,
-				tx->items[i].len, ovh16, &delta, &ddelta, &relogged);
+				tx->items[i].len, jl, &delta, &ddelta, &relogged);
 		pthread_mutex_unlock(&s->lock);
 		if (err)
 			break;
@@ -251,11 +252,11 @@ int delog_tx_begin(delog *log, uint64_t reserve, unsigned flags, delog_tx **out)
 	tx = calloc(1, sizeof(*tx));
 	if (!tx)
 		return -ENOMEM;
-	r = jrnl_log_tx_bytes(log->jl, 0, 0) + reserve_cost(log->item_ovh16, reserve);
-	atomic_fetch_add(&log->space.open_tx, 1); /* before the grant (S5) */
-	err = space_grant(log, r, flags & DELOG_TX_NOWAIT, false);
+	r = jrnl_grant_tx_cost(log->jl, reserve);
+	err = jrnl_grant_reserve(log->jl, r,
+				 JRNL_GRANT_TICKET |
+					 (flags & DELOG_TX_NOWAIT ? JRNL_GRANT_NOWAIT : 0));
 	if (err) {
-		atomic_fetch_sub(&log->space.open_tx, 1);
 		free(tx);
 		return err;
 	}
@@ -269,7 +270,7 @@ int delog_tx_begin(delog *log, uint64_t reserve, unsigned flags, delog_tx **out)
 int delog_tx_log(delog_tx *tx, uint64_t key, const void *data, uint32_t len)
 {
 	struct delog *log;
-	uint64_t off, cost;
+	uint64_t off, cost, icost;
 	size_t dup;
 	int err;
 
@@ -283,13 +284,17 @@ int delog_tx_log(delog_tx *tx, uint64_t key, const void *data, uint32_t len)
 	 * ENOMEM) leaves the transaction as it was. */
 	for (dup = 0; dup < tx->n && tx->items[dup].key != key; dup++)
 		;
-	cost = tx->cost - (dup < tx->n ? item_cost(log->item_ovh16, tx->items[dup].len) : 0);
-	if (cost + item_cost(log->item_ovh16, len) > tx->reserved) {
-		uint64_t more = cost + item_cost(log->item_ovh16, len) - tx->reserved;
+	icost = jrnl_grant_item_cost(log->jl, len);
+	cost = tx->cost - (dup < tx->n ? jrnl_grant_item_cost(log->jl, tx->items[dup].len) : 0);
+	if (cost + icost > tx->reserved) {
+		uint64_t more = cost + icost - tx->reserved;
 
-		if (tx->reserved + more > log->tx_max)
+		if (tx->reserved + more > jrnl_grant_tx_max(log->jl))
 			return -E2BIG;
-		err = space_grant(log, more, tx->flags & DELOG_TX_NOWAIT, true);
+		err = jrnl_grant_reserve(log->jl, more,
+					 JRNL_GRANT_GROW |
+						 (tx->flags & DELOG_TX_NOWAIT ? JRNL_GRANT_NOWAIT :
+										0));
 		if (err)
 			return err;
 		tx->reserved += more;
@@ -329,7 +334,7 @@ int delog_tx_log(delog_tx *tx, uint64_t key, const void *data, uint32_t len)
 	tx->items[tx->n].off = off;
 	tx->items[tx->n].len = len;
 	tx->n++;
-	tx->cost += item_cost(log->item_ovh16, len);
+	tx->cost += icost;
 	atomic_fetch_add_explicit(&log->st_items, 1, memory_order_relaxed);
 	return 0;
 }
@@ -345,8 +350,7 @@ void delog_tx_abort(delog_tx *tx)
 {
 	if (!tx)
 		return;
-	space_ungrant(tx->log, tx->reserved);
-	atomic_fetch_sub(&tx->log->space.open_tx, 1); /* after the grant went back (S5) */
+	jrnl_grant_done(tx->log->jl, tx->reserved, 0);
 	tx_free(tx);
 }
 
@@ -393,20 +397,15 @@ int delog_tx_commit(delog_tx *tx, uint64_t *seq)
 	if (atomic_load(&log->error))
 		err = DELOG_ESHUTDOWN;
 	else if (tx->n)
-		err = cil_insert(c, tx, log->item_ovh16, &delta);
+		err = cil_insert(c, tx, log->jl, &delta);
 	if (!err && !tx->n && !atomic_load(&c->ntx))
 		cseq--; /* nothing open: the last checkpoint is the one to force */
 	cost = atomic_load(&c->cost);
 	/* Exchange the transaction's grant for the CIL charge (CIL4), inside the read lock
-	 * so the push thread's accounting of this context sees it. */
-	if (delta > 0)
-		atomic_fetch_add(&log->space.grant, (uint64_t)delta);
-	else
-		atomic_fetch_sub(&log->space.grant, (uint64_t)-delta);
+	 * so the push thread's accounting of this context sees it, and after its items
+	 * entered the CIL (grant.c GR5). */
+	jrnl_grant_done(log->jl, tx->reserved, delta);
 	pthread_rwlock_unlock(&log->ctx_lock);
-	space_ungrant(log, tx->reserved);
-	/* After the items entered the CIL and the grant went back (S5). */
-	atomic_fetch_sub(&log->space.open_tx, 1);
 	if (err == -ENOMEM)
 		log_shutdown(log, err);
 	if (!err) {

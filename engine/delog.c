@@ -198,25 +198,11 @@ static int open_common(struct iol_dev *dev, bool own, bool fresh, const struct d
 	err = jrnl_log_open(dev, &log->geom, &rep, &lo, &log->jl);
 	if (err)
 		goto fail;
-	{
-		/* item_cost()'s share of record headers: a full record is logbsize bytes, of
-		 * which the op bytes minus what may go unused at a switch are useful (the
-		 * same per-record loss jrnl_log_tx_bytes counts). */
-		struct jrnl_log_stats js;
-		uint64_t bsize = lo.logbsize ? lo.logbsize : JRNL_MAX_LOGBSIZE, useful;
-
-		jrnl_log_stats(log->jl, &js);
-		useful = js.payload_capacity - 2 * sizeof(struct jrnl_op) -
-			 sizeof(struct jrnl_commit) - 8;
-		log->item_ovh16 = ((bsize - useful) * 65536 + useful - 1) / useful;
-		log->tx_max = jrnl_log_tx_bytes(log->jl, 0, 0) +
-			      reserve_cost(log->item_ovh16, log->geom.log_size / 4);
-	}
+	jrnl_grant_set_ops(log->jl, &space_grant_ops, log);
 	log->space.tail_lsn = rep.tail_lsn;
 	/* What recovery found is durable: its keys take their AIL places now (S3). */
 	if (log->space.tracking && (err = space_ckpt_durable(log, oc.last_seq)))
 		goto fail_jl;
-	space_refresh(log);
 	atomic_store(&log->durable_seq, oc.last_seq);
 	log->durable_seq0 = oc.last_seq;
 	log->done_seq = log->pushed_seq = oc.last_seq;
@@ -493,14 +479,14 @@ int delog_stats(const delog *clog, struct delog_stats *out)
 	st->open_seq = atomic_load(&log->open_seq);
 	st->log_size = log->geom.log_size;
 	st->log_used = log->geom.log_size - jrnl_log_free_bytes(log->jl);
-	st->reserved_bytes = atomic_load(&log->space.grant);
+	st->reserved_bytes = js.granted;
 	pthread_rwlock_rdlock(&log->ctx_lock);
 	st->cil_bytes = atomic_load(&log->cur->cost);
 	pthread_rwlock_unlock(&log->ctx_lock);
 	st->head_lsn = js.head_lsn;
 	st->tail_lsn = js.tail_lsn;
 	pthread_mutex_lock(&log->space.lock);
-	st->space_waits = log->space.waits;
+	st->space_waits = js.grant_waits;
 	st->push_calls = log->space.push_calls;
 	st->space_flushes = log->space.item_flushes + js.bound_flushes + js.cover_flushes;
 	pthread_mutex_unlock(&log->space.lock);

@@ -8,7 +8,8 @@
  *   cil.c     transactions and the committed item list (CIL): sharded, relogging
  *   policy.c  the flush policies (sync, async, single, none) behind struct flush_policy,
  *             and log_durable, the one store of the durable watermark
- *   space.c   grants, the checkpoint list (AIL), the tail, release and item_written
+ *   space.c   the checkpoint list (AIL), the tail, release and item_written, and what
+ *             the journal's grant (journal/grant.c) asks of the engine when space is short
  *   wake.c    log_shutdown, the force queues and every wake-up (who waits where)
  *
  * Lock order (never take a lock to the left while holding one to the right):
@@ -28,7 +29,6 @@
 
 #include "engine.h"
 #include "io.h"
-#include "format.h"
 #include "jrnl.h"
 
 #define CIL_SHARDS 16u
@@ -100,42 +100,6 @@ struct delog_tx {
 	unsigned flags;
 };
 
-/*
- * Log bytes an item is charged in the CIL beyond its data: its op header, its item
- * header and the padding of its payload to 8 bytes (journal/format.h: at most 7,
- * charged as 8): what jrnl_log_tx_bytes counts per item, rounded up.  The public
- * DELOG_ITEM_OVERHEAD that applications add per item to a reservation must cover it.
- */
-#define ITEM_COST ((uint64_t)(sizeof(struct jrnl_op) + sizeof(struct jrnl_item) + 8u))
-_Static_assert(ITEM_COST == 40, "ITEM_COST: the CIL charge per item changed");
-_Static_assert(ITEM_COST <= DELOG_ITEM_OVERHEAD, "DELOG_ITEM_OVERHEAD must cover ITEM_COST");
-
-/*
- * The charge of an item of @len data bytes (CIL4 in cil.c): its data, ITEM_COST, and its
- * share of the record headers and per-record losses, @ovh16 being record bytes per
- * useful op byte, less one, in 1/65536 (struct delog.item_ovh16, from the log-buffer
- * geometry).  With 16 KiB buffers of 4 KiB sectors a third of every record is header,
- * so a checkpoint's charge without that share fell short of what it took in the log by
- * far more than the slack, and the journal refused it (DELOG_ELOGFULL: a shutdown).
- */
-static inline uint64_t item_cost(uint64_t ovh16, uint64_t len)
-{
-	return len + ITEM_COST + (((len + ITEM_COST) * ovh16) >> 16) + 1;
-}
-
-/*
- * The grant behind an application's reservation of @reserve bytes (item data plus
- * DELOG_ITEM_OVERHEAD per item, delog.h): the items' share of record headers on top, so
- * that a transaction that logs what it reserved never takes more (CIL4).  It covers
- * item_cost() of every item: with a = len + ITEM_COST, each item's reserved len + 64
- * holds a, and 64 - ITEM_COST >= 1 bytes for its rounding, and floor((sum a) x ovh)
- * >= sum floor(a x ovh).
- */
-static inline uint64_t reserve_cost(uint64_t ovh16, uint64_t reserve)
-{
-	return reserve + ((reserve * ovh16) >> 16) + 1;
-}
-
 void cil_ctx_init(struct cil_ctx *c);
 void cil_ctx_reset(struct cil_ctx *c);
 void cil_ctx_destroy(struct cil_ctx *c);
@@ -180,10 +144,6 @@ struct ail_ent {
 
 struct space {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;    /* space freed, or shutdown */
-	_Atomic uint64_t grant; /* open reservations + CIL charges not yet in the journal */
-	_Atomic uint64_t jfree; /* jrnl_log_free_bytes, refreshed when head or tail moved */
-	uint64_t slack;         /* bytes kept back for per-record overheads */
 	uint64_t log_size;
 	struct ckpt_ent *ck; /* ring of written checkpoints, oldest first */
 	size_t ck_head, ck_n, ck_cap;
@@ -197,31 +157,14 @@ struct space {
 	/* A NOWAIT grant found space that only a durable record naming the tail frees: the
 	 * push thread writes one. */
 	_Atomic bool cover;
-	uint64_t waits, push_calls;
+	uint64_t push_calls;
 	uint64_t item_flushes; /* S2 flushes (under lock) */
-	/* (S5) Open transactions: counted at delog_tx_begin before their grant is taken,
-	 * uncounted after it was returned or exchanged for a CIL charge, so never fewer
-	 * than hold one.  And the blocking calls that wait in space_grant (under lock). */
-	_Atomic uint64_t open_tx;
-	struct space_waiter *waiters;
-};
-
-/* A blocking space_grant call waiting for space (S5); on its thread's stack. */
-struct space_waiter {
-	uint64_t bytes;
-	struct space_waiter *next;
 };
 
 int space_init(struct delog *log);
 void space_destroy(struct delog *log);
-/* Free log bytes a new reservation may take (may be "negative": 0). */
-uint64_t space_avail(struct delog *log);
-/* Take @bytes of grant; blocks for space unless @nowait (-EAGAIN).  @grow: for an open
- * transaction that holds a grant already (delog_tx_log), which gets -EDEADLK when it and
- * every other open transaction wait for space only their commits could free (S5).
- * DELOG_ESHUTDOWN. */
-int space_grant(struct delog *log, uint64_t bytes, bool nowait, bool grow);
-void space_ungrant(struct delog *log, uint64_t bytes);
+/* The journal's grant hooks (jrnl_grant_ops; their private data is the log). */
+extern const struct jrnl_grant_ops space_grant_ops;
 /* Make the journal's tail durable so its space can be reused (jrnl_log_cover), under
  * write_lock.  0 or the error that shut the log down. */
 int space_cover(struct delog *log);
@@ -242,8 +185,6 @@ void space_flushed(struct delog *log, uint64_t snapshot);
 uint64_t space_pending_tail(struct delog *log);
 /* Target for the push callback; 0 if none needed. */
 uint64_t space_push_target(struct delog *log);
-/* Re-read the journal's free space (after the head or the tail moved). */
-void space_refresh(struct delog *log);
 
 /* ---- the log ---- */
 
@@ -258,9 +199,6 @@ struct delog {
 	delog_push_fn push_cb;
 	void *push_arg;
 	uint64_t push_bytes; /* background push threshold (cil.c CIL5) */
-	uint64_t item_ovh16; /* record overhead per op byte, for item_cost() */
-	uint64_t tx_max;     /* the most grant one transaction may hold: a quarter of the
-			      * log in reserve_cost() terms, with the transaction's base */
 
 	/* CIL: ctx_lock read by committers, written by the push thread to swap cur. */
 	pthread_rwlock_t ctx_lock;
@@ -336,8 +274,6 @@ void push_request_open(struct delog *log);
 void push_wake(struct delog *log);
 /* Broadcast writer_cond (lock not held). */
 void writer_wake(struct delog *log);
-/* Wake space_grant's waiters (space.lock not held). */
-void space_wake(struct delog *log);
 /* F1: wait until checkpoint @seq is durable or the log shut down. */
 void force_wait(struct delog *log, uint64_t seq);
 /* F1: durable_seq moved from @old to @seq: wake the forces of those sequences. */

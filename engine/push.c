@@ -8,12 +8,13 @@
  * durable for a NOWAIT caller: jrnl_log_cover, journal/log.c L12), and at close.  A push:
  *   1. swaps log->cur for the empty spare context under ctx_lock held for write (CIL1 in
  *      cil.c): from then on no commit can reach the old one;
- *   2. charges the checkpoint's record overheads to the grant (space.c), registers the
+ *   2. tops the CIL's charge up to the checkpoint's exact bound (jrnl_grant_ckpt_begin,
+ *      journal/grant.c), registers the
  *      checkpoint in the AIL ring at the journal's head, and runs the policy's before
  *      hook (async: flush and wait);
  *   3. writes one log transaction: START(seq), one ITEM per key (the newest copy),
  *      COMMIT, with the policy's flags; ckpt_done runs when the commit record completed;
- *   4. drops the charge (the journal's head now counts the bytes), resets the context as
+ *   4. hands the charge back (jrnl_grant_ckpt_end: the head now counts the bytes), resets the context as
  *      the next spare, and runs the policy's after hook (single: the buffers go out, or a
  *      lone forcer's force + one flush).
  *
@@ -55,23 +56,15 @@ static void ckpt_done(void *priv, int err, uint64_t commit_lsn, uint64_t end_lsn
 	seq = ++log->done_seq;
 	pthread_mutex_unlock(&log->lock);
 	log->policy->done(log, seq);
-	/* The record may have made a newer tail durable: space behind it is free now
-	 * (journal/log.c L12). */
-	space_refresh(log);
-	if (atomic_load(&log->space.low))
-		space_wake(log);
 }
 
 static int write_ckpt(struct delog *log, struct cil_ctx *c, bool forcer)
 {
 	uint64_t n = atomic_load(&c->nitems), bytes = atomic_load(&c->data_bytes);
-	uint64_t charged = atomic_load(&c->cost), total, over;
+	uint64_t held = jrnl_grant_ckpt_begin(log->jl, (uint32_t)n, bytes, atomic_load(&c->cost));
 	struct jrnl_wtx tx;
 	int err;
 
-	total = jrnl_log_tx_bytes(log->jl, (uint32_t)n, bytes);
-	over = total > charged ? total - charged : 0;
-	atomic_fetch_add(&log->space.grant, over);
 	err = space_ckpt_add(log, c->seq, jrnl_log_head(log->jl));
 	if (!err && log->policy->before)
 		err = log->policy->before(log);
@@ -90,10 +83,8 @@ static int write_ckpt(struct delog *log, struct cil_ctx *c, bool forcer)
 	}
 	if (!err)
 		err = jrnl_tx_commit(&tx, ckpt_done, log);
-	/* The journal's head now counts these bytes: refresh its free space first, then
-	 * drop the charge, so the two never both miss them (space.c). */
-	space_refresh(log);
-	atomic_fetch_sub(&log->space.grant, over + charged);
+	/* The journal's head now counts these bytes (grant.c GR1). */
+	jrnl_grant_ckpt_end(log->jl, held);
 	if (err)
 		return err;
 	pthread_mutex_lock(&log->lock);
@@ -106,7 +97,6 @@ static int write_ckpt(struct delog *log, struct cil_ctx *c, bool forcer)
 	atomic_fetch_add(&log->st_relogged, atomic_load(&c->relogged));
 	if (log->policy->after)
 		err = log->policy->after(log, c->seq, forcer);
-	space_refresh(log);
 	return err;
 }
 
@@ -139,7 +129,7 @@ int push_now(struct delog *log, bool forcer)
 		log_shutdown(log, err);
 		return err;
 	}
-	if (log->push_cb && space_avail(log) < log->space.log_size / 4) {
+	if (log->push_cb && jrnl_grant_avail(log->jl) < log->space.log_size / 4) {
 		atomic_store(&log->space.low, true);
 		push_wake(log);
 	}

@@ -1,32 +1,21 @@
 /*
- * space.c - log space: grants, the list of written checkpoints (the AIL), the tail, and
- * delog_release / delog_item_written (docs/DESIGN.md section 4).
+ * space.c - where the tail may go: the list of written checkpoints (the AIL), item
+ * tracking, delog_release / delog_item_written, and what the journal's grant asks of
+ * the engine when a reservation does not fit (docs/DESIGN.md section 4).
  *
- * Accounting.  The journal knows the live region [tail, head) and how much is free
- * (jrnl_log_free_bytes).  On top of that the engine keeps one grant counter:
- *   grant = reservations of open transactions + CIL charges not yet written.
- * A transaction may begin only if free - grant - slack >= its reservation; commit swaps
- * its reservation for the CIL charge of what it added; the push thread adds a
- * checkpoint's record overheads before writing it and drops the whole charge once its
- * bytes are in the journal (they are then counted by the journal's head).  slack
- * (log/32 + two maximal buffers) absorbs the rounding of those overhead estimates, so
- * the journal never refuses a checkpoint half way (DELOG_ELOGFULL would then shut the
- * log down; it is a bug, never back-pressure), and it holds the records written without
- * a grant: the unmount record of a close (delog.c U1; a cover record's room the journal
- * keeps itself, journal/log.c L12).  Back-pressure is the wait in
- * space_grant, woken when the tail moves; the push callback is asked to write back when
- * free space falls under 25%.
- *
- * Two owners.  The journal owns the physical ring (head, tail, which space a durable
- * record frees: journal/log.c L12); this file owns what depends on the application (the
- * grant, releases, item tracking, hence where the tail may go), as XFS keeps its grant
- * heads in the log and its AIL above it (docs/DESIGN.md section 4).  The calls between
- * the two are few and one-way: the tail goes down (jrnl_log_set_tail, only from
- * space_update_tail, space.lock held); free space comes back (jrnl_log_free_bytes, only
- * through space_refresh into the cached jfree) after every event that can move the head
- * or make a tail durable: a checkpoint's records written (push.c, before its charge is
- * dropped), its policy hook run, its commit record completed (ckpt_done), the tail set,
- * a flush completed, a cover record written.  A stale jfree only ever overstates use.
+ * Two owners, as XFS keeps its grant heads in the log and its AIL above it.  The journal
+ * owns the physical ring and the log space promised ahead of writing: free space,
+ * reservations, the CIL's charges, the wait for space and its wake-ups (journal/grant.c
+ * GR1-GR5; journal/log.c L12 for which space a durable record frees).  This file owns
+ * what depends on the application: releases, item tracking, hence where the tail may go
+ * (jrnl_log_set_tail, only from space_update_tail_at, space.lock held), and the two hooks
+ * the grant calls with no journal lock held when a reservation does not fit
+ * (space_grant_ops): space_reclaim frees what the engine can free without the
+ * application (S2's flush, a cover record, a push: S4) and asks the push callback for
+ * the rest; space_busy tells the grant whether anything but the waiters' own commits
+ * can still free space (S5).  Whatever those hooks read and the journal does not see
+ * change (a release, an item written back, a checkpoint made durable) is followed by
+ * jrnl_grant_wake, so the waiters look again (GR4).
  *
  * The tail.  Every written checkpoint has an entry (seq, start_lsn, refs) in a ring,
  * oldest first; seqs are consecutive.  A checkpoint is free when the application
@@ -49,42 +38,35 @@
  *       could pass acknowledged checkpoints whose only successor is still volatile, and
  *       a power cut would lose them all.  The keys of a written checkpoint wait in its
  *       entry (ckpt_ent.keys) until then;
- *  (S2) reuse after in-place writes: a checkpoint freed by delog_item_written was freed by an in-place write
- *       that may still be in a volatile cache, so the tail may pass it only after a
- *       device flush issued after that call completed.  space_pending_tail() is taken
- *       before a flush is issued and space_flushed() applies it after the flush
- *       completed.  Releases need no flush (the application vouches for durability).
+ *  (S2) reuse after in-place writes: a checkpoint freed by delog_item_written was freed
+ *       by an in-place write that may still be in a volatile cache, so the tail may pass
+ *       it only after a device flush issued after that call completed.
+ *       space_pending_tail() is taken before a flush is issued and space_flushed()
+ *       applies it after the flush completed; space_reclaim issues that flush for a
+ *       waiter.  Releases need no flush (the application vouches for durability).
  *  (S4) a waiter for space that only a newer durable checkpoint can free has the CIL
  *       pushed.  S1 keeps the newest durable checkpoint however much the application
  *       released, so when every written checkpoint may go, the tail is at the newest and
- *       the grants that fill the log are held by threads that themselves wait here (a
- *       delog_tx_log past its reservation, a delog_tx_begin), nothing but a push frees
+ *       the grants that fill the log are held by threads that themselves wait for space
+ *       (a delog_tx_log past its reservation, a delog_tx_begin), nothing but a push frees
  *       space; the CIL, below push_bytes, would never be pushed (DESIGN.md G9).  The
  *       same holds before the first checkpoint after open: what recovery found goes only
- *       when a new checkpoint is durable.  So space_grant, finding the tail as far as
+ *       when a new checkpoint is durable.  So space_reclaim, finding the tail as far as
  *       releases can take it (space_tail_final: held by S1 alone, or nothing written
  *       yet), asks the push thread for the open sequence exactly as a force that finds
- *       it busy does (push_request_open, wake.c), blocking and NOWAIT callers alike,
- *       with no lock held; the policy makes that checkpoint durable as it does any
- *       pushed by that thread, the tail passes the old one (log_durable,
- *       space_durable_moved) and the waiters are woken.  XFS does the same: an AIL push
- *       that meets items pinned by the log forces the log.  Nothing is pushed for space
- *       an older, unreleased checkpoint holds: the push callback asks the application
- *       for that.
- *  (S5) Transactions that grow never wait for one another for ever.  A transaction that
- *       logs what it reserved never asks for more (reserve_cost, cil.c CIL4), so only
- *       one that logs past its reservation waits here holding a grant.  When every open
- *       transaction is such a grower (or a delog_tx_begin still waiting, which holds
- *       nothing), the tail is as far as releases can take it (S4), the CIL is empty and
- *       every written checkpoint is durable, nothing but a commit or an abort of a
- *       grower can free space, and none will come: space_growers_stuck() finds that
- *       state and the grower that finds it gets -EDEADLK (its transaction stays as it
- *       was, to be committed with what it holds or aborted), as a lock manager picks a
- *       victim.  The state is read in the order the events that end it happen: a commit
- *       puts its items in the CIL before open_tx drops, a push takes them out of the CIL
- *       before the checkpoint is durable and the tail moves under this lock; an abort
- *       returns its grant before open_tx drops.  So a state read as stuck was stuck.  A
- *       waiter that the space left could serve is not stuck (the least request counts).
+ *       it busy does (push_request_open, wake.c), blocking and NOWAIT callers alike; the
+ *       policy makes that checkpoint durable as it does any pushed by that thread, the
+ *       tail passes the old one (log_durable, space_durable_moved) and the waiters are
+ *       woken.  XFS does the same: an AIL push that meets items pinned by the log
+ *       forces the log.  Nothing is pushed for space an older, unreleased checkpoint
+ *       holds: the push callback asks the application for that.
+ *  (S5) Transactions that grow never wait for one another for ever (journal/grant.c
+ *       GR5 finds the state and picks the victim).  The engine's part is space_busy:
+ *       nothing but the waiters' commits can free space when the tail is as far as
+ *       releases can take it (S4), no flush is owed to item writes (S2), the CIL is
+ *       empty and every written checkpoint is durable.  It reads the CIL before the
+ *       durable watermark: a push takes the work out of the CIL before its checkpoint
+ *       is durable, so work in flight is seen in one or the other.
  */
 #include "engine_private.h"
 
@@ -103,9 +85,7 @@ int space_init(struct delog *log)
 
 	memset(sp, 0, sizeof(*sp));
 	pthread_mutex_init(&sp->lock, NULL);
-	pthread_cond_init(&sp->cond, NULL);
 	sp->log_size = log->geom.log_size;
-	sp->slack = sp->log_size / 32 + 2ull * JRNL_MAX_LOGBSIZE;
 	return 0;
 }
 
@@ -115,33 +95,7 @@ void space_destroy(struct delog *log)
 		free(ck_at(&log->space, i)->keys);
 	free(log->space.ck);
 	free(log->space.ail);
-	pthread_cond_destroy(&log->space.cond);
 	pthread_mutex_destroy(&log->space.lock);
-}
-
-void space_refresh(struct delog *log)
-{
-	atomic_store(&log->space.jfree, jrnl_log_free_bytes(log->jl));
-}
-
-uint64_t space_avail(struct delog *log)
-{
-	uint64_t f = atomic_load(&log->space.jfree), g = atomic_load(&log->space.grant);
-
-	return f > g + log->space.slack ? f - g - log->space.slack : 0;
-}
-
-static bool try_grant(struct delog *log, uint64_t bytes)
-{
-	struct space *sp = &log->space;
-	uint64_t f = atomic_load(&sp->jfree), g = atomic_load(&sp->grant);
-
-	/* jfree is re-read by the push thread before it drops a checkpoint's charge, so a
-	 * stale value only ever overstates use (push.c). */
-	while (f >= g + bytes + sp->slack)
-		if (atomic_compare_exchange_weak(&sp->grant, &g, g + bytes))
-			return true;
-	return false;
 }
 
 /* The entry of checkpoint @seq, or NULL if it left the ring. */
@@ -201,15 +155,13 @@ static void space_update_tail_at(struct delog *log, uint64_t durable)
 	t = tr > sp->pending_tail ? tr : sp->pending_tail;
 	if (t > sp->tail_lsn) {
 		sp->tail_lsn = t;
-		jrnl_log_set_tail(log->jl, t);
-		space_refresh(log);
+		jrnl_log_set_tail(log->jl, t); /* wakes the waiters for space (GR4) */
 		/* Entries wholly before the tail are of no further use. */
 		while (sp->ck_n > 1 && ck_at(sp, 1)->start_lsn <= t) {
 			free(ck_at(sp, 0)->keys);
 			sp->ck_head = (sp->ck_head + 1) % sp->ck_cap;
 			sp->ck_n--;
 		}
-		pthread_cond_broadcast(&sp->cond);
 	}
 }
 
@@ -224,6 +176,8 @@ void space_durable_moved(struct delog *log, uint64_t seq)
 	pthread_mutex_lock(&log->space.lock);
 	space_update_tail_at(log, seq);
 	pthread_mutex_unlock(&log->space.lock);
+	/* Even with the tail where it was, S4 and S5 read the watermark (GR4). */
+	jrnl_grant_wake(log->jl);
 }
 
 uint64_t space_pending_tail(struct delog *log)
@@ -244,10 +198,6 @@ void space_flushed(struct delog *log, uint64_t snapshot)
 	if (snapshot > sp->pending_tail)
 		sp->pending_tail = snapshot; /* (S2): a flush followed those writes */
 	space_update_tail(log);
-	/* The flush may also have made a record naming a newer tail durable, which lets
-	 * the journal reuse the space behind it (journal/log.c L12). */
-	space_refresh(log);
-	pthread_cond_broadcast(&sp->cond);
 	pthread_mutex_unlock(&sp->lock);
 }
 
@@ -272,7 +222,7 @@ static bool space_tail_final(struct delog *log, uint64_t tf)
 }
 
 /* The CIL holds committed transactions, or a written checkpoint is not durable yet:
- * either will move the tail (S5; sp->lock held, ctx_lock taken inside it). */
+ * either will move the tail (S5; space.lock held, ctx_lock taken inside it). */
 static bool space_cil_busy(struct delog *log)
 {
 	bool has;
@@ -281,143 +231,6 @@ static bool space_cil_busy(struct delog *log)
 	has = atomic_load(&log->cur->ntx) != 0;
 	pthread_rwlock_unlock(&log->ctx_lock);
 	return has || atomic_load(&log->open_seq) - 1 > atomic_load(&log->durable_seq);
-}
-
-/*
- * (S5) Does every open transaction wait here to grow, with nothing left that frees
- * space but their own commits?  sp->lock held; @final from space_tail_final.  The
- * waiters are the growers and the blocking delog_tx_begin calls, which open_tx counts
- * before their grant (they hold none, but one the space left could serve would hold
- * one and go on: the least request of all counts).  Reads open_tx, then the CIL, then
- * the tail and free space, in the order that makes a stuck reading true (see the
- * header).  Refreshes the tail and the free count first: a stale one would only
- * overstate use.
- */
-static bool space_growers_stuck(struct delog *log, bool final)
-{
-	struct space *sp = &log->space;
-	uint64_t n = 0, least = UINT64_MAX, f, g;
-
-	for (struct space_waiter *w = sp->waiters; w; w = w->next, n++)
-		if (w->bytes < least)
-			least = w->bytes;
-	if (!final || n < atomic_load(&sp->open_tx) || space_cil_busy(log))
-		return false;
-	space_update_tail(log);
-	space_refresh(log);
-	if (jrnl_log_cover_wanted(log->jl))
-		return false;
-	f = atomic_load(&sp->jfree);
-	g = atomic_load(&sp->grant);
-	return f < g + least + sp->slack;
-}
-
-int space_grant(struct delog *log, uint64_t bytes, bool nowait, bool grow)
-{
-	struct space *sp = &log->space;
-	struct space_waiter me = { .bytes = bytes };
-	bool final = false;
-	int err = 0;
-
-	if (try_grant(log, bytes))
-		return 0;
-	pthread_mutex_lock(&sp->lock);
-	if (!nowait) {
-		me.next = sp->waiters;
-		sp->waiters = &me;
-	}
-	for (;;) {
-		uint64_t tr, tf;
-
-		if (atomic_load(&log->error)) {
-			err = DELOG_ESHUTDOWN;
-			break;
-		}
-		if (try_grant(log, bytes))
-			break;
-		tails(log, &tr, &tf);
-		if (tf > sp->tail_lsn && tf > tr) {
-			/* Space freed by item writes waits for a flush (S2): issue one. */
-			pthread_mutex_unlock(&sp->lock);
-			err = jrnl_log_flush(log->jl);
-			if (err) {
-				log_shutdown(log, err);
-				return DELOG_ESHUTDOWN;
-			}
-			space_flushed(log, tf);
-			pthread_mutex_lock(&sp->lock);
-			sp->item_flushes++;
-			continue;
-		}
-		if (jrnl_log_cover_wanted(log->jl)) {
-			/* The tail moved, but no durable record names it yet, so the journal
-			 * may not reuse the space (journal/log.c L12): make one.  A NOWAIT
-			 * caller does not wait for that I/O: the push thread does it. */
-			if (nowait) {
-				atomic_store(&sp->cover, true);
-				err = -EAGAIN;
-				break;
-			}
-			pthread_mutex_unlock(&sp->lock);
-			if (space_cover(log))
-				return DELOG_ESHUTDOWN;
-			pthread_mutex_lock(&sp->lock);
-			continue;
-		}
-		/* (S4) Only a newer durable checkpoint frees space: have the CIL pushed,
-		 * as XFS's AIL push forces the log when it meets items the log pins. */
-		final = space_tail_final(log, tf);
-		if (grow && !nowait && space_growers_stuck(log, final)) {
-			if (try_grant(log, bytes))
-				break;
-			err = -EDEADLK;
-			break;
-		}
-		if (nowait) {
-			err = -EAGAIN;
-			sp->low = true;
-			break;
-		}
-		sp->waits++;
-		sp->low = true;
-		pthread_mutex_unlock(&sp->lock);
-		if (final)
-			push_request_open(log);
-		push_wake(log); /* the push thread calls the push callback */
-		pthread_mutex_lock(&sp->lock);
-		if (!try_grant(log, bytes) && !atomic_load(&log->error)) {
-			struct timespec ts;
-
-			/* The tail moves under sp->lock (broadcast); the timeout only bounds
-			 * the wait for grants returned by aborts and commits. */
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 10 * 1000 * 1000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
-			pthread_cond_timedwait(&sp->cond, &sp->lock, &ts);
-		} else if (!atomic_load(&log->error)) {
-			break;
-		}
-	}
-	if (!nowait) {
-		struct space_waiter **pp = &sp->waiters;
-
-		while (*pp != &me)
-			pp = &(*pp)->next;
-		*pp = me.next;
-	}
-	pthread_mutex_unlock(&sp->lock);
-	if (err == -EAGAIN && final)
-		push_request_open(log); /* (S4), for a caller that only ever asks NOWAIT */
-	if (err == -EAGAIN && (log->push_cb || atomic_load(&sp->cover))) {
-		/* As for a blocking wait: the push thread calls the push callback, so the
-		 * application hears that the log is full even when it only ever asks with
-		 * DELOG_TX_NOWAIT (nothing else may be pushing). */
-		push_wake(log);
-	}
-	return err;
 }
 
 /*
@@ -438,15 +251,78 @@ int space_cover(struct delog *log)
 	pthread_mutex_unlock(&log->write_lock);
 	if (err)
 		log_shutdown(log, err);
-	space_refresh(log);
-	space_wake(log);
 	return err;
 }
 
-void space_ungrant(struct delog *log, uint64_t bytes)
+/*
+ * The grant's reclaim hook (jrnl_grant_ops): a reservation of the log @priv does not
+ * fit.  In order: a flush that lets the tail pass checkpoints freed by item writes (S2);
+ * a cover record, when the tail moved but no durable record names it (journal/log.c
+ * L12; a NOWAIT caller does not wait for that I/O: the push thread writes it); else ask
+ * for a push if only a newer durable checkpoint frees space (S4), and for the push
+ * callback.  JRNL_GRANT_RETRY after a flush or a cover, JRNL_GRANT_WAIT, or an error.
+ */
+static int space_reclaim(void *priv, bool nowait)
 {
-	atomic_fetch_sub(&log->space.grant, bytes);
+	struct delog *log = priv;
+	struct space *sp = &log->space;
+	uint64_t tr, tf;
+	bool final;
+	int err;
+
+	if (atomic_load(&log->error))
+		return DELOG_ESHUTDOWN;
+	pthread_mutex_lock(&sp->lock);
+	tails(log, &tr, &tf);
+	if (tf > sp->tail_lsn && tf > tr) {
+		pthread_mutex_unlock(&sp->lock);
+		err = jrnl_log_flush(log->jl);
+		if (err) {
+			log_shutdown(log, err);
+			return DELOG_ESHUTDOWN;
+		}
+		space_flushed(log, tf);
+		pthread_mutex_lock(&sp->lock);
+		sp->item_flushes++;
+		pthread_mutex_unlock(&sp->lock);
+		return JRNL_GRANT_RETRY;
+	}
+	final = space_tail_final(log, tf);
+	pthread_mutex_unlock(&sp->lock);
+	if (jrnl_log_cover_wanted(log->jl)) {
+		if (nowait) {
+			atomic_store(&sp->cover, true);
+			push_wake(log);
+			return -EAGAIN;
+		}
+		return space_cover(log) ? DELOG_ESHUTDOWN : JRNL_GRANT_RETRY;
+	}
+	/* (S4) Only a newer durable checkpoint frees space: have the CIL pushed, as XFS's
+	 * AIL push forces the log when it meets items the log pins. */
+	if (final)
+		push_request_open(log);
+	atomic_store(&sp->low, true);
+	push_wake(log); /* the push thread calls the push callback */
+	return JRNL_GRANT_WAIT;
 }
+
+/* The grant's busy hook (S5): can anything but the waiters' own commits free space? */
+static bool space_busy(void *priv)
+{
+	struct delog *log = priv;
+	struct space *sp = &log->space;
+	uint64_t tr, tf;
+	bool busy;
+
+	pthread_mutex_lock(&sp->lock);
+	space_update_tail(log);
+	tails(log, &tr, &tf);
+	busy = (tf > sp->tail_lsn && tf > tr) || !space_tail_final(log, tf) || space_cil_busy(log);
+	pthread_mutex_unlock(&sp->lock);
+	return busy;
+}
+
+const struct jrnl_grant_ops space_grant_ops = { .reclaim = space_reclaim, .busy = space_busy };
 
 int space_ckpt_add(struct delog *log, uint64_t seq, uint64_t start_lsn)
 {
@@ -629,6 +505,7 @@ int delog_item_written(delog *log, uint64_t key, uint64_t seq)
 		}
 	}
 	pthread_mutex_unlock(&sp->lock);
+	jrnl_grant_wake(log->jl); /* a flush may now free space (S2, GR4) */
 	return 0;
 }
 
@@ -648,6 +525,7 @@ int delog_release(delog *log, uint64_t seq)
 		sp->released = seq;
 	space_update_tail(log);
 	pthread_mutex_unlock(&sp->lock);
+	jrnl_grant_wake(log->jl); /* S4 and S5 read releases, moved tail or not (GR4) */
 	return 0;
 }
 
@@ -657,7 +535,7 @@ uint64_t space_push_target(struct delog *log)
 	uint64_t target = 0;
 
 	pthread_mutex_lock(&sp->lock);
-	if (sp->low || space_avail(log) < sp->log_size / 4) {
+	if (sp->low || jrnl_grant_avail(log->jl) < sp->log_size / 4) {
 		sp->low = false;
 		/* Ask for the older half of the live checkpoints, at least one. */
 		if (sp->ck_n)

@@ -7,7 +7,7 @@
  *   push.c    the push thread and the checkpoint write
  *   cil.c     transactions and the CIL
  *   policy.c  the flush policies; log_durable, the only store of durable_seq
- *   space.c   grants, the AIL ring, the tail
+ *   space.c   the AIL ring, the tail, the grant's hooks
  *   wake.c    log_shutdown, the force queues, the push thread's and waiters' wake-ups
  *
  * Who waits where, and who wakes them:
@@ -20,8 +20,9 @@
  *                for the open context to be swapped; close waits for the single policy's
  *                chained flushes (policy.c).  Broadcast after a swap, after such a
  *                flush completed, when the push thread exits, and at shutdown.
- *   space.cond   under space.lock: space_grant's waiters.  Broadcast when the tail moved
- *                (space.c), after a flush or a cover record freed space, and at shutdown.
+ *   waiters for space wait in the journal (journal/grant.c GR4), which wakes them when
+ *                space comes back; the engine calls jrnl_grant_wake when a state its
+ *                hooks read changed (space.c) and jrnl_grant_shutdown at shutdown.
  *   force_gen[]  the futex words of the force queues (F1 below): delog_force only.
  *   the eventfd  delog_durable_fd's pollers: written when durable_seq moves and at
  *                shutdown, once delog_durable_fd was called (the call writes it
@@ -142,13 +143,6 @@ void writer_wake(struct delog *log)
 	pthread_mutex_unlock(&log->lock);
 }
 
-void space_wake(struct delog *log)
-{
-	pthread_mutex_lock(&log->space.lock);
-	pthread_cond_broadcast(&log->space.cond);
-	pthread_mutex_unlock(&log->space.lock);
-}
-
 void log_shutdown(struct delog *log, int err)
 {
 	int expect = 0;
@@ -167,6 +161,7 @@ void log_shutdown(struct delog *log, int err)
 	pthread_mutex_unlock(&log->lock);
 	for (unsigned i = 0; i < FORCE_QUEUES; i++)
 		force_wake(log, i);
-	space_wake(log);
+	if (log->jl)
+		jrnl_grant_shutdown(log->jl); /* waiters for space fail now */
 	efd_signal(log);
 }

@@ -55,14 +55,15 @@
 #ifndef DELOG_JRNL_FORMAT_H
 #define DELOG_JRNL_FORMAT_H
 
+#include "jrnl.h"
+
 #include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define JRNL_SB_MAGIC 0x31425347474f4c44ull /* bytes "DLOGGSB1" */
 #define JRNL_FORMAT_VERSION 1u
-#define JRNL_SB_AREA 4096u /* bytes reserved for the superblock */
-#define JRNL_LOG_START JRNL_SB_AREA
+#define JRNL_LOG_START JRNL_SB_AREA /* bytes reserved for the superblock (jrnl.h) */
 
 /* Incompatible features: a reader that sees a bit it does not know refuses the log
  * (DELOG_EFEATURE).  None defined in version 1. */
@@ -79,10 +80,7 @@
  * point.  docs/FORMAT.md, "Bounds recovery relies on". */
 #define JRNL_UNFLUSHED_MAX (8u * (256u << 10))
 
-#define JRNL_MIN_LOGBUFS 2u
-#define JRNL_MAX_LOGBUFS 8u
-#define JRNL_MIN_LOGBSIZE (16u << 10)
-#define JRNL_MAX_LOGBSIZE (256u << 10)
+/* The ring's limits and JRNL_SB_AREA: jrnl.h. */
 
 /* ---- superblock: bytes 0-511 of the device ---- */
 struct jrnl_sb {

@@ -161,11 +161,13 @@
  *
  * Locking: log->lock protects every field but the buffers' data, the op bytes being
  * copied (owned by the writer while op_busy) and the record being sealed (owned by the
- * submitter while SYNCING).  The lock is dropped around copying, sealing, iol_submit
+ * submitter while SYNCING), and grant.c's state (struct grant: the space promised on
+ * this ring, read with the head and the tails under this lock, GR1; log_private.h).  The lock is dropped around copying, sealing, iol_submit
  * (whose refusal path may complete a request on the calling thread) and callbacks.
  */
 #include "format.h"
 #include "jrnl.h"
+#include "log_private.h"
 #include "record.h"
 
 #include <delog.h>
@@ -243,50 +245,6 @@ struct logbuf {
 	bool wrapped;
 	int status;
 	struct iol_req req[2]; /* [0] the record (its end part if wrapped), [1] the rest */
-};
-
-struct jrnl_log {
-	struct iol_dev *dev;
-	struct jrnl_geom geom;
-	unsigned nbufs;
-	uint32_t bsize;
-	uint32_t hdr_sectors; /* H */
-	uint32_t cap;         /* op bytes per buffer: P_max * sector */
-
-	pthread_mutex_t lock;
-	pthread_cond_t cond;    /* buffer back to ACTIVE, op done, callbacks run, tokens */
-	unsigned async_flushes; /* async and L13 flushes not yet taken (close waits) */
-	struct logbuf *bufs;
-	unsigned cur;      /* the open buffer (ACTIVE, or still in flight) */
-	unsigned oldest;   /* oldest buffer not ACTIVE, if inflight */
-	unsigned inflight; /* buffers not ACTIVE; cur == (oldest + inflight) % n */
-	unsigned next_sub; /* oldest buffer not yet submitted */
-
-	uint64_t head; /* where the open buffer's record goes */
-	uint64_t tail;
-	uint64_t prev_lsn;                             /* LSN of the last record switched out */
-	uint64_t completed_lsn, done_lsn, durable_lsn; /* (L5), (L6) */
-	uint64_t completed_tail; /* sealed tail of the last record counted in completed_lsn */
-	uint64_t durable_tail;   /* sealed tail of the newest record known durable (L12) */
-	uint64_t window;         /* the unflushed bound in sectors (L13) */
-	uint64_t clean_head;     /* (L15) the log ends here in a durable unmount record ... */
-	uint64_t clean_tail;     /* ... naming this tail (0, 0: it does not) */
-	bool no_flush;           /* the caller never flushes (L12, L13) */
-	bool bound_flush;        /* a flush for L13 is in flight */
-	struct jflush *bound_jf;
-	/* Standalone flushes in issue order (L14): in flight, or done and waiting for an
-	 * earlier one; fl_issued counts those issued, fl_resolved those taken in order. */
-	struct jflush *fq_head, *fq_tail;
-	uint64_t fl_issued, fl_resolved;
-	uint64_t flagged_end; /* end of the newest PREFLUSH/FUA record submitted (L14) */
-	bool fq_resolving;    /* token: one thread takes results and runs callbacks */
-	uint32_t next_tid;
-	int error;                   /* first I/O error: the log is shut down (L8) */
-	int cb_err;                  /* first error in LSN order, for callbacks */
-	bool op_busy;                /* the writer is inside an op */
-	bool submitting, processing; /* tokens (L3), (L1) */
-
-	struct jrnl_log_stats st;
 };
 
 /* ---- LSN arithmetic ---- */
@@ -459,6 +417,7 @@ static void log_fail(struct jrnl_log *log, int err)
 	if (!log->op_busy)
 		switch_open(log);
 	pthread_cond_broadcast(&log->cond);
+	jrnl_grant_wake_locked(log); /* waiters for space fail now (GR4) */
 }
 
 static void lb_end_io(struct iol_req *req);
@@ -550,7 +509,10 @@ static int lb_write_sync(struct jrnl_log *log, struct logbuf *b, const struct jr
 static void log_durable_to(struct jrnl_log *log, uint64_t lsn, uint64_t tail)
 {
 	log->durable_lsn = lsn_max(log->durable_lsn, lsn);
-	log->durable_tail = lsn_max(log->durable_tail, tail);
+	if (lsn_cmp(tail, log->durable_tail) > 0) {
+		log->durable_tail = tail;
+		jrnl_grant_wake_locked(log); /* space behind it is free (L12, GR4) */
+	}
 }
 
 /* (L13): would @b, submitted now, end more than the window past durable_lsn?  (0, a
@@ -838,6 +800,8 @@ static void log_process(struct jrnl_log *log)
 		if (!err) {
 			log->completed_lsn = b->end_lsn;
 			log->completed_tail = b->sealed_tail;
+			if (log->no_flush)
+				jrnl_grant_wake_locked(log); /* reuse_tail moved (L12, GR4) */
 			if (b->need_flush)
 				log_durable_to(log, b->flush_snap, b->flush_snap_tail);
 			if (b->need_fua && lsn_cmp(log->durable_lsn, b->lsn) >= 0)
@@ -1085,6 +1049,7 @@ static void log_free(struct jrnl_log *log)
 		free(log->bufs);
 	}
 	free(log->bound_jf);
+	jrnl_grant_destroy(log);
 	pthread_mutex_destroy(&log->lock);
 	pthread_cond_destroy(&log->cond);
 	free(log);
@@ -1131,6 +1096,7 @@ int jrnl_log_open(struct iol_dev *dev, const struct jrnl_geom *g, const struct j
 	log->bsize = bsize;
 	log->hdr_sectors = jrnl_rec_hdr_sectors_for(g->sector, bsize, &payload);
 	log->cap = payload * g->sector;
+	jrnl_grant_init(log);
 	log->bufs = calloc(nbufs, sizeof(*log->bufs));
 	log->bound_jf = calloc(1, sizeof(*log->bound_jf));
 	if (!log->bufs || !log->bound_jf)
@@ -1403,13 +1369,18 @@ int jrnl_log_error(const struct jrnl_log *log)
 	return __atomic_load_n(&log->error, __ATOMIC_ACQUIRE);
 }
 
+bool jrnl_log_cover_wanted_locked(const struct jrnl_log *log)
+{
+	return !log->error && lsn_cmp(reuse_tail(log), log->tail) < 0;
+}
+
 bool jrnl_log_cover_wanted(const struct jrnl_log *clog)
 {
 	struct jrnl_log *log = (struct jrnl_log *)clog;
 	bool want;
 
 	pthread_mutex_lock(&log->lock);
-	want = !log->error && lsn_cmp(reuse_tail(log), log->tail) < 0;
+	want = jrnl_log_cover_wanted_locked(log);
 	pthread_mutex_unlock(&log->lock);
 	return want;
 }
@@ -1472,6 +1443,7 @@ void jrnl_log_set_tail(struct jrnl_log *log, uint64_t tail_lsn)
 	if (lsn_cmp(tail_lsn, log->tail) > 0 && jrnl_lsn_sector(tail_lsn) < log->geom.log_sectors) {
 		log->tail = tail_lsn;
 		log->clean_head = log->clean_tail = 0; /* (L15) */
+		jrnl_grant_wake_locked(log);           /* a cover may now free space (GR4) */
 	}
 	pthread_mutex_unlock(&log->lock);
 }
@@ -1487,16 +1459,23 @@ uint64_t jrnl_log_head(const struct jrnl_log *clog)
 	return head;
 }
 
+uint64_t jrnl_log_free_locked(const struct jrnl_log *log)
+{
+	uint64_t used = used_sectors(log) + 1 + log->hdr_sectors; /* as plan_op counts */
+
+	return used >= log->geom.log_sectors ? 0 :
+					       (log->geom.log_sectors - used) * log->geom.sector;
+}
+
 uint64_t jrnl_log_free_bytes(const struct jrnl_log *clog)
 {
 	struct jrnl_log *log = (struct jrnl_log *)clog;
-	uint64_t used;
+	uint64_t f;
 
 	pthread_mutex_lock(&log->lock);
-	used = used_sectors(log) + 1 + log->hdr_sectors; /* as plan_op counts */
+	f = jrnl_log_free_locked(log);
 	pthread_mutex_unlock(&log->lock);
-	return used >= log->geom.log_sectors ? 0 :
-					       (log->geom.log_sectors - used) * log->geom.sector;
+	return f;
 }
 
 uint64_t jrnl_log_tx_bytes(const struct jrnl_log *log, uint32_t nitems, uint64_t item_bytes)
@@ -1530,5 +1509,7 @@ void jrnl_log_stats(const struct jrnl_log *clog, struct jrnl_log_stats *out)
 	out->durable_lsn = log->durable_lsn;
 	out->hdr_sectors = log->hdr_sectors;
 	out->payload_capacity = log->cap;
+	out->granted = log->grant.granted;
+	out->grant_waits = log->grant.waits;
 	pthread_mutex_unlock(&log->lock);
 }

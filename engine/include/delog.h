@@ -323,7 +323,7 @@ struct delog_stats {
 	uint64_t durable_seq, open_seq;
 	uint64_t log_size, log_used, cil_bytes, reserved_bytes;
 	uint64_t head_lsn, tail_lsn;
-	uint64_t space_waits; /* delog_tx_begin calls that waited for space */
+	uint64_t space_waits; /* begin and log calls that waited for space */
 	uint64_t push_calls;  /* push callback invocations */
 	/* Appended after push_calls (a caller built against the older struct, whose size
 	 * ends before fua_flushes, is still served: it gets the fields it has). */

@@ -240,9 +240,18 @@ int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jr
 
 struct jrnl_log;
 
+/* The ring's limits (jrnl_log_opts), and the bytes of a device before its log area (the
+ * superblock's, format.h). */
+#define JRNL_MIN_LOGBUFS 2u
+#define JRNL_MAX_LOGBUFS 8u
+#define JRNL_MIN_LOGBSIZE (16u << 10)
+#define JRNL_MAX_LOGBSIZE (256u << 10)
+#define JRNL_SB_AREA 4096u
+
 struct jrnl_log_opts {
-	unsigned logbufs;  /* 2..8; 0: 8 */
-	uint32_t logbsize; /* 16 KiB..256 KiB, a power of two; 0: 256 KiB */
+	unsigned logbufs;  /* JRNL_MIN_LOGBUFS..JRNL_MAX_LOGBUFS; 0: the most */
+	uint32_t logbsize; /* JRNL_MIN_LOGBSIZE..JRNL_MAX_LOGBSIZE, a power of two; 0: the
+			    * largest */
 	bool no_flush;     /* the caller never makes the log durable (the unsafe
 				   * `none` policy): space is reused once the record naming
 				   * the tail completed, and no flush is ever issued (L12,
@@ -395,6 +404,66 @@ uint64_t jrnl_log_free_bytes(const struct jrnl_log *log);
  * may cost up to (header sectors + 1) sectors more.  For the engine's reservations. */
 uint64_t jrnl_log_tx_bytes(const struct jrnl_log *log, uint32_t nitems, uint64_t item_bytes);
 
+/*
+ * ---- Log space promised ahead of writing (grant.c) ----
+ *
+ * The grant: bytes promised to open transactions (their reservations) and to committed
+ * work not yet written (its charges), counted against jrnl_log_free_bytes less a slack,
+ * under the log's own lock, as XFS keeps its grant heads in the log.  The layer above
+ * says what only it knows through two hooks, called with no journal lock held:
+ *   reclaim: a reservation does not fit: free what can be freed without the application
+ *            (a flush for written-back items, a cover record, a push of the committed
+ *            work); JRNL_GRANT_RETRY when it did something (try again at once),
+ *            JRNL_GRANT_WAIT when only a later event frees space (the caller waits for
+ *            jrnl_grant_wake or a grant returned), or a negative code to fail with.
+ *            @nowait: a DELOG_TX_NOWAIT caller, which must not wait for I/O it starts.
+ *   busy:    can anything but the waiters' own commits free space (grant.c GR5)?
+ */
+#define JRNL_GRANT_NOWAIT (1u << 0) /* fail with -EAGAIN instead of waiting */
+#define JRNL_GRANT_GROW (1u << 1)   /* an open transaction asks for more (GR5) */
+#define JRNL_GRANT_TICKET (1u << 2) /* a new transaction: open until jrnl_grant_done */
+#define JRNL_GRANT_RETRY 1
+#define JRNL_GRANT_WAIT 0
+struct jrnl_grant_ops {
+	int (*reclaim)(void *priv, bool nowait);
+	bool (*busy)(void *priv);
+};
+/* Set the hooks before the first reservation (@ops lives as long as the log). */
+void jrnl_grant_set_ops(struct jrnl_log *log, const struct jrnl_grant_ops *ops, void *priv);
+/* Take @bytes of grant, waiting for space unless JRNL_GRANT_NOWAIT.  0, -EAGAIN (NOWAIT,
+ * or the reclaim hook's), -EDEADLK (JRNL_GRANT_GROW: every open transaction waits for
+ * space only their own commits could free, GR5), DELOG_ESHUTDOWN, or the hook's code.
+ * With JRNL_GRANT_TICKET the transaction counts as open from the call on, and stays
+ * open only if the call returned 0. */
+int jrnl_grant_reserve(struct jrnl_log *log, uint64_t bytes, unsigned flags);
+/* A transaction ends: its @reserved bytes go back, @charge (the bytes its commit added
+ * to the committed work, possibly negative for a relog that shrank it; 0 for an abort)
+ * stays promised until jrnl_grant_ckpt_end.  Wakes the waiters. */
+void jrnl_grant_done(struct jrnl_log *log, uint64_t reserved, int64_t charge);
+/* Committed work of @charged bytes is about to be written as one transaction of
+ * @nitems items of @item_bytes: the grant grows to its exact upper bound
+ * (jrnl_log_tx_bytes) if the charges fell short.  Returns what is now held for it, to
+ * be handed back with jrnl_grant_ckpt_end once jrnl_tx_commit returned (the head then
+ * counts the bytes). */
+uint64_t jrnl_grant_ckpt_begin(struct jrnl_log *log, uint32_t nitems, uint64_t item_bytes,
+			       uint64_t charged);
+void jrnl_grant_ckpt_end(struct jrnl_log *log, uint64_t held);
+/* Something the hooks read changed (a release, an item written back, a checkpoint
+ * durable): waiters look again.  Any thread, no lock held. */
+void jrnl_grant_wake(struct jrnl_log *log);
+/* The layer above shut down: every waiter and later reservation fails DELOG_ESHUTDOWN. */
+void jrnl_grant_shutdown(struct jrnl_log *log);
+/* Bytes a new reservation may still take (0 when none), and all that is promised. */
+uint64_t jrnl_grant_avail(struct jrnl_log *log);
+uint64_t jrnl_grant_granted(struct jrnl_log *log);
+/* The grant an item of @len data bytes costs once committed (GR3), the grant behind a
+ * transaction reserving @reserve bytes of items (delog.h DELOG_ITEM_OVERHEAD per item),
+ * and the largest grant one transaction may hold (a reservation of a quarter of the
+ * log).  Pure functions of the log's geometry. */
+uint64_t jrnl_grant_item_cost(const struct jrnl_log *log, uint64_t len);
+uint64_t jrnl_grant_tx_cost(const struct jrnl_log *log, uint64_t reserve);
+uint64_t jrnl_grant_tx_max(const struct jrnl_log *log);
+
 struct jrnl_log_stats {
 	uint64_t head_lsn, tail_lsn;
 	uint64_t completed_lsn; /* end of the prefix of records that completed, in LSN order */
@@ -411,6 +480,8 @@ struct jrnl_log_stats {
 	/* Of flushes, the ones for log space, not for a caller's records: the unflushed
 	 * window's (L13) and jrnl_log_cover's (L12). */
 	uint64_t bound_flushes, cover_flushes;
+	uint64_t granted;     /* jrnl_grant_granted */
+	uint64_t grant_waits; /* blocking reservations that found no space at once */
 };
 void jrnl_log_stats(const struct jrnl_log *log, struct jrnl_log_stats *out);
 

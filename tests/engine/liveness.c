@@ -7,7 +7,7 @@
  *  - pinned_push_*: the newest durable checkpoint stays in the log until a newer one is
  *    durable (space.c S1).  With everything durable released, committed but unforced
  *    transactions below cil_push_bytes in the CIL, and every thread holding a grant
- *    itself waiting in space_grant for more (delog_tx_log past its reservation), only a
+ *    itself waiting for more space (delog_tx_log past its reservation), only a
  *    push of the CIL can free space: the waiters must cause it (space.c S4) and return.
  *    Each flush policy that acknowledges (sync, async, single), with the release done
  *    by the application up front, or by the push callback when space runs low (the
@@ -520,7 +520,7 @@ Test(liveness, cil_admits_racing_commits, .timeout = 120)
  * ====================================================================================== */
 
 /*
- * A reservation covers the record headers of what it reserves (reserve_cost, cil.c CIL4):
+ * A reservation covers the record headers of what it reserves (journal/grant.c GR3, cil.c CIL4):
  * with every byte of the log taken, a NOWAIT transaction logs items whose data plus
  * DELOG_ITEM_OVERHEAD each add up to its reservation, in many shapes, without needing
  * one byte more (-EAGAIN here).  Before, a transaction of big items on 16 KiB buffers
@@ -615,7 +615,7 @@ Test(liveness, reserve_covers_headers_256k_4096, .timeout = 120)
 /*
  * Every open transaction grows past its reservation, with everything durable released
  * and the CIL empty: only their own commits or aborts could free space.  One gets
- * -EDEADLK (space.c S5) within the bound, the others go on waiting; the victim aborts
+ * -EDEADLK (journal/grant.c GR5, space.c S5) within the bound, the others go on waiting; the victim aborts
  * (GR_COMMITS: commits what it holds instead) and the others then get their space.
  * GR_REOPEN: checkpoint 1 is what recovery found, nothing written since open.  GR_FRESH:
  * no checkpoint at all, the growers hold the whole log (no release can free anything,

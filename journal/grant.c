@@ -1,0 +1,311 @@
+/*
+ * grant.c - log space promised ahead of writing: the grant, what a promise costs, and
+ * the wait for space (XFS: xlog_grant_head_*, in the log, under the log's lock).
+ *
+ * log.c knows what a record may still take (jrnl_log_free_locked: the live region behind
+ * the reuse tail, L12, and the open buffer's record).  This file keeps what is promised
+ * on top of it:
+ *   granted = reservations of open transactions + charges of committed work not yet
+ *             written (the layer above's CIL).
+ * A transaction reserves at its begin, may grow while it logs, and at its end hands its
+ * reservation back and leaves its charge (jrnl_grant_done); the checkpoint that writes
+ * the committed work tops the charge up to the transaction's exact bound and hands it
+ * back once the journal's head counts those bytes (jrnl_grant_ckpt_begin/_end).
+ *
+ * Invariants:
+ *  (GR1) One owner, one lock: granted, the waiters and the tickets change only here, and
+ *        every reading of free space against them is made under jrnl_log.lock, the lock
+ *        under which the head and the tails move.  A promise is taken only if
+ *        free - granted - slack >= it, so the promised work always fits: the journal
+ *        never refuses a checkpoint half way (DELOG_ELOGFULL would shut the log down;
+ *        it is a bug, never back-pressure).  While a checkpoint is being written its
+ *        bytes are counted twice (by the head and by its charge), which only
+ *        overstates use.
+ *  (GR2) The slack (log/32 + two maximal buffers) absorbs the rounding of the cost
+ *        estimates below, and holds the records written without a grant: the unmount
+ *        record of a close (engine/delog.c U1); a cover record's room log.c keeps
+ *        itself (plan_op, L12).
+ *  (GR3) Cost.  An item of len data bytes costs len + ITEM_COST (its op and item
+ *        headers, its padding) and its share of record headers and per-record losses,
+ *        item_ovh16 (record bytes per useful op byte, less one, in 1/65536, from the
+ *        buffer geometry): with 16 KiB buffers of 4 KiB sectors a third of every record
+ *        is header.  A reservation of r bytes (item data plus DELOG_ITEM_OVERHEAD per
+ *        item) is granted r + its share + the bytes of an empty transaction, which
+ *        covers the cost of every item it reserved (with a = len + ITEM_COST, each
+ *        item's len + 64 holds a, 64 - ITEM_COST >= 1 bytes for its rounding, and
+ *        floor((sum a) x ovh) >= sum floor(a x ovh)): a transaction that logs what it
+ *        reserved never asks for more.  tx_max is the grant of a reservation of a
+ *        quarter of the log; jrnl_log_tx_bytes bounds what a checkpoint really takes.
+ *  (GR4) No lost wake, no timed wait.  Every event that can let a waiter on wakes the
+ *        waiters under the lock: a grant handed back (done, ckpt_end), a ticket closed,
+ *        free space grown (log.c: the durable tail moved, or the completed tail under
+ *        no_flush), the tail set (a cover may then free space), the log failed, and
+ *        whatever the hooks read (jrnl_grant_wake: releases, items written back,
+ *        checkpoints durable, a shutdown above).  Each wake bumps gen.  A waiter reads
+ *        gen under the lock before it calls a hook and waits only if gen has not moved
+ *        since, so an event that happened while it was outside the lock sends it
+ *        round again instead of being missed.
+ *  (GR5) Transactions that grow never wait for one another for ever.  A transaction
+ *        that logs what it reserved never waits after its begin (GR3), so only one
+ *        that logs past its reservation waits holding a grant.  When every open
+ *        transaction (tickets: counted from its begin, before its first grant, until
+ *        jrnl_grant_done) waits here (a grower, or a begin still waiting, which holds
+ *        nothing), the layer above can free nothing (busy(): the tail is as far as
+ *        releases can take it, no committed work, every checkpoint durable), no cover
+ *        would free anything and the least waiter does not fit, nothing but a commit
+ *        or an abort of a grower could free space, and none will come: the grower that
+ *        finds this gets -EDEADLK (its transaction intact), as a lock manager picks a
+ *        victim.  The reading is a snapshot: waiters and tickets, then busy() with the
+ *        lock dropped, then the rest under the lock with gen unchanged since the
+ *        first; every event that ends the state wakes (GR4: a commit closes its ticket
+ *        after its work entered the CIL, an abort hands its grant back as it closes
+ *        it, a checkpoint made durable and a release are jrnl_grant_wake), so a state
+ *        read as stuck was stuck.
+ */
+#include "format.h"
+#include "jrnl.h"
+#include "log_private.h"
+
+#include <delog.h>
+#include <errno.h>
+
+/* What an item is charged beyond its data: op header, item header, padding to 8 (at
+ * most 7, charged as 8). */
+#define ITEM_COST ((uint64_t)(sizeof(struct jrnl_op) + sizeof(struct jrnl_item) + 8u))
+_Static_assert(ITEM_COST == 40, "ITEM_COST: the charge per item changed");
+_Static_assert(ITEM_COST <= DELOG_ITEM_OVERHEAD, "DELOG_ITEM_OVERHEAD must cover ITEM_COST");
+
+/* A blocking jrnl_grant_reserve waiting for space (GR5); on its thread's stack. */
+struct grant_waiter {
+	uint64_t bytes;
+	struct grant_waiter *next;
+};
+
+static uint64_t reserve_share(uint64_t ovh16, uint64_t reserve)
+{
+	return reserve + ((reserve * ovh16) >> 16) + 1;
+}
+
+void jrnl_grant_init(struct jrnl_log *log)
+{
+	struct grant *g = &log->grant;
+	/* A full record is bsize bytes, of which the op bytes less what may go unused at a
+	 * switch are useful (the per-record loss jrnl_log_tx_bytes counts). */
+	uint64_t useful = log->cap - 2 * sizeof(struct jrnl_op) - sizeof(struct jrnl_commit) - 8;
+
+	pthread_cond_init(&g->cond, NULL);
+	g->slack = log->geom.log_size / 32 + 2ull * JRNL_MAX_LOGBSIZE;
+	g->item_ovh16 = ((log->bsize - useful) * 65536 + useful - 1) / useful;
+	g->tx_max = jrnl_grant_tx_cost(log, log->geom.log_size / 4);
+}
+
+void jrnl_grant_destroy(struct jrnl_log *log)
+{
+	pthread_cond_destroy(&log->grant.cond);
+}
+
+void jrnl_grant_set_ops(struct jrnl_log *log, const struct jrnl_grant_ops *ops, void *priv)
+{
+	pthread_mutex_lock(&log->lock);
+	log->grant.ops = ops;
+	log->grant.priv = priv;
+	pthread_mutex_unlock(&log->lock);
+}
+
+uint64_t jrnl_grant_item_cost(const struct jrnl_log *log, uint64_t len)
+{
+	return len + ITEM_COST + (((len + ITEM_COST) * log->grant.item_ovh16) >> 16) + 1;
+}
+
+uint64_t jrnl_grant_tx_cost(const struct jrnl_log *log, uint64_t reserve)
+{
+	return jrnl_log_tx_bytes(log, 0, 0) + reserve_share(log->grant.item_ovh16, reserve);
+}
+
+uint64_t jrnl_grant_tx_max(const struct jrnl_log *log)
+{
+	return log->grant.tx_max;
+}
+
+/* (GR1) Would @bytes more fit?  Lock held. */
+static bool fits(const struct jrnl_log *log, uint64_t bytes)
+{
+	const struct grant *g = &log->grant;
+
+	return jrnl_log_free_locked(log) >= g->granted + bytes + g->slack;
+}
+
+void jrnl_grant_wake_locked(struct jrnl_log *log)
+{
+	log->grant.gen++;
+	if (log->grant.nwaiters)
+		pthread_cond_broadcast(&log->grant.cond);
+}
+
+void jrnl_grant_wake(struct jrnl_log *log)
+{
+	pthread_mutex_lock(&log->lock);
+	jrnl_grant_wake_locked(log);
+	pthread_mutex_unlock(&log->lock);
+}
+
+void jrnl_grant_shutdown(struct jrnl_log *log)
+{
+	pthread_mutex_lock(&log->lock);
+	log->grant.shut = true;
+	jrnl_grant_wake_locked(log);
+	pthread_mutex_unlock(&log->lock);
+}
+
+/*
+ * (GR5) Is every open transaction waiting here for space that only their own commits
+ * could free?  Lock held on entry and on return, dropped for the busy() hook; @gen: the
+ * wake count read before this waiter's last hook call.
+ */
+static bool stuck(struct jrnl_log *log, uint64_t gen)
+{
+	struct grant *g = &log->grant;
+	uint64_t least = UINT64_MAX;
+	bool busy;
+
+	if (g->nwaiters < g->tickets || g->gen != gen)
+		return false;
+	pthread_mutex_unlock(&log->lock);
+	busy = g->ops->busy(g->priv);
+	pthread_mutex_lock(&log->lock);
+	if (busy || g->gen != gen || g->nwaiters < g->tickets || jrnl_log_cover_wanted_locked(log))
+		return false;
+	for (struct grant_waiter *w = g->waiters; w; w = w->next)
+		if (w->bytes < least)
+			least = w->bytes;
+	return !fits(log, least);
+}
+
+static void waiter_del(struct grant *g, struct grant_waiter *me)
+{
+	struct grant_waiter **pp = &g->waiters;
+
+	while (*pp != me)
+		pp = &(*pp)->next;
+	*pp = me->next;
+	g->nwaiters--;
+}
+
+int jrnl_grant_reserve(struct jrnl_log *log, uint64_t bytes, unsigned flags)
+{
+	struct grant *g = &log->grant;
+	struct grant_waiter me = { .bytes = bytes };
+	bool nowait = flags & JRNL_GRANT_NOWAIT, counted = false;
+	int err = 0;
+
+	pthread_mutex_lock(&log->lock);
+	if (flags & JRNL_GRANT_TICKET)
+		g->tickets++; /* before the grant (GR5) */
+	if (!nowait) {
+		me.next = g->waiters;
+		g->waiters = &me;
+		g->nwaiters++;
+	}
+	for (;;) {
+		uint64_t gen;
+		int r;
+
+		if (log->error || g->shut) {
+			err = DELOG_ESHUTDOWN;
+			break;
+		}
+		if (fits(log, bytes)) {
+			g->granted += bytes;
+			break;
+		}
+		if (!nowait && !counted) {
+			g->waits++; /* a call that had to wait, counted once */
+			counted = true;
+		}
+		gen = g->gen;
+		pthread_mutex_unlock(&log->lock);
+		r = g->ops->reclaim(g->priv, nowait);
+		pthread_mutex_lock(&log->lock);
+		if (r < 0 && !(log->error || g->shut) && fits(log, bytes)) {
+			g->granted += bytes;
+			break;
+		}
+		if (r < 0) {
+			err = r;
+			break;
+		}
+		if (r == JRNL_GRANT_RETRY || g->gen != gen)
+			continue;
+		if (nowait) {
+			err = -EAGAIN;
+			break;
+		}
+		if ((flags & JRNL_GRANT_GROW) && stuck(log, gen)) {
+			err = -EDEADLK;
+			break;
+		}
+		if (g->gen != gen)
+			continue;
+		pthread_cond_wait(&g->cond, &log->lock);
+	}
+	if (!nowait)
+		waiter_del(g, &me);
+	if (err && (flags & JRNL_GRANT_TICKET)) {
+		g->tickets--;
+		jrnl_grant_wake_locked(log); /* the others may be all that is left (GR5) */
+	}
+	pthread_mutex_unlock(&log->lock);
+	return err;
+}
+
+void jrnl_grant_done(struct jrnl_log *log, uint64_t reserved, int64_t charge)
+{
+	struct grant *g = &log->grant;
+
+	pthread_mutex_lock(&log->lock);
+	g->granted = g->granted - reserved + (uint64_t)charge; /* modulo 2^64: a relog may shrink */
+	g->tickets--;
+	jrnl_grant_wake_locked(log);
+	pthread_mutex_unlock(&log->lock);
+}
+
+uint64_t jrnl_grant_ckpt_begin(struct jrnl_log *log, uint32_t nitems, uint64_t item_bytes,
+			       uint64_t charged)
+{
+	uint64_t total = jrnl_log_tx_bytes(log, nitems, item_bytes);
+	uint64_t over = total > charged ? total - charged : 0;
+
+	pthread_mutex_lock(&log->lock);
+	log->grant.granted += over;
+	pthread_mutex_unlock(&log->lock);
+	return charged + over;
+}
+
+void jrnl_grant_ckpt_end(struct jrnl_log *log, uint64_t held)
+{
+	pthread_mutex_lock(&log->lock);
+	log->grant.granted -= held;
+	jrnl_grant_wake_locked(log);
+	pthread_mutex_unlock(&log->lock);
+}
+
+uint64_t jrnl_grant_avail(struct jrnl_log *log)
+{
+	uint64_t f, need;
+
+	pthread_mutex_lock(&log->lock);
+	f = jrnl_log_free_locked(log);
+	need = log->grant.granted + log->grant.slack;
+	pthread_mutex_unlock(&log->lock);
+	return f > need ? f - need : 0;
+}
+
+uint64_t jrnl_grant_granted(struct jrnl_log *log)
+{
+	uint64_t g;
+
+	pthread_mutex_lock(&log->lock);
+	g = log->grant.granted;
+	pthread_mutex_unlock(&log->lock);
+	return g;
+}
