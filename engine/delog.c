@@ -198,7 +198,7 @@ static int open_common(struct iol_dev *dev, bool own, bool fresh, const struct d
 	err = jrnl_log_open(dev, &log->geom, &rep, &lo, &log->jl);
 	if (err)
 		goto fail;
-	jrnl_grant_set_ops(log->jl, &space_grant_ops, log);
+	jrnl_grant_init(log->jl, &space_grant_ops, log);
 	log->space.tail_lsn = rep.tail_lsn;
 	/* What recovery found is durable: its keys take their AIL places now (S3). */
 	if (log->space.tracking && (err = space_ckpt_durable(log, oc.last_seq)))
@@ -479,14 +479,13 @@ int delog_stats(const delog *clog, struct delog_stats *out)
 	st->open_seq = atomic_load(&log->open_seq);
 	st->log_size = log->geom.log_size;
 	st->log_used = log->geom.log_size - jrnl_log_free_bytes(log->jl);
-	st->reserved_bytes = js.granted;
+	jrnl_grant_stats(log->jl, &st->reserved_bytes, &st->space_waits);
 	pthread_rwlock_rdlock(&log->ctx_lock);
 	st->cil_bytes = atomic_load(&log->cur->cost);
 	pthread_rwlock_unlock(&log->ctx_lock);
 	st->head_lsn = js.head_lsn;
 	st->tail_lsn = js.tail_lsn;
 	pthread_mutex_lock(&log->space.lock);
-	st->space_waits = js.grant_waits;
 	st->push_calls = log->space.push_calls;
 	st->space_flushes = log->space.item_flushes + js.bound_flushes + js.cover_flushes;
 	pthread_mutex_unlock(&log->space.lock);

@@ -36,15 +36,16 @@
  *        floor((sum a) x ovh) >= sum floor(a x ovh)): a transaction that logs what it
  *        reserved never asks for more.  tx_max is the grant of a reservation of a
  *        quarter of the log; jrnl_log_tx_bytes bounds what a checkpoint really takes.
- *  (GR4) No lost wake, no timed wait.  Every event that can let a waiter on wakes the
- *        waiters under the lock: a grant handed back (done, ckpt_end), a ticket closed,
- *        free space grown (log.c: the durable tail moved, or the completed tail under
- *        no_flush), the tail set (a cover may then free space), the log failed, and
- *        whatever the hooks read (jrnl_grant_wake: releases, items written back,
- *        checkpoints durable, a shutdown above).  Each wake bumps gen.  A waiter reads
- *        gen under the lock before it calls a hook and waits only if gen has not moved
- *        since, so an event that happened while it was outside the lock sends it
- *        round again instead of being missed.
+ *  (GR4) No lost wake, no timed wait.  Every event that can let a waiter on is a space
+ *        event of the log (log.c L16: space_gen bumped, space_cond broadcast, under the
+ *        lock): log.c's own (free space grown: the durable tail moved, or the completed
+ *        tail under no_flush; the tail set, after which a cover may free space; the log
+ *        failed) and this file's (a grant handed back: done, ckpt_end; a ticket closed;
+ *        whatever the hooks read: jrnl_grant_wake for releases, items written back,
+ *        checkpoints durable, a shutdown above).  A waiter reads space_gen under the
+ *        lock before it calls a hook and sleeps only if it has not moved since, so an
+ *        event that happened while it was outside the lock sends it round again
+ *        instead of being missed.
  *  (GR5) Transactions that grow never wait for one another for ever.  A transaction
  *        that logs what it reserved never waits after its begin (GR3), so only one
  *        that logs past its reservation waits holding a grant.  When every open
@@ -56,7 +57,7 @@
  *        or an abort of a grower could free space, and none will come: the grower that
  *        finds this gets -EDEADLK (its transaction intact), as a lock manager picks a
  *        victim.  The reading is a snapshot: waiters and tickets, then busy() with the
- *        lock dropped, then the rest under the lock with gen unchanged since the
+ *        lock dropped, then the rest under the lock with space_gen unchanged since the
  *        first; every event that ends the state wakes (GR4: a commit closes its ticket
  *        after its work entered the CIL, an abort hands its grant back as it closes
  *        it, a checkpoint made durable and a release are jrnl_grant_wake), so a state
@@ -86,29 +87,19 @@ static uint64_t reserve_share(uint64_t ovh16, uint64_t reserve)
 	return reserve + ((reserve * ovh16) >> 16) + 1;
 }
 
-void jrnl_grant_init(struct jrnl_log *log)
+void jrnl_grant_init(struct jrnl_log *log, const struct jrnl_grant_ops *ops, void *priv)
 {
 	struct grant *g = &log->grant;
 	/* A full record is bsize bytes, of which the op bytes less what may go unused at a
 	 * switch are useful (the per-record loss jrnl_log_tx_bytes counts). */
 	uint64_t useful = log->cap - 2 * sizeof(struct jrnl_op) - sizeof(struct jrnl_commit) - 8;
 
-	pthread_cond_init(&g->cond, NULL);
+	pthread_mutex_lock(&log->lock);
 	g->slack = log->geom.log_size / 32 + 2ull * JRNL_MAX_LOGBSIZE;
 	g->item_ovh16 = ((log->bsize - useful) * 65536 + useful - 1) / useful;
 	g->tx_max = jrnl_grant_tx_cost(log, log->geom.log_size / 4);
-}
-
-void jrnl_grant_destroy(struct jrnl_log *log)
-{
-	pthread_cond_destroy(&log->grant.cond);
-}
-
-void jrnl_grant_set_ops(struct jrnl_log *log, const struct jrnl_grant_ops *ops, void *priv)
-{
-	pthread_mutex_lock(&log->lock);
-	log->grant.ops = ops;
-	log->grant.priv = priv;
+	g->ops = ops;
+	g->priv = priv;
 	pthread_mutex_unlock(&log->lock);
 }
 
@@ -135,17 +126,18 @@ static bool fits(const struct jrnl_log *log, uint64_t bytes)
 	return jrnl_log_free_locked(log) >= g->granted + bytes + g->slack;
 }
 
-void jrnl_grant_wake_locked(struct jrnl_log *log)
+/* (GR4) A state the waiters read changed: a space event of the log (log.c L16). */
+static void wake_locked(struct jrnl_log *log)
 {
-	log->grant.gen++;
+	log->space_gen++;
 	if (log->grant.nwaiters)
-		pthread_cond_broadcast(&log->grant.cond);
+		pthread_cond_broadcast(&log->space_cond);
 }
 
 void jrnl_grant_wake(struct jrnl_log *log)
 {
 	pthread_mutex_lock(&log->lock);
-	jrnl_grant_wake_locked(log);
+	wake_locked(log);
 	pthread_mutex_unlock(&log->lock);
 }
 
@@ -153,14 +145,14 @@ void jrnl_grant_shutdown(struct jrnl_log *log)
 {
 	pthread_mutex_lock(&log->lock);
 	log->grant.shut = true;
-	jrnl_grant_wake_locked(log);
+	wake_locked(log);
 	pthread_mutex_unlock(&log->lock);
 }
 
 /*
  * (GR5) Is every open transaction waiting here for space that only their own commits
  * could free?  Lock held on entry and on return, dropped for the busy() hook; @gen: the
- * wake count read before this waiter's last hook call.
+ * space_gen read before this waiter's last hook call.
  */
 static bool stuck(struct jrnl_log *log, uint64_t gen)
 {
@@ -168,12 +160,13 @@ static bool stuck(struct jrnl_log *log, uint64_t gen)
 	uint64_t least = UINT64_MAX;
 	bool busy;
 
-	if (g->nwaiters < g->tickets || g->gen != gen)
+	if (g->nwaiters < g->tickets || log->space_gen != gen)
 		return false;
 	pthread_mutex_unlock(&log->lock);
 	busy = g->ops->busy(g->priv);
 	pthread_mutex_lock(&log->lock);
-	if (busy || g->gen != gen || g->nwaiters < g->tickets || jrnl_log_cover_wanted_locked(log))
+	if (busy || log->space_gen != gen || g->nwaiters < g->tickets ||
+	    jrnl_log_cover_wanted_locked(log))
 		return false;
 	for (struct grant_waiter *w = g->waiters; w; w = w->next)
 		if (w->bytes < least)
@@ -222,7 +215,7 @@ int jrnl_grant_reserve(struct jrnl_log *log, uint64_t bytes, unsigned flags)
 			g->waits++; /* a call that had to wait, counted once */
 			counted = true;
 		}
-		gen = g->gen;
+		gen = log->space_gen;
 		pthread_mutex_unlock(&log->lock);
 		r = g->ops->reclaim(g->priv, nowait);
 		pthread_mutex_lock(&log->lock);
@@ -234,7 +227,7 @@ int jrnl_grant_reserve(struct jrnl_log *log, uint64_t bytes, unsigned flags)
 			err = r;
 			break;
 		}
-		if (r == JRNL_GRANT_RETRY || g->gen != gen)
+		if (r == JRNL_GRANT_RETRY || log->space_gen != gen)
 			continue;
 		if (nowait) {
 			err = -EAGAIN;
@@ -244,15 +237,15 @@ int jrnl_grant_reserve(struct jrnl_log *log, uint64_t bytes, unsigned flags)
 			err = -EDEADLK;
 			break;
 		}
-		if (g->gen != gen)
+		if (log->space_gen != gen)
 			continue;
-		pthread_cond_wait(&g->cond, &log->lock);
+		pthread_cond_wait(&log->space_cond, &log->lock);
 	}
 	if (!nowait)
 		waiter_del(g, &me);
 	if (err && (flags & JRNL_GRANT_TICKET)) {
 		g->tickets--;
-		jrnl_grant_wake_locked(log); /* the others may be all that is left (GR5) */
+		wake_locked(log); /* the others may be all that is left (GR5) */
 	}
 	pthread_mutex_unlock(&log->lock);
 	return err;
@@ -265,7 +258,7 @@ void jrnl_grant_done(struct jrnl_log *log, uint64_t reserved, int64_t charge)
 	pthread_mutex_lock(&log->lock);
 	g->granted = g->granted - reserved + (uint64_t)charge; /* modulo 2^64: a relog may shrink */
 	g->tickets--;
-	jrnl_grant_wake_locked(log);
+	wake_locked(log);
 	pthread_mutex_unlock(&log->lock);
 }
 
@@ -285,7 +278,7 @@ void jrnl_grant_ckpt_end(struct jrnl_log *log, uint64_t held)
 {
 	pthread_mutex_lock(&log->lock);
 	log->grant.granted -= held;
-	jrnl_grant_wake_locked(log);
+	wake_locked(log);
 	pthread_mutex_unlock(&log->lock);
 }
 
@@ -300,12 +293,10 @@ uint64_t jrnl_grant_avail(struct jrnl_log *log)
 	return f > need ? f - need : 0;
 }
 
-uint64_t jrnl_grant_granted(struct jrnl_log *log)
+void jrnl_grant_stats(struct jrnl_log *log, uint64_t *granted, uint64_t *waits)
 {
-	uint64_t g;
-
 	pthread_mutex_lock(&log->lock);
-	g = log->grant.granted;
+	*granted = log->grant.granted;
+	*waits = log->grant.waits;
 	pthread_mutex_unlock(&log->lock);
-	return g;
 }

@@ -144,6 +144,10 @@
  *       would only take space.  Opening and closing a log with nothing written in
  *       between so leaves it as it was: the records behind the tail that the engine
  *       keeps (space.c S1) can never fill up with one unmount record per open.
+ *  (L16) Space events.  Whenever a record may take more than before (the durable tail
+ *       moved, or under no_flush the completed tail), the tail was set (a cover record
+ *       may then free space) or the log failed, space_gen is bumped and space_cond
+ *       broadcast under the lock: the waiters for space (grant.c GR4) sleep on it.
  *
  * Ordering relied upon (io.h): every accepted request completes exactly once, and a
  * rejected one never does (so a refused submission is completed here, with its error);
@@ -162,7 +166,8 @@
  * Locking: log->lock protects every field but the buffers' data, the op bytes being
  * copied (owned by the writer while op_busy) and the record being sealed (owned by the
  * submitter while SYNCING), and grant.c's state (struct grant: the space promised on
- * this ring, read with the head and the tails under this lock, GR1; log_private.h).  The lock is dropped around copying, sealing, iol_submit
+ * this ring, read with the head and the tails under this lock, grant.c GR1; it calls
+ * into this file, never the reverse: L16 is how it learns that space came back).  The lock is dropped around copying, sealing, iol_submit
  * (whose refusal path may complete a request on the calling thread) and callbacks.
  */
 #include "format.h"
@@ -408,6 +413,13 @@ static void switch_open(struct jrnl_log *log)
 		lb_switch(log, b);
 }
 
+/* (L16) A space event: waiters for space (grant.c) look again.  Lock held. */
+static void space_event(struct jrnl_log *log)
+{
+	log->space_gen++;
+	pthread_cond_broadcast(&log->space_cond);
+}
+
 /* Record the first I/O error: the log is shut down (L8).  Between ops the open buffer
  * is switched too, so its callbacks get the error now rather than at the next force. */
 static void log_fail(struct jrnl_log *log, int err)
@@ -417,7 +429,7 @@ static void log_fail(struct jrnl_log *log, int err)
 	if (!log->op_busy)
 		switch_open(log);
 	pthread_cond_broadcast(&log->cond);
-	jrnl_grant_wake_locked(log); /* waiters for space fail now (GR4) */
+	space_event(log); /* waiters for space fail now (L16) */
 }
 
 static void lb_end_io(struct iol_req *req);
@@ -511,7 +523,7 @@ static void log_durable_to(struct jrnl_log *log, uint64_t lsn, uint64_t tail)
 	log->durable_lsn = lsn_max(log->durable_lsn, lsn);
 	if (lsn_cmp(tail, log->durable_tail) > 0) {
 		log->durable_tail = tail;
-		jrnl_grant_wake_locked(log); /* space behind it is free (L12, GR4) */
+		space_event(log); /* space behind it is free (L12, L16) */
 	}
 }
 
@@ -801,7 +813,7 @@ static void log_process(struct jrnl_log *log)
 			log->completed_lsn = b->end_lsn;
 			log->completed_tail = b->sealed_tail;
 			if (log->no_flush)
-				jrnl_grant_wake_locked(log); /* reuse_tail moved (L12, GR4) */
+				space_event(log); /* reuse_tail moved (L12, L16) */
 			if (b->need_flush)
 				log_durable_to(log, b->flush_snap, b->flush_snap_tail);
 			if (b->need_fua && lsn_cmp(log->durable_lsn, b->lsn) >= 0)
@@ -1049,7 +1061,7 @@ static void log_free(struct jrnl_log *log)
 		free(log->bufs);
 	}
 	free(log->bound_jf);
-	jrnl_grant_destroy(log);
+	pthread_cond_destroy(&log->space_cond);
 	pthread_mutex_destroy(&log->lock);
 	pthread_cond_destroy(&log->cond);
 	free(log);
@@ -1096,7 +1108,7 @@ int jrnl_log_open(struct iol_dev *dev, const struct jrnl_geom *g, const struct j
 	log->bsize = bsize;
 	log->hdr_sectors = jrnl_rec_hdr_sectors_for(g->sector, bsize, &payload);
 	log->cap = payload * g->sector;
-	jrnl_grant_init(log);
+	pthread_cond_init(&log->space_cond, NULL);
 	log->bufs = calloc(nbufs, sizeof(*log->bufs));
 	log->bound_jf = calloc(1, sizeof(*log->bound_jf));
 	if (!log->bufs || !log->bound_jf)
@@ -1443,7 +1455,7 @@ void jrnl_log_set_tail(struct jrnl_log *log, uint64_t tail_lsn)
 	if (lsn_cmp(tail_lsn, log->tail) > 0 && jrnl_lsn_sector(tail_lsn) < log->geom.log_sectors) {
 		log->tail = tail_lsn;
 		log->clean_head = log->clean_tail = 0; /* (L15) */
-		jrnl_grant_wake_locked(log);           /* a cover may now free space (GR4) */
+		space_event(log);                      /* a cover may now free space (L16) */
 	}
 	pthread_mutex_unlock(&log->lock);
 }
@@ -1509,7 +1521,5 @@ void jrnl_log_stats(const struct jrnl_log *clog, struct jrnl_log_stats *out)
 	out->durable_lsn = log->durable_lsn;
 	out->hdr_sectors = log->hdr_sectors;
 	out->payload_capacity = log->cap;
-	out->granted = log->grant.granted;
-	out->grant_waits = log->grant.waits;
 	pthread_mutex_unlock(&log->lock);
 }

@@ -1,6 +1,7 @@
 /*
  * log_private.h - the log writer's state (log.c), shared with grant.c, which keeps the
- * log space promised ahead of writing under the same lock.  Not for other layers.
+ * log space promised ahead of writing under the same lock and calls into log.c (never
+ * the reverse).  Not for other layers.
  */
 #ifndef DELOG_JOURNAL_LOG_PRIVATE_H
 #define DELOG_JOURNAL_LOG_PRIVATE_H
@@ -17,13 +18,11 @@ struct grant_waiter;
 
 /* grant.c's state: every field under jrnl_log.lock (grant.c says why). */
 struct grant {
-	pthread_cond_t cond; /* space came back, a state the waiters read changed, shutdown */
-	uint64_t granted;    /* reservations of open transactions + charges not yet written */
-	uint64_t slack;      /* kept back for per-record overheads and unmount records (GR2) */
-	uint64_t tickets;    /* open transactions, counted before their first grant (GR5) */
+	uint64_t granted; /* reservations of open transactions + charges not yet written */
+	uint64_t slack;   /* kept back for per-record overheads and unmount records (GR2) */
+	uint64_t tickets; /* open transactions, counted before their first grant (GR5) */
 	struct grant_waiter *waiters;
 	unsigned nwaiters;
-	uint64_t gen;        /* wakes so far (GR4) */
 	bool shut;           /* the layer above shut down: every call fails */
 	uint64_t item_ovh16; /* record bytes per useful op byte, less one, in 1/65536 (GR3) */
 	uint64_t tx_max;     /* the grant of the largest transaction allowed (GR3) */
@@ -74,17 +73,14 @@ struct jrnl_log {
 	bool submitting, processing; /* tokens (L3), (L1) */
 
 	struct jrnl_log_stats st;
-	struct grant grant; /* log space promised ahead of writing (grant.c) */
+	pthread_cond_t space_cond; /* space events (L16) */
+	uint64_t space_gen;        /* space events so far (L16) */
+	struct grant grant;        /* log space promised ahead of writing (grant.c) */
 };
 
 /* log.c: free bytes a record may still take, as plan_op counts them (lock held). */
 uint64_t jrnl_log_free_locked(const struct jrnl_log *log);
 /* log.c: no durable record names log->tail yet (L12; lock held). */
 bool jrnl_log_cover_wanted_locked(const struct jrnl_log *log);
-/* grant.c: set up at jrnl_log_open (geometry known), torn down at log_free. */
-void jrnl_grant_init(struct jrnl_log *log);
-void jrnl_grant_destroy(struct jrnl_log *log);
-/* grant.c: free space grew or a state the waiters read changed (lock held). */
-void jrnl_grant_wake_locked(struct jrnl_log *log);
 
 #endif

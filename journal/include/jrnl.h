@@ -428,8 +428,9 @@ struct jrnl_grant_ops {
 	int (*reclaim)(void *priv, bool nowait);
 	bool (*busy)(void *priv);
 };
-/* Set the hooks before the first reservation (@ops lives as long as the log). */
-void jrnl_grant_set_ops(struct jrnl_log *log, const struct jrnl_grant_ops *ops, void *priv);
+/* Set the grant up with its hooks, once, before the first reservation (@ops lives as
+ * long as the log). */
+void jrnl_grant_init(struct jrnl_log *log, const struct jrnl_grant_ops *ops, void *priv);
 /* Take @bytes of grant, waiting for space unless JRNL_GRANT_NOWAIT.  0, -EAGAIN (NOWAIT,
  * or the reclaim hook's), -EDEADLK (JRNL_GRANT_GROW: every open transaction waits for
  * space only their own commits could free, GR5), DELOG_ESHUTDOWN, or the hook's code.
@@ -453,9 +454,10 @@ void jrnl_grant_ckpt_end(struct jrnl_log *log, uint64_t held);
 void jrnl_grant_wake(struct jrnl_log *log);
 /* The layer above shut down: every waiter and later reservation fails DELOG_ESHUTDOWN. */
 void jrnl_grant_shutdown(struct jrnl_log *log);
-/* Bytes a new reservation may still take (0 when none), and all that is promised. */
+/* Bytes a new reservation may still take (0 when none); all that is promised, and the
+ * blocking reservations that found no space at once. */
 uint64_t jrnl_grant_avail(struct jrnl_log *log);
-uint64_t jrnl_grant_granted(struct jrnl_log *log);
+void jrnl_grant_stats(struct jrnl_log *log, uint64_t *granted, uint64_t *waits);
 /* The grant an item of @len data bytes costs once committed (GR3), the grant behind a
  * transaction reserving @reserve bytes of items (delog.h DELOG_ITEM_OVERHEAD per item),
  * and the largest grant one transaction may hold (a reservation of a quarter of the
@@ -480,8 +482,6 @@ struct jrnl_log_stats {
 	/* Of flushes, the ones for log space, not for a caller's records: the unflushed
 	 * window's (L13) and jrnl_log_cover's (L12). */
 	uint64_t bound_flushes, cover_flushes;
-	uint64_t granted;     /* jrnl_grant_granted */
-	uint64_t grant_waits; /* blocking reservations that found no space at once */
 };
 void jrnl_log_stats(const struct jrnl_log *log, struct jrnl_log_stats *out);
 
