@@ -151,7 +151,7 @@ static int cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The node that says it leads (STATUS ID leader ...), waiting up to 15 s. */
+/* The node that says it leads (STATUS id=ID state=leader ...), waiting up to 15 s. */
 static int find_leader(char *nodes)
 {
 	double stop = now() + 15;
@@ -167,7 +167,7 @@ static int find_leader(char *nodes)
 			if (parse_addr(a, &sa) || (fd = dial(&sa)) < 0)
 				continue;
 			if (roundtrip(fd, "STATUS\n", 7, rep, sizeof(rep)) == 0 &&
-			    sscanf(rep, "STATUS %*u %31s", state) == 1 &&
+			    sscanf(rep, "STATUS id=%*u state=%31s", state) == 1 &&
 			    strcmp(state, "leader") == 0) {
 				close(fd);
 				leader = sa;

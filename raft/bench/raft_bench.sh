@@ -11,7 +11,7 @@
 # leader); committed writes per
 # second, p50/p99 latency, and device flushes per committed write from the disk's
 # /sys/class/block/DEV/stat (field 16: flush requests completed; counts every process on the
-# disk, so run it on a quiet machine).  delog runs with --flush single.  Then the ratio
+# disk, so run it on a quiet machine).  delog runs with --policy single.  Then the ratio
 # delog / uv for each row.
 set -u
 KV=$1
@@ -43,7 +43,7 @@ run() { # storage inflight size -> prints "writes/s p50 p99 flushes/write"
 	cl="1=127.0.0.1:$((port + 1)),2=127.0.0.1:$((port + 2)),3=127.0.0.1:$((port + 3))"
 	nodes="127.0.0.1:$((port + 1001)),127.0.0.1:$((port + 1002)),127.0.0.1:$((port + 1003))"
 	extra=
-	[ "$1" = delog ] && extra="--flush single --log-size 256M"
+	[ "$1" = delog ] && extra="--policy single --size 256M"
 	rm -rf "$TMP/n1" "$TMP/n2" "$TMP/n3"
 	PIDS=
 	for i in 1 2 3; do

@@ -8,7 +8,8 @@
  *   SET KEY VALUE   -> OK                       once the entry is committed and applied
  *   GET KEY         -> VALUE V | NOTFOUND       after a barrier: linearizable
  *   DIGEST          -> DIGEST COUNT HASH APPLIED   this node's map, no Raft round
- *   STATUS          -> STATUS ID STATE LEADER LAST COMMIT APPLIED
+ *   STATUS          -> STATUS id=ID state=STATE leader=ID last=INDEX commit=INDEX
+ *                      applied=INDEX (leader 0: none known)
  *   anything else   -> ERR ...; SET/GET on a follower: ERR not-leader ID HOST:PORT
  *                      (the leader's client address) or ERR no-leader
  * KEY is one word (no spaces); VALUE the rest of the line.
@@ -57,6 +58,17 @@
 
 #define MAX_NODES 9
 #define MAX_LINE (1u << 20)
+
+/* Long-only options (getopt_long values past every letter). */
+enum {
+	OPT_ID = 256,
+	OPT_CLUSTER,
+	OPT_STORAGE,
+	OPT_SNAP_EVERY,
+	OPT_TRAILING,
+	OPT_ELECTION,
+	OPT_HEARTBEAT,
+};
 
 static const char *prog = "delog-raft-kv";
 
@@ -521,9 +533,11 @@ static void handle_line(struct conn *c, char *line, size_t len)
 		const char *laddr;
 
 		raft_leader(&K.raft, &lid, &laddr);
-		slot_fill(c, s, "STATUS %llu %s %llu %llu %llu %llu\n", (unsigned long long)K.id,
-			  state_name(raft_state(&K.raft)), (unsigned long long)lid,
-			  (unsigned long long)raft_last_index(&K.raft),
+		slot_fill(c, s,
+			  "STATUS id=%llu state=%s leader=%llu last=%llu commit=%llu "
+			  "applied=%llu\n",
+			  (unsigned long long)K.id, state_name(raft_state(&K.raft)),
+			  (unsigned long long)lid, (unsigned long long)raft_last_index(&K.raft),
 			  (unsigned long long)K.raft.commit_index,
 			  (unsigned long long)raft_last_applied(&K.raft));
 		return;
@@ -719,7 +733,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: %s --id N --cluster ID=HOST:PORT,... --dir DIR [--address HOST:PORT]\n"
-		"                     [--storage delog|uv] [--flush POLICY] [--log-size N]\n"
+		"                     [--storage delog|uv] [--policy POLICY] [--size N]\n"
 		"                     [--snapshot-every N] [--trailing N] [--client-offset N]\n"
 		"                     [--election-timeout MS] [--heartbeat MS] [--verbose]\n",
 		prog);
@@ -734,18 +748,18 @@ static void help(void)
 	       "NOTFOUND, linearizable), DIGEST, STATUS.  A follower answers SET and GET with\n"
 	       "ERR not-leader ID HOST:PORT, the leader's client address.\n"
 	       "\noptions:\n"
-	       "  -i, --id N              this node's id (> 0), one of --cluster's\n"
-	       "  -c, --cluster SPEC      every node: ID=HOST:PORT,... (the Raft addresses)\n"
+	       "      --id N              this node's id (> 0), one of --cluster's\n"
+	       "      --cluster SPEC      every node: ID=HOST:PORT,... (the Raft addresses)\n"
 	       "  -d, --dir DIR           this node's data directory (created if missing)\n"
 	       "  -a, --address HOST:PORT this node's Raft address (default: its --cluster entry)\n"
-	       "  -s, --storage S         delog (default) or uv (C-Raft's own segment files)\n"
-	       "  -f, --flush POLICY      delog flush policy: sync (default), async, single\n"
-	       "  -l, --log-size N        size of a new delog log (K, M, G; default 64M)\n"
-	       "  -n, --snapshot-every N  snapshot the map every N entries (default 1024)\n"
-	       "  -t, --trailing N        entries kept behind a snapshot (default 128)\n"
+	       "      --storage S         delog (default) or uv (C-Raft's own segment files)\n"
+	       "  -p, --policy P          delog flush policy: sync (default), async, single\n"
+	       "  -s, --size N            size of a new delog log (K, M, G; default 64M)\n"
+	       "      --snapshot-every N  snapshot the map every N entries (default 1024)\n"
+	       "      --trailing N        entries kept behind a snapshot (default 128)\n"
 	       "  -o, --client-offset N   client port = Raft port + N (default 1000)\n"
-	       "  -e, --election-timeout MS  (default 1000)\n"
-	       "  -b, --heartbeat MS      (default 100)\n"
+	       "      --election-timeout MS  (default 1000)\n"
+	       "      --heartbeat MS      (default 100)\n"
 	       "  -v, --verbose           log state changes to stderr\n"
 	       "  -h, --help              show this help\n"
 	       "\nEvery node bootstraps the --cluster configuration on its first start, so all\n"
@@ -958,18 +972,21 @@ static int fail(const char *fmt, ...)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "id", required_argument, NULL, 'i' },
-		{ "cluster", required_argument, NULL, 'c' },
+		/* The letters mean what they mean to `delog` (-p policy, -s size, -d, -a,
+		 * -o, -v, -h); an option delog has a letter for with another meaning, or
+		 * none, is long only. */
+		{ "id", required_argument, NULL, OPT_ID },
+		{ "cluster", required_argument, NULL, OPT_CLUSTER },
 		{ "dir", required_argument, NULL, 'd' },
 		{ "address", required_argument, NULL, 'a' },
-		{ "storage", required_argument, NULL, 's' },
-		{ "flush", required_argument, NULL, 'f' },
-		{ "log-size", required_argument, NULL, 'l' },
-		{ "snapshot-every", required_argument, NULL, 'n' },
-		{ "trailing", required_argument, NULL, 't' },
+		{ "storage", required_argument, NULL, OPT_STORAGE },
+		{ "policy", required_argument, NULL, 'p' },
+		{ "size", required_argument, NULL, 's' },
+		{ "snapshot-every", required_argument, NULL, OPT_SNAP_EVERY },
+		{ "trailing", required_argument, NULL, OPT_TRAILING },
 		{ "client-offset", required_argument, NULL, 'o' },
-		{ "election-timeout", required_argument, NULL, 'e' },
-		{ "heartbeat", required_argument, NULL, 'b' },
+		{ "election-timeout", required_argument, NULL, OPT_ELECTION },
+		{ "heartbeat", required_argument, NULL, OPT_HEARTBEAT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -985,14 +1002,14 @@ int main(int argc, char **argv)
 	int ch, rv, cport;
 
 	K.client_offset = 1000;
-	while ((ch = getopt_long(argc, argv, "i:c:d:a:s:f:l:n:t:o:e:b:vh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "d:a:p:s:o:vh", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'i':
+		case OPT_ID:
 			if (!parse_u64(optarg, &id) || id == 0)
 				return bad_usage("--id: '%s' is not a node id (a number > 0)",
 						 optarg);
 			break;
-		case 'c':
+		case OPT_CLUSTER:
 			cluster = optarg;
 			break;
 		case 'd':
@@ -1001,29 +1018,29 @@ int main(int argc, char **argv)
 		case 'a':
 			K.address = optarg;
 			break;
-		case 's':
+		case OPT_STORAGE:
 			if (strcmp(optarg, "delog") && strcmp(optarg, "uv"))
 				return bad_usage("--storage: '%s' is not delog or uv", optarg);
 			storage = optarg;
 			break;
-		case 'f':
+		case 'p':
 			if (delog_flush_policy_parse(optarg, &dopts.flush) ||
 			    dopts.flush == DELOG_FLUSH_NONE)
-				return bad_usage("--flush: '%s' is not sync, async or single",
+				return bad_usage("--policy: '%s' is not sync, async or single",
 						 optarg);
 			flush_set = true;
 			break;
-		case 'l':
+		case 's':
 			if (!parse_u64(optarg, &dopts.log_size) || dopts.log_size < (4u << 20))
-				return bad_usage("--log-size: '%s' is not a size of at least 4M",
+				return bad_usage("--size: '%s' is not a size of at least 4M",
 						 optarg);
 			break;
-		case 'n':
+		case OPT_SNAP_EVERY:
 			if (!parse_u64(optarg, &every) || every < 2 || every > UINT_MAX)
 				return bad_usage("--snapshot-every: '%s' is not a number >= 2",
 						 optarg);
 			break;
-		case 't':
+		case OPT_TRAILING:
 			if (!parse_u64(optarg, &trailing) || trailing > UINT_MAX)
 				return bad_usage("--trailing: '%s' is not a number", optarg);
 			break;
@@ -1032,12 +1049,12 @@ int main(int argc, char **argv)
 				return bad_usage("--client-offset: '%s' is not 1-60000", optarg);
 			K.client_offset = (int)offset;
 			break;
-		case 'e':
+		case OPT_ELECTION:
 			if (!parse_u64(optarg, &et) || et < 10 || et > 600000)
 				return bad_usage("--election-timeout: '%s' is not 10-600000 ms",
 						 optarg);
 			break;
-		case 'b':
+		case OPT_HEARTBEAT:
 			if (!parse_u64(optarg, &hb) || hb < 1 || hb > 600000)
 				return bad_usage("--heartbeat: '%s' is not 1-600000 ms", optarg);
 			break;
@@ -1074,7 +1091,7 @@ int main(int argc, char **argv)
 		return bad_usage("node %llu is not in --cluster", (unsigned long long)id);
 	K.use_delog = strcmp(storage, "delog") == 0;
 	if (!K.use_delog && (flush_set || dopts.log_size))
-		return bad_usage("--flush and --log-size are for --storage delog");
+		return bad_usage("--policy and --size are for --storage delog");
 
 	/* a client that goes away mid-reply must not kill the node */
 	signal(SIGPIPE, SIG_IGN);

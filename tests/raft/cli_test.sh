@@ -14,6 +14,13 @@ expect_rc 0 "--help" kv_bounded --help
 expect_in "$TMP/out" "usage: delog-raft-kv" "--help"
 expect_in "$TMP/out" "--storage" "--help"
 expect_in "$TMP/out" "Exit status" "--help"
+# delog's vocabulary: -p/--policy and -s/--size as in `delog`; the old names are gone
+expect_in "$TMP/out" "-p, --policy" "--help"
+expect_in "$TMP/out" "-s, --size" "--help"
+expect_rc 2 "old --flush" kv_bounded --id 1 --cluster "$C" --dir "$TMP/d" --flush sync
+expect_rc 2 "old --log-size" kv_bounded --id 1 --cluster "$C" --dir "$TMP/d" --log-size 8M
+expect_rc 2 "-s is the size" kv_bounded --id 1 --cluster "$C" --dir "$TMP/d" -s uv
+expect_in "$TMP/err" "--size" "-s is the size"
 expect_rc 2 "no arguments" kv_bounded
 expect_in "$TMP/err" "required" "no arguments"
 expect_rc 2 "unknown option" kv_bounded --bogus
@@ -29,14 +36,14 @@ expect_rc 2 "bad IPv4" kv_bounded --id 1 --cluster "1=300.1.1.1:$P1" --dir "$TMP
 expect_rc 2 "empty entry" kv_bounded --id 1 --cluster "1=127.0.0.1:$P1,,2=127.0.0.1:$P2" --dir "$TMP/d"
 expect_in "$TMP/err" "empty entry" "empty entry"
 expect_rc 2 "trailing comma" kv_bounded --id 1 --cluster "1=127.0.0.1:$P1," --dir "$TMP/d"
-expect_rc 2 "flush sync with uv" kv_bounded --id 1 --cluster "$C" --dir "$TMP/d" --storage uv --flush sync
+expect_rc 2 "policy sync with uv" kv_bounded --id 1 --cluster "$C" --dir "$TMP/d" --storage uv --policy sync
 expect_rc 2 "port out of range" kv_bounded --id 1 --cluster "1=127.0.0.1:65000" --dir "$TMP/d"
 expect_rc 2 "id not in cluster" kv_bounded --id 4 --cluster "$C" --dir "$TMP/d"
 expect_in "$TMP/err" "not in --cluster" "id not in cluster"
 expect_rc 2 "address mismatch" kv_bounded --id 1 --address 127.0.0.1:9 --cluster "$C" --dir "$TMP/d"
 expect_rc 2 "bad storage" kv_bounded --id 1 --cluster "$C" --dir "$TMP/d" --storage sqlite
-expect_rc 2 "flush none" kv_bounded --id 1 --cluster "$C" --dir "$TMP/d" --flush none
-expect_rc 2 "flush with uv" kv_bounded --id 1 --cluster "$C" --dir "$TMP/d" --storage uv --flush single
+expect_rc 2 "policy none" kv_bounded --id 1 --cluster "$C" --dir "$TMP/d" --policy none
+expect_rc 2 "policy with uv" kv_bounded --id 1 --cluster "$C" --dir "$TMP/d" --storage uv --policy single
 : >"$TMP/file"
 expect_rc 1 "dir is a file" kv_bounded --id 1 --cluster "$C" --dir "$TMP/file"
 expect_in "$TMP/err" "$TMP/file" "dir is a file"

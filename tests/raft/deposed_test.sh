@@ -49,8 +49,8 @@ while [ $# -ge 3 ]; do
 done
 st=$("$PY" "$CLIENT" status "$addr")
 echo "old leader $old before its kill: $st"
-last=$(echo "$st" | awk '{print $6}')
-commit=$(echo "$st" | awk '{print $7}')
+last=$(echo "$st" | tr ' ' '\n' | sed -n 's/^last=//p')
+commit=$(echo "$st" | tr ' ' '\n' | sed -n 's/^commit=//p')
 [ -n "$last" ] && [ -n "$commit" ] && [ "$last" -gt "$commit" ] ||
 	fail "the old leader holds no uncommitted entries (STATUS: $st)"
 kv_kill "$old"
@@ -68,7 +68,7 @@ while [ $i -lt 30 ]; do
 done
 st=$("$PY" "$CLIENT" status "$(echo "$NODES" | cut -d, -f"$new")")
 echo "new leader $new: $st"
-[ "$(echo "$st" | awk '{print $7}')" -ge "$last" ] ||
+[ "$(echo "$st" | tr ' ' '\n' | sed -n 's/^commit=//p')" -ge "$last" ] ||
 	fail "the new entries do not reach the stale entries' indexes ($st, stale up to $last)"
 kv_start "$old" $OPTS
 kv_up "$old" || fail "old leader did not restart"

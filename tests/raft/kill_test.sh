@@ -17,7 +17,7 @@ LPID=
 trap kv_cleanup EXIT
 command -v python3 >/dev/null || skip "python3 is needed for the client"
 kv_ports
-OPTS="--snapshot-every 200 --trailing 50 --election-timeout 600 --heartbeat 60 --log-size 16M"
+OPTS="--snapshot-every 200 --trailing 50 --election-timeout 600 --heartbeat 60 --size 16M"
 for i in 1 2 3; do kv_start $i $OPTS; done
 [ "$(kv_leader)" != 0 ] || { fail "no leader elected"; finish raft.kv.kill; }
 

@@ -154,9 +154,9 @@ async def cmd_leader(a):
     while True:
         lead = 0
         for s in await status_all(a.nodes):
-            f = s.split()
-            if len(f) >= 3 and f[2] == "leader":
-                lead = int(f[1])
+            f = dict(w.split("=", 1) for w in s.split()[1:] if "=" in w)
+            if f.get("state") == "leader":
+                lead = int(f["id"])
         if lead or time.monotonic() >= end:
             print(lead)
             return 0
