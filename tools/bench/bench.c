@@ -111,7 +111,7 @@ static void usage(FILE *f)
 {
 	if (bench_nr_workloads == 1) {
 		/* delog-bench-peers: a program with one workload. */
-		fprintf(f, "usage: %s [PATH] [--backend B] [--keep] [--force] [--json] [OPTIONS]\n"
+		fprintf(f, "usage: %s [--dir DIR] [--backend B] [--keep] [--force] [--json] [OPTIONS]\n"
 			   "       (also run as delog bench --workload %s)\n",
 			program_invocation_short_name, bench_workloads[0]->name);
 		return;
