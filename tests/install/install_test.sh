@@ -209,4 +209,28 @@ if [ -f "$EXDIR/CMakeLists.txt" ]; then
 		done
 fi
 
+# libdelog-raft's daemon, when C-Raft was found: it starts from the prefix with no
+# LD_LIBRARY_PATH (its RPATH finds libdelog-raft and libdelog), its client and man page
+# are installed, and the installed example directory builds it against the installed
+# package with find_package (delog::delog_raft carries C-Raft and libuv).
+if [ -x "$PREFIX/bin/delog-raft-kv" ]; then
+	run "installed delog-raft-kv --help, no LD_LIBRARY_PATH" \
+		env -u LD_LIBRARY_PATH "$PREFIX/bin/delog-raft-kv" --help
+	if command -v python3 >/dev/null; then
+		run "installed delog-raft-kvclient --help" "$PREFIX/bin/delog-raft-kvclient" --help
+	fi
+	[ -f "$PREFIX/share/man/man1/delog-raft-kv.1" ] || fail "no delog-raft-kv(1) installed"
+	RDIR=$PREFIX/share/doc/delog/examples/raft
+	if [ -f "$RDIR/CMakeLists.txt" ]; then
+		run "installed raft example configure" cmake -S "$RDIR" -B "$TMP/raftex" \
+			-DCMAKE_C_COMPILER="$CC" -DCMAKE_PREFIX_PATH="$PREFIX" &&
+			run "installed raft example build (delog::delog_raft)" cmake --build "$TMP/raftex" &&
+			run "installed raft example runs" "$TMP/raftex/delog-raft-kv" --help
+	else
+		fail "no CMakeLists.txt in the installed raft example ($RDIR)"
+	fi
+else
+	echo "skip: libdelog-raft not built (no C-Raft or libuv)"
+fi
+
 finish "install_test"
