@@ -307,6 +307,110 @@ Test(liveness, pinned_push_nowait_single, .timeout = 120)
 	pinned_push_run(DELOG_FLUSH_SINGLE, false, true);
 }
 
+/*
+ * A push callback that only records what it is asked (an application whose write-back
+ * thread releases later), one grower, and the release made once the grower sleeps: the
+ * release moves no tail (checkpoint 1 is the newest durable one, which S1 keeps, and
+ * the tail is at it already), yet it is what lets the grower have the CIL pushed (S4).
+ * The grower must be woken by the release itself (journal/grant.c GR4: no timed poll
+ * does it any more).
+ */
+struct lv_deferred {
+	delog *log;
+	atomic_ullong asked; /* the newest sequence the push callback named */
+	atomic_int go, stop, released;
+	pthread_t th;
+};
+
+static void lv_record_cb(void *arg, delog *log, uint64_t seq)
+{
+	struct lv_deferred *d = arg;
+
+	(void)log;
+	if (seq > atomic_load(&d->asked))
+		atomic_store(&d->asked, seq);
+}
+
+/* The application's write-back thread: once the test says go, a while later, release
+ * what the callback asked for. */
+static void *lv_writeback_main(void *arg)
+{
+	struct lv_deferred *d = arg;
+
+	while (!atomic_load(&d->go) && !atomic_load(&d->stop))
+		lv_msleep(1);
+	lv_msleep(100); /* the grower is asleep by now (if not, nothing is proved, and it passes) */
+	if (!atomic_load(&d->stop) && atomic_load(&d->asked) &&
+	    delog_release(d->log, atomic_load(&d->asked)) == 0)
+		atomic_store(&d->released, 1);
+	return NULL;
+}
+
+static void deferred_release_run(enum delog_flush_policy pol)
+{
+	struct iol_dev *dev = t_sim(LV_DEV, IOL_SIM_LAT_NONE, 2750 + pol, NULL);
+	struct delog_options o = t_opts(pol);
+	struct lv_deferred d = { 0 };
+	struct lv_waiter w = { .key = 10 };
+	static unsigned char big[LV_CIL];
+	uint64_t s1, s2, seq;
+	unsigned waited;
+	delog_tx *cil, *fill[2];
+
+	o.push = lv_record_cb;
+	o.push_arg = &d;
+	d.log = t_open_dev(dev, &o);
+	cr_assert_eq(pthread_create(&d.th, NULL, lv_writeback_main, &d), 0);
+	cr_assert_eq(lv_commit(d.log, 1, LV_CIL, true, &s1), 0);
+	memset(big, 2, sizeof(big));
+	cr_assert_eq(delog_tx_begin(d.log, LV_CIL + DELOG_ITEM_OVERHEAD, 0, &cil), 0);
+	cr_assert_eq(delog_tx_log(cil, 2, big, LV_CIL), 0);
+	/* Two transactions that hold space and never log (they do not wait), then the grower. */
+	for (int i = 0; i < 2; i++)
+		lv_take_all(d.log, LV_TX_CAP, 0, &fill[i]);
+	w.reserve = lv_take_all(d.log, LV_TX_CAP, 0, &w.tx);
+	w.len = (uint32_t)(w.reserve + LV_MORE);
+	cr_assert(lv_stays_full(d.log), "precondition: the log is full");
+	cr_assert_eq(delog_tx_commit(cil, &s2), 0);
+	cr_assert_eq(s2, s1 + 1);
+	cr_assert_eq(pthread_create(&w.th, NULL, lv_waiter_main, &w), 0);
+	for (waited = 0; waited < LV_BOUND_MS && t_stats(d.log).space_waits == 0; waited++)
+		lv_msleep(1);
+	atomic_store(&d.go, 1);
+	for (waited = 0; waited < LV_BOUND_MS && !atomic_load(&w.done); waited += 10)
+		lv_msleep(10);
+	cr_expect(atomic_load(&w.done),
+		  "%s: the grower still waits %u ms after the write-back released checkpoint "
+		  "%llu (released: %d): the release woke nobody",
+		  delog_flush_policy_name(pol), waited, (unsigned long long)atomic_load(&d.asked),
+		  atomic_load(&d.released));
+	if (!atomic_load(&w.done))
+		cr_assert_eq(delog_force(d.log, 0), 0, "the outside force that frees it");
+	atomic_store(&d.stop, 1);
+	cr_assert_eq(pthread_join(w.th, NULL), 0);
+	cr_assert_eq(pthread_join(d.th, NULL), 0);
+	cr_assert_eq(atomic_load(&w.err), 0, "grower: %s", delog_strerror(atomic_load(&w.err)));
+	cr_expect(atomic_load(&d.released), "the write-back never released");
+	for (int i = 0; i < 2; i++)
+		delog_tx_abort(fill[i]);
+	cr_assert_eq(delog_tx_commit_force(w.tx, &seq), 0);
+	cr_assert_eq(delog_release(d.log, seq), 0);
+	lv_close_reopen(d.log, dev, pol, seq);
+}
+
+Test(liveness, deferred_release_sync, .timeout = 120)
+{
+	deferred_release_run(DELOG_FLUSH_SYNC);
+}
+Test(liveness, deferred_release_async, .timeout = 120)
+{
+	deferred_release_run(DELOG_FLUSH_ASYNC);
+}
+Test(liveness, deferred_release_single, .timeout = 120)
+{
+	deferred_release_run(DELOG_FLUSH_SINGLE);
+}
+
 /* ======================================================================================
  * item 2b: open and close without a commit use no lasting log space
  * ====================================================================================== */
