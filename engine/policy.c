@@ -72,8 +72,12 @@ void log_durable(struct delog *log, uint64_t seq)
 	}
 	pthread_mutex_unlock(&log->lock);
 	/* F1 (wake.c) */
-	if (moved)
+	if (moved) {
 		force_wake_durable(log, old, seq);
+		/* The waiters for space read the watermark (S4, S5): wake them once it moved,
+		 * not before (journal/grant.c GR4), even with the tail where it was. */
+		jrnl_grant_wake(log->jl);
+	}
 }
 
 static int async_before(struct delog *log)

@@ -176,8 +176,6 @@ void space_durable_moved(struct delog *log, uint64_t seq)
 	pthread_mutex_lock(&log->space.lock);
 	space_update_tail_at(log, seq);
 	pthread_mutex_unlock(&log->space.lock);
-	/* Even with the tail where it was, S4 and S5 read the watermark (GR4). */
-	jrnl_grant_wake(log->jl);
 }
 
 uint64_t space_pending_tail(struct delog *log)

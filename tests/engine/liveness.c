@@ -309,14 +309,16 @@ Test(liveness, pinned_push_nowait_single, .timeout = 120)
 
 /*
  * A push callback that only records what it is asked (an application whose write-back
- * thread releases later), one grower, and the release made once the grower sleeps: the
- * release moves no tail (checkpoint 1 is the newest durable one, which S1 keeps, and
+ * thread releases later, or writes its items back: delog_item_written with item
+ * tracking), one grower, and the release made once the grower sleeps: the release
+ * moves no tail (checkpoint 1 is the newest durable one, which S1 keeps, and
  * the tail is at it already), yet it is what lets the grower have the CIL pushed (S4).
  * The grower must be woken by the release itself (journal/grant.c GR4: no timed poll
  * does it any more).
  */
 struct lv_deferred {
 	delog *log;
+	bool items; /* item tracking: write key 1 back (delog_item_written), not release */
 	atomic_ullong asked; /* the newest sequence the push callback named */
 	atomic_int go, stop, released;
 	pthread_t th;
@@ -341,12 +343,13 @@ static void *lv_writeback_main(void *arg)
 		lv_msleep(1);
 	lv_msleep(100); /* the grower is asleep by now (if not, nothing is proved, and it passes) */
 	if (!atomic_load(&d->stop) && atomic_load(&d->asked) &&
-	    delog_release(d->log, atomic_load(&d->asked)) == 0)
+	    (d->items ? delog_item_written(d->log, 1, atomic_load(&d->asked))
+		      : delog_release(d->log, atomic_load(&d->asked))) == 0)
 		atomic_store(&d->released, 1);
 	return NULL;
 }
 
-static void deferred_release_run(enum delog_flush_policy pol)
+static void deferred_release_run(enum delog_flush_policy pol, bool items)
 {
 	struct iol_dev *dev = t_sim(LV_DEV, IOL_SIM_LAT_NONE, 2750 + pol, NULL);
 	struct delog_options o = t_opts(pol);
@@ -359,6 +362,9 @@ static void deferred_release_run(enum delog_flush_policy pol)
 
 	o.push = lv_record_cb;
 	o.push_arg = &d;
+	if (items)
+		o.flags |= DELOG_OPEN_TRACK_ITEMS;
+	d.items = items;
 	d.log = t_open_dev(dev, &o);
 	cr_assert_eq(pthread_create(&d.th, NULL, lv_writeback_main, &d), 0);
 	cr_assert_eq(lv_commit(d.log, 1, LV_CIL, true, &s1), 0);
@@ -400,15 +406,27 @@ static void deferred_release_run(enum delog_flush_policy pol)
 
 Test(liveness, deferred_release_sync, .timeout = 120)
 {
-	deferred_release_run(DELOG_FLUSH_SYNC);
+	deferred_release_run(DELOG_FLUSH_SYNC, false);
 }
 Test(liveness, deferred_release_async, .timeout = 120)
 {
-	deferred_release_run(DELOG_FLUSH_ASYNC);
+	deferred_release_run(DELOG_FLUSH_ASYNC, false);
 }
 Test(liveness, deferred_release_single, .timeout = 120)
 {
-	deferred_release_run(DELOG_FLUSH_SINGLE);
+	deferred_release_run(DELOG_FLUSH_SINGLE, false);
+}
+Test(liveness, deferred_item_written_sync, .timeout = 120)
+{
+	deferred_release_run(DELOG_FLUSH_SYNC, true);
+}
+Test(liveness, deferred_item_written_async, .timeout = 120)
+{
+	deferred_release_run(DELOG_FLUSH_ASYNC, true);
+}
+Test(liveness, deferred_item_written_single, .timeout = 120)
+{
+	deferred_release_run(DELOG_FLUSH_SINGLE, true);
 }
 
 /* ======================================================================================
