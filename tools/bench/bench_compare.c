@@ -67,6 +67,7 @@
  * baseline).
  */
 #include "bench_flush.h"
+#include "cli/probe.h"
 
 #include "engine.h"
 #include <errno.h>
