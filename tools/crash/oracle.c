@@ -4,8 +4,8 @@
  * What it keeps: what a recovered image must be: the recovered checkpoints and
  * transactions collected from recovery's callbacks and checked against the workload's
  * seeded contents (check_ckpt, summary_finish), the judgement of one crash state
- * against what was acknowledged at its crash point (cr_judge, check_state), and the
- * record of a violation (viol_add).
+ * against what was acknowledged at its crash point (cr_judge), and the record of a
+ * violation (viol_add).
  *
  * Why apart: the oracle is the checker's definition of correct (acknowledged is a
  * subset of recovered, recovered a prefix and a subset of submitted, every item whole);
@@ -442,18 +442,4 @@ bool cr_judge(const struct round *rd, const struct summary *s, uint64_t durable,
 		}
 	}
 	return msg[0] != 0;
-}
-
-void check_state(struct crash *cr, const struct entry *e, const uint8_t *choice)
-{
-	const struct cpoint *cp = &cr->cp;
-	char msg[240];
-
-	if (cr_judge(cr->rd, &e->s, cp->durable, cp->released, cp->must_lo, cp->acked, msg,
-		  sizeof(msg))) {
-		unsigned char *img = cr->save_dir ? state_image(cr, choice) : NULL;
-
-		viol_add(cr, cp, choice, cp->k, msg, img);
-		free(img);
-	}
 }
