@@ -264,7 +264,8 @@ static double fs_total_checkpoints(const struct fsmark_row *f, double *flushes, 
 static void print_recommendation(struct frun *r);
 static void json_recommendation(struct json *j, const struct frun *r);
 
-static void print_human(struct frun *r)
+/* The report's head: the target, the log, and what each part of the run does. */
+static void print_setup(const struct frun *r)
 {
 	const struct fb_opts *o = r->e.o;
 	struct bench *b = r->e.b;
@@ -294,133 +295,156 @@ static void print_human(struct frun *r)
 		bench_out(b, "  raw         one thread, %s, for --time beside every client count\n",
 			  r->e.sim ? "4 KiB write + flush on a sim disk of the same profile" :
 			  "4 KiB O_DIRECT pwrite + fdatasync after the log");
+}
 
-	if (o->do_dbench) {
-		bench_out(b, "\ndbench: BW = MB/s of logged payload; avg, max = latency of the "
-			  "forcing operations, ms\n%-7s", "");
-		for (unsigned p = 0; p < o->npolicy; p++)
-			bench_out(b, "  %-24s", pname(o->policy[p]));
-		bench_out(b, "\n%-7s", "clients");
-		for (unsigned p = 0; p < o->npolicy; p++)
-			bench_out(b, "  %8s %7s %7s", "BW", "avg", "max");
+/* dbench's tables: bandwidth and latency, flushes per checkpoint, and against the raw
+ * device. */
+static void print_dbench(const struct frun *r)
+{
+	const struct fb_opts *o = r->e.o;
+	struct bench *b = r->e.b;
+
+	bench_out(b, "\ndbench: BW = MB/s of logged payload; avg, max = latency of the "
+		  "forcing operations, ms\n%-7s", "");
+	for (unsigned p = 0; p < o->npolicy; p++)
+		bench_out(b, "  %-24s", pname(o->policy[p]));
+	bench_out(b, "\n%-7s", "clients");
+	for (unsigned p = 0; p < o->npolicy; p++)
+		bench_out(b, "  %8s %7s %7s", "BW", "avg", "max");
+	bench_out(b, "\n");
+	for (unsigned c = 0; c < o->nclients; c++) {
+		bench_out(b, "%7u", o->clients[c]);
+		for (unsigned p = 0; p < o->npolicy; p++) {
+			const struct dbench_row *w = dbr(r, c, p);
+
+			if (w)
+				bench_out(b, "  %8.2f %7.3f %7.2f", w->mb_per_s, w->lat_avg_ms,
+					  w->lat_max_ms);
+			else
+				bench_out(b, "  %8s %7s %7s", "-", "-", "-");
+		}
 		bench_out(b, "\n");
-		for (unsigned c = 0; c < o->nclients; c++) {
-			bench_out(b, "%7u", o->clients[c]);
-			for (unsigned p = 0; p < o->npolicy; p++) {
-				const struct dbench_row *w = dbr(r, c, p);
-
-				if (w)
-					bench_out(b, "  %8.2f %7.3f %7.2f", w->mb_per_s, w->lat_avg_ms,
-						  w->lat_max_ms);
-				else
-					bench_out(b, "  %8s %7s %7s", "-", "-", "-");
-			}
-			bench_out(b, "\n");
-		}
-		bench_out(b, "\ndbench: device flushes per checkpoint, delog's / the disk's ('-': "
-			  "no counter) / transactions per checkpoint\n%-7s", "clients");
-		for (unsigned p = 0; p < o->npolicy; p++)
-			bench_out(b, "  %-20s", pname(o->policy[p]));
-		bench_out(b, "\n");
-		for (unsigned c = 0; c < o->nclients; c++) {
-			bench_out(b, "%7u", o->clients[c]);
-			for (unsigned p = 0; p < o->npolicy; p++) {
-				const struct dbench_row *w = dbr(r, c, p);
-				char cell[40];
-
-				if (w && isfinite(w->st.disk_per_ckpt))
-					snprintf(cell, sizeof(cell), "%.2f / %.2f / %.1f",
-						 w->st.flushes_per_ckpt, w->st.disk_per_ckpt,
-						 w->st.txs_per_ckpt);
-				else if (w)
-					snprintf(cell, sizeof(cell), "%.2f / - / %.1f",
-						 w->st.flushes_per_ckpt, w->st.txs_per_ckpt);
-				else
-					snprintf(cell, sizeof(cell), "-");
-				bench_out(b, "  %-20s", cell);
-			}
-			bench_out(b, "\n");
-		}
-		if (o->do_raw) {
-			bench_out(b, "\ndbench vs the raw device: forces/s / raw %s/s (raw measured "
-				  "just before)\n%-7s %10s %8s", r->e.sim ? "write+flush" :
-				  "write+fdatasync", "clients", "raw/s", "raw ms");
-			for (unsigned p = 0; p < o->npolicy; p++)
-				bench_out(b, "  %13s", pname(o->policy[p]));
-			bench_out(b, "\n");
-			for (unsigned c = 0; c < o->nclients; c++) {
-				const struct raw_row *rw = rawr(r, c);
-
-				if (!rw)
-					continue;
-				bench_out(b, "%7u %10.1f %8.3f", o->clients[c], rw->syncs_per_s,
-					  rw->lat_avg_ms);
-				for (unsigned p = 0; p < o->npolicy; p++) {
-					const struct dbench_row *w = dbr(r, c, p);
-
-					bench_out(b, "  %12.2fx", w ? w->forces_per_s / rw->syncs_per_s :
-						  NAN);
-				}
-				bench_out(b, "\n");
-			}
-		}
 	}
-	if (o->do_fsmark) {
-		const struct fsmark_row *s = fs_sync(r);
+	bench_out(b, "\ndbench: device flushes per checkpoint, delog's / the disk's ('-': "
+		  "no counter) / transactions per checkpoint\n%-7s", "clients");
+	for (unsigned p = 0; p < o->npolicy; p++)
+		bench_out(b, "  %-20s", pname(o->policy[p]));
+	bench_out(b, "\n");
+	for (unsigned c = 0; c < o->nclients; c++) {
+		bench_out(b, "%7u", o->clients[c]);
+		for (unsigned p = 0; p < o->npolicy; p++) {
+			const struct dbench_row *w = dbr(r, c, p);
+			char cell[40];
 
-		bench_out(b, "\nfsmark: %u threads x %u files; seconds per phase, up to its final "
-			  "force\n%-16s", o->threads, o->files, "phase");
+			if (w && isfinite(w->st.disk_per_ckpt))
+				snprintf(cell, sizeof(cell), "%.2f / %.2f / %.1f",
+					 w->st.flushes_per_ckpt, w->st.disk_per_ckpt,
+					 w->st.txs_per_ckpt);
+			else if (w)
+				snprintf(cell, sizeof(cell), "%.2f / - / %.1f",
+					 w->st.flushes_per_ckpt, w->st.txs_per_ckpt);
+			else
+				snprintf(cell, sizeof(cell), "-");
+			bench_out(b, "  %-20s", cell);
+		}
+		bench_out(b, "\n");
+	}
+	if (o->do_raw) {
+		bench_out(b, "\ndbench vs the raw device: forces/s / raw %s/s (raw measured "
+			  "just before)\n%-7s %10s %8s", r->e.sim ? "write+flush" :
+			  "write+fdatasync", "clients", "raw/s", "raw ms");
 		for (unsigned p = 0; p < o->npolicy; p++)
 			bench_out(b, "  %13s", pname(o->policy[p]));
 		bench_out(b, "\n");
-		for (unsigned ph = 0; ph < FB_NR_PHASES; ph++) {
-			bench_out(b, "%-16s", fb_phase_names[ph]);
-			for (unsigned p = 0; p < o->npolicy; p++) {
-				const struct fsmark_row *f = fsr(r, p);
+		for (unsigned c = 0; c < o->nclients; c++) {
+			const struct raw_row *rw = rawr(r, c);
 
-				bench_out(b, "  %13.3f", f ? f->phase_s[ph] : NAN);
+			if (!rw)
+				continue;
+			bench_out(b, "%7u %10.1f %8.3f", o->clients[c], rw->syncs_per_s,
+				  rw->lat_avg_ms);
+			for (unsigned p = 0; p < o->npolicy; p++) {
+				const struct dbench_row *w = dbr(r, c, p);
+
+				bench_out(b, "  %12.2fx", w ? w->forces_per_s / rw->syncs_per_s :
+					  NAN);
 			}
 			bench_out(b, "\n");
 		}
-		bench_out(b, "%-16s", "flushes/ckpt");
+	}
+}
+
+/* fsmark's table: seconds per phase, flushes per checkpoint, and against sync. */
+static void print_fsmark(const struct frun *r)
+{
+	const struct fb_opts *o = r->e.o;
+	struct bench *b = r->e.b;
+	const struct fsmark_row *s = fs_sync(r);
+
+	bench_out(b, "\nfsmark: %u threads x %u files; seconds per phase, up to its final "
+		  "force\n%-16s", o->threads, o->files, "phase");
+	for (unsigned p = 0; p < o->npolicy; p++)
+		bench_out(b, "  %13s", pname(o->policy[p]));
+	bench_out(b, "\n");
+	for (unsigned ph = 0; ph < FB_NR_PHASES; ph++) {
+		bench_out(b, "%-16s", fb_phase_names[ph]);
 		for (unsigned p = 0; p < o->npolicy; p++) {
 			const struct fsmark_row *f = fsr(r, p);
-			double fl = 0, dk = NAN, ck = f ? fs_total_checkpoints(f, &fl, &dk) : 0;
-			char cell[40];
 
-			snprintf(cell, sizeof(cell), "%.2f (%.0f)", ck ? fl / ck : NAN, ck);
-			bench_out(b, "  %13s", cell);
-		}
-		bench_out(b, "\n%-16s", "disk fl/ckpt");
-		for (unsigned p = 0; p < o->npolicy; p++) {
-			const struct fsmark_row *f = fsr(r, p);
-			double fl = 0, dk = NAN, ck = f ? fs_total_checkpoints(f, &fl, &dk) : 0;
-
-			if (ck && isfinite(dk))
-				bench_out(b, "  %13.2f", dk / ck);
-			else
-				bench_out(b, "  %13s", "-");
+			bench_out(b, "  %13.3f", f ? f->phase_s[ph] : NAN);
 		}
 		bench_out(b, "\n");
-		if (s) {
-			for (unsigned ph = 0; ph < FB_NR_PHASES; ph++) {
-				char label[32];
-
-				snprintf(label, sizeof(label), "%s vs sync", fb_phase_names[ph]);
-				bench_out(b, "%-16s", label);
-				for (unsigned p = 0; p < o->npolicy; p++) {
-					const struct fsmark_row *f = fsr(r, p);
-
-					bench_out(b, "  %12.3fx", f ? f->phase_s[ph] / s->phase_s[ph] :
-						  NAN);
-				}
-				bench_out(b, "\n");
-			}
-		}
-		bench_out(b, "  flushes/ckpt: device flushes delog counted per checkpoint over the "
-			  "three phases (checkpoints); disk fl/ckpt: flush requests the disk "
-			  "completed, per checkpoint\n");
 	}
+	bench_out(b, "%-16s", "flushes/ckpt");
+	for (unsigned p = 0; p < o->npolicy; p++) {
+		const struct fsmark_row *f = fsr(r, p);
+		double fl = 0, dk = NAN, ck = f ? fs_total_checkpoints(f, &fl, &dk) : 0;
+		char cell[40];
+
+		snprintf(cell, sizeof(cell), "%.2f (%.0f)", ck ? fl / ck : NAN, ck);
+		bench_out(b, "  %13s", cell);
+	}
+	bench_out(b, "\n%-16s", "disk fl/ckpt");
+	for (unsigned p = 0; p < o->npolicy; p++) {
+		const struct fsmark_row *f = fsr(r, p);
+		double fl = 0, dk = NAN, ck = f ? fs_total_checkpoints(f, &fl, &dk) : 0;
+
+		if (ck && isfinite(dk))
+			bench_out(b, "  %13.2f", dk / ck);
+		else
+			bench_out(b, "  %13s", "-");
+	}
+	bench_out(b, "\n");
+	if (s) {
+		for (unsigned ph = 0; ph < FB_NR_PHASES; ph++) {
+			char label[32];
+
+			snprintf(label, sizeof(label), "%s vs sync", fb_phase_names[ph]);
+			bench_out(b, "%-16s", label);
+			for (unsigned p = 0; p < o->npolicy; p++) {
+				const struct fsmark_row *f = fsr(r, p);
+
+				bench_out(b, "  %12.3fx", f ? f->phase_s[ph] / s->phase_s[ph] :
+					  NAN);
+			}
+			bench_out(b, "\n");
+		}
+	}
+	bench_out(b, "  flushes/ckpt: device flushes delog counted per checkpoint over the "
+		  "three phases (checkpoints); disk fl/ckpt: flush requests the disk "
+		  "completed, per checkpoint\n");
+}
+
+static void print_human(struct frun *r)
+{
+	const struct fb_opts *o = r->e.o;
+	struct bench *b = r->e.b;
+
+	print_setup(r);
+	if (o->do_dbench)
+		print_dbench(r);
+	if (o->do_fsmark)
+		print_fsmark(r);
 	print_recommendation(r);
 	bench_out(b, "\nbench took %.1f s\n", (double)(now_ns() - b->t0) / 1e9);
 }
