@@ -10,7 +10,7 @@
  * and the geometry: the smallest power of two >= MB/s x WF bytes, clamped, 2 + the
  * buffers that fit in one round trip, clamped; never none or async; a non-empty reason.
  */
-#include "tools.h"
+#include "cli/probe.h"
 
 #include <math.h>
 #include <stdio.h>

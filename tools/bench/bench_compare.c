@@ -48,9 +48,9 @@
  * creates and removes), a block device (PATH or --device, with --force), formatted once
  * and reopened per point as bench_commit.c does; or `--backend sim --sim-profile
  * none|nvme|sata`, where every point gets a new simulated disk with that latency model
- * (opened with iol_dev_open and delog_open_dev from engine.h, the one non-public call:
- * the public delog_open makes a sim disk without latency).  The workloads themselves
- * use <delog.h> only.
+ * (opened by bench_flush.c with iol_dev_open and delog_open_dev from engine.h, the one
+ * non-public call: the public delog_open makes a sim disk without latency).  The
+ * workloads themselves use <delog.h> only.
  *
  * Output: human tables, then the recommendation (its line, the costs, the policy
  * check's ratio table and verdict, "recommended log buffers: ...", and the geometry
@@ -67,8 +67,8 @@
  * baseline).
  */
 #include "bench_flush.h"
+#include "cli/probe.h"
 
-#include "engine.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -81,288 +81,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_FORCE_EVERY 1000000u
-#define MAX_FILES 10000000u
-#define QUICK_TIME_S 1.0
-#define QUICK_FILES 2000u
-#define THREAD_STACK (256u << 10)
 #define REC_OPS 200u              /* ops per latency test, as `delog probe --ops 200` */
 #define REC_TARGET 0.95           /* recommended / best safe BW, at every client count */
-
-/* ---- options ---- */
-
-void fb_defaults(struct fb_opts *o)
-{
-	static const unsigned cl[] = { 1, 8, 16, 32, 128, 512 };
-
-	memset(o, 0, sizeof(*o));
-	memcpy(o->clients, cl, sizeof(cl));
-	o->nclients = sizeof(cl) / sizeof(cl[0]);
-	o->policy[0] = DELOG_FLUSH_SYNC;
-	o->policy[1] = DELOG_FLUSH_ASYNC;
-	o->policy[2] = DELOG_FLUSH_SINGLE;
-	o->policy[3] = DELOG_FLUSH_NONE;
-	o->npolicy = FB_NR_POLICIES;
-	o->time_s = 3;
-	o->force_every = 8;
-	o->threads = 32;
-	o->files = 20000;
-	o->log_size = 128ull << 20;
-	o->sim_profile = -1;
-}
-
-int fb_option(void *state, int opt, const char *arg)
-{
-	struct fb_opts *o = state;
-	uint64_t v;
-
-	switch (opt) {
-	case FB_OPT_CLIENTS:
-		return bench_parse_clients(arg, FB_MAX_LIST, FB_MAX_CLIENTS, true, o->clients,
-					   &o->nclients);
-	case FB_OPT_POLICY:
-		return bench_parse_policies(arg, o->policy, &o->npolicy);
-	case FB_OPT_TIME:
-		o->time_set = true;
-		return bench_parse_time(arg, &o->time_s);
-	case FB_OPT_FORCE_EVERY:
-		if (parse_count(arg, 1, MAX_FORCE_EVERY, &v))
-			return bench_usage_error("--force-every: '%s' is not a count from 1 to %u",
-						 arg, MAX_FORCE_EVERY);
-		o->force_every = (unsigned)v;
-		return 0;
-	case FB_OPT_THREADS:
-		if (parse_count(arg, 1, FB_MAX_CLIENTS, &v))
-			return bench_usage_error("--threads: '%s' is not a count from 1 to %u", arg,
-						 FB_MAX_CLIENTS);
-		o->threads = (unsigned)v;
-		return 0;
-	case FB_OPT_FILES:
-		if (parse_count(arg, 1, MAX_FILES, &v))
-			return bench_usage_error("--files: '%s' is not a count from 1 to %u", arg,
-						 MAX_FILES);
-		o->files = (uint32_t)v;
-		o->files_set = true;
-		return 0;
-	case FB_OPT_LOG_SIZE:
-		return bench_parse_log_size(arg, &o->log_size);
-	case FB_OPT_LOGBUFS:
-		return bench_parse_logbufs(arg, &o->logbufs);
-	case FB_OPT_LOGBSIZE:
-		return bench_parse_logbsize(arg, &o->logbsize);
-	case FB_OPT_DEVICE:
-		if (o->device)
-			return bench_usage_error("--device: given twice");
-		o->device = arg;
-		return 0;
-	case FB_OPT_SIM_PROFILE: {
-		enum iol_sim_latency l;
-
-		if (iol_sim_latency_parse(arg, &l))
-			return bench_usage_error("--sim-profile: '%s' is not none, nvme or sata", arg);
-		o->sim_profile = (int)l;
-		return 0;
-	}
-	case FB_OPT_CSV:
-		o->csv = true;
-		return 0;
-	case FB_OPT_PLOT:
-		return bench_parse_plot(arg, &o->plot);
-	case FB_OPT_QUICK:
-		o->quick = true;
-		return 0;
-	case FB_OPT_NO_BASELINE:
-		o->no_baseline = true;
-		return 0;
-	}
-	return bench_usage_error("unknown option");
-}
-
-int fb_check(struct bench *b, void *state)
-{
-	struct fb_opts *o = state;
-	struct stat st;
-
-	if (b->o.json && o->csv)
-		return bench_usage_error("--json and --csv: choose one");
-	if (o->sim_profile >= 0 && !bench_is_sim(b))
-		return bench_usage_error("--sim-profile needs --backend sim");
-	if (bench_is_sim(b) && (b->o.path || o->device))
-		return bench_usage_error("--backend sim runs on an in-memory disk: it takes no "
-					 "PATH or --device");
-	if (o->device) {
-		if (b->o.path)
-			return bench_usage_error("takes one PATH (--device names it)");
-		if (stat(o->device, &st) || !S_ISBLK(st.st_mode))
-			return bench_usage_error("--device: '%s' is not a block device", o->device);
-		b->o.path = o->device;
-	}
-	if (o->quick) {
-		if (!o->time_set)
-			o->time_s = QUICK_TIME_S;
-		if (!o->files_set)
-			o->files = QUICK_FILES;
-	}
-	if (o->no_baseline)
-		o->do_raw = false;
-	if (o->sim_profile < 0)
-		o->sim_profile = IOL_SIM_LAT_NONE;
-	return 0;
-}
-
-void fb_help_common(FILE *f)
-{
-	fprintf(f,
-		"  -s, --size N           log size, at least 16M (default 128M); a file target is\n"
-		"                         the log + 4 KiB + %llu MiB for the raw baseline\n"
-		"      --logbufs N        log buffers, %u..%u (default: the engine's, 8)\n"
-		"      --logbsize N       log buffer size, power of two 16K..256K (default: the\n"
-		"                         engine's, 256K)\n"
-		"      --device DEV       run on block device DEV (as PATH; needs --force)\n"
-		"      --sim-profile P    with --backend sim: the disk's latency model, none, nvme\n"
-		"                         or sata (default none); a new sim disk per point\n"
-		"      --csv              print CSV (a header, then one line per row)\n"
-		"\nDevice flushes per checkpoint: what delog_stats counted (PREFLUSH writes,\n"
-		"standalone flushes, and FUA writes on a disk without FUA, each of which the\n"
-		"kernel turns into a write and a flush), and beside it for a file or block device\n"
-		"on a local disk the flush requests the disk completed over the same span\n"
-		"(/sys/block/DISK/stat, Linux >= 5.5; '-' on sim or without counters).  Other\n"
-		"processes flushing the same disk count there too: on a shared machine it is an\n"
-		"upper bound.\n",
-		FB_RAW_AREA >> 20, DELOG_LOGBUFS_MIN, DELOG_LOGBUFS_MAX);
-}
-
-/* ---- the log, per point ---- */
-
-int fb_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
-{
-	pthread_attr_t a;
-	int e;
-
-	if ((e = pthread_attr_init(&a)))
-		return e;
-	(void)pthread_attr_setstacksize(&a, THREAD_STACK);
-	e = pthread_create(th, &a, fn, arg);
-	pthread_attr_destroy(&a);
-	return e;
-}
-
-void fb_read(const struct fb_env *e, delog *log, int end, struct delog_stats *s,
-	     struct bench_diskcount *c)
-{
-	if (end) {
-		*c = bench_disk_read(&e->disk);
-		delog_stats(log, s);
-	} else {
-		delog_stats(log, s);
-		*c = bench_disk_read(&e->disk);
-	}
-}
-
-void fb_stats_delta(struct fb_stats *d, const struct delog_stats *s0,
-		    const struct delog_stats *s1, const struct bench_diskcount *c0,
-		    const struct bench_diskcount *c1)
-{
-	d->checkpoints = s1->checkpoints - s0->checkpoints;
-	d->device_flushes = s1->device_flushes - s0->device_flushes;
-	d->preflushes = s1->preflushes - s0->preflushes;
-	d->flushes = s1->flushes - s0->flushes;
-	d->fua_writes = s1->fua_writes - s0->fua_writes;
-	d->fua_flushes = s1->fua_flushes - s0->fua_flushes;
-	d->space_flushes = s1->space_flushes - s0->space_flushes;
-	d->disk_flushes = bench_disk_flushes(c0, c1);
-	d->disk_per_ckpt = bench_per(d->disk_flushes, d->checkpoints);
-	d->transactions = s1->transactions - s0->transactions;
-	d->items_logged = s1->items_logged - s0->items_logged;
-	d->relogged = s1->relogged - s0->relogged;
-	d->records = s1->records - s0->records;
-	d->record_bytes = s1->record_bytes - s0->record_bytes;
-	d->space_waits = s1->space_waits - s0->space_waits;
-	d->flushes_per_ckpt = d->checkpoints ?
-		(double)d->device_flushes / (double)d->checkpoints : NAN;
-	d->txs_per_ckpt = d->checkpoints ?
-		(double)d->transactions / (double)d->checkpoints : NAN;
-}
-
-static struct delog_options log_opts(const struct fb_env *e, enum delog_flush_policy p,
-				     unsigned flags)
-{
-	return bench_log_opts(e->b, p, flags, e->o->logbufs, e->o->logbsize, e->o->log_size);
-}
-
-/* A new simulated disk of @bytes with the run's latency profile, not tracing. */
-static int sim_open(struct fb_env *e, uint64_t bytes, struct iol_dev **dev)
-{
-	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = bytes, .sector = 4096,
-				  .seed = 1, .latency = e->lat };
-	struct iol_dev_opts dopts;
-	char msg[512];
-	int err;
-
-	bench_dev_opts(e->b, &dopts, msg, sizeof(msg));
-	dopts.sim = &so;
-	err = iol_dev_open(NULL, &dopts, dev);
-	if (err) {
-		bench_fail(e->b, err, "sim", "%s", msg[0] ? msg : tool_strerror(err));
-		return err;
-	}
-	iol_sim_trace_enable(*dev, false);
-	return 0;
-}
-
-int fb_log_open(struct fb_env *e, enum delog_flush_policy p, delog **log,
-		struct iol_dev **simdev)
-{
-	struct delog_options lo = log_opts(e, p, e->sim ? DELOG_OPEN_CREATE : 0);
-	int err;
-
-	*log = NULL;
-	*simdev = NULL;
-	if (e->sim) {
-		err = sim_open(e, DELOG_SB_BYTES + e->o->log_size, simdev);
-		if (err)
-			return err;
-		err = delog_open_dev(*simdev, &lo, log);
-	} else {
-		err = delog_open(e->b->t.path, &lo, log);
-	}
-	if (err) {
-		bench_fail(e->b, err, e->sim ? "sim" : e->b->t.path, "cannot open the log (%s): %s",
-			   delog_flush_policy_name(p), tool_strerror(err));
-		if (*simdev)
-			iol_dev_close(*simdev);
-		*simdev = NULL;
-	}
-	return err;
-}
-
-int fb_log_close(struct fb_env *e, delog *log, struct iol_dev *simdev, const char *what)
-{
-	int err = delog_close(log);
-
-	if (simdev)
-		iol_dev_close(simdev);
-	if (err)
-		bench_fail(e->b, err, NULL, "%s: closing the log: %s", what, tool_strerror(err));
-	return err;
-}
-
-int fb_point_end(struct fb_env *e, int err, delog *log, struct iol_dev *simdev,
-		 const char *what)
-{
-	int e2;
-
-	if (err && err != -EINTR)
-		bench_fail(e->b, err, NULL, "%s: %s", what, tool_strerror(err));
-	e2 = fb_log_close(e, log, simdev, what);
-	return err ? err : e2;
-}
 
 /* The target: allocate, pre-write the baseline's region, format the log once. */
 static int prepare(struct fb_env *e)
 {
 	const struct fb_opts *o = e->o;
-	struct delog_options lo = log_opts(e, DELOG_FLUSH_SYNC, DELOG_OPEN_FORMAT);
+	struct delog_options lo = fb_log_opts(e, DELOG_FLUSH_SYNC, DELOG_OPEN_FORMAT);
 
 	return bench_log_prepare(e->b, DELOG_SB_BYTES + o->log_size + FB_RAW_AREA, &e->fs_type,
 				 DELOG_SB_BYTES + o->log_size,
@@ -402,7 +128,7 @@ static int raw_point(struct fb_env *e, unsigned clients, struct raw_row *row)
 	memset(row, 0, sizeof(*row));
 	row->clients = clients;
 	if (e->sim)
-		err = sim_open(e, FB_RAW_AREA, &dev);
+		err = fb_sim_open(e, FB_RAW_AREA, &dev);
 	else if ((fd = open(b->t.path, O_RDWR | O_DIRECT | O_CLOEXEC)) < 0)
 		bench_fail(b, err = -errno, b->t.path, "cannot open with O_DIRECT: %s",
 			   strerror(errno));
@@ -538,7 +264,8 @@ static double fs_total_checkpoints(const struct fsmark_row *f, double *flushes, 
 static void print_recommendation(struct frun *r);
 static void json_recommendation(struct json *j, const struct frun *r);
 
-static void print_human(struct frun *r)
+/* The report's head: the target, the log, and what each part of the run does. */
+static void print_setup(const struct frun *r)
 {
 	const struct fb_opts *o = r->e.o;
 	struct bench *b = r->e.b;
@@ -568,133 +295,156 @@ static void print_human(struct frun *r)
 		bench_out(b, "  raw         one thread, %s, for --time beside every client count\n",
 			  r->e.sim ? "4 KiB write + flush on a sim disk of the same profile" :
 			  "4 KiB O_DIRECT pwrite + fdatasync after the log");
+}
 
-	if (o->do_dbench) {
-		bench_out(b, "\ndbench: BW = MB/s of logged payload; avg, max = latency of the "
-			  "forcing operations, ms\n%-7s", "");
-		for (unsigned p = 0; p < o->npolicy; p++)
-			bench_out(b, "  %-24s", pname(o->policy[p]));
-		bench_out(b, "\n%-7s", "clients");
-		for (unsigned p = 0; p < o->npolicy; p++)
-			bench_out(b, "  %8s %7s %7s", "BW", "avg", "max");
+/* dbench's tables: bandwidth and latency, flushes per checkpoint, and against the raw
+ * device. */
+static void print_dbench(const struct frun *r)
+{
+	const struct fb_opts *o = r->e.o;
+	struct bench *b = r->e.b;
+
+	bench_out(b, "\ndbench: BW = MB/s of logged payload; avg, max = latency of the "
+		  "forcing operations, ms\n%-7s", "");
+	for (unsigned p = 0; p < o->npolicy; p++)
+		bench_out(b, "  %-24s", pname(o->policy[p]));
+	bench_out(b, "\n%-7s", "clients");
+	for (unsigned p = 0; p < o->npolicy; p++)
+		bench_out(b, "  %8s %7s %7s", "BW", "avg", "max");
+	bench_out(b, "\n");
+	for (unsigned c = 0; c < o->nclients; c++) {
+		bench_out(b, "%7u", o->clients[c]);
+		for (unsigned p = 0; p < o->npolicy; p++) {
+			const struct dbench_row *w = dbr(r, c, p);
+
+			if (w)
+				bench_out(b, "  %8.2f %7.3f %7.2f", w->mb_per_s, w->lat_avg_ms,
+					  w->lat_max_ms);
+			else
+				bench_out(b, "  %8s %7s %7s", "-", "-", "-");
+		}
 		bench_out(b, "\n");
-		for (unsigned c = 0; c < o->nclients; c++) {
-			bench_out(b, "%7u", o->clients[c]);
-			for (unsigned p = 0; p < o->npolicy; p++) {
-				const struct dbench_row *w = dbr(r, c, p);
-
-				if (w)
-					bench_out(b, "  %8.2f %7.3f %7.2f", w->mb_per_s, w->lat_avg_ms,
-						  w->lat_max_ms);
-				else
-					bench_out(b, "  %8s %7s %7s", "-", "-", "-");
-			}
-			bench_out(b, "\n");
-		}
-		bench_out(b, "\ndbench: device flushes per checkpoint, delog's / the disk's ('-': "
-			  "no counter) / transactions per checkpoint\n%-7s", "clients");
-		for (unsigned p = 0; p < o->npolicy; p++)
-			bench_out(b, "  %-20s", pname(o->policy[p]));
-		bench_out(b, "\n");
-		for (unsigned c = 0; c < o->nclients; c++) {
-			bench_out(b, "%7u", o->clients[c]);
-			for (unsigned p = 0; p < o->npolicy; p++) {
-				const struct dbench_row *w = dbr(r, c, p);
-				char cell[40];
-
-				if (w && isfinite(w->st.disk_per_ckpt))
-					snprintf(cell, sizeof(cell), "%.2f / %.2f / %.1f",
-						 w->st.flushes_per_ckpt, w->st.disk_per_ckpt,
-						 w->st.txs_per_ckpt);
-				else if (w)
-					snprintf(cell, sizeof(cell), "%.2f / - / %.1f",
-						 w->st.flushes_per_ckpt, w->st.txs_per_ckpt);
-				else
-					snprintf(cell, sizeof(cell), "-");
-				bench_out(b, "  %-20s", cell);
-			}
-			bench_out(b, "\n");
-		}
-		if (o->do_raw) {
-			bench_out(b, "\ndbench vs the raw device: forces/s / raw %s/s (raw measured "
-				  "just before)\n%-7s %10s %8s", r->e.sim ? "write+flush" :
-				  "write+fdatasync", "clients", "raw/s", "raw ms");
-			for (unsigned p = 0; p < o->npolicy; p++)
-				bench_out(b, "  %13s", pname(o->policy[p]));
-			bench_out(b, "\n");
-			for (unsigned c = 0; c < o->nclients; c++) {
-				const struct raw_row *rw = rawr(r, c);
-
-				if (!rw)
-					continue;
-				bench_out(b, "%7u %10.1f %8.3f", o->clients[c], rw->syncs_per_s,
-					  rw->lat_avg_ms);
-				for (unsigned p = 0; p < o->npolicy; p++) {
-					const struct dbench_row *w = dbr(r, c, p);
-
-					bench_out(b, "  %12.2fx", w ? w->forces_per_s / rw->syncs_per_s :
-						  NAN);
-				}
-				bench_out(b, "\n");
-			}
-		}
 	}
-	if (o->do_fsmark) {
-		const struct fsmark_row *s = fs_sync(r);
+	bench_out(b, "\ndbench: device flushes per checkpoint, delog's / the disk's ('-': "
+		  "no counter) / transactions per checkpoint\n%-7s", "clients");
+	for (unsigned p = 0; p < o->npolicy; p++)
+		bench_out(b, "  %-20s", pname(o->policy[p]));
+	bench_out(b, "\n");
+	for (unsigned c = 0; c < o->nclients; c++) {
+		bench_out(b, "%7u", o->clients[c]);
+		for (unsigned p = 0; p < o->npolicy; p++) {
+			const struct dbench_row *w = dbr(r, c, p);
+			char cell[40];
 
-		bench_out(b, "\nfsmark: %u threads x %u files; seconds per phase, up to its final "
-			  "force\n%-16s", o->threads, o->files, "phase");
+			if (w && isfinite(w->st.disk_per_ckpt))
+				snprintf(cell, sizeof(cell), "%.2f / %.2f / %.1f",
+					 w->st.flushes_per_ckpt, w->st.disk_per_ckpt,
+					 w->st.txs_per_ckpt);
+			else if (w)
+				snprintf(cell, sizeof(cell), "%.2f / - / %.1f",
+					 w->st.flushes_per_ckpt, w->st.txs_per_ckpt);
+			else
+				snprintf(cell, sizeof(cell), "-");
+			bench_out(b, "  %-20s", cell);
+		}
+		bench_out(b, "\n");
+	}
+	if (o->do_raw) {
+		bench_out(b, "\ndbench vs the raw device: forces/s / raw %s/s (raw measured "
+			  "just before)\n%-7s %10s %8s", r->e.sim ? "write+flush" :
+			  "write+fdatasync", "clients", "raw/s", "raw ms");
 		for (unsigned p = 0; p < o->npolicy; p++)
 			bench_out(b, "  %13s", pname(o->policy[p]));
 		bench_out(b, "\n");
-		for (unsigned ph = 0; ph < FB_NR_PHASES; ph++) {
-			bench_out(b, "%-16s", fb_phase_names[ph]);
-			for (unsigned p = 0; p < o->npolicy; p++) {
-				const struct fsmark_row *f = fsr(r, p);
+		for (unsigned c = 0; c < o->nclients; c++) {
+			const struct raw_row *rw = rawr(r, c);
 
-				bench_out(b, "  %13.3f", f ? f->phase_s[ph] : NAN);
+			if (!rw)
+				continue;
+			bench_out(b, "%7u %10.1f %8.3f", o->clients[c], rw->syncs_per_s,
+				  rw->lat_avg_ms);
+			for (unsigned p = 0; p < o->npolicy; p++) {
+				const struct dbench_row *w = dbr(r, c, p);
+
+				bench_out(b, "  %12.2fx", w ? w->forces_per_s / rw->syncs_per_s :
+					  NAN);
 			}
 			bench_out(b, "\n");
 		}
-		bench_out(b, "%-16s", "flushes/ckpt");
+	}
+}
+
+/* fsmark's table: seconds per phase, flushes per checkpoint, and against sync. */
+static void print_fsmark(const struct frun *r)
+{
+	const struct fb_opts *o = r->e.o;
+	struct bench *b = r->e.b;
+	const struct fsmark_row *s = fs_sync(r);
+
+	bench_out(b, "\nfsmark: %u threads x %u files; seconds per phase, up to its final "
+		  "force\n%-16s", o->threads, o->files, "phase");
+	for (unsigned p = 0; p < o->npolicy; p++)
+		bench_out(b, "  %13s", pname(o->policy[p]));
+	bench_out(b, "\n");
+	for (unsigned ph = 0; ph < FB_NR_PHASES; ph++) {
+		bench_out(b, "%-16s", fb_phase_names[ph]);
 		for (unsigned p = 0; p < o->npolicy; p++) {
 			const struct fsmark_row *f = fsr(r, p);
-			double fl = 0, dk = NAN, ck = f ? fs_total_checkpoints(f, &fl, &dk) : 0;
-			char cell[40];
 
-			snprintf(cell, sizeof(cell), "%.2f (%.0f)", ck ? fl / ck : NAN, ck);
-			bench_out(b, "  %13s", cell);
-		}
-		bench_out(b, "\n%-16s", "disk fl/ckpt");
-		for (unsigned p = 0; p < o->npolicy; p++) {
-			const struct fsmark_row *f = fsr(r, p);
-			double fl = 0, dk = NAN, ck = f ? fs_total_checkpoints(f, &fl, &dk) : 0;
-
-			if (ck && isfinite(dk))
-				bench_out(b, "  %13.2f", dk / ck);
-			else
-				bench_out(b, "  %13s", "-");
+			bench_out(b, "  %13.3f", f ? f->phase_s[ph] : NAN);
 		}
 		bench_out(b, "\n");
-		if (s) {
-			for (unsigned ph = 0; ph < FB_NR_PHASES; ph++) {
-				char label[32];
-
-				snprintf(label, sizeof(label), "%s vs sync", fb_phase_names[ph]);
-				bench_out(b, "%-16s", label);
-				for (unsigned p = 0; p < o->npolicy; p++) {
-					const struct fsmark_row *f = fsr(r, p);
-
-					bench_out(b, "  %12.3fx", f ? f->phase_s[ph] / s->phase_s[ph] :
-						  NAN);
-				}
-				bench_out(b, "\n");
-			}
-		}
-		bench_out(b, "  flushes/ckpt: device flushes delog counted per checkpoint over the "
-			  "three phases (checkpoints); disk fl/ckpt: flush requests the disk "
-			  "completed, per checkpoint\n");
 	}
+	bench_out(b, "%-16s", "flushes/ckpt");
+	for (unsigned p = 0; p < o->npolicy; p++) {
+		const struct fsmark_row *f = fsr(r, p);
+		double fl = 0, dk = NAN, ck = f ? fs_total_checkpoints(f, &fl, &dk) : 0;
+		char cell[40];
+
+		snprintf(cell, sizeof(cell), "%.2f (%.0f)", ck ? fl / ck : NAN, ck);
+		bench_out(b, "  %13s", cell);
+	}
+	bench_out(b, "\n%-16s", "disk fl/ckpt");
+	for (unsigned p = 0; p < o->npolicy; p++) {
+		const struct fsmark_row *f = fsr(r, p);
+		double fl = 0, dk = NAN, ck = f ? fs_total_checkpoints(f, &fl, &dk) : 0;
+
+		if (ck && isfinite(dk))
+			bench_out(b, "  %13.2f", dk / ck);
+		else
+			bench_out(b, "  %13s", "-");
+	}
+	bench_out(b, "\n");
+	if (s) {
+		for (unsigned ph = 0; ph < FB_NR_PHASES; ph++) {
+			char label[32];
+
+			snprintf(label, sizeof(label), "%s vs sync", fb_phase_names[ph]);
+			bench_out(b, "%-16s", label);
+			for (unsigned p = 0; p < o->npolicy; p++) {
+				const struct fsmark_row *f = fsr(r, p);
+
+				bench_out(b, "  %12.3fx", f ? f->phase_s[ph] / s->phase_s[ph] :
+					  NAN);
+			}
+			bench_out(b, "\n");
+		}
+	}
+	bench_out(b, "  flushes/ckpt: device flushes delog counted per checkpoint over the "
+		  "three phases (checkpoints); disk fl/ckpt: flush requests the disk "
+		  "completed, per checkpoint\n");
+}
+
+static void print_human(struct frun *r)
+{
+	const struct fb_opts *o = r->e.o;
+	struct bench *b = r->e.b;
+
+	print_setup(r);
+	if (o->do_dbench)
+		print_dbench(r);
+	if (o->do_fsmark)
+		print_fsmark(r);
 	print_recommendation(r);
 	bench_out(b, "\nbench took %.1f s\n", (double)(now_ns() - b->t0) / 1e9);
 }
@@ -1049,7 +799,7 @@ static int recommend_measure(struct frun *r)
 	int err;
 
 	if (e->sim) {
-		err = sim_open(e, FB_RAW_AREA, &dev);
+		err = fb_sim_open(e, FB_RAW_AREA, &dev);
 		if (err)
 			return err;
 	} else {
@@ -1426,7 +1176,7 @@ static int run_dbench(struct fb_env *e, enum delog_flush_policy p, unsigned clie
 
 /* ---- the run ---- */
 
-int fb_run(struct bench *b, void *state)
+static int run_workload(struct bench *b, void *state)
 {
 	const struct fb_opts *o = state;
 	struct frun r = { .e = { .b = b, .o = o, .fs_type = "sim" } };
@@ -1540,6 +1290,98 @@ out:
 	return err ? TOOL_EXIT_FAIL : TOOL_EXIT_OK;
 }
 
+/* ---- the three workloads: dbench and fsmark alone, and both for every policy ---- */
+
+static const struct option dbench_options[] = {
+	{ "clients", required_argument, NULL, FB_OPT_CLIENTS },
+	{ "policy", required_argument, NULL, FB_OPT_POLICY },
+	{ "time", required_argument, NULL, FB_OPT_TIME },
+	{ "force-every", required_argument, NULL, FB_OPT_FORCE_EVERY },
+	FB_COMMON_OPTIONS,
+};
+
+static void dbench_defaults(void *state)
+{
+	struct fb_opts *o = state;
+
+	fb_defaults(o);
+	o->do_dbench = true;
+	o->npolicy = 3; /* sync, async, single: none only when asked for */
+}
+
+static void dbench_help(FILE *f)
+{
+	fprintf(f,
+		"      --clients LIST     client thread counts, one point each (default\n"
+		"                         1,8,16,32,128,512)\n"
+		"  -p, --policy LIST      flush policies: sync, async, single, none (UNSAFE: no\n"
+		"                         flushes) (default sync,async,single)\n"
+		"      --time S           measured seconds per point, after a warm-up of S/10\n"
+		"                         (at least 20 ms) (default 3)\n"
+		"      --force-every K    every K-th operation of a client forces (default 8)\n");
+	fb_help_common(f);
+	fprintf(f,
+		"\nA client loops over transactions of 1-4 items of 64 B-4 KiB (keys of its own\n"
+		"and keys all clients share, so items are relogged) and forces every K-th one\n"
+		"(its fsync).  Reported: MB/s of logged payload, ops/s, average and maximum\n"
+		"latency of the forcing operations (ms), flushes and transactions per checkpoint.\n");
+}
+
+const struct bench_workload bench_dbench = {
+	.name = "dbench",
+	.summary = "clients of small transactions forcing every k-th: MB/s, force latency",
+	.opts = dbench_options,
+	.state_size = sizeof(struct fb_opts),
+	.defaults = dbench_defaults,
+	.option = fb_option,
+	.check = fb_check,
+	.help = dbench_help,
+	.run = run_workload,
+};
+
+static const struct option fsmark_options[] = {
+	{ "threads", required_argument, NULL, FB_OPT_THREADS },
+	{ "files", required_argument, NULL, FB_OPT_FILES },
+	{ "policy", required_argument, NULL, FB_OPT_POLICY },
+	FB_COMMON_OPTIONS,
+};
+
+static void fsmark_defaults(void *state)
+{
+	struct fb_opts *o = state;
+
+	fb_defaults(o);
+	o->do_fsmark = true;
+	o->npolicy = 3;
+}
+
+static void fsmark_help(FILE *f)
+{
+	fprintf(f,
+		"  -t, --threads T        threads (default 32)\n"
+		"      --files M          files per thread (default 20000)\n"
+		"  -p, --policy LIST      flush policies: sync, async, single, none (UNSAFE: no\n"
+		"                         flushes) (default sync,async,single)\n");
+	fb_help_common(f);
+	fprintf(f,
+		"\nThree phases, each timed up to its one final force: create (inode, directory,\n"
+		"allocation and 64-byte xattr items), chown (inode), unlink (inode, directory).\n"
+		"No operation forces: asynchronous transaction streaming, as fs_mark without\n"
+		"fsync.\n");
+}
+
+const struct bench_workload bench_fsmark = {
+	.name = "fsmark",
+	.summary = "threads create, chown, unlink without forces: seconds per phase",
+	.opts = fsmark_options,
+	.state_size = sizeof(struct fb_opts),
+	.defaults = fsmark_defaults,
+	.option = fb_option,
+	.check = fb_check,
+	.help = fsmark_help,
+	.run = run_workload,
+};
+
 static const struct option compare_options[] = {
 	{ "clients", required_argument, NULL, FB_OPT_CLIENTS },
 	{ "policy", required_argument, NULL, FB_OPT_POLICY },
@@ -1576,7 +1418,7 @@ static void compare_help(FILE *f)
 		"      --no-baseline      skip the raw device baseline\n"
 		"      --plot FILE.png    draw dbench bandwidth and latency against clients per\n"
 		"                         policy with gnuplot (apt-get install gnuplot-nox)\n",
-		QUICK_TIME_S, QUICK_FILES);
+		FB_QUICK_TIME_S, FB_QUICK_FILES);
 	fb_help_common(f);
 	fprintf(f,
 		"\nRuns dbench at every client count under every policy (interleaved, the raw\n"
@@ -1610,5 +1452,5 @@ const struct bench_workload bench_compare_flush = {
 	.option = fb_option,
 	.check = fb_check,
 	.help = compare_help,
-	.run = fb_run,
+	.run = run_workload,
 };

@@ -29,6 +29,9 @@
  * transactions per checkpoint are the steady state's.  The measuring thread calls delog_release(log, delog_durable_seq(log)) every
  * 2 ms, so the log never fills.  Client randomness is seeded by the client number, so a
  * point replays the same operations every run.
+ *
+ * This file measures one point (dbench_point); the workload's options, help and run loop
+ * are bench_compare.c's, shared with fsmark and compare-flush (bench_flush.h).
  */
 #include "bench_flush.h"
 
@@ -250,50 +253,3 @@ int dbench_point(struct fb_env *e, enum delog_flush_policy p, unsigned clients,
 		 clients);
 	return fb_point_end(e, err, pt.log, simdev, what);
 }
-
-static const struct option dbench_options[] = {
-	{ "clients", required_argument, NULL, FB_OPT_CLIENTS },
-	{ "policy", required_argument, NULL, FB_OPT_POLICY },
-	{ "time", required_argument, NULL, FB_OPT_TIME },
-	{ "force-every", required_argument, NULL, FB_OPT_FORCE_EVERY },
-	FB_COMMON_OPTIONS,
-};
-
-static void dbench_defaults(void *state)
-{
-	struct fb_opts *o = state;
-
-	fb_defaults(o);
-	o->do_dbench = true;
-	o->npolicy = 3; /* sync, async, single: none only when asked for */
-}
-
-static void dbench_help(FILE *f)
-{
-	fprintf(f,
-		"      --clients LIST     client thread counts, one point each (default\n"
-		"                         1,8,16,32,128,512)\n"
-		"  -p, --policy LIST      flush policies: sync, async, single, none (UNSAFE: no\n"
-		"                         flushes) (default sync,async,single)\n"
-		"      --time S           measured seconds per point, after a warm-up of S/10\n"
-		"                         (at least 20 ms) (default 3)\n"
-		"      --force-every K    every K-th operation of a client forces (default 8)\n");
-	fb_help_common(f);
-	fprintf(f,
-		"\nA client loops over transactions of 1-4 items of 64 B-4 KiB (keys of its own\n"
-		"and keys all clients share, so items are relogged) and forces every K-th one\n"
-		"(its fsync).  Reported: MB/s of logged payload, ops/s, average and maximum\n"
-		"latency of the forcing operations (ms), flushes and transactions per checkpoint.\n");
-}
-
-const struct bench_workload bench_dbench = {
-	.name = "dbench",
-	.summary = "clients of small transactions forcing every k-th: MB/s, force latency",
-	.opts = dbench_options,
-	.state_size = sizeof(struct fb_opts),
-	.defaults = dbench_defaults,
-	.option = fb_option,
-	.check = fb_check,
-	.help = dbench_help,
-	.run = fb_run,
-};

@@ -1,7 +1,9 @@
 /*
- * bench_flush.h - what the flush-policy workloads share: `dbench` (bench_dbench.c),
- * `fsmark` (bench_fsmark.c) and `compare-flush` (bench_compare.c, which runs the other
- * two for every policy and owns the options, the target, the raw baseline and the report).
+ * bench_flush.h - what the flush-policy workloads share: `dbench` (bench_dbench.c: one
+ * point), `fsmark` (bench_fsmark.c: one run of three phases) and `compare-flush`
+ * (bench_compare.c, the three workloads' entries: it runs the other two, alone or for
+ * every policy, and owns the target, the raw baseline and the report).  The options all
+ * three take and how a point reaches its log are bench_flush.c's, below all three.
  *
  * Why one header for three workloads: the comparison of the Linux commit "xfs: drop async
  * cache flushes from CIL commits" is two workloads measured on the same device in the
@@ -27,6 +29,8 @@
 #define FB_NR_PHASES 3u           /* fsmark: create, chown, unlink */
 #define FB_RAW_BLOCK BENCH_RAW_BLOCK
 #define FB_RAW_AREA (16ull << 20) /* the raw baseline's region, after the log */
+#define FB_QUICK_TIME_S 1.0       /* --quick: --time */
+#define FB_QUICK_FILES 2000u      /* --quick: --files */
 
 enum {
 	FB_OPT_CLIENTS = BENCH_OPT_WORKLOAD + 100,
@@ -158,11 +162,16 @@ int fsmark_point(struct fb_env *e, enum delog_flush_policy p, struct fsmark_row 
 /* Payload bytes one fsmark phase logs per file (create, chown, unlink). */
 uint64_t fsmark_phase_payload(unsigned phase);
 
-/* The shared option handling (bench_compare.c). */
+/* The shared option handling (bench_flush.c). */
 void fb_defaults(struct fb_opts *o);
 int fb_option(void *state, int opt, const char *arg);
 int fb_check(struct bench *b, void *state);
-int fb_run(struct bench *b, void *state);
 void fb_help_common(FILE *f);
+/* The engine's options for a point under policy @p with open @flags (bench_flush.c). */
+struct delog_options fb_log_opts(const struct fb_env *e, enum delog_flush_policy p,
+				 unsigned flags);
+/* A new simulated disk of @bytes with the run's latency profile, not tracing; 0 or a
+ * negative errno, after bench_fail (bench_flush.c). */
+int fb_sim_open(struct fb_env *e, uint64_t bytes, struct iol_dev **dev);
 
 #endif

@@ -22,6 +22,9 @@
  * finished it and one final delog_force(log, 0) returned (everything the phase logged is
  * durable), so the last checkpoint's flushes are inside it; delog_stats and the disk's
  * flush counter (bench_util.c) are read at both ends.  The measuring thread calls delog_release every 2 ms so the log never fills.
+ *
+ * This file measures one run (fsmark_point); the workload's options, help and run loop
+ * are bench_compare.c's, shared with dbench and compare-flush (bench_flush.h).
  */
 #include "bench_flush.h"
 
@@ -275,46 +278,3 @@ int fsmark_point(struct fb_env *e, enum delog_flush_policy p, struct fsmark_row 
 	snprintf(what, sizeof(what), "fsmark, %s", delog_flush_policy_name(p));
 	return fb_point_end(e, err, pt.log, simdev, what);
 }
-
-static const struct option fsmark_options[] = {
-	{ "threads", required_argument, NULL, FB_OPT_THREADS },
-	{ "files", required_argument, NULL, FB_OPT_FILES },
-	{ "policy", required_argument, NULL, FB_OPT_POLICY },
-	FB_COMMON_OPTIONS,
-};
-
-static void fsmark_defaults(void *state)
-{
-	struct fb_opts *o = state;
-
-	fb_defaults(o);
-	o->do_fsmark = true;
-	o->npolicy = 3;
-}
-
-static void fsmark_help(FILE *f)
-{
-	fprintf(f,
-		"  -t, --threads T        threads (default 32)\n"
-		"      --files M          files per thread (default 20000)\n"
-		"  -p, --policy LIST      flush policies: sync, async, single, none (UNSAFE: no\n"
-		"                         flushes) (default sync,async,single)\n");
-	fb_help_common(f);
-	fprintf(f,
-		"\nThree phases, each timed up to its one final force: create (inode, directory,\n"
-		"allocation and 64-byte xattr items), chown (inode), unlink (inode, directory).\n"
-		"No operation forces: asynchronous transaction streaming, as fs_mark without\n"
-		"fsync.\n");
-}
-
-const struct bench_workload bench_fsmark = {
-	.name = "fsmark",
-	.summary = "threads create, chown, unlink without forces: seconds per phase",
-	.opts = fsmark_options,
-	.state_size = sizeof(struct fb_opts),
-	.defaults = fsmark_defaults,
-	.option = fb_option,
-	.check = fb_check,
-	.help = fsmark_help,
-	.run = fb_run,
-};

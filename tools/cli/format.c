@@ -157,7 +157,19 @@ static void undo_grow(const char *path, const struct stat *orig)
 			path, (long long)orig->st_size, strerror(errno));
 }
 
-int cmd_format(int argc, char **argv)
+/* One run of `delog format`: the command line, and what was done to PATH so a failure
+ * can undo it. */
+struct fmt {
+	const char *path, *backend;
+	uint64_t size, sector;    /* --size (0: not given), --sector */
+	unsigned mode;
+	bool force, json;
+	bool created, grown;      /* PATH was created, or grown from @orig */
+	struct stat orig;
+};
+
+/* The options and PATH into @f: -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct fmt *f)
 {
 	static const struct option lopts[] = {
 		{ "size", required_argument, NULL, 's' },
@@ -169,18 +181,8 @@ int cmd_format(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	uint64_t size = 0, sector = 4096;
-	const char *backend = NULL, *path, *size_arg = NULL;
-	bool force = false, json = false, created = false, grown = false;
-	unsigned mode = 0600;
-	char msg[512] = "", what[256] = "", sz[32];
-	struct iol_dev_opts o = { .size = sizeof(o), .errmsg = msg, .errmsg_len = sizeof(msg) };
-	struct fmt_progress prog = { 0 };
-	struct jrnl_format_opts fo = { 0 };
-	struct iol_dev *dev = NULL;
-	struct jrnl_geom g;
-	struct stat st, orig;
-	int ch, err;
+	const char *size_arg = NULL;
+	int ch;
 
 	optind = 0;
 	while ((ch = getopt_long(argc, argv, "s:fm:b:jh", lopts, NULL)) != -1) {
@@ -189,26 +191,27 @@ int cmd_format(int argc, char **argv)
 			size_arg = optarg; /* checked below, against --sector */
 			break;
 		case 'S':
-			if (parse_count(optarg, 512, 4096, &sector) || (sector != 512 && sector != 4096)) {
+			if (parse_count(optarg, 512, 4096, &f->sector) ||
+			    (f->sector != 512 && f->sector != 4096)) {
 				fprintf(stderr, "delog format: --sector: '%s': must be 512 or 4096\n", optarg);
 				return TOOL_EXIT_USAGE;
 			}
 			break;
 		case 'f':
-			force = true;
+			f->force = true;
 			break;
 		case 'm':
-			if (parse_mode(optarg, &mode)) {
+			if (parse_mode(optarg, &f->mode)) {
 				fprintf(stderr, "delog format: --mode: '%s' is not an octal mode\n", optarg);
 				return TOOL_EXIT_USAGE;
 			}
 			break;
 		case 'b':
-			if (tool_parse_backend("format", optarg, &backend))
+			if (tool_parse_backend("format", optarg, &f->backend))
 				return TOOL_EXIT_USAGE;
 			break;
 		case 'j':
-			json = true;
+			f->json = true;
 			break;
 		case 'h':
 			help();
@@ -223,13 +226,26 @@ int cmd_format(int argc, char **argv)
 		usage(stderr);
 		return TOOL_EXIT_USAGE;
 	}
-	path = argv[optind];
-	if (size_arg && tool_parse_size("format", "--size", size_arg, MIN_LOG, 0, sector,
-					"the smallest log", &size))
+	f->path = argv[optind];
+	if (size_arg && tool_parse_size("format", "--size", size_arg, MIN_LOG, 0, f->sector,
+					"the smallest log", &f->size))
 		return TOOL_EXIT_USAGE;
+	return -1;
+}
 
-	/* Everything that can be refused from what stat(2) tells is refused here, before
-	 * anything creates, grows or opens PATH. */
+/*
+ * Everything that can be refused from what stat(2) tells is refused here, before
+ * anything creates, grows or opens PATH; then a missing file is created and a file too
+ * small for --size grown (f->created, f->grown).  -1 to go on, else the exit status.
+ */
+static int prepare_path(struct fmt *f)
+{
+	const char *path = f->path;
+	uint64_t size = f->size;
+	char msg[512] = "", what[256] = "", sz[32];
+	struct stat st;
+	int err;
+
 	if (lstat(path, &st)) {
 		if (errno != ENOENT) {
 			fprintf(stderr, "delog format: %s: %s\n", path, strerror(errno));
@@ -240,12 +256,12 @@ int cmd_format(int argc, char **argv)
 				path);
 			return TOOL_EXIT_USAGE;
 		}
-		err = iol_file_create(path, DELOG_SB_BYTES + size, mode, msg, sizeof(msg));
+		err = iol_file_create(path, DELOG_SB_BYTES + size, f->mode, msg, sizeof(msg));
 		if (err) {
 			fprintf(stderr, "delog format: %s\n", *msg ? msg : strerror(-err));
 			return TOOL_EXIT_FAIL;
 		}
-		created = true;
+		f->created = true;
 	} else if (S_ISLNK(st.st_mode)) {
 		if (stat(path, &st) || !S_ISBLK(st.st_mode)) {
 			fprintf(stderr, "delog format: %s: is a symbolic link not to a block device; "
@@ -273,33 +289,49 @@ int cmd_format(int argc, char **argv)
 		/* An existing file too small for --size (e.g. empty, from mktemp): grow it. */
 		int fd;
 
-		if (st.st_size && !force) {
+		if (st.st_size && !f->force) {
 			fprintf(stderr, "delog format: %s: is %lld bytes, smaller than --size needs "
 				"(%" PRIu64 "); use --force to grow it\n", path,
 				(long long)st.st_size, DELOG_SB_BYTES + size);
 			return TOOL_EXIT_FAIL;
 		}
-		orig = st;
+		f->orig = st;
 		fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
 		err = fd < 0 ? errno : posix_fallocate(fd, 0, (off_t)(DELOG_SB_BYTES + size));
 		if (fd >= 0)
 			close(fd);
 		if (fd >= 0)
-			grown = true;
+			f->grown = true;
 		if (err) {
 			fprintf(stderr, "delog format: %s: cannot allocate %" PRIu64 " bytes: %s\n",
 				path, DELOG_SB_BYTES + size, strerror(err));
-			goto fail;
+			return TOOL_EXIT_FAIL;
 		}
 	}
+	return -1;
+}
 
-	o.backend = backend;
+/* Open PATH, refuse a device that holds data (without --force) or is too small or too
+ * coarse for the log, and write the log (@g).  0, or a negative error after saying why;
+ * the device is closed either way. */
+static int format_dev(const struct fmt *f, struct jrnl_geom *g)
+{
+	const char *path = f->path;
+	uint64_t size = f->size, sector = f->sector;
+	char msg[512] = "", what[256] = "";
+	struct iol_dev_opts o = { .size = sizeof(o), .errmsg = msg, .errmsg_len = sizeof(msg) };
+	struct fmt_progress prog = { 0 };
+	struct jrnl_format_opts fo = { 0 };
+	struct iol_dev *dev = NULL;
+	int err;
+
+	o.backend = f->backend;
 	err = iol_dev_open(path, &o, &dev);
 	if (err) {
 		fprintf(stderr, "delog format: %s\n", *msg ? msg : strerror(-err));
-		goto fail;
+		return err;
 	}
-	if (!created && !grown && !force) {
+	if (!f->created && !f->grown && !f->force) {
 		err = holds_data(dev, what, sizeof(what));
 		if (err) {
 			if (err > 0)
@@ -331,7 +363,7 @@ int cmd_format(int argc, char **argv)
 		fo.progress = fmt_progress;
 		fo.progress_arg = &prog;
 	}
-	err = jrnl_format(dev, &fo, &g);
+	err = jrnl_format(dev, &fo, g);
 	if (prog.shown) {
 		fputs("\r\033[K", stderr);
 		fflush(stderr);
@@ -341,31 +373,58 @@ int cmd_format(int argc, char **argv)
 		goto fail;
 	}
 	err = iol_dev_close(dev);
-	dev = NULL;
-	if (err) {
+	if (err)
 		fprintf(stderr, "delog format: %s: close: %s\n", path, strerror(-err));
-		goto fail;
-	}
-	if (json) {
+	return err;
+fail:
+	iol_dev_close(dev);
+	return err;
+}
+
+/* The new log: its geometry, as text or JSON. */
+static void report(const struct fmt *f, const struct jrnl_geom *g)
+{
+	if (f->json) {
 		struct json j;
 
 		json_init(&j, stdout, true);
 		json_obj_begin(&j, NULL);
-		json_str(&j, "path", path);
-		json_bool(&j, "created", created);
-		tool_json_geom(&j, "superblock", &g);
+		json_str(&j, "path", f->path);
+		json_bool(&j, "created", f->created);
+		tool_json_geom(&j, "superblock", g);
 		json_obj_end(&j);
 		json_finish(&j);
 	} else {
-		tool_print_geom(stdout, path, &g);
+		tool_print_geom(stdout, f->path, g);
 	}
-	return TOOL_EXIT_OK;
-fail:
-	if (dev)
-		iol_dev_close(dev);
-	if (created)
-		unlink(path);
-	else if (grown)
-		undo_grow(path, &orig);
+}
+
+/* A refused or failed format: remove the file it created, or cut a file it grew back. */
+static int undo(const struct fmt *f)
+{
+	if (f->created)
+		unlink(f->path);
+	else if (f->grown)
+		undo_grow(f->path, &f->orig);
 	return TOOL_EXIT_FAIL;
+}
+
+int cmd_format(int argc, char **argv)
+{
+	struct fmt f = { .sector = 4096, .mode = 0600 };
+	struct jrnl_geom g;
+	int rc;
+
+	rc = parse_args(argc, argv, &f);
+	if (rc >= 0)
+		return rc;
+	rc = prepare_path(&f);
+	if (rc == TOOL_EXIT_FAIL)
+		return undo(&f);
+	if (rc >= 0)
+		return rc;
+	if (format_dev(&f, &g))
+		return undo(&f);
+	report(&f, &g);
+	return TOOL_EXIT_OK;
 }

@@ -6,9 +6,10 @@
  * volatile write cache, FUA, filesystem) and, for every usable backend, the latency of a
  * single 4 KiB O_DIRECT write, a write followed by a flush, a FUA write and an idle flush,
  * plus sequential O_DIRECT write and read bandwidth with 8 requests of 1 MiB in flight.
- * When fio is installed it runs fio's io_uring engine (through tools/fio.c) with the same
- * block size, queue depth, byte count and file in the same run, so the uring numbers can
- * be judged against an independent implementation (a report, not a pass/fail test).
+ * When fio is installed it runs fio's io_uring engine (through tools/common/fio.c) with
+ * the same block size, queue depth, byte count and file in the same run, so the uring
+ * numbers can be judged against an independent implementation (a report, not a pass/fail
+ * test).
  * Last it prints the flush policy and log-buffer geometry that the rule of recommend.c
  * draws from the auto-selected backend's numbers; probe_measure_costs lends the same
  * measurement to `delog bench --compare-flush`, which checks the rule.
@@ -36,6 +37,7 @@
  *    written with --force, because the probe overwrites the region it measures.
  */
 #include "tools.h"
+#include "probe.h"
 
 #include "io.h"
 #include "io_sim.h"
@@ -511,7 +513,7 @@ static int flush_report(struct iol_dev *dev, char *err, size_t errlen)
 	return rc;
 }
 
-/* ---- fio (tools/fio.c runs it) ---- */
+/* ---- fio (tools/common/fio.c runs it) ---- */
 
 /* Run one fio job like the bandwidth pass and return its MB/s (10^6 bytes/s). */
 static int fio_pass(struct probe *p, const char *dir, double *out_mbs, char *err, size_t errlen)

@@ -33,6 +33,7 @@
  * device could take while a flush is outstanding; both clamped to <delog.h>'s limits.
  */
 #include "tools.h"
+#include "probe.h"
 
 #include <math.h>
 #include <string.h>

@@ -267,7 +267,9 @@ static void help(void)
 	       "\nExit status: 0 done, 1 failure, 2 usage error.\n");
 }
 
-int cmd_stress(int argc, char **argv)
+/* The options into @st and @o, PATH into *@path: -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct stress *st, struct delog_options *o,
+		      const char **path)
 {
 	enum { O_BATCH = 256, O_FORMAT };
 	static const struct option lopts[] = {
@@ -281,20 +283,9 @@ int cmd_stress(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	static struct stress st;
-	struct delog_options o = { .size = sizeof(o), .flags = DELOG_OPEN_CREATE,
-				   .create_size = 32u << 20 };
-	struct delog_recovery rec = { 0 };
-	struct st_thread *th;
-	const char *path;
-	struct stat sb;
-	char why[128], why2[512];
 	uint64_t v;
-	int ch, err, rc = TOOL_EXIT_OK;
+	int ch;
 
-	memset(&st, 0, sizeof(st));
-	st.threads = 4;
-	st.batch = 4;
 	optind = 0;
 	while ((ch = getopt_long(argc, argv, "t:b:p:c:s:h", lopts, NULL)) != -1) {
 		switch (ch) {
@@ -304,21 +295,21 @@ int cmd_stress(int argc, char **argv)
 					ST_MAX_THREADS);
 				return TOOL_EXIT_USAGE;
 			}
-			st.threads = (unsigned)v;
+			st->threads = (unsigned)v;
 			break;
 		case 'b':
-			if (tool_parse_backend("stress", optarg, &o.backend))
+			if (tool_parse_backend("stress", optarg, &o->backend))
 				return TOOL_EXIT_USAGE;
 			break;
 		case 'p':
-			if (delog_flush_policy_parse(optarg, &o.flush)) {
+			if (delog_flush_policy_parse(optarg, &o->flush)) {
 				fprintf(stderr, "delog stress: --policy: '%s': need sync, async, single "
 					"or none\n", optarg);
 				return TOOL_EXIT_USAGE;
 			}
 			break;
 		case 'c':
-			if (parse_count(optarg, 0, 1ull << 39, &st.count)) {
+			if (parse_count(optarg, 0, 1ull << 39, &st->count)) {
 				fprintf(stderr, "delog stress: --count: '%s': not a count\n", optarg);
 				return TOOL_EXIT_USAGE;
 			}
@@ -328,16 +319,16 @@ int cmd_stress(int argc, char **argv)
 				fprintf(stderr, "delog stress: --batch: '%s': need 1..1024\n", optarg);
 				return TOOL_EXIT_USAGE;
 			}
-			st.batch = (unsigned)v;
+			st->batch = (unsigned)v;
 			break;
 		case 's':
 			/* The engine formats with 4096-byte sectors (delog_options.sector 0). */
 			if (tool_parse_size("stress", "--size", optarg, DELOG_LOG_MIN_BYTES, 0, 4096,
-					    "the smallest log", &o.create_size))
+					    "the smallest log", &o->create_size))
 				return TOOL_EXIT_USAGE;
 			break;
 		case O_FORMAT:
-			o.flags |= DELOG_OPEN_FORMAT;
+			o->flags |= DELOG_OPEN_FORMAT;
 			break;
 		case 'h':
 			help();
@@ -352,74 +343,114 @@ int cmd_stress(int argc, char **argv)
 		usage(stderr);
 		return TOOL_EXIT_USAGE;
 	}
-	path = argv[optind];
-	/* delog_open opens an existing PATH as it is, and opening a FIFO blocks: refuse
-	 * anything but a regular file or block device first (a new PATH is created). */
+	*path = argv[optind];
+	return -1;
+}
+
+/*
+ * delog_open opens an existing PATH as it is, and opening a FIFO blocks: refuse anything
+ * but a regular file or block device first (a new PATH is created), and say what is
+ * wrong with a PATH the iolayer cannot open (check_device).  0 or -1 (reported).
+ */
+static int check_path(const char *path, const char *backend, uint64_t create_size)
+{
+	struct stat sb;
+	char why[128], why2[512];
+	int err;
+
 	err = tool_path_check(path, &sb, why, sizeof(why));
 	if (err && err != -ENOENT) {
 		fprintf(stderr, "delog stress: %s: %s\n", path, why);
-		return TOOL_EXIT_FAIL;
+		return -1;
 	}
 	if (err == -ENOENT) {
 		/* The file delog_open would create, made here first so the iolayer can say
 		 * what is wrong with it; removed again either way (delog_open creates, and
 		 * formats, only a file it made itself). */
-		err = iol_file_create(path, DELOG_SB_BYTES + o.create_size, 0600, why2, sizeof(why2));
+		err = iol_file_create(path, DELOG_SB_BYTES + create_size, 0600, why2, sizeof(why2));
 		if (err) {
 			fprintf(stderr, "delog stress: %s\n", *why2 ? why2 : tool_strerror(err));
-			return TOOL_EXIT_FAIL;
+			return -1;
 		}
-		err = check_device(path, o.backend);
+		err = check_device(path, backend);
 		unlink(path);
 	} else {
-		err = check_device(path, o.backend);
+		err = check_device(path, backend);
 	}
-	if (err)
-		return TOOL_EXIT_FAIL;
+	return err;
+}
+
+/* Open (recover or create) the log, run the threads until they are done or one fails,
+ * close it and say how many ids were acknowledged.  The exit status. */
+static int run(struct stress *st, struct delog_options *o, const char *path)
+{
+	struct delog_recovery rec = { 0 };
+	struct st_thread *th;
+	int err, rc = TOOL_EXIT_OK;
+
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (unsigned t = 0; t < ST_MAX_THREADS; t++)
-		pthread_mutex_init(&st.pend[t].mu, NULL);
-	o.recover = on_recover;
-	o.recover_arg = &st;
-	o.recovery = &rec;
-	o.push = on_push;
-	o.push_arg = &st;
-	err = delog_open(path, &o, &st.log);
+		pthread_mutex_init(&st->pend[t].mu, NULL);
+	o->recover = on_recover;
+	o->recover_arg = st;
+	o->recovery = &rec;
+	o->push = on_push;
+	o->push_arg = st;
+	err = delog_open(path, o, &st->log);
 	if (err) {
 		fprintf(stderr, "delog stress: %s: %s\n", path, delog_strerror(err));
 		return TOOL_EXIT_FAIL;
 	}
 	fprintf(stderr, "delog stress: %s: %s policy, %u threads, recovered %" PRIu64
 		" checkpoints (%" PRIu64 " other items); committing\n", path,
-		delog_flush_policy_name(o.flush), st.threads, rec.checkpoints, st.other);
-	pthread_mutex_init(&st.out_mu, NULL);
-	th = calloc(st.threads, sizeof(*th));
+		delog_flush_policy_name(o->flush), st->threads, rec.checkpoints, st->other);
+	pthread_mutex_init(&st->out_mu, NULL);
+	th = calloc(st->threads, sizeof(*th));
 	if (!th) {
-		delog_close(st.log);
+		delog_close(st->log);
 		return TOOL_EXIT_FAIL;
 	}
-	for (unsigned t = 0; t < st.threads; t++) {
-		th[t] = (struct st_thread){ &st, t, 0 };
+	for (unsigned t = 0; t < st->threads; t++) {
+		th[t] = (struct st_thread){ st, t, 0 };
 		if (pthread_create(&th[t].th, NULL, thread_main, &th[t])) {
-			atomic_store(&st.failed, -EAGAIN);
-			st.threads = t;
+			atomic_store(&st->failed, -EAGAIN);
+			st->threads = t;
 			break;
 		}
 	}
-	for (unsigned t = 0; t < st.threads; t++)
+	for (unsigned t = 0; t < st->threads; t++)
 		pthread_join(th[t].th, NULL);
 	free(th);
-	err = delog_close(st.log);
-	if (err || atomic_load(&st.failed)) {
+	err = delog_close(st->log);
+	if (err || atomic_load(&st->failed)) {
 		fprintf(stderr, "delog stress: %s: %s\n", path,
-			delog_strerror(err ? err : atomic_load(&st.failed)));
+			delog_strerror(err ? err : atomic_load(&st->failed)));
 		rc = TOOL_EXIT_FAIL;
 	}
-	fprintf(stderr, "delog stress: %" PRIu64 " ids acknowledged\n", atomic_load(&st.acked));
-	pthread_mutex_destroy(&st.out_mu);
+	fprintf(stderr, "delog stress: %" PRIu64 " ids acknowledged\n", atomic_load(&st->acked));
+	pthread_mutex_destroy(&st->out_mu);
 	for (unsigned t = 0; t < ST_MAX_THREADS; t++) {
-		pthread_mutex_destroy(&st.pend[t].mu);
-		free(st.pend[t].v);
+		pthread_mutex_destroy(&st->pend[t].mu);
+		free(st->pend[t].v);
 	}
 	return rc;
+}
+
+int cmd_stress(int argc, char **argv)
+{
+	static struct stress st;
+	struct delog_options o = { .size = sizeof(o), .flags = DELOG_OPEN_CREATE,
+				   .create_size = 32u << 20 };
+	const char *path;
+	int rc;
+
+	memset(&st, 0, sizeof(st));
+	st.threads = 4;
+	st.batch = 4;
+	rc = parse_args(argc, argv, &st, &o, &path);
+	if (rc >= 0)
+		return rc;
+	if (check_path(path, o.backend, o.create_size))
+		return TOOL_EXIT_FAIL;
+	return run(&st, &o, path);
 }

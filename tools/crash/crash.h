@@ -95,7 +95,8 @@
  * oracle.c (what a recovered image must be), points.c (crash points, the fault model,
  * and the states made at each), images.c (the image cache and the recovery workers),
  * round.c (a round: sessions on a fresh log), liveness.c (the watchdog and the
- * open/close cycles), crash.c (the command).  This header holds
+ * open/close cycles), crash.c (the command), and array.c (grow, sort and search arrays;
+ * array.h).  This header holds
  * the limits, the types they share and the functions one calls in another; each part's
  * own helpers stay static in it.
  */
@@ -116,6 +117,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "engine.h"
 #include "io_sim.h"
 #include "jrnl.h"
@@ -575,7 +577,6 @@ void viol_add(struct crash *cr, const struct cpoint *cp, const uint8_t *choice, 
 bool cr_judge(const struct round *rd, const struct summary *s, uint64_t durable,
 		  uint64_t released, uint64_t must_lo, const uint32_t *acked, char *msg,
 		  size_t len);
-void check_state(struct crash *cr, const struct entry *e, const uint8_t *choice);
 
 /* points.c */
 void trace_step(struct crash *cr, struct ctl *t, size_t L, uint64_t tail, bool known);
@@ -585,9 +586,6 @@ int crash_point(struct crash *cr, struct ctl *t, struct pointbuf *pb, uint64_t r
 /* images.c */
 struct entry *cache_get(struct crash *cr, uint64_t hash, bool *created);
 void cache_clear(struct crash *cr);
-int cr_cmp_u64(const void *a, const void *b);
-size_t cr_find_u64(const uint64_t *v, size_t n, uint64_t x);
-int cr_grow(void **p, size_t *cap, size_t need, size_t elem);
 /* How a round's sim disk is opened (struct round.dev_flags). */
 #define CR_DEV_GATE 1u     /* flushes through the iolayer's flush gate (flush_gate) */
 #define CR_DEV_INLINE 2u   /* the sim has a ->run: a lone waiter's flush is an inline
@@ -600,6 +598,7 @@ struct iol_dev *cr_sim_dev(uint64_t bytes, uint32_t sector, uint64_t seed, bool 
 void *worker_main(void *arg);
 void run_jobs(struct crash *cr);
 unsigned char *state_image(struct crash *cr, const uint8_t *choice);
+void check_state(struct crash *cr, const struct entry *e, const uint8_t *choice);
 
 /* liveness.c */
 static inline void wd_enter(struct round *rd, unsigned slot, const char *what, uint64_t arg)

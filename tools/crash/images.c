@@ -5,7 +5,8 @@
  * images (a state's image is recovered once however many crash points produce it),
  * and the worker threads that patch their own sim disk to an image, run the journal's
  * recovery read-only on it, and for a sample open it with delog_open_dev and continue
- * it across a second crash (full_check).
+ * it across a second crash (full_check); and the judgement of each state's summary by
+ * the oracle (check_state), with the state's image for --save.
  *
  * Why apart: recovering images is the costly part and runs on --jobs threads; it
  * owns the image cache and the workers' sim disks, and calls the oracle for each.
@@ -119,28 +120,6 @@ static int dev_write_sectors(struct iol_dev *dev, unsigned char *buf, const uint
 	return err ? err : l.err;
 }
 
-int cr_cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-size_t cr_find_u64(const uint64_t *v, size_t n, uint64_t x)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid] < x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && v[lo] == x ? lo : SIZE_MAX;
-}
-
 static const unsigned char *state_sector(const struct cpoint *cp, const uint8_t *choice,
 					 uint64_t sec, uint32_t sector)
 {
@@ -151,24 +130,6 @@ static const unsigned char *state_sector(const struct cpoint *cp, const uint8_t 
 	if (choice[i] > 2) /* versions profile: intermediate version choice - 2 */
 		return cp->vdata + (cp->voff[i] + choice[i] - 3) * sector;
 	return (choice[i] == 1 ? cp->newd : cp->garb) + i * sector;
-}
-
-int cr_grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	void *q;
-	size_t c;
-
-	if (need <= *cap)
-		return 0;
-	c = *cap ? *cap : 64;
-	while (c < need)
-		c *= 2;
-	q = realloc(*p, c * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = c;
-	return 0;
 }
 
 struct iol_dev *cr_sim_dev(uint64_t bytes, uint32_t sector, uint64_t seed, bool hold,
@@ -587,4 +548,19 @@ unsigned char *state_image(struct crash *cr, const uint8_t *choice)
 		memcpy(img + cp->u[i] * cr->sector, state_sector(cp, choice, cp->u[i], cr->sector),
 		       cr->sector);
 	return img;
+}
+
+/* Judge one state (cr_judge) and record a violation, with its image for --save. */
+void check_state(struct crash *cr, const struct entry *e, const uint8_t *choice)
+{
+	const struct cpoint *cp = &cr->cp;
+	char msg[240];
+
+	if (cr_judge(cr->rd, &e->s, cp->durable, cp->released, cp->must_lo, cp->acked, msg,
+		  sizeof(msg))) {
+		unsigned char *img = cr->save_dir ? state_image(cr, choice) : NULL;
+
+		viol_add(cr, cp, choice, cp->k, msg, img);
+		free(img);
+	}
 }

@@ -4,8 +4,8 @@
  * What it keeps: what a recovered image must be: the recovered checkpoints and
  * transactions collected from recovery's callbacks and checked against the workload's
  * seeded contents (check_ckpt, summary_finish), the judgement of one crash state
- * against what was acknowledged at its crash point (cr_judge, check_state), and the
- * record of a violation (viol_add).
+ * against what was acknowledged at its crash point (cr_judge), and the record of a
+ * violation (viol_add).
  *
  * Why apart: the oracle is the checker's definition of correct (acknowledged is a
  * subset of recovered, recovered a prefix and a subset of submitted, every item whole);
@@ -42,24 +42,27 @@ uint64_t cr_rec_seq(struct round *rd, unsigned c, uint32_t n)
 	return atomic_load_explicit(&rd->seqs[c][n], memory_order_acquire);
 }
 
-/* One recovered checkpoint against what the workload did (the callback of jrnl_recover
- * and of delog_open_dev, through the adapters below).
- * About 200 lines, on purpose: it is the oracle's one pass over a checkpoint, in the
- * order the checks depend on each other (sequence, then each transaction's items in key
- * order with their payloads, per-client continuity, then the relogged and shared keys
- * against the transactions counted on the way).  The passes share the per-client
- * maxima and the sorted items; split up, each part would take all of them as
- * arguments, and the order, which is the argument, would no longer be visible. */
-void check_ckpt(struct rctx *x, uint64_t seq, size_t nitems_hdr, const struct ritem *in,
-		       size_t n)
+/* One pass of check_ckpt over a checkpoint: what its steps share. */
+struct ckpass {
+	struct rctx *x;
+	struct summary *s;
+	struct round *rd;
+	uint64_t seq;
+	size_t n;                     /* items, sorted by key in x->it */
+	uint32_t cmax[CR_SLOTS];      /* each client's last transaction here */
+	bool relog_seen[CR_SLOTS];
+	size_t ntx;                   /* transactions here, in x->txv */
+	uint16_t tx_shared_any;       /* shared keys they logged, not yet met */
+};
+
+/* The checkpoint's sequence and item count; its items copied into x->it and sorted by
+ * key.  False when out of memory (reported). */
+static bool ck_begin(struct ckpass *p, size_t nitems_hdr, const struct ritem *in)
 {
-	struct summary *s = x->s;
-	struct round *rd = x->rd;
-	uint32_t cmax[CR_SLOTS] = { 0 };
-	uint16_t tx_shared_any = 0;
-	size_t ntx = 0;
-	bool relog_seen[CR_SLOTS] = { false };
-	struct pl_hdr h;
+	struct rctx *x = p->x;
+	struct summary *s = p->s;
+	uint64_t seq = p->seq;
+	size_t n = p->n;
 
 	if (s->nck && seq != s->hi + 1)
 		cr_bad(s, "checkpoint %" PRIu64 " recovered after %" PRIu64, seq, s->hi);
@@ -78,17 +81,227 @@ void check_ckpt(struct rctx *x, uint64_t seq, size_t nitems_hdr, const struct ri
 			s->max_ck = bytes;
 	}
 	if (n > x->cap) {
-		struct ritem *p = realloc(x->it, n * sizeof(*p));
+		struct ritem *q = realloc(x->it, n * sizeof(*q));
 
-		if (!p) {
+		if (!q) {
 			cr_bad(s, "out of memory");
-			return;
+			return false;
 		}
-		x->it = p;
+		x->it = q;
 		x->cap = n;
 	}
 	memcpy(x->it, in, n * sizeof(*in));
 	qsort(x->it, n, sizeof(*x->it), cmp_ritem);
+	return true;
+}
+
+/* Transaction @c/@tn's items 0..m-1 from x->it[@i], consecutive in key order, each the
+ * one written (item 0's header is @h).  Returns the index past its last item. */
+static size_t tx_items(struct ckpass *p, size_t i, const struct pl_hdr *h, unsigned c,
+		       uint32_t tn)
+{
+	struct rctx *x = p->x;
+	struct summary *s = p->s;
+	uint64_t seq = p->seq, key = x->it[i].key;
+	size_t j, end;
+
+	for (end = i; end < p->n && (x->it[end].key >> 16) == (key >> 16); end++)
+		;
+	if (end - i != h->m) {
+		cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u has %zu of its %u items (G2)",
+		    seq, c, tn, end - i, h->m);
+	}
+	for (j = i; j < end; j++) {
+		if ((x->it[j].key & 0xffff) != j - i) {
+			cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u: item %zu missing",
+			    seq, c, tn, j - i);
+			break;
+		}
+	}
+	/* The other items' payloads were checked by pl_read when met. */
+	for (j = i + 1; j < end; j++) {
+		struct pl_hdr h2;
+
+		if (!pl_read(p->rd, x->it[j].key, x->it[j].data, x->it[j].len, &h2) ||
+		    h2.client != c || h2.n != tn || h2.m != h->m)
+			cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u: item %zu is not "
+			    "the one written", seq, c, tn, j - i);
+	}
+	return end;
+}
+
+/* Transaction @c/@tn belongs in this checkpoint: submitted, committed into it, this
+ * session's copy (G4, G6); a continuation's, written into it.  False for a client the
+ * workload does not have (nothing more is checked of it). */
+static bool tx_origin(struct ckpass *p, const struct pl_hdr *h, unsigned c, uint32_t tn)
+{
+	struct rctx *x = p->x;
+	struct summary *s = p->s;
+	struct round *rd = p->rd;
+	uint64_t seq = p->seq;
+
+	if (c == CR_MAX_CLIENTS) {
+		if (!x->cont || tn > x->cont->n || x->cont->seq[tn] != seq)
+			cr_bad(s, "checkpoint %" PRIu64 ": continuation tx %u not written "
+			    "into it", seq, tn);
+	} else if (c >= rd->wl.clients) {
+		cr_bad(s, "checkpoint %" PRIu64 ": tx of unknown client %u", seq, c);
+		return false;
+	} else if (x->cont && seq > x->cont_base) {
+		cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u from before the crash in a "
+		    "checkpoint written after recovery (resurrected; G6)", seq, c, tn);
+	} else {
+		uint64_t want = cr_rec_seq(rd, c, tn);
+		uint32_t sub = atomic_load(&rd->submitted[c]);
+
+		if (tn > sub)
+			cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u was never submitted "
+			    "(client at %u; G4)", seq, c, tn, sub);
+		else if (want && want != seq)
+			cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u was committed into "
+			    "checkpoint %" PRIu64 " (stale lap? G4)", seq, c, tn, want);
+		else if (h->round >> 24 != atomic_load(&rd->sess[c][tn]))
+			cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u is session %u's copy, "
+			    "lost in a crash and written again by session %u (resurrected; "
+			    "G6)", seq, c, tn, h->round >> 24,
+			    (unsigned)atomic_load(&rd->sess[c][tn]));
+	}
+	return true;
+}
+
+/* Per-client continuity (G3): transaction @c/@tn follows the client's previous one. */
+static void tx_continuity(struct ckpass *p, unsigned c, uint32_t tn)
+{
+	struct summary *s = p->s;
+	struct round *rd = p->rd;
+	uint64_t seq = p->seq;
+
+	if (!s->last_n[c]) {
+		if (c < rd->wl.clients && tn > 1) {
+			uint64_t prev = cr_rec_seq(rd, c, tn - 1);
+
+			if (!prev || prev >= s->lo)
+				cr_bad(s, "tx %u/%u recovered in %" PRIu64 " without tx "
+				    "%u/%u (checkpoint %" PRIu64 "; G3)", c, tn, seq,
+				    c, tn - 1, prev);
+		} else if (c == CR_MAX_CLIENTS && tn != 1) {
+			cr_bad(s, "continuation tx %u without tx 1", tn);
+		}
+	} else if (tn != s->last_n[c] + 1) {
+		cr_bad(s, "client %u: tx %u recovered after tx %u (hole; G3)", c, tn,
+		    s->last_n[c]);
+	}
+	s->last_n[c] = tn;
+	p->cmax[c] = tn;
+}
+
+/* A transaction item at x->it[*@ip] (key type 1): the whole transaction is checked and
+ * *@ip left on its last item.  -1 when out of memory (reported), else 0. */
+static int check_tx(struct ckpass *p, size_t *ip, const struct pl_hdr *h)
+{
+	struct rctx *x = p->x;
+	struct summary *s = p->s;
+	size_t i = *ip;
+	uint64_t key = x->it[i].key;
+	unsigned c = (unsigned)(key >> 48) & 0xfff;
+	uint32_t tn = (uint32_t)(key >> 16);
+	unsigned idx = (unsigned)(key & 0xffff);
+
+	if (h->client != c || h->n != tn || h->idx != idx || idx != 0 || !h->m) {
+		cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u: item %u without item 0",
+		    p->seq, c, tn, idx);
+		return 0;
+	}
+	*ip = tx_items(p, i, h, c, tn) - 1;
+	if (!tx_origin(p, h, c, tn))
+		return 0;
+	tx_continuity(p, c, tn);
+	if (p->ntx == x->txcap) {
+		size_t cap = x->txcap ? 2 * x->txcap : 256;
+		struct rtx *q = realloc(x->txv, cap * sizeof(*q));
+
+		if (!q) {
+			cr_bad(s, "out of memory");
+			return -1;
+		}
+		x->txv = q;
+		x->txcap = cap;
+	}
+	x->txv[p->ntx++] = (struct rtx){ c, tn, h->shared };
+	p->tx_shared_any |= h->shared;
+	return 0;
+}
+
+/* Relogged keys carry the newest value: each client's last transaction here. */
+static void check_relogged(struct ckpass *p)
+{
+	struct rctx *x = p->x;
+	struct summary *s = p->s;
+	uint64_t seq = p->seq;
+
+	for (size_t i = 0; i < p->n; i++) {
+		const struct ritem *it = &x->it[i];
+
+		if ((it->key >> 60) == 2 && (it->key & 0xffff) < CR_SLOTS) {
+			unsigned c = (unsigned)(it->key & 0xffff);
+
+			if (it->len != p->cmax[c])
+				cr_bad(s, "checkpoint %" PRIu64 ": client %u's relogged key holds tx %u, "
+				    "its last tx there is %u (relog)", seq, c, it->len, p->cmax[c]);
+		}
+	}
+	for (unsigned c = 0; c < CR_SLOTS; c++)
+		if (p->cmax[c] && !p->relog_seen[c])
+			cr_bad(s, "checkpoint %" PRIu64 ": client %u's relogged key is missing", seq, c);
+}
+
+/* Shared keys: present iff a transaction here logged them, holding one of those. */
+static void check_shared(struct ckpass *p)
+{
+	struct rctx *x = p->x;
+	struct summary *s = p->s;
+	uint64_t seq = p->seq;
+	struct pl_hdr h;
+
+	for (size_t i = 0; i < p->n; i++) {
+		const struct ritem *it = &x->it[i];
+		unsigned j;
+		bool found = false;
+
+		if ((it->key >> 60) != 3)
+			continue;
+		j = (unsigned)(it->key & 0xffff);
+		if (j >= 16)
+			continue;
+		memcpy(&h, it->data, sizeof(h));
+		for (size_t t = 0; t < p->ntx && !found; t++)
+			found = x->txv[t].c == h.client && x->txv[t].n == h.n &&
+				(x->txv[t].shared & (1u << j));
+		if (!found)
+			cr_bad(s, "checkpoint %" PRIu64 ": shared key %u holds tx %u/%u, which did not "
+			    "log it here", seq, j, h.client, h.n);
+		p->tx_shared_any &= (uint16_t)~(1u << j);
+	}
+	if (p->tx_shared_any)
+		cr_bad(s, "checkpoint %" PRIu64 ": shared keys %#x logged but missing", seq,
+		    p->tx_shared_any);
+}
+
+/* One recovered checkpoint against what the workload did (the callback of jrnl_recover
+ * and of delog_open_dev, through the adapters below): the oracle's one pass over a
+ * checkpoint, its steps in the order the checks depend on each other: the sequence, then
+ * each item in key order (a transaction's items with their payloads and per-client
+ * continuity, check_tx), then the relogged and shared keys against the transactions
+ * counted on the way. */
+void check_ckpt(struct rctx *x, uint64_t seq, size_t nitems_hdr, const struct ritem *in,
+		       size_t n)
+{
+	struct ckpass p = { .x = x, .s = x->s, .rd = x->rd, .seq = seq, .n = n };
+	struct summary *s = x->s;
+	struct pl_hdr h;
+
+	if (!ck_begin(&p, nitems_hdr, in))
+		return;
 	for (size_t i = 0; i < n; i++) {
 		const struct ritem *it = &x->it[i];
 		uint64_t key = it->key;
@@ -97,106 +310,16 @@ void check_ckpt(struct rctx *x, uint64_t seq, size_t nitems_hdr, const struct ri
 			cr_bad(s, "checkpoint %" PRIu64 ": key %#" PRIx64 " twice", seq, key);
 			continue;
 		}
-		if (!pl_read(rd, key, it->data, it->len, &h)) {
+		if (!pl_read(x->rd, key, it->data, it->len, &h)) {
 			cr_bad(s, "checkpoint %" PRIu64 ": item %#" PRIx64 " (%u bytes) is not one the "
 			    "workload wrote (payload hash, round or length)", seq, key, it->len);
 			continue;
 		}
 		switch (key >> 60) {
-		case 1: {
-			unsigned c = (unsigned)(key >> 48) & 0xfff;
-			uint32_t tn = (uint32_t)(key >> 16);
-			unsigned idx = (unsigned)(key & 0xffff);
-			size_t j = i, end;
-
-			if (h.client != c || h.n != tn || h.idx != idx || idx != 0 || !h.m) {
-				cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u: item %u without item 0",
-				    seq, c, tn, idx);
-				continue;
-			}
-			/* Items 0..m-1 of this transaction, consecutive in key order. */
-			for (end = i; end < n && (x->it[end].key >> 16) == (key >> 16); end++)
-				;
-			if (end - i != h.m) {
-				cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u has %zu of its %u items (G2)",
-				    seq, c, tn, end - i, h.m);
-			}
-			for (j = i; j < end; j++) {
-				if ((x->it[j].key & 0xffff) != j - i) {
-					cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u: item %zu missing",
-					    seq, c, tn, j - i);
-					break;
-				}
-			}
-			/* The other items' payloads were checked by pl_read when met. */
-			for (j = i + 1; j < end; j++) {
-				struct pl_hdr h2;
-
-				if (!pl_read(rd, x->it[j].key, x->it[j].data, x->it[j].len, &h2) ||
-				    h2.client != c || h2.n != tn || h2.m != h.m)
-					cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u: item %zu is not "
-					    "the one written", seq, c, tn, j - i);
-			}
-			i = end - 1;
-			if (c == CR_MAX_CLIENTS) {
-				if (!x->cont || tn > x->cont->n || x->cont->seq[tn] != seq)
-					cr_bad(s, "checkpoint %" PRIu64 ": continuation tx %u not written "
-					    "into it", seq, tn);
-			} else if (c >= rd->wl.clients) {
-				cr_bad(s, "checkpoint %" PRIu64 ": tx of unknown client %u", seq, c);
-				continue;
-			} else if (x->cont && seq > x->cont_base) {
-				cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u from before the crash in a "
-				    "checkpoint written after recovery (resurrected; G6)", seq, c, tn);
-			} else {
-				uint64_t want = cr_rec_seq(rd, c, tn);
-				uint32_t sub = atomic_load(&rd->submitted[c]);
-
-				if (tn > sub)
-					cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u was never submitted "
-					    "(client at %u; G4)", seq, c, tn, sub);
-				else if (want && want != seq)
-					cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u was committed into "
-					    "checkpoint %" PRIu64 " (stale lap? G4)", seq, c, tn, want);
-				else if (h.round >> 24 != atomic_load(&rd->sess[c][tn]))
-					cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u is session %u's copy, "
-					    "lost in a crash and written again by session %u (resurrected; "
-					    "G6)", seq, c, tn, h.round >> 24,
-					    (unsigned)atomic_load(&rd->sess[c][tn]));
-			}
-			/* Per-client continuity (G3). */
-			if (!s->last_n[c]) {
-				if (c < rd->wl.clients && tn > 1) {
-					uint64_t prev = cr_rec_seq(rd, c, tn - 1);
-
-					if (!prev || prev >= s->lo)
-						cr_bad(s, "tx %u/%u recovered in %" PRIu64 " without tx "
-						    "%u/%u (checkpoint %" PRIu64 "; G3)", c, tn, seq,
-						    c, tn - 1, prev);
-				} else if (c == CR_MAX_CLIENTS && tn != 1) {
-					cr_bad(s, "continuation tx %u without tx 1", tn);
-				}
-			} else if (tn != s->last_n[c] + 1) {
-				cr_bad(s, "client %u: tx %u recovered after tx %u (hole; G3)", c, tn,
-				    s->last_n[c]);
-			}
-			s->last_n[c] = tn;
-			cmax[c] = tn;
-			if (ntx == x->txcap) {
-				size_t cap = x->txcap ? 2 * x->txcap : 256;
-				struct rtx *p = realloc(x->txv, cap * sizeof(*p));
-
-				if (!p) {
-					cr_bad(s, "out of memory");
-					return;
-				}
-				x->txv = p;
-				x->txcap = cap;
-			}
-			x->txv[ntx++] = (struct rtx){ c, tn, h.shared };
-			tx_shared_any |= h.shared;
+		case 1:
+			if (check_tx(&p, &i, &h))
+				return;
 			break;
-		}
 		case 2: {
 			unsigned c = (unsigned)(key & 0xffff);
 
@@ -204,8 +327,8 @@ void check_ckpt(struct rctx *x, uint64_t seq, size_t nitems_hdr, const struct ri
 				cr_bad(s, "checkpoint %" PRIu64 ": bad relog item %#" PRIx64, seq, key);
 				continue;
 			}
-			relog_seen[c] = true;
-			/* compared with cmax below, once every transaction is counted */
+			p.relog_seen[c] = true;
+			/* compared with cmax by check_relogged, once all transactions are counted */
 			x->it[i].len = h.n; /* stash the value */
 			break;
 		}
@@ -222,44 +345,8 @@ void check_ckpt(struct rctx *x, uint64_t seq, size_t nitems_hdr, const struct ri
 			cr_bad(s, "checkpoint %" PRIu64 ": unknown key %#" PRIx64, seq, key);
 		}
 	}
-	/* Relogged keys carry the newest value: each client's last transaction here. */
-	for (size_t i = 0; i < n; i++) {
-		const struct ritem *it = &x->it[i];
-
-		if ((it->key >> 60) == 2 && (it->key & 0xffff) < CR_SLOTS) {
-			unsigned c = (unsigned)(it->key & 0xffff);
-
-			if (it->len != cmax[c])
-				cr_bad(s, "checkpoint %" PRIu64 ": client %u's relogged key holds tx %u, "
-				    "its last tx there is %u (relog)", seq, c, it->len, cmax[c]);
-		}
-	}
-	for (unsigned c = 0; c < CR_SLOTS; c++)
-		if (cmax[c] && !relog_seen[c])
-			cr_bad(s, "checkpoint %" PRIu64 ": client %u's relogged key is missing", seq, c);
-	/* Shared keys: present iff a transaction here logged them, holding one of those. */
-	for (size_t i = 0; i < n; i++) {
-		const struct ritem *it = &x->it[i];
-		unsigned j;
-		bool found = false;
-
-		if ((it->key >> 60) != 3)
-			continue;
-		j = (unsigned)(it->key & 0xffff);
-		if (j >= 16)
-			continue;
-		memcpy(&h, it->data, sizeof(h));
-		for (size_t t = 0; t < ntx && !found; t++)
-			found = x->txv[t].c == h.client && x->txv[t].n == h.n &&
-				(x->txv[t].shared & (1u << j));
-		if (!found)
-			cr_bad(s, "checkpoint %" PRIu64 ": shared key %u holds tx %u/%u, which did not "
-			    "log it here", seq, j, h.client, h.n);
-		tx_shared_any &= (uint16_t)~(1u << j);
-	}
-	if (tx_shared_any)
-		cr_bad(s, "checkpoint %" PRIu64 ": shared keys %#x logged but missing", seq,
-		    tx_shared_any);
+	check_relogged(&p);
+	check_shared(&p);
 }
 
 int cr_jrnl_cb(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_item_view *v,
@@ -442,18 +529,4 @@ bool cr_judge(const struct round *rd, const struct summary *s, uint64_t durable,
 		}
 	}
 	return msg[0] != 0;
-}
-
-void check_state(struct crash *cr, const struct entry *e, const uint8_t *choice)
-{
-	const struct cpoint *cp = &cr->cp;
-	char msg[240];
-
-	if (cr_judge(cr->rd, &e->s, cp->durable, cp->released, cp->must_lo, cp->acked, msg,
-		  sizeof(msg))) {
-		unsigned char *img = cr->save_dir ? state_image(cr, choice) : NULL;
-
-		viol_add(cr, cp, choice, cp->k, msg, img);
-		free(img);
-	}
 }

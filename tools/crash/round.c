@@ -286,20 +286,13 @@ static void round_tally(struct crash *cr, const struct round *rd)
 	cr->cv_nowait_ok += rd->nowait_ok;
 }
 
-/* A round: the workload drawn from the seed on a fresh log, its sessions in turn (the
- * random workload crashes and reopens a chain of them), then its statistics. */
-int run_round(struct crash *cr, uint64_t r)
+/* The round's draw from the seed: its flush gate and device, its workload and the
+ * sizes that follow; and its per-client records.  0 or -ENOMEM (the mutexes are
+ * initialised either way). */
+static int round_draw(struct crash *cr, struct round *rd, uint64_t r)
 {
-	struct round *rd = calloc(1, sizeof(*rd));
-	struct ctl t = { 0 };
-	struct pointbuf pb = { 0 };
-	uint64_t nsec, round_cp = 0, states0 = cr->states, cps0 = cr->cps;
-	unsigned char *cut = NULL;
-	unsigned sessions_run = 0;
 	int err = 0;
 
-	if (!rd)
-		return -ENOMEM;
 	rd->seed = seed_for(cr->seed, 0x0bad, r);
 	rd->id = (uint32_t)r + 1;
 	rd->policy = cr->policy;
@@ -321,7 +314,6 @@ int run_round(struct crash *cr, uint64_t r)
 	rd->log_bytes = rd->wl.log_bytes;
 	rd->dev_bytes = DELOG_SB_BYTES + rd->log_bytes;
 	cr->sector = rd->sector;
-	nsec = rd->dev_bytes / rd->sector;
 	pthread_mutex_init(&rd->log_mu, NULL);
 	pthread_mutex_init(&rd->err_mu, NULL);
 	for (unsigned c = 0; c < rd->wl.clients; c++) {
@@ -332,34 +324,18 @@ int run_round(struct crash *cr, uint64_t r)
 		if (!rd->seqs[c] || !rd->sess[c] || !rd->written[c])
 			err = -ENOMEM;
 	}
-	round_budget(cr);
-	cr->rd = rd;
-	cr->f_last_eagain = 0;
-	cr->last_cp_t = 0;
-	cr->f_used = 0;
-	pb.tmp = malloc(cr->dev_max);
-	t.wcount = calloc(rd->log_bytes / rd->sector, sizeof(*t.wcount));
-	t.sec_wid = calloc(nsec, sizeof(*t.sec_wid));
-	t.wid_cap = 4096;
-	t.wid_done = calloc(t.wid_cap, sizeof(*t.wid_done));
-	cut = rd->wl.sessions > 1 ? malloc(rd->dev_bytes) : NULL;
-	if (err || !pb.tmp || !t.wcount || !t.sec_wid || !t.wid_done ||
-	    (rd->wl.sessions > 1 && !cut)) {
-		err = -ENOMEM;
-		goto out;
-	}
-	err = format_image(rd, cr->old);
-	if (err)
-		goto out;
-	if (cr->verbose)
-		fprintf(stderr, "delog crash: round %" PRIu64 " seed %#" PRIx64 ": %s, %u clients x "
-			"%u tx, %u x %u KiB buffers, log %" PRIu64 " KiB, sector %u, cil_push %" PRIu64
-			" KiB, %s%s%s%u sessions, %" PRIu64 " states per point\n", r, rd->seed,
-			rd->wl.name, rd->wl.clients, rd->wl.txs, rd->wl.logbufs,
-			rd->wl.logbsize >> 10, rd->log_bytes >> 10, rd->sector, rd->wl.cil_push >> 10,
-			rd->wl.track ? "item tracking, " : "", rd->wl.releaser ? "edge releases, " : "",
-			rd->gate ? "flush gate, " : "", rd->wl.sessions, cr->budget);
-	round_coverage(cr, rd);
+	return err;
+}
+
+/* The round's sessions in turn on a fresh sim disk each, the next starting from the
+ * image the previous one was cut at (@cut), until the chain ends; then the chain's
+ * figures.  0 or an error. */
+static int run_sessions(struct crash *cr, struct round *rd, struct ctl *t,
+			struct pointbuf *pb, unsigned char *cut, uint64_t *round_cp)
+{
+	unsigned sessions_run = 0;
+	int err = 0;
+
 	for (unsigned sess = 0; sess < rd->wl.sessions && !err; sess++) {
 		uint64_t cut_at = 0, total = 0;
 		bool cut_taken = false;
@@ -374,7 +350,7 @@ int run_round(struct crash *cr, uint64_t r)
 				 total / rd->wl.sessions * (30 + q % 60) / 100 + 1;
 		}
 		media_reset(cr, rd);
-		ctl_reset(&t, rd);
+		ctl_reset(t, rd);
 		atomic_store(&rd->armed, false);
 		atomic_store(&rd->done, false);
 		atomic_store(&rd->clients_done, 0);
@@ -384,7 +360,7 @@ int run_round(struct crash *cr, uint64_t r)
 			err = -ENOMEM;
 			break;
 		}
-		err = run_session(cr, &t, &pb, &round_cp, cut_at, cut, &cut_taken);
+		err = run_session(cr, t, pb, round_cp, cut_at, cut, &cut_taken);
 		iol_dev_close(rd->dev);
 		rd->dev = NULL;
 		if (rd->err[0] || rd->chain_end)
@@ -405,6 +381,14 @@ int run_round(struct crash *cr, uint64_t r)
 			cr->cv_chain_cut += rd->chain_end;
 		}
 	}
+	return err;
+}
+
+/* The round's figures into the run's, its workload error as a violation, and with
+ * --verbose its summary (@cps0, @states0: the run's counts before it). */
+static void round_report(struct crash *cr, const struct round *rd, uint64_t r, uint64_t cps0,
+			 uint64_t states0)
+{
 	round_tally(cr, rd);
 	if (rd->err[0]) {
 		char msg[300];
@@ -433,6 +417,53 @@ int run_round(struct crash *cr, uint64_t r)
 		fprintf(stderr, "delog crash: round %" PRIu64 ": %" PRIu64 " crash points, %" PRIu64
 			" states, %u sessions\n", r, cr->cps - cps0, cr->states - states0,
 			rd->session + 1);
+}
+
+/* A round: the workload drawn from the seed on a fresh log, its sessions in turn (the
+ * random workload crashes and reopens a chain of them), then its statistics. */
+int run_round(struct crash *cr, uint64_t r)
+{
+	struct round *rd = calloc(1, sizeof(*rd));
+	struct ctl t = { 0 };
+	struct pointbuf pb = { 0 };
+	uint64_t nsec, round_cp = 0, states0 = cr->states, cps0 = cr->cps;
+	unsigned char *cut = NULL;
+	int err;
+
+	if (!rd)
+		return -ENOMEM;
+	err = round_draw(cr, rd, r);
+	nsec = rd->dev_bytes / rd->sector;
+	round_budget(cr);
+	cr->rd = rd;
+	cr->f_last_eagain = 0;
+	cr->last_cp_t = 0;
+	cr->f_used = 0;
+	pb.tmp = malloc(cr->dev_max);
+	t.wcount = calloc(rd->log_bytes / rd->sector, sizeof(*t.wcount));
+	t.sec_wid = calloc(nsec, sizeof(*t.sec_wid));
+	t.wid_cap = 4096;
+	t.wid_done = calloc(t.wid_cap, sizeof(*t.wid_done));
+	cut = rd->wl.sessions > 1 ? malloc(rd->dev_bytes) : NULL;
+	if (err || !pb.tmp || !t.wcount || !t.sec_wid || !t.wid_done ||
+	    (rd->wl.sessions > 1 && !cut)) {
+		err = -ENOMEM;
+		goto out;
+	}
+	err = format_image(rd, cr->old);
+	if (err)
+		goto out;
+	if (cr->verbose)
+		fprintf(stderr, "delog crash: round %" PRIu64 " seed %#" PRIx64 ": %s, %u clients x "
+			"%u tx, %u x %u KiB buffers, log %" PRIu64 " KiB, sector %u, cil_push %" PRIu64
+			" KiB, %s%s%s%u sessions, %" PRIu64 " states per point\n", r, rd->seed,
+			rd->wl.name, rd->wl.clients, rd->wl.txs, rd->wl.logbufs,
+			rd->wl.logbsize >> 10, rd->log_bytes >> 10, rd->sector, rd->wl.cil_push >> 10,
+			rd->wl.track ? "item tracking, " : "", rd->wl.releaser ? "edge releases, " : "",
+			rd->gate ? "flush gate, " : "", rd->wl.sessions, cr->budget);
+	round_coverage(cr, rd);
+	err = run_sessions(cr, rd, &t, &pb, cut, &round_cp);
+	round_report(cr, rd, r, cps0, states0);
 out:
 	if (rd->dev)
 		iol_dev_close(rd->dev);

@@ -143,12 +143,103 @@ static void wl_random(struct wl *w, uint64_t *r, uint32_t sector)
 	w->sessions = (unsigned)rnd_in(r, 3, 4);
 }
 
+/* The "window" workload (wl_pick): @r draws it, *@laps how far it writes. */
+static void wl_window(struct wl *w, uint64_t *r, double *laps)
+{
+	/* The smallest log with the journal's unflushed window (L13, 2 MiB) half its
+	 * size: 8 x 256 KiB buffers, checkpoints of 1-2 MiB, five laps, so on most
+	 * laps the writes in flight cross the physical end and reach past the probes
+	 * recovery takes at eighths of the log (journal/recover.c, find_anchor),
+	 * states the other workloads reach only by chance. */
+	w->clients = (unsigned)rnd_in(r, 2, 3);
+	w->max_items = 4;
+	w->small_max = 4000;
+	w->big_min = 32u << 10;
+	w->big_max = 200u << 10;
+	w->big_1in = 3;
+	w->force_1in = 24;
+	w->shared_1in = 4;
+	w->nshared = 3;
+	w->release_1in = 4;
+	w->logbufs = 8;
+	w->logbsize = 256u << 10;
+	w->cil_push = rnd_in(r, 1ull << 20, 2ull << 20);
+	*laps = 5.0;
+	if (rnd(r) % 3 == 0) {
+		/* A third of the rounds on a 12 MiB log, whose checkpoints (up to twice
+		 * cil_push_bytes, which the engine caps at log/8) outgrow the 2 MiB
+		 * window: the writer's bound flush (L13) under every policy, which the
+		 * 4 MiB log reaches only when the controller holds a commit back. */
+		w->log_bytes = 12ull << 20;
+		*laps = 2.5;
+	}
+}
+
+/* The "liveness" workload (wl_pick): @r draws it, *@laps how far it writes. */
+static void wl_liveness(struct wl *w, uint64_t *r, double *laps)
+{
+	static const uint32_t bsz[] = { 16u << 10, 32u << 10, 64u << 10 };
+
+	/* Liveness (item 2): only the push callback frees space (it releases what
+	 * the log asks for, up to the durable sequence); nobody forces to free space
+	 * (clients force one transaction in 32, for their own durability).  3-8
+	 * clients with big transactions (up to nearly a quarter of the log), half
+	 * of them under-reserved (delog_tx_log must grow the reservation for the
+	 * last item: a wait for space while holding a grant), mostly the default
+	 * cil_push_bytes, so the CIL often holds committed, unforced work below the
+	 * push threshold while every grant holder waits.  Chains of 3-4 sessions,
+	 * each preceded by open/close cycles without writes (item 2b).  The
+	 * watchdog (liveness.c) bounds every call. */
+	w->clients = (unsigned)rnd_in(r, 3, 8);
+	w->max_items = CR_MAX_ITEMS;
+	w->small_max = 4000;
+	w->big_min = 64u << 10;
+	w->big_max = 240u << 10;
+	w->big_1in = (unsigned)rnd_in(r, 1, 2);
+	w->force_1in = 32;
+	w->shared_1in = 4;
+	w->nshared = 3;
+	/* Half the rounds under-reserve every blocking transaction of several items
+	 * down to its first item: then all open transactions often grow at once
+	 * with everything released and the CIL empty, which only -EDEADLK to one of
+	 * them ends (engine space.c S5); the other half mixes transactions that
+	 * grow for their last item with transactions that never wait after their
+	 * begin. */
+	w->under_first = rnd(r) % 2;
+	w->under_1in = w->under_first ? 1 : 2;
+	if (w->under_first) { /* enough growers to fill the log among them */
+		w->clients = (unsigned)rnd_in(r, 5, 8);
+		w->big_1in = 1;
+		w->big_min = 160u << 10;
+	}
+	w->logbsize = bsz[1 + rnd(r) % 2];
+	w->cil_push = rnd(r) % 4 ? 0 : rnd_in(r, 256u << 10, 512u << 10);
+	w->sessions = (unsigned)rnd_in(r, 3, 4);
+	w->idle_max = 600;
+	*laps = w->sessions * (0.8 + (double)(rnd(r) % 60) / 100.0);
+	if (w->under_first)
+		*laps *= 3; /* the growers' state comes a few times a lap at most */
+}
+
+/* The transactions per client that make @laps laps of the log on average. */
+static void wl_size(struct wl *w, double laps)
+{
+	double avg_len, avg_tx;
+
+	avg_len = (32.0 + w->small_max) / 2;
+	if (w->big_1in)
+		avg_len = avg_len * (1.0 - 1.0 / w->big_1in) +
+			  (w->big_min + w->big_max) / 2.0 / w->big_1in;
+	avg_tx = (1.0 + w->max_items) / 2 * (avg_len + 64) + 2 * (32 + 64) + 64;
+	w->txs = (uint32_t)(laps * (double)w->log_bytes / avg_tx / w->clients) + 1;
+}
+
 void wl_pick(const char *name, uint64_t seed, unsigned threads, uint32_t sector,
 		    struct wl *w)
 {
 	uint64_t r = seed_for(seed, 0x3011, 0);
 	static const uint32_t bsz[] = { 16u << 10, 32u << 10, 64u << 10 };
-	double laps, avg_len, avg_tx;
+	double laps;
 
 	memset(w, 0, sizeof(*w));
 	w->name = name;
@@ -204,73 +295,9 @@ void wl_pick(const char *name, uint64_t seed, unsigned threads, uint32_t sector,
 		w->cil_push = CR_LOG_BYTES / 64;
 		laps = 2.0 + (double)(rnd(&r) % 60) / 100.0;
 	} else if (!strcmp(name, "window")) {
-		/* The smallest log with the journal's unflushed window (L13, 2 MiB) half its
-		 * size: 8 x 256 KiB buffers, checkpoints of 1-2 MiB, five laps, so on most
-		 * laps the writes in flight cross the physical end and reach past the probes
-		 * recovery takes at eighths of the log (journal/recover.c, find_anchor),
-		 * states the other workloads reach only by chance. */
-		w->clients = (unsigned)rnd_in(&r, 2, 3);
-		w->max_items = 4;
-		w->small_max = 4000;
-		w->big_min = 32u << 10;
-		w->big_max = 200u << 10;
-		w->big_1in = 3;
-		w->force_1in = 24;
-		w->shared_1in = 4;
-		w->nshared = 3;
-		w->release_1in = 4;
-		w->logbufs = 8;
-		w->logbsize = 256u << 10;
-		w->cil_push = rnd_in(&r, 1ull << 20, 2ull << 20);
-		laps = 5.0;
-		if (rnd(&r) % 3 == 0) {
-			/* A third of the rounds on a 12 MiB log, whose checkpoints (up to twice
-			 * cil_push_bytes, which the engine caps at log/8) outgrow the 2 MiB
-			 * window: the writer's bound flush (L13) under every policy, which the
-			 * 4 MiB log reaches only when the controller holds a commit back. */
-			w->log_bytes = 12ull << 20;
-			laps = 2.5;
-		}
+		wl_window(w, &r, &laps);
 	} else if (!strcmp(name, "liveness")) {
-		/* Liveness (item 2): only the push callback frees space (it releases what
-		 * the log asks for, up to the durable sequence); nobody forces to free space
-		 * (clients force one transaction in 32, for their own durability).  3-8
-		 * clients with big transactions (up to nearly a quarter of the log), half
-		 * of them under-reserved (delog_tx_log must grow the reservation for the
-		 * last item: a wait for space while holding a grant), mostly the default
-		 * cil_push_bytes, so the CIL often holds committed, unforced work below the
-		 * push threshold while every grant holder waits.  Chains of 3-4 sessions,
-		 * each preceded by open/close cycles without writes (item 2b).  The
-		 * watchdog (liveness.c) bounds every call. */
-		w->clients = (unsigned)rnd_in(&r, 3, 8);
-		w->max_items = CR_MAX_ITEMS;
-		w->small_max = 4000;
-		w->big_min = 64u << 10;
-		w->big_max = 240u << 10;
-		w->big_1in = (unsigned)rnd_in(&r, 1, 2);
-		w->force_1in = 32;
-		w->shared_1in = 4;
-		w->nshared = 3;
-		/* Half the rounds under-reserve every blocking transaction of several items
-		 * down to its first item: then all open transactions often grow at once
-		 * with everything released and the CIL empty, which only -EDEADLK to one of
-		 * them ends (engine space.c S5); the other half mixes transactions that
-		 * grow for their last item with transactions that never wait after their
-		 * begin. */
-		w->under_first = rnd(&r) % 2;
-		w->under_1in = w->under_first ? 1 : 2;
-		if (w->under_first) { /* enough growers to fill the log among them */
-			w->clients = (unsigned)rnd_in(&r, 5, 8);
-			w->big_1in = 1;
-			w->big_min = 160u << 10;
-		}
-		w->logbsize = bsz[1 + rnd(&r) % 2];
-		w->cil_push = rnd(&r) % 4 ? 0 : rnd_in(&r, 256u << 10, 512u << 10);
-		w->sessions = (unsigned)rnd_in(&r, 3, 4);
-		w->idle_max = 600;
-		laps = w->sessions * (0.8 + (double)(rnd(&r) % 60) / 100.0);
-		if (w->under_first)
-			laps *= 3; /* the growers' state comes a few times a lap at most */
+		wl_liveness(w, &r, &laps);
 	} else if (!strcmp(name, "relog")) {
 		w->clients = (unsigned)rnd_in(&r, 3, 4);
 		w->max_items = 1;
@@ -296,14 +323,8 @@ void wl_pick(const char *name, uint64_t seed, unsigned threads, uint32_t sector,
 	}
 	if (threads)
 		w->clients = threads;
-	if (laps > 0) {
-		avg_len = (32.0 + w->small_max) / 2;
-		if (w->big_1in)
-			avg_len = avg_len * (1.0 - 1.0 / w->big_1in) +
-				  (w->big_min + w->big_max) / 2.0 / w->big_1in;
-		avg_tx = (1.0 + w->max_items) / 2 * (avg_len + 64) + 2 * (32 + 64) + 64;
-		w->txs = (uint32_t)(laps * (double)w->log_bytes / avg_tx / w->clients) + 1;
-	}
+	if (laps > 0)
+		wl_size(w, laps);
 }
 
 /* ---- payloads ---- */
@@ -495,19 +516,209 @@ static int write_back(struct round *rd, delog *log, unsigned c, uint32_t n, uint
 	return 0;
 }
 
-/* A client thread: its seeded transactions (tx_spec), each begun, logged, committed,
- * forced or not, relogged and released as the workload says, its acknowledgements
- * published for the controller.  About 160 lines because one transaction's life, with
- * the NOWAIT retries and the stop checks between its steps, reads best in one place:
- * each step's failure path depends on what the earlier steps reserved. */
+/* What one step of a client's transaction leads to: the next step, the transaction
+ * begun again from the start, or the client's end (the failure reported). */
+enum step { STEP_OK, STEP_AGAIN, STEP_STOP };
+
+/* The reservation that holds all of transaction @ts: its unique items, its shared keys
+ * and three relog values. */
+static uint64_t tx_reserve(const struct txspec *ts)
+{
+	uint64_t reserve = 3 * (sizeof(struct pl_hdr) + DELOG_ITEM_OVERHEAD);
+
+	for (unsigned i = 0; i < ts->m; i++)
+		reserve += ts->len[i] + DELOG_ITEM_OVERHEAD;
+	reserve += (uint64_t)__builtin_popcount(ts->shared) *
+		   (sizeof(struct pl_hdr) + DELOG_ITEM_OVERHEAD);
+	return reserve;
+}
+
+/* Begin transaction @n into *@txp: NOWAIT (a full log is tried again after a backoff)
+ * or blocking, with *@reserve, or less of it when the workload under-reserves. */
+static enum step tx_begin(struct client *cl, uint32_t n, const struct txspec *ts,
+			  uint64_t *reserve, delog_tx **txp)
+{
+	struct round *rd = cl->rd;
+	delog *log = rd->log;
+	unsigned c = cl->c;
+	delog_tx *tx;
+	int err;
+
+	if (ts->nowait) {
+		tx = NULL;
+		wd_enter(rd, c, "delog_tx_begin NOWAIT", *reserve);
+		err = delog_tx_begin(log, ts->under ? ts->len[0] + DELOG_ITEM_OVERHEAD : *reserve,
+				     DELOG_TX_NOWAIT, &tx);
+		wd_leave(rd, c);
+		if (err == -EAGAIN) {
+			/* Log full: nothing was begun, nothing is lost; try again once the
+			 * releaser has moved the tail. */
+			if (tx || delog_error(log)) {
+				wl_fail(rd, "client %u tx %u: -EAGAIN from delog_tx_begin "
+					"left %s", c, n, tx ? "a transaction" : "the log shut down");
+				return STEP_STOP;
+			}
+			atomic_fetch_add(&rd->eagain_begin, 1);
+			if (nowait_backoff(rd, cl))
+				return STEP_STOP;
+			return STEP_AGAIN;
+		}
+		if (!err)
+			atomic_fetch_add(&rd->nowait_ok, 1);
+	} else {
+		if (ts->under && rd->wl.under_first) /* the first item: tx_log grows it */
+			*reserve = ts->len[0] + DELOG_ITEM_OVERHEAD;
+		else if (ts->under) /* all but the last unique item */
+			*reserve -= ts->len[ts->m - 1] + DELOG_ITEM_OVERHEAD;
+		atomic_store(&rd->blocked_since[c], now_ns());
+		wd_enter(rd, c, "delog_tx_begin", *reserve);
+		err = delog_tx_begin(log, *reserve, 0, &tx);
+		wd_leave(rd, c);
+		atomic_store(&rd->blocked_since[c], 0);
+	}
+	if (err) {
+		wl_fail(rd, "client %u tx %u: delog_tx_begin%s: %s (the log's error: %s)",
+			c, n, ts->nowait ? " (NOWAIT)" : "", delog_err_name(err),
+			delog_error(log) ? delog_err_name(delog_error(log)) : "none");
+		return STEP_STOP;
+	}
+	*txp = tx;
+	return STEP_OK;
+}
+
+/* Log transaction @n's items into @tx: (a relog value replaced within it,) its unique
+ * items, its shared keys, and the client's relog value.  0 or the first error. */
+static int tx_fill(struct round *rd, unsigned c, uint32_t n, const struct txspec *ts,
+		   delog_tx *tx, unsigned char *buf)
+{
+	unsigned char val[sizeof(struct pl_hdr)];
+	int err = 0;
+
+	if (ts->relog_twice) { /* replaced by the value below, in the transaction */
+		pl_make(rd, KEY_RELOG(c), c, 0, IDX_RELOG, 0, 0, sizeof(val), val);
+		err = tx_log(rd, c, tx, ts->nowait, KEY_RELOG(c), val, sizeof(val));
+	}
+	for (unsigned i = 0; !err && i < ts->m; i++) {
+		pl_make(rd, KEY_UNIQUE(c, n, i), c, n, i, ts->m, ts->shared, ts->len[i], buf);
+		err = tx_log(rd, c, tx, ts->nowait, KEY_UNIQUE(c, n, i), buf, ts->len[i]);
+	}
+	for (unsigned j = 0; !err && j < 16; j++) {
+		if (!(ts->shared & (1u << j)))
+			continue;
+		pl_make(rd, KEY_SHARED(j), c, n, IDX_SHARED, 0, 0, sizeof(val), val);
+		err = tx_log(rd, c, tx, ts->nowait, KEY_SHARED(j), val, sizeof(val));
+	}
+	if (!err) {
+		pl_make(rd, KEY_RELOG(c), c, n, IDX_RELOG, 0, 0, sizeof(val), val);
+		err = tx_log(rd, c, tx, ts->nowait, KEY_RELOG(c), val, sizeof(val));
+	}
+	return err;
+}
+
+/* tx_fill failed with @err: @tx is aborted, and the transaction begun again (NOWAIT out
+ * of space; a deadlock of growing reservations, then with all of it reserved,
+ * @full_reserve) or the client ends. */
+static enum step tx_fill_failed(struct client *cl, uint32_t n, struct txspec *ts,
+				delog_tx *tx, int err, uint64_t *reserve, uint64_t full_reserve)
+{
+	struct round *rd = cl->rd;
+	delog *log = rd->log;
+	unsigned c = cl->c;
+
+	if (err == -EAGAIN && ts->nowait) {
+		/* More space needed under NOWAIT: abort; the whole transaction is
+		 * logged again later (were anything of this attempt to reach the log,
+		 * the oracle finds the transaction twice or in the wrong checkpoint). */
+		delog_tx_abort(tx);
+		if (delog_error(log)) {
+			wl_fail(rd, "client %u tx %u: -EAGAIN from delog_tx_log, and the log "
+				"shut down", c, n);
+			return STEP_STOP;
+		}
+		atomic_fetch_add(&rd->eagain_log, 1);
+		if (nowait_backoff(rd, cl))
+			return STEP_STOP;
+		return STEP_AGAIN;
+	}
+	if (err == -EDEADLK && ts->under && !ts->nowait) {
+		/* Every open transaction waited to grow its reservation (engine
+		 * space.c S5): abort, and log the whole transaction again with all
+		 * of it reserved, which never waits after its begin. */
+		delog_tx_abort(tx);
+		atomic_fetch_add(&rd->edeadlk, 1);
+		ts->under = false;
+		*reserve = full_reserve;
+		return STEP_AGAIN;
+	}
+	delog_tx_abort(tx);
+	wl_fail(rd, "client %u tx %u: delog_tx_log: %s", c, n, delog_err_name(err));
+	return STEP_STOP;
+}
+
+/* Commit transaction @n (published for the controller: submitted, then its sequence),
+ * force it if the workload says so (acknowledged), write back what tracking frees, and
+ * release behind the durable sequence by the workload's lag. */
+static enum step tx_finish(struct client *cl, uint32_t n, const struct txspec *ts,
+			   delog_tx *tx, uint32_t *wn, uint64_t *wr)
+{
+	struct round *rd = cl->rd;
+	delog *log = rd->log;
+	unsigned c = cl->c;
+	uint64_t seq = 0;
+	int err;
+
+	atomic_store(&rd->sess[c][n], (uint8_t)rd->session);
+	atomic_store(&rd->submitted[c], n);
+	wd_enter(rd, c, "delog_tx_commit", n);
+	err = delog_tx_commit(tx, &seq);
+	wd_leave(rd, c);
+	if (err) {
+		wl_fail(rd, "client %u tx %u: delog_tx_commit: %s", c, n, delog_err_name(err));
+		return STEP_STOP;
+	}
+	atomic_store_explicit(&rd->seqs[c][n], seq, memory_order_release);
+	if (ts->force) {
+		wd_enter(rd, c, "delog_force", seq);
+		err = delog_force(log, seq);
+		wd_leave(rd, c);
+		if (err) {
+			wl_fail(rd, "client %u tx %u: delog_force(%" PRIu64 "): %s", c, n, seq,
+				delog_err_name(err));
+			return STEP_STOP;
+		}
+		atomic_store(&rd->acked[c], n);
+		atomic_fetch_add(&rd->ack_events, 1);
+	}
+	if (rd->wl.track && write_back(rd, log, c, n, wn, wr))
+		return STEP_STOP;
+	if (ts->release_lag) {
+		uint64_t d = delog_durable_seq(log);
+
+		if (d > ts->release_lag) {
+			amax(&rd->released, d - ts->release_lag);
+			wd_enter(rd, c, "delog_release", d - ts->release_lag);
+			err = delog_release(log, d - ts->release_lag);
+			wd_leave(rd, c);
+			if (err) {
+				wl_fail(rd, "client %u: delog_release(%" PRIu64 "): %s", c,
+					d - ts->release_lag, delog_err_name(err));
+				return STEP_STOP;
+			}
+		}
+	}
+	return STEP_OK;
+}
+
+/* A client thread: its seeded transactions (tx_spec), each begun (tx_begin), logged
+ * (tx_fill), begun again from the start where the NOWAIT or deadlock rules say so
+ * (tx_fill_failed), then committed, forced or not, written back and released
+ * (tx_finish), its acknowledgements published for the controller. */
 static void *client_main(void *arg)
 {
 	struct client *cl = arg;
 	struct round *rd = cl->rd;
-	delog *log = rd->log;
 	unsigned c = cl->c;
 	unsigned char *buf = malloc(rd->wl.big_max + rd->wl.small_max + rd->wl.logbsize + 64);
-	unsigned char val[sizeof(struct pl_hdr)];
 	uint32_t wn = rd->start_n[c];     /* item tracking: next transaction to write back */
 	uint64_t wr = seed_for(rd->seed, 0x1e3, c * 64 + rd->session);
 
@@ -517,142 +728,23 @@ static void *client_main(void *arg)
 	}
 	for (uint32_t n = rd->start_n[c]; n <= rd->wl.txs && !atomic_load(cl->stop); n++) {
 		struct txspec ts;
-		uint64_t reserve = 3 * (sizeof(val) + DELOG_ITEM_OVERHEAD), seq = 0;
-		delog_tx *tx;
-		int err;
+		uint64_t reserve, full_reserve;
+		delog_tx *tx = NULL;
+		enum step st;
 
 		tx_spec(rd, c, n, &ts);
-		for (unsigned i = 0; i < ts.m; i++)
-			reserve += ts.len[i] + DELOG_ITEM_OVERHEAD;
-		reserve += (uint64_t)__builtin_popcount(ts.shared) *
-			   (sizeof(val) + DELOG_ITEM_OVERHEAD);
-		const uint64_t full_reserve = reserve;
-again:
-		if (ts.nowait) {
-			tx = NULL;
-			wd_enter(rd, c, "delog_tx_begin NOWAIT", reserve);
-			err = delog_tx_begin(log, ts.under ? ts.len[0] + DELOG_ITEM_OVERHEAD : reserve,
-					     DELOG_TX_NOWAIT, &tx);
-			wd_leave(rd, c);
-			if (err == -EAGAIN) {
-				/* Log full: nothing was begun, nothing is lost; try again once the
-				 * releaser has moved the tail. */
-				if (tx || delog_error(log)) {
-					wl_fail(rd, "client %u tx %u: -EAGAIN from delog_tx_begin "
-						"left %s", c, n, tx ? "a transaction" : "the log shut down");
-					break;
-				}
-				atomic_fetch_add(&rd->eagain_begin, 1);
-				if (nowait_backoff(rd, cl))
-					break;
-				goto again;
-			}
-			if (!err)
-				atomic_fetch_add(&rd->nowait_ok, 1);
-		} else {
-			if (ts.under && rd->wl.under_first) /* the first item: tx_log grows it */
-				reserve = ts.len[0] + DELOG_ITEM_OVERHEAD;
-			else if (ts.under) /* all but the last unique item */
-				reserve -= ts.len[ts.m - 1] + DELOG_ITEM_OVERHEAD;
-			atomic_store(&rd->blocked_since[c], now_ns());
-			wd_enter(rd, c, "delog_tx_begin", reserve);
-			err = delog_tx_begin(log, reserve, 0, &tx);
-			wd_leave(rd, c);
-			atomic_store(&rd->blocked_since[c], 0);
-		}
-		if (err) {
-			wl_fail(rd, "client %u tx %u: delog_tx_begin%s: %s (the log's error: %s)",
-				c, n, ts.nowait ? " (NOWAIT)" : "", delog_err_name(err),
-				delog_error(log) ? delog_err_name(delog_error(log)) : "none");
-			break;
-		}
-		if (ts.relog_twice) { /* replaced by the value below, in the transaction */
-			pl_make(rd, KEY_RELOG(c), c, 0, IDX_RELOG, 0, 0, sizeof(val), val);
-			err = tx_log(rd, c, tx, ts.nowait, KEY_RELOG(c), val, sizeof(val));
-		}
-		for (unsigned i = 0; !err && i < ts.m; i++) {
-			pl_make(rd, KEY_UNIQUE(c, n, i), c, n, i, ts.m, ts.shared, ts.len[i], buf);
-			err = tx_log(rd, c, tx, ts.nowait, KEY_UNIQUE(c, n, i), buf, ts.len[i]);
-		}
-		for (unsigned j = 0; !err && j < 16; j++) {
-			if (!(ts.shared & (1u << j)))
-				continue;
-			pl_make(rd, KEY_SHARED(j), c, n, IDX_SHARED, 0, 0, sizeof(val), val);
-			err = tx_log(rd, c, tx, ts.nowait, KEY_SHARED(j), val, sizeof(val));
-		}
-		if (!err) {
-			pl_make(rd, KEY_RELOG(c), c, n, IDX_RELOG, 0, 0, sizeof(val), val);
-			err = tx_log(rd, c, tx, ts.nowait, KEY_RELOG(c), val, sizeof(val));
-		}
-		if (err == -EAGAIN && ts.nowait) {
-			/* More space needed under NOWAIT: abort; the whole transaction is
-			 * logged again later (were anything of this attempt to reach the log,
-			 * the oracle finds the transaction twice or in the wrong checkpoint). */
-			delog_tx_abort(tx);
-			if (delog_error(log)) {
-				wl_fail(rd, "client %u tx %u: -EAGAIN from delog_tx_log, and the log "
-					"shut down", c, n);
-				break;
-			}
-			atomic_fetch_add(&rd->eagain_log, 1);
-			if (nowait_backoff(rd, cl))
-				break;
-			goto again;
-		}
-		if (err == -EDEADLK && ts.under && !ts.nowait) {
-			/* Every open transaction waited to grow its reservation (engine
-			 * space.c S5): abort, and log the whole transaction again with all
-			 * of it reserved, which never waits after its begin. */
-			delog_tx_abort(tx);
-			atomic_fetch_add(&rd->edeadlk, 1);
-			ts.under = false;
-			reserve = full_reserve;
-			goto again;
-		}
-		if (err) {
-			delog_tx_abort(tx);
-			wl_fail(rd, "client %u tx %u: delog_tx_log: %s", c, n, delog_err_name(err));
-			break;
-		}
-		atomic_store(&rd->sess[c][n], (uint8_t)rd->session);
-		atomic_store(&rd->submitted[c], n);
-		wd_enter(rd, c, "delog_tx_commit", n);
-		err = delog_tx_commit(tx, &seq);
-		wd_leave(rd, c);
-		if (err) {
-			wl_fail(rd, "client %u tx %u: delog_tx_commit: %s", c, n, delog_err_name(err));
-			break;
-		}
-		atomic_store_explicit(&rd->seqs[c][n], seq, memory_order_release);
-		if (ts.force) {
-			wd_enter(rd, c, "delog_force", seq);
-			err = delog_force(log, seq);
-			wd_leave(rd, c);
-			if (err) {
-				wl_fail(rd, "client %u tx %u: delog_force(%" PRIu64 "): %s", c, n, seq,
-					delog_err_name(err));
-				break;
-			}
-			atomic_store(&rd->acked[c], n);
-			atomic_fetch_add(&rd->ack_events, 1);
-		}
-		if (rd->wl.track && write_back(rd, log, c, n, &wn, &wr))
-			break;
-		if (ts.release_lag) {
-			uint64_t d = delog_durable_seq(log);
+		full_reserve = reserve = tx_reserve(&ts);
+		do {
+			st = tx_begin(cl, n, &ts, &reserve, &tx);
+			if (st == STEP_OK) {
+				int err = tx_fill(rd, c, n, &ts, tx, buf);
 
-			if (d > ts.release_lag) {
-				amax(&rd->released, d - ts.release_lag);
-				wd_enter(rd, c, "delog_release", d - ts.release_lag);
-				err = delog_release(log, d - ts.release_lag);
-				wd_leave(rd, c);
-				if (err) {
-					wl_fail(rd, "client %u: delog_release(%" PRIu64 "): %s", c,
-						d - ts.release_lag, delog_err_name(err));
-					break;
-				}
+				if (err)
+					st = tx_fill_failed(cl, n, &ts, tx, err, &reserve, full_reserve);
 			}
-		}
+		} while (st == STEP_AGAIN);
+		if (st == STEP_STOP || tx_finish(cl, n, &ts, tx, &wn, &wr) == STEP_STOP)
+			break;
 	}
 	free(buf);
 	atomic_fetch_add(&rd->clients_done, 1);

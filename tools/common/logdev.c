@@ -10,7 +10,8 @@
  * this file reads the raw bytes again to name the offending field and its value, so the
  * journal does not have to carry the CLI's wording.
  */
-#include "tools.h"
+#include "logdev.h"
+#include "util.h"
 
 /* The superblock's fields, read and reported one by one: the journal's format.h. */
 #include "format.h"

@@ -8,7 +8,7 @@
  * at this depth" is enough to place commas.  It does not check that keys are unique;
  * callers write each key once.
  */
-#include "tools.h"
+#include "util.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -21,6 +21,8 @@
 #include <sys/stat.h>
 
 #include <delog.h>
+
+#include "io.h"
 
 const char *tool_version(void)
 {

@@ -25,7 +25,7 @@
  *    made durable within one flush of completing, the device's durable streaming rate.
  *  - fio treats ':' in --filename as a separator between files; it is escaped.
  */
-#include "tools.h"
+#include "fio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +33,7 @@
 #include <math.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
