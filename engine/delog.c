@@ -3,7 +3,7 @@
  *
  * The API's top: it calls every file below (wake.c lists the layers) and nothing calls
  * into it.  Acknowledgement is policy.c's log_durable (D1, D2 there), shutdown and the
- * force queues wake.c's (D3, F1 there); delog_force here pushes (push.c) and waits.
+ * force queues wake.c's (SD1, F1 there); delog_force here pushes (push.c) and waits.
  *
  * Open runs recovery before anything is written: complete checkpoints go to the
  * recover callback in order, the writer continues at the recovered head, and sequence
