@@ -6,7 +6,7 @@
  * volatile write cache, FUA, filesystem) and, for every usable backend, the latency of a
  * single 4 KiB O_DIRECT write, a write followed by a flush, a FUA write and an idle flush,
  * plus sequential O_DIRECT write and read bandwidth with 8 requests of 1 MiB in flight.
- * When fio is installed it runs fio's io_uring engine (through tools/cli/fio.c) with the same
+ * When fio is installed it runs fio's io_uring engine (through tools/fio.c) with the same
  * block size, queue depth, byte count and file in the same run, so the uring numbers can
  * be judged against an independent implementation (a report, not a pass/fail test).
  * Last it prints the flush policy and log-buffer geometry that the rule of recommend.c
@@ -511,7 +511,7 @@ static int flush_report(struct iol_dev *dev, char *err, size_t errlen)
 	return rc;
 }
 
-/* ---- fio (tools/cli/fio.c runs it) ---- */
+/* ---- fio (tools/fio.c runs it) ---- */
 
 /* Run one fio job like the bandwidth pass and return its MB/s (10^6 bytes/s). */
 static int fio_pass(struct probe *p, const char *dir, double *out_mbs, char *err, size_t errlen)
