@@ -16,18 +16,18 @@
  * at address N.  (After 2^32 - 2 laps the cycle would wrap; not handled.)
  *
  * Algorithm.
- *  1. Provisional head hc (find_head).  The writer's unflushed bound (L13) confines
- *     what a power cut can leave unstable to the in-flight window [P, P + W), P being
- *     what the last completed flush covered and W at most half the log: every sector outside it carries the
- *     cycle of its address, and a sector inside it may hold the previous lap, this one,
- *     or garbage.  So no single sector is evidence, and the search never asks which end
- *     to believe.  Nine probes (sector 0, the eighths, the last sector) each claim the
- *     address their cycle puts them at; the largest claim that the others corroborate
- *     (find_anchor) is an anchor lo in [P + W - N, P + W) that carries its lap.  A binary
- *     search of (lo, lo + N] for a sector that does not while the one before it does
- *     ends in [P, P + W] whatever the window holds (R11).  Then read the window before
- *     hc and move hc to the first sector carrying the wrong cycle for its address: a
- *     buffer written out of order left a hole there.
+ *  1. Provisional head hc (find_head).  The writer's unflushed bound (L13) confines what
+ *     a power cut can leave unstable to the in-flight window [P, P + W), P being what the
+ *     last completed flush covered and W at most half the log: every sector outside it
+ *     carries the cycle of its address, and a sector inside it may hold the previous lap,
+ *     this one, or garbage.  So no single sector is evidence, and the search never asks
+ *     which end to believe.  Nine probes (sector 0, the eighths, the last sector) each
+ *     claim the address their cycle puts them at; the largest claim that the others
+ *     corroborate (find_anchor) is an anchor lo in [P + W - N, P + W) that carries its
+ *     lap.  A binary search of (lo, lo + N] for a sector that does not while the one
+ *     before it does ends in [P, P + W] whatever the window holds (R11).  Then read the
+ *     window before hc and move hc to the first sector carrying the wrong cycle for its
+ *     address: a buffer written out of order left a hole there.
  *  2. Settle the head E and the last good record L (settle_head).  From E = hc: L is the
  *     last valid record ending at or before E, found by scanning back for the record
  *     magic (a payload sector never starts with it: cycles skip that value); [L.end, E)
@@ -80,10 +80,10 @@
  *  (R2) L ends exactly at E and T = L.tail, with N <= T <= L.lsn and E - T <= N.
  *  (R3) Every record in [max(D, T), E) was verified before anything is replayed, so the
  *       main pass ends at E or stops on corruption; it never moves the head.
- *  (R4) is the main pass's: recover_pass.c.
+ *   R4 (what is replayed) is the main pass's, defined in recover_pass.c.
  *  (R5) I/O stays inside the log area and the stamping ends before T + N, the tail's
  *       position one lap on: no live record is overwritten.
- *  (R6) is the main pass's: recover_pass.c.
+ *   R6 (every length from disk bounded) is the main pass's, defined in recover_pass.c.
  *  (R7) Idempotent: a second run finds the same E, L and T (stamping only turns sectors
  *       past E into the old lap, which step 1 and 2 already treated as not written), so
  *       it replays the same checkpoints.  A crash part way through stamping leaves a
