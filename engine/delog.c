@@ -3,7 +3,7 @@
  *
  * The API's top: it calls every file below (wake.c lists the layers) and nothing calls
  * into it.  Acknowledgement is policy.c's log_durable (D1, D2 there), shutdown and the
- * force queues wake.c's (D3, F1 there); delog_force here pushes (push.c) and waits.
+ * force queues wake.c's (SD1, F1 there); delog_force here pushes (push.c) and waits.
  *
  * Open runs recovery before anything is written: complete checkpoints go to the
  * recover callback in order, the writer continues at the recovered head, and sequence
@@ -120,18 +120,13 @@ static void log_free(struct delog *log)
 	free(log);
 }
 
-static int open_common(struct iol_dev *dev, bool own, bool fresh, const struct delog_options *o,
-		       delog **out)
+/* Open, step 1: the struct delog of @dev, its locks and the caller's policy and push
+ * callback.  On failure a device the log was to own (@own) is closed. */
+static int open_alloc(struct iol_dev *dev, bool own, const struct delog_options *o,
+		      struct delog **out)
 {
-	struct jrnl_log_opts lo = { .logbufs = o->logbufs, .logbsize = o->logbsize };
-	struct jrnl_report rep;
-	struct open_ctx oc = { 0 };
-	struct iol_counters ic;
-	struct jrnl_recover_opts ro = { .replay = open_replay, .priv = &oc };
 	pthread_rwlockattr_t ra;
 	struct delog *log;
-	uint64_t push_max;
-	int err;
 
 	log = calloc(1, sizeof(*log));
 	if (!log) {
@@ -154,58 +149,96 @@ static int open_common(struct iol_dev *dev, bool own, bool fresh, const struct d
 	log->policy = flush_policy_get(o->flush);
 	log->push_cb = o->push;
 	log->push_arg = o->push_arg;
+	*out = log;
+	return 0;
+}
 
-	err = jrnl_sb_read(dev, &log->geom);
+/*
+ * Open, step 2: the log's geometry, from its superblock, or from a new format when the
+ * device is new (@fresh), DELOG_OPEN_FORMAT asks for one, or DELOG_OPEN_CREATE finds no
+ * log on a device the caller opened.
+ */
+static int open_format_or_read(struct delog *log, bool fresh, const struct delog_options *o)
+{
+	int err = jrnl_sb_read(log->dev, &log->geom);
+
 	if (fresh || (o->flags & DELOG_OPEN_FORMAT) ||
-	    (err == DELOG_ENOTLOG && !own && (o->flags & DELOG_OPEN_CREATE))) {
+	    (err == DELOG_ENOTLOG && !log->own_dev && (o->flags & DELOG_OPEN_CREATE))) {
 		struct jrnl_format_opts fo = { .sector = o->sector, .log_size = 0 };
 
 		if (o->create_size)
 			fo.log_size = o->create_size;
-		err = jrnl_format(dev, &fo, &log->geom);
+		err = jrnl_format(log->dev, &fo, &log->geom);
 	}
-	if (err)
-		goto fail;
+	return err;
+}
+
+/*
+ * Open, step 3: recovery.  The AIL first, since replay puts the recovered checkpoints
+ * (and, tracking items, their keys) in it; complete checkpoints go to the caller's
+ * recover callback in order (open_replay).  Fills @rep, *@last_seq (the last recovered
+ * checkpoint's sequence, 0 if none) and the caller's delog_recovery.
+ */
+static int open_recover(struct delog *log, const struct delog_options *o, struct jrnl_report *rep,
+			uint64_t *last_seq)
+{
+	struct open_ctx oc = { .log = log, .fn = o->recover, .arg = o->recover_arg };
+	struct jrnl_recover_opts ro = { .replay = open_replay, .priv = &oc };
+	int err;
+
 	space_init(log);
 	log->space.tracking = o->flags & DELOG_OPEN_TRACK_ITEMS;
+	err = jrnl_recover(log->dev, &log->geom, &ro, rep);
+	free(oc.items);
+	if (err)
+		return err;
+	if (o->recovery) {
+		*o->recovery = (struct delog_recovery){
+			.clean = rep->clean,
+			.checkpoints = rep->checkpoints,
+			.items = rep->items,
+			.bytes = rep->bytes_replayed,
+			.dropped = rep->dropped,
+			.torn_bytes = rep->torn_bytes,
+			.last_seq = oc.last_seq,
+			.head_lsn = rep->head_lsn,
+			.tail_lsn = rep->tail_lsn,
+		};
+	}
+	*last_seq = oc.last_seq;
+	return 0;
+}
+
+/*
+ * Open, step 4: the writer continues at the recovered head (@rep) and sequence numbers
+ * after @last_seq; then the CIL's contexts, the eventfd and the push thread.  On failure
+ * the writer is closed again; the caller frees the rest (log_free).
+ */
+static int open_start(struct delog *log, const struct delog_options *o,
+		      const struct jrnl_report *rep, uint64_t last_seq)
+{
+	struct jrnl_log_opts lo = { .logbufs = o->logbufs, .logbsize = o->logbsize };
+	struct iol_counters ic;
+	uint64_t push_max;
+	int err;
+
 	/* cil.c CIL5: at most log/8, so that a checkpoint stays near a quarter of the log. */
 	push_max = log->geom.log_size / 8 < (32u << 20) ? log->geom.log_size / 8 : 32u << 20;
 	log->push_bytes = o->cil_push_bytes ? o->cil_push_bytes : push_max;
 	if (log->push_bytes > log->geom.log_size / 8)
 		log->push_bytes = log->geom.log_size / 8;
-
-	oc.log = log;
-	oc.fn = o->recover;
-	oc.arg = o->recover_arg;
-	err = jrnl_recover(dev, &log->geom, &ro, &rep);
-	free(oc.items);
-	if (err)
-		goto fail;
-	if (o->recovery) {
-		*o->recovery = (struct delog_recovery){
-			.clean = rep.clean,
-			.checkpoints = rep.checkpoints,
-			.items = rep.items,
-			.bytes = rep.bytes_replayed,
-			.dropped = rep.dropped,
-			.torn_bytes = rep.torn_bytes,
-			.last_seq = oc.last_seq,
-			.head_lsn = rep.head_lsn,
-			.tail_lsn = rep.tail_lsn,
-		};
-	}
 	lo.no_flush = log->policy->never_flushes;
-	err = jrnl_log_open(dev, &log->geom, &rep, &lo, &log->jl);
+	err = jrnl_log_open(log->dev, &log->geom, rep, &lo, &log->jl);
 	if (err)
-		goto fail;
+		return err;
 	jrnl_grant_init(log->jl, &space_grant_ops, log);
-	log->space.tail_lsn = rep.tail_lsn;
+	log->space.tail_lsn = rep->tail_lsn;
 	/* What recovery found is durable: its keys take their AIL places now (S3). */
-	if (log->space.tracking && (err = space_ckpt_durable(log, oc.last_seq)))
+	if (log->space.tracking && (err = space_ckpt_durable(log, last_seq)))
 		goto fail_jl;
-	atomic_store(&log->durable_seq, oc.last_seq);
-	log->durable_seq0 = oc.last_seq;
-	log->done_seq = log->pushed_seq = oc.last_seq;
+	atomic_store(&log->durable_seq, last_seq);
+	log->durable_seq0 = last_seq;
+	log->done_seq = log->pushed_seq = last_seq;
 	log->cur = malloc(sizeof(*log->cur));
 	log->spare = malloc(sizeof(*log->spare));
 	log->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -218,20 +251,42 @@ static int open_common(struct iol_dev *dev, bool own, bool fresh, const struct d
 	}
 	cil_ctx_init(log->cur);
 	cil_ctx_init(log->spare);
-	iol_dev_counters(dev, &ic);
+	iol_dev_counters(log->dev, &ic);
 	log->dev_flushes0 = ic.dev_flushes;
-	log->cur->seq = oc.last_seq + 1;
+	log->cur->seq = last_seq + 1;
 	atomic_store(&log->open_seq, log->cur->seq);
 	err = push_start(log);
 	if (err)
 		goto fail_jl;
-	*out = log;
 	return 0;
 fail_jl:
 	jrnl_log_close(log->jl);
-fail:
-	log_free(log);
 	return err;
+}
+
+/* Open a log on @dev (owned by the log if @own; @fresh: a device just made, to format). */
+static int open_common(struct iol_dev *dev, bool own, bool fresh, const struct delog_options *o,
+		       delog **out)
+{
+	struct jrnl_report rep;
+	struct delog *log;
+	uint64_t last_seq = 0;
+	int err;
+
+	err = open_alloc(dev, own, o, &log);
+	if (err)
+		return err;
+	err = open_format_or_read(log, fresh, o);
+	if (!err)
+		err = open_recover(log, o, &rep, &last_seq);
+	if (!err)
+		err = open_start(log, o, &rep, last_seq);
+	if (err) {
+		log_free(log);
+		return err;
+	}
+	*out = log;
+	return 0;
 }
 
 /* A caller's options, of a size between OPTS_MIN_SIZE and ours: fields it does not

@@ -262,7 +262,7 @@ void policy_wait_flushes(struct delog *log);
 
 /* ---- wake.c: the lowest layer ---- */
 
-/* Shut the log down with @err (first error wins); wakes every waiter (D3). */
+/* Shut the log down with @err (first error wins); wakes every waiter (wake.c SD1). */
 void log_shutdown(struct delog *log, int err);
 /* Ask the push thread to write everything up to @seq, or (0) to push the CIL because
  * it is large, and wake it (lock held). */

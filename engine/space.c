@@ -29,7 +29,7 @@
  *       lose it, recovery then finds no complete checkpoint between the tail and the
  *       head, the reopened log numbers from 1, and its first checkpoint follows the lost
  *       one's abandoned records, a log the next recovery must refuse (a checkpoint that
- *       never committed before a later one that did: journal/recover.c open_behind);
+ *       never committed before a later one that did: journal/recover_pass.c open_behind);
  *  (S3) a key relogged in a later checkpoint moves its reference forward only once
  *       that checkpoint is durable (space_ckpt_durable, called by log_durable before
  *       durable_seq moves), as XFS moves a relogged item in the AIL only when the

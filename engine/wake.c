@@ -1,7 +1,7 @@
 /*
  * wake.c - the engine's lowest layer: shutdown and every wake-up.  Each other file of
  * engine/ calls down into this one, and this one calls nothing of theirs, so the files
- * form layers (docs/ARCHITECTURE.md, "The engine's layers"):
+ * form layers (docs/ARCHITECTURE.md, "The engine in one page"):
  *
  *   delog.c   the API: open (recovery), close, force, stats
  *   push.c    the push thread and the checkpoint write
@@ -28,7 +28,7 @@
  *                shutdown, once delog_durable_fd was called (the call writes it
  *                itself if durable_seq moved or the log shut down before).
  *
- *  (D3) Shutdown is sticky: the first error is kept; every waiter (force, space,
+ *  (SD1) Shutdown is sticky: the first error is kept; every waiter (force, space,
  *       committers at the CIL limit, the push thread) is woken and fails with
  *       DELOG_ESHUTDOWN, and every later call fails fast.  What was acknowledged before
  *       stays recoverable because nothing is ever written over the live region (space.c)

@@ -1,5 +1,5 @@
 /*
- * io_private.h - what the iolayer core (io.c, dev.c) shares with its backends
+ * io_private.h - what the iolayer core (io.c, dev.c, fault.c, flush.c) shares with its backends
  * (psync.c, uring.c, aio.c, sim.c).  Never included outside iolayer/.
  *
  * One ops table per backend (cf. Redis ae_epoll.c / ae_kqueue.c behind ae.c, SQLite's
@@ -183,8 +183,8 @@ void iol_gate_destroy(struct iol_dev *dev);
  */
 void iol_fd_run(struct iol_dev *dev, struct iol_req *req);
 
-/* Count one op of type @op against the fault plan (iol_dev_fault_add): 0, or the error
- * an armed entry injects into it.  Cheap when nothing is armed. */
+/* Count one op of type @op against the fault plan (fault.c, armed by iol_dev_fault_add):
+ * 0, or the error an armed entry injects into it.  Cheap when nothing is armed. */
 int iol_fault_check(struct iol_dev *dev, enum iol_op op);
 
 /* Monotonic clock in nanoseconds. */

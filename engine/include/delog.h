@@ -203,9 +203,9 @@ int delog_close(delog *log);
 /*
  * Limits of the log (its on-disk format, docs/FORMAT.md, and its ring of log buffers),
  * for sizing buffers, checking options and laying out a device without copying numbers:
- *   DELOG_LOGBUFS_MIN..MAX    delog_open_opts.logbufs (log buffers in the ring)
- *   DELOG_LOGBSIZE_MIN..MAX   delog_open_opts.logbsize (bytes per log buffer, a power
- *                             of two)
+ *   DELOG_LOGBUFS_MIN..MAX    delog_options.logbufs (log buffers in the ring)
+ *   DELOG_LOGBSIZE_MIN..MAX   delog_options.logbsize (bytes per log buffer, a power of
+ *                             two)
  *   DELOG_SB_BYTES            the superblock area at the start of the device; the log
  *                             (create_size bytes) follows it, so a file holding a log
  *                             of N bytes is DELOG_SB_BYTES + N bytes
@@ -257,9 +257,10 @@ int delog_tx_log(delog_tx *tx, uint64_t key, const void *data, uint32_t len);
  * Commit: the items enter the CIL atomically, into checkpoint *@seq (may be NULL).  Not
  * durable until delog_force(log, *seq) returns 0.  Frees @tx in every case.  Errors:
  * DELOG_ESHUTDOWN (nothing was committed), -ENOMEM (the CIL could not grow: the log
- * is shut down, as atomicity can no longer be promised).  An empty transaction commits nothing; *@seq
- * is then the sequence a force must reach to cover everything committed so far (the
- * open checkpoint's if it holds anything, else the last written one's, 0 if none).
+ * is shut down, as atomicity can no longer be promised).  An empty transaction commits
+ * nothing; *@seq is then the sequence a force must reach to cover everything committed
+ * so far (the open checkpoint's if it holds anything, else the last written one's, 0 if
+ * none).
  */
 int delog_tx_commit(delog_tx *tx, uint64_t *seq);
 /* Discard the transaction and its reservation; frees @tx.  NULL is a no-op. */
@@ -279,8 +280,9 @@ int delog_tx_commit_force(delog_tx *tx, uint64_t *seq);
 uint64_t delog_durable_seq(const delog *log);
 /*
  * An eventfd (EFD_NONBLOCK) that becomes readable whenever the durable watermark
- * advances (before any force waiting for that advance returns) and on shutdown; read it to re-arm, then check delog_durable_seq.  Owned by
- * the log (closed by delog_close).  Thread-safe.
+ * advances (before any force waiting for that advance returns) and on shutdown; read it
+ * to re-arm, then check delog_durable_seq.  Owned by the log (closed by delog_close).
+ * Thread-safe.
  */
 int delog_durable_fd(const delog *log);
 

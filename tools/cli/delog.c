@@ -4,7 +4,7 @@
  *   delog [--help | --version] COMMAND [ARGS...]
  *   delog help [COMMAND]
  *
- * Each subcommand lives in its own file (tools/<name>.c) behind an entry point declared
+ * Each subcommand lives in its own file (tools/<dir>/<name>.c) behind an entry point declared
  * in tools.h and parses its own options; this file only owns the table below.  Global
  * options are parsed with a leading '+' in the getopt string, so parsing stops at the
  * first non-option (the command) and the command's own options reach it untouched.

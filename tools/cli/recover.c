@@ -11,7 +11,7 @@
  * truncated away: the command names the error code, the byte offset and what was found,
  * and exits 1, leaving the log untouched past the point it could verify.
  *
- * --ids prints, instead of the report, the ids that `delog stress` wrote (tools/ids.h)
+ * --ids prints, instead of the report, the ids that `delog stress` wrote (tools/cli/ids.h)
  * found in the complete checkpoints recovery replays, one per line in log order; the
  * report goes to stderr.  tests/crash/kill_test.sh compares them with the ids stress
  * printed as acknowledged before it was killed.

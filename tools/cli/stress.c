@@ -14,7 +14,7 @@
  * files had to tolerate torn lines for that reason).
  *
  * How: each thread commits a batch of 1..--batch transactions (one item each, the id as
- * key and a self-checking struct ids_item, tools/ids.h), so batches of several threads
+ * key and a self-checking struct ids_item, tools/cli/ids.h), so batches of several threads
  * share checkpoints (group commit), then forces the last one and prints the batch.  The
  * log is opened with DELOG_OPEN_CREATE; an existing log is recovered and every thread
  * continues after the highest counter recovered for it, so ids stay unique across runs
