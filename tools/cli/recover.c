@@ -12,8 +12,9 @@
  * and exits 1, leaving the log untouched past the point it could verify.
  *
  * --ids prints, instead of the report, the ids that `delog stress` wrote (tools/cli/ids.h)
- * found in the complete checkpoints recovery replays, one per line in log order; the
- * report goes to stderr.  tests/crash/kill_test.sh compares them with the ids stress
+ * found in the complete checkpoints recovery replays, one per line: checkpoints in log
+ * order, a checkpoint's ids in the order recovery hands its items over (key hash order,
+ * not commit order); the report goes to stderr.  tests/crash/kill_test.sh compares them with the ids stress
  * printed as acknowledged before it was killed.
  */
 #include "tools.h"
