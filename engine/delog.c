@@ -500,7 +500,7 @@ int delog_stats(const delog *clog, struct delog_stats *out)
 	size_t size;
 	int fua;
 
-	if (!log || !out || out->size < offsetof(struct delog_stats, fua_flushes))
+	if (!log || !out || out->size < sizeof(struct delog_stats))
 		return -EINVAL;
 	size = out->size;
 	memset(st, 0, sizeof(*st));

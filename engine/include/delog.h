@@ -307,44 +307,49 @@ int delog_error(const delog *log);
 
 struct delog_stats {
 	size_t size; /* set to sizeof(struct delog_stats) before the call */
+	/* transactions */
 	uint64_t transactions, items_logged;
-	uint64_t relogged;    /* item copies replaced within an open checkpoint */
-	uint64_t checkpoints; /* checkpoints written */
+	uint64_t relogged; /* item copies replaced within an open checkpoint */
+	/* checkpoints */
+	uint64_t checkpoints;                        /* checkpoints written */
 	uint64_t checkpoint_items, checkpoint_bytes; /* items / item bytes they carried */
-	uint64_t forces, force_waits, force_no_io;   /* calls; that waited; already durable */
-	uint64_t records, record_bytes;              /* log buffer writes and their bytes */
-	uint64_t preflushes, fua_writes;             /* writes carrying PREFLUSH / FUA */
-	uint64_t flushes;                            /* standalone device flushes */
-	uint64_t device_flushes; /* cache flushes the device performs since open: at most
-				   * preflushes + flushes + fua_flushes (below); on a file
-				   * or disk, flushes asked for while one is in flight share
-				   * the next one, and the kernel merges none */
-	double flushes_per_checkpoint, bytes_per_flush; /* device_flushes per checkpoint;
-							   * record_bytes per device flush */
 	double txs_per_checkpoint;
 	uint64_t durable_seq, open_seq;
+	/* forces */
+	uint64_t forces, force_waits, force_no_io; /* calls; that waited; already durable */
+	/* log writes and flushes */
+	uint64_t records, record_bytes;  /* log buffer writes and their bytes */
+	uint64_t preflushes, fua_writes; /* writes carrying PREFLUSH / FUA */
+	uint64_t flushes;                /* standalone device flushes */
+	/* Of `flushes`, those issued for log space rather than for a checkpoint: a cover
+	 * record's (the tail made durable so its space can be reused), the unflushed
+	 * window's (a checkpoint writing far past the durable point) and item writes'
+	 * (delog_item_written's space); so a policy's flushes per checkpoint are
+	 * (device_flushes - space_flushes) / checkpoints. */
+	uint64_t space_flushes;
+	uint64_t fua_flushes;    /* FUA writes the device turns into a write and a cache flush:
+			       * all of fua_writes unless device_fua is 1 (as Linux does on a
+			       * queue without FUA, delog writes and then flushes) */
+	int device_fua;          /* 1: the device does FUA natively, 0: it does not, -1: unknown
+			       * (counted as not: the conservative choice) */
+	uint64_t device_flushes; /* cache flushes the device performs since open: at most
+				  * preflushes + flushes + fua_flushes; on a file or disk,
+				  * flushes asked for while one is in flight share the next
+				  * one, and the kernel merges none */
+	double flushes_per_checkpoint, bytes_per_flush; /* device_flushes per checkpoint;
+							   * record_bytes per device flush */
+	/* log space */
 	uint64_t log_size, log_used, cil_bytes, reserved_bytes;
 	uint64_t head_lsn, tail_lsn;
 	uint64_t space_waits; /* begin and log calls that waited for space */
 	uint64_t push_calls;  /* push callback invocations */
-	/* Appended after push_calls (a caller built against the older struct, whose size
-	 * ends before fua_flushes, is still served: it gets the fields it has). */
-	uint64_t fua_flushes; /* FUA writes the device turns into a write and a cache flush:
-			       * all of fua_writes unless device_fua is 1 (as Linux does on a
-			       * queue without FUA, delog writes and then flushes) */
-	int device_fua;       /* 1: the device does FUA natively, 0: it does not, -1: unknown
-			       * (counted as not: the conservative choice) */
-	/* Appended after device_fua.  Of `flushes`, those issued for log space rather than
-	 * for a checkpoint: a cover record's (the tail made durable so its space can be
-	 * reused), the unflushed window's (a checkpoint writing far past the durable point)
-	 * and item writes' (delog_item_written's space); so a policy's flushes per
-	 * checkpoint are (device_flushes - space_flushes) / checkpoints. */
-	uint64_t space_flushes;
+			      /* Members are only ever appended from 0.1.0 on. */
 };
-/* Fill @st (st->size set by the caller: sizeof(struct delog_stats), or an older
- * struct's size, at least offsetof(struct delog_stats, fua_flushes)).  Returns 0 or
- * -EINVAL.  Thread-safe.  A device without a volatile write cache (write-through)
- * performs none of the flushes counted here: Linux drops them before the device. */
+/* Fill @st (st->size set by the caller: sizeof(struct delog_stats) of the header it was
+ * built with; a later header's larger struct gets what this library knows, nothing
+ * past it is written).  Returns 0, or -EINVAL for a size below this struct's.
+ * Thread-safe.  A device without a volatile write cache (write-through) performs none of
+ * the flushes counted here: Linux drops them before the device. */
 int delog_stats(const delog *log, struct delog_stats *st);
 
 #ifdef __cplusplus
