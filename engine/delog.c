@@ -303,7 +303,7 @@ static int copy_opts(const struct delog_options *in, struct delog_options *o)
 	return check_opts(o);
 }
 
-int delog_open_dev(struct iol_dev *dev, const struct delog_options *opts, delog **out)
+int engine_open_dev(struct iol_dev *dev, const struct delog_options *opts, delog **out)
 {
 	struct delog_options o;
 	int err;
@@ -391,12 +391,12 @@ int delog_close(delog *log)
 	return err;
 }
 
-struct iol_dev *delog_dev(delog *log)
+struct iol_dev *engine_dev(delog *log)
 {
 	return log->dev;
 }
 
-void delog_journal_stats(delog *log, struct jrnl_log_stats *out)
+void engine_journal_stats(delog *log, struct jrnl_log_stats *out)
 {
 	jrnl_log_stats(log->jl, out);
 }

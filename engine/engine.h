@@ -1,7 +1,7 @@
 /*
  * engine.h - engine entry points for delog's own tests and tools (not installed).
  *
- * delog_open_dev runs the log on a device the caller already opened, typically the
+ * engine_open_dev runs the log on a device the caller already opened, typically the
  * simulated disk (iolayer/include/io_sim.h) so tests can inject faults, delay or reorder
  * completions and crash it.  The device must stay open until delog_close returned; the
  * log never closes it.
@@ -16,15 +16,15 @@
 /* As delog_open, on @dev.  DELOG_OPEN_CREATE formats a device that holds no log
  * (DELOG_ENOTLOG), DELOG_OPEN_FORMAT formats it whatever it holds; create_size 0 means
  * the whole device. */
-int delog_open_dev(struct iol_dev *dev, const struct delog_options *opts, delog **out);
+int engine_open_dev(struct iol_dev *dev, const struct delog_options *opts, delog **out);
 
 /* The device a log runs on (for tests: sim faults and crashes). */
-struct iol_dev *delog_dev(delog *log);
+struct iol_dev *engine_dev(delog *log);
 
 /* The journal's own counters of the log (journal/include/jrnl.h: bound and cover flushes,
  * wraps, ...), which delog_stats sums into space_flushes: for the crash checker's
  * coverage.  Any thread, like delog_stats. */
 struct jrnl_log_stats;
-void delog_journal_stats(delog *log, struct jrnl_log_stats *out);
+void engine_journal_stats(delog *log, struct jrnl_log_stats *out);
 
 #endif

@@ -184,7 +184,7 @@ static inline const struct ct_tx_seen *ct_find(const struct ct_coll *c, uint64_t
 	return NULL;
 }
 
-/* Open @dev and collect; returns delog_open_dev's result.  *out may be NULL: close. */
+/* Open @dev and collect; returns engine_open_dev's result.  *out may be NULL: close. */
 static inline int ct_open(struct iol_dev *dev, enum delog_flush_policy p, struct ct_coll *c,
 			  delog **out)
 {
@@ -195,7 +195,7 @@ static inline int ct_open(struct iol_dev *dev, enum delog_flush_policy p, struct
 	int err;
 
 	memset(c, 0, sizeof(*c));
-	err = delog_open_dev(dev, &o, &log);
+	err = engine_open_dev(dev, &o, &log);
 	if (err)
 		return err;
 	if (out)

@@ -27,7 +27,7 @@
  *
  * regress/big_checkpoint_stale_records (journal/log.c L13): a 10 MiB checkpoint in a
  * 64 MiB log is forced with every write delivered and every flush after its first write
- * held, then power is cut losing its first record.  Recovery (delog_open_dev, which
+ * held, then power is cut losing its first record.  Recovery (engine_open_dev, which
  * stamps past the head within recovery's window) must see checkpoints 1-3; a second
  * session then writes small forced checkpoints over the stamped region and beyond, and
  * after each the log must still recover (read-only, and at the end from a crash image)
@@ -109,15 +109,15 @@ static struct delog_options rg_opts(enum delog_flush_policy pol, unsigned logbuf
 	return o;
 }
 
-/* Recover a copy of @image on a healthy disk (delog_open_dev: stamps, then a clean
- * close); returns delog_open_dev's result. */
+/* Recover a copy of @image on a healthy disk (engine_open_dev: stamps, then a clean
+ * close); returns engine_open_dev's result. */
 static int rg_recover(const void *image, uint64_t bytes, enum delog_flush_policy pol,
 		      struct rg_seen *s)
 {
 	struct iol_dev *dev = rg_sim(bytes, false, 7, image);
 	struct delog_options o = rg_opts(pol, 0, 0, 0, s);
 	delog *log = NULL;
-	int err = delog_open_dev(dev, &o, &log);
+	int err = engine_open_dev(dev, &o, &log);
 
 	if (!err)
 		err = delog_close(log);
@@ -305,7 +305,7 @@ static void *b1_main(void *arg)
 	uint64_t seq = 0;
 	int err;
 
-	err = delog_open_dev(w->dev, &o, &log);
+	err = engine_open_dev(w->dev, &o, &log);
 	for (unsigned n = 1; !err && n <= 31; n++) {
 		err = ct_tx(log, 1, n, 4, 26000, true, &seq);
 		if (!err)
@@ -451,7 +451,7 @@ static void *b2_main(void *arg)
 	uint64_t seq = 0;
 	int err;
 
-	err = delog_open_dev(w->dev, &o, &w->log);
+	err = engine_open_dev(w->dev, &o, &w->log);
 	for (unsigned n = 1; !err && n <= 3; n++) {
 		err = b2_tx(w->log, true, n, 0, 0, true, &seq);
 		if (!err) {
@@ -626,7 +626,7 @@ static void *b3_main(void *arg)
 	uint64_t seq = 0;
 	int err;
 
-	err = delog_open_dev(w->dev, &o, &log);
+	err = engine_open_dev(w->dev, &o, &log);
 	for (unsigned n = 1; !err && n <= 3; n++) {
 		err = ct_tx(log, 1, n, 1, 1000, true, &seq);
 		if (!err)
@@ -719,7 +719,7 @@ static void b3_one(enum delog_flush_policy pol)
 	{
 		struct delog_options o = rg_opts(pol, 0, 0, 0, &s);
 
-		err = delog_open_dev(dev2, &o, &log);
+		err = engine_open_dev(dev2, &o, &log);
 	}
 	cr_assert_eq(err, 0, "%s: recovery after losing checkpoint 4's first record: %s", pn,
 		     delog_strerror(err));

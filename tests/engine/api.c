@@ -86,46 +86,46 @@ Test(api, options_invalid, .timeout = 60)
 	o = t_opts(DELOG_FLUSH_SYNC);
 	o.size = 0;
 	log = (delog *)0x1;
-	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "size 0");
+	cr_expect_eq(engine_open_dev(dev, &o, &log), -EINVAL, "size 0");
 	cr_expect_null(log, "*out must be NULL on failure");
 	o.size = 1;
-	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "size 1");
+	cr_expect_eq(engine_open_dev(dev, &o, &log), -EINVAL, "size 1");
 	o.size = 8;
-	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "size 8");
+	cr_expect_eq(engine_open_dev(dev, &o, &log), -EINVAL, "size 8");
 	/* logbufs 2..8 */
 	o = t_opts(DELOG_FLUSH_SYNC);
 	o.logbufs = 1;
-	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "logbufs 1");
+	cr_expect_eq(engine_open_dev(dev, &o, &log), -EINVAL, "logbufs 1");
 	o.logbufs = 9;
-	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "logbufs 9");
+	cr_expect_eq(engine_open_dev(dev, &o, &log), -EINVAL, "logbufs 9");
 	/* logbsize: power of two 16 KiB..256 KiB */
 	o = t_opts(DELOG_FLUSH_SYNC);
 	o.logbsize = 8192;
-	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "logbsize 8 KiB");
+	cr_expect_eq(engine_open_dev(dev, &o, &log), -EINVAL, "logbsize 8 KiB");
 	o.logbsize = 512u << 10;
-	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "logbsize 512 KiB");
+	cr_expect_eq(engine_open_dev(dev, &o, &log), -EINVAL, "logbsize 512 KiB");
 	o.logbsize = 48u << 10;
-	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "logbsize 48 KiB");
+	cr_expect_eq(engine_open_dev(dev, &o, &log), -EINVAL, "logbsize 48 KiB");
 	o.logbsize = 3000;
-	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "logbsize 3000");
+	cr_expect_eq(engine_open_dev(dev, &o, &log), -EINVAL, "logbsize 3000");
 	/* policy */
 	o = t_opts(DELOG_FLUSH_SYNC);
 	o.flush = (enum delog_flush_policy)4;
-	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "policy 4");
+	cr_expect_eq(engine_open_dev(dev, &o, &log), -EINVAL, "policy 4");
 	o.flush = (enum delog_flush_policy)-1;
-	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "policy -1");
+	cr_expect_eq(engine_open_dev(dev, &o, &log), -EINVAL, "policy -1");
 	o.flush = (enum delog_flush_policy)7;
-	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "policy 7");
+	cr_expect_eq(engine_open_dev(dev, &o, &log), -EINVAL, "policy 7");
 	/* open flags: only DELOG_OPEN_* */
 	o = t_opts(DELOG_FLUSH_SYNC);
 	o.flags = DELOG_OPEN_CREATE | 0x8u;
-	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "unknown open flag 0x8");
+	cr_expect_eq(engine_open_dev(dev, &o, &log), -EINVAL, "unknown open flag 0x8");
 	o.flags = 0x80000000u;
-	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "unknown open flag 0x80000000");
+	cr_expect_eq(engine_open_dev(dev, &o, &log), -EINVAL, "unknown open flag 0x80000000");
 	/* format sector: 512 or 4096 */
 	o = t_opts(DELOG_FLUSH_SYNC);
 	o.sector = 1024;
-	cr_expect_eq(delog_open_dev(dev, &o, &log), -EINVAL, "sector 1024");
+	cr_expect_eq(engine_open_dev(dev, &o, &log), -EINVAL, "sector 1024");
 	cr_expect_null(log, "*out must stay NULL on failure");
 
 	/* delog_open validates before it creates anything. */
@@ -141,13 +141,13 @@ Test(api, options_invalid, .timeout = 60)
 	o = t_opts(DELOG_FLUSH_SYNC);
 	o.logbufs = 2;
 	o.logbsize = 16u << 10;
-	cr_assert_eq(delog_open_dev(dev, &o, &log), 0);
+	cr_assert_eq(engine_open_dev(dev, &o, &log), 0);
 	cr_assert_eq(t_commit1(log, 7, 1, 2, NULL, true), 0);
 	cr_assert_eq(delog_close(log), 0);
 	o.logbufs = 8;
 	o.logbsize = 256u << 10;
 	o.flags = 0;
-	cr_assert_eq(delog_open_dev(dev, &o, &log), 0);
+	cr_assert_eq(engine_open_dev(dev, &o, &log), 0);
 	cr_assert_eq(delog_close(log), 0);
 
 	/* Names of policies, both ways. */
@@ -254,9 +254,9 @@ Test(api, open_notlog, .timeout = 60)
 	/* On a device: without CREATE refused, with CREATE formatted (engine.h). */
 	dev = t_sim(8 * T_MiB, IOL_SIM_LAT_NONE, 3, buf);
 	o = (struct delog_options){ .size = sizeof(o) };
-	cr_expect_eq(delog_open_dev(dev, &o, &log), DELOG_ENOTLOG);
+	cr_expect_eq(engine_open_dev(dev, &o, &log), DELOG_ENOTLOG);
 	o.flags = DELOG_OPEN_CREATE;
-	cr_assert_eq(delog_open_dev(dev, &o, &log), 0);
+	cr_assert_eq(engine_open_dev(dev, &o, &log), 0);
 	cr_expect_eq(delog_close(log), 0);
 	iol_dev_close(dev);
 	free(buf);
@@ -1704,7 +1704,7 @@ Test(api, recover_callback_error_fails_open, .timeout = 60)
 	o.recover = stop_at_second;
 	o.recover_arg = &calls;
 	log = (delog *)0x1;
-	cr_expect_eq(delog_open_dev(dev, &o, &log), 12345);
+	cr_expect_eq(engine_open_dev(dev, &o, &log), 12345);
 	cr_expect_null(log);
 	cr_expect_eq(calls, 2);
 	log = t_reopen(dev, o, &c, &rec);

@@ -12,7 +12,7 @@
  *     durable watermark never moves again; close returns the error;
  *   - a reopen of the file on a healthy device recovers every checkpoint acknowledged
  *     before the fault, in order, whole (the item carries its own sequence and a hash).
- * Read errors during recovery make delog_open_dev fail with the error (nothing replayed
+ * Read errors during recovery make engine_open_dev fail with the error (nothing replayed
  * as if valid), and a later healthy open still recovers everything.
  */
 #include <criterion/criterion.h>
@@ -103,7 +103,7 @@ static bool one(const char *backend, enum delog_flush_policy pol, const struct i
 	snprintf(path, sizeof(path), "%s/eio-%s-%d.log", test_dir(), backend, (int)getpid());
 	unlink(path);
 	cr_assert_eq(delog_open(path, &o, &log), 0);
-	cr_assert_eq(iol_dev_fault_add(delog_dev(log), f), 0);
+	cr_assert_eq(iol_dev_fault_add(engine_dev(log), f), 0);
 	for (uint64_t i = 1; i <= TXS; i++) {
 		err = commit_one(log, i, &seq);
 		if (err) {
@@ -203,11 +203,11 @@ Test(eio, read_fault_during_recovery, .timeout = 120)
 	cr_assert_eq(iol_dev_fault_add(dev, &f), 0);
 	o2.recover = on_ckpt;
 	o2.recover_arg = &s;
-	err = delog_open_dev(dev, &o2, &log);
+	err = engine_open_dev(dev, &o2, &log);
 	cr_assert_eq(err, -EIO, "a read error in recovery is reported: %s", delog_strerror(err));
 	iol_dev_fault_clear(dev);
 	memset(&s, 0, sizeof(s));
-	err = delog_open_dev(dev, &o2, &log);
+	err = engine_open_dev(dev, &o2, &log);
 	cr_assert_eq(err, 0, "%s", delog_strerror(err));
 	cr_assert_eq(s.last, seq);
 	cr_assert(!s.bad);

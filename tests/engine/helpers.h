@@ -102,9 +102,9 @@ static inline struct delog_options t_opts(enum delog_flush_policy p)
 static inline delog *t_open_dev(struct iol_dev *dev, const struct delog_options *o)
 {
 	delog *log = NULL;
-	int err = delog_open_dev(dev, o, &log);
+	int err = engine_open_dev(dev, o, &log);
 
-	cr_assert_eq(err, 0, "delog_open_dev: %s", delog_strerror(err));
+	cr_assert_eq(err, 0, "engine_open_dev: %s", delog_strerror(err));
 	cr_assert_not_null(log);
 	return log;
 }

@@ -342,7 +342,7 @@ static void verify(struct iol_dev *dev, struct run *r, enum delog_flush_policy p
 		CHECK(0, "out of memory");
 		return;
 	}
-	err = delog_open_dev(dev, &o, &log);
+	err = engine_open_dev(dev, &o, &log);
 	CHECK(err == 0, "%s: reopen: %s", what, delog_strerror(err));
 	if (err)
 		goto out;
@@ -533,7 +533,7 @@ int main(int argc, char **argv)
 		o.push_arg = &r;
 	}
 
-	err = delog_open_dev(dev, &o, &r.log);
+	err = engine_open_dev(dev, &o, &r.log);
 	if (err) {
 		fprintf(stderr, "engine_stress: open: %s\n", delog_strerror(err));
 		return 1;

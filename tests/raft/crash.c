@@ -281,7 +281,7 @@ struct run {
 static int open_dev(void *arg, const char *path, const struct delog_options *o, delog **out)
 {
 	(void)path;
-	return delog_open_dev(arg, o, out);
+	return engine_open_dev(arg, o, out);
 }
 
 static struct iol_dev *sim_dev(bool hold, bool gate, uint64_t seed, const void *image)

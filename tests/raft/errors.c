@@ -17,7 +17,7 @@
 static int open_dev(void *arg, const char *path, const struct delog_options *o, delog **out)
 {
 	(void)path;
-	return delog_open_dev(arg, o, out);
+	return engine_open_dev(arg, o, out);
 }
 
 static void closed_cb(struct raft_io *io)

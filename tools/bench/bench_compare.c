@@ -48,7 +48,7 @@
  * creates and removes), a block device (PATH or --device, with --force), formatted once
  * and reopened per point as bench_commit.c does; or `--backend sim --sim-profile
  * none|nvme|sata`, where every point gets a new simulated disk with that latency model
- * (opened by bench_flush.c with iol_dev_open and delog_open_dev from engine.h, the one
+ * (opened by bench_flush.c with iol_dev_open and engine_open_dev from engine.h, the one
  * non-public call: the public delog_open makes a sim disk without latency).  The
  * workloads themselves use <delog.h> only.
  *

@@ -252,7 +252,7 @@ int fb_log_open(struct fb_env *e, enum delog_flush_policy p, delog **log,
 		err = fb_sim_open(e, DELOG_SB_BYTES + e->o->log_size, simdev);
 		if (err)
 			return err;
-		err = delog_open_dev(*simdev, &lo, log);
+		err = engine_open_dev(*simdev, &lo, log);
 	} else {
 		err = delog_open(e->b->t.path, &lo, log);
 	}

@@ -51,7 +51,7 @@ static void help(void)
 	       "  -x, --exhaustive    all 2^k states wherever k <= 12 sectors are unstable\n"
 	       "  -t, --threads N     client threads per round (default: the workload's, 1..4)\n"
 	       "  -J, --jobs N        recovery threads (default: online CPUs, at most 8)\n"
-	       "      --full-every N  open every Nth distinct image with delog_open_dev and\n"
+	       "      --full-every N  open every Nth distinct image with engine_open_dev and\n"
 	       "                      continue it across a second crash (default 32; 0: never)\n"
 	       "      --save DIR      write the pre-recovery image of each violation to DIR\n"
 	       "      --round R       run only round R (as numbered in a violation's report)\n"
@@ -78,7 +78,7 @@ static void print_text(struct crash *cr, double secs)
 	       " unstable sectors)\n", cr->cps, cr->exh_cps, cr->max_k);
 	printf("  states            %" PRIu64 "\n", cr->states);
 	printf("  distinct images   %" PRIu64 "\n", cr->distinct);
-	printf("  recoveries        %" PRIu64 " read-only, %" PRIu64 " delog_open_dev (%" PRIu64
+	printf("  recoveries        %" PRIu64 " read-only, %" PRIu64 " engine_open_dev (%" PRIu64
 	       " through the flush gate), %" PRIu64 " continued across a second crash\n",
 	       cr->recoveries, atomic_load(&cr->full_opens), atomic_load(&cr->full_gated),
 	       atomic_load(&cr->continuations));

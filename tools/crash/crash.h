@@ -21,7 +21,7 @@
  *   - and recovery itself succeeds: a crash can only tear what was in flight, so any
  *     error (DELOG_ECORRUPT, ...) on a crash image is a violation (G7 the other way).
  * A sample of the distinct images (--full-every) is also opened the way an application
- * does (delog_open_dev: recovery with stamping, the writer, the push thread), must
+ * does (engine_open_dev: recovery with stamping, the writer, the push thread), must
  * recover the same set, takes a few more forced transactions, is crashed again at a
  * random state and recovered: the new checkpoints follow the old ones and nothing of the
  * old torn tail comes back (G5 idempotence across the two recoveries, G6 continuation).

@@ -4,7 +4,7 @@
  * What it keeps: turning crash states into recovered summaries: the cache of distinct
  * images (a state's image is recovered once however many crash points produce it),
  * and the worker threads that patch their own sim disk to an image, run the journal's
- * recovery read-only on it, and for a sample open it with delog_open_dev and continue
+ * recovery read-only on it, and for a sample open it with engine_open_dev and continue
  * it across a second crash (full_check); and the judgement of each state's summary by
  * the oracle (check_state), with the state's image for --save.
  *
@@ -12,7 +12,7 @@
  * owns the image cache and the workers' sim disks, and calls the oracle for each.
  * Recovery runs through the journal's API (jrnl_recover, jrnl_sb_read: journal/include),
  * not <delog.h>: the checker must recover an image read-only, without the stamping
- * delog_open does, which the delog_open_dev sample exercises separately.
+ * delog_open does, which the engine_open_dev sample exercises separately.
  */
 #include "crash.h"
 
@@ -265,7 +265,7 @@ static bool same_set(const struct summary *a, const struct summary *b, unsigned 
 	return true;
 }
 
-/* The application's path on this image: delog_open_dev, the same set; then continue
+/* The application's path on this image: engine_open_dev, the same set; then continue
  * with CR_CONT_TXS forced transactions, crash again, recover: old set plus the new. */
 static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t *choice,
 		       const struct summary *ref)
@@ -302,10 +302,10 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 	s2.ok = true;
 	o.recover = cr_delog_cb;
 	o.recover_arg = &rc2;
-	err = delog_open_dev(d2, &o, &log);
+	err = engine_open_dev(d2, &o, &log);
 	if (err) {
 		if (!ref->err) {
-			snprintf(msg, sizeof(msg), "delog_open_dev failed (%s) on an image that "
+			snprintf(msg, sizeof(msg), "engine_open_dev failed (%s) on an image that "
 				 "recovers read-only", delog_err_name(err));
 			viol_add(cr, cp, choice, cp->k, msg, w->shadow);
 		}
@@ -313,7 +313,7 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 	}
 	summary_finish(&rc2);
 	if (!s2.ok || !same_set(&s2, ref, rd->wl.clients)) {
-		snprintf(msg, sizeof(msg), "delog_open_dev recovered %" PRIu64 "..%" PRIu64
+		snprintf(msg, sizeof(msg), "engine_open_dev recovered %" PRIu64 "..%" PRIu64
 			 " (%.80s), read-only recovery %" PRIu64 "..%" PRIu64 " (G5)", s2.lo, s2.hi,
 			 s2.ok ? "ok" : s2.what, ref->lo, ref->hi);
 		viol_add(cr, cp, choice, cp->k, msg, w->shadow);

@@ -209,9 +209,9 @@ static int idle_once(struct round *rd, const struct delog_options *o, unsigned i
 	delog *log = NULL;
 	int err;
 
-	*what = "delog_open_dev";
-	wd_enter(rd, WD_COORD, "delog_open_dev (open/close without writes)", i);
-	err = delog_open_dev(rd->dev, o, &log);
+	*what = "engine_open_dev";
+	wd_enter(rd, WD_COORD, "engine_open_dev (open/close without writes)", i);
+	err = engine_open_dev(rd->dev, o, &log);
 	wd_leave(rd, WD_COORD);
 	if (err)
 		return err;

@@ -288,7 +288,7 @@ static void check_shared(struct ckpass *p)
 }
 
 /* One recovered checkpoint against what the workload did (the callback of jrnl_recover
- * and of delog_open_dev, through the adapters below): the oracle's one pass over a
+ * and of engine_open_dev, through the adapters below): the oracle's one pass over a
  * checkpoint, its steps in the order the checks depend on each other: the sequence, then
  * each item in key order (a transaction's items with their payloads and per-client
  * continuity, check_tx), then the relogged and shared keys against the transactions

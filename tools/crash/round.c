@@ -108,7 +108,7 @@ static int run_session(struct crash *cr, struct ctl *t, struct pointbuf *pb, uin
 		pthread_mutex_lock(&rd->log_mu);
 		if (rd->log && !delog_stats(rd->log, &st)) {
 			known = true;
-			delog_journal_stats(rd->log, &js);
+			engine_journal_stats(rd->log, &js);
 		}
 		pthread_mutex_unlock(&rd->log_mu);
 		if (atomic_load(&rd->stalls) && !cr->cv_stall_seen) {

@@ -49,7 +49,7 @@ static uint32_t boundary_len(uint64_t *r, uint32_t sector, uint32_t logbsize)
  * up to 5 MiB, so larger than recovery's 2 MiB window); releases behind the clients, only
  * from the push callback, or at the full edge right up to the durable sequence while big
  * checkpoints are written; DELOG_TX_NOWAIT; item tracking with item_written; and a chain
- * of 3-4 sessions, each crashed at a seeded state, reopened by delog_open_dev and
+ * of 3-4 sessions, each crashed at a seeded state, reopened by engine_open_dev and
  * continued.
  */
 static void wl_random(struct wl *w, uint64_t *r, uint32_t sector)
@@ -902,7 +902,7 @@ static void *releaser_main(void *arg)
 }
 
 /*
- * A session's start (sessions after the first): delog_open_dev has recovered the last
+ * A session's start (sessions after the first): engine_open_dev has recovered the last
  * session's cut image through check_ckpt (@rc).  It must hold everything the cut point
  * had acknowledged, judged like any crash state; then the workload continues from it as
  * an application does: each client from its first transaction the image lost (those
@@ -920,7 +920,7 @@ static bool session_start(struct crash *cr, struct round *rd, delog *log, struct
 	if (cr_judge(rd, s, rd->cut_durable, rd->cut_released, rd->cut_must_lo, rd->cut_acked,
 		  what, sizeof(what))) {
 		snprintf(msg, sizeof(msg), "session %u: recovery of session %u's crash image "
-			 "(delog_open_dev): %.160s", rd->session, rd->session - 1, what);
+			 "(engine_open_dev): %.160s", rd->session, rd->session - 1, what);
 		viol_add(cr, NULL, NULL, 0, msg, NULL);
 		return false;
 	}
@@ -982,15 +982,15 @@ void *coord_main(void *arg)
 		o.recover = cr_delog_cb;
 		o.recover_arg = &rc;
 	}
-	wd_enter(rd, WD_COORD, "delog_open_dev", rd->session);
-	err = delog_open_dev(rd->dev, &o, &log);
+	wd_enter(rd, WD_COORD, "engine_open_dev", rd->session);
+	err = engine_open_dev(rd->dev, &o, &log);
 	wd_leave(rd, WD_COORD);
 	free(rc.it);
 	free(rc.txv);
 	if (err && rd->session) {
 		char msg[240];
 
-		snprintf(msg, sizeof(msg), "session %u: delog_open_dev on session %u's crash image "
+		snprintf(msg, sizeof(msg), "session %u: engine_open_dev on session %u's crash image "
 			 "failed: %s%s%.100s", rd->session, rd->session - 1, delog_err_name(err),
 			 sum.ok ? "" : ": ", sum.ok ? "" : sum.what);
 		viol_add(co->cr, NULL, NULL, 0, msg, NULL);
@@ -999,7 +999,7 @@ void *coord_main(void *arg)
 		return NULL;
 	}
 	if (err) {
-		wl_fail(rd, "delog_open_dev: %s", delog_err_name(err));
+		wl_fail(rd, "engine_open_dev: %s", delog_err_name(err));
 		atomic_store(&rd->done, true);
 		return NULL;
 	}
