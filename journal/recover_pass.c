@@ -369,6 +369,20 @@ struct opctx {
 
 #define OP_BAD(r, oc, code, ...) jrnl_rcv_corrupt((r), (code), (oc)->ri->a, (oc)->off, __VA_ARGS__)
 
+/* The op @op, met at @oc, is the one being parsed now (@flags: its kind bits; @skip:
+ * its transaction lies before the tail, nothing of it is kept). */
+static void op_begin(struct parse *ps, const struct jrnl_op *op, const struct opctx *oc,
+		     uint16_t flags, bool skip)
+{
+	ps->op_tid = op->tid;
+	ps->op_type = op->type;
+	ps->op_flags = flags;
+	ps->op_lsn = oc->ri->lsn;
+	ps->op_off = oc->off;
+	ps->op_len = 0;
+	ps->op_skip = skip;
+}
+
 static int replay_ckpt(struct rctx *r, struct parse *ps, struct ptx *t, const struct opctx *oc,
 		       const struct jrnl_commit *c)
 {
@@ -622,13 +636,7 @@ static int op_piece(struct rctx *r, struct parse *ps, const struct jrnl_op *op,
 		if (!ps->cont) {
 			/* The record at the tail continues an op whose start lies before the
 			 * tail: its transaction is already written back; ignore it. */
-			ps->op_tid = op->tid;
-			ps->op_type = op->type;
-			ps->op_flags = op->flags & kind;
-			ps->op_lsn = oc->ri->lsn;
-			ps->op_off = oc->off;
-			ps->op_len = 0;
-			ps->op_skip = true;
+			op_begin(ps, op, oc, op->flags & kind, true);
 			if (!tx_find(ps, op->tid) && !tx_add(ps, op->tid, true))
 				return ps->tx ? OP_BAD(r, oc, DELOG_EBADOP,
 						       "more than %u transactions open at once",
@@ -652,13 +660,7 @@ static int op_piece(struct rctx *r, struct parse *ps, const struct jrnl_op *op,
 			return OP_BAD(r, oc, DELOG_EBADOP,
 				      "op type %u carries CONTINUE (only ITEM ops are split)",
 				      op->type);
-		ps->op_tid = op->tid;
-		ps->op_type = op->type;
-		ps->op_flags = op->flags & kind;
-		ps->op_lsn = oc->ri->lsn;
-		ps->op_off = oc->off;
-		ps->op_len = 0;
-		ps->op_skip = false;
+		op_begin(ps, op, oc, op->flags & kind, false);
 		if (op->type == JRNL_T_ITEM) {
 			t = tx_find(ps, op->tid);
 			if (!t) {
