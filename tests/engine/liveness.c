@@ -135,28 +135,39 @@ static void *lv_waiter_main(void *arg)
 	return NULL;
 }
 
-/* The largest reservation a NOWAIT begin gets now, at most @cap (to 4 KiB), taken by a
- * blocking begin (so that its transaction's later delog_tx_log may wait).  Called with
- * the CIL empty: the probes' -EAGAIN then make delog push nothing. */
+/* The largest reservation a NOWAIT begin gets now, at most @cap (to 4 KiB), taken with
+ * @flags (0: a blocking begin, so that its transaction's later delog_tx_log may wait).
+ * Called with the CIL empty: the probes' -EAGAIN then make delog push nothing.  Free
+ * space may still shrink between the search and the take: a cover record an earlier
+ * probe asked for takes its sectors at the head before its flush moves the tail
+ * (engine/space.c).  A NOWAIT take that then fails searches again. */
 static uint64_t lv_take_all(delog *log, uint64_t cap, unsigned flags, delog_tx **tx)
 {
-	uint64_t lo = 0, hi = cap + 1;
+	for (unsigned tries = 0;; tries++) {
+		uint64_t lo = 0, hi = cap + 1;
+		int err;
 
-	while (hi - lo > 4096) {
-		uint64_t mid = lo + (hi - lo) / 2;
-		delog_tx *t;
-		int err = delog_tx_begin(log, mid, DELOG_TX_NOWAIT, &t);
+		while (hi - lo > 4096) {
+			uint64_t mid = lo + (hi - lo) / 2;
+			delog_tx *t;
 
-		cr_assert(err == 0 || err == -EAGAIN, "NOWAIT begin: %s", delog_strerror(err));
-		if (err) {
-			hi = mid;
-		} else {
-			delog_tx_abort(t);
-			lo = mid;
+			err = delog_tx_begin(log, mid, DELOG_TX_NOWAIT, &t);
+			cr_assert(err == 0 || err == -EAGAIN, "NOWAIT begin: %s",
+				  delog_strerror(err));
+			if (err) {
+				hi = mid;
+			} else {
+				delog_tx_abort(t);
+				lo = mid;
+			}
 		}
+		err = delog_tx_begin(log, lo, flags, tx);
+		if (!err)
+			return lo;
+		cr_assert(err == -EAGAIN && (flags & DELOG_TX_NOWAIT) && tries < 100,
+			  "begin of %llu bytes: %s", (unsigned long long)lo, delog_strerror(err));
+		lv_msleep(1);
 	}
-	cr_assert_eq(delog_tx_begin(log, lo, flags, tx), 0);
-	return lo;
 }
 
 /* Is the log full, and does it stay so?  A NOWAIT begin of 4 KiB fails -EAGAIN, and again
