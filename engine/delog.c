@@ -403,24 +403,52 @@ void engine_journal_stats(delog *log, struct jrnl_log_stats *out)
 
 /* ---- force and the watermark ---- */
 
+/*
+ * The sequence a force of @seq waits for (0: everything committed so far: the open
+ * checkpoint if it holds anything, else the last one written), or 0 with -EINVAL in
+ * *@err for a sequence beyond the open checkpoint.  *@open gets the open sequence.
+ */
+static uint64_t force_target(struct delog *log, uint64_t seq, uint64_t *open, int *err)
+{
+	bool has;
+
+	pthread_rwlock_rdlock(&log->ctx_lock);
+	*open = log->cur->seq;
+	has = atomic_load(&log->cur->ntx) != 0;
+	pthread_rwlock_unlock(&log->ctx_lock);
+	*err = 0;
+	if (!seq || (seq == *open && !has))
+		seq = has ? *open : *open - 1;
+	if (seq > *open)
+		*err = -EINVAL;
+	return seq;
+}
+
+/* Ask the push thread for @seq if it is still open (a sequence already swapped out is
+ * being written by whoever swapped it, and becomes durable without asking). */
+static void force_ask(struct delog *log, uint64_t seq)
+{
+	if (atomic_load(&log->open_seq) <= seq) {
+		pthread_mutex_lock(&log->lock);
+		if (atomic_load(&log->open_seq) <= seq)
+			push_request(log, seq);
+		pthread_mutex_unlock(&log->lock);
+	}
+}
+
 int delog_force(delog *log, uint64_t seq)
 {
 	uint64_t open;
-	bool has;
+	int err;
 
 	if (!log)
 		return -EINVAL;
 	atomic_fetch_add_explicit(&log->st_forces, 1, memory_order_relaxed);
 	if (atomic_load(&log->error))
 		return DELOG_ESHUTDOWN;
-	pthread_rwlock_rdlock(&log->ctx_lock);
-	open = log->cur->seq;
-	has = atomic_load(&log->cur->ntx) != 0;
-	pthread_rwlock_unlock(&log->ctx_lock);
-	if (!seq || (seq == open && !has))
-		seq = has ? open : open - 1;
-	if (seq > open)
-		return -EINVAL;
+	seq = force_target(log, seq, &open, &err);
+	if (err)
+		return err;
 	if (atomic_load(&log->durable_seq) >= seq) {
 		atomic_fetch_add_explicit(&log->st_force_no_io, 1, memory_order_relaxed);
 		return 0;
@@ -432,16 +460,36 @@ int delog_force(delog *log, uint64_t seq)
 			push_now(log, true);
 		pthread_mutex_unlock(&log->write_lock);
 	}
-	/* Still open: ask the push thread (a sequence already swapped out is being written
-	 * by whoever swapped it, and becomes durable without asking). */
-	if (atomic_load(&log->open_seq) <= seq) {
-		pthread_mutex_lock(&log->lock);
-		if (atomic_load(&log->open_seq) <= seq)
-			push_request(log, seq);
-		pthread_mutex_unlock(&log->lock);
-	}
+	force_ask(log, seq);
 	force_wait(log, seq);
 	return atomic_load(&log->durable_seq) >= seq ? 0 : DELOG_ESHUTDOWN;
+}
+
+/*
+ * The non-blocking force: the push thread writes the checkpoint and the policy's
+ * completions make it durable (push.c: a checkpoint the push thread wrote needs no
+ * thread of the caller's under any policy), so asking is all there is to do here.
+ * Requests for the open checkpoint set force_seq once; those that find it set, or find
+ * their checkpoint already swapped out, take no lock but ctx_lock's read side.
+ */
+int delog_force_nowait(delog *log, uint64_t seq)
+{
+	uint64_t open;
+	int err;
+
+	if (!log)
+		return -EINVAL;
+	atomic_fetch_add_explicit(&log->st_forces_nowait, 1, memory_order_relaxed);
+	if (atomic_load(&log->error))
+		return DELOG_ESHUTDOWN;
+	seq = force_target(log, seq, &open, &err);
+	if (err)
+		return err;
+	if (atomic_load(&log->durable_seq) >= seq)
+		return 1;
+	if (atomic_load(&log->force_seq) < seq)
+		force_ask(log, seq);
+	return 0;
 }
 
 int delog_tx_commit_force(delog_tx *tx, uint64_t *seqp)
@@ -512,6 +560,7 @@ int delog_stats(const delog *clog, struct delog_stats *out)
 	st->forces = atomic_load(&log->st_forces);
 	st->force_waits = atomic_load(&log->st_force_waits);
 	st->force_no_io = atomic_load(&log->st_force_no_io);
+	st->forces_nowait = atomic_load(&log->st_forces_nowait);
 	pthread_mutex_lock(&log->lock);
 	st->checkpoints = log->st_ckpts;
 	st->checkpoint_items = log->st_ckpt_items;

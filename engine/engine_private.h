@@ -221,10 +221,14 @@ struct delog {
 	bool push_running, stopping;
 	bool push_wanted;           /* the CIL passed push_bytes: push even without a force */
 	pthread_mutex_t write_lock; /* held by whoever writes a checkpoint (push_now) */
-	uint64_t force_seq;         /* highest sequence a force (or S4 in space.c) asked to push */
-	uint64_t pushed_seq;        /* highest sequence whose checkpoint was written */
-	uint64_t done_seq;          /* highest sequence whose commit record completed */
-	unsigned flushes_inflight;  /* single's chain flushes not yet done (policy.c P2) */
+	/* Highest sequence a force (or S4 in space.c) asked to push: written under this
+	 * lock (push_request), read without it by delog_force_nowait, which need not ask
+	 * again for a sequence at or below it (the push thread pushes every context up to
+	 * it, push.c). */
+	_Atomic uint64_t force_seq;
+	uint64_t pushed_seq;       /* highest sequence whose checkpoint was written */
+	uint64_t done_seq;         /* highest sequence whose commit record completed */
+	unsigned flushes_inflight; /* single's chain flushes not yet done (policy.c P2) */
 	/* single's flush chain (policy.c P1-P3): the newest chain flush covers fl_cover;
 	 * checkpoints up to sync_seq are made durable by the lone forcer that wrote them. */
 	uint64_t fl_cover, sync_seq;
@@ -239,7 +243,8 @@ struct delog {
 	struct space space;
 
 	/* stats */
-	_Atomic uint64_t st_tx, st_items, st_relogged, st_forces, st_force_waits, st_force_no_io;
+	_Atomic uint64_t st_tx, st_items, st_relogged, st_forces, st_force_waits, st_force_no_io,
+		st_forces_nowait;
 	uint64_t st_ckpts, st_ckpt_items, st_ckpt_bytes, st_ckpt_txs;
 };
 

@@ -2,9 +2,9 @@
  * push.c - the push thread: turns the open CIL context into a checkpoint in the log
  * (xlog_cil_push_work).
  *
- * It wakes when a force asks for a sequence that is still open (or a space waiter whose
- * space only a newer durable checkpoint frees: space.c S4), when the CIL passed
- * push_bytes, when space runs low (to call the push callback, or to make the tail
+ * It wakes when a force (delog_force, delog_force_nowait) asks for a sequence that is
+ * still open (or a space waiter whose space only a newer durable checkpoint frees:
+ * space.c S4), when the CIL passed push_bytes, when space runs low (to call the push callback, or to make the tail
  * durable for a NOWAIT caller: jrnl_log_cover, journal/log.c L12), and at close.  A push:
  *   1. swaps log->cur for the empty spare context under ctx_lock held for write (CIL1 in
  *      cil.c): from then on no commit can reach the old one;
@@ -153,7 +153,7 @@ static void *push_main(void *arg)
 		pthread_mutex_lock(&log->lock);
 		/* A force or the CIL limit asked (flags set under this lock, so no wakeup is
 		 * lost between the reads above and the wait below). */
-		want = log->force_seq >= cseq || log->push_wanted ||
+		want = atomic_load(&log->force_seq) >= cseq || log->push_wanted ||
 		       (has && (log->stopping || cost >= log->push_bytes));
 		if (atomic_exchange(&log->space.cover, false)) {
 			pthread_mutex_unlock(&log->lock);

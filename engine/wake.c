@@ -102,8 +102,8 @@ void efd_signal(struct delog *log)
 
 void push_request(struct delog *log, uint64_t seq)
 {
-	if (seq > log->force_seq)
-		log->force_seq = seq;
+	if (seq > atomic_load(&log->force_seq))
+		atomic_store(&log->force_seq, seq);
 	if (!seq)
 		log->push_wanted = true;
 	pthread_cond_signal(&log->push_cond);

@@ -138,7 +138,7 @@ typedef int (*delog_recover_fn)(void *arg, const struct delog_checkpoint *ckpt,
  * logged up to and including checkpoint @seq (at least) and then call delog_release or
  * delog_item_written.  Runs on delog's push thread with no delog lock held; it must not
  * block for long and must not call delog_force, delog_tx_* or delog_close (it may call
- * delog_release, delog_item_written, delog_stats).
+ * delog_release, delog_item_written, delog_force_nowait, delog_stats).
  */
 typedef void (*delog_push_fn)(void *arg, delog *log, uint64_t seq);
 
@@ -275,6 +275,20 @@ void delog_tx_abort(delog_tx *tx);
 int delog_force(delog *log, uint64_t seq);
 /* Commit @tx and force its checkpoint (*@seq may be NULL).  Thread-safe. */
 int delog_tx_commit_force(delog_tx *tx, uint64_t *seq);
+/*
+ * Ask for checkpoint @seq and all before it to become durable, and return at once (0:
+ * everything committed so far).  delog's push thread writes the checkpoint if it is
+ * still open, and the flush policy's completions make it durable, as for delog_force;
+ * the caller learns of it through delog_durable_fd (readable once the watermark moved)
+ * and delog_durable_seq() >= @seq.  Requests for the same or earlier checkpoints, from
+ * any thread, share its write and flush with each other and with blocking forces.
+ * Returns 1 (already durable: nothing to wait for), 0 (asked: wait for the watermark),
+ * DELOG_ESHUTDOWN (then the watermark never reaches @seq: the eventfd is readable and
+ * delog_error() says why), or -EINVAL for a sequence beyond the open checkpoint.
+ * Never blocks on I/O or on other callers' I/O (it may take a lock held for a few
+ * instructions).  Thread-safe; may be called from the push callback.
+ */
+int delog_force_nowait(delog *log, uint64_t seq);
 
 /* Highest checkpoint sequence known durable (watermark).  Thread-safe, lock-free. */
 uint64_t delog_durable_seq(const delog *log);
@@ -316,7 +330,9 @@ struct delog_stats {
 	double txs_per_checkpoint;
 	uint64_t durable_seq, open_seq;
 	/* forces */
-	uint64_t forces, force_waits, force_no_io; /* calls; that waited; already durable */
+	uint64_t forces, force_waits, force_no_io; /* delog_force calls; that waited; already
+						    * durable */
+	uint64_t forces_nowait;                    /* delog_force_nowait calls */
 	/* log writes and flushes */
 	uint64_t records, record_bytes;  /* log buffer writes and their bytes */
 	uint64_t preflushes, fua_writes; /* writes carrying PREFLUSH / FUA */

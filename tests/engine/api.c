@@ -1780,6 +1780,115 @@ Test(api, durable_fd_first_asked_after_force, .timeout = 60)
 }
 
 /* ======================================================================================
+ * the non-blocking force
+ * ====================================================================================== */
+
+/* Wait on the eventfd, as an event loop does, until the watermark reaches @seq or the
+ * log shut down (at most ~10 s of wake-ups: a liveness bound, not a timing). */
+static bool nw_wait_durable(delog *log, uint64_t seq)
+{
+	struct pollfd pfd = { .fd = delog_durable_fd(log), .events = POLLIN };
+	uint64_t v;
+
+	for (int i = 0; i < 1000 && delog_durable_seq(log) < seq && !delog_error(log); i++) {
+		if (poll(&pfd, 1, 10) == 1)
+			cr_assert_eq(read(pfd.fd, &v, sizeof(v)), (ssize_t)sizeof(v));
+	}
+	return delog_durable_seq(log) >= seq;
+}
+
+#define NW_TXS 50
+
+/*
+ * delog_force_nowait alone makes a checkpoint durable, under every policy: nothing else
+ * would push it (the transactions stay far below cil_push_bytes, and no blocking force
+ * is made: stats.forces stays 0).  Fifty requests for one checkpoint cost one checkpoint;
+ * the acknowledgement, learnt from the eventfd, survives a power cut.
+ */
+static void force_nowait_run(enum delog_flush_policy pol)
+{
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NVME, 60 + pol, NULL), *cut;
+	struct delog_options o = t_opts(pol);
+	struct delog_stats st0, st1;
+	struct delog_recovery rec;
+	struct coll c = { 0 };
+	uint64_t seq[NW_TXS], v;
+	delog *log = t_open_dev(dev, &o);
+	int fd = delog_durable_fd(log);
+
+	while (read(fd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+		;
+	cr_expect_eq(delog_force_nowait(log, 0), 1, "nothing committed: durable already");
+	st0 = t_stats(log);
+	for (int i = 0; i < NW_TXS; i++)
+		cr_assert_eq(t_commit1(log, 1000 + i, i, 7, &seq[i], false), 0);
+	cr_assert_eq(seq[0], seq[NW_TXS - 1], "one checkpoint (below cil_push_bytes)");
+	cr_expect_eq(delog_force_nowait(log, seq[0] + 2), -EINVAL, "beyond the open checkpoint");
+	for (int i = 0; i < NW_TXS; i++) {
+		int r = delog_force_nowait(log, seq[i]);
+
+		cr_assert(r == 0 || r == 1, "delog_force_nowait: %s", delog_strerror(r));
+	}
+	cr_assert(nw_wait_durable(log, seq[NW_TXS - 1]), "%s: the watermark stayed at %llu, "
+		  "%llu asked", delog_flush_policy_name(pol),
+		  (unsigned long long)delog_durable_seq(log), (unsigned long long)seq[0]);
+	st1 = t_stats(log);
+	cr_expect_eq(st1.forces - st0.forces, 0, "a blocking force was made");
+	cr_expect_eq(st1.forces_nowait - st0.forces_nowait, NW_TXS + 1);
+	cr_expect_eq(st1.checkpoints - st0.checkpoints, 1, "%llu checkpoints for one sequence",
+		     (unsigned long long)(st1.checkpoints - st0.checkpoints));
+	cr_expect_eq(delog_force_nowait(log, seq[0]), 1);
+
+	/* What the eventfd acknowledged survives a power cut (none: a completed write is
+	 * all it promises, and the sim's cut of a write-back cache keeps completed writes
+	 * only under the flushing policies). */
+	if (pol != DELOG_FLUSH_NONE) {
+		cut = t_crash_copy(dev, 61 + pol, NULL);
+		o.flags = 0;
+		cr_assert_eq(delog_close(t_reopen(cut, o, &c, &rec)), 0);
+		cr_assert_eq(c.bad, 0, "%s", c.why);
+		for (int i = 0; i < NW_TXS; i++)
+			cr_expect_not_null(coll_find(&c, 1000 + i, NULL), "%s: acknowledged "
+					   "transaction %d lost in a power cut",
+					   delog_flush_policy_name(pol), i);
+		coll_free(&c);
+		iol_dev_close(cut);
+	}
+	cr_assert_eq(delog_close(log), 0);
+	iol_dev_close(dev);
+}
+
+Test(api, force_nowait_sync, .timeout = 60) { force_nowait_run(DELOG_FLUSH_SYNC); }
+Test(api, force_nowait_async, .timeout = 60) { force_nowait_run(DELOG_FLUSH_ASYNC); }
+Test(api, force_nowait_single, .timeout = 60) { force_nowait_run(DELOG_FLUSH_SINGLE); }
+Test(api, force_nowait_none, .timeout = 60) { force_nowait_run(DELOG_FLUSH_NONE); }
+
+/* A request whose write fails: the eventfd wakes the loop, delog_error says why, the
+ * watermark never reaches the request, and later requests fail at once. */
+Test(api, force_nowait_shutdown_wakes_loop, .timeout = 60)
+{
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NVME, 65, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
+	struct iol_sim_fault fault = { .op = IOL_OP_WRITE, .nth = 1, .persistent = true };
+	delog *log = t_open_dev(dev, &o);
+	uint64_t seq, durable;
+	int err;
+
+	cr_assert_eq(t_commit1(log, 1, 1, 1, &seq, true), 0);
+	durable = delog_durable_seq(log);
+	cr_assert_eq(t_commit1(log, 2, 1, 1, &seq, false), 0);
+	cr_assert_eq(iol_sim_fault_add(dev, &fault), 0);
+	cr_assert_eq(delog_force_nowait(log, seq), 0);
+	cr_expect_not(nw_wait_durable(log, seq), "acknowledged through a failed write");
+	cr_expect_eq(delog_error(log), -EIO, "%s", delog_strerror(delog_error(log)));
+	cr_expect_eq(delog_durable_seq(log), durable);
+	cr_expect_eq(delog_force_nowait(log, seq), DELOG_ESHUTDOWN);
+	err = delog_close(log);
+	cr_expect(err == -EIO || err == DELOG_ESHUTDOWN, "close: %s", delog_strerror(err));
+	iol_dev_close(dev);
+}
+
+/* ======================================================================================
  * real files, per backend
  * ====================================================================================== */
 
