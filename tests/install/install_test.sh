@@ -15,8 +15,8 @@
 # 3. Checks the dynamic symbols of libdelog.so: delog_open is there, no jrnl_* or iol_*
 #    symbol is, and the exported set is exactly the functions declared in the installed
 #    delog.h.
-# 4. Builds the examples (docs/examples/hello.c, and kv.c when it exists) against the
-#    installed package with find_package (tests/install/consumer/, shared and static)
+# 4. Builds the examples (docs/examples/hello.c, and kv.c and evloop.c when they exist)
+#    against the installed package with find_package (tests/install/consumer/, shared and static)
 #    and with `cc $(pkg-config --cflags --libs delog)` (and --static), and runs each once
 #    on a log in the temporary directory (kv: its self-test, a put and a get).  A
 #    find_package for a version the package does not provide must fail.  The installed
@@ -124,6 +124,7 @@ fi
 # ---- 4. build and run the examples against the installed package --------------------
 EXAMPLES=$SRC/docs/examples/hello.c
 [ -f "$SRC/docs/examples/kv.c" ] && EXAMPLES="$EXAMPLES;$SRC/docs/examples/kv.c"
+[ -f "$SRC/docs/examples/evloop.c" ] && EXAMPLES="$EXAMPLES;$SRC/docs/examples/evloop.c"
 
 # run_example NAME BINARY : run one built example once, on a fresh log in $TMP.
 run_example() {
@@ -134,6 +135,7 @@ run_example() {
 	case $name in
 	hello) run "run $bin" "$bin" "$where.log" ;;
 	kv) run_kv "$bin" "$where" ;;
+	evloop) run "run $bin" "$bin" "$where.log" 2000 64 ;;
 	*) fail "no way to run example $name" ;;
 	esac
 }
