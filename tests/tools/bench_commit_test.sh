@@ -13,7 +13,9 @@
 #    number on every row when the document names a disk, null on every row when it does
 #    not (then "disk"."why" says why).  Its agreement with delog's count is a benchmark
 #    result, not asserted here (other processes flush the same disk).
-# 2. The same on the in-memory disk (--backend sim): no baselines, no disk counter.
+#    With --loop, rows POLICY/loop too (loop: true), checked alike.
+# 2. The same on the in-memory disk (--backend sim): no baselines, no disk counter; --loop
+#    there too, and its row and legend in the human output.
 # 3. Usage errors exit 2 and create nothing (bad --rate lists among them).
 # 4. The open loop (--rate) on sim and on a file, --json: a point per (rate, system),
 #    every arrival of the window a latency sample, completions bounded by arrivals + the
@@ -82,7 +84,9 @@ for r in rows:
         if r["policy"] == "raw-fdatasync":
             assert r["fdatasyncs"] == r["commits"], (what, r["fdatasyncs"], r["commits"])
         continue
-    assert r["unsafe"] == (r["policy"] == "none"), what
+    base = r["policy"].split("/")[0]
+    assert r["unsafe"] == (base == "none"), what
+    assert r["loop"] == r["policy"].endswith("/loop"), what
     ck, fl = r["checkpoints"], r["device_flushes"]
     assert ck > 0 and r["transactions"] > 0, (what, ck)
     assert r["txs_per_checkpoint"] > 0, (what, r["txs_per_checkpoint"])
@@ -107,10 +111,10 @@ for r in rows:
     # the unflushed window), and at least once; none never.
     sp = r["space_flushes"]
     assert 0 <= sp <= r["flushes"], (what, sp)
-    if r["policy"] == "single":
+    if base == "single":
         assert 0 < fl <= ck + sp + 2 * max(1, r["clients"]), (what, fl, ck, sp)
         assert r["fua_writes"] == 0, what
-    if r["policy"] == "none":
+    if base == "none":
         assert fl == 0 and r["fua_writes"] == 0, (what, fl)
     assert r["open_s"] >= 0, what
 EOF
@@ -120,10 +124,10 @@ command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 is not installed" >&
 cd "$TMP" || exit 1
 SHORT="--workload commit --time 1 --clients 1,2 --size 16M"
 
-# 1. A file: created, measured with both baselines, removed.
-expect_rc 0 "commit bench on a new file" "$DELOG" bench $SHORT --policy single,none --json \
-	"$TMP/commit.log"
-check_json "$TMP/out" "raw-fdatasync,ideal-group,single,none"
+# 1. A file: created, measured with both baselines and the event loop (--loop), removed.
+expect_rc 0 "commit bench on a new file" "$DELOG" bench $SHORT --policy single,none --loop \
+	--json "$TMP/commit.log"
+check_json "$TMP/out" "raw-fdatasync,ideal-group,single,none,single/loop,none/loop"
 [ -e "$TMP/commit.log" ] && fail "the bench file was not removed"
 python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["target"]["created"], d["target"]' \
 	<"$TMP/out" || fail "target.created is not true"
@@ -137,6 +141,13 @@ expect_in "$TMP/out" "none (UNSAFE)" "none is marked UNSAFE"
 # 2. The simulated disk: no PATH, no baselines.
 expect_rc 0 "commit bench on sim" "$DELOG" bench $SHORT --backend sim --policy none --json
 check_json "$TMP/out" "none"
+expect_rc 0 "commit bench on sim, --loop" "$DELOG" bench $SHORT --backend sim --policy sync \
+	--loop --json
+check_json "$TMP/out" "sync,sync/loop"
+expect_rc 0 "commit bench on sim, --loop, human output" "$DELOG" bench $SHORT --backend sim \
+	--clients 4 --policy single --loop
+expect_in "$TMP/out" "single/loop" "the loop's row"
+expect_in "$TMP/out" "POLICY/loop: the same count as requests in flight" "the loop's legend"
 
 # 4. The open loop (--rate): on sim (no baseline) and on a file (raw-fdatasync too).
 # check_open FILE RATES SYSTEMS : one point per (rate, system) with consistent counts
@@ -198,6 +209,8 @@ rm -f "$TMP/ol.png"
 # 3. Usage errors.
 expect_rc 2 "--clients 0" "$DELOG" bench --workload commit --clients 0
 expect_in "$TMP/err" "delog bench: --clients" "error format"
+expect_rc 2 "--loop --no-force" "$DELOG" bench --workload commit --backend sim --loop --no-force
+expect_in "$TMP/err" "delog bench: --loop measures durable commits" "--loop's usage error"
 expect_rc 2 "--policy bogus" "$DELOG" bench --workload commit --policy sync,bogus
 expect_rc 2 "--time 0" "$DELOG" bench --workload commit --time 0
 expect_rc 2 "--rate 0" "$DELOG" bench --workload commit --backend sim --rate 0

@@ -53,17 +53,24 @@
  * path; with --no-force the clients only commit (latency = begin to commit's return) and
  * one force follows the window, which measures the commit path without the push.
  *
+ * --loop adds, at each --clients count N and for each policy, a point POLICY/loop: N
+ * requests in flight from ONE event-loop thread and no client threads (loop_main below:
+ * delog_force_nowait per commit, epoll on delog_durable_fd, completions in order), the
+ * way an event-driven server (or the Raft io) would use delog.  Its CPU per commit is
+ * the whole process's (the push thread and the completions included) over its commits.
+ *
  * --rate LIST switches to the open loop (bench_openloop.c): Poisson arrivals at each
  * offered rate, latency from each commit's intended arrival.  This file parses its
  * options (--rate, --workers, --seed, --plot), prepares the target as above, and hands
  * over to bench_openloop_run.
  *
- * Acceptance figures of the issue are computed and printed (and in JSON under
+ * Acceptance figures of the issues are computed and printed (and in JSON under
  * "acceptance"), never asserted: single at 1 client >= 0.9 x raw-fdatasync at 1 client;
  * single at 64 clients >= 10 x its 1-client rate and >= 1.0 x the better baseline at 64;
  * single at 256 >= single at 64; single issues 1 device flush per checkpoint, sync at
  * most 2 (3 on a disk without FUA, whose FUA commit write is a write and a flush);
- * delog's device flushes per commit within 5% of the disk's at every delog point.
+ * delog's device flushes per commit within 5% of the disk's at every delog point;
+ * single/loop at 256 in flight >= 500,000 durable commits/s at <= 2 us of CPU each.
  */
 #include "bench.h"
 
@@ -78,6 +85,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #define MAX_CLIENTS 1024u
@@ -100,6 +108,8 @@
 #define T_SINGLE_FLUSHES 1.0
 #define T_SYNC_FLUSHES 2.0
 #define T_DISK_AGREE 0.05
+#define T_LOOP_256 500000.0           /* single/loop at 256 in flight, commits/s */
+#define T_LOOP_CPU_US 2.0             /* ... and its CPU per durable commit */
 
 enum {
 	OPT_CLIENTS = BENCH_OPT_WORKLOAD,
@@ -116,6 +126,7 @@ enum {
 	OPT_SEED,
 	OPT_WORKERS,
 	OPT_PLOT,
+	OPT_LOOP,
 };
 
 static const struct option commit_options[] = {
@@ -133,6 +144,7 @@ static const struct option commit_options[] = {
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "workers", required_argument, NULL, OPT_WORKERS },
 	{ "plot", required_argument, NULL, OPT_PLOT },
+	{ "loop", no_argument, NULL, OPT_LOOP },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -146,6 +158,7 @@ struct commit_opts {
 	unsigned logbufs;         /* 0: the engine's default (8) */
 	uint32_t logbsize;        /* 0: the engine's default (256 KiB) */
 	bool no_baselines, no_force;
+	bool loop;                /* also each count as requests in flight from one thread */
 	/* the open loop (bench_openloop.c): --rate switches to it */
 	double rates[BENCH_OL_MAX_RATES];
 	unsigned nrates;
@@ -253,6 +266,9 @@ static int commit_option(void *state, int opt, const char *arg)
 	}
 	case OPT_PLOT:
 		return bench_parse_plot(arg, &o->plot);
+	case OPT_LOOP:
+		o->loop = true;
+		return 0;
 	}
 	return bench_usage_error("unknown option");
 }
@@ -284,6 +300,9 @@ static int commit_check(struct bench *b, void *state)
 					 "give --rate");
 	if (o->nrates && o->workers)
 		maxc = o->workers;
+	if (o->loop && (o->no_force || o->nrates))
+		return bench_usage_error("--loop measures durable commits in a closed loop: not "
+					 "with --no-force or --rate");
 	if (!bench_is_sim(b) && !o->no_baselines && raw_record(o) * maxc > BASE_AREA)
 		return bench_usage_error("%u clients x %" PRIu64 " bytes per commit do not fit the "
 					 "baselines' %llu MiB region; use --no-baselines", maxc,
@@ -309,6 +328,10 @@ static void commit_help(FILE *f)
 		"      --no-baselines     skip raw-fdatasync and ideal-group\n"
 		"      --no-force         commit without forcing (one force after the window):\n"
 		"                         the commit path alone, e.g. with --backend sim\n"
+		"      --loop             also run each policy at each --clients count N as N\n"
+		"                         requests in flight from ONE event-loop thread\n"
+		"                         (delog_force_nowait + epoll on delog_durable_fd; rows\n"
+		"                         POLICY/loop), no client threads\n"
 		"      --rate LIST        open loop: offered commits per second, one point each\n"
 		"                         (e.g. 1000,5000,20000; 1 to %.0f; at most %u rates)\n"
 		"      --workers N        open loop: worker threads per point (default: the\n"
@@ -344,7 +367,7 @@ static void commit_help(FILE *f)
 
 /* ---- one point ---- */
 
-enum kind { K_DELOG, K_RAW, K_GROUP };
+enum kind { K_DELOG, K_RAW, K_GROUP, K_LOOP };
 
 struct point;
 
@@ -360,7 +383,7 @@ struct point {
 	delog *log;
 	struct bench_raw raw;     /* baselines: the target (O_DIRECT) and their region; the
 				   * group's leader writes at raw.base + goff */
-	unsigned nclients;
+	unsigned nclients;        /* K_LOOP: requests in flight (one thread) */
 	struct bench_gate g;
 	struct delog_stats s0, s1; /* delog: at both ends of the window */
 	const struct bench_disk *disk; /* the disk under the target (may have no counters) */
@@ -385,6 +408,7 @@ struct row {
 	double window_s, commits_per_s, mb_per_s;
 	struct lat_stats lat;
 	bool has_stats;           /* delog: the delog_stats deltas below are set */
+	bool loop;                /* --loop: `clients` requests in flight from one thread */
 	uint64_t checkpoints, device_flushes, preflushes, flushes, fua_writes, transactions;
 	uint64_t fua_flushes;     /* FUA writes counted as flushes (a disk without FUA) */
 	uint64_t space_flushes;   /* of flushes, those for log space, not a checkpoint */
@@ -455,6 +479,93 @@ static int do_group(struct client *c)
 	return err;
 }
 
+/*
+ * The event loop (--loop): one thread keeps pt->nclients requests in flight.  A request
+ * is the commit of do_delog without its force: begin (DELOG_TX_NOWAIT: a loop never
+ * blocks; -EAGAIN leaves the slot empty until the next wake-up), log, commit, then
+ * delog_force_nowait of its sequence.  The thread then sleeps in epoll_wait on the
+ * durable eventfd and completes, oldest first, every request whose checkpoint the
+ * watermark covers; its latency runs from its begin to that moment.  A ring of
+ * (sequence, start) pairs is all it keeps.
+ */
+struct loop_req {
+	uint64_t seq, t0;
+};
+
+static int loop_start(struct client *c, struct loop_req *ring, unsigned *head, unsigned *n)
+{
+	const struct commit_opts *o = c->pt->o;
+	delog *log = c->pt->log;
+	struct loop_req *r = &ring[(*head + *n) % c->pt->nclients];
+	delog_tx *tx;
+	int err;
+
+	r->t0 = now_ns();
+	err = delog_tx_begin(log, bench_tx_reservation(o->items, o->item_size), DELOG_TX_NOWAIT,
+			     &tx);
+	for (uint32_t k = 0; !err && k < o->items; k++) {
+		uint64_t key = bench_commit_key(c->bc.id, &c->bc.key);
+
+		c->bc.buf[0] = (unsigned char)key;
+		err = delog_tx_log(tx, key, c->bc.buf, o->item_size);
+		if (err)
+			delog_tx_abort(tx);
+	}
+	if (!err)
+		err = delog_tx_commit(tx, &r->seq);
+	if (!err && (err = delog_force_nowait(log, r->seq)) > 0)
+		err = 0; /* durable already */
+	if (!err)
+		(*n)++;
+	return err;
+}
+
+static void loop_main(struct client *c)
+{
+	struct point *pt = c->pt;
+	struct loop_req *ring = calloc(pt->nclients, sizeof(*ring));
+	struct epoll_event ev = { .events = EPOLLIN };
+	int efd = delog_durable_fd(pt->log), ep = epoll_create1(EPOLL_CLOEXEC);
+	unsigned head = 0, n = 0;
+	int err = 0;
+
+	if (!ring || ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev))
+		err = ring && ep >= 0 ? -errno : -ENOMEM;
+	while (!err && !atomic_load_explicit(&pt->g.stop, memory_order_relaxed)) {
+		bool full = false;
+		uint64_t durable, v;
+
+		while (n < pt->nclients && !full) {
+			err = loop_start(c, ring, &head, &n);
+			full = err == -EAGAIN;
+			if (err && !full)
+				break;
+			err = 0;
+		}
+		if (err)
+			break;
+		/* Wake at least every 10 ms to see the window's end. */
+		if (epoll_wait(ep, &ev, 1, 10) < 0 && errno != EINTR)
+			err = -errno;
+		else if (read(efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			err = -errno;
+		else if (delog_error(pt->log))
+			err = DELOG_ESHUTDOWN;
+		durable = delog_durable_seq(pt->log);
+		while (!err && n && ring[head].seq <= durable) {
+			if (!bench_client_done(&pt->g, &c->bc, ring[head].t0, 0))
+				break;
+			head = (head + 1) % pt->nclients;
+			n--;
+		}
+	}
+	if (err)
+		bench_client_done(&pt->g, &c->bc, 0, err);
+	if (ep >= 0)
+		close(ep);
+	free(ring);
+}
+
 static void *client_main(void *arg)
 {
 	struct client *c = arg;
@@ -462,6 +573,10 @@ static void *client_main(void *arg)
 
 	if (!bench_gate_wait(&pt->g))
 		return NULL;
+	if (pt->kind == K_LOOP) {
+		loop_main(c);
+		return NULL;
+	}
 	while (!atomic_load_explicit(&pt->g.stop, memory_order_relaxed)) {
 		uint64_t t0 = now_ns();
 		int err = pt->kind == K_DELOG ? do_delog(c) :
@@ -517,7 +632,7 @@ static void read_stats(void *arg, int end)
 static int run_point(struct point *pt, struct row *row)
 {
 	const struct commit_opts *o = pt->o;
-	size_t buflen = pt->kind == K_DELOG ? o->item_size : pt->raw.rec;
+	size_t buflen = pt->kind == K_DELOG || pt->kind == K_LOOP ? o->item_size : pt->raw.rec;
 	struct bench_samples all = { 0 };
 	struct bench_span sp = { 0 };
 	struct bench_client *failed;
@@ -525,21 +640,22 @@ static int run_point(struct point *pt, struct row *row)
 	char msg[256] = "";
 	int err, e;
 
-	cl = calloc(pt->nclients, sizeof(*cl));
+	unsigned threads = pt->kind == K_LOOP ? 1 : pt->nclients;
+
+	cl = calloc(threads, sizeof(*cl));
 	if (!cl)
 		return -ENOMEM;
 	bench_gate_init(&pt->g);
 	pt->s0 = pt->s1 = (struct delog_stats){ .size = sizeof(pt->s0) };
-	for (unsigned i = 0; i < pt->nclients; i++)
+	for (unsigned i = 0; i < threads; i++)
 		cl[i].pt = pt;
-	err = bench_clients_start(&pt->g, cl, sizeof(*cl), pt->nclients, buflen, client_main, msg,
+	err = bench_clients_start(&pt->g, cl, sizeof(*cl), threads, buflen, client_main, msg,
 				  sizeof(msg));
 	if (err && msg[0])
 		bench_fail(pt->b, err, NULL, "%s", msg);
 	if (!err)
 		bench_gate_measure(&pt->g, pt->b, pt->log, o->time_s, read_stats, pt, &sp);
-	e = bench_clients_join(&pt->g, cl, sizeof(*cl), pt->nclients, &row->commits, &all,
-			       &failed);
+	e = bench_clients_join(&pt->g, cl, sizeof(*cl), threads, &row->commits, &all, &failed);
 	if (e && !err)
 		err = e;
 	if (!err && bench_interrupted(pt->b))
@@ -555,7 +671,7 @@ static int run_point(struct point *pt, struct row *row)
 				 &row->mb_per_s, &row->cpu_s);
 		bench_samples_stats(&all, &row->lat);
 		/* raw: one fdatasync per commit; group: one per leader write */
-		if (pt->kind != K_DELOG)
+		if (pt->kind == K_RAW || pt->kind == K_GROUP)
 			row->syncs = pt->kind == K_RAW ? row->commits : pt->gsyncs;
 		if (pt->log)
 			stats_delta(row, &pt->s0, &pt->s1);
@@ -586,11 +702,11 @@ static struct delog_options log_opts(const struct crun *r, enum delog_flush_poli
 	return bench_log_opts(r->b, p, flags, r->o->logbufs, r->o->logbsize, r->o->log_size);
 }
 
-static int delog_point(struct crun *r, enum delog_flush_policy p, unsigned clients,
-		       struct row *row)
+static int delog_point(struct crun *r, enum delog_flush_policy p, enum kind k,
+		       unsigned clients, struct row *row)
 {
 	struct delog_options lo = log_opts(r, p, r->sim ? DELOG_OPEN_CREATE : 0);
-	struct point pt = { .b = r->b, .o = r->o, .kind = K_DELOG, .nclients = clients,
+	struct point pt = { .b = r->b, .o = r->o, .kind = k, .nclients = clients,
 			    .raw.fd = -1, .disk = &r->disk };
 	uint64_t t0 = now_ns();
 	int err, e2;
@@ -681,13 +797,14 @@ struct accept {
 	bool met;                 /* set for LE (counts, see acceptance()) */
 };
 
-#define MAX_ACCEPT (2 * MAX_LIST + 8)
+#define MAX_ACCEPT (2 * MAX_LIST + 10)
 
 /* The issue's acceptance figures that this run has the points for. */
 static size_t acceptance(const struct crun *r, struct accept *a)
 {
 	const struct row *s1 = find_row(r, "single", 1), *s64 = find_row(r, "single", 64);
 	const struct row *s256 = find_row(r, "single", 256), *raw1 = find_row(r, "raw-fdatasync", 1);
+	const struct row *l256 = find_row(r, "single/loop", 256);
 	double smax = NAN, smin = NAN, syncmax = NAN, agree = NAN, sync_lim = T_SYNC_FLUSHES;
 	bool single_ok = true, sync_ok = true;
 	size_t n = 0;
@@ -737,6 +854,19 @@ static size_t acceptance(const struct crun *r, struct accept *a)
 		snprintf(a[n++].what, sizeof(a[0].what),
 			 "single, 64 clients: CPU us per commit (CPUs %.0f%% busy)",
 			 100 * s64->cpu_s / s64->window_s / (double)(ncpu > 0 ? ncpu : 1));
+	}
+	if (l256) {
+		a[n] = (struct accept){ "single_loop_256_commits_per_s", "", l256->commits_per_s,
+					T_LOOP_256, GE, false };
+		snprintf(a[n++].what, sizeof(a[0].what), "single/loop, 256 in flight: commits/s");
+	}
+	if (l256 && l256->commits) {
+		double us = l256->cpu_s * 1e6 / (double)l256->commits;
+
+		a[n] = (struct accept){ "single_loop_256_cpu_us_per_commit", "", us, T_LOOP_CPU_US,
+					LE, us <= T_LOOP_CPU_US };
+		snprintf(a[n++].what, sizeof(a[0].what), "single/loop, 256 in flight: CPU us per "
+			 "commit");
 	}
 	if (s64 && s256) {
 		a[n] = (struct accept){ "single_256_vs_single_64", "", s256->commits_per_s /
@@ -881,7 +1011,8 @@ static void print_human(struct crun *r)
 		else
 			snprintf(tc, sizeof(tc), "-");
 		bench_out(b, "  %-15s %10.0f %8.2f %9.1f %9.1f %9.1f %10s %8s %10s %8s %7.1f\n",
-			  w->policy == DELOG_FLUSH_NONE ? "none (UNSAFE)" : w->name, w->commits_per_s,
+			  w->policy == DELOG_FLUSH_NONE ? (w->loop ? "none/loop UNSAFE" : "none (UNSAFE)") :
+			  w->name, w->commits_per_s,
 			  w->mb_per_s, w->lat.median_us, w->lat.p99_us, w->lat.max_us, fc, ft, dt, tc,
 			  w->commits ? w->cpu_s * 1e6 / (double)w->commits : NAN);
 		if (i + 1 == r->nrows || r->rows[i + 1].clients != w->clients) {
@@ -903,6 +1034,10 @@ static void print_human(struct crun *r)
 				bench_out(b, "\n");
 		}
 	}
+	if (o->loop)
+		bench_out(b, "\n  POLICY/loop: the same count as requests in flight from ONE event-loop "
+			  "thread (delog_force_nowait, epoll on delog_durable_fd), no client threads; "
+			  "latency from begin to the wake-up that saw it durable");
 	bench_out(b, "\n  MB/s: logged payload (10^6 B/s); cpu us: process CPU time (user + system, "
 		  "all threads) per commit%s\n", !r->sim && !o->no_baselines ?
 		  "; tx/ckpt of a baseline: commits per fdatasync" : "");
@@ -959,6 +1094,7 @@ static void print_json(struct crun *r)
 	json_bool(&j, "baselines", !r->sim && !o->no_baselines);
 	json_u64_or_null(&j, "baseline_write_bytes", !r->sim && !o->no_baselines, raw_record(o));
 	json_bool(&j, "force", !o->no_force);
+	json_bool(&j, "loop", o->loop);
 	json_obj_end(&j);
 	if (r->sim)
 		json_null(&j, "format_s");
@@ -975,6 +1111,7 @@ static void print_json(struct crun *r)
 		json_str(&j, "policy", w->name);
 		json_bool(&j, "unsafe", w->policy == DELOG_FLUSH_NONE);
 		json_u64(&j, "clients", w->clients);
+		json_bool(&j, "loop", w->loop);
 		json_u64(&j, "commits", w->commits);
 		json_dbl(&j, "window_s", w->window_s);
 		json_dbl(&j, "commits_per_s", w->commits_per_s);
@@ -1042,7 +1179,7 @@ static int commit_run(struct bench *b, void *state)
 	int err = 0;
 
 	r.sim = bench_is_sim(b);
-	r.rows = calloc((size_t)o->nclients * (o->npolicy + 2), sizeof(*r.rows));
+	r.rows = calloc((size_t)o->nclients * (2 * o->npolicy + 2), sizeof(*r.rows));
 	if (!r.rows) {
 		bench_fail(b, -ENOMEM, NULL, "out of memory");
 		return TOOL_EXIT_FAIL;
@@ -1092,7 +1229,21 @@ static int commit_run(struct bench *b, void *state)
 			w->name = delog_flush_policy_name(o->policy[p]);
 			w->policy = (int)o->policy[p];
 			bench_progress(b, "%u clients: %s", n, w->name);
-			if (!(err = delog_point(&r, o->policy[p], n, w)))
+			if (!(err = delog_point(&r, o->policy[p], K_DELOG, n, w)))
+				r.nrows++;
+		}
+		for (unsigned p = 0; o->loop && p < o->npolicy && !err; p++) {
+			static const char *const loop_name[] = {
+				[DELOG_FLUSH_SYNC] = "sync/loop", [DELOG_FLUSH_ASYNC] = "async/loop",
+				[DELOG_FLUSH_SINGLE] = "single/loop", [DELOG_FLUSH_NONE] = "none/loop",
+			};
+			struct row *w = &r.rows[r.nrows];
+
+			w->name = loop_name[o->policy[p]];
+			w->policy = (int)o->policy[p];
+			w->loop = true;
+			bench_progress(b, "%u in flight, one thread: %s", n, w->name);
+			if (!(err = delog_point(&r, o->policy[p], K_LOOP, n, w)))
 				r.nrows++;
 		}
 		if (!err && bench_interrupted(b))
