@@ -7,7 +7,10 @@
  * What it proves.  For every crash state it checks, the log that recovery hands back is
  *   - complete: every checkpoint the durable watermark (delog_durable_seq) had reached
  *     and every transaction whose force had returned, when the power was cut, is there
- *     (acknowledged is a subset of recovered; G1), unless the workload had released it;
+ *     (acknowledged is a subset of recovered; G1), unless the workload had released it.
+ *     A client acknowledges a forced transaction either when delog_force returns or, for
+ *     one in two, when the eventfd wake-up after its delog_force_nowait shows the
+ *     watermark past it (workload.c force_nowait_wait), as an event loop does;
  *   - a prefix: checkpoint sequences are consecutive from the first recovered one, the
  *     first is at or before the oldest one not released, and each client's transactions
  *     are recovered without a hole: exactly those committed into the recovered

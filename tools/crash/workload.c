@@ -14,6 +14,8 @@
  */
 #include "crash.h"
 
+#include <poll.h>
+
 /* ---- workloads ---- */
 
 const char *const wl_names[NR_WL] = { "mixed", "wrap", "relog", "small", "full", "random",
@@ -655,9 +657,32 @@ static enum step tx_fill_failed(struct client *cl, uint32_t n, struct txspec *ts
 	return STEP_STOP;
 }
 
+/*
+ * An event loop's force: ask (delog_force_nowait), then wait on the durable eventfd
+ * until the watermark covers @seq.  0 (acknowledged, as a returned delog_force is), or
+ * the error.  The clients share the one eventfd, and a read by one takes the wake-up
+ * of the others, so each looks again after at most 2 ms.
+ */
+static int force_nowait_wait(delog *log, uint64_t seq)
+{
+	struct pollfd pfd = { .fd = delog_durable_fd(log), .events = POLLIN };
+	int err = delog_force_nowait(log, seq);
+	uint64_t v;
+
+	while (!err && delog_durable_seq(log) < seq) {
+		if (delog_error(log))
+			return DELOG_ESHUTDOWN;
+		if (poll(&pfd, 1, 2) == 1 && read(pfd.fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			return -errno;
+	}
+	return err < 0 ? err : 0;
+}
+
 /* Commit transaction @n (published for the controller: submitted, then its sequence),
- * force it if the workload says so (acknowledged), write back what tracking frees, and
- * release behind the durable sequence by the workload's lag. */
+ * force it if the workload says so (acknowledged: by delog_force, or for one in two
+ * by delog_force_nowait and the eventfd, a stream of the seed apart from tx_spec's so
+ * that the draws of every other choice are those of before), write back what tracking
+ * frees, and release behind the durable sequence by the workload's lag. */
 static enum step tx_finish(struct client *cl, uint32_t n, const struct txspec *ts,
 			   delog_tx *tx, uint32_t *wn, uint64_t *wr)
 {
@@ -678,11 +703,14 @@ static enum step tx_finish(struct client *cl, uint32_t n, const struct txspec *t
 	}
 	atomic_store_explicit(&rd->seqs[c][n], seq, memory_order_release);
 	if (ts->force) {
-		wd_enter(rd, c, "delog_force", seq);
-		err = delog_force(log, seq);
+		bool nowait = seed_for(rd->seed, 0x7100 + c, n) & 1;
+		const char *how = nowait ? "delog_force_nowait + eventfd" : "delog_force";
+
+		wd_enter(rd, c, how, seq);
+		err = nowait ? force_nowait_wait(log, seq) : delog_force(log, seq);
 		wd_leave(rd, c);
 		if (err) {
-			wl_fail(rd, "client %u tx %u: delog_force(%" PRIu64 "): %s", c, n, seq,
+			wl_fail(rd, "client %u tx %u: %s(%" PRIu64 "): %s", c, n, how, seq,
 				delog_err_name(err));
 			return STEP_STOP;
 		}
