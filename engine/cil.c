@@ -269,13 +269,28 @@ int delog_tx_begin(delog *log, uint64_t reserve, unsigned flags, delog_tx **out)
 
 int delog_tx_log(delog_tx *tx, uint64_t key, const void *data, uint32_t len)
 {
+	struct iovec iov = { (void *)data, len };
+
+	if (len && !data)
+		return -EINVAL;
+	return delog_tx_logv(tx, key, &iov, 1);
+}
+
+int delog_tx_logv(delog_tx *tx, uint64_t key, const struct iovec *iov, int iovcnt)
+{
 	struct delog *log;
 	uint64_t off, cost, icost;
+	uint32_t len = 0;
 	size_t dup;
 	int err;
 
-	if (!tx || (len && !data) || len > JRNL_MAX_ITEM)
+	if (!tx || iovcnt < 0 || (iovcnt && !iov))
 		return -EINVAL;
+	for (int i = 0; i < iovcnt; i++) {
+		if ((iov[i].iov_len && !iov[i].iov_base) || iov[i].iov_len > JRNL_MAX_ITEM - len)
+			return -EINVAL;
+		len += (uint32_t)iov[i].iov_len;
+	}
 	log = tx->log;
 	if (atomic_load(&log->error))
 		return DELOG_ESHUTDOWN;
@@ -321,9 +336,11 @@ int delog_tx_log(delog_tx *tx, uint64_t key, const void *data, uint32_t len)
 		tx->data = p;
 		tx->data_cap = cap;
 	}
-	if (len)
-		memcpy(tx->data + off, data, len);
-	tx->data_len += len;
+	for (int i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len)
+			memcpy(tx->data + tx->data_len, iov[i].iov_base, iov[i].iov_len);
+		tx->data_len += iov[i].iov_len;
+	}
 	if (dup < tx->n) {
 		memmove(&tx->items[dup], &tx->items[dup + 1],
 			(tx->n - dup - 1) * sizeof(*tx->items));

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -253,6 +254,13 @@ int delog_tx_begin(delog *log, uint64_t reserve, unsigned flags, delog_tx **tx);
  * after an error.
  */
 int delog_tx_log(delog_tx *tx, uint64_t key, const void *data, uint32_t len);
+/*
+ * delog_tx_log of one item whose data is the concatenation of @iovcnt buffers (a header
+ * and a payload kept apart, say), copied before the call returns: no need to assemble
+ * it first.  The item is read back as one buffer.  Errors: those of delog_tx_log;
+ * -EINVAL also for iovcnt < 0, a NULL buffer of nonzero length or a total over 1 GiB.
+ */
+int delog_tx_logv(delog_tx *tx, uint64_t key, const struct iovec *iov, int iovcnt);
 /*
  * Commit: the items enter the CIL atomically, into checkpoint *@seq (may be NULL).  Not
  * durable until delog_force(log, *seq) returns 0.  Frees @tx in every case.  Errors:
