@@ -2,7 +2,7 @@
  * draft.h - internals of libdelog-raft (not installed).
  *
  * Three parts, dependencies pointing down:
- *   io.c      the struct raft_io: C-Raft's calls, the loop, the forcer thread
+ *   io.c      the struct raft_io: C-Raft's calls on the loop (forces: delog_force_nowait)
  *   state.c   the record stream kept in delog and the state it rebuilds (pure: no I/O)
  *   snap.c    snapshot data files beside the log
  *
@@ -92,6 +92,10 @@ void draft_state_free(struct draft_state *s);
  * RAFT_NOMEM with s->why set. */
 int draft_state_apply(struct draft_state *s, uint64_t key, uint64_t seq, const void *rec,
 		      uint32_t len);
+/* draft_state_apply of an ENTRY record given as its header (DRAFT_ENTRY_HDR bytes) and
+ * its payload of @len bytes apart (an append, which logs them gathered). */
+int draft_state_apply_entry(struct draft_state *s, uint64_t key, uint64_t seq, const void *hdr,
+			    const void *data, uint32_t len);
 /* The checks a complete replay must pass (entries join the snapshot; a log without a
  * snapshot starts at 1).  0 or RAFT_CORRUPT. */
 int draft_state_check(struct draft_state *s);

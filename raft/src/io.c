@@ -14,12 +14,16 @@
  *  - Storage is delog through <delog.h> only: every call that changes persistent state
  *    commits records (state.c) on the loop thread, in call order, under increasing keys;
  *    draft_state_apply then updates the in-memory state the same way recovery would.
- *  - append: the records are committed (not forced) and the request queued with the
- *    checkpoint sequence it needs; one forcer thread per io forces the newest sequence
- *    wanted (group commit: appends arriving during a force share the next one); the loop
- *    watches delog_durable_fd with a uv_poll and completes, in order, every queued
- *    append whose sequence delog_durable_seq has reached.  No callback runs inside the
- *    call that queued it.  The poll holds the loop only while appends are queued.
+ *  - append: each entry is logged as one record, its header and C-Raft's buffer gathered
+ *    by delog_tx_logv (one copy, into delog); the records are committed (not forced),
+ *    the request queued with the checkpoint sequence it needs, and delog_force_nowait
+ *    asks for it: delog's own threads push and flush (group commit: appends queued
+ *    while a checkpoint is written share the next one), and no thread of this io waits.
+ *    The loop watches delog_durable_fd with a uv_poll and completes, in order, every
+ *    queued append whose sequence delog_durable_seq has reached.  No callback runs
+ *    inside the call that queued it: an append's sequence is the open checkpoint's,
+ *    which holds its records, so it is never durable when asked for.  The poll holds
+ *    the loop only while appends are queued.
  *  - set_term / set_vote / bootstrap / recover / a snapshot's records: committed and
  *    forced before they return (delog_tx_commit_force, on the loop thread).
  *  - truncate: committed, not forced: it is ordered before every later append, whose
@@ -36,14 +40,13 @@
  *    a failed append leaves no entry behind (C-Raft takes it as not done); a log
  *    recovery refuses, or records that do not replay, fail load with RAFT_CORRUPT
  *    before anything is returned.
- * Everything here runs on the loop thread except forcer() and the work callbacks, which
- * touch only the fields stated next to them.
+ * Everything here runs on the loop thread except the work callbacks, which touch only
+ * the fields stated next to them.
  */
 #define _GNU_SOURCE
 #include "draft.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,20 +109,10 @@ struct draft {
 	uint64_t key;      /* last record key used */
 	uint64_t released; /* last checkpoint released */
 	bool errored;
-	unsigned char *scratch; /* one ENTRY record being built */
-	size_t scratch_cap;
 
 	struct draft_pend *head, *tail;
 	uv_poll_t poll;
 	bool poll_on;
-
-	/* the forcer thread: mu guards target, forced, stop */
-	pthread_t thr;
-	bool thr_on;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	uint64_t target, forced;
-	bool stop;
 
 	unsigned works; /* snapshot put/get in flight on the thread pool */
 	unsigned gets;  /* snapshot_get in flight (they read snapshot files) */
@@ -251,40 +244,6 @@ static void poll_cb(uv_poll_t *h, int status, int events)
 	complete_durable(d);
 }
 
-static void *forcer(void *arg)
-{
-	struct draft *d = arg;
-
-	pthread_mutex_lock(&d->mu);
-	for (;;) {
-		uint64_t t;
-
-		while (!d->stop && d->target <= d->forced)
-			pthread_cond_wait(&d->cv, &d->mu);
-		if (d->stop)
-			break;
-		t = d->target;
-		pthread_mutex_unlock(&d->mu);
-		/* An error shuts the log down: the eventfd fires and the loop fails the
-		 * queued appends (complete_durable). */
-		(void)delog_force(d->log, t);
-		pthread_mutex_lock(&d->mu);
-		d->forced = t;
-	}
-	pthread_mutex_unlock(&d->mu);
-	return NULL;
-}
-
-static void want_forced(struct draft *d, uint64_t seq)
-{
-	pthread_mutex_lock(&d->mu);
-	if (seq > d->target) {
-		d->target = seq;
-		pthread_cond_signal(&d->cv);
-	}
-	pthread_mutex_unlock(&d->mu);
-}
-
 /* ---- opening the log ---- */
 
 static int cmp_item(const void *a, const void *b)
@@ -364,7 +323,6 @@ static int ensure_open(struct draft *d)
 	}
 	d->log_size = ds.log_size;
 	d->key = d->st.last_key;
-	d->target = d->forced = delog_durable_seq(d->log);
 	d->released = 0;
 	rv = uv_poll_init(d->loop, &d->poll, delog_durable_fd(d->log));
 	if (rv == 0) {
@@ -374,11 +332,6 @@ static int ensure_open(struct draft *d)
 		/* Referenced only while appends are queued (io_append, complete_durable):
 		 * an idle io keeps no loop alive, as C-Raft's own does not. */
 		uv_unref((uv_handle_t *)&d->poll);
-	}
-	if (rv == 0) {
-		d->stop = false;
-		rv = -pthread_create(&d->thr, NULL, forcer, d);
-		d->thr_on = rv == 0;
 	}
 	if (rv) {
 		draft_msgf(d->io->errmsg, "open %s: event loop: %s", d->logpath, uv_strerror(rv));
@@ -839,26 +792,17 @@ static int io_append(struct raft_io *io, struct raft_io_append *req,
 		delog_tx *tx = txs[b];
 
 		for (unsigned k = i; k < j && !rv; k++) {
-			size_t len = DRAFT_ENTRY_HDR + entries[k].buf.len;
+			unsigned char hdr[DRAFT_ENTRY_HDR];
+			struct iovec v[2] = { { hdr, sizeof(hdr) },
+					      { entries[k].buf.base, entries[k].buf.len } };
 
-			if (len > d->scratch_cap) {
-				unsigned char *ns = realloc(d->scratch, len);
-
-				if (!ns) {
-					rv = -ENOMEM;
-					break;
-				}
-				d->scratch = ns;
-				d->scratch_cap = len;
-			}
-			draft_rec_entry_hdr(d->scratch, index + k, &entries[k]);
-			memcpy(d->scratch + DRAFT_ENTRY_HDR, entries[k].buf.base,
-			       entries[k].buf.len);
-			rv = delog_tx_log(tx, d->key + 1 + (k - i), d->scratch, (uint32_t)len);
+			draft_rec_entry_hdr(hdr, index + k, &entries[k]);
+			rv = delog_tx_logv(tx, d->key + 1 + (k - i), v, 2);
 			/* applied now with checkpoint 0, given its checkpoint after commit */
 			if (!rv)
-				rv = draft_state_apply(&d->st, d->key + 1 + (k - i), 0, d->scratch,
-						       (uint32_t)len);
+				rv = draft_state_apply_entry(&d->st, d->key + 1 + (k - i), 0, hdr,
+							     entries[k].buf.base,
+							     (uint32_t)entries[k].buf.len);
 			if (rv > 0) {
 				/* the state cannot take it: nothing committed, state rebuilt
 				 * is not possible here, so the io stops */
@@ -921,7 +865,8 @@ static int io_append(struct raft_io *io, struct raft_io_append *req,
 	d->tail = p;
 	if (d->poll_on)
 		uv_ref((uv_handle_t *)&d->poll);
-	want_forced(d, seq);
+	/* A shutdown (< 0) makes the eventfd readable: the poll fails what is queued. */
+	(void)delog_force_nowait(d->log, seq);
 	return 0;
 }
 
@@ -1174,25 +1119,12 @@ static void net_closed(struct raft_io *net)
 	maybe_finish_close(d);
 }
 
-static void stop_forcer(struct draft *d)
-{
-	if (!d->thr_on)
-		return;
-	pthread_mutex_lock(&d->mu);
-	d->stop = true;
-	pthread_cond_signal(&d->cv);
-	pthread_mutex_unlock(&d->mu);
-	pthread_join(d->thr, NULL);
-	d->thr_on = false;
-}
-
 static void io_close(struct raft_io *io, raft_io_close_cb cb)
 {
 	struct draft *d = D(io);
 
 	d->closing = true;
 	d->close_cb = cb;
-	stop_forcer(d);
 	if (d->log)
 		(void)delog_force(d->log, 0);
 	if (d->poll_on) {
@@ -1252,15 +1184,11 @@ int draft_init(struct raft_io *io, struct uv_loop_s *loop, const char *dir,
 	d->opts.size = sizeof(d->opts);
 	d->open = open;
 	d->open_arg = open_arg;
-	pthread_mutex_init(&d->mu, NULL);
-	pthread_cond_init(&d->cv, NULL);
 	if (transport) {
 		d->net.data = d;
 		rv = raft_uv_init(&d->net, loop, d->netdir, transport);
 		if (rv) {
 			draft_msgf(io->errmsg, "network io: %s", d->net.errmsg);
-			pthread_mutex_destroy(&d->mu);
-			pthread_cond_destroy(&d->cv);
 			free(d);
 			return rv;
 		}
@@ -1305,7 +1233,6 @@ void delog_raft_close(struct raft_io *io)
 
 	if (!d)
 		return;
-	stop_forcer(d);
 	if (d->log)
 		(void)delog_close(d->log);
 	while (d->head) {
@@ -1317,9 +1244,6 @@ void delog_raft_close(struct raft_io *io)
 	if (d->has_net)
 		raft_uv_close(&d->net);
 	draft_state_free(&d->st);
-	free(d->scratch);
-	pthread_mutex_destroy(&d->mu);
-	pthread_cond_destroy(&d->cv);
 	free(d);
 	io->impl = NULL;
 }

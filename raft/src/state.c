@@ -120,11 +120,13 @@ static int bad(struct draft_state *s, const char *what, uint64_t key)
 	return RAFT_CORRUPT;
 }
 
+/* An ENTRY record: its header @r (DRAFT_ENTRY_HDR bytes) and its payload @data of @plen
+ * bytes, which need not follow the header in memory. */
 static int apply_entry(struct draft_state *s, uint64_t key, uint64_t seq, const unsigned char *r,
-		       uint32_t len)
+		       const unsigned char *data, uint32_t plen)
 {
 	raft_index index = get64(r + 1);
-	struct draft_ent e = { .seq = seq, .term = get64(r + 9), .len = len - DRAFT_ENTRY_HDR };
+	struct draft_ent e = { .seq = seq, .term = get64(r + 9), .len = plen };
 	raft_index next = s->first + s->n;
 
 	e.type = (unsigned short)(r[17] | (r[18] << 8));
@@ -152,7 +154,8 @@ static int apply_entry(struct draft_state *s, uint64_t key, uint64_t seq, const 
 		e.data = malloc(e.len ? e.len : 1);
 		if (!e.data)
 			return RAFT_NOMEM;
-		memcpy(e.data, r + DRAFT_ENTRY_HDR, e.len);
+		if (e.len)
+			memcpy(e.data, data, e.len);
 	}
 	s->ents[s->n++] = e;
 	return 0;
@@ -194,6 +197,17 @@ static int apply_snap(struct draft_state *s, uint64_t key, const unsigned char *
 	return 0;
 }
 
+int draft_state_apply_entry(struct draft_state *s, uint64_t key, uint64_t seq, const void *hdr,
+			    const void *data, uint32_t len)
+{
+	if (key <= s->last_key)
+		return bad(s, "key out of order", key);
+	if (((const unsigned char *)hdr)[0] != DRAFT_ENTRY)
+		return bad(s, "not an entry record", key);
+	s->last_key = key;
+	return apply_entry(s, key, seq, hdr, data, len);
+}
+
 int draft_state_apply(struct draft_state *s, uint64_t key, uint64_t seq, const void *rec,
 		      uint32_t len)
 {
@@ -225,7 +239,7 @@ int draft_state_apply(struct draft_state *s, uint64_t key, uint64_t seq, const v
 	case DRAFT_ENTRY:
 		if (len < DRAFT_ENTRY_HDR)
 			return bad(s, "short entry record", key);
-		return apply_entry(s, key, seq, r, len);
+		return apply_entry(s, key, seq, r, r + DRAFT_ENTRY_HDR, len - DRAFT_ENTRY_HDR);
 	case DRAFT_TRUNC: {
 		raft_index index;
 

@@ -23,9 +23,12 @@
  *                          behind it, and the log continues after it, as C-Raft's io
  *   io/idle_loop_ends      an io with nothing queued (after load, and after its appends
  *                          completed) keeps no loop alive: uv_run(UV_RUN_DEFAULT) returns
+ *   io/no_thread_of_its_own  an open io runs the threads a plain delog log does, no more
+ *                          (appends ask with delog_force_nowait: no forcer thread)
  */
 #include "helpers.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 
 static struct delog_raft_options small_log(void)
@@ -555,6 +558,49 @@ Test(io, idle_loop_ends, .timeout = 60)
 		     "after the appends, the loop still "
 		     "has work");
 	cr_assert_eq(th_append(&n, 11, 12, 0, 100), 0, "%s", n.io.errmsg);
+	th_close(&n);
+	th_rmdir(dir);
+}
+
+/* The threads of this process now (/proc/self/task). */
+static unsigned th_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	unsigned n = 0;
+
+	cr_assert_not_null(d);
+	for (struct dirent *e; (e = readdir(d));)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* The io keeps no thread of its own: appends are asked for with delog_force_nowait, so an
+ * open io has exactly the threads a plain delog log of the same options has (a forcer
+ * thread per io, before, made one more). */
+Test(io, no_thread_of_its_own, .timeout = 60)
+{
+	char *dir = th_mkdir(), path[4200];
+	struct delog_options o = { .size = sizeof(o), .flags = DELOG_OPEN_CREATE,
+				   .create_size = 4u << 20, .flush = DELOG_FLUSH_SYNC };
+	struct delog_raft_options ro = small_log();
+	struct th_node n;
+	struct th_loaded l;
+	unsigned plain, io;
+	delog *log;
+
+	snprintf(path, sizeof(path), "%s/plain.log", dir);
+	cr_assert_eq(delog_open(path, &o, &log), 0);
+	plain = th_threads();
+	cr_assert_eq(delog_close(log), 0);
+	unlink(path);
+	ro.flush = DELOG_FLUSH_SYNC;
+	cr_assert_eq(th_open(&n, dir, &ro), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0, "%s", n.io.errmsg);
+	th_loaded_free(&l);
+	cr_assert_eq(th_append(&n, 1, 10, 0, 100), 0, "%s", n.io.errmsg);
+	io = th_threads();
+	cr_expect_eq(io, plain, "an open io runs %u threads, a plain delog log %u", io, plain);
 	th_close(&n);
 	th_rmdir(dir);
 }
