@@ -82,6 +82,11 @@ struct ol_point {
 	pthread_cond_t cond;
 	uint64_t *ring;
 	uint64_t released, taken; /* arrivals appended, taken by workers */
+	/* The queue as the window opens, exactly (queue_start): arrivals intended before
+	 * it, less those a worker took before it.  A snapshot taken by the dispatcher when
+	 * it next wakes would miss what workers took in between, so a loaded machine
+	 * showed more commits in the window than arrivals + queue + workers allow. */
+	uint64_t due_early, taken_early;
 	uint64_t ws, we;          /* the window (now_ns), set before the first arrival */
 	bool stop;
 	int err;                  /* a worker's first error */
@@ -133,6 +138,8 @@ static void *worker_main(void *arg)
 		if (pt->stop)
 			break;
 		t = pt->ring[pt->taken++ & (QUEUE_CAP - 1)];
+		if (t < pt->ws && now_ns() < pt->ws)
+			pt->taken_early++;
 		pthread_mutex_unlock(&pt->lock);
 		err = do_commit(w);
 		done = now_ns();
@@ -193,14 +200,14 @@ static void dispatch(struct ol_point *pt, double rate, uint64_t seed, struct ben
 			pthread_mutex_unlock(&pt->lock);
 			break;
 		}
-		if (!in_window && now >= pt->ws) {
+		if (!in_window && now >= pt->ws)
 			in_window = true;
-			out->queue_start = pt->released - pt->taken;
-		}
 		while (t <= now && t < pt->we && pt->released - pt->taken < QUEUE_CAP) {
 			pt->ring[pt->released++ & (QUEUE_CAP - 1)] = t;
 			if (t >= pt->ws)
 				out->arrivals++;
+			else
+				pt->due_early++;
 			t += gap_ns(&s, rate);
 			n++;
 		}
@@ -229,9 +236,10 @@ static void dispatch(struct ol_point *pt, double rate, uint64_t seed, struct ben
 		sleep_until(e < pt->we ? e : pt->we);
 	}
 	pthread_mutex_lock(&pt->lock);
-	if (!in_window)
-		out->queue_start = pt->released - pt->taken;
+	out->queue_start = pt->due_early - pt->taken_early;
 	out->queue_end = pt->released - pt->taken;
+	if (out->queue_start > out->queue_max)
+		out->queue_max = out->queue_start;
 	if (out->queue_end > out->queue_max)
 		out->queue_max = out->queue_end;
 	pt->stop = true;
@@ -259,7 +267,7 @@ static int run_point(struct ol_point *pt, double rate, uint64_t seed, struct ben
 	}
 	pthread_mutex_init(&pt->lock, NULL);
 	pthread_cond_init(&pt->cond, NULL);
-	pt->released = pt->taken = 0;
+	pt->released = pt->taken = pt->due_early = pt->taken_early = 0;
 	pt->stop = false;
 	pt->err = 0;
 	pt->ws = pt->we = UINT64_MAX;
