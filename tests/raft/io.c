@@ -581,8 +581,10 @@ static unsigned th_threads(void)
 Test(io, no_thread_of_its_own, .timeout = 60)
 {
 	char *dir = th_mkdir(), path[4200];
-	struct delog_options o = { .size = sizeof(o), .flags = DELOG_OPEN_CREATE,
-				   .create_size = 4u << 20, .flush = DELOG_FLUSH_SYNC };
+	struct delog_options o = { .size = sizeof(o),
+				   .flags = DELOG_OPEN_CREATE,
+				   .create_size = 4u << 20,
+				   .flush = DELOG_FLUSH_SYNC };
 	struct delog_raft_options ro = small_log();
 	struct th_node n;
 	struct th_loaded l;
