@@ -35,6 +35,16 @@
  *       never takes more than about a third of the log, and the newest durable
  *       checkpoint (which stays in the log, space.c S1) plus an incomplete one a crash
  *       left after it never fill it, so a recovered log always has room to go on.
+ *  (CIL6) Order: a checkpoint's items are written, and so handed to the recover
+ *       callback, in the order their keys were first logged into it: by the commit
+ *       ticket of the transaction that first logged the key (one fetch-and-add on
+ *       ctx->tickets per commit, under the read hold of ctx_lock), then by the item's
+ *       place in that transaction; a relogged key keeps its place and carries its
+ *       newest copy (CIL3).  Transactions committed one after another (the second
+ *       begun after the first's commit returned) are in that order.  A shard's items
+ *       are appended as they arrive, so they are in ticket order except where
+ *       concurrent commits crossed; cil_ctx_order sorts the few that did and merges
+ *       the shards.
  */
 #include "engine_private.h"
 
@@ -72,6 +82,7 @@ void cil_ctx_reset(struct cil_ctx *c)
 	atomic_store(&c->ntx, 0);
 	atomic_store(&c->relogged, 0);
 	atomic_store(&c->admitted, 0);
+	atomic_store(&c->tickets, 0);
 }
 
 void cil_ctx_destroy(struct cil_ctx *c)
@@ -139,9 +150,9 @@ static int arena_take(struct cil_shard *s, uint32_t len, uint64_t *off)
 }
 
 /* Insert or replace one item (shard lock held).  *@delta gets the cost change. */
-static int shard_put(struct cil_shard *s, uint64_t hash, uint64_t key, const void *data,
-		     uint32_t len, const struct jrnl_log *jl, int64_t *delta, int64_t *ddelta,
-		     bool *relogged)
+static int shard_put(struct cil_shard *s, uint64_t hash, uint64_t key, uint64_t order,
+		     const void *data, uint32_t len, const struct jrnl_log *jl, int64_t *delta,
+		     int64_t *ddelta, bool *relogged)
 {
 	struct cil_item *it;
 	uint32_t tag;
@@ -183,6 +194,7 @@ static int shard_put(struct cil_shard *s, uint64_t hash, uint64_t key, const voi
 	}
 	it = &s->items[s->n];
 	it->key = key;
+	it->order = order;
 	it->len = it->cap = len;
 	if ((err = arena_take(s, len, &it->off)))
 		return err;
@@ -204,7 +216,7 @@ static int cil_insert(struct cil_ctx *c, const struct delog_tx *tx, const struct
 		      int64_t *cost_delta)
 {
 	int64_t total = 0, delta, ddelta, dbytes = 0;
-	uint64_t added = 0, relog = 0;
+	uint64_t added = 0, relog = 0, ticket = atomic_fetch_add(&c->tickets, 1); /* CIL6 */
 	bool relogged;
 	int err = 0;
 
@@ -213,8 +225,9 @@ static int cil_insert(struct cil_ctx *c, const struct delog_tx *tx, const struct
 		struct cil_shard *s = &c->shard[cil_shard_of(hash)];
 
 		pthread_mutex_lock(&s->lock);
-		err = shard_put(s, hash, tx->items[i].key, tx->data + tx->items[i].off,
-				tx->items[i].len, jl, &delta, &ddelta, &relogged);
+		err = shard_put(s, hash, tx->items[i].key, ticket << 32 | i,
+				tx->data + tx->items[i].off, tx->items[i].len, jl, &delta, &ddelta,
+				&relogged);
 		pthread_mutex_unlock(&s->lock);
 		if (err)
 			break;
@@ -234,6 +247,50 @@ static int cil_insert(struct cil_ctx *c, const struct delog_tx *tx, const struct
 	atomic_fetch_add(&c->ntx, 1);
 	*cost_delta = total;
 	return err;
+}
+
+static int item_order_cmp(const void *a, const void *b)
+{
+	const struct cil_item *x = a, *y = b;
+
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+int cil_ctx_order(struct cil_ctx *c, cil_item_fn fn, void *arg)
+{
+	size_t pos[CIL_SHARDS] = { 0 };
+	int err;
+
+	/* (CIL6) Each shard in order (sorted only where concurrent commits crossed: the
+	 * context is swapped out, nothing inserts or looks up any more), then merged. */
+	for (unsigned s = 0; s < CIL_SHARDS; s++) {
+		struct cil_shard *sh = &c->shard[s];
+
+		for (size_t i = 1; i < sh->n; i++) {
+			if (sh->items[i - 1].order > sh->items[i].order) {
+				qsort(sh->items, sh->n, sizeof(*sh->items), item_order_cmp);
+				break;
+			}
+		}
+	}
+	for (;;) {
+		const struct cil_item *min = NULL;
+		unsigned ms = 0;
+
+		for (unsigned s = 0; s < CIL_SHARDS; s++) {
+			const struct cil_shard *sh = &c->shard[s];
+
+			if (pos[s] < sh->n && (!min || sh->items[pos[s]].order < min->order)) {
+				min = &sh->items[pos[s]];
+				ms = s;
+			}
+		}
+		if (!min)
+			return 0;
+		if ((err = fn(arg, min, c->shard[ms].arena)))
+			return err;
+		pos[ms]++;
+	}
 }
 
 /* ---- the public transaction calls ---- */

@@ -51,6 +51,9 @@ struct cil_item {
 	uint64_t key;
 	uint64_t off;      /* data offset in the shard's arena */
 	uint32_t len, cap; /* bytes used, bytes available at off */
+	/* Its place in the checkpoint (cil.c CIL6): the commit ticket of the transaction
+	 * that first logged the key into this context, << 32, | its index in it. */
+	uint64_t order;
 };
 
 /* A slot of a shard's hash table: the item's index + 1 (0: empty) and the high half of
@@ -79,6 +82,7 @@ struct cil_ctx {
 	/* Item cost of the transactions admitted into this context (cil.c CIL5): claimed
 	 * before they insert, so that committers racing in cannot together pass the bound. */
 	_Atomic uint64_t admitted;
+	_Atomic uint64_t tickets; /* commits into this context so far (CIL6) */
 	struct cil_shard shard[CIL_SHARDS];
 };
 
@@ -102,6 +106,10 @@ struct delog_tx {
 
 void cil_ctx_init(struct cil_ctx *c);
 void cil_ctx_reset(struct cil_ctx *c);
+/* Call @fn for each item of the swapped-out context @c in checkpoint order (cil.c CIL6)
+ * with the arena of its shard; stops at, and returns, the first nonzero return. */
+typedef int (*cil_item_fn)(void *arg, const struct cil_item *it, const unsigned char *arena);
+int cil_ctx_order(struct cil_ctx *c, cil_item_fn fn, void *arg);
 void cil_ctx_destroy(struct cil_ctx *c);
 
 /* ---- policy.c ---- */

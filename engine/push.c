@@ -12,8 +12,9 @@
  *      journal/grant.c), registers the
  *      checkpoint in the AIL ring at the journal's head, and runs the policy's before
  *      hook (async: flush and wait);
- *   3. writes one log transaction: START(seq), one ITEM per key (the newest copy),
- *      COMMIT, with the policy's flags; ckpt_done runs when the commit record completed;
+ *   3. writes one log transaction: START(seq), one ITEM per key (the newest copy, in the
+ *      order the keys were first logged: cil.c CIL6), COMMIT, with the policy's flags;
+ *      ckpt_done runs when the commit record completed;
  *   4. hands the charge back (jrnl_grant_ckpt_end: the head now counts the bytes), resets the context as
  *      the next spare, and runs the policy's after hook (single: the buffers go out, or a
  *      lone forcer's force + one flush).
@@ -58,6 +59,23 @@ static void ckpt_done(void *priv, int err, uint64_t commit_lsn, uint64_t end_lsn
 	log->policy->done(log, seq);
 }
 
+struct ckpt_writer {
+	struct delog *log;
+	struct jrnl_wtx *tx;
+	uint64_t seq;
+};
+
+/* One item into the checkpoint's log transaction (cil_ctx_order's callback). */
+static int write_item(void *arg, const struct cil_item *it, const unsigned char *arena)
+{
+	struct ckpt_writer *w = arg;
+	int err = jrnl_tx_item(w->tx, it->key, arena ? arena + it->off : NULL, it->len);
+
+	if (!err && w->log->space.tracking)
+		err = space_ail_log(w->log, it->key, w->seq);
+	return err;
+}
+
 static int write_ckpt(struct delog *log, struct cil_ctx *c, bool forcer)
 {
 	uint64_t n = atomic_load(&c->nitems), bytes = atomic_load(&c->data_bytes);
@@ -70,16 +88,10 @@ static int write_ckpt(struct delog *log, struct cil_ctx *c, bool forcer)
 		err = log->policy->before(log);
 	if (!err)
 		err = jrnl_tx_start(log->jl, c->seq, log->policy->tx_flags, &tx);
-	for (unsigned s = 0; !err && s < CIL_SHARDS; s++) {
-		struct cil_shard *sh = &c->shard[s];
+	if (!err) {
+		struct ckpt_writer w = { log, &tx, c->seq };
 
-		for (size_t i = 0; !err && i < sh->n; i++) {
-			err = jrnl_tx_item(&tx, sh->items[i].key,
-					   sh->arena ? sh->arena + sh->items[i].off : NULL,
-					   sh->items[i].len);
-			if (!err && log->space.tracking)
-				err = space_ail_log(log, sh->items[i].key, c->seq);
-		}
+		err = cil_ctx_order(c, write_item, &w); /* cil.c CIL6 */
 	}
 	if (!err)
 		err = jrnl_tx_commit(&tx, ckpt_done, log);

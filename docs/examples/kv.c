@@ -283,8 +283,12 @@ static int on_checkpoint(void *arg, const struct delog_checkpoint *ck,
 {
 	struct kv *kv = arg;
 
+	/* Skip by sequence: the data file holds everything up to snap_seq.  delog hands
+	 * over every checkpoint not released, and the newest durable one even after its
+	 * release (it stays in the log until a newer one is durable), so the last
+	 * checkpoint the data file covers comes back at every open. */
 	if (ck->seq <= kv->snap_seq)
-		return 0; /* already in the data file */
+		return 0;
 	for (size_t i = 0; i < n; i++) {
 		int err = apply_item(kv, items[i].data, items[i].len);
 

@@ -130,6 +130,11 @@ struct delog_checkpoint {
  * opening thread, before delog_open returns, and only once recovery has verified the
  * whole log: a damaged log fails delog_open before any call.  Return 0 to go on;
  * anything else makes delog_open fail with that value (and leaves the log as it was).
+ * @items are in the order their keys were first logged into the checkpoint
+ * (transactions in commit order, items in logging order; a key relogged by a later
+ * transaction keeps its first place with the newest data).  Every unreleased
+ * checkpoint is handed over, and the newest durable one even once released: skip the
+ * sequences your own state already covers.
  */
 typedef int (*delog_recover_fn)(void *arg, const struct delog_checkpoint *ckpt,
 				const struct delog_item *items, size_t nitems);

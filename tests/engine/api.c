@@ -489,6 +489,135 @@ Test(api, empty_item_round_trip, .timeout = 60)
 	iol_dev_close(dev);
 }
 
+/*
+ * The replay order (cil.c CIL6): a checkpoint's items reach the recover callback in the
+ * order their keys were first logged into it - transactions in commit order, items in
+ * their transaction's order, a relogged key in its first place with its newest data -
+ * not in hash order (keys 900 5 77 3 1000000 42 1 64 65 2 came back 42 2 64 65 77 3 5
+ * 1000000 1 900 before).  With threads committing at once, each thread's own commits
+ * stay in its order.
+ */
+struct order_rec {
+	uint64_t keys[40000], seqs[40000];
+	uint8_t last[40000];
+	size_t n;
+};
+
+static int order_cb(void *arg, const struct delog_checkpoint *ck, const struct delog_item *it,
+		    size_t n)
+{
+	struct order_rec *r = arg;
+
+	for (size_t i = 0; i < n && r->n < 40000; i++) {
+		r->keys[r->n] = it[i].key;
+		r->seqs[r->n] = ck->seq;
+		r->last[r->n++] = it[i].len ? ((const uint8_t *)it[i].data)[0] : 0;
+	}
+	return 0;
+}
+
+static void order_commit(delog *log, const uint64_t *keys, unsigned n, uint8_t val, bool force)
+{
+	delog_tx *tx;
+
+	cr_assert_eq(delog_tx_begin(log, n * (1 + DELOG_ITEM_OVERHEAD), 0, &tx), 0);
+	for (unsigned i = 0; i < n; i++)
+		cr_assert_eq(delog_tx_log(tx, keys[i], &val, 1), 0);
+	cr_assert_eq(force ? delog_tx_commit_force(tx, NULL) : delog_tx_commit(tx, NULL), 0);
+}
+
+Test(api, replay_in_commit_order, .timeout = 60)
+{
+	static const uint64_t one[] = { 900, 5, 77, 3, 1000000, 42, 1, 64, 65, 2 };
+	static const uint64_t three[] = { 7000, 6000, 5000 };
+	static const uint64_t want[] = { 900, 5, 77, 3, 1000000, 42, 1, 64, 65, 2, 7000, 6000,
+					 5000 };
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NONE, 12, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
+	struct order_rec *r = calloc(1, sizeof(*r));
+	delog *log = t_open_dev(dev, &o);
+	uint64_t relog = 77;
+
+	for (unsigned i = 0; i < 10; i++)
+		order_commit(log, &one[i], 1, 1, false);
+	order_commit(log, three, 3, 1, false);
+	order_commit(log, &relog, 1, 2, true); /* newest data, first place */
+	cr_assert_eq(delog_close(log), 0);
+	o.flags = 0;
+	o.recover = order_cb;
+	o.recover_arg = r;
+	log = t_open_dev(dev, &o);
+	cr_assert_eq(r->n, 13, "%zu items", r->n);
+	for (unsigned i = 0; i < 13; i++)
+		cr_expect_eq(r->keys[i], want[i], "item %u: key %llu, %llu expected", i,
+			     (unsigned long long)r->keys[i], (unsigned long long)want[i]);
+	cr_expect_eq(r->last[2], 2, "the relogged key carries its newest copy");
+	cr_assert_eq(delog_close(log), 0);
+	free(r);
+	iol_dev_close(dev);
+}
+
+#define ORD_THREADS 4
+#define ORD_TXS 3000
+
+struct ord_arg {
+	delog *log;
+	unsigned t;
+};
+
+static void *ord_worker(void *arg)
+{
+	struct ord_arg *a = arg;
+
+	for (uint64_t i = 0; i < ORD_TXS; i++) {
+		/* two items a time in one in three: 2i, 2i + 1 of this thread */
+		uint64_t k[2] = { (uint64_t)(a->t + 1) << 32 | 2 * i,
+				  (uint64_t)(a->t + 1) << 32 | (2 * i + 1) };
+
+		order_commit(a->log, k, i % 3 ? 1 : 2, 1, i % 500 == 499);
+	}
+	return NULL;
+}
+
+Test(api, replay_in_commit_order_threads, .timeout = 120)
+{
+	struct iol_dev *dev = t_sim(64 * T_MiB, IOL_SIM_LAT_NVME, 13, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SINGLE);
+	struct order_rec *r = calloc(1, sizeof(*r));
+	struct ord_arg a[ORD_THREADS];
+	pthread_t th[ORD_THREADS];
+	uint64_t last[ORD_THREADS + 1] = { 0 };
+	bool seen[ORD_THREADS + 1] = { false };
+	delog *log = t_open_dev(dev, &o);
+
+	for (unsigned t = 0; t < ORD_THREADS; t++) {
+		a[t] = (struct ord_arg){ log, t };
+		cr_assert_eq(pthread_create(&th[t], NULL, ord_worker, &a[t]), 0);
+	}
+	for (unsigned t = 0; t < ORD_THREADS; t++)
+		pthread_join(th[t], NULL);
+	cr_assert_eq(delog_close(log), 0);
+	o.flags = 0;
+	o.recover = order_cb;
+	o.recover_arg = r;
+	log = t_open_dev(dev, &o);
+	cr_assert_gt(r->n, 0);
+	for (size_t i = 0; i < r->n; i++) {
+		unsigned t = (unsigned)(r->keys[i] >> 32);
+		uint64_t k = r->keys[i] & 0xffffffffu;
+
+		cr_assert(t >= 1 && t <= ORD_THREADS);
+		cr_assert(!seen[t] || k > last[t], "thread %u: key %llu after %llu (checkpoint "
+			  "%llu)", t, (unsigned long long)k, (unsigned long long)last[t],
+			  (unsigned long long)r->seqs[i]);
+		seen[t] = true;
+		last[t] = k;
+	}
+	cr_assert_eq(delog_close(log), 0);
+	free(r);
+	iol_dev_close(dev);
+}
+
 /* delog_tx_logv: the pieces come back as one item, in order (an empty piece and an empty
  * item included); a later copy of the key replaces it as delog_tx_log's would; bad
  * vectors are -EINVAL and leave the transaction usable. */
