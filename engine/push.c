@@ -4,20 +4,20 @@
  *
  * It wakes when a force (delog_force, delog_force_nowait) asks for a sequence that is
  * still open (or a space waiter whose space only a newer durable checkpoint frees:
- * space.c S4), when the CIL passed push_bytes, when space runs low (to call the push callback, or to make the tail
- * durable for a NOWAIT caller: jrnl_log_cover, journal/log.c L12), and at close.  A push:
+ * space.c S4), when the CIL passed push_bytes, when space runs low (to call the push
+ * callback, or to make the tail durable for a NOWAIT caller: jrnl_log_cover,
+ * journal/log.c L12), and at close.  A push:
  *   1. swaps log->cur for the empty spare context under ctx_lock held for write (CIL1 in
  *      cil.c): from then on no commit can reach the old one;
  *   2. tops the CIL's charge up to the checkpoint's exact bound (jrnl_grant_ckpt_begin,
- *      journal/grant.c), registers the
- *      checkpoint in the AIL ring at the journal's head, and runs the policy's before
- *      hook (async: flush and wait);
+ *      journal/grant.c), registers the checkpoint in the AIL ring at the journal's
+ *      head, and runs the policy's before hook (async: flush and wait);
  *   3. writes one log transaction: START(seq), one ITEM per key (the newest copy, in the
  *      order the keys were first logged: cil.c CIL6), COMMIT, with the policy's flags;
  *      ckpt_done runs when the commit record completed;
- *   4. hands the charge back (jrnl_grant_ckpt_end: the head now counts the bytes), resets the context as
- *      the next spare, and runs the policy's after hook (single: the buffers go out, or a
- *      lone forcer's force + one flush).
+ *   4. hands the charge back (jrnl_grant_ckpt_end: the head now counts the bytes),
+ *      resets the context as the next spare, and runs the policy's after hook (single:
+ *      the buffers go out, or a lone forcer's force + one flush).
  *
  * Who pushes: this thread, or a forcing thread that finds nobody writing (delog_force
  * takes write_lock with a trylock and pushes itself, saving two thread hand-offs on the

@@ -5,9 +5,10 @@
  * One ops table per backend (cf. Redis ae_epoll.c / ae_kqueue.c behind ae.c, SQLite's
  * sqlite3_io_methods), picked at iol_dev_open by name from dev.c's one list of backends.
  * What the core must know about a backend is a field of its table (needs_fd,
- * faults_in_syscalls, run), never a test of which table it is.  The core validates every request before it
- * reaches ->submit (op and flags, alignment, bounds), counts it, and owns chaining; a
- * backend only moves bytes and reports each request exactly once through iol_req_done().
+ * faults_in_syscalls, run), never a test of which table it is.  The core validates every
+ * request before it reaches ->submit (op and flags, alignment, bounds), counts it, and
+ * owns chaining; a backend only moves bytes and reports each request exactly once
+ * through iol_req_done().
  *
  * Backend contract:
  *   ->probe()   cheap runtime check that the backend works on this machine (e.g. io_uring

@@ -29,14 +29,15 @@
  * (this is also the happens-before that ThreadSanitizer can see).
  *
  * Queue bounding.  u->sqes_used counts requests whose SQE has been submitted and whose
- * CQE has not been reaped (one SQE each).  It never exceeds u->entries, the SQ size, so the CQ (2 x entries)
- * cannot overflow and io_uring_get_sqe cannot fail: the SQ is empty whenever the lock is
- * free, because every submit call either gets all queued SQEs consumed or retracts them
- * (see below).  An ordinary submitter that finds no room, or finds the backlog
- * non-empty, waits on u->space.  The reaper never waits: a request submitted from a
- * completion callback (the reaper's own thread) when there is no room goes onto
- * u->backlog, a FIFO linked through be_next.  The backlog is drained, under the lock,
- * every time the reaper frees slots, before waiters are woken, so it goes first.
+ * CQE has not been reaped (one SQE each).  It never exceeds u->entries, the SQ size, so
+ * the CQ (2 x entries) cannot overflow and io_uring_get_sqe cannot fail: the SQ is empty
+ * whenever the lock is free, because every submit call either gets all queued SQEs
+ * consumed or retracts them (see below).  An ordinary submitter that finds no room, or
+ * finds the backlog non-empty, waits on u->space.  The reaper never waits: a request
+ * submitted from a completion callback (the reaper's own thread) when there is no room
+ * goes onto u->backlog, a FIFO linked through be_next.  The backlog is drained, under
+ * the lock, every time the reaper frees slots, before waiters are woken, so it goes
+ * first.
  * Invariant: backlog non-empty implies SQEs in flight (it is only appended to when the
  * ring is full, or behind older backlog entries, and every CQE batch drains it as far as
  * room allows), so some future CQE always drains it: no deadlock, no lost request.

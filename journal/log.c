@@ -167,8 +167,9 @@
  * copied (owned by the writer while op_busy) and the record being sealed (owned by the
  * submitter while SYNCING), and grant.c's state (struct grant: the space promised on
  * this ring, read with the head and the tails under this lock, grant.c GR1; it calls
- * into this file, never the reverse: L16 is how it learns that space came back).  The lock is dropped around copying, sealing, iol_submit
- * (whose refusal path may complete a request on the calling thread) and callbacks.
+ * into this file, never the reverse: L16 is how it learns that space came back).  The
+ * lock is dropped around copying, sealing, iol_submit (whose refusal path may complete
+ * a request on the calling thread) and callbacks.
  */
 #include "format.h"
 #include "jrnl.h"
