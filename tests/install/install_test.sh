@@ -76,6 +76,14 @@ for f in "$LIBDIR/libdelog.a" "$PREFIX/include/delog.h" "$PREFIX/bin/delog" \
 	"$PREFIX/share/doc/delog/CHANGELOG.md" "$PREFIX/share/doc/delog/FORMAT.md"; do
 	[ -e "$f" ] || fail "not installed: ${f#"$PREFIX"/}"
 done
+# Every relative link of the installed Markdown pages leads to an installed file.
+DOCDIR=$PREFIX/share/doc/delog
+for md in "$DOCDIR"/*.md; do
+	for target in $(grep -o '](\([^)#]*\)[)#]' "$md" | sed 's/^](//; s/[)#]$//' |
+		grep -v '^[a-z]*://'); do
+		[ -e "$DOCDIR/$target" ] || fail "${md#"$PREFIX"/} links to $target, not installed"
+	done
+done
 SONAME=$(readelf -d "$SO" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
 case $SONAME in
 libdelog.so.[0-9]*) ;;
