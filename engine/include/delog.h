@@ -32,17 +32,19 @@ extern "C" {
 /*
  * delog's own error codes, all below -9000 so they never collide with -errno.
  * X(name, value, message): the single table behind delog_strerror/delog_err_name.
+ * A message says what the code means wherever it arises (a superblock or a record), not
+ * where or what exactly: the tools print that beside it.
  */
 #define DELOG_ERRNO_MAP(X)                                                                         \
-	X(ECORRUPT, -9001, "log is corrupt: damage behind the torn-write window")                  \
+	X(ECORRUPT, -9001, "log is corrupt")                                                       \
 	X(ECHECKSUM, -9002, "checksum mismatch")                                                   \
 	X(EVERSION, -9003, "log format version is newer than this library supports")               \
 	X(EFEATURE, -9004, "log uses an incompatible feature this library does not know")          \
 	X(ENOTLOG, -9005, "not a delog log (bad magic)")                                           \
-	X(ETRUNCATED, -9006, "log is shorter than its superblock says")                            \
+	X(ETRUNCATED, -9006, "file or device too small for its log (or for a superblock)")         \
 	X(EFOREIGN, -9007, "record belongs to another log (UUID mismatch)")                        \
 	X(EBADOP, -9008, "malformed log operation")                                                \
-	X(EORPHAN, -9009, "continuation record without its start")                                 \
+	X(EORPHAN, -9009, "log operation without its start (a continuation or a COMMIT)")          \
 	X(ESHUTDOWN, -9010, "log is shut down after an I/O error")                                 \
 	X(ELOGFULL, -9011, "log is full")                                                          \
 	X(EGEOMETRY, -9012, "log geometry in the superblock does not match the log")
