@@ -385,7 +385,7 @@ restart:
 		return err;
 	if (!found) {
 		if (floor > r->N)
-			return jrnl_rcv_corrupt(r, DELOG_ECORRUPT, E, jrnl_rcv_dev_off(r, E),
+			return jrnl_rcv_corrupt(r, DELOG_ECORRUPT, E, jrnl_rcv_dev_off(r, E), "",
 						"no valid record in the whole log before the head");
 		/* Lap 1 and nothing valid: the first writes never completed, or, if a record
 		 * vouched for data before E, the start of the log is damaged (the main pass,
@@ -398,6 +398,7 @@ restart:
 	}
 	if (!jrnl_rcv_lsn_addr(r, L.tail_lsn, &T) || T < r->N || T > L.a || T + r->N < L.end)
 		return jrnl_rcv_corrupt(r, DELOG_ECORRUPT, L.a, jrnl_rcv_dev_off(r, L.a),
+					"rec.tail_lsn",
 					"record at lsn %u/%u names tail lsn %u/%u outside the log",
 					jrnl_lsn_cycle(L.lsn), jrnl_lsn_sector(L.lsn),
 					jrnl_lsn_cycle(L.tail_lsn), jrnl_lsn_sector(L.tail_lsn));
@@ -470,7 +471,7 @@ static int scan_future(struct rctx *r, uint64_t from, uint64_t to)
 		}
 		if (rec_durable(r, &ri) > r->E)
 			return jrnl_rcv_corrupt(
-				r, DELOG_ECORRUPT, r->E, jrnl_rcv_dev_off(r, r->E),
+				r, DELOG_ECORRUPT, r->E, jrnl_rcv_dev_off(r, r->E), "",
 				"record at sector %llu past the head says the log was stable "
 				"up to lsn %u/%u: the damage at the head is not a torn write",
 				(unsigned long long)(s % r->N), jrnl_lsn_cycle(ri.durable_lsn),
@@ -606,11 +607,12 @@ static int check_empty(struct rctx *r)
 	if (!err && jrnl_rec_check(alt, (size_t)min64(MAXREC_BYTES, r->g->log_size), other,
 				   r->g->log_size / other, 0, r->g->uuid, NULL) == JRNL_REC_OK)
 		err = jrnl_rcv_corrupt(r, DELOG_EGEOMETRY, r->N, jrnl_rcv_dev_off(r, 0),
+				       "sb.sector_size",
 				       "the superblock says %u-byte sectors, but the first record was "
 				       "written with %u-byte sectors",
 				       r->S, other);
 	else if (!err)
-		err = jrnl_rcv_corrupt(r, DELOG_ECORRUPT, r->N, jrnl_rcv_dev_off(r, 0),
+		err = jrnl_rcv_corrupt(r, DELOG_ECORRUPT, r->N, jrnl_rcv_dev_off(r, 0), "",
 				       "no valid record at the start of the log, yet sectors beyond the "
 				       "first writes' window were written");
 	free(alt);
@@ -678,6 +680,7 @@ int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jr
 	if (!rep)
 		rep = &scratch;
 	memset(rep, 0, sizeof(*rep));
+	rep->corrupt_field = "";
 	if (!dev || !g || (g->sector != 512 && g->sector != 4096) || g->log_sectors < 2 ||
 	    g->log_sectors > UINT32_MAX || g->log_size != g->log_sectors * g->sector)
 		return -EINVAL;

@@ -819,6 +819,7 @@ Test(recover, crc_flip_behind_durable_is_corruption, .timeout = TO)
 		cr_assert_eq(rep.corrupt_lsn, t_lsn(&t, r3.a));
 		cr_assert_eq(rep.corrupt_offset, t_off(&t, r3.a));
 		cr_assert(strstr(rep.corrupt_what, "CRC"), "%s", rep.corrupt_what);
+		cr_assert_str_eq(rep.corrupt_field, "rec.crc");
 		want_seqs(&G, 1, 2);
 		cr_assert_eq(rep.stamped_bytes, 0);
 		t_close(&t);
@@ -944,6 +945,7 @@ Test(recover, op_len_past_record, .timeout = TO)
 			cr_assert_eq(rep.corrupt_offset, t_off(&t, a) + t.H * t.S + at,
 				     "%s", rep.corrupt_what);
 			cr_assert(strstr(rep.corrupt_what, "run past"), "%s", rep.corrupt_what);
+			cr_assert_str_eq(rep.corrupt_field, "op.len");
 			/* the checkpoint before the bad op, in the same record, was whole */
 			want_seqs(&G, 1, where ? 4 : 2);
 			t_close(&t);
