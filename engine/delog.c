@@ -21,6 +21,14 @@
  *       written only after writes that went through grants, which leave the slack free
  *       (space.c), or once after recovering a log whose crashed session did; the slack
  *       holds it many times over, and no reservation may take the slack.
+ *  (U2) A read-only open (DELOG_OPEN_RDONLY) writes nothing, at open or at close:
+ *       recovery runs read_only (no stamping past the head, no flush), no format, no
+ *       push thread, the writer is set up (for delog_stats) but never handed a record,
+ *       every call that would write refuses with DELOG_ERDONLY before it touches the
+ *       log (log->read_only), and close writes no unmount record.  The device is opened
+ *       O_RDONLY (delog_open), so the iolayer would refuse a write anyway (EBADF).
+ *       Recovery without stamping is still exact: the next writing open recovers the
+ *       same log and stamps then (journal/recover.c R7).
  */
 #include "engine_private.h"
 
@@ -90,8 +98,11 @@ static int check_opts(const struct delog_options *o)
 		return -EINVAL;
 	if (!flush_policy_get(o->flush))
 		return -EINVAL;
-	if (o->flags & ~(DELOG_OPEN_CREATE | DELOG_OPEN_FORMAT | DELOG_OPEN_TRACK_ITEMS))
+	if (o->flags &
+	    ~(DELOG_OPEN_CREATE | DELOG_OPEN_FORMAT | DELOG_OPEN_TRACK_ITEMS | DELOG_OPEN_RDONLY))
 		return -EINVAL;
+	if ((o->flags & DELOG_OPEN_RDONLY) && (o->flags & (DELOG_OPEN_CREATE | DELOG_OPEN_FORMAT)))
+		return -EINVAL; /* (U2) */
 	if (o->sector && o->sector != 512 && o->sector != 4096)
 		return -EINVAL;
 	return 0;
@@ -145,6 +156,7 @@ static int open_alloc(struct iol_dev *dev, bool own, const struct delog_options 
 	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	pthread_rwlock_init(&log->ctx_lock, &ra);
 	pthread_rwlockattr_destroy(&ra);
+	log->read_only = o->flags & DELOG_OPEN_RDONLY;
 	log->policy_id = o->flush;
 	log->policy = flush_policy_get(o->flush);
 	log->push_cb = o->push;
@@ -162,6 +174,8 @@ static int open_format_or_read(struct delog *log, bool fresh, const struct delog
 {
 	int err = jrnl_sb_read(log->dev, &log->geom);
 
+	if (log->read_only) /* (U2): never a format (check_opts refuses CREATE, FORMAT) */
+		return err;
 	if (fresh || (o->flags & DELOG_OPEN_FORMAT) ||
 	    (err == DELOG_ENOTLOG && !log->own_dev && (o->flags & DELOG_OPEN_CREATE))) {
 		struct jrnl_format_opts fo = { .sector = o->sector, .log_size = 0 };
@@ -183,7 +197,9 @@ static int open_recover(struct delog *log, const struct delog_options *o, struct
 			uint64_t *last_seq)
 {
 	struct open_ctx oc = { .log = log, .fn = o->recover, .arg = o->recover_arg };
-	struct jrnl_recover_opts ro = { .replay = open_replay, .priv = &oc };
+	struct jrnl_recover_opts ro = { .replay = open_replay,
+					.priv = &oc,
+					.read_only = log->read_only };
 	int err;
 
 	space_init(log);
@@ -212,7 +228,8 @@ static int open_recover(struct delog *log, const struct delog_options *o, struct
 /*
  * Open, step 4: the writer continues at the recovered head (@rep) and sequence numbers
  * after @last_seq; then the CIL's contexts, the eventfd and the push thread.  On failure
- * the writer is closed again; the caller frees the rest (log_free).
+ * the writer is closed again; the caller frees the rest (log_free).  A read-only log
+ * (U2) gets the smallest ring, which is never written, and no push thread.
  */
 static int open_start(struct delog *log, const struct delog_options *o,
 		      const struct jrnl_report *rep, uint64_t last_seq)
@@ -228,6 +245,10 @@ static int open_start(struct delog *log, const struct delog_options *o,
 	if (log->push_bytes > log->geom.log_size / 8)
 		log->push_bytes = log->geom.log_size / 8;
 	lo.no_flush = log->policy->never_flushes;
+	if (log->read_only) {
+		lo.logbufs = JRNL_MIN_LOGBUFS;
+		lo.logbsize = JRNL_MIN_LOGBSIZE;
+	}
 	err = jrnl_log_open(log->dev, &log->geom, rep, &lo, &log->jl);
 	if (err)
 		return err;
@@ -255,6 +276,8 @@ static int open_start(struct delog *log, const struct delog_options *o,
 	log->dev_flushes0 = ic.dev_flushes;
 	log->cur->seq = last_seq + 1;
 	atomic_store(&log->open_seq, log->cur->seq);
+	if (log->read_only)
+		return 0;
 	err = push_start(log);
 	if (err)
 		goto fail_jl;
@@ -335,7 +358,10 @@ int delog_open(const char *path, const struct delog_options *in, delog **out)
 		return err;
 	size = JRNL_SB_AREA + (opts->create_size ? opts->create_size : DEFAULT_CREATE_SIZE);
 	io.backend = opts->backend;
+	io.read_only = opts->flags & DELOG_OPEN_RDONLY; /* (U2) */
 	if (opts->backend && !strcmp(opts->backend, "sim")) {
+		if (io.read_only)
+			return -EINVAL; /* a new disk, which only a format could fill */
 		so.dev_bytes = size;
 		so.sector = opts->sector ? opts->sector : 4096;
 		/* Nothing can cut this disk's power (its device is not the caller's), so it
@@ -377,7 +403,8 @@ int delog_close(delog *log)
 	push_stop(log);
 	policy_wait_flushes(log);
 	err = atomic_load(&log->error);
-	if (!err) {
+	/* (U2) A read-only log has nothing to unmount. */
+	if (!err && !log->read_only) {
 		err = jrnl_log_unmount(log->jl); /* (U1) */
 		if (err)
 			log_shutdown(log, err);
@@ -410,6 +437,8 @@ int delog_force(delog *log, uint64_t seq)
 
 	if (!log)
 		return -EINVAL;
+	if (log->read_only)
+		return DELOG_ERDONLY; /* (U2) */
 	atomic_fetch_add_explicit(&log->st_forces, 1, memory_order_relaxed);
 	if (atomic_load(&log->error))
 		return DELOG_ESHUTDOWN;

@@ -47,7 +47,8 @@ extern "C" {
 	X(EORPHAN, -9009, "log operation without its start (a continuation or a COMMIT)")          \
 	X(ESHUTDOWN, -9010, "log is shut down after an I/O error")                                 \
 	X(ELOGFULL, -9011, "log is full")                                                          \
-	X(EGEOMETRY, -9012, "log geometry in the superblock does not match the log")
+	X(EGEOMETRY, -9012, "log geometry in the superblock does not match the log")               \
+	X(ERDONLY, -9013, "log was opened read-only (DELOG_OPEN_RDONLY)")
 
 enum delog_err {
 #define DELOG_ERR_ENUM_(name, value, msg) DELOG_##name = value,
@@ -160,6 +161,11 @@ struct delog_recovery {
 #define DELOG_OPEN_CREATE 0x1u      /* create and format PATH if it does not exist */
 #define DELOG_OPEN_FORMAT 0x2u      /* format PATH even if it holds a log (destroys it) */
 #define DELOG_OPEN_TRACK_ITEMS 0x4u /* keep the per-key AIL that delog_item_written needs */
+/* Open PATH read-only (O_RDONLY) and write nothing, at open or close: recovery replays
+ * as usual but stamps nothing, and every call that would write fails DELOG_ERDONLY.
+ * For inspection and backup, and for a log on a read-only file system.  Not with
+ * CREATE or FORMAT, nor with the "sim" backend (-EINVAL). */
+#define DELOG_OPEN_RDONLY 0x8u
 
 struct delog_options {
 	size_t size;         /* sizeof(struct delog_options): set it first */
@@ -186,18 +192,25 @@ struct delog_options {
  * @opts->recover; new checkpoints continue after the last one (delog_durable_seq() is
  * its sequence).  @opts may be NULL (defaults, no create).  "sim" runs on an in-memory
  * disk without a volatile cache or latency (@path ignored, always created): for tests
- * and benchmarks of what runs above the disk.
+ * and benchmarks of what runs above the disk.  With DELOG_OPEN_RDONLY the log is
+ * recovered and replayed the same way, but nothing is written: not the sectors past
+ * the head that a writing open stamps, not the unmount record at close; the handle
+ * then answers delog_durable_seq, delog_durable_fd, delog_error and delog_stats, and
+ * refuses delog_tx_begin, delog_force, delog_release and delog_item_written with
+ * DELOG_ERDONLY.
  * Errors: -ENOENT (no such file, and no DELOG_OPEN_CREATE), the DELOG_E* codes of a log
- * recovery refuses, -EINVAL (bad options), -ENOMEM, -EIO and other -errno, or the
- * recover callback's value.  Thread-safe (independent handles).
+ * recovery refuses, -EINVAL (bad options), -EROFS or -EACCES (a file that cannot be
+ * opened for writing: DELOG_OPEN_RDONLY opens it), -ENOMEM, -EIO and other -errno, or
+ * the recover callback's value.  Thread-safe (independent handles).
  */
 int delog_open(const char *path, const struct delog_options *opts, delog **out);
 
 /*
  * Close: push and force everything committed, write an unmount record (so the next open
- * knows the log was closed cleanly) and free the handle.  No other call on @log may be
- * running or follow.  Returns 0, or the error that shut the log down (the original
- * one, as delog_error() reports it; the handle is freed anyway).
+ * knows the log was closed cleanly) and free the handle.  A log opened with
+ * DELOG_OPEN_RDONLY is only freed: close writes nothing to it.  No other call on @log
+ * may be running or follow.  Returns 0, or the error that shut the log down (the
+ * original one, as delog_error() reports it; the handle is freed anyway).
  * NULL is a no-op.
  */
 int delog_close(delog *log);
@@ -238,7 +251,8 @@ int delog_close(delog *log);
  * waits for space again before its commit; one that logs more takes more space as it
  * goes, which may block (delog_tx_log).  Blocks while the log is too full
  * (back-pressure), or returns -EAGAIN with DELOG_TX_NOWAIT.  Errors: -EINVAL (flags, or a
- * reservation larger than a quarter of the log), -ENOMEM, DELOG_ESHUTDOWN.  Thread-safe:
+ * reservation larger than a quarter of the log), -ENOMEM, DELOG_ESHUTDOWN, DELOG_ERDONLY
+ * (the log was opened with DELOG_OPEN_RDONLY).  Thread-safe:
  * any number of threads run transactions at once; one transaction belongs to one thread
  * at a time.
  */
@@ -271,8 +285,9 @@ void delog_tx_abort(delog_tx *tx);
 /*
  * Wait until checkpoint @seq and all before it are durable (0: everything committed so
  * far).  Pushes the CIL if that checkpoint is still open.  A sequence that is already
- * durable returns at once without I/O.  Returns 0, DELOG_ESHUTDOWN, or -EINVAL for a
- * sequence beyond the open checkpoint.  Thread-safe.
+ * durable returns at once without I/O.  Returns 0, DELOG_ESHUTDOWN, -EINVAL for a
+ * sequence beyond the open checkpoint, or DELOG_ERDONLY (DELOG_OPEN_RDONLY, whatever
+ * the sequence).  Thread-safe.
  */
 int delog_force(delog *log, uint64_t seq);
 /* Commit @tx and force its checkpoint (*@seq may be NULL).  Thread-safe. */
@@ -298,8 +313,8 @@ int delog_durable_fd(const delog *log);
  * still sit in a volatile cache; the space is reused only after a device flush that
  * follows this call (rule S2 of docs/FLUSH-POLICIES.md), which delog issues itself when it
  * needs the space.  A key logged again in a later checkpoint stays pinned by that one.
- * Both return 0, -EINVAL (a sequence not yet durable; item_written without tracking) or
- * DELOG_ESHUTDOWN.  Thread-safe.
+ * Both return 0, -EINVAL (a sequence not yet durable; item_written without tracking),
+ * DELOG_ESHUTDOWN or DELOG_ERDONLY (DELOG_OPEN_RDONLY).  Thread-safe.
  */
 int delog_release(delog *log, uint64_t seq);
 int delog_item_written(delog *log, uint64_t key, uint64_t seq);
