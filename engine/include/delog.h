@@ -33,7 +33,7 @@ extern "C" {
  * delog's own error codes, all below -9000 so they never collide with -errno.
  * X(name, value, message): the single table behind delog_strerror/delog_err_name.
  * A message says what the code means wherever it arises (a superblock or a record), not
- * where or what exactly: the tools print that beside it.
+ * where or what exactly: that is struct delog_error_info's (delog_open).
  */
 #define DELOG_ERRNO_MAP(X)                                                                         \
 	X(ECORRUPT, -9001, "log is corrupt")                                                       \
@@ -48,7 +48,8 @@ extern "C" {
 	X(ESHUTDOWN, -9010, "log is shut down after an I/O error")                                 \
 	X(ELOGFULL, -9011, "log is full")                                                          \
 	X(EGEOMETRY, -9012, "log geometry in the superblock does not match the log")               \
-	X(ERDONLY, -9013, "log was opened read-only (DELOG_OPEN_RDONLY)")
+	X(ERDONLY, -9013, "log was opened read-only (DELOG_OPEN_RDONLY)")                          \
+	X(ENODIRECT, -9014, "file system cannot hold a durable log (no O_DIRECT, or tmpfs)")
 
 enum delog_err {
 #define DELOG_ERR_ENUM_(name, value, msg) DELOG_##name = value,
@@ -156,6 +157,32 @@ struct delog_recovery {
 	uint64_t head_lsn, tail_lsn;
 };
 
+/*
+ * Where and what delog_open refused, when the caller asks (delog_options.error): the
+ * place and the words behind the code, as `delog recover` and `delog print` report
+ * them.  Set size first; delog_open clears the rest on entry and fills it before it
+ * returns, whatever it returns (code 0 and nothing else after a successful open), as
+ * long as it can read the options (not for a NULL @out or a bad opts->size).  Members
+ * are only ever appended: a later header's larger struct gets what this library knows,
+ * nothing past it is written; a size below this struct's fails the open with -EINVAL,
+ * and the struct is not written.  Owned by the caller; written only during delog_open.
+ */
+struct delog_error_info {
+	size_t size;       /* sizeof(struct delog_error_info): set it first */
+	int code;          /* what delog_open returned (0: it succeeded) */
+	uint64_t offset;   /* byte offset on the device of the refused field, sector or op
+			    * (the device's size when it is too small); 0 when there is none */
+	uint64_t lsn;      /* the LSN (cycle << 32 | sector) of the record holding the damage;
+			    * 0 outside the log's records (the superblock, the device, options) */
+	char field[32];    /* the on-disk field found wrong, as docs/FORMAT.md names it
+			    * ("sb.version", "rec.crc", "op.type", "commit.seq"); "" when no one
+			    * field is (a record with no valid header, an option, a file) */
+	char message[256]; /* what was found there or why the open failed, one line:
+			    * "format version 0: no such version (they start at 1)", "PATH: the
+			    * filesystem (tmpfs) keeps data only in memory, ...", "logbufs 9:
+			    * must be 2..8 (0: 8)"; "" when there is no more to say than the code */
+};
+
 /* delog_options.flags.  An older caller's smaller struct (size >= the offset of
  * `recovery`) is accepted: the fields it lacks read as zero. */
 #define DELOG_OPEN_CREATE 0x1u      /* create and format PATH if it does not exist */
@@ -185,6 +212,8 @@ struct delog_options {
 	delog_push_fn push; /* may be NULL */
 	void *push_arg;
 	struct delog_recovery *recovery; /* may be NULL: receives what recovery found */
+	struct delog_error_info *error;  /* may be NULL: where and what a failed open
+					  * refused (filled by every delog_open) */
 };
 
 /*
@@ -199,9 +228,12 @@ struct delog_options {
  * refuses delog_tx_begin, delog_force, delog_release and delog_item_written with
  * DELOG_ERDONLY.
  * Errors: -ENOENT (no such file, and no DELOG_OPEN_CREATE), the DELOG_E* codes of a log
- * recovery refuses, -EINVAL (bad options), -EROFS or -EACCES (a file that cannot be
- * opened for writing: DELOG_OPEN_RDONLY opens it), -ENOMEM, -EIO and other -errno, or
- * the recover callback's value.  Thread-safe (independent handles).
+ * recovery refuses, DELOG_ENODIRECT (PATH is on a file system that cannot hold a
+ * durable log: one without O_DIRECT, or tmpfs and ramfs, which keep data in memory
+ * only), -EINVAL (bad options), -EROFS or -EACCES (a file that cannot be opened for
+ * writing: DELOG_OPEN_RDONLY opens it), -ENOMEM, -EIO and other -errno, or the recover
+ * callback's value.  On failure *@opts->error (if given) says where and what, and
+ * *@opts->recovery is not written.  Thread-safe (independent handles).
  */
 int delog_open(const char *path, const struct delog_options *opts, delog **out);
 
