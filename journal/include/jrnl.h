@@ -140,6 +140,8 @@ struct jrnl_recover_opts {
 	jrnl_rec_fn on_record;    /* may be NULL */
 	jrnl_op_fn on_op;         /* may be NULL */
 	bool read_only;           /* write nothing: no stamping past the head, no flush */
+	bool count_stamp;         /* with read_only: count in stamp_needed what stamping
+				   * would rewrite (reads past the head, writes nothing) */
 	size_t read_chunk;        /* bytes per chained read; 0: 4 MiB; clamped to
 				   * [1 MiB, 256 MiB], rounded down to IOL_SEG_BYTES */
 	unsigned reads_in_flight; /* chained reads kept in flight; 0: 2 (minimum 2,
@@ -166,6 +168,9 @@ struct jrnl_report {
 	uint64_t read_reqs;           /* device requests those reads were split into */
 	unsigned max_reads_in_flight; /* most chained reads outstanding at once */
 	uint64_t stamped_bytes;       /* bytes stamped past the head (0 when read_only) */
+	uint64_t stamp_needed;        /* read_only with count_stamp: the bytes stamping
+				   * would have rewritten (0: a writing run writes nothing
+				   * but its flush); 0 otherwise */
 	int corruption;               /* 0, or the DELOG_E* code of the damage found */
 	uint64_t corrupt_lsn;         /* where: the record's LSN (the head's, for damage at
 				   * the head proved by a later record) ... */
