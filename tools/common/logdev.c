@@ -237,6 +237,7 @@ void tool_json_report(struct json *j, const char *key, const struct jrnl_report 
 	json_u64(j, "dropped", r->dropped);
 	json_u64(j, "torn_bytes", r->torn_bytes);
 	json_u64(j, "stamped_bytes", r->stamped_bytes);
+	json_u64(j, "stamp_needed", r->stamp_needed);
 	json_u64(j, "bytes_read", r->bytes_read);
 	json_u64(j, "read_reqs", r->read_reqs);
 	json_u64(j, "max_reads_in_flight", r->max_reads_in_flight);
