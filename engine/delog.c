@@ -96,7 +96,8 @@ struct open_ctx {
 	struct delog_item *items;
 	size_t cap;
 	uint64_t last_seq;
-	int cb_err; /* the recover callback's non-zero return, if that stopped recovery */
+	int cb_err;      /* the recover callback's non-zero return, if that stopped recovery */
+	uint64_t cb_seq; /* ... and the checkpoint it refused */
 };
 
 static int open_replay(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_item_view *v,
@@ -128,8 +129,10 @@ static int open_replay(void *priv, const struct jrnl_ckpt *ck, const struct jrnl
 		err = space_ail_log(oc->log, v[i].key, ck->seq);
 	if (!err && oc->fn) {
 		err = oc->fn(oc->arg, &dc, oc->items, n);
-		if (err)
+		if (err) {
 			oc->cb_err = err;
+			oc->cb_seq = ck->seq;
+		}
 	}
 	if (!err)
 		oc->last_seq = ck->seq;
@@ -161,7 +164,7 @@ static int check_opts(const struct delog_options *o)
 	if ((o->flags & DELOG_OPEN_RDONLY) && (o->flags & (DELOG_OPEN_CREATE | DELOG_OPEN_FORMAT)))
 		return OPT_BAD(o,
 			       "DELOG_OPEN_RDONLY with DELOG_OPEN_%s: a read-only open "
-			       "writes nothing (U2)",
+			       "writes nothing",
 			       o->flags & DELOG_OPEN_CREATE ? "CREATE" : "FORMAT");
 	if (o->sector && o->sector != 512 && o->sector != 4096)
 		return OPT_BAD(o, "sector %u: must be 512 or 4096 (0: 4096)", o->sector);
@@ -246,8 +249,9 @@ static int open_format_or_read(struct delog *log, bool fresh, const struct delog
 		err = jrnl_format(log->dev, &fo, &log->geom);
 		if (err == -EINVAL)
 			open_why(o, 0, 0, "",
-				 "cannot format a log of %llu bytes (0: all) with %u-byte sectors on "
-				 "%llu bytes (O_DIRECT alignment %u; the log needs at least %llu)",
+				 "cannot format: create_size %llu (0: the whole device), sector %u, "
+				 "on a device of %llu bytes with O_DIRECT alignment %u (the smallest "
+				 "log is %llu bytes)",
 				 (unsigned long long)o->create_size, o->sector ? o->sector : 4096,
 				 (unsigned long long)iol_dev_geom(log->dev)->size_bytes,
 				 iol_dev_geom(log->dev)->dio_off_align,
@@ -283,8 +287,8 @@ static int open_recover(struct delog *log, const struct delog_options *o, struct
 		open_why(o, rep->corrupt_offset, rep->corrupt_lsn, rep->corrupt_field, "%s",
 			 rep->corrupt_what);
 	else if (err && oc.cb_err == err)
-		open_why(o, 0, 0, "", "the recover callback returned %d after checkpoint %llu", err,
-			 (unsigned long long)oc.last_seq);
+		open_why(o, 0, 0, "", "the recover callback returned %d for checkpoint %llu", err,
+			 (unsigned long long)oc.cb_seq);
 	if (err)
 		return err;
 	if (o->recovery) {
