@@ -304,6 +304,8 @@ int delog_tx_begin(delog *log, uint64_t reserve, unsigned flags, delog_tx **out)
 	if (!log || !out || (flags & ~DELOG_TX_NOWAIT) || reserve > log->geom.log_size / 4)
 		return -EINVAL;
 	*out = NULL;
+	if (log->read_only)
+		return DELOG_ERDONLY; /* delog.c U2 */
 	if (atomic_load(&log->error))
 		return DELOG_ESHUTDOWN;
 	tx = calloc(1, sizeof(*tx));

@@ -21,11 +21,28 @@
  *       written only after writes that went through grants, which leave the slack free
  *       (space.c), or once after recovering a log whose crashed session did; the slack
  *       holds it many times over, and no reservation may take the slack.
+ *  (U2) A read-only open (DELOG_OPEN_RDONLY) writes nothing, at open or at close:
+ *       recovery runs read_only (no stamping past the head, no flush), no format, no
+ *       push thread, the writer is set up (for delog_stats) but never handed a record,
+ *       every call that would write refuses with DELOG_ERDONLY before it touches the
+ *       log (log->read_only), and close writes no unmount record.  The device is opened
+ *       O_RDONLY (delog_open), so the iolayer would refuse a write anyway (EBADF).
+ *       Recovery without stamping is still exact: the next writing open recovers the
+ *       same log and stamps then (journal/recover.c R7).
+ *  (U3) A failed open says where and what when the caller asked (delog_options.error,
+ *       struct delog_error_info): each step that refuses fills it once, from what the
+ *       layer below reported (the iolayer's message, jrnl_sb_read_why, the recovery
+ *       report), and delog_open stores its return value in it last, so code, place
+ *       and words always belong to the same refusal.  A file system that cannot hold a
+ *       durable log (the iolayer's -EOPNOTSUPP: no O_DIRECT, tmpfs, ramfs) is
+ *       DELOG_ENODIRECT.
  */
 #include "engine_private.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -39,13 +56,48 @@
 
 /* ---- open ---- */
 
+/* (U3) Say where and what a refusal found, in the caller's error info (if any). */
+__attribute__((format(printf, 5, 6))) static void open_why(const struct delog_options *o,
+							   uint64_t off, uint64_t lsn,
+							   const char *field, const char *fmt, ...)
+{
+	struct delog_error_info *e = o->error;
+	va_list ap;
+
+	if (!e)
+		return;
+	e->offset = off;
+	e->lsn = lsn;
+	snprintf(e->field, sizeof(e->field), "%s", field);
+	va_start(ap, fmt);
+	vsnprintf(e->message, sizeof(e->message), fmt, ap);
+	va_end(ap);
+}
+
+/* (U3) The open is over: its return value goes with what open_why said (nothing, when
+ * it succeeded). */
+static int open_done(const struct delog_options *o, int err)
+{
+	struct delog_error_info *e = o->error;
+
+	if (!e)
+		return err;
+	if (!err)
+		open_why(o, 0, 0, "", "%s", "");
+	e->code = err;
+	return err;
+}
+
 struct open_ctx {
 	struct delog *log;
+	const struct delog_options *o;
 	delog_recover_fn fn;
 	void *arg;
 	struct delog_item *items;
 	size_t cap;
 	uint64_t last_seq;
+	int cb_err;      /* the recover callback's non-zero return, if that stopped recovery */
+	uint64_t cb_seq; /* ... and the checkpoint it refused */
 };
 
 static int open_replay(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_item_view *v,
@@ -55,10 +107,13 @@ static int open_replay(void *priv, const struct jrnl_ckpt *ck, const struct jrnl
 	struct delog_checkpoint dc = { .seq = ck->seq, .lsn = ck->commit_lsn, .nitems = n };
 	int err;
 
-	if (ck->seq <= oc->last_seq)
-		return DELOG_ECORRUPT; /* sequences must grow through the log */
-	if (oc->last_seq && ck->seq != oc->last_seq + 1)
+	if (ck->seq <= oc->last_seq || (oc->last_seq && ck->seq != oc->last_seq + 1)) {
+		/* Sequences grow by one through the log (the journal checks it first). */
+		open_why(oc->o, 0, ck->commit_lsn, "commit.seq",
+			 "checkpoint %llu after checkpoint %llu: sequences must grow by one",
+			 (unsigned long long)ck->seq, (unsigned long long)oc->last_seq);
 		return DELOG_ECORRUPT;
+	}
 	if (n > oc->cap) {
 		struct delog_item *p = realloc(oc->items, n * sizeof(*p));
 
@@ -72,28 +127,47 @@ static int open_replay(void *priv, const struct jrnl_ckpt *ck, const struct jrnl
 	err = space_ckpt_add(oc->log, ck->seq, ck->start_lsn);
 	for (size_t i = 0; !err && oc->log->space.tracking && i < n; i++)
 		err = space_ail_log(oc->log, v[i].key, ck->seq);
-	if (!err && oc->fn)
+	if (!err && oc->fn) {
 		err = oc->fn(oc->arg, &dc, oc->items, n);
+		if (err) {
+			oc->cb_err = err;
+			oc->cb_seq = ck->seq;
+		}
+	}
 	if (!err)
 		oc->last_seq = ck->seq;
 	return err;
 }
 
+/* A bad option: -EINVAL, and which option and why in the error info (U3). */
+#define OPT_BAD(o, ...) (open_why((o), 0, 0, "", __VA_ARGS__), -EINVAL)
+
 static int check_opts(const struct delog_options *o)
 {
+	const unsigned known = DELOG_OPEN_CREATE | DELOG_OPEN_FORMAT | DELOG_OPEN_TRACK_ITEMS |
+			       DELOG_OPEN_RDONLY;
+
 	if (o->size < OPTS_MIN_SIZE || o->size > sizeof(*o))
 		return -EINVAL;
 	if (o->logbufs && (o->logbufs < JRNL_MIN_LOGBUFS || o->logbufs > JRNL_MAX_LOGBUFS))
-		return -EINVAL;
+		return OPT_BAD(o, "logbufs %u: must be %u..%u (0: %u)", o->logbufs,
+			       JRNL_MIN_LOGBUFS, JRNL_MAX_LOGBUFS, JRNL_MAX_LOGBUFS);
 	if (o->logbsize && (o->logbsize < JRNL_MIN_LOGBSIZE || o->logbsize > JRNL_MAX_LOGBSIZE ||
 			    (o->logbsize & (o->logbsize - 1))))
-		return -EINVAL;
+		return OPT_BAD(o, "logbsize %u: must be a power of two from %u to %u (0: %u)",
+			       o->logbsize, JRNL_MIN_LOGBSIZE, JRNL_MAX_LOGBSIZE,
+			       JRNL_MAX_LOGBSIZE);
 	if (!flush_policy_get(o->flush))
-		return -EINVAL;
-	if (o->flags & ~(DELOG_OPEN_CREATE | DELOG_OPEN_FORMAT | DELOG_OPEN_TRACK_ITEMS))
-		return -EINVAL;
+		return OPT_BAD(o, "flush policy %d: no such policy", (int)o->flush);
+	if (o->flags & ~known)
+		return OPT_BAD(o, "flags %#x: unknown bits %#x", o->flags, o->flags & ~known);
+	if ((o->flags & DELOG_OPEN_RDONLY) && (o->flags & (DELOG_OPEN_CREATE | DELOG_OPEN_FORMAT)))
+		return OPT_BAD(o,
+			       "DELOG_OPEN_RDONLY with DELOG_OPEN_%s: a read-only open "
+			       "writes nothing",
+			       o->flags & DELOG_OPEN_CREATE ? "CREATE" : "FORMAT");
 	if (o->sector && o->sector != 512 && o->sector != 4096)
-		return -EINVAL;
+		return OPT_BAD(o, "sector %u: must be 512 or 4096 (0: 4096)", o->sector);
 	return 0;
 }
 
@@ -145,6 +219,7 @@ static int open_alloc(struct iol_dev *dev, bool own, const struct delog_options 
 	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	pthread_rwlock_init(&log->ctx_lock, &ra);
 	pthread_rwlockattr_destroy(&ra);
+	log->read_only = o->flags & DELOG_OPEN_RDONLY;
 	log->policy_id = o->flush;
 	log->policy = flush_policy_get(o->flush);
 	log->push_cb = o->push;
@@ -160,16 +235,32 @@ static int open_alloc(struct iol_dev *dev, bool own, const struct delog_options 
  */
 static int open_format_or_read(struct delog *log, bool fresh, const struct delog_options *o)
 {
-	int err = jrnl_sb_read(log->dev, &log->geom);
+	struct jrnl_sb_why why;
+	int err = jrnl_sb_read_why(log->dev, &log->geom, &why);
 
-	if (fresh || (o->flags & DELOG_OPEN_FORMAT) ||
-	    (err == DELOG_ENOTLOG && !log->own_dev && (o->flags & DELOG_OPEN_CREATE))) {
+	/* (U2) A read-only open never formats (check_opts refuses CREATE, FORMAT). */
+	if (!log->read_only &&
+	    (fresh || (o->flags & DELOG_OPEN_FORMAT) ||
+	     (err == DELOG_ENOTLOG && !log->own_dev && (o->flags & DELOG_OPEN_CREATE)))) {
 		struct jrnl_format_opts fo = { .sector = o->sector, .log_size = 0 };
 
 		if (o->create_size)
 			fo.log_size = o->create_size;
 		err = jrnl_format(log->dev, &fo, &log->geom);
+		if (err == -EINVAL)
+			open_why(o, 0, 0, "",
+				 "cannot format: create_size %llu (0: the whole device), sector %u, "
+				 "on a device of %llu bytes with O_DIRECT alignment %u (the smallest "
+				 "log is %llu bytes)",
+				 (unsigned long long)o->create_size, o->sector ? o->sector : 4096,
+				 (unsigned long long)iol_dev_geom(log->dev)->size_bytes,
+				 iol_dev_geom(log->dev)->dio_off_align,
+				 (unsigned long long)DELOG_LOG_MIN_BYTES);
+		return err;
 	}
+	if (err)
+		open_why(o, why.offset, 0, why.field, "%s",
+			 *why.what ? why.what : "reading the superblock");
 	return err;
 }
 
@@ -182,14 +273,22 @@ static int open_format_or_read(struct delog *log, bool fresh, const struct delog
 static int open_recover(struct delog *log, const struct delog_options *o, struct jrnl_report *rep,
 			uint64_t *last_seq)
 {
-	struct open_ctx oc = { .log = log, .fn = o->recover, .arg = o->recover_arg };
-	struct jrnl_recover_opts ro = { .replay = open_replay, .priv = &oc };
+	struct open_ctx oc = { .log = log, .o = o, .fn = o->recover, .arg = o->recover_arg };
+	struct jrnl_recover_opts ro = { .replay = open_replay,
+					.priv = &oc,
+					.read_only = log->read_only };
 	int err;
 
 	space_init(log);
 	log->space.tracking = o->flags & DELOG_OPEN_TRACK_ITEMS;
 	err = jrnl_recover(log->dev, &log->geom, &ro, rep);
 	free(oc.items);
+	if (err && rep->corruption == err)
+		open_why(o, rep->corrupt_offset, rep->corrupt_lsn, rep->corrupt_field, "%s",
+			 rep->corrupt_what);
+	else if (err && oc.cb_err == err)
+		open_why(o, 0, 0, "", "the recover callback returned %d for checkpoint %llu", err,
+			 (unsigned long long)oc.cb_seq);
 	if (err)
 		return err;
 	if (o->recovery) {
@@ -212,7 +311,8 @@ static int open_recover(struct delog *log, const struct delog_options *o, struct
 /*
  * Open, step 4: the writer continues at the recovered head (@rep) and sequence numbers
  * after @last_seq; then the CIL's contexts, the eventfd and the push thread.  On failure
- * the writer is closed again; the caller frees the rest (log_free).
+ * the writer is closed again; the caller frees the rest (log_free).  A read-only log
+ * (U2) gets the smallest ring, which is never written, and no push thread.
  */
 static int open_start(struct delog *log, const struct delog_options *o,
 		      const struct jrnl_report *rep, uint64_t last_seq)
@@ -228,7 +328,19 @@ static int open_start(struct delog *log, const struct delog_options *o,
 	if (log->push_bytes > log->geom.log_size / 8)
 		log->push_bytes = log->geom.log_size / 8;
 	lo.no_flush = log->policy->never_flushes;
+	if (log->read_only) {
+		lo.logbufs = JRNL_MIN_LOGBUFS;
+		lo.logbsize = JRNL_MIN_LOGBSIZE;
+	}
 	err = jrnl_log_open(log->dev, &log->geom, rep, &lo, &log->jl);
+	if (err == -EINVAL)
+		open_why(o, 0, 0, "",
+			 "the writer cannot run this log here: %llu bytes of %u-byte sectors, "
+			 "logbufs %u x logbsize %u, O_DIRECT alignment %u",
+			 (unsigned long long)log->geom.log_size, log->geom.sector,
+			 lo.logbufs ? lo.logbufs : JRNL_MAX_LOGBUFS,
+			 lo.logbsize ? lo.logbsize : JRNL_MAX_LOGBSIZE,
+			 iol_dev_geom(log->dev)->dio_off_align);
 	if (err)
 		return err;
 	jrnl_grant_init(log->jl, &space_grant_ops, log);
@@ -255,6 +367,8 @@ static int open_start(struct delog *log, const struct delog_options *o,
 	log->dev_flushes0 = ic.dev_flushes;
 	log->cur->seq = last_seq + 1;
 	atomic_store(&log->open_seq, log->cur->seq);
+	if (log->read_only)
+		return 0;
 	err = push_start(log);
 	if (err)
 		goto fail_jl;
@@ -290,7 +404,9 @@ static int open_common(struct iol_dev *dev, bool own, bool fresh, const struct d
 }
 
 /* A caller's options, of a size between OPTS_MIN_SIZE and ours: fields it does not
- * have read as zero (an older caller), so nothing past its struct is ever read. */
+ * have read as zero (an older caller), so nothing past its struct is ever read.  The
+ * error info, if given and large enough, is cleared (but for its size) before anything
+ * else: a too small one is -EINVAL, and never written. */
 static int copy_opts(const struct delog_options *in, struct delog_options *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -300,6 +416,16 @@ static int copy_opts(const struct delog_options *in, struct delog_options *o)
 	if (in->size < OPTS_MIN_SIZE || in->size > sizeof(*o))
 		return -EINVAL;
 	memcpy(o, in, in->size);
+	if (o->error) {
+		size_t size = o->error->size;
+
+		if (size < sizeof(*o->error)) {
+			o->error = NULL;
+			return -EINVAL;
+		}
+		memset(o->error, 0, sizeof(*o->error));
+		o->error->size = size;
+	}
 	return check_opts(o);
 }
 
@@ -311,33 +437,39 @@ int engine_open_dev(struct iol_dev *dev, const struct delog_options *opts, delog
 	if (!dev || !out)
 		return -EINVAL;
 	*out = NULL;
-	if ((err = copy_opts(opts, &o)))
-		return err;
-	return open_common(dev, false, false, &o, out);
+	err = copy_opts(opts, &o);
+	if (!err)
+		err = open_common(dev, false, false, &o, out);
+	return open_done(&o, err);
 }
 
-int delog_open(const char *path, const struct delog_options *in, delog **out)
+/*
+ * delog_open once its options are checked: the device at @path (or a new sim disk), then
+ * open_common.  A file it created is removed again if the open fails.
+ */
+static int open_path(const char *path, const struct delog_options *o, delog **out)
 {
-	struct delog_options copy;
-	const struct delog_options *opts = &copy;
-	uint64_t size;
+	uint64_t size = JRNL_SB_AREA + (o->create_size ? o->create_size : DEFAULT_CREATE_SIZE);
 	struct iol_dev_opts io = { .size = sizeof(io) };
 	struct iol_sim_opts so = { .size = sizeof(so) };
+	struct delog_error_info *e = o->error;
 	struct iol_dev *dev;
 	bool fresh = false;
 	struct stat st;
 	int err;
 
-	if (!out)
-		return -EINVAL;
-	*out = NULL;
-	if ((err = copy_opts(in, &copy)))
-		return err;
-	size = JRNL_SB_AREA + (opts->create_size ? opts->create_size : DEFAULT_CREATE_SIZE);
-	io.backend = opts->backend;
-	if (opts->backend && !strcmp(opts->backend, "sim")) {
+	io.backend = o->backend;
+	io.read_only = o->flags & DELOG_OPEN_RDONLY; /* (U2) */
+	if (e) {
+		io.errmsg = e->message;
+		io.errmsg_len = sizeof(e->message);
+	}
+	if (o->backend && !strcmp(o->backend, "sim")) {
+		if (io.read_only)
+			return OPT_BAD(o, "DELOG_OPEN_RDONLY on the sim backend, whose new disk "
+					  "holds no log");
 		so.dev_bytes = size;
-		so.sector = opts->sector ? opts->sector : 4096;
+		so.sector = o->sector ? o->sector : 4096;
 		/* Nothing can cut this disk's power (its device is not the caller's), so it
 		 * keeps no cache to lose: what is measured on it is delog, not the model. */
 		so.write_through = true;
@@ -346,11 +478,15 @@ int delog_open(const char *path, const struct delog_options *in, delog **out)
 		fresh = true;
 	} else {
 		if (!path)
-			return -EINVAL;
+			return OPT_BAD(o, "no path");
 		if (stat(path, &st)) {
-			if (errno != ENOENT || !(opts->flags & DELOG_OPEN_CREATE))
-				return -errno;
-			err = iol_file_create(path, size, 0600, NULL, 0);
+			err = -errno;
+			if (err != -ENOENT || !(o->flags & DELOG_OPEN_CREATE)) {
+				open_why(o, 0, 0, "", "%s: %s%s", path, delog_strerror(err),
+					 err == -ENOENT ? " (DELOG_OPEN_CREATE creates it)" : "");
+				return err;
+			}
+			err = iol_file_create(path, size, 0600, io.errmsg, io.errmsg_len);
 			if (err)
 				return err;
 			fresh = true;
@@ -358,14 +494,38 @@ int delog_open(const char *path, const struct delog_options *in, delog **out)
 	}
 	err = iol_dev_open(path, &io, &dev);
 	if (err) {
+		if (err == -EOPNOTSUPP)
+			err = DELOG_ENODIRECT; /* (U3): the iolayer's message names the reason */
+		if (e && (err == -EROFS || err == -EACCES) && !io.read_only) {
+			size_t n = strlen(e->message);
+
+			snprintf(e->message + n, sizeof(e->message) - n,
+				 " (DELOG_OPEN_RDONLY opens it without writing)");
+		}
 		if (fresh && path)
 			unlink(path);
 		return err;
 	}
-	err = open_common(dev, true, fresh, opts, out);
+	if (e)
+		e->message[0] = 0; /* what a backend that was passed over said */
+	err = open_common(dev, true, fresh, o, out);
 	if (err && fresh && path)
 		unlink(path);
 	return err;
+}
+
+int delog_open(const char *path, const struct delog_options *in, delog **out)
+{
+	struct delog_options o;
+	int err;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	err = copy_opts(in, &o);
+	if (!err)
+		err = open_path(path, &o, out);
+	return open_done(&o, err);
 }
 
 int delog_close(delog *log)
@@ -377,7 +537,8 @@ int delog_close(delog *log)
 	push_stop(log);
 	policy_wait_flushes(log);
 	err = atomic_load(&log->error);
-	if (!err) {
+	/* (U2) A read-only log has nothing to unmount. */
+	if (!err && !log->read_only) {
 		err = jrnl_log_unmount(log->jl); /* (U1) */
 		if (err)
 			log_shutdown(log, err);
@@ -443,6 +604,8 @@ int delog_force(delog *log, uint64_t seq)
 
 	if (!log)
 		return -EINVAL;
+	if (log->read_only)
+		return DELOG_ERDONLY; /* (U2) */
 	atomic_fetch_add_explicit(&log->st_forces, 1, memory_order_relaxed);
 	if (atomic_load(&log->error))
 		return DELOG_ESHUTDOWN;
@@ -479,6 +642,8 @@ int delog_force_nowait(delog *log, uint64_t seq)
 
 	if (!log)
 		return -EINVAL;
+	if (log->read_only)
+		return DELOG_ERDONLY; /* (U2) */
 	atomic_fetch_add_explicit(&log->st_forces_nowait, 1, memory_order_relaxed);
 	if (atomic_load(&log->error))
 		return DELOG_ESHUTDOWN;

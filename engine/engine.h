@@ -15,7 +15,8 @@
 
 /* As delog_open, on @dev.  DELOG_OPEN_CREATE formats a device that holds no log
  * (DELOG_ENOTLOG), DELOG_OPEN_FORMAT formats it whatever it holds; create_size 0 means
- * the whole device. */
+ * the whole device.  DELOG_OPEN_RDONLY writes nothing to @dev whatever it is (a sim
+ * disk too; @dev need not have been opened read-only). */
 int engine_open_dev(struct iol_dev *dev, const struct delog_options *opts, delog **out);
 
 /* The device a log runs on (for tests: sim faults and crashes). */

@@ -199,6 +199,7 @@ uint64_t space_push_target(struct delog *log);
 struct delog {
 	struct iol_dev *dev;
 	bool own_dev;
+	bool read_only;        /* DELOG_OPEN_RDONLY: nothing is ever written (delog.c U2) */
 	uint64_t dev_flushes0; /* the device's dev_flushes when the log opened (delog_stats) */
 	struct jrnl_geom geom;
 	struct jrnl_log *jl;

@@ -27,10 +27,10 @@
 	X(ENODEV, "no such device (backend not available)")                                        \
 	X(ENOTDIR, "not a directory")                                                              \
 	X(EISDIR, "is a directory")                                                                \
-	X(EINVAL, "invalid argument (misaligned or out-of-range I/O?)")                            \
+	X(EINVAL, "invalid argument (an option, or an I/O size or alignment the device refuses)")  \
 	X(EFBIG, "file too large")                                                                 \
 	X(ENOSPC, "no space left on device")                                                       \
-	X(EROFS, "read-only file system")                                                          \
+	X(EROFS, "read-only file system (DELOG_OPEN_RDONLY opens a log there)")                    \
 	X(ERANGE, "result out of range")                                                           \
 	X(EDEADLK, "every open transaction waits for space only their commits can free")           \
 	X(ENOSYS, "function not implemented by the kernel")                                        \

@@ -487,6 +487,8 @@ int delog_item_written(delog *log, uint64_t key, uint64_t seq)
 
 	if (!log)
 		return -EINVAL;
+	if (log->read_only)
+		return DELOG_ERDONLY; /* delog.c U2 */
 	if (atomic_load(&log->error))
 		return DELOG_ESHUTDOWN;
 	sp = &log->space;
@@ -513,6 +515,8 @@ int delog_release(delog *log, uint64_t seq)
 
 	if (!log)
 		return -EINVAL;
+	if (log->read_only)
+		return DELOG_ERDONLY; /* delog.c U2 */
 	if (atomic_load(&log->error))
 		return DELOG_ESHUTDOWN;
 	if (seq > atomic_load(&log->durable_seq))

@@ -11,9 +11,11 @@
  * O_DIRECT: every real device is opened with O_DIRECT, so the page cache never holds
  * log data and a completed write is on the device (maybe in its volatile cache: only a
  * flush or FUA makes it stable).  A filesystem that refuses O_DIRECT fails the open with
- * -EINVAL and a message that names the path and the filesystem.  tmpfs and ramfs are
+ * -EOPNOTSUPP and a message that names the path and the filesystem.  tmpfs and ramfs are
  * refused the same way even where the kernel accepts O_DIRECT on them (Linux >= 6.6):
- * their "device" is memory, so nothing there is ever durable.
+ * their "device" is memory, so nothing there is ever durable.  No other failure of the
+ * open gives -EOPNOTSUPP (a backend's probe says -ENOSYS), so the engine can tell the
+ * application that the file system, not its options, is the problem.
  *
  * Alignment: statx(STATX_DIOALIGN) (Linux 6.1+) gives the buffer and offset alignment a
  * file or block device needs; otherwise a block device's logical block size, or for a
@@ -214,7 +216,7 @@ static int probe_geom(int fd, const char *path, struct iol_geom *g, const struct
 				       "so a log there cannot be durable (O_DIRECT writes would not "
 				       "reach stable storage)",
 				       path, g->fs_type);
-			return -EINVAL;
+			return -EOPNOTSUPP;
 		}
 		g->size_bytes = (uint64_t)st.st_size;
 		g->logical_block = g->physical_block = 0;
@@ -299,7 +301,7 @@ static int open_direct(const char *path, bool read_only, const struct iol_dev_op
 				       "%s: the filesystem (%s) does not support O_DIRECT, "
 				       "which delog needs so that writes bypass the page cache",
 				       path, fs);
-			return -EINVAL;
+			return -EOPNOTSUPP;
 		}
 	}
 	iol_set_errmsg(opts, "%s: %s", path, strerror(errno));

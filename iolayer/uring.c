@@ -359,7 +359,7 @@ static int uring_probe(void)
 	} else {
 		for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
 			if (!io_uring_opcode_supported(probe, need[i]))
-				err = -EOPNOTSUPP;
+				err = -ENOSYS; /* not -EOPNOTSUPP: that is the file system's (dev.c) */
 		}
 		io_uring_free_probe(probe);
 	}

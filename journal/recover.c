@@ -49,13 +49,13 @@
  *     lap on) for a valid record of the current lap whose durable_lsn lies beyond E.
  *     Such a record proves the log was stable past E, so whatever made E the head (a
  *     damaged sector the binary search landed on, a damaged record) is corruption.
- *  5. Stamp (stamp_past_head), unless read_only or anything failed: of the sectors from
- *     E to one window and one record past hc0 (or past the last valid record seen
- *     beyond E), never reaching T + N, overwrite those carrying the current lap's cycle
- *     with the previous lap's cycle and zeroes (R8), then flush (XFS:
- *     xlog_clear_stale_blocks).  Records that survived beyond a torn
- *     one, and partial writes past the head, cannot come back after the next session
- *     writes from E and crashes.
+ *  5. Stamp (stamp_past_head), unless read_only (which, with count_stamp, only counts
+ *     what stamping would rewrite) or anything failed: of the sectors from E to one
+ *     window and one record past hc0 (or past the last valid record seen beyond E),
+ *     never reaching T + N, overwrite those carrying the current lap's cycle with the
+ *     previous lap's cycle and zeroes (R8), then flush (XFS: xlog_clear_stale_blocks).
+ *     Records that survived beyond a torn one, and partial writes past the head, cannot
+ *     come back after the next session writes from E and crashes.
  *
  * Torn or corrupt.  A write is torn when the crash caught it in flight or in the
  * device's volatile cache: it may have completed, but no completed flush covered it.
@@ -385,7 +385,7 @@ restart:
 		return err;
 	if (!found) {
 		if (floor > r->N)
-			return jrnl_rcv_corrupt(r, DELOG_ECORRUPT, E, jrnl_rcv_dev_off(r, E),
+			return jrnl_rcv_corrupt(r, DELOG_ECORRUPT, E, jrnl_rcv_dev_off(r, E), "",
 						"no valid record in the whole log before the head");
 		/* Lap 1 and nothing valid: the first writes never completed, or, if a record
 		 * vouched for data before E, the start of the log is damaged (the main pass,
@@ -398,6 +398,7 @@ restart:
 	}
 	if (!jrnl_rcv_lsn_addr(r, L.tail_lsn, &T) || T < r->N || T > L.a || T + r->N < L.end)
 		return jrnl_rcv_corrupt(r, DELOG_ECORRUPT, L.a, jrnl_rcv_dev_off(r, L.a),
+					"rec.tail_lsn",
 					"record at lsn %u/%u names tail lsn %u/%u outside the log",
 					jrnl_lsn_cycle(L.lsn), jrnl_lsn_sector(L.lsn),
 					jrnl_lsn_cycle(L.tail_lsn), jrnl_lsn_sector(L.tail_lsn));
@@ -470,7 +471,7 @@ static int scan_future(struct rctx *r, uint64_t from, uint64_t to)
 		}
 		if (rec_durable(r, &ri) > r->E)
 			return jrnl_rcv_corrupt(
-				r, DELOG_ECORRUPT, r->E, jrnl_rcv_dev_off(r, r->E),
+				r, DELOG_ECORRUPT, r->E, jrnl_rcv_dev_off(r, r->E), "",
 				"record at sector %llu past the head says the log was stable "
 				"up to lsn %u/%u: the damage at the head is not a torn write",
 				(unsigned long long)(s % r->N), jrnl_lsn_cycle(ri.durable_lsn),
@@ -510,6 +511,10 @@ static int check_past_head(struct rctx *r)
 /* ---- step 5: stamp the sectors past the head ---- */
 
 /*
+ * With @write false nothing is written or flushed: the sectors it would rewrite are
+ * counted in stamp_needed (a read-only caller asking whether recovery has anything to
+ * write).
+ *
  * Only the sectors that carry the current lap's cycle for their address are rewritten
  * (R8): what the crashed session wrote past the head.  A sector already showing an
  * older lap reads as "not written" to every later recovery, and rewriting it would put
@@ -520,7 +525,7 @@ static int check_past_head(struct rctx *r)
  * those the crashed writer left unflushed, all within its window (L13 in log.c), where
  * a later recovery already expects garbage from a torn write.
  */
-static int stamp_past_head(struct rctx *r)
+static int stamp_past_head(struct rctx *r, bool write)
 {
 	uint64_t to = min64(max64(r->hc0, r->seen_end) + r->window + r->maxrec, r->T + r->N);
 	unsigned char *buf = r->win.buf;
@@ -547,8 +552,15 @@ static int stamp_past_head(struct rctx *r)
 			for (j = i; j < n && jrnl_sector_cycle(buf + j * r->S) ==
 						     jrnl_rcv_lap_cycle((a + j) / r->N);
 			     j++) {
+				if (!write)
+					continue;
 				memset(buf + j * r->S, 0, r->S);
 				memcpy(buf + j * r->S, &c, sizeof(c));
+			}
+			if (!write) {
+				r->rep->stamp_needed += (j - i) * r->S;
+				i = j;
+				continue;
 			}
 			err = iol_rw_wait(r->dev, IOL_OPF(IOL_OP_WRITE, 0),
 					  jrnl_rcv_dev_off(r, a + i), buf + i * r->S,
@@ -560,6 +572,8 @@ static int stamp_past_head(struct rctx *r)
 		}
 		a += n;
 	}
+	if (!write)
+		return 0;
 	err = iol_req_init(&flush, r->dev, 0, IOL_OPF(IOL_OP_FLUSH, 0));
 	if (!err) {
 		err = iol_submit_wait(&flush);
@@ -606,11 +620,12 @@ static int check_empty(struct rctx *r)
 	if (!err && jrnl_rec_check(alt, (size_t)min64(MAXREC_BYTES, r->g->log_size), other,
 				   r->g->log_size / other, 0, r->g->uuid, NULL) == JRNL_REC_OK)
 		err = jrnl_rcv_corrupt(r, DELOG_EGEOMETRY, r->N, jrnl_rcv_dev_off(r, 0),
+				       "sb.sector_size",
 				       "the superblock says %u-byte sectors, but the first record was "
 				       "written with %u-byte sectors",
 				       r->S, other);
 	else if (!err)
-		err = jrnl_rcv_corrupt(r, DELOG_ECORRUPT, r->N, jrnl_rcv_dev_off(r, 0),
+		err = jrnl_rcv_corrupt(r, DELOG_ECORRUPT, r->N, jrnl_rcv_dev_off(r, 0), "",
 				       "no valid record at the start of the log, yet sectors beyond the "
 				       "first writes' window were written");
 	free(alt);
@@ -678,6 +693,7 @@ int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jr
 	if (!rep)
 		rep = &scratch;
 	memset(rep, 0, sizeof(*rep));
+	rep->corrupt_field = "";
 	if (!dev || !g || (g->sector != 512 && g->sector != 4096) || g->log_sectors < 2 ||
 	    g->log_sectors > UINT32_MAX || g->log_size != g->log_sectors * g->sector)
 		return -EINVAL;
@@ -720,11 +736,13 @@ int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jr
 	if (!err)
 		rep->torn_bytes = (max64(r.hc0, r.seen_end) - r.E) * r.S;
 	if (!err && !o->read_only) {
-		err = stamp_past_head(&r);
+		err = stamp_past_head(&r, true);
 		/* The flush made every write the device had completed stable, so the whole
 		 * log before the head is now durable: the writer may say so. */
 		if (!err)
 			rep->durable_lsn = rep->head_lsn;
+	} else if (!err && o->count_stamp) {
+		err = stamp_past_head(&r, false);
 	}
 	free(r.sec);
 	free(r.win.buf);

@@ -367,7 +367,8 @@ struct opctx {
 	uint32_t idx; /* op index in its record */
 };
 
-#define OP_BAD(r, oc, code, ...) jrnl_rcv_corrupt((r), (code), (oc)->ri->a, (oc)->off, __VA_ARGS__)
+#define OP_BAD(r, oc, code, field, ...)                                                            \
+	jrnl_rcv_corrupt((r), (code), (oc)->ri->a, (oc)->off, (field), __VA_ARGS__)
 
 /* The op @op, met at @oc, is the one being parsed now (@flags: its kind bits; @skip:
  * its transaction lies before the tail, nothing of it is kept). */
@@ -397,22 +398,23 @@ static int replay_ckpt(struct rctx *r, struct parse *ps, struct ptx *t, const st
 	int err;
 
 	if (c->seq != t->seq || c->start_lsn != t->start_lsn)
-		return OP_BAD(r, oc, DELOG_ECORRUPT,
+		return OP_BAD(r, oc, DELOG_ECORRUPT, "commit.seq",
 			      "COMMIT of tid %#x says seq %llu from lsn %u/%u, START said seq %llu",
 			      t->tid, (unsigned long long)c->seq, jrnl_lsn_cycle(c->start_lsn),
 			      jrnl_lsn_sector(c->start_lsn), (unsigned long long)t->seq);
 	if (c->nitems != t->nitems || c->payload_bytes != t->bytes)
 		return OP_BAD(
 			r, oc, DELOG_ECORRUPT,
+			c->nitems != t->nitems ? "commit.nitems" : "commit.payload_bytes",
 			"checkpoint %llu: COMMIT says %u items of %llu bytes, log holds %u of %llu",
 			(unsigned long long)t->seq, c->nitems, (unsigned long long)c->payload_bytes,
 			t->nitems, (unsigned long long)t->bytes);
 	if (c->crc != t->crc)
-		return OP_BAD(r, oc, DELOG_ECHECKSUM,
+		return OP_BAD(r, oc, DELOG_ECHECKSUM, "commit.crc",
 			      "checkpoint %llu: item crc %#x, COMMIT says %#x",
 			      (unsigned long long)t->seq, t->crc, c->crc);
 	if (ps->have_seq && t->seq != ps->last_seq + 1)
-		return OP_BAD(r, oc, DELOG_ECORRUPT,
+		return OP_BAD(r, oc, DELOG_ECORRUPT, "commit.seq",
 			      "checkpoint %llu follows checkpoint %llu: sequences must be consecutive",
 			      (unsigned long long)t->seq, (unsigned long long)ps->last_seq);
 	ps->have_seq = true;
@@ -457,7 +459,7 @@ static int open_behind(struct rctx *r, struct parse *ps, struct ptx **tp, const 
 			continue;
 		}
 		if (o->seq != t->seq)
-			return OP_BAD(r, oc, DELOG_ECORRUPT,
+			return OP_BAD(r, oc, DELOG_ECORRUPT, "",
 				      "checkpoint %llu (tid %#x, from lsn %u/%u) never committed, "
 				      "but checkpoint %llu after it did",
 				      (unsigned long long)o->seq, o->tid,
@@ -483,16 +485,17 @@ static int op_done(struct rctx *r, struct parse *ps, const struct opctx *oc)
 	switch (ps->op_type) {
 	case JRNL_T_START:
 		if (ps->op_len != sizeof(struct jrnl_start))
-			return OP_BAD(r, oc, DELOG_EBADOP, "START op of %llu bytes, expected %zu",
+			return OP_BAD(r, oc, DELOG_EBADOP, "op.len",
+				      "START op of %llu bytes, expected %zu",
 				      (unsigned long long)ps->op_len, sizeof(struct jrnl_start));
 		if (t && !t->skip)
-			return OP_BAD(r, oc, DELOG_EBADOP,
+			return OP_BAD(r, oc, DELOG_EBADOP, "op.tid",
 				      "START for tid %#x, which is already open", ps->op_tid);
 		if (t)
 			tx_remove(ps, t);
 		t = tx_add(ps, ps->op_tid, false);
 		if (!t)
-			return ps->tx ? OP_BAD(r, oc, DELOG_EBADOP,
+			return ps->tx ? OP_BAD(r, oc, DELOG_EBADOP, "op.tid",
 					       "more than %u transactions open at once",
 					       OPEN_TX_MAX) :
 					-ENOMEM;
@@ -503,16 +506,16 @@ static int op_done(struct rctx *r, struct parse *ps, const struct opctx *oc)
 		if (ps->op_skip)
 			return 0;
 		if (ps->op_len < sizeof(it))
-			return OP_BAD(r, oc, DELOG_EBADOP,
+			return OP_BAD(r, oc, DELOG_EBADOP, "op.len",
 				      "ITEM op of %llu bytes, below its header",
 				      (unsigned long long)ps->op_len);
 		memcpy(&it, t->data + ps->op_item_off, sizeof(it));
 		if (sizeof(it) + (uint64_t)it.data_len != ps->op_len)
-			return OP_BAD(r, oc, DELOG_EBADOP,
+			return OP_BAD(r, oc, DELOG_EBADOP, "item.data_len",
 				      "ITEM of %u data bytes in an op of %llu bytes", it.data_len,
 				      (unsigned long long)ps->op_len);
 		if (t->nitems == UINT32_MAX)
-			return OP_BAD(r, oc, DELOG_EBADOP, "too many items in checkpoint %llu",
+			return OP_BAD(r, oc, DELOG_EBADOP, "", "too many items in checkpoint %llu",
 				      (unsigned long long)t->seq);
 		if (grow((void **)&t->items, &t->items_cap, (size_t)t->nitems + 1,
 			 sizeof(*t->items)))
@@ -526,19 +529,20 @@ static int op_done(struct rctx *r, struct parse *ps, const struct opctx *oc)
 		return 0;
 	case JRNL_T_COMMIT:
 		if (ps->op_len != sizeof(c))
-			return OP_BAD(r, oc, DELOG_EBADOP, "COMMIT op of %llu bytes, expected %zu",
+			return OP_BAD(r, oc, DELOG_EBADOP, "op.len",
+				      "COMMIT op of %llu bytes, expected %zu",
 				      (unsigned long long)ps->op_len, sizeof(c));
 		memcpy(&c, ps->small, sizeof(c));
 		if (!t || t->skip) {
 			/* Its START was not seen: fine if it lies before the tail (the
 			 * checkpoint is already written back), an orphan otherwise. */
 			if (!jrnl_rcv_lsn_addr(r, c.start_lsn, &sa))
-				return OP_BAD(r, oc, DELOG_EBADOP,
+				return OP_BAD(r, oc, DELOG_EBADOP, "commit.start_lsn",
 					      "COMMIT of tid %#x names start lsn %u/%u outside the log",
 					      ps->op_tid, jrnl_lsn_cycle(c.start_lsn),
 					      jrnl_lsn_sector(c.start_lsn));
 			if (sa >= r->T)
-				return OP_BAD(r, oc, DELOG_EORPHAN,
+				return OP_BAD(r, oc, DELOG_EORPHAN, "commit.start_lsn",
 					      "COMMIT of tid %#x (seq %llu): its START at lsn %u/%u "
 					      "lies in the log but was never seen",
 					      ps->op_tid, (unsigned long long)c.seq,
@@ -560,12 +564,15 @@ static int op_done(struct rctx *r, struct parse *ps, const struct opctx *oc)
 	case JRNL_T_UNMOUNT:
 		if (ps->op_len != sizeof(struct jrnl_unmount) ||
 		    rd64(ps->small) != JRNL_UNMOUNT_MAGIC)
-			return OP_BAD(r, oc, DELOG_EBADOP, "malformed UNMOUNT op (%llu bytes)",
+			return OP_BAD(r, oc, DELOG_EBADOP,
+				      ps->op_len != sizeof(struct jrnl_unmount) ? "op.len" :
+										  "unmount.magic",
+				      "malformed UNMOUNT op (%llu bytes)",
 				      (unsigned long long)ps->op_len);
 		ps->rec_unmount = oc->ri->num_ops == 1;
 		return 0;
 	}
-	return OP_BAD(r, oc, DELOG_EBADOP, "op of unknown type %u", ps->op_type);
+	return OP_BAD(r, oc, DELOG_EBADOP, "op.type", "op of unknown type %u", ps->op_type);
 }
 
 /* Flags a first piece of each type may carry, besides CONTINUE. */
@@ -618,19 +625,19 @@ static int op_piece(struct rctx *r, struct parse *ps, const struct jrnl_op *op,
 
 	if (was) {
 		if (oc->idx)
-			return OP_BAD(r, oc, DELOG_EORPHAN,
+			return OP_BAD(r, oc, DELOG_EORPHAN, "op.flags",
 				      "continuation op of tid %#x is not the first op of its record",
 				      op->tid);
 		if (!ps->cont && (!first_rec || oc->ri->a == r->N))
-			return OP_BAD(r, oc, DELOG_EORPHAN,
+			return OP_BAD(r, oc, DELOG_EORPHAN, "op.flags",
 				      "continuation op of tid %#x without its start", op->tid);
 		if (ps->cont && (ps->op_tid != op->tid || ps->op_type != op->type))
-			return OP_BAD(r, oc, DELOG_EORPHAN,
+			return OP_BAD(r, oc, DELOG_EORPHAN, "op.tid",
 				      "continuation op of tid %#x type %u, but tid %#x type %u "
 				      "was continued",
 				      op->tid, op->type, ps->op_tid, ps->op_type);
 		if (cont == end)
-			return OP_BAD(r, oc, DELOG_EBADOP,
+			return OP_BAD(r, oc, DELOG_EBADOP, "op.flags",
 				      "continuation op flags %#x: need exactly one of CONTINUE and END",
 				      op->flags);
 		if (!ps->cont) {
@@ -638,12 +645,12 @@ static int op_piece(struct rctx *r, struct parse *ps, const struct jrnl_op *op,
 			 * tail: its transaction is already written back; ignore it. */
 			op_begin(ps, op, oc, op->flags & kind, true);
 			if (!tx_find(ps, op->tid) && !tx_add(ps, op->tid, true))
-				return ps->tx ? OP_BAD(r, oc, DELOG_EBADOP,
+				return ps->tx ? OP_BAD(r, oc, DELOG_EBADOP, "op.tid",
 						       "more than %u transactions open at once",
 						       OPEN_TX_MAX) :
 						-ENOMEM;
 		} else if ((op->flags & kind) & ~ps->op_flags) {
-			return OP_BAD(r, oc, DELOG_EBADOP,
+			return OP_BAD(r, oc, DELOG_EBADOP, "op.flags",
 				      "continuation op flags %#x disagree with its start (%#x)",
 				      op->flags, ps->op_flags);
 		}
@@ -651,13 +658,13 @@ static int op_piece(struct rctx *r, struct parse *ps, const struct jrnl_op *op,
 		if (ps->cont)
 			abandon_cont(r, ps);
 		if (end)
-			return OP_BAD(r, oc, DELOG_EBADOP, "END flag without WAS_CONT (flags %#x)",
-				      op->flags);
+			return OP_BAD(r, oc, DELOG_EBADOP, "op.flags",
+				      "END flag without WAS_CONT (flags %#x)", op->flags);
 		if ((op->flags & kind) != type_flags(op->type))
-			return OP_BAD(r, oc, DELOG_EBADOP, "op type %u with flags %#x", op->type,
-				      op->flags);
+			return OP_BAD(r, oc, DELOG_EBADOP, "op.flags", "op type %u with flags %#x",
+				      op->type, op->flags);
 		if (cont && op->type != JRNL_T_ITEM)
-			return OP_BAD(r, oc, DELOG_EBADOP,
+			return OP_BAD(r, oc, DELOG_EBADOP, "op.flags",
 				      "op type %u carries CONTINUE (only ITEM ops are split)",
 				      op->type);
 		op_begin(ps, op, oc, op->flags & kind, false);
@@ -669,7 +676,7 @@ static int op_piece(struct rctx *r, struct parse *ps, const struct jrnl_op *op,
 				t = tx_add(ps, op->tid, true);
 				if (!t)
 					return ps->tx ?
-						       OP_BAD(r, oc, DELOG_EBADOP,
+						       OP_BAD(r, oc, DELOG_EBADOP, "op.tid",
 							      "more than %u transactions open at once",
 							      OPEN_TX_MAX) :
 						       -ENOMEM;
@@ -689,8 +696,9 @@ static int op_piece(struct rctx *r, struct parse *ps, const struct jrnl_op *op,
 		}
 	} else if (!ps->op_skip) {
 		if (ps->op_len + op->len > sizeof(ps->small))
-			return OP_BAD(r, oc, DELOG_EBADOP, "op type %u of more than %zu bytes",
-				      ps->op_type, sizeof(ps->small));
+			return OP_BAD(r, oc, DELOG_EBADOP, "op.len",
+				      "op type %u of more than %zu bytes", ps->op_type,
+				      sizeof(ps->small));
 		memcpy(ps->small + ps->op_len, data, op->len);
 	}
 	ps->op_len += op->len;
@@ -729,22 +737,25 @@ static int parse_record(struct rctx *r, struct parse *ps, const unsigned char *r
 		oc.off = payload_off(r, ri, off);
 		oc.idx = i;
 		if (len - off < sizeof(op))
-			return OP_BAD(r, &oc, DELOG_EBADOP,
+			return OP_BAD(r, &oc, DELOG_EBADOP, "rec.len",
 				      "op %u of %u: header runs past the record's %llu bytes", i,
 				      ri->num_ops, (unsigned long long)len);
 		memcpy(&op, pl + off, sizeof(op));
 		off += sizeof(op);
 		if (op.len > len - off)
-			return OP_BAD(r, &oc, DELOG_EBADOP,
+			return OP_BAD(r, &oc, DELOG_EBADOP, "op.len",
 				      "op %u of tid %#x: %u bytes run past the record's %llu", i,
 				      op.tid, op.len, (unsigned long long)len);
 		if ((op.flags & ~JRNL_OP_FLAGS_KNOWN) || op.reserved || op.type < JRNL_T_START ||
 		    op.type > JRNL_T_UNMOUNT)
 			return OP_BAD(r, &oc, DELOG_EBADOP,
+				      op.flags & ~JRNL_OP_FLAGS_KNOWN ? "op.flags" :
+				      op.reserved                     ? "op.reserved" :
+									"op.type",
 				      "op %u of tid %#x: unknown type %u or flags %#x", i, op.tid,
 				      op.type, op.flags);
 		if ((op.flags & JRNL_OP_CONTINUE) && i + 1 != ri->num_ops)
-			return OP_BAD(r, &oc, DELOG_EBADOP,
+			return OP_BAD(r, &oc, DELOG_EBADOP, "op.flags",
 				      "op %u of tid %#x carries CONTINUE but is not its record's last",
 				      i, op.tid);
 		if (r->on_op) {
@@ -771,7 +782,7 @@ static int parse_record(struct rctx *r, struct parse *ps, const unsigned char *r
 	for (; off < len; off++) {
 		if (pl[off]) {
 			oc.off = payload_off(r, ri, off);
-			return OP_BAD(r, &oc, DELOG_EBADOP,
+			return OP_BAD(r, &oc, DELOG_EBADOP, "rec.num_ops",
 				      "non-zero bytes after the last of %u ops", ri->num_ops);
 		}
 	}
@@ -792,6 +803,7 @@ static int rec_damage(struct rctx *r, int v, const unsigned char *p, uint64_t n,
 		return jrnl_rcv_hard_damage(r, v, a, p);
 	case JRNL_REC_SHORT:
 		return jrnl_rcv_corrupt(r, DELOG_ECORRUPT, a, jrnl_rcv_dev_off(r, a),
+					"rec.payload_sectors",
 					"record at sector %llu runs past the head", sec);
 	case JRNL_REC_TORN:
 		for (uint64_t k = 1; k < n; k++) {
@@ -799,23 +811,23 @@ static int rec_damage(struct rctx *r, int v, const unsigned char *p, uint64_t n,
 
 			if (c != jrnl_rcv_lap_cycle((a + k) / r->N))
 				return jrnl_rcv_corrupt(r, DELOG_ECORRUPT, a,
-							jrnl_rcv_dev_off(r, a + k),
+							jrnl_rcv_dev_off(r, a + k), "rec.cycle",
 							"sector %llu of the record at sector %llu carries "
 							"cycle %u, expected %u",
 							(unsigned long long)((a + k) % r->N), sec,
 							c, jrnl_rcv_lap_cycle((a + k) / r->N));
 		}
-		return jrnl_rcv_corrupt(r, DELOG_ECORRUPT, a, jrnl_rcv_dev_off(r, a),
+		return jrnl_rcv_corrupt(r, DELOG_ECORRUPT, a, jrnl_rcv_dev_off(r, a), "rec.cycle",
 					"record at sector %llu is not completely written", sec);
 	case JRNL_REC_CRC:
-		return jrnl_rcv_corrupt(r, DELOG_ECHECKSUM, a, jrnl_rcv_dev_off(r, a),
+		return jrnl_rcv_corrupt(r, DELOG_ECHECKSUM, a, jrnl_rcv_dev_off(r, a), "rec.crc",
 					"record at sector %llu fails its CRC", sec);
 	case REC_WRONG_LAP:
-		return jrnl_rcv_corrupt(r, DELOG_ECORRUPT, a, jrnl_rcv_dev_off(r, a),
+		return jrnl_rcv_corrupt(r, DELOG_ECORRUPT, a, jrnl_rcv_dev_off(r, a), "rec.cycle",
 					"record at sector %llu has cycle %u, expected %u (stale lap)",
 					sec, rd32(p + 4), jrnl_rcv_lap_cycle(a / r->N));
 	default:
-		return jrnl_rcv_corrupt(r, DELOG_ECORRUPT, a, jrnl_rcv_dev_off(r, a),
+		return jrnl_rcv_corrupt(r, DELOG_ECORRUPT, a, jrnl_rcv_dev_off(r, a), "",
 					"no valid record header at sector %llu", sec);
 	}
 }
@@ -864,6 +876,7 @@ int jrnl_rcv_main_pass(struct rctx *r)
 		}
 		if (!first && ri.prev_lsn != prev_lsn) {
 			err = jrnl_rcv_corrupt(r, DELOG_ECORRUPT, pos, jrnl_rcv_dev_off(r, pos),
+					       "rec.prev_lsn",
 					       "record at sector %llu links back to lsn %u/%u, not to the "
 					       "record before it at %u/%u",
 					       (unsigned long long)(pos % r->N),

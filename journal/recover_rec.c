@@ -27,11 +27,13 @@ static uint32_t rd32(const void *p)
 }
 
 /*
- * Record the first corruption found: its code, where, and what; returns @code so that
- * callers can `return jrnl_rcv_corrupt(...)`.  Only the first call counts, because
- * everything after the first damage is unreliable.
+ * Record the first corruption found: its code, where, the on-disk field it found wrong
+ * (@field, a static string as docs/FORMAT.md names it, "" when no one field is) and
+ * what; returns @code so that callers can `return jrnl_rcv_corrupt(...)`.  Only the
+ * first call counts, because everything after the first damage is unreliable.
  */
-int jrnl_rcv_corrupt(struct rctx *r, int code, uint64_t a, uint64_t off, const char *fmt, ...)
+int jrnl_rcv_corrupt(struct rctx *r, int code, uint64_t a, uint64_t off, const char *field,
+		     const char *fmt, ...)
 {
 	struct jrnl_report *rep = r->rep;
 	va_list ap;
@@ -41,6 +43,7 @@ int jrnl_rcv_corrupt(struct rctx *r, int code, uint64_t a, uint64_t off, const c
 	rep->corruption = code;
 	rep->corrupt_lsn = jrnl_rcv_addr_lsn(r, a);
 	rep->corrupt_offset = off;
+	rep->corrupt_field = field;
 	va_start(ap, fmt);
 	vsnprintf(rep->corrupt_what, sizeof(rep->corrupt_what), fmt, ap);
 	va_end(ap);
@@ -92,16 +95,16 @@ int jrnl_rcv_check_rec(const struct rctx *r, const unsigned char *p, uint64_t n,
 int jrnl_rcv_hard_damage(struct rctx *r, int v, uint64_t a, const unsigned char *p)
 {
 	if (v == JRNL_REC_GEOMETRY)
-		return jrnl_rcv_corrupt(r, DELOG_EGEOMETRY, a, jrnl_rcv_dev_off(r, a),
+		return jrnl_rcv_corrupt(r, DELOG_EGEOMETRY, a, jrnl_rcv_dev_off(r, a), "",
 					"record header at sector %llu does not fit %u-byte sectors and a "
 					"log of %llu sectors: written under another geometry",
 					(unsigned long long)(a % r->N), r->S,
 					(unsigned long long)r->N);
 	if (v == JRNL_REC_FOREIGN)
-		return jrnl_rcv_corrupt(r, DELOG_EFOREIGN, a, jrnl_rcv_dev_off(r, a),
+		return jrnl_rcv_corrupt(r, DELOG_EFOREIGN, a, jrnl_rcv_dev_off(r, a), "rec.uuid",
 					"record at sector %llu belongs to another log (uuid mismatch)",
 					(unsigned long long)(a % r->N));
-	return jrnl_rcv_corrupt(r, DELOG_EVERSION, a, jrnl_rcv_dev_off(r, a),
+	return jrnl_rcv_corrupt(r, DELOG_EVERSION, a, jrnl_rcv_dev_off(r, a), "rec.version",
 				"record at sector %llu has format version %u",
 				(unsigned long long)(a % r->N),
 				rd32(p + offsetof(struct jrnl_rec, version)));

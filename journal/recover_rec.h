@@ -102,9 +102,11 @@ static inline bool jrnl_rcv_lsn_addr(const struct rctx *r, uint64_t lsn, uint64_
 
 /* ---- recover_rec.c ---- */
 
-/* The first corruption found, for the report (every later call returns the first's code). */
-__attribute__((format(printf, 5, 6))) int jrnl_rcv_corrupt(struct rctx *r, int code, uint64_t a,
-							   uint64_t off, const char *fmt, ...);
+/* The first corruption found, for the report (every later call returns the first's code);
+ * @field: the on-disk field found wrong ("rec.crc", "op.type"; "" when no one field is). */
+__attribute__((format(printf, 6, 7))) int jrnl_rcv_corrupt(struct rctx *r, int code, uint64_t a,
+							   uint64_t off, const char *field,
+							   const char *fmt, ...);
 /* Sectors the record starting at @p claims, or 1 if it can be no record header. */
 uint64_t jrnl_rcv_rec_span(const struct rctx *r, const unsigned char *p);
 /* jrnl_rec_check of the record at address @a, and its lap: JRNL_REC_OK (fills @ri), a

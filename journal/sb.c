@@ -41,23 +41,23 @@ static uint32_t sb_crc(const struct jrnl_sb *sb)
 	return jrnl_crc32c(0, sb, offsetof(struct jrnl_sb, crc));
 }
 
-/* Say why the superblock is refused: the field's offset and a sentence about it. */
-#define SB_WHY(field, ...)                                                                         \
+/* Say why the superblock is refused: the field's offset and name, and a sentence about
+ * it. */
+#define SB_WHY(f, ...)                                                                             \
 	do {                                                                                       \
-		if (off)                                                                           \
-			*off = offsetof(struct jrnl_sb, field);                                    \
-		if (what)                                                                          \
-			snprintf(what, len, __VA_ARGS__);                                          \
+		if (why) {                                                                         \
+			why->offset = offsetof(struct jrnl_sb, f);                                 \
+			why->field = "sb." #f;                                                     \
+			snprintf(why->what, sizeof(why->what), __VA_ARGS__);                       \
+		}                                                                                  \
 	} while (0)
 
 /*
  * The superblock checks, one field at a time, from "is this ours at all" to "can we read
- * it"; each refusal names its field (@off, @what may be NULL).  Version 0 was never
- * written by any delog: it is damage (DELOG_ECORRUPT) at the version field, not a newer
- * format.
+ * it"; each refusal names its field in @why (may be NULL).  Version 0 was never written
+ * by any delog: it is damage (DELOG_ECORRUPT) at the version field, not a newer format.
  */
-static int sb_verify(const struct jrnl_sb *sb, uint64_t dev_bytes, uint64_t *off, char *what,
-		     size_t len)
+static int sb_verify(const struct jrnl_sb *sb, uint64_t dev_bytes, struct jrnl_sb_why *why)
 {
 	uint32_t crc;
 
@@ -111,14 +111,15 @@ static int sb_verify(const struct jrnl_sb *sb, uint64_t dev_bytes, uint64_t *off
 		return DELOG_ECORRUPT;
 	}
 	if (sb->log_start + sb->log_size > dev_bytes) {
-		if (off)
-			*off = dev_bytes;
-		if (what)
-			snprintf(what, len,
-				 "the superblock's log ends at byte %llu (log_start "
-				 "+ log_size), but the device or file ends at byte %llu",
+		if (why) {
+			why->offset = dev_bytes;
+			why->field = "";
+			snprintf(why->what, sizeof(why->what),
+				 "the superblock's log ends at byte %llu (log_start + log_size), "
+				 "but the device or file ends at byte %llu",
 				 (unsigned long long)(sb->log_start + sb->log_size),
 				 (unsigned long long)dev_bytes);
+		}
 		return DELOG_ETRUNCATED;
 	}
 	return 0;
@@ -126,31 +127,10 @@ static int sb_verify(const struct jrnl_sb *sb, uint64_t dev_bytes, uint64_t *off
 
 #undef SB_WHY
 
-int jrnl_sb_explain(const void *sb_area, uint64_t dev_bytes, uint64_t *off, char *what, size_t len)
+static int sb_check(const struct jrnl_sb *sb, uint64_t dev_bytes, struct jrnl_geom *g,
+		    struct jrnl_sb_why *why)
 {
-	const unsigned char *b = sb_area;
-	struct jrnl_sb sb;
-	size_t i = 0;
-
-	*off = 0;
-	if (len)
-		what[0] = 0;
-	memcpy(&sb, sb_area, sizeof(sb));
-	if (sb.magic != JRNL_SB_MAGIC) {
-		while (i < JRNL_SB_AREA && !b[i])
-			i++;
-		if (i == JRNL_SB_AREA) {
-			snprintf(what, len, "the first %u bytes are zero (never formatted?)",
-				 JRNL_SB_AREA);
-			return DELOG_ENOTLOG;
-		}
-	}
-	return sb_verify(&sb, dev_bytes, off, what, len);
-}
-
-static int sb_check(const struct jrnl_sb *sb, uint64_t dev_bytes, struct jrnl_geom *g)
-{
-	int err = sb_verify(sb, dev_bytes, NULL, NULL, 0);
+	int err = sb_verify(sb, dev_bytes, why);
 
 	if (err)
 		return err;
@@ -165,22 +145,56 @@ static int sb_check(const struct jrnl_sb *sb, uint64_t dev_bytes, struct jrnl_ge
 	return 0;
 }
 
-int jrnl_sb_read(struct iol_dev *dev, struct jrnl_geom *out)
+/* A superblock area of zeroes (never formatted, or wiped) says so rather than quoting
+ * its magic. */
+static void sb_why_zero(const void *area, struct jrnl_sb_why *why)
+{
+	const unsigned char *b = area;
+	size_t i = 0;
+
+	while (i < JRNL_SB_AREA && !b[i])
+		i++;
+	if (i == JRNL_SB_AREA)
+		snprintf(why->what, sizeof(why->what),
+			 "the first %u bytes are zero (never formatted?)", JRNL_SB_AREA);
+}
+
+int jrnl_sb_read_why(struct iol_dev *dev, struct jrnl_geom *out, struct jrnl_sb_why *why)
 {
 	const struct iol_geom *ig = iol_dev_geom(dev);
 	void *buf;
 	int err;
 
-	if (ig->size_bytes < JRNL_SB_AREA)
+	if (why) {
+		why->offset = 0;
+		why->field = "";
+		why->what[0] = 0;
+	}
+	if (ig->size_bytes < JRNL_SB_AREA) {
+		if (why) {
+			why->offset = ig->size_bytes;
+			snprintf(why->what, sizeof(why->what),
+				 "%s is %llu bytes, smaller than the %u-byte superblock area",
+				 ig->is_blockdev ? "the device" : "the file",
+				 (unsigned long long)ig->size_bytes, JRNL_SB_AREA);
+		}
 		return DELOG_ETRUNCATED;
+	}
 	buf = iol_buf_alloc(dev, JRNL_SB_AREA);
 	if (!buf)
 		return -ENOMEM;
 	err = iol_rw_wait(dev, IOL_OPF(IOL_OP_READ, 0), 0, buf, JRNL_SB_AREA, NULL);
 	if (!err)
-		err = sb_check(buf, ig->size_bytes, out);
+		err = sb_check(buf, ig->size_bytes, out, why);
+	if (err == DELOG_ENOTLOG && why)
+		sb_why_zero(buf, why);
 	free(buf);
 	return err;
+}
+
+int jrnl_sb_read(struct iol_dev *dev, struct jrnl_geom *out)
+{
+	return jrnl_sb_read_why(dev, out, NULL);
 }
 
 int jrnl_format(struct iol_dev *dev, const struct jrnl_format_opts *opts, struct jrnl_geom *out)
@@ -244,7 +258,7 @@ int jrnl_format(struct iol_dev *dev, const struct jrnl_format_opts *opts, struct
 	sb->crc = sb_crc(sb);
 	err = iol_rw_wait(dev, IOL_OPF(IOL_OP_WRITE, IOL_FUA), 0, sb, JRNL_SB_AREA, NULL);
 	if (!err && out)
-		err = sb_check(sb, ig->size_bytes, out);
+		err = sb_check(sb, ig->size_bytes, out, NULL);
 out:
 	free(zero);
 	return err;

@@ -33,20 +33,24 @@ extern "C" {
 /*
  * delog's own error codes, all below -9000 so they never collide with -errno.
  * X(name, value, message): the single table behind delog_strerror/delog_err_name.
+ * A message says what the code means wherever it arises (a superblock or a record), not
+ * where or what exactly: that is struct delog_error_info's (delog_open).
  */
 #define DELOG_ERRNO_MAP(X)                                                                         \
-	X(ECORRUPT, -9001, "log is corrupt: damage behind the torn-write window")                  \
+	X(ECORRUPT, -9001, "log is corrupt")                                                       \
 	X(ECHECKSUM, -9002, "checksum mismatch")                                                   \
 	X(EVERSION, -9003, "log format version is newer than this library supports")               \
 	X(EFEATURE, -9004, "log uses an incompatible feature this library does not know")          \
 	X(ENOTLOG, -9005, "not a delog log (bad magic)")                                           \
-	X(ETRUNCATED, -9006, "log is shorter than its superblock says")                            \
+	X(ETRUNCATED, -9006, "file or device too small for its log (or for a superblock)")         \
 	X(EFOREIGN, -9007, "record belongs to another log (UUID mismatch)")                        \
 	X(EBADOP, -9008, "malformed log operation")                                                \
-	X(EORPHAN, -9009, "continuation record without its start")                                 \
+	X(EORPHAN, -9009, "log operation without its start (a continuation or a COMMIT)")          \
 	X(ESHUTDOWN, -9010, "log is shut down after an I/O error")                                 \
 	X(ELOGFULL, -9011, "log is full")                                                          \
-	X(EGEOMETRY, -9012, "log geometry in the superblock does not match the log")
+	X(EGEOMETRY, -9012, "log geometry in the superblock does not match the log")               \
+	X(ERDONLY, -9013, "log was opened read-only (DELOG_OPEN_RDONLY)")                          \
+	X(ENODIRECT, -9014, "file system cannot hold a durable log (no O_DIRECT, or tmpfs)")
 
 enum delog_err {
 #define DELOG_ERR_ENUM_(name, value, msg) DELOG_##name = value,
@@ -159,11 +163,42 @@ struct delog_recovery {
 	uint64_t head_lsn, tail_lsn;
 };
 
+/*
+ * Where and what delog_open refused, when the caller asks (delog_options.error): the
+ * place and the words behind the code, as `delog recover` and `delog print` report
+ * them.  Set size first; delog_open clears the rest on entry and fills it before it
+ * returns, whatever it returns (code 0 and nothing else after a successful open), as
+ * long as it can read the options (not for a NULL @out or a bad opts->size).  Members
+ * are only ever appended: a later header's larger struct gets what this library knows,
+ * nothing past it is written; a size below this struct's fails the open with -EINVAL,
+ * and the struct is not written.  Owned by the caller; written only during delog_open.
+ */
+struct delog_error_info {
+	size_t size;       /* sizeof(struct delog_error_info): set it first */
+	int code;          /* what delog_open returned (0: it succeeded) */
+	uint64_t offset;   /* byte offset on the device of the refused field, sector or op
+			    * (the device's size when it is too small); 0 when there is none */
+	uint64_t lsn;      /* the LSN (cycle << 32 | sector) of the record holding the damage;
+			    * 0 outside the log's records (the superblock, the device, options) */
+	char field[32];    /* the on-disk field found wrong, as docs/FORMAT.md names it
+			    * ("sb.version", "rec.crc", "op.type", "commit.seq"); "" when no one
+			    * field is (a record with no valid header, an option, a file) */
+	char message[256]; /* what was found there or why the open failed, one line:
+			    * "format version 0: no such version (they start at 1)", "PATH: the
+			    * filesystem (tmpfs) keeps data only in memory, ...", "logbufs 9:
+			    * must be 2..8 (0: 8)"; "" when there is no more to say than the code */
+};
+
 /* delog_options.flags.  An older caller's smaller struct (size >= the offset of
  * `recovery`) is accepted: the fields it lacks read as zero. */
 #define DELOG_OPEN_CREATE 0x1u      /* create and format PATH if it does not exist */
 #define DELOG_OPEN_FORMAT 0x2u      /* format PATH even if it holds a log (destroys it) */
 #define DELOG_OPEN_TRACK_ITEMS 0x4u /* keep the per-key AIL that delog_item_written needs */
+/* Open PATH read-only (O_RDONLY) and write nothing, at open or close: recovery replays
+ * as usual but stamps nothing, and every call that would write fails DELOG_ERDONLY.
+ * For inspection and backup, and for a log on a read-only file system.  Not with
+ * CREATE or FORMAT, nor with the "sim" backend (-EINVAL). */
+#define DELOG_OPEN_RDONLY 0x8u
 
 struct delog_options {
 	size_t size;         /* sizeof(struct delog_options): set it first */
@@ -183,6 +218,8 @@ struct delog_options {
 	delog_push_fn push; /* may be NULL */
 	void *push_arg;
 	struct delog_recovery *recovery; /* may be NULL: receives what recovery found */
+	struct delog_error_info *error;  /* may be NULL: where and what a failed open
+					  * refused (filled by every delog_open) */
 };
 
 /*
@@ -190,18 +227,28 @@ struct delog_options {
  * @opts->recover; new checkpoints continue after the last one (delog_durable_seq() is
  * its sequence).  @opts may be NULL (defaults, no create).  "sim" runs on an in-memory
  * disk without a volatile cache or latency (@path ignored, always created): for tests
- * and benchmarks of what runs above the disk.
+ * and benchmarks of what runs above the disk.  With DELOG_OPEN_RDONLY the log is
+ * recovered and replayed the same way, but nothing is written: not the sectors past
+ * the head that a writing open stamps, not the unmount record at close; the handle
+ * then answers delog_durable_seq, delog_durable_fd, delog_error and delog_stats, and
+ * refuses delog_tx_begin, delog_force, delog_release and delog_item_written with
+ * DELOG_ERDONLY.
  * Errors: -ENOENT (no such file, and no DELOG_OPEN_CREATE), the DELOG_E* codes of a log
- * recovery refuses, -EINVAL (bad options), -ENOMEM, -EIO and other -errno, or the
- * recover callback's value.  Thread-safe (independent handles).
+ * recovery refuses, DELOG_ENODIRECT (PATH is on a file system that cannot hold a
+ * durable log: one without O_DIRECT, or tmpfs and ramfs, which keep data in memory
+ * only), -EINVAL (bad options), -EROFS or -EACCES (a file that cannot be opened for
+ * writing: DELOG_OPEN_RDONLY opens it), -ENOMEM, -EIO and other -errno, or the recover
+ * callback's value.  On failure *@opts->error (if given) says where and what, and
+ * *@opts->recovery is not written.  Thread-safe (independent handles).
  */
 int delog_open(const char *path, const struct delog_options *opts, delog **out);
 
 /*
  * Close: push and force everything committed, write an unmount record (so the next open
- * knows the log was closed cleanly) and free the handle.  No other call on @log may be
- * running or follow.  Returns 0, or the error that shut the log down (the original
- * one, as delog_error() reports it; the handle is freed anyway).
+ * knows the log was closed cleanly) and free the handle.  A log opened with
+ * DELOG_OPEN_RDONLY is only freed: close writes nothing to it.  No other call on @log
+ * may be running or follow.  Returns 0, or the error that shut the log down (the
+ * original one, as delog_error() reports it; the handle is freed anyway).
  * NULL is a no-op.
  */
 int delog_close(delog *log);
@@ -242,7 +289,8 @@ int delog_close(delog *log);
  * waits for space again before its commit; one that logs more takes more space as it
  * goes, which may block (delog_tx_log).  Blocks while the log is too full
  * (back-pressure), or returns -EAGAIN with DELOG_TX_NOWAIT.  Errors: -EINVAL (flags, or a
- * reservation larger than a quarter of the log), -ENOMEM, DELOG_ESHUTDOWN.  Thread-safe:
+ * reservation larger than a quarter of the log), -ENOMEM, DELOG_ESHUTDOWN, DELOG_ERDONLY
+ * (the log was opened with DELOG_OPEN_RDONLY).  Thread-safe:
  * any number of threads run transactions at once; one transaction belongs to one thread
  * at a time.
  */
@@ -282,8 +330,9 @@ void delog_tx_abort(delog_tx *tx);
 /*
  * Wait until checkpoint @seq and all before it are durable (0: everything committed so
  * far).  Pushes the CIL if that checkpoint is still open.  A sequence that is already
- * durable returns at once without I/O.  Returns 0, DELOG_ESHUTDOWN, or -EINVAL for a
- * sequence beyond the open checkpoint.  Thread-safe.
+ * durable returns at once without I/O.  Returns 0, DELOG_ESHUTDOWN, -EINVAL for a
+ * sequence beyond the open checkpoint, or DELOG_ERDONLY (DELOG_OPEN_RDONLY, whatever
+ * the sequence).  Thread-safe.
  */
 int delog_force(delog *log, uint64_t seq);
 /* Commit @tx and force its checkpoint (*@seq may be NULL).  Thread-safe. */
@@ -297,7 +346,8 @@ int delog_tx_commit_force(delog_tx *tx, uint64_t *seq);
  * any thread, share its write and flush with each other and with blocking forces.
  * Returns 1 (already durable: nothing to wait for), 0 (asked: wait for the watermark),
  * DELOG_ESHUTDOWN (then the watermark never reaches @seq: the eventfd is readable and
- * delog_error() says why), or -EINVAL for a sequence beyond the open checkpoint.
+ * delog_error() says why), DELOG_ERDONLY, or -EINVAL for a sequence beyond the open
+ * checkpoint.
  * Never blocks on I/O or on other callers' I/O (it may take a lock held for a few
  * instructions).  Thread-safe; may be called from the push callback.
  */
@@ -323,8 +373,8 @@ int delog_durable_fd(const delog *log);
  * still sit in a volatile cache; the space is reused only after a device flush that
  * follows this call (rule S2 of docs/FLUSH-POLICIES.md), which delog issues itself when it
  * needs the space.  A key logged again in a later checkpoint stays pinned by that one.
- * Both return 0, -EINVAL (a sequence not yet durable; item_written without tracking) or
- * DELOG_ESHUTDOWN.  Thread-safe.
+ * Both return 0, -EINVAL (a sequence not yet durable; item_written without tracking),
+ * DELOG_ESHUTDOWN or DELOG_ERDONLY (DELOG_OPEN_RDONLY).  Thread-safe.
  */
 int delog_release(delog *log, uint64_t seq);
 int delog_item_written(delog *log, uint64_t key, uint64_t seq);

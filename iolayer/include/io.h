@@ -247,9 +247,12 @@ struct iol_counters {
 /*
  * Open @path with O_DIRECT on the backend @opts->backend names (or the best available:
  * uring, else aio, else psync, after a runtime probe).  For "sim", @path may be NULL (the
- * disk lives in memory; see io_sim.h).  Errors: -EINVAL when the filesystem refuses
- * O_DIRECT (message names it), -ENOENT etc. from open, -ENODEV/-ENOSYS when a named
- * backend is not built in or not usable here, -ENOMEM.
+ * disk lives in memory; see io_sim.h).  Errors: -EOPNOTSUPP when the filesystem cannot
+ * hold a durable log, because it refuses O_DIRECT or keeps its data only in memory (tmpfs,
+ * ramfs; the message names the path and the filesystem), and for nothing else; -EINVAL
+ * for bad options or a path that is not a regular file or block device; -ENOENT etc.
+ * from open; -ENODEV/-ENOSYS when a named backend is not built in or not usable here;
+ * -ENOMEM.
  */
 int iol_dev_open(const char *path, const struct iol_dev_opts *opts, struct iol_dev **out);
 /* Refuse new requests, wait until every accepted one has finished (its end_io returned;

@@ -41,22 +41,29 @@ struct jrnl_geom {
 
 /*
  * Read and check the superblock of @dev.  Errors, checked in this order:
- * DELOG_ETRUNCATED (device smaller than the superblock area, or than the log the
- * superblock describes), DELOG_ENOTLOG (bad magic: not a delog log, or zeroes),
- * DELOG_ECHECKSUM (superblock CRC), DELOG_EVERSION (newer format), DELOG_EFEATURE
- * (unknown incompatible bit), DELOG_ECORRUPT (impossible geometry), or an I/O -errno.
- * Thread-safe.
+ * DELOG_ETRUNCATED (device smaller than the superblock area), DELOG_ENOTLOG (bad magic:
+ * not a delog log, or zeroes), DELOG_ECHECKSUM (superblock CRC), DELOG_EVERSION (newer
+ * format), DELOG_EFEATURE (unknown incompatible bit), DELOG_ECORRUPT (version 0 or an
+ * impossible geometry), DELOG_ETRUNCATED (device smaller than the log the superblock
+ * describes), or an I/O -errno.  Thread-safe.
  */
 int jrnl_sb_read(struct iol_dev *dev, struct jrnl_geom *out);
 
-/*
- * Why jrnl_sb_read refuses the superblock area @sb (JRNL_SB_AREA bytes as read from
- * offset 0 of a device of @dev_bytes bytes), field by field in the order it checks them:
- * returns the code jrnl_sb_read gives (0 if it accepts it), with the byte offset of the
- * offending field in @off (the device's size for DELOG_ETRUNCATED) and, in @what, the
- * field's name, its value and what it must be ("sector_size 1024: must be 512 or 4096").
- */
-int jrnl_sb_explain(const void *sb, uint64_t dev_bytes, uint64_t *off, char *what, size_t len);
+/* Why jrnl_sb_read_why refused a superblock: the one place that says it, for the engine's
+ * delog_open and the tools alike. */
+struct jrnl_sb_why {
+	uint64_t offset;   /* byte offset of the refused field (the device's size when the
+			    * device is too small) */
+	const char *field; /* static: the field as docs/FORMAT.md names it ("sb.version"),
+			    * "" when no one field is refused (a device too small) */
+	char what[256];    /* the field's value and what it must be ("sector_size 1024: must
+			    * be 512 or 4096"), or what was found ("the first 4096 bytes are
+			    * zero (never formatted?)"); "" for an I/O error */
+};
+
+/* jrnl_sb_read, and on a refusal @why (may be NULL) says where and what; on success or
+ * an I/O error @why->field and @why->what are "". */
+int jrnl_sb_read_why(struct iol_dev *dev, struct jrnl_geom *out, struct jrnl_sb_why *why);
 
 struct jrnl_format_opts {
 	uint32_t sector;     /* 512 or 4096; 0: 4096 */
@@ -132,7 +139,9 @@ struct jrnl_recover_opts {
 	void *priv;               /* passed to replay, on_record and on_op */
 	jrnl_rec_fn on_record;    /* may be NULL */
 	jrnl_op_fn on_op;         /* may be NULL */
-	bool read_only;           /* do not stamp the blocks past the head */
+	bool read_only;           /* write nothing: no stamping past the head, no flush */
+	bool count_stamp;         /* with read_only: count in stamp_needed what stamping
+				   * would rewrite (reads past the head, writes nothing) */
 	size_t read_chunk;        /* bytes per chained read; 0: 4 MiB; clamped to
 				   * [1 MiB, 256 MiB], rounded down to IOL_SEG_BYTES */
 	unsigned reads_in_flight; /* chained reads kept in flight; 0: 2 (minimum 2,
@@ -159,11 +168,17 @@ struct jrnl_report {
 	uint64_t read_reqs;           /* device requests those reads were split into */
 	unsigned max_reads_in_flight; /* most chained reads outstanding at once */
 	uint64_t stamped_bytes;       /* bytes stamped past the head (0 when read_only) */
+	uint64_t stamp_needed;        /* read_only with count_stamp: the bytes stamping
+				   * would have rewritten (0: a writing run writes nothing
+				   * but its flush); 0 otherwise */
 	int corruption;               /* 0, or the DELOG_E* code of the damage found */
 	uint64_t corrupt_lsn;         /* where: the record's LSN (the head's, for damage at
 				   * the head proved by a later record) ... */
 	uint64_t corrupt_offset;      /* ... and the byte offset on the device of the damaged
-				   * sector or op */
+				   * sector or op ... */
+	const char *corrupt_field;    /* ... the field found wrong, as docs/FORMAT.md names
+				   * it ("rec.crc", "op.type", "commit.seq"), "" when no
+				   * one field is (static; never NULL once jrnl_recover ran) */
 	char corrupt_what[128];       /* what was wrong there */
 };
 
@@ -179,8 +194,9 @@ struct jrnl_report {
  * A damaged record that starts at or after the durable point (the largest durable_lsn
  * of any valid record) is a torn write: the head moves back to it, nothing is reported
  * but torn_bytes, and 0 is returned.  Anything else is an error, with report.corruption,
- * corrupt_lsn, corrupt_offset and corrupt_what set; no checkpoint was handed to the
- * replay callback (report.checkpoints counts those verified before the damage):
+ * corrupt_lsn, corrupt_offset, corrupt_field and corrupt_what set; no checkpoint was
+ * handed to the replay callback (report.checkpoints counts those verified before the
+ * damage):
  *   DELOG_ECHECKSUM  a record's CRC fails behind the durable point, or a checkpoint's
  *                    item crc differs from its COMMIT's
  *   DELOG_ECORRUPT   a record behind the durable point is not completely written (a

@@ -1,7 +1,9 @@
 /*
  * errors.c - the single error table: every delog code has a distinct value outside the
  * errno range, a name and a message that starts with the name; errno values pass
- * through; unknown codes are reported as such.
+ * through; unknown codes are reported as such.  A message holds wherever its code
+ * arises: DELOG_ECORRUPT's names no place (a superblock of version 0 is corrupt too, and
+ * has no torn-write window), DELOG_ETRUNCATED's covers a file too small for a superblock.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -40,6 +42,19 @@ Test(errors, errno_passthrough_and_unknown)
 	cr_assert_str_eq(delog_err_name(-123456), "UNKNOWN");
 	cr_assert(strncmp(delog_strerror(-123456), "UNKNOWN", 7) == 0);
 	cr_assert_str_eq(delog_err_name(0), "OK");
+}
+
+Test(errors, messages_hold_wherever_the_code_arises)
+{
+	cr_assert_str_eq(delog_strerror(DELOG_ECORRUPT), "DELOG_ECORRUPT: log is corrupt");
+	cr_assert_null(strstr(delog_strerror(DELOG_ETRUNCATED), "superblock says"), "%s",
+		       delog_strerror(DELOG_ETRUNCATED));
+	cr_assert_null(strstr(delog_strerror(DELOG_EORPHAN), "continuation record"), "%s",
+		       delog_strerror(DELOG_EORPHAN));
+	/* -EINVAL from delog_open is mostly an option: the text must not send the reader
+	 * looking for misaligned I/O alone. */
+	cr_assert_not_null(strstr(delog_strerror(-EINVAL), "option"), "%s",
+			   delog_strerror(-EINVAL));
 }
 
 Test(errors, version_matches_header)

@@ -5,7 +5,8 @@
  * end, its header in the last sector, straddling it by one sector, its payload split
  * across it), torn heads and holes,
  * corruption behind the durable point, each bad-input error code, clean unmount,
- * idempotence, the stamping past the head, the chained read path, and (R11) every
+ * idempotence, the stamping past the head (and a read-only run's count of it,
+ * count_stamp), the chained read path, and (R11) every
  * sector of the in-flight window garbled alone and in pairs with the probed sectors,
  * which must recover what the same sectors left unwritten recover.
  *
@@ -819,6 +820,7 @@ Test(recover, crc_flip_behind_durable_is_corruption, .timeout = TO)
 		cr_assert_eq(rep.corrupt_lsn, t_lsn(&t, r3.a));
 		cr_assert_eq(rep.corrupt_offset, t_off(&t, r3.a));
 		cr_assert(strstr(rep.corrupt_what, "CRC"), "%s", rep.corrupt_what);
+		cr_assert_str_eq(rep.corrupt_field, "rec.crc");
 		want_seqs(&G, 1, 2);
 		cr_assert_eq(rep.stamped_bytes, 0);
 		t_close(&t);
@@ -944,6 +946,7 @@ Test(recover, op_len_past_record, .timeout = TO)
 			cr_assert_eq(rep.corrupt_offset, t_off(&t, a) + t.H * t.S + at,
 				     "%s", rep.corrupt_what);
 			cr_assert(strstr(rep.corrupt_what, "run past"), "%s", rep.corrupt_what);
+			cr_assert_str_eq(rep.corrupt_field, "op.len");
 			/* the checkpoint before the bad op, in the same record, was whole */
 			want_seqs(&G, 1, where ? 4 : 2);
 			t_close(&t);
@@ -1186,6 +1189,49 @@ Test(recover, idempotent, .timeout = TO)
 		cr_assert_eq(g1.n, G.n);
 		cr_assert_eq(memcmp(g1.seq, G.seq, sizeof(G.seq)), 0);
 		cr_assert_eq(r2.torn_bytes, 0);
+		t_close(&t);
+	}
+}
+
+/*
+ * count_stamp: a read-only run counts, in stamp_needed, exactly the bytes a writing run
+ * then stamps, and writes nothing itself; after the stamping there is nothing left to
+ * count.
+ */
+Test(recover, count_stamp_is_what_stamping_writes, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		struct jrnl_recover_opts o = { .read_only = true, .count_stamp = true };
+		struct iol_counters c0, c1;
+		struct jrnl_report r1, r2;
+		struct tlog t;
+		struct trec last;
+		struct tck c;
+
+		t_open(&t, SECTORS[s], LOG4M, 16 << 10);
+		for (int i = 0; i < 30; i++)
+			t_ckpt(&t, 3, 900);
+		t_begin(&t, &c);
+		t_item(&t, &c, 20000);
+		t_seal(&t);
+		last = t.recs[t.nrecs - 1];
+		t_unwrite(&t, last.a + 1, 1); /* a torn write at the head, to be stamped */
+
+		iol_dev_counters(t.dev, &c0);
+		cr_assert_eq(jrnl_recover(t.dev, &t.g, &o, &r1), 0, "%s", r1.corrupt_what);
+		iol_dev_counters(t.dev, &c1);
+		cr_assert_eq(c1.writes, c0.writes, "a read-only run wrote");
+		cr_assert_eq(c1.flushes, c0.flushes, "a read-only run flushed");
+		cr_assert_gt(r1.torn_bytes, 0);
+		cr_assert_gt(r1.stamp_needed, 0);
+		cr_assert_eq(r1.stamped_bytes, 0);
+
+		cr_assert_eq(t_recover(&t, false, &r2, &G), 0, "%s", r2.corrupt_what);
+		cr_assert_eq(r2.stamped_bytes, r1.stamp_needed);
+		cr_assert_eq(r2.stamp_needed, 0, "only a read-only run counts");
+		cr_assert_eq(jrnl_recover(t.dev, &t.g, &o, &r1), 0, "%s", r1.corrupt_what);
+		cr_assert_eq(r1.stamp_needed, 0, "stamped, and still %llu bytes to stamp",
+			     (unsigned long long)r1.stamp_needed);
 		t_close(&t);
 	}
 }

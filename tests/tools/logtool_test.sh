@@ -15,6 +15,12 @@
 #                  recover --dry-run and recover, and a refused log is left unchanged;
 #                  a torn write at the head is dropped (exit 0, torn bytes reported)
 #   loop           format, print and recover on a loop device (root, losetup)
+#   readonly       recover on a read-only bind mount (root, unshare): a clean log and a
+#                  crashed one with nothing past the head recover without writing (exit
+#                  0, a note), a torn head that needs stamping exits 1 naming the
+#                  read-only file system and --dry-run, --dry-run and a corrupt log
+#                  behave as anywhere, no file changes, and what the read-only run said
+#                  it must stamp is what a writing run then stamps
 # Exit 0 pass, 1 fail, 77 skip (ctest SKIP_RETURN_CODE), with the reason on stderr.
 set -u
 
@@ -44,6 +50,14 @@ need_python() {
 
 sum() {
 	cksum "$1" | cut -d' ' -f1,2
+}
+
+# ro_run CMD... : run CMD where $TMP/mnt is a read-only bind mount of $TMP/src, in a
+# mount namespace of its own (nothing to undo afterwards); exit 99 if it cannot be made.
+ro_run() {
+	unshare -m sh -c 'mount --bind "$1" "$2" && mount -o remount,bind,ro "$2" || exit 99
+		shift 2
+		exec "$@"' sh "$TMP/src" "$TMP/mnt" "$@"
 }
 
 # mk CASE FILE : build a test log; sets VICTIM to the damaged record's byte offset.
@@ -214,6 +228,53 @@ loop)
 	dd if=/dev/urandom of="$LOOPDEV" bs=4096 count=1 conv=notrunc,fsync 2>/dev/null
 	expect_rc 1 "format over a device holding data" "$DELOG" format "$LOOPDEV"
 	expect_in "$TMP/err" "holds data" "loop data refusal"
+	;;
+readonly)
+	need_python
+	[ "$(id -u)" -eq 0 ] || skip "a read-only bind mount needs root"
+	command -v unshare >/dev/null 2>&1 || skip "unshare is not installed"
+	mkdir "$TMP/src" "$TMP/mnt" || exit 1
+	ro_run true 2>"$TMP/err" || skip "no read-only bind mount here: $(cat "$TMP/err")"
+	ro_run touch "$TMP/mnt/x" 2>/dev/null && fail "the bind mount is not read-only"
+	mk clean "$TMP/src/clean.log" || exit 1
+	mk good "$TMP/src/crashed.log" || exit 1
+	mk torn "$TMP/src/torn.log" || exit 1
+	mk corrupt "$TMP/src/corrupt.log" || exit 1
+	for c in clean crashed torn corrupt; do
+		eval "before_$c=\$(sum \"\$TMP/src/\$c.log\")"
+	done
+	# Nothing to write: recovered as DELOG_OPEN_RDONLY would, exit 0.
+	for c in clean crashed; do
+		expect_rc 0 "recover of the $c log on a read-only mount" \
+			ro_run "$DELOG" recover "$TMP/mnt/$c.log"
+		expect_in "$TMP/out" "checkpoints 40 replayed" "recover of the $c log (read-only)"
+		expect_in "$TMP/err" "recovered without writing" "recover of the $c log (read-only)"
+		expect_rc 0 "recover --json of the $c log on a read-only mount" \
+			ro_run "$DELOG" recover --json "$TMP/mnt/$c.log"
+		jcheck "$TMP/out" "$c log, read-only" 'd["read_only"] and not d["dry_run"] and d["error"] is None and d["report"]["checkpoints"] == 40 and d["report"]["stamp_needed"] == 0 and d["report"]["stamped_bytes"] == 0'
+	done
+	# A torn head: recovery must stamp, which it cannot here.
+	expect_rc 1 "recover of a torn head on a read-only mount" \
+		ro_run "$DELOG" recover "$TMP/mnt/torn.log"
+	expect_in "$TMP/err" "read-only file system" "torn head (read-only): names the cause"
+	expect_in "$TMP/err" "--dry-run" "torn head (read-only): names --dry-run"
+	expect_rc 1 "recover --json of a torn head on a read-only mount" \
+		ro_run "$DELOG" recover --json "$TMP/mnt/torn.log"
+	jcheck "$TMP/out" "torn head, read-only" 'd["read_only"] and d["error"]["name"] == "EROFS" and "--dry-run" in d["error"]["what"] and d["report"]["torn_bytes"] > 0 and d["report"]["stamp_needed"] > 0'
+	need=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["report"]["stamp_needed"])' "$TMP/out")
+	expect_rc 0 "recover --dry-run of a torn head on a read-only mount" \
+		ro_run "$DELOG" recover --dry-run "$TMP/mnt/torn.log"
+	# Corruption is corruption, read-only or not.
+	expect_rc 1 "recover of a corrupt log on a read-only mount" \
+		ro_run "$DELOG" recover "$TMP/mnt/corrupt.log"
+	expect_in "$TMP/err" "DELOG_ECHECKSUM" "corrupt log (read-only)"
+	for c in clean crashed torn corrupt; do
+		eval "b=\$before_$c"
+		[ "$(sum "$TMP/src/$c.log")" = "$b" ] || fail "recover on a read-only mount changed $c.log"
+	done
+	# Off the read-only mount a writing run stamps what the read-only one counted.
+	expect_rc 0 "recover of the torn head, writable" "$DELOG" recover --json "$TMP/src/torn.log"
+	jcheck "$TMP/out" "torn head, writable" "d['report']['stamped_bytes'] == $need and not d['read_only']"
 	;;
 *)
 	echo "unknown mode $MODE" >&2

@@ -309,8 +309,7 @@ int cmd_print(int argc, char **argv)
 		json_arr_end(&j);
 		tool_json_report(&j, "report", &rep);
 		if (err)
-			tool_json_error(&j, err, rep.corruption ? rep.corrupt_offset : 0,
-					rep.corruption ? rep.corrupt_what : "");
+			tool_json_recover_error(&j, err, &rep);
 		else
 			json_null(&j, "error");
 		json_obj_end(&j);

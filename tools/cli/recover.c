@@ -11,11 +11,19 @@
  * truncated away: the command names the error code, the byte offset and what was found,
  * and exits 1, leaving the log untouched past the point it could verify.
  *
+ * A log that cannot be opened for writing (a read-only file system, EROFS, or no write
+ * permission, EACCES, as faccessat(2) says before anything is opened) is recovered as
+ * DELOG_OPEN_RDONLY recovers it: read-only, counting what stamping would rewrite
+ * (jrnl_recover_opts.count_stamp).  Nothing to stamp (a cleanly closed log, or a crash
+ * that left nothing past the head): the report as usual, a note, exit 0.  Something to
+ * stamp: the report, then the refusal naming the file system and --dry-run, exit 1.
+ *
  * --ids prints, instead of the report, the ids that `delog stress` wrote (tools/cli/ids.h)
  * found in the complete checkpoints recovery replays, one per line: checkpoints in log
- * order, a checkpoint's ids in the order recovery hands its items over (key hash order,
- * not commit order); the report goes to stderr.  tests/crash/kill_test.sh compares them with the ids stress
- * printed as acknowledged before it was killed.
+ * order, a checkpoint's ids in the order recovery hands its items over (the order they
+ * were first logged: engine/cil.c CIL6); the report goes to stderr.
+ * tests/crash/kill_test.sh compares them with the ids stress printed as acknowledged
+ * before it was killed.
  */
 #include "tools.h"
 
@@ -23,9 +31,12 @@
 
 #include <delog.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void usage(FILE *f)
 {
@@ -49,8 +60,10 @@ static void help(void)
 	       "      --reads-in-flight N chained reads kept in flight (2..16, default 2)\n"
 	       "  -h, --help              show this help\n"
 	       "\nCorruption (damage that a completed flush covered) is reported with its error\n"
-	       "code and byte offset, never truncated.  Exit status: 0 recovered, 1 refused or\n"
-	       "corrupt, 2 usage error.\n");
+	       "code and byte offset, never truncated.  A log that cannot be written (a\n"
+	       "read-only file system) is recovered read-only: exit 0 if recovery had nothing\n"
+	       "to write, else 1 with a pointer to --dry-run.  Exit status: 0 recovered, 1\n"
+	       "refused or corrupt, 2 usage error.\n");
 }
 
 struct ids_ctx {
@@ -75,6 +88,48 @@ static int print_ids(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_i
 	return 0;
 }
 
+/* Can @path not be written (EROFS, EACCES)?  That errno, else 0 (a path that does not
+ * exist, or is no file, is tool_log_open's to report). */
+static int cannot_write(const char *path)
+{
+	if (!faccessat(AT_FDCWD, path, W_OK, AT_EACCESS))
+		return 0;
+	return errno == EROFS || errno == EACCES ? errno : 0;
+}
+
+/* Recovered read-only for want of write access (@werr): say what that means. */
+static int read_only_verdict(const char *path, int werr, const struct jrnl_report *rep,
+			     struct json *j)
+{
+	char what[256];
+
+	if (!rep->stamp_needed) {
+		fprintf(stderr,
+			"delog recover: %s: %s: recovered without writing; it needed none (nothing "
+			"to stamp past the head)\n",
+			path, tool_strerror(-werr));
+		if (j)
+			json_null(j, "error");
+		return TOOL_EXIT_OK;
+	}
+	snprintf(what, sizeof(what),
+		 "recovery must stamp %" PRIu64 " bytes past the head and cannot write them "
+		 "here; `delog recover --dry-run` verifies the log without writing",
+		 rep->stamp_needed);
+	fprintf(stderr, "delog recover: %s: %s: %s\n", path, tool_strerror(-werr), what);
+	if (j) {
+		json_obj_begin(j, "error");
+		json_i64(j, "code", -werr);
+		json_str(j, "name", tool_err_name(-werr));
+		json_str(j, "message", tool_strerror(-werr));
+		json_u64(j, "offset", 0);
+		json_str(j, "field", "");
+		json_str(j, "what", what);
+		json_obj_end(j);
+	}
+	return TOOL_EXIT_FAIL;
+}
+
 int cmd_recover(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -95,7 +150,7 @@ int cmd_recover(int argc, char **argv)
 	struct ids_ctx ids = { 0 };
 	bool json = false, want_ids = false;
 	uint64_t v;
-	int ch, err;
+	int ch, err, werr = 0, rc;
 
 	optind = 0;
 	while ((ch = getopt_long(argc, argv, "jnib:h", lopts, NULL)) != -1) {
@@ -148,12 +203,21 @@ int cmd_recover(int argc, char **argv)
 		usage(stderr);
 		return TOOL_EXIT_USAGE;
 	}
+	if (!ro.read_only && (werr = cannot_write(argv[optind]))) {
+		ro.read_only = true;
+		ro.count_stamp = true;
+	}
 	if (json) {
 		json_init(&j, stdout, true);
 		json_obj_begin(&j, NULL);
 		json_str(&j, "path", argv[optind]);
 	}
 	err = tool_log_open("recover", argv[optind], backend, ro.read_only, &l);
+	if ((err == -EROFS || err == -EACCES) && !ro.read_only)
+		fprintf(stderr,
+			"delog recover: %s cannot be opened for writing: `delog recover --dry-run` "
+			"verifies it without writing\n",
+			argv[optind]);
 	if (err) {
 		if (json) {
 			json_null(&j, "superblock");
@@ -167,15 +231,13 @@ int cmd_recover(int argc, char **argv)
 	err = jrnl_recover(l.dev, &l.g, &ro, &rep);
 	if (json) {
 		tool_json_geom(&j, "superblock", &l.g);
-		json_bool(&j, "dry_run", ro.read_only);
+		json_bool(&j, "dry_run", ro.read_only && !werr);
+		json_bool(&j, "read_only", werr != 0);
 		tool_json_report(&j, "report", &rep);
 		if (err)
-			tool_json_error(&j, err, rep.corruption ? rep.corrupt_offset : 0,
-					rep.corruption ? rep.corrupt_what : "");
-		else
+			tool_json_recover_error(&j, err, &rep);
+		else if (!werr)
 			json_null(&j, "error");
-		json_obj_end(&j);
-		json_finish(&j);
 	} else if (want_ids) {
 		fflush(stdout);
 		tool_print_geom(stderr, l.path, &l.g);
@@ -186,8 +248,15 @@ int cmd_recover(int argc, char **argv)
 		tool_print_geom(stdout, l.path, &l.g);
 		tool_print_report(stdout, &l.g, &rep);
 	}
+	rc = err ? TOOL_EXIT_FAIL : TOOL_EXIT_OK;
 	if (err)
 		tool_recover_error("recover", l.path, err, &rep);
+	else if (werr)
+		rc = read_only_verdict(l.path, werr, &rep, json ? &j : NULL);
+	if (json) {
+		json_obj_end(&j);
+		json_finish(&j);
+	}
 	tool_log_close(&l);
-	return err ? TOOL_EXIT_FAIL : TOOL_EXIT_OK;
+	return rc;
 }

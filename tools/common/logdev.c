@@ -6,14 +6,15 @@
  * path, the error code (DELOG_ENOTLOG, DELOG_ECHECKSUM, ...; the codes are documented in
  * delog.h and docs/FORMAT.md), the byte offset of the damage and what was found there,
  * in the one-line form "delog <cmd>: <path>: <code>: <message>, at offset N: <what>".
- * The superblock checks live in journal/sb.c; when jrnl_sb_read refuses a superblock,
- * this file reads the raw bytes again to name the offending field and its value, so the
- * journal does not have to carry the CLI's wording.
+ * Where and what come from the journal, as delog_open's struct delog_error_info does:
+ * jrnl_sb_read_why for a superblock (its field, offset and value), the recovery report
+ * for damage in the log; this file only words the line, so the CLI and the library
+ * never disagree about which check failed.
  */
 #include "logdev.h"
 #include "util.h"
 
-/* The superblock's fields, read and reported one by one: the journal's format.h. */
+/* LSNs as cycle/sector (jrnl_lsn_cycle, jrnl_lsn_sector): the journal's format.h. */
 #include "format.h"
 
 #include <errno.h>
@@ -46,41 +47,6 @@ const char *tool_err_name(int err)
 	return delog_err_name(err);
 }
 
-/* Name the superblock field behind jrnl_sb_read's @err (jrnl_sb_explain), from the raw
- * bytes; the journal and this file therefore always agree on which check failed. */
-static void sb_detail(struct iol_dev *dev, int err, uint64_t *off, char *what, size_t len)
-{
-	uint64_t size = iol_dev_geom(dev)->size_bytes;
-	unsigned char *buf;
-
-	*off = 0;
-	if (err == DELOG_ETRUNCATED && size < JRNL_SB_AREA) {
-		snprintf(what, len, "%s is %" PRIu64 " bytes, smaller than the %u-byte superblock area",
-			 iol_dev_geom(dev)->is_blockdev ? "the device" : "the file", size, JRNL_SB_AREA);
-		*off = size;
-		return;
-	}
-	buf = iol_buf_alloc(dev, JRNL_SB_AREA);
-	if (!buf || iol_rw_wait(dev, IOL_OPF(IOL_OP_READ, 0), 0, buf, JRNL_SB_AREA, NULL)) {
-		snprintf(what, len, "the superblock cannot be read back");
-		free(buf);
-		return;
-	}
-	if (jrnl_sb_explain(buf, size, off, what, len) != err)
-		snprintf(what, len, "reading the superblock");
-	free(buf);
-}
-
-/*
- * The message of a refused superblock.  DELOG_ECORRUPT's own text is about records
- * ("damage behind the torn-write window"), which a superblock has none of.
- */
-static const char *sb_message(int err)
-{
-	return err == DELOG_ECORRUPT ? "DELOG_ECORRUPT: the superblock is corrupt" :
-	       tool_strerror(err);
-}
-
 void tool_log_error(const char *cmd, const char *path, int err, uint64_t off, const char *what)
 {
 	if (what && *what)
@@ -98,13 +64,14 @@ int tool_log_open(const char *cmd, const char *path, const char *backend, bool r
 		.size = sizeof(o), .backend = backend, .read_only = read_only,
 		.errmsg = msg, .errmsg_len = sizeof(msg),
 	};
+	struct jrnl_sb_why why;
 	struct stat st;
-	uint64_t off;
 	char what[256];
 	int err;
 
 	memset(out, 0, sizeof(*out));
 	out->path = path;
+	out->err_field = "";
 	/* iol_dev_open's open(2) would block on a FIFO (print and recover --dry-run open
 	 * read-only, which waits for a writer): refuse such a path before opening it. */
 	err = tool_path_check(path, &st, what, sizeof(what));
@@ -125,15 +92,15 @@ int tool_log_open(const char *cmd, const char *path, const char *backend, bool r
 		snprintf(out->err_what, sizeof(out->err_what), "%s", *msg ? msg : "");
 		return err;
 	}
-	err = jrnl_sb_read(out->dev, &out->g);
+	err = jrnl_sb_read_why(out->dev, &out->g, &why);
 	if (err) {
-		sb_detail(out->dev, err, &off, what, sizeof(what));
-		fprintf(stderr, "delog %s: %s: %s, at offset %" PRIu64 ": %s\n", cmd, path,
-			sb_message(err), off, what);
-		out->sb_err = true;
+		if (!*why.what)
+			snprintf(why.what, sizeof(why.what), "reading the superblock");
+		tool_log_error(cmd, path, err, why.offset, why.what);
 		out->err = err;
-		out->err_off = off;
-		snprintf(out->err_what, sizeof(out->err_what), "%s", what);
+		out->err_off = why.offset;
+		out->err_field = why.field;
+		snprintf(out->err_what, sizeof(out->err_what), "%s", why.what);
 		iol_dev_close(out->dev);
 		out->dev = NULL;
 		return err;
@@ -167,20 +134,25 @@ void tool_json_log_error(struct json *j, const struct tool_log *l)
 	json_obj_begin(j, "error");
 	json_i64(j, "code", l->err);
 	json_str(j, "name", tool_err_name(l->err));
-	json_str(j, "message", l->sb_err ? sb_message(l->err) : tool_strerror(l->err));
+	json_str(j, "message", tool_strerror(l->err));
 	json_u64(j, "offset", l->err_off);
+	json_str(j, "field", l->err_field);
 	json_str(j, "what", l->err_what);
 	json_obj_end(j);
 }
 
-void tool_json_error(struct json *j, int err, uint64_t off, const char *what)
+void tool_json_recover_error(struct json *j, int err, const struct jrnl_report *rep)
 {
+	bool here = rep->corruption && err == rep->corruption;
+
 	json_obj_begin(j, "error");
 	json_i64(j, "code", err);
 	json_str(j, "name", tool_err_name(err));
 	json_str(j, "message", tool_strerror(err));
-	json_u64(j, "offset", off);
-	json_str(j, "what", what);
+	json_u64(j, "offset", here ? rep->corrupt_offset : 0);
+	json_u64(j, "lsn", here ? rep->corrupt_lsn : 0);
+	json_str(j, "field", here ? rep->corrupt_field : "");
+	json_str(j, "what", here ? rep->corrupt_what : "");
 	json_obj_end(j);
 }
 
@@ -265,6 +237,7 @@ void tool_json_report(struct json *j, const char *key, const struct jrnl_report 
 	json_u64(j, "dropped", r->dropped);
 	json_u64(j, "torn_bytes", r->torn_bytes);
 	json_u64(j, "stamped_bytes", r->stamped_bytes);
+	json_u64(j, "stamp_needed", r->stamp_needed);
 	json_u64(j, "bytes_read", r->bytes_read);
 	json_u64(j, "read_reqs", r->read_reqs);
 	json_u64(j, "max_reads_in_flight", r->max_reads_in_flight);
@@ -274,6 +247,7 @@ void tool_json_report(struct json *j, const char *key, const struct jrnl_report 
 		json_str(j, "name", tool_err_name(r->corruption));
 		json_u64(j, "offset", r->corrupt_offset);
 		json_u64(j, "lsn", r->corrupt_lsn);
+		json_str(j, "field", r->corrupt_field ? r->corrupt_field : "");
 		json_str(j, "what", r->corrupt_what);
 		json_obj_end(j);
 	} else {
