@@ -278,6 +278,7 @@ static int recover_cb(void *arg, const struct delog_checkpoint *ck, const struct
 static int ensure_open(struct draft *d)
 {
 	struct delog_options o = { .size = sizeof(o) };
+	struct delog_error_info ei = { .size = sizeof(ei) };
 	struct delog_stats ds = { .size = sizeof(ds) };
 	int rv;
 
@@ -290,6 +291,7 @@ static int ensure_open(struct draft *d)
 	o.logbsize = d->opts.logbsize;
 	o.recover = recover_cb;
 	o.recover_arg = d;
+	o.error = &ei; /* where and what, when the open refuses */
 	d->why[0] = '\0';
 	draft_state_init(&d->st, d->why);
 	rv = d->open ? d->open(d->open_arg, d->logpath, &o, &d->log) :
@@ -305,7 +307,8 @@ static int ensure_open(struct draft *d)
 	if (rv < 0) {
 		d->log = NULL;
 		draft_state_free(&d->st);
-		draft_msgf(d->io->errmsg, "open %s: %s", d->logpath, delog_strerror(rv));
+		draft_msgf(d->io->errmsg, "open %s: %s%s%s", d->logpath, delog_strerror(rv),
+			   ei.message[0] ? ": " : "", ei.message);
 		return map_err(rv);
 	}
 	rv = draft_state_check(&d->st);

@@ -484,6 +484,8 @@ Test(io, corrupt_log)
 	cr_assert_eq(th_open(&n, dir, NULL), 0, "%s", n.io.errmsg);
 	cr_assert_eq(th_load(&n, &l), RAFT_CORRUPT, "load of a damaged log: %s", n.io.errmsg);
 	cr_expect(strstr(n.io.errmsg, "DELOG_E") != NULL, "errmsg: %s", n.io.errmsg);
+	cr_expect(strstr(n.io.errmsg, "magic 0x") != NULL, "errmsg says what was found: %s",
+		  n.io.errmsg);
 	cr_expect_null(l.ents);
 	cr_expect_eq(n.io.set_term(&n.io, 3), RAFT_CORRUPT, "a write after a refused load");
 	th_close(&n);
