@@ -11,8 +11,9 @@
 # leader); committed writes per
 # second, p50/p99 latency, and device flushes per committed write from the disk's
 # /sys/class/block/DEV/stat (field 16: flush requests completed; counts every process on the
-# disk, so run it on a quiet machine).  delog runs with --policy single.  Then the ratio
-# delog / uv for each row.
+# disk, so run it on a quiet machine), and the CPU time (user + system, /proc/PID/stat) the
+# three daemons spent in the window per committed write.  delog runs with --policy
+# single.  Then the ratios delog / uv for each row: writes per second, and CPU per write.
 set -u
 KV=$1
 KVBENCH=$2
@@ -36,6 +37,17 @@ flushes() {
 	if [ -n "$stat" ]; then awk '{ print ($16 == "" ? 0 : $16) }' "$stat"; else echo 0; fi
 }
 
+# cputicks PID... : user + system clock ticks of the processes so far.
+cputicks() {
+	t=0
+	for p in "$@"; do
+		v=$(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0)
+		t=$((t + ${v:-0}))
+	done
+	echo $t
+}
+HZ=$(getconf CLK_TCK)
+
 port=$((20000 + $$ % 50 * 20))
 run() { # storage inflight size -> prints "writes/s p50 p99 flushes/write"
 	port=$((port + 3))
@@ -54,30 +66,39 @@ run() { # storage inflight size -> prints "writes/s p50 p99 flushes/write"
 	done
 	"$PY" "$CLIENT" leader "$nodes" --wait 15 >/dev/null
 	f0=$(flushes)
+	# shellcheck disable=SC2086
+	c0=$(cputicks $PIDS)
 	out=$("$KVBENCH" "$nodes" "$2" "$3" "$SECS")
+	# shellcheck disable=SC2086
+	c1=$(cputicks $PIDS)
 	f1=$(flushes)
 	for p in $PIDS; do kill -TERM "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	PIDS=
-	echo "$out" | awk -v f=$((f1 - f0)) -v hs="${stat:+1}" '{
+	echo "$out" | awk -v f=$((f1 - f0)) -v hs="${stat:+1}" -v c=$((c1 - c0)) -v hz="$HZ" '{
 		n = $6; r = $10; sub("/s", "", r); p50 = $12; p99 = $15
-		printf "%s %s %s %s\n", r, p50, p99, (hs && n > 0) ? sprintf("%.2f", f / n) : "n/a" }'
+		printf "%s %s %s %s %s\n", r, p50, p99, (hs && n > 0) ? sprintf("%.2f", f / n) : "n/a",
+			(n > 0) ? sprintf("%.1f", c / hz / n * 1e6) : "n/a" }'
 }
 
 echo "delog-raft-kv, 3 nodes on 127.0.0.1, $SECS s per run, directories on $dev (${stat:-no stat})"
-printf "%-6s %8s %6s %10s %9s %9s %13s\n" storage inflight size "writes/s" "p50 ms" "p99 ms" "flushes/write"
+printf "%-6s %8s %6s %10s %9s %9s %13s %13s\n" storage inflight size "writes/s" "p50 ms" "p99 ms" \
+	"flushes/write" "cpu us/write"
 for inflight in 1 16 64; do
 	for size in 128 4096; do
 		for s in delog uv; do
 			set -- $(run $s $inflight $size)
-			printf "%-6s %8s %6s %10s %9s %9s %13s\n" $s $inflight $size "$1" "$2" "$3" "$4"
-			echo "$s $inflight $size $1" >>"$TMP/res"
+			printf "%-6s %8s %6s %10s %9s %9s %13s %13s\n" $s $inflight $size "$1" "$2" \
+				"$3" "$4" "$5"
+			echo "$s $inflight $size $1 $5" >>"$TMP/res"
 		done
 	done
 done
 echo
-echo "ratio delog / uv (committed writes per second):"
-awk '{ k = $2 " " $3; if ($1 == "delog") d[k] = $4; else u[k] = $4; ks[k] = 1 }
+echo "ratio delog / uv (committed writes per second; CPU time per committed write):"
+awk '{ k = $2 " " $3; if ($1 == "delog") { d[k] = $4; dc[k] = $5 } else { u[k] = $4; uc[k] = $5 }
+       ks[k] = 1 }
      END { for (k in ks) { split(k, a, " ");
-	printf "  inflight %3s size %5s: %.2fx\n", a[1], a[2], (u[k] > 0 ? d[k] / u[k] : 0) } }' \
+	printf "  inflight %3s size %5s: %.2fx writes/s, %.2fx CPU per write\n", a[1], a[2],
+		(u[k] > 0 ? d[k] / u[k] : 0), (uc[k] > 0 ? dc[k] / uc[k] : 0) } }' \
 	"$TMP/res" | sort -k2n -k4n
