@@ -11,8 +11,10 @@
  *     TOOL_EXIT_USAGE (2) the command line was wrong.  `--help` prints to stdout and
  *     returns 0; a usage error prints a short usage to stderr and returns 2.
  *   - Errors are "delog <cmd>: <subject>: <reason>" on stderr.  With --json, stdout
- *     carries exactly one JSON document and nothing else.  getopt's own messages carry
- *     the same prefix: delog.c runs a command with argv[0] = "delog <cmd>".
+ *     carries exactly one JSON document and nothing else, a refusal's or failure's too
+ *     (its "error" member); a usage error (exit 2) is the one exception: it prints no
+ *     JSON (delog(1), DIAGNOSTICS).  getopt's own messages carry the same prefix:
+ *     delog.c runs a command with argv[0] = "delog <cmd>".
  *   - One name and one meaning per option in every command: -s/--size the log size
  *     (probe: its region), -p/--policy the flush policy, -b/--backend the I/O backend
  *     (default: the best available; tool_parse_backend), -n only --dry-run, and

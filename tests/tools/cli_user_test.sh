@@ -27,6 +27,10 @@
 #               already recovered log leaves the file byte for byte (and its mtime)
 #   superblock  each superblock field refused gets its own offset and names the field,
 #               without the records' "torn-write window" wording
+#   json        format --json answers every refusal with one JSON document (exit 1,
+#               "superblock": null, "error" naming what stderr names), on hostile
+#               targets left as they were; a usage error (exit 2) under --json prints
+#               nothing on stdout, in every command that has --json (delog(1))
 # Exit 0 pass, 1 fail, 77 skip (ctest SKIP_RETURN_CODE), with the reason on stderr.
 set -u
 
@@ -330,6 +334,93 @@ smalllog 32 log_size 1048576: below the smallest log
 magic 0 magic
 sbcrc 508 crc
 EOF
+	;;
+json)
+	command -v python3 >/dev/null 2>&1 || skip "python3 is needed to read the JSON"
+	# refused_json WHAT TEXT CMD...: exit 1, stderr has TEXT, stdout is one document with
+	# superblock null and error.what holding TEXT too.
+	refused_json() {
+		what=$1
+		text=$2
+		shift 2
+		expect_rc 1 "$what" timeout 20 "$@"
+		expect_in "$TMP/err" "$text" "$what: stderr"
+		python3 - "$TMP/out" "$text" <<'PY' 2>"$TMP/py.err" || fail "$what: $(tail -1 "$TMP/py.err")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["superblock"] is None, "superblock is not null"
+assert d["created"] is False, "created is not false"
+e = d["error"]
+assert isinstance(e, dict), "no error object: %r" % (e,)
+assert isinstance(e["code"], int) and e["code"] < 0, "code %r" % (e["code"],)
+assert e["name"] and e["message"], "name or message empty"
+assert sys.argv[2] in e["what"], "error.what %r lacks %r" % (e["what"], sys.argv[2])
+PY
+	}
+	mkdir "$TMP/dir"
+	ln -s nowhere "$TMP/dangling"
+	mkfifo "$TMP/fifo"
+	head -c 2097152 /dev/zero >"$TMP/small"
+	head -c 8392704 /dev/zero >"$TMP/data"
+	printf 'hello' | dd of="$TMP/data" bs=1 seek=100 conv=notrunc 2>/dev/null
+	ln -s data "$TMP/link"
+	"$DELOG" format --size 4M "$TMP/log" >/dev/null || fail "format of the log to refuse"
+	for f in small data log; do
+		touch -d "2020-01-02 03:04:05" "$TMP/$f"
+	done
+	before="$(state "$TMP/small") $(state "$TMP/data") $(state "$TMP/log")"
+	for sz in "" "--size 4M"; do
+		# shellcheck disable=SC2086 # $sz is an option and its value, or nothing
+		{
+			refused_json "format --json $sz DIR" "not a regular file or block device (a directory)" \
+				"$DELOG" format --json $sz "$TMP/dir"
+			refused_json "format --json $sz /dev/null" "not a regular file or block device (a character device)" \
+				"$DELOG" format --json $sz /dev/null
+			refused_json "format --json $sz FIFO" "not a regular file or block device (a FIFO)" \
+				"$DELOG" format --json $sz "$TMP/fifo"
+			refused_json "format --json $sz dangling link" "dangling symbolic link" \
+				"$DELOG" format --json $sz "$TMP/dangling"
+			refused_json "format --json $sz link to a file" "symbolic link not to a block device" \
+				"$DELOG" format --json $sz "$TMP/link"
+			refused_json "format --json $sz log" "it holds a delog log" \
+				"$DELOG" format --json $sz "$TMP/log"
+			refused_json "format --json $sz data" "holds data (non-zero byte at offset 100)" \
+				"$DELOG" format --json $sz "$TMP/data"
+		}
+	done
+	refused_json "format --json small" "too small for the smallest log" \
+		"$DELOG" format --json "$TMP/small"
+	refused_json "format --json --size 4M small" "use --force to grow it" \
+		"$DELOG" format --json --size 4M "$TMP/small"
+	refused_json "format --json in a missing directory" "o such file or directory" \
+		"$DELOG" format --json --size 4M "$TMP/nodir/f"
+	[ -L "$TMP/dangling" ] && [ ! -e "$TMP/nowhere" ] || fail "the dangling link was changed"
+	[ -d "$TMP/dir" ] && [ -z "$(ls -A "$TMP/dir")" ] || fail "the directory was changed"
+	[ -p "$TMP/fifo" ] || fail "the FIFO was changed"
+	[ "$(state "$TMP/small") $(state "$TMP/data") $(state "$TMP/log")" = "$before" ] ||
+		fail "a refused format changed a file"
+	if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
+		SHM=/dev/shm/delog_cli_user_test.$$
+		refused_json "format --json on tmpfs" "(tmpfs) keeps data only in memory" \
+			"$DELOG" format --json --size 4M "$SHM"
+		[ -e "$SHM" ] && fail "format --json on tmpfs left $SHM behind"
+		: >"$SHM"
+		touch -d "2020-01-02 03:04:05" "$SHM"
+		before=$(state "$SHM")
+		refused_json "format --json on an empty tmpfs file" "(tmpfs) keeps data only in memory" \
+			"$DELOG" format --json --size 4M "$SHM"
+		[ "$(state "$SHM")" = "$before" ] || fail "format --json changed the tmpfs file"
+	fi
+	# Usage errors are the exception: exit 2, nothing on stdout, the message on stderr.
+	for cmd in "format --size 1" "format" "print --backend foo" "recover --ids" "probe --size 1" \
+		   "bench --workload recovery --size 1" "bench --workload nosuch" "crash --states 0" \
+		   "format --bogus" "bench --compare-flush --bogus"; do
+		# shellcheck disable=SC2086 # $cmd is the command and its options
+		expect_rc 2 "$cmd --json (usage)" timeout 20 "$DELOG" $cmd --json "$TMP/missing"
+		[ -s "$TMP/out" ] && fail "$cmd --json (usage): stdout is not empty: $(head -3 "$TMP/out")"
+		grep -q "^delog ${cmd%% *}: " "$TMP/err" || fail "$cmd --json (usage): no 'delog ${cmd%% *}:' message"
+	done
+	[ -e "$TMP/missing" ] && fail "a usage error created $TMP/missing"
 	;;
 *)
 	echo "unknown mode $MODE" >&2
