@@ -29,8 +29,9 @@
 #               without the records' "torn-write window" wording
 #   json        format --json answers every refusal with one JSON document (exit 1,
 #               "superblock": null, "error" naming what stderr names), on hostile
-#               targets left as they were; a usage error (exit 2) under --json prints
-#               nothing on stdout, in every command that has --json (delog(1))
+#               targets left as they were, and so do probe and crash; a usage error
+#               (exit 2) under --json prints nothing on stdout, in every command that has
+#               --json (delog(1))
 # Exit 0 pass, 1 fail, 77 skip (ctest SKIP_RETURN_CODE), with the reason on stderr.
 set -u
 
@@ -368,7 +369,7 @@ PY
 	for f in small data log; do
 		touch -d "2020-01-02 03:04:05" "$TMP/$f"
 	done
-	before="$(state "$TMP/small") $(state "$TMP/data") $(state "$TMP/log")"
+	kept="$(state "$TMP/small") $(state "$TMP/data") $(state "$TMP/log")"
 	for sz in "" "--size 4M"; do
 		# shellcheck disable=SC2086 # $sz is an option and its value, or nothing
 		{
@@ -397,7 +398,7 @@ PY
 	[ -L "$TMP/dangling" ] && [ ! -e "$TMP/nowhere" ] || fail "the dangling link was changed"
 	[ -d "$TMP/dir" ] && [ -z "$(ls -A "$TMP/dir")" ] || fail "the directory was changed"
 	[ -p "$TMP/fifo" ] || fail "the FIFO was changed"
-	[ "$(state "$TMP/small") $(state "$TMP/data") $(state "$TMP/log")" = "$before" ] ||
+	[ "$(state "$TMP/small") $(state "$TMP/data") $(state "$TMP/log")" = "$kept" ] ||
 		fail "a refused format changed a file"
 	if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
 		SHM=/dev/shm/delog_cli_user_test.$$
@@ -411,6 +412,25 @@ PY
 			"$DELOG" format --json --size 4M "$SHM"
 		[ "$(state "$SHM")" = "$before" ] || fail "format --json changed the tmpfs file"
 	fi
+	# probe and crash answer their refusals in JSON too (bench's shape: error.message).
+	# error_json WHAT TEXT CMD...: exit 1, TEXT on stderr and in error.message.
+	error_json() {
+		what=$1
+		text=$2
+		shift 2
+		expect_rc 1 "$what" timeout 20 "$@"
+		expect_in "$TMP/err" "$text" "$what: stderr"
+		python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["error"]; sys.exit(0 if e["code"] < 0 and e["name"] and sys.argv[2] in e["message"] else 1)' \
+			"$TMP/out" "$text" 2>"$TMP/py.err" ||
+			fail "$what: no JSON error naming '$text' ($(tail -1 "$TMP/py.err"))"
+	}
+	error_json "probe --json DIR" "not a regular file or block device (a directory)" \
+		"$DELOG" probe --json "$TMP/dir"
+	error_json "probe --json data" "exists and holds" "$DELOG" probe --json "$TMP/data"
+	error_json "crash --json --save" "--save: $TMP/nodir/s" \
+		"$DELOG" crash --json --save "$TMP/nodir/s" --states 5 --workload small
+	[ "$(state "$TMP/small") $(state "$TMP/data") $(state "$TMP/log")" = "$kept" ] ||
+		fail "a refused probe changed a file"
 	# Usage errors are the exception: exit 2, nothing on stdout, the message on stderr.
 	for cmd in "format --size 1" "format" "print --backend foo" "recover --ids" "probe --size 1" \
 		   "bench --workload recovery --size 1" "bench --workload nosuch" "crash --states 0" \

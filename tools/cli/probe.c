@@ -138,6 +138,8 @@ struct probe {
 	uint64_t *samples;         /* o.ops latency samples */
 	const char *fio;           /* fio's path, or NULL */
 	char fio_path[PATH_MAX];
+	int err;                   /* the first failure (fail), for the --json document ... */
+	char err_msg[512];         /* ... and its message */
 };
 
 /* ---- small helpers ---- */
@@ -189,19 +191,32 @@ static void out(struct probe *p, const char *fmt, ...)
 	fflush(stdout);
 }
 
-static void fail(const char *subject, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "delog probe: <subject>: <reason>" on stderr; the first one is kept, with @err, for
+ * the --json error document (json_error_doc). */
+static void fail(struct probe *p, int err, const char *subject, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
-static void fail(const char *subject, const char *fmt, ...)
+static void fail(struct probe *p, int err, const char *subject, const char *fmt, ...)
 {
+	char msg[sizeof(p->err_msg)];
 	va_list ap;
 
-	fprintf(stderr, "delog probe: ");
-	if (subject)
-		fprintf(stderr, "%s: ", subject);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	if (subject)
+		fprintf(stderr, "delog probe: %s: %s\n", subject, msg);
+	else
+		fprintf(stderr, "delog probe: %s\n", msg);
+	if (!p->err_msg[0]) {
+		size_t k = subject ? (size_t)snprintf(p->err_msg, sizeof(p->err_msg), "%.*s: ",
+						      (int)sizeof(p->err_msg) / 2, subject) : 0;
+		size_t n = strnlen(msg, sizeof(p->err_msg) - k - 1);
+
+		p->err = err ? err : -EIO;
+		memcpy(p->err_msg + k, msg, n);
+		p->err_msg[k + n] = '\0';
+	}
 }
 
 static bool interrupted(const struct probe *p)
@@ -764,10 +779,11 @@ static void target_cleanup(struct probe *p)
 
 	if (t->created) {
 		if (unlink(t->path))
-			fail(t->path, "cannot remove the probe file: %s", strerror(errno));
+			fail(p, -errno, t->path, "cannot remove the probe file: %s",
+			     strerror(errno));
 	} else if (t->extended && t->fd >= 0) {
 		if (ftruncate(t->fd, (off_t)t->orig_size))
-			fail(t->path, "cannot truncate back to %" PRIu64 " bytes: %s", t->orig_size,
+			fail(p, -errno, t->path, "cannot truncate back to %" PRIu64 " bytes: %s", t->orig_size,
 			     strerror(errno));
 	}
 	if (t->fd >= 0)
@@ -791,27 +807,29 @@ static int target_open(struct probe *p)
 	if (lstat(t->path, &st) && errno == ENOENT) {
 		t->fd = open(t->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (t->fd < 0) {
-			fail(t->path, "cannot create: %s", strerror(errno));
-			return -errno;
+			err = -errno;
+			fail(p, err, t->path, "cannot create: %s", strerror(-err));
+			return err;
 		}
 		t->created = true;
 		/* Sparse until the O_DIRECT check has passed (tmpfs would pin the memory). */
 		if (ftruncate(t->fd, (off_t)t->region)) {
-			fail(t->path, "cannot size to %s: %s", fmt_bytes(t->region, sz, sizeof(sz)),
-			     strerror(errno));
-			return -errno;
+			err = -errno;
+			fail(p, err, t->path, "cannot size to %s: %s",
+			     fmt_bytes(t->region, sz, sizeof(sz)), strerror(-err));
+			return err;
 		}
 		return 0;
 	}
 	/* Before any open: opening a FIFO blocks. */
 	err = tool_path_check(t->path, &st, why, sizeof(why));
 	if (err) {
-		fail(t->path, "%s", why);
+		fail(p, err, t->path, "%s", why);
 		return err;
 	}
 	if (S_ISBLK(st.st_mode)) {
 		if (!p->o.force) {
-			fail(t->path, "is a block device; probing overwrites its first %s "
+			fail(p, -EPERM, t->path, "is a block device; probing overwrites its first %s "
 			     "(add --force to allow that)", fmt_bytes(p->o.size, sz, sizeof(sz)));
 			return -EPERM;
 		}
@@ -819,34 +837,38 @@ static int target_open(struct probe *p)
 		 * holding it keeps it from being mounted under us. */
 		t->fd = open(t->path, O_RDONLY | O_EXCL | O_CLOEXEC);
 		if (t->fd < 0) {
-			if (errno == EBUSY)
-				fail(t->path, "is in use (mounted, or claimed by another process); "
-				     "not probing it");
+			err = -errno;
+			if (err == -EBUSY)
+				fail(p, err, t->path, "is in use (mounted, or claimed by another "
+				     "process); not probing it");
 			else
-				fail(t->path, "cannot open it exclusively: %s", strerror(errno));
-			return -errno;
+				fail(p, err, t->path, "cannot open it exclusively: %s",
+				     strerror(-err));
+			return err;
 		}
 		t->is_blockdev = true;
 		return 0;
 	}
 	if (st.st_size > 0 && !p->o.force) {
-		fail(t->path, "exists and holds %s; probing overwrites it (add --force to allow "
+		fail(p, -EEXIST, t->path, "exists and holds %s; probing overwrites it (add --force to allow "
 		     "that, or name a file that does not exist)",
 		     fmt_bytes((uint64_t)st.st_size, sz, sizeof(sz)));
 		return -EEXIST;
 	}
 	t->fd = open(t->path, O_RDWR | O_CLOEXEC);
 	if (t->fd < 0) {
-		fail(t->path, "%s", strerror(errno));
-		return -errno;
+		err = -errno;
+		fail(p, err, t->path, "%s", strerror(-err));
+		return err;
 	}
 	if ((uint64_t)st.st_size < t->region) {
 		t->orig_size = (uint64_t)st.st_size;
 		if (ftruncate(t->fd, (off_t)t->region)) {
-			fail(t->path, "cannot extend from %s to %s: %s",
+			err = -errno;
+			fail(p, err, t->path, "cannot extend from %s to %s: %s",
 			     fmt_bytes(t->orig_size, sz, sizeof(sz)),
-			     fmt_bytes(t->region, sz2, sizeof(sz2)), strerror(errno));
-			return -errno;
+			     fmt_bytes(t->region, sz2, sizeof(sz2)), strerror(-err));
+			return err;
 		}
 		t->extended = true;
 	}
@@ -865,14 +887,15 @@ static int target_prepare(struct probe *p, struct iol_dev *dev)
 	if (t->is_sim)
 		return 0;
 	if (!t->is_blockdev && fallocate(t->fd, 0, 0, (off_t)t->region) && errno != EOPNOTSUPP) {
-		fail(t->path, "cannot preallocate %" PRIu64 " bytes: %s", t->region,
-		     strerror(errno));
-		return -errno;
+		rc = -errno;
+		fail(p, rc, t->path, "cannot preallocate %" PRIu64 " bytes: %s", t->region,
+		     strerror(-rc));
+		return rc;
 	}
 	rc = bw_setup(&bw, dev, true);
 	if (rc) {
 		bw_teardown(&bw);
-		fail(t->path, "cannot allocate zero-fill buffers");
+		fail(p, rc, t->path, "cannot allocate zero-fill buffers");
 		return rc;
 	}
 	progress(p, "zero-filling %" PRIu64 " MiB", t->region >> 20);
@@ -881,7 +904,7 @@ static int target_prepare(struct probe *p, struct iol_dev *dev)
 	if (!rc)
 		rc = flush_report(dev, err, sizeof(err));
 	if (rc && rc != -EINTR)
-		fail(t->path, "zero-fill: %s", err);
+		fail(p, rc, t->path, "zero-fill: %s", err);
 	t->prepare_s = (double)(now_ns() - t0) / 1e9;
 	return rc;
 }
@@ -1166,6 +1189,28 @@ static void print_json(struct probe *p, const struct iol_geom *g, const char *au
 	json_finish(&j);
 }
 
+/* A probe that failed before its report (--json): the document bench's failures print,
+ * {tool, version, path, error {code, name, message}, elapsed_s}, the message being what
+ * stderr said first. */
+static void json_error_doc(const struct probe *p, double elapsed)
+{
+	struct json j;
+
+	json_init(&j, stdout, true);
+	json_obj_begin(&j, NULL);
+	json_str(&j, "tool", "delog probe");
+	json_str(&j, "version", tool_version());
+	json_str(&j, "path", p->t.is_sim ? NULL : p->t.path);
+	json_obj_begin(&j, "error");
+	json_i64(&j, "code", p->err);
+	json_str(&j, "name", tool_err_name(p->err));
+	json_str(&j, "message", p->err_msg);
+	json_obj_end(&j);
+	json_dbl(&j, "elapsed_s", elapsed);
+	json_obj_end(&j);
+	json_finish(&j);
+}
+
 /* ---- command line ---- */
 
 static void usage(FILE *f)
@@ -1364,6 +1409,7 @@ int cmd_probe(int argc, char **argv)
 	uint64_t t0 = now_ns();
 	double elapsed;
 	size_t nr;
+	bool reported = false;
 	int rc, ret = TOOL_EXIT_FAIL;
 
 	memset(&p, 0, sizeof(p));
@@ -1381,7 +1427,7 @@ int cmd_probe(int argc, char **argv)
 	nr = backend_list(&p.o, names, sizeof(names) / sizeof(names[0]));
 	p.samples = calloc(p.o.ops, sizeof(*p.samples));
 	if (!p.samples) {
-		fail(NULL, "out of memory");
+		fail(&p, -ENOMEM, NULL, "out of memory");
 		return TOOL_EXIT_FAIL;
 	}
 
@@ -1405,9 +1451,9 @@ int cmd_probe(int argc, char **argv)
 	rc = iol_dev_open(p.t.is_sim ? NULL : p.t.path, &dopts, &adev);
 	if (rc) {
 		if (errmsg[0])
-			fail(NULL, "%s", errmsg);
+			fail(&p, rc, NULL, "%s", errmsg);
 		else
-			fail(p.t.path, "%s", tool_strerror(rc));
+			fail(&p, rc, p.t.path, "%s", tool_strerror(rc));
 		goto out;
 	}
 	if (!p.t.is_sim)
@@ -1418,14 +1464,14 @@ int cmd_probe(int argc, char **argv)
 		if (dev_bytes < p.t.region)
 			p.t.region = dev_bytes - dev_bytes % BW_BLOCK;
 		if (p.t.region < MIN_SIZE) {
-			fail(p.t.path, "is smaller than 8 MiB; too small to probe");
+			fail(&p, -ENOSPC, p.t.path, "is smaller than 8 MiB; too small to probe");
 			goto out;
 		}
 		if (p.o.bw_bytes > p.t.region)
 			p.o.bw_bytes = p.t.region;
 	}
 	if (iol_dev_geom(adev)->dio_off_align > OP_BYTES) {
-		fail(p.t.path, "needs %u-byte O_DIRECT alignment; the probe's ops are 4 KiB",
+		fail(&p, -EINVAL, p.t.path, "needs %u-byte O_DIRECT alignment; the probe's ops are 4 KiB",
 		     iol_dev_geom(adev)->dio_off_align);
 		goto out;
 	}
@@ -1454,6 +1500,7 @@ int cmd_probe(int argc, char **argv)
 	}
 
 	elapsed = (double)(now_ns() - t0) / 1e9;
+	reported = true;
 	if (p.o.json)
 		print_json(&p, &geom, auto_be, rs, nr, elapsed);
 	else
@@ -1467,8 +1514,10 @@ out:
 	if (adev)
 		iol_dev_close(adev);
 	if (interrupted(&p))
-		fail(p.t.path, "interrupted");
+		fail(&p, -EINTR, p.t.path, "interrupted");
 	target_cleanup(&p);
+	if (p.o.json && !reported)
+		json_error_doc(&p, (double)(now_ns() - t0) / 1e9);
 	free(p.samples);
 	/* A pending stop signal is delivered here, after the cleanup. */
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
