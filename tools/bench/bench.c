@@ -448,6 +448,13 @@ int bench_target_open(struct bench *b, uint64_t bytes)
 	t->bytes = (uint64_t)st.st_size;
 	if (t->bytes < bytes) {
 		fd = open(t->path, O_RDWR | O_CLOEXEC);
+		if (fd >= 0) {
+			/* From here a failed run cuts it back (target_cleanup). */
+			t->grown = true;
+			t->orig_size = (uint64_t)st.st_size;
+			t->orig_times[0] = st.st_atim;
+			t->orig_times[1] = st.st_mtim;
+		}
 		if (fd < 0 || (err = posix_fallocate(fd, 0, (off_t)bytes))) {
 			err = fd < 0 ? errno : err;
 			bench_fail(b, -err, t->path, "cannot extend to %s: %s",
@@ -462,13 +469,26 @@ int bench_target_open(struct bench *b, uint64_t bytes)
 	return 0;
 }
 
-static void target_cleanup(struct bench *b)
+/*
+ * The end of a run (@failed: it did not succeed): remove the file it created (unless
+ * --keep); a file it grew back to the size it had when the run failed, and an empty one
+ * also to its times, so that it is left exactly as found (a non-empty one was given with
+ * --force, and what the run wrote over stays written).
+ */
+static void target_cleanup(struct bench *b, bool failed)
 {
 	struct bench_target *t = &b->t;
 
 	if (t->created && !b->o.keep && unlink(t->path))
 		fprintf(stderr, "delog bench: %s: cannot remove the bench file: %s\n", t->path,
 			strerror(errno));
+	if (failed && t->grown) {
+		if (truncate(t->path, (off_t)t->orig_size) ||
+		    (!t->orig_size && utimensat(AT_FDCWD, t->path, t->orig_times, 0)))
+			fprintf(stderr, "delog bench: %s: cannot restore its size of %" PRIu64
+				" bytes: %s\n", t->path, t->orig_size, strerror(errno));
+		t->grown = false;
+	}
 	if (t->hold_fd >= 0)
 		close(t->hold_fd);
 	t->hold_fd = -1;
@@ -740,7 +760,7 @@ int cmd_bench(int argc, char **argv)
 		bench_fail(&b, -EINTR, b.t.path[0] ? b.t.path : NULL, "interrupted");
 	if (rc != TOOL_EXIT_OK && b.o.json && !b.json_done)
 		json_error_doc(&b);
-	target_cleanup(&b);
+	target_cleanup(&b, rc != TOOL_EXIT_OK);
 	free(state);
 	/* A pending stop signal is delivered here, after the cleanup. */
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

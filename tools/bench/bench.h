@@ -36,11 +36,15 @@ struct bench_opts {
 	bool json, keep, force;
 };
 
-/* What the bench runs on; bench.c removes what it created (unless --keep). */
+/* What the bench runs on; bench.c removes what it created (unless --keep), and cuts a
+ * file it grew back to what it found when the run fails. */
 struct bench_target {
 	char path[PATH_MAX];
 	bool created;             /* we created the file */
 	bool is_blockdev;
+	bool grown;               /* an existing file we extended from orig_size */
+	uint64_t orig_size;
+	struct timespec orig_times[2]; /* its atime and mtime as found */
 	uint64_t bytes;           /* file size (as created or found) or device size */
 	int hold_fd;              /* O_EXCL hold of a block device, else -1 */
 };
@@ -96,9 +100,11 @@ extern const struct bench_workload bench_peers;    /* delog-bench-peers only */
  * The target: the PATH given or a new temporary file "delog-bench-PID-N.tmp" in the
  * current directory.  A path that does not exist is created with iol_file_create at
  * @bytes (and is removed at the end unless --keep).  An existing regular file smaller
- * than @bytes is extended (fallocate); an existing non-empty file or a block device is
- * overwritten, so it needs --force; a block device is held O_EXCL (fails while mounted)
- * and must hold @bytes.  Returns 0 or a negative errno after bench_fail.
+ * than @bytes is extended (fallocate), and cut back to its size when the run fails (an
+ * empty one gets its times back too: it is then exactly as found); an existing non-empty
+ * file or a block device is overwritten, so it needs --force; a block device must hold
+ * @bytes (checked first) and is held O_EXCL (fails while mounted).  Returns 0 or a
+ * negative errno after bench_fail.
  */
 int bench_target_open(struct bench *b, uint64_t bytes);
 
