@@ -19,7 +19,9 @@
 #   sizes       --size 0 and --size 1 say the same thing, quote the size and the minimum
 #               (4 MiB), in a unit form; a size off the sector says so (format, stress)
 #   stress      `stress --help` and its man page say what a kill must leave (released
-#               ids excepted), not "every printed id"
+#               ids excepted), not "every printed id"; a dangling symbolic link, an empty
+#               file, a file too small for --format and one that is no log are refused
+#               (exit 1) saying what is wrong and what to do, each left as it was
 #   readme      README's synopsis lists every command, every bench workload, and every
 #               option of format, print, recover, probe and stress
 #   progress    format shows its progress on a terminal (script(1)) and nothing on a
@@ -246,6 +248,34 @@ stress)
 	P=$SRC/docs/man/delog-stress.1
 	not_in "$P" "must list every printed id" "delog-stress.1"
 	expect_in "$P" "may be missing" "delog-stress.1: released ids may be missing"
+	ln -s nowhere "$TMP/dangling"
+	expect_rc 1 "stress on a dangling link" timeout 20 "$DELOG" stress --count 1 "$TMP/dangling"
+	expect_in "$TMP/err" "$TMP/dangling: is a dangling symbolic link" "stress on a dangling link"
+	not_in "$TMP/err" "File exists" "stress on a dangling link"
+	[ -L "$TMP/dangling" ] && [ ! -e "$TMP/nowhere" ] || fail "stress changed the dangling link"
+	: >"$TMP/empty"
+	head -c 2097152 /dev/zero >"$TMP/small"
+	head -c 100000 /dev/zero >"$TMP/notlog"
+	for f in empty small notlog; do
+		touch -d "2020-01-02 03:04:05" "$TMP/$f"
+	done
+	kept="$(state "$TMP/empty") $(state "$TMP/small") $(state "$TMP/notlog")"
+	for fl in "" "--format"; do
+		# shellcheck disable=SC2086 # $fl is an option or nothing
+		expect_rc 1 "stress $fl on an empty file" timeout 20 "$DELOG" stress $fl --count 1 "$TMP/empty"
+		expect_in "$TMP/err" "$TMP/empty: the file is empty, so it holds no log" "stress $fl on an empty file"
+		expect_in "$TMP/err" "delog format $TMP/empty --size N" "stress $fl on an empty file: what to do"
+		not_in "$TMP/err" "DELOG_ETRUNCATED" "stress $fl on an empty file"
+	done
+	expect_rc 1 "stress --format on a 2 MiB file" timeout 20 "$DELOG" stress --format --count 1 "$TMP/small"
+	expect_in "$TMP/err" "smaller than the 32 MiB log --format makes" "stress --format on a 2 MiB file"
+	expect_in "$TMP/err" "--size 32768K --force" "stress --format on a 2 MiB file: what to do"
+	not_in "$TMP/err" "misaligned" "stress --format on a 2 MiB file"
+	expect_rc 1 "stress on a file that is no log" timeout 20 "$DELOG" stress --count 1 "$TMP/notlog"
+	expect_in "$TMP/err" "DELOG_ENOTLOG" "stress on a file that is no log"
+	expect_in "$TMP/err" "--format makes a log in it" "stress on a file that is no log: what to do"
+	[ "$(state "$TMP/empty") $(state "$TMP/small") $(state "$TMP/notlog")" = "$kept" ] ||
+		fail "a refused stress changed a file"
 	;;
 readme)
 	R=$SRC/README.md
