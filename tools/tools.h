@@ -13,8 +13,10 @@
  *   - Errors are "delog <cmd>: <subject>: <reason>" on stderr.  With --json, stdout
  *     carries exactly one JSON document and nothing else, a refusal's or failure's too
  *     (its "error" member); a usage error (exit 2) is the one exception: it prints no
- *     JSON (delog(1), DIAGNOSTICS).  getopt's own messages carry the same prefix:
- *     delog.c runs a command with argv[0] = "delog <cmd>".
+ *     JSON (delog(1), DIAGNOSTICS).  getopt's own messages carry the same prefix, by
+ *     one mechanism: argv[0] is what they are signed with, so delog.c runs a command
+ *     with argv[0] = "delog <cmd>" (and parses its global options as "delog"), and
+ *     delog-bench-peers runs as "delog bench".
  *   - One name and one meaning per option in every command: -s/--size the log size
  *     (probe: its region), -p/--policy the flush policy, -b/--backend the I/O backend
  *     (default: the best available; tool_parse_backend), -n only --dry-run, and

@@ -13,7 +13,8 @@
 #               untouched (size, mtime); then --size 4M formats it; a file format grew is
 #               cut back when the format fails after (on tmpfs); a too-small file and a
 #               file holding data are refused untouched
-#   options     getopt's messages carry "delog COMMAND:" for every command; -n is
+#   options     getopt's messages carry "delog COMMAND:" for every command (and
+#               "delog:" for delog's own, "delog bench:" for every workload); -n is
 #               --dry-run only; --size is the log size in format and stress; an unknown
 #               --backend is a usage error everywhere
 #   sizes       --size 0 and --size 1 say the same thing, quote the size and the minimum
@@ -180,6 +181,26 @@ options)
 	done
 	expect_rc 2 "format --size (no argument)" "$DELOG" format --size
 	expect_in "$TMP/err" "delog format: option '--size' requires an argument" "format --size"
+	# delog's own options, and bench's workloads (peers is a program of its own, which
+	# `delog bench --peers` runs): signed "delog:" / "delog bench:", never a path.
+	expect_rc 2 "delog -Z" "$DELOG" -Z
+	grep -q "^delog: invalid option -- 'Z'" "$TMP/err" ||
+		fail "delog -Z: not signed 'delog:': $(head -1 "$TMP/err")"
+	expect_rc 2 "delog --no-such-option" "$DELOG" --no-such-option
+	grep -q "^delog: unrecognized option '--no-such-option'" "$TMP/err" ||
+		fail "delog --no-such-option: not signed 'delog:': $(head -1 "$TMP/err")"
+	for w in "--peers" "--workload peers" "--compare-flush" "--workload recovery" \
+		 "--workload commit" "--workload stream" "--workload dbench" "--workload fsmark"; do
+		# shellcheck disable=SC2086 # $w is an option and its value
+		"$DELOG" bench $w -Z >"$TMP/out" 2>"$TMP/err"
+		rc=$?
+		if grep -q "which was not built\|which is not beside" "$TMP/err"; then
+			continue # delog-bench-peers is not here: tools.bench_peers checks that
+		fi
+		[ "$rc" -eq 2 ] || fail "bench $w -Z: exit $rc, expected 2"
+		grep -q "^delog bench: invalid option -- 'Z'" "$TMP/err" ||
+			fail "bench $w -Z: not signed 'delog bench:': $(head -1 "$TMP/err")"
+	done
 	expect_rc 0 "help format" "$DELOG" help format
 	# -n is --dry-run and nothing else.
 	for cmd in format print recover probe stress; do
