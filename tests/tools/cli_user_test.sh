@@ -30,6 +30,9 @@
 #               already recovered log leaves the file byte for byte (and its mtime)
 #   superblock  each superblock field refused gets its own offset and names the field,
 #               without the records' "torn-write window" wording
+#   device      a loop device too small for the command (root, losetup): bench, probe and
+#               format say it is too small, with or without --force, before asking for
+#               --force, and leave it as it was; one large enough asks for --force
 #   json        format --json answers every refusal with one JSON document (exit 1,
 #               "superblock": null, "error" naming what stderr names), on hostile
 #               targets left as they were, and so do probe and crash; a usage error
@@ -45,7 +48,8 @@ SRC=${4:?source directory}
 DIR=${5:?test directory}
 TMP=$(mktemp -d "${DIR}/cli_user_test.XXXXXX") || exit 1
 SHM=
-trap 'rm -rf "$TMP"; test -n "$SHM" && rm -f "$SHM"' EXIT
+LOOPS=
+trap 'for l in $LOOPS; do losetup -d "$l"; done; rm -rf "$TMP"; test -n "$SHM" && rm -f "$SHM"' EXIT
 . "$(dirname "$0")/../lib.sh"
 
 # state FILE: size, mtime (ns) and checksum, to compare before and after.
@@ -386,6 +390,41 @@ smalllog 32 log_size 1048576: below the smallest log
 magic 0 magic
 sbcrc 508 crc
 EOF
+	;;
+device)
+	[ "$(id -u)" -eq 0 ] || skip "loop devices need root"
+	command -v losetup >/dev/null 2>&1 || skip "losetup is not installed"
+	head -c 2097152 /dev/urandom >"$TMP/small.img"
+	L=$(losetup --find --show "$TMP/small.img" 2>"$TMP/err") || skip "losetup failed: $(cat "$TMP/err")"
+	LOOPS=$L
+	before=$(cksum <"$L")
+	for f in "" "--force"; do
+		# shellcheck disable=SC2086 # $f is an option or nothing
+		{
+			expect_rc 1 "bench commit $f on a 2 MiB device" "$DELOG" bench --workload commit $f \
+				--size 16M --time 0.05 --clients 1 "$L"
+			expect_in "$TMP/err" "$L: holds 2 MiB; the bench needs" "bench commit $f on a 2 MiB device"
+			not_in "$TMP/err" "--force" "bench commit $f on a 2 MiB device"
+			expect_rc 1 "bench recovery $f on a 2 MiB device" "$DELOG" bench --workload recovery $f \
+				--size 16M --json "$L"
+			expect_in "$TMP/err" "$L: holds 2 MiB; the bench needs 16388 KiB (see --size)" \
+				"bench recovery $f on a 2 MiB device"
+			expect_in "$TMP/out" '"kind": "blockdev"' "bench recovery --json $f on a 2 MiB device"
+			expect_rc 1 "probe $f on a 2 MiB device" "$DELOG" probe $f --no-fio "$L"
+			expect_in "$TMP/err" "$L: holds 2 MiB, less than the 8 MiB a probe needs" "probe $f on a 2 MiB device"
+			not_in "$TMP/err" "--force" "probe $f on a 2 MiB device"
+			expect_rc 1 "format $f on a 2 MiB device" "$DELOG" format $f "$L"
+			expect_in "$TMP/err" "too small for a minimal log" "format $f on a 2 MiB device"
+			not_in "$TMP/err" "--force" "format $f on a 2 MiB device"
+		}
+	done
+	[ "$(cksum <"$L")" = "$before" ] || fail "a refused command changed the 2 MiB device"
+	truncate -s 96M "$TMP/big.img"
+	L=$(losetup --find --show "$TMP/big.img" 2>"$TMP/err") || skip "losetup failed: $(cat "$TMP/err")"
+	LOOPS="$LOOPS $L"
+	expect_rc 1 "bench on a device large enough" "$DELOG" bench --workload recovery --size 16M "$L"
+	expect_in "$TMP/err" "$L: is a block device; the bench overwrites its first 16388 KiB (add --force" \
+		"bench on a device large enough"
 	;;
 json)
 	command -v python3 >/dev/null 2>&1 || skip "python3 is needed to read the JSON"

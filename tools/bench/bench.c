@@ -395,10 +395,23 @@ int bench_target_open(struct bench *b, uint64_t bytes)
 		return err;
 	}
 	if (S_ISBLK(st.st_mode)) {
+		t->is_blockdev = true;
+		/* Too small is said first: --force would not help. */
+		err = tool_blockdev_size(t->path, &t->bytes);
+		if (err) {
+			bench_fail(b, err, t->path, "cannot read its size: %s", strerror(-err));
+			return err;
+		}
+		if (t->bytes < bytes) {
+			bench_fail(b, -ENOSPC, t->path, "holds %s; the bench needs %s (see --size)",
+				   fmt_bytes(t->bytes, sz, sizeof(sz)),
+				   fmt_bytes_exact(bytes, sz2, sizeof(sz2)));
+			return -ENOSPC;
+		}
 		if (!b->o.force) {
 			bench_fail(b, -EPERM, t->path, "is a block device; the bench overwrites its "
 				   "first %s (add --force to allow that)",
-				   fmt_bytes(bytes, sz, sizeof(sz)));
+				   fmt_bytes_exact(bytes, sz, sizeof(sz)));
 			return -EPERM;
 		}
 		t->hold_fd = open(t->path, O_RDONLY | O_EXCL | O_CLOEXEC);
@@ -412,7 +425,6 @@ int bench_target_open(struct bench *b, uint64_t bytes)
 					   strerror(errno));
 			return err;
 		}
-		t->is_blockdev = true;
 		{
 			struct iol_dev_opts o;
 			struct iol_dev *dev;
@@ -427,12 +439,6 @@ int bench_target_open(struct bench *b, uint64_t bytes)
 			}
 			t->bytes = iol_dev_geom(dev)->size_bytes;
 			iol_dev_close(dev);
-		}
-		if (t->bytes < bytes) {
-			bench_fail(b, -ENOSPC, t->path, "holds %s; the bench needs %s (see --size)",
-				   fmt_bytes(t->bytes, sz, sizeof(sz)),
-				   fmt_bytes(bytes, sz2, sizeof(sz2)));
-			return -ENOSPC;
 		}
 		return 0;
 	}

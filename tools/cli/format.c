@@ -354,7 +354,7 @@ static int prepare_path(struct fmt *f)
 	return -1;
 }
 
-/* Open PATH, refuse a device that holds data (without --force) or is too small or too
+/* Open PATH, refuse a device that is too small, holds data (without --force) or is too
  * coarse for the log, and write the log (@g).  0, or a negative error after saying why;
  * the device is closed either way. */
 static int format_dev(struct fmt *f, struct jrnl_geom *g)
@@ -374,6 +374,15 @@ static int format_dev(struct fmt *f, struct jrnl_geom *g)
 		fail(f, err, *msg, "%s", *msg ? msg : tool_strerror(err));
 		return err;
 	}
+	/* Too small is said first: --force would not help. */
+	if (iol_dev_geom(dev)->size_bytes < DELOG_SB_BYTES + MIN_LOG ||
+	    size > iol_dev_geom(dev)->size_bytes - DELOG_SB_BYTES) {
+		fail(f, -ENOSPC, false, "%" PRIu64 " bytes: too small for a %s log (need %" PRIu64
+		     " bytes)", iol_dev_geom(dev)->size_bytes, size ? "--size" : "minimal",
+		     (uint64_t)DELOG_SB_BYTES + (size ? size : (uint64_t)MIN_LOG));
+		err = -ENOSPC;
+		goto fail;
+	}
 	if (!f->created && !f->grown && !f->force) {
 		err = holds_data(dev, what, sizeof(what));
 		if (err > 0)
@@ -382,14 +391,6 @@ static int format_dev(struct fmt *f, struct jrnl_geom *g)
 			fail(f, err, false, "%s", tool_strerror(err));
 		if (err)
 			goto fail;
-	}
-	if (iol_dev_geom(dev)->size_bytes < DELOG_SB_BYTES + MIN_LOG ||
-	    size > iol_dev_geom(dev)->size_bytes - DELOG_SB_BYTES) {
-		fail(f, -ENOSPC, false, "%" PRIu64 " bytes: too small for a %s log (need %" PRIu64
-		     " bytes)", iol_dev_geom(dev)->size_bytes, size ? "--size" : "minimal",
-		     (uint64_t)DELOG_SB_BYTES + (size ? size : (uint64_t)MIN_LOG));
-		err = -ENOSPC;
-		goto fail;
 	}
 	if (sector < iol_dev_geom(dev)->dio_off_align) {
 		fail(f, -EINVAL, false, "--sector %" PRIu64 " is below the device's %u-byte "

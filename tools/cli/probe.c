@@ -828,6 +828,19 @@ static int target_open(struct probe *p)
 		return err;
 	}
 	if (S_ISBLK(st.st_mode)) {
+		uint64_t dev_bytes;
+
+		/* Too small is said first: --force would not help. */
+		err = tool_blockdev_size(t->path, &dev_bytes);
+		if (err) {
+			fail(p, err, t->path, "cannot read its size: %s", strerror(-err));
+			return err;
+		}
+		if (dev_bytes < MIN_SIZE) {
+			fail(p, -ENOSPC, t->path, "holds %s, less than the %llu MiB a probe needs",
+			     fmt_bytes(dev_bytes, sz, sizeof(sz)), MIN_SIZE >> 20);
+			return -ENOSPC;
+		}
 		if (!p->o.force) {
 			fail(p, -EPERM, t->path, "is a block device; probing overwrites its first %s "
 			     "(add --force to allow that)", fmt_bytes(p->o.size, sz, sizeof(sz)));

@@ -1,7 +1,8 @@
 /*
  * util.c - helpers shared by the delog subcommands: byte-size and count parsing, a
  * streaming JSON writer, latency statistics, the clock, version and error strings, and
- * the check that a PATH is a file or block device before anything opens it.
+ * the check that a PATH is a file or block device before anything opens it (and a block
+ * device's size, read before anything writes it).
  *
  * The JSON writer streams straight to a FILE (no document tree): the tools emit one
  * document at the end of a run, and a writer that only tracks "is this the first member
@@ -12,12 +13,16 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 
 #include <delog.h>
@@ -62,6 +67,19 @@ int tool_path_check(const char *path, struct stat *st, char *why, size_t len)
 		return 0;
 	snprintf(why, len, "not a regular file or block device (%s)", file_kind(st->st_mode));
 	return S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL;
+}
+
+int tool_blockdev_size(const char *path, uint64_t *bytes)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, BLKGETSIZE64, bytes))
+		err = -errno;
+	close(fd);
+	return err;
 }
 
 /* ---- parsing ---- */
@@ -199,6 +217,19 @@ const char *fmt_bytes(uint64_t bytes, char *buf, size_t len)
 			 units[u]);
 	else
 		snprintf(buf, len, "%" PRIu64 " %s", whole, units[u]);
+	return buf;
+}
+
+const char *fmt_bytes_exact(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	unsigned u = 0;
+
+	while (bytes && u + 1 < sizeof(units) / sizeof(units[0]) && !(bytes % 1024)) {
+		bytes /= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%" PRIu64 " %s", bytes, units[u]);
 	return buf;
 }
 

@@ -32,6 +32,13 @@ struct stat;
 int tool_path_check(const char *path, struct stat *st, char *why, size_t len);
 
 /*
+ * The size of the block device @path in bytes (BLKGETSIZE64 on a read-only descriptor:
+ * neither an exclusive hold nor O_DIRECT), so a command can say that a device is too
+ * small before it asks for --force to overwrite it.  0 or a negative errno.
+ */
+int tool_blockdev_size(const char *path, uint64_t *bytes);
+
+/*
  * Parse a byte count: decimal digits with an optional binary suffix K, M, G or T (also
  * KiB, MiB, ..., case-insensitive; 1K = 1024).  Returns 0, or -EINVAL (not a size) or
  * -ERANGE (does not fit in 64 bits).
@@ -65,6 +72,10 @@ int tool_parse_backend(const char *cmd, const char *arg, const char **out);
 int parse_count(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* Format @bytes as "256 MiB", "4 KiB", "1.5 GiB", "512 B" into @buf. */
 const char *fmt_bytes(uint64_t bytes, char *buf, size_t len);
+/* Format @bytes exactly, in the largest unit that divides it: "4 MiB", "4097 KiB",
+ * "5000000 B" (fmt_bytes would say "4.0 MiB" and "4.8 MiB"), for a size that a message
+ * must not round, such as one refused for not being a multiple of the sector. */
+const char *fmt_bytes_exact(uint64_t bytes, char *buf, size_t len);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t now_ns(void);
