@@ -18,7 +18,9 @@
 #               --dry-run only; --size is the log size in format and stress; an unknown
 #               --backend is a usage error everywhere
 #   sizes       --size 0 and --size 1 say the same thing, quote the size and the minimum
-#               (4 MiB), in a unit form; a size off the sector says so (format, stress)
+#               (4 MiB), in a unit form; a size off the sector says so, with its exact
+#               value and the two nearest that would do (format, stress, probe's 1 MiB,
+#               bench recovery), refused rather than rounded
 #   stress      `stress --help` and its man page say what a kill must leave (released
 #               ids excepted), not "every printed id"; a dangling symbolic link, an empty
 #               file, a file too small for --format and one that is no log are refused
@@ -250,7 +252,26 @@ sizes)
 	expect_rc 2 "format --size 2M" "$DELOG" format --size 2M "$TMP/f"
 	expect_in "$TMP/err" "'2M' is 2 MiB, below the smallest log (4 MiB)" "format --size 2M"
 	expect_rc 2 "format --size 5000000" "$DELOG" format --size 5000000 "$TMP/f"
-	expect_in "$TMP/err" "'5000000' is 4.8 MiB, not a multiple of 4 KiB" "format --size 5000000"
+	expect_in "$TMP/err" "'5000000' is 5000000 B, not a multiple of 4 KiB: give 4880 KiB or 4884 KiB" \
+		"format --size 5000000"
+	# Off the sector by 1 KiB: the exact size and the two nearest, never "4.0 MiB"; and a
+	# size that is refused is not rounded instead (probe: whole 1 MiB requests).
+	for cmd in format stress; do
+		expect_rc 2 "$cmd --size 4097K" "$DELOG" $cmd --size 4097K "$TMP/f"
+		expect_in "$TMP/err" "delog $cmd: --size: '4097K' is 4097 KiB, not a multiple of 4 KiB: give 4 MiB or 4100 KiB" \
+			"$cmd --size 4097K"
+		not_in "$TMP/err" "4.0 MiB" "$cmd --size 4097K"
+		expect_rc 2 "$cmd --size 4095K" "$DELOG" $cmd --size 4095K "$TMP/f"
+		expect_in "$TMP/err" "'4095K' is 4095 KiB, below the smallest log (4 MiB)" "$cmd --size 4095K"
+	done
+	expect_rc 2 "probe --size 16385K" "$DELOG" probe --size 16385K "$TMP/f"
+	expect_in "$TMP/err" "'16385K' is 16385 KiB, not a multiple of 1 MiB: give 16 MiB or 17 MiB" \
+		"probe --size 16385K"
+	expect_rc 2 "probe --bw-bytes 8193K" "$DELOG" probe --bw-bytes 8193K "$TMP/f"
+	expect_in "$TMP/err" "not a multiple of 1 MiB: give 8 MiB or 9 MiB" "probe --bw-bytes 8193K"
+	expect_rc 2 "bench recovery --size 16385K" "$DELOG" bench --workload recovery --size 16385K "$TMP/f"
+	expect_in "$TMP/err" "--size: 16385 KiB is not a multiple of the 4096-byte sector (--sector): give 16 MiB or 16388 KiB" \
+		"bench recovery --size 16385K"
 	expect_rc 2 "format --sector 512 --size 4194816" "$DELOG" format --size 4194817 --sector 512 "$TMP/f"
 	expect_in "$TMP/err" "not a multiple of 512 B" "format --size 4194817 --sector 512"
 	expect_rc 2 "stress --size 5000000" "$DELOG" stress --size 5000000 "$TMP/f"

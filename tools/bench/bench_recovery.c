@@ -292,7 +292,12 @@ static int rec_check(struct bench *b, void *state)
 		return bench_usage_error("the recovery workload needs a file or device, not sim");
 
 	if (o->size % o->sector)
-		return bench_usage_error("--size is not a multiple of the %u-byte sector", o->sector);
+		return bench_usage_error("--size: %s is not a multiple of the %u-byte sector "
+					 "(--sector): give %s or %s",
+					 fmt_bytes_exact(o->size, a, sizeof(a)), o->sector,
+					 fmt_bytes_exact(o->size - o->size % o->sector, c, sizeof(c)),
+					 fmt_bytes_exact(o->size - o->size % o->sector + o->sector,
+							 d, sizeof(d)));
 	if (ckpt > o->size / 4)
 		return bench_usage_error("a checkpoint of %u items of %u bytes takes more than a "
 					 "quarter of the log (--size)", o->ckpt_items, o->item_size);

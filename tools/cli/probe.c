@@ -1253,9 +1253,10 @@ static void help(void)
 	       "  -b, --backend NAME     probe only this backend (uring, aio, psync, sim);\n"
 	       "                         default: every built-in one except sim\n"
 	       "  -s, --size N           probe region, with K/M/G suffixes (default 256M;\n"
-	       "                         64M for sim; at least 8M)\n"
+	       "                         64M for sim; at least 8M, a multiple of 1M)\n"
 	       "      --ops N            measured ops per latency test (default %u, at least %u)\n"
-	       "      --bw-bytes N       bytes per bandwidth pass (default: the probe region)\n"
+	       "      --bw-bytes N       bytes per bandwidth pass (default: the probe region;\n"
+	       "                         a multiple of 1M)\n"
 	       "      --passes N         bandwidth passes per direction, median shown (default %u)\n"
 	       "      --sim-profile P    latency model of the sim backend: nvme, sata, none\n"
 	       "                         (default nvme)\n"
@@ -1319,7 +1320,8 @@ static int parse_args(int argc, char **argv, struct probe_opts *o)
 			o->backend = optarg;
 			break;
 		case 's':
-			if (tool_parse_size("probe", "--size", optarg, MIN_SIZE, 0, 0, NULL,
+			/* Whole bandwidth requests: refused otherwise, never rounded. */
+			if (tool_parse_size("probe", "--size", optarg, MIN_SIZE, 0, BW_BLOCK, NULL,
 					    &o->size)) {
 				usage(stderr);
 				return TOOL_EXIT_USAGE;
@@ -1332,8 +1334,8 @@ static int parse_args(int argc, char **argv, struct probe_opts *o)
 						   "needs them)", optarg, MIN_OPS);
 			break;
 		case OPT_BW_BYTES:
-			if (tool_parse_size("probe", "--bw-bytes", optarg, BW_BLOCK * BW_QD, 0, 0,
-					    NULL, &o->bw_bytes)) {
+			if (tool_parse_size("probe", "--bw-bytes", optarg, BW_BLOCK * BW_QD, 0,
+					    BW_BLOCK, NULL, &o->bw_bytes)) {
 				usage(stderr);
 				return TOOL_EXIT_USAGE;
 			}
@@ -1383,10 +1385,8 @@ static int parse_args(int argc, char **argv, struct probe_opts *o)
 	}
 	if (!size_given)
 		o->size = sim ? DEFAULT_SIM_SIZE : DEFAULT_SIZE;
-	o->size -= o->size % BW_BLOCK;
 	if (o->bw_bytes && o->bw_bytes > o->size)
 		return usage_error("--bw-bytes exceeds the probe size (--size)");
-	o->bw_bytes -= o->bw_bytes % BW_BLOCK;
 	return -1;
 }
 

@@ -120,25 +120,39 @@ int parse_size(const char *s, uint64_t *out)
 int tool_check_size(const char *cmd, const char *opt, const char *arg, uint64_t v, uint64_t min,
 		    uint64_t max, uint64_t align, const char *what)
 {
-	char a[32], b[32];
+	char a[32], b[32], c[32], d[32];
 
+	/* The value exactly (fmt_bytes_exact): '4095K' is not "4.0 MiB, below 4 MiB". */
 	if (v < min) {
 		if (what)
 			fprintf(stderr, "delog %s: %s: '%s' is %s, below %s (%s)\n", cmd, opt, arg,
-				fmt_bytes(v, a, sizeof(a)), what, fmt_bytes(min, b, sizeof(b)));
+				fmt_bytes_exact(v, a, sizeof(a)), what,
+				fmt_bytes(min, b, sizeof(b)));
 		else
 			fprintf(stderr, "delog %s: %s: '%s' is %s, below the minimum of %s\n", cmd,
-				opt, arg, fmt_bytes(v, a, sizeof(a)), fmt_bytes(min, b, sizeof(b)));
+				opt, arg, fmt_bytes_exact(v, a, sizeof(a)),
+				fmt_bytes(min, b, sizeof(b)));
 		return -ERANGE;
 	}
 	if (max && v > max) {
 		fprintf(stderr, "delog %s: %s: '%s' is %s, above the maximum of %s\n", cmd, opt, arg,
-			fmt_bytes(v, a, sizeof(a)), fmt_bytes(max, b, sizeof(b)));
+			fmt_bytes_exact(v, a, sizeof(a)), fmt_bytes(max, b, sizeof(b)));
 		return -ERANGE;
 	}
 	if (align > 1 && v % align) {
-		fprintf(stderr, "delog %s: %s: '%s' is %s, not a multiple of %s\n", cmd, opt, arg,
-			fmt_bytes(v, a, sizeof(a)), fmt_bytes(align, b, sizeof(b)));
+		/* Refused, not rounded: the size that would be used is the user's to choose. */
+		uint64_t down = v - v % align;
+
+		if (down >= min && down)
+			fprintf(stderr, "delog %s: %s: '%s' is %s, not a multiple of %s: give %s "
+				"or %s\n", cmd, opt, arg, fmt_bytes_exact(v, a, sizeof(a)),
+				fmt_bytes(align, b, sizeof(b)), fmt_bytes_exact(down, c, sizeof(c)),
+				fmt_bytes_exact(down + align, d, sizeof(d)));
+		else
+			fprintf(stderr, "delog %s: %s: '%s' is %s, not a multiple of %s: give %s\n",
+				cmd, opt, arg, fmt_bytes_exact(v, a, sizeof(a)),
+				fmt_bytes(align, b, sizeof(b)),
+				fmt_bytes_exact(down + align, d, sizeof(d)));
 		return -EINVAL;
 	}
 	return 0;

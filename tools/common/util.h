@@ -47,10 +47,11 @@ int parse_size(const char *s, uint64_t *out);
 /*
  * The one parser of size options (--size, --bw-bytes, --read-chunk, ...), so every command
  * reads and refuses sizes alike: parse_size, then at least @min, at most @max (0: no
- * limit) and a multiple of @align (0: any).  On error prints, on stderr,
+ * limit) and a multiple of @align (0: any; refused, never rounded).  On error prints, on
+ * stderr, with the value exact (fmt_bytes_exact),
  *   delog CMD: OPT: 'ARG' is not a size (digits and an optional K, M, G or T suffix)
  *   delog CMD: OPT: 'ARG' is 1 B, below the minimum of 4 MiB
- *   delog CMD: OPT: 'ARG' is 4.8 MiB, not a multiple of 4 KiB
+ *   delog CMD: OPT: 'ARG' is 4097 KiB, not a multiple of 4 KiB: give 4 MiB or 4100 KiB
  * (@what, when not NULL, names the minimum: "... is 1 B, below the smallest log (4 MiB)")
  * and returns -EINVAL or -ERANGE; the caller exits TOOL_EXIT_USAGE.
  */
