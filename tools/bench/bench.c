@@ -26,7 +26,9 @@
  *    bench_interrupted between steps, the target is cleaned up, and only then is the
  *    mask restored, so the pending signal kills the process after the cleanup.
  *  - Errors and output.  "delog bench: <subject>: <reason>" on stderr; exit 0, 1, or 2
- *    for usage.  With --json stdout carries exactly one document: the workload's on
+ *    for usage.  Progress is drawn on stderr when it is a terminal (bench_progress, a
+ *    line redrawn in place); otherwise a workload's points (bench_point) each print one
+ *    line when they finish, so a run in a pipe is not silent for minutes.  With --json stdout carries exactly one document: the workload's on
  *    success, or, when the workload failed before printing one, a short document with
  *    the common members and "error" {code, name, message}.
  */
@@ -200,6 +202,32 @@ void bench_progress(struct bench *b, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fflush(stderr);
+}
+
+void bench_point(struct bench *b, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(b->point, sizeof(b->point), fmt, ap);
+	va_end(ap);
+	b->point_t0 = now_ns();
+	if (!b->prog_on)
+		return;
+	b->prog_last = 0; /* a new point is always drawn */
+	bench_progress(b, "%s", b->point);
+}
+
+void bench_point_done(struct bench *b, int err)
+{
+	if (!b->point_t0)
+		return;
+	if (!b->prog_on && !err) {
+		fprintf(stderr, "delog bench: %s: done, %.1f s\n", b->point,
+			(double)(now_ns() - b->point_t0) / 1e9);
+		fflush(stderr);
+	}
+	b->point_t0 = 0;
 }
 
 void bench_progress_clear(struct bench *b)

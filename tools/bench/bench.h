@@ -55,6 +55,8 @@ struct bench {
 	sigset_t stop_sigs;       /* blocked for the run, polled by bench_interrupted */
 	bool prog_on, prog_shown;
 	uint64_t prog_last;
+	char point[192];          /* the point in progress (bench_point), for its end line */
+	uint64_t point_t0;        /* ... and when it started; 0: none */
 	bool json_done;           /* the workload printed its JSON document */
 	int err;                  /* first failure, for the JSON error document */
 	char err_msg[512];
@@ -125,6 +127,17 @@ void bench_out(struct bench *b, const char *fmt, ...) __attribute__((format(prin
 /* A transient progress line on stderr when it is a terminal (at most 10 per second). */
 void bench_progress(struct bench *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void bench_progress_clear(struct bench *b);
+/*
+ * A point of the run (one measurement: a policy at a client count, a pass) starts; @fmt
+ * names it ("[3/12] dbench, 8 clients: sync").  On a terminal it is the progress line,
+ * redrawn in place; when stderr is not a terminal (a pipe, a file, CI) nothing is drawn,
+ * and bench_point_done prints one line per finished point instead,
+ *   delog bench: [3/12] dbench, 8 clients: sync: done, 2.1 s
+ * so a long run says how far it got without carriage returns.  @err: the point's result
+ * (a failed one has said why already, and gets no line).
+ */
+void bench_point(struct bench *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void bench_point_done(struct bench *b, int err);
 
 /* Median of the non-NaN values of @v (not modified); NaN when there are none. */
 double bench_median(const double *v, size_t n);

@@ -1167,10 +1167,11 @@ static int run_dbench(struct fb_env *e, enum delog_flush_policy p, unsigned clie
 {
 	int err;
 
-	bench_progress(e->b, "[%u/%u] dbench, %u clients: %s%s", k, total, clients,
-		       delog_flush_policy_name(p), tag);
+	bench_point(e->b, "[%u/%u] dbench, %u clients: %s%s", k, total, clients,
+		    delog_flush_policy_name(p), tag);
 	if (!(err = dbench_point(e, p, clients, row)))
 		*ok = true;
+	bench_point_done(e->b, err);
 	return err;
 }
 
@@ -1207,8 +1208,10 @@ static int run_workload(struct bench *b, void *state)
 	if (!r.e.sim && (err = prepare(&r.e)))
 		goto out;
 	if (o->do_recommend) {
-		bench_progress(b, "measuring the costs `delog probe` measures");
-		if ((err = recommend_measure(&r)))
+		bench_point(b, "measuring the costs `delog probe` measures");
+		err = recommend_measure(&r);
+		bench_point_done(b, err);
+		if (err)
 			goto out;
 		geo = !geo_skip(&r);
 	}
@@ -1232,9 +1235,10 @@ static int run_workload(struct bench *b, void *state)
 		unsigned n = o->clients[c];
 
 		if (o->do_raw) {
-			bench_progress(b, "[%u/%u] raw baseline beside %u clients", ++k, total, n);
+			bench_point(b, "[%u/%u] raw baseline beside %u clients", ++k, total, n);
 			if (!(err = raw_point(&r.e, n, &r.raw[c])))
 				r.raw_ok[c] = true;
+			bench_point_done(b, err);
 		}
 		for (unsigned i = 0; i < o->npolicy && !err; i++) {
 			unsigned p = (i + c) % o->npolicy; /* rotate the starting policy */
@@ -1256,10 +1260,11 @@ static int run_workload(struct bench *b, void *state)
 			err = -EINTR;
 	}
 	for (unsigned p = 0; o->do_fsmark && p < o->npolicy && !err; p++) {
-		bench_progress(b, "[%u/%u] fsmark: %s", ++k, total,
-			       delog_flush_policy_name(o->policy[p]));
+		bench_point(b, "[%u/%u] fsmark: %s", ++k, total,
+			    delog_flush_policy_name(o->policy[p]));
 		if (!(err = fsmark_point(&r.e, o->policy[p], &r.fs[p])))
 			r.fs_ok[p] = true;
+		bench_point_done(b, err);
 		if (!err && bench_interrupted(b))
 			err = -EINTR;
 	}

@@ -633,6 +633,7 @@ static int passes(struct run *r)
 		bool fio_first = r->fio && i % 2;
 
 		r->pass[i].fio_mbs = NAN;
+		bench_point(r->b, "pass %u/%u", i + 1, o->passes);
 		if (fio_first) {
 			bench_progress(r->b, "pass %u/%u: fio", i + 1, o->passes);
 			fio_pass(r, i);
@@ -647,6 +648,7 @@ static int passes(struct run *r)
 		}
 		if (!err && bench_interrupted(r->b))
 			err = -EINTR;
+		bench_point_done(r->b, err);
 	}
 	return err;
 }
