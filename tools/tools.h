@@ -2,7 +2,8 @@
  * tools.h - what the `delog` subcommands share: their entry points and exit codes, and,
  * from common/ below every wing, the small helpers (common/util.h: size and count parsing,
  * a one-document JSON writer, latency statistics, clocks, error strings), opening a log
- * (common/logdev.h) and fio (common/fio.h).
+ * (common/logdev.h) and fio (common/fio.h).  common/costs.h (a device's costs and the
+ * policy recommended from them: probe, bench --compare-flush) is included where used.
  *
  * Conventions every subcommand follows (docs/DESIGN.md section 6):
  *   - int cmd_<name>(int argc, char **argv): argv[0] is the subcommand's name; options

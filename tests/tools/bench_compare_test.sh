@@ -26,7 +26,7 @@
 # preflushes + flushes + fua_flushes (= on sim; on a file the flush gate shares them).  The disk's own counter (disk_flushes) is a number
 # on every row when "disk" names one (a file here), null on sim; its agreement with
 # delog's count is a benchmark result, not asserted (other processes flush the disk too).
-# probe's recommendation (tools/cli/recommend.c, measured with probe's code on the same
+# probe's recommendation (tools/common/recommend.c, measured with probe's code on the same
 # target): in the human output its line, the per-client ratio table and the verdict line;
 # in --json the "recommendation" object (a safe policy, the log's limits, the four costs,
 # one check per client count whose "met" agrees with ratio >= 0.95).  The geometry check

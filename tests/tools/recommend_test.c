@@ -1,5 +1,5 @@
 /*
- * recommend_test.c - the probe's recommendation rule (tools/cli/recommend.c) on made-up
+ * recommend_test.c - the probe's recommendation rule (tools/common/recommend.c) on made-up
  * costs, run by ctest as tools.recommend.
  *
  * Why: `delog probe` and `delog bench --compare-flush` both print what the rule says, and
@@ -11,7 +11,7 @@
  * buffers that fit in one round trip, clamped to the ring's most; never none or async; a
  * reason that ends with the geometry chosen and says when the ring's most capped it.
  */
-#include "cli/probe.h"
+#include "common/costs.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -25,10 +25,11 @@
  *     are shown as a ratio to it;
  *   - fsmark times as a ratio to sync's;
  *   - probe's recommendation checked (issue 18): before the points, the costs `delog
- *     probe` measures (probe_measure_costs, the probe's own code: 4 KiB write, write +
- *     flush, FUA write and idle flush medians, one sequential write pass) are measured
- *     on the target (the raw baseline's region; on sim, a disk of the run's profile),
- *     the rule of tools/cli/recommend.c picks a policy, and per client count the
+ *     probe` measures (probe_measure_costs in tools/common/costs.c, the probe's own code:
+ *     4 KiB write, write + flush, FUA write and idle flush medians, one sequential write
+ *     pass) are measured on the target (the raw baseline's region; on sim, a disk of the
+ *     run's profile), the rule of tools/common/recommend.c picks a policy, and per
+ *     client count the
  *     recommended policy's dbench BW is divided by the best safe policy's (sync, async,
  *     single): the rule is right where that is >= 0.95 at every client count.  Then the
  *     buffers it recommends: when rec.logbufs x rec.logbsize is not the run's geometry
@@ -67,7 +68,7 @@
  * baseline).
  */
 #include "bench_flush.h"
-#include "cli/probe.h"
+#include "common/costs.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,8 +1,8 @@
 /*
  * recommend.c - the one rule that turns what `delog probe` measured on a device into a
  * flush policy and a log-buffer geometry (issue 18); `delog probe` prints it and
- * `delog bench --compare-flush` measures the same costs and checks it against the
- * policies' throughput.
+ * `delog bench --compare-flush` measures the same costs (costs.c) and checks it against
+ * the policies' throughput.  It is in common/ so that both wings use it from below.
  *
  * Why it is a pure function of a few numbers: the probe and the benchmark must reach the
  * same answer from the same measurement, and a unit test (tests/tools/recommend_test.c)
@@ -34,8 +34,9 @@
  * (logbufs to the ring's most, JRNL_MAX_LOGBUFS, as the engine checks it), and the
  * reason says where a clamp applied and ends with the geometry chosen, "N x S KiB".
  */
-#include "tools.h"
-#include "probe.h"
+#include "costs.h"
+
+#include "jrnl.h"
 
 #include <math.h>
 #include <string.h>
