@@ -35,6 +35,9 @@
 #   device      a loop device too small for the command (root, losetup): bench, probe and
 #               format say it is too small, with or without --force, before asking for
 #               --force, and leave it as it was; one large enough asks for --force
+#   layers      tools/ depends downward only: no file under tools/bench, tools/crash or
+#               tools/common includes a header of tools/cli (by "cli/NAME.h" or by a
+#               name only tools/cli has), and tools/common none of bench/ or crash/
 #   json        format --json answers every refusal with one JSON document (exit 1,
 #               "superblock": null, "error" naming what stderr names), on hostile
 #               targets left as they were, and so do probe and crash; a usage error
@@ -411,6 +414,30 @@ smalllog 32 log_size 1048576: below the smallest log
 magic 0 magic
 sbcrc 508 crc
 EOF
+	;;
+layers)
+	# included FILE: the headers FILE includes with quotes, one per line.
+	included() {
+		sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$1"
+	}
+	for f in "$SRC"/tools/bench/*.[ch] "$SRC"/tools/crash/*.[ch] "$SRC"/tools/common/*.[ch]; do
+		dir=$(dirname "$f")
+		for h in $(included "$f"); do
+			case $h in
+			cli/*) fail "${f#"$SRC"/} includes $h: a header of tools/cli, above it" ;;
+			bench/* | crash/*)
+				case $f in
+				*/tools/common/*) fail "${f#"$SRC"/} includes $h: common/ uses no wing" ;;
+				esac ;;
+			*/*) ;;
+			*)
+				# A bare name: its own directory's, or a layer's; not one only cli/ has.
+				if [ ! -e "$dir/$h" ] && [ -e "$SRC/tools/cli/$h" ]; then
+					fail "${f#"$SRC"/} includes \"$h\", a header of tools/cli"
+				fi ;;
+			esac
+		done
+	done
 	;;
 device)
 	[ "$(id -u)" -eq 0 ] || skip "loop devices need root"
