@@ -26,7 +26,7 @@
 # preflushes + flushes + fua_flushes (= on sim; on a file the flush gate shares them).  The disk's own counter (disk_flushes) is a number
 # on every row when "disk" names one (a file here), null on sim; its agreement with
 # delog's count is a benchmark result, not asserted (other processes flush the disk too).
-# probe's recommendation (tools/cli/recommend.c, measured with probe's code on the same
+# probe's recommendation (tools/common/recommend.c, measured with probe's code on the same
 # target): in the human output its line, the per-client ratio table and the verdict line;
 # in --json the "recommendation" object (a safe policy, the log's limits, the four costs,
 # one check per client count whose "met" agrees with ratio >= 0.95).  The geometry check
@@ -46,6 +46,9 @@
 # the geometry check that ran instead is checked.  Values of the ratios are a benchmark
 # result, not asserted.
 # 3. Usage errors exit 2 with a "delog bench:" message; --workload dbench and fsmark run.
+# 4. Progress: with stderr not a terminal (the --json run of 1.), one line per finished
+#    point and none redrawn; on a terminal (script(1), when installed) the line redrawn
+#    in place and no line per point.
 # Exit 0 pass, 1 fail, 77 skip (ctest SKIP_RETURN_CODE), with the reason on stderr.
 set -u
 
@@ -318,6 +321,27 @@ if [ -n "$PLOT" ]; then
 fi
 expect_rc 0 "compare-flush on sim, --json" "$DELOG" bench --compare-flush $SIM $SHORT --json
 check_json "$TMP/out" "dbench,fsmark"
+# Its stderr was a file, not a terminal: no redrawn progress, one line per finished point
+# ("[k/N] ...: done, S s", k from 1 to N in order), and one for the costs measured first.
+python3 - "$TMP/err" <<'EOF' || fail "compare-flush, stderr not a terminal: not one line per point"
+import re, sys
+t = open(sys.argv[1], newline="").read()
+assert "\r" not in t and "\033" not in t, "a progress redraw in a non-terminal stderr"
+pts = [(int(m.group(1)), int(m.group(2)))
+       for m in re.finditer(r"^delog bench: \[(\d+)/(\d+)\] .*: done, [0-9.]+ s$", t, re.M)]
+assert pts and pts == [(k + 1, pts[0][1]) for k in range(pts[0][1])], pts
+assert re.search(r"^delog bench: measuring the costs .*: done, [0-9.]+ s$", t, re.M), t
+EOF
+# On a terminal (script(1)) the progress is drawn in place instead, and no line per point.
+if command -v script >/dev/null 2>&1; then
+	script -qec "'$DELOG' bench --workload dbench --backend sim --time 0.1 --clients 1,2 \
+		--policy none" /dev/null >"$TMP/tty" 2>&1 || fail "dbench under script(1) failed"
+	grep -q "$(printf '\r')" "$TMP/tty" || fail "dbench on a terminal: no progress drawn"
+	! grep -q ": done, " "$TMP/tty" || fail "dbench on a terminal: a line per point"
+	rm -f "$TMP/tty"
+else
+	echo "note: script(1) not installed: the terminal's progress is not checked" >&2
+fi
 # The buffers recommended there ("--logbufs N --logbsize SK"), for a run with them below.
 recgeo=$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["recommendation"]
 print("--logbufs %d --logbsize %dK" % (r["logbufs"], r["logbsize"] >> 10))' "$TMP/out") ||

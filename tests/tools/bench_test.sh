@@ -11,7 +11,12 @@
 #             promised keys with sane values, and the file is removed; then with a PATH
 #             and --keep (the file stays), and an existing file without --force (exit 1,
 #             still one JSON document, naming the error); with fio installed, one run
-#             with fio, whose figures must be filled in
+#             with fio, whose figures must be filled in; the smallest size the options
+#             allow (12M by default) fills >= 95% on an empty file, and one below it is a
+#             usage error (exit 2) naming that minimum, the file untouched; a run that
+#             fails after growing an empty file (its stdout closed: SIGPIPE) leaves it
+#             empty, with its times, and one on a file with data given --force leaves
+#             its size
 # Exit 0 pass, 1 fail, 77 skip (ctest SKIP_RETURN_CODE), with the reason on stderr.
 # A smoke test of the tool: no timing is asserted.
 set -u
@@ -130,6 +135,38 @@ EOF
 	python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["error"]["message"], d' \
 		<"$TMP/out" || fail "the refusal's --json document lacks an error"
 	[ "$(cat "$TMP/keep")" = precious ] || fail "the refused file was modified"
+	# The smallest log the fill can cover to 95%: 12 MiB with the default buffers and
+	# items; below it, refused before the file is touched, naming the minimum.
+	: >"$TMP/empty"
+	touch -d "2020-01-02 03:04:05" "$TMP/empty"
+	before=$(stat -c '%s %Y' "$TMP/empty")
+	expect_rc 2 "--size 8M (below the minimum)" "$DELOG" bench --workload recovery --size 8M \
+		--passes 1 --no-fio --json "$TMP/empty"
+	expect_in "$TMP/err" "--size: 8 MiB is too small for the recovery workload" "--size 8M"
+	expect_in "$TMP/err" "at least 12 MiB" "--size 8M names the minimum"
+	[ -s "$TMP/out" ] && fail "--size 8M: a usage error printed on stdout"
+	[ "$(stat -c '%s %Y' "$TMP/empty")" = "$before" ] || fail "--size 8M changed the empty file"
+	expect_rc 2 "--size 11M" "$DELOG" bench --workload recovery --size 11M "$TMP/empty"
+	expect_in "$TMP/err" "at least 12 MiB" "--size 11M names the minimum"
+	expect_rc 0 "--size 12M (the minimum)" "$DELOG" bench --workload recovery --size 12M \
+		--passes 1 --no-fio --json "$TMP/empty"
+	check_json "$TMP/out" $((12 * 1024 * 1024))
+	expect_rc 0 "--size 4M --no-durable-point" "$DELOG" bench --workload recovery --size 4M \
+		--no-durable-point --passes 1 --no-fio --json "$TMP/small.log"
+	# A run that fails after it grew the file (stdout closed: SIGPIPE at the report)
+	# leaves an empty file empty, with its times; one holding data (--force) its size.
+	: >"$TMP/empty"
+	touch -d "2020-01-02 03:04:05" "$TMP/empty"
+	before=$(stat -c '%s %Y' "$TMP/empty")
+	{ "$DELOG" bench $SMALL --json "$TMP/empty" 2>"$TMP/err"; echo $? >"$TMP/rc"; } | true
+	[ "$(cat "$TMP/rc")" -ne 0 ] || fail "a bench whose stdout was closed exited 0"
+	[ "$(stat -c '%s %Y' "$TMP/empty")" = "$before" ] ||
+		fail "a failed bench left the empty file changed: $(stat -c '%s %Y' "$TMP/empty") (was $before)"
+	head -c 1048576 /dev/urandom >"$TMP/data"
+	{ "$DELOG" bench $SMALL --force --json "$TMP/data" 2>"$TMP/err"; echo $? >"$TMP/rc"; } | true
+	[ "$(cat "$TMP/rc")" -ne 0 ] || fail "a bench whose stdout was closed exited 0 (--force)"
+	[ "$(stat -c %s "$TMP/data")" = 1048576 ] ||
+		fail "a failed bench left the 1 MiB file at $(stat -c %s "$TMP/data") bytes"
 	;;
 *)
 	echo "unknown mode $MODE" >&2

@@ -13,13 +13,18 @@
 #               untouched (size, mtime); then --size 4M formats it; a file format grew is
 #               cut back when the format fails after (on tmpfs); a too-small file and a
 #               file holding data are refused untouched
-#   options     getopt's messages carry "delog COMMAND:" for every command; -n is
+#   options     getopt's messages carry "delog COMMAND:" for every command (and
+#               "delog:" for delog's own, "delog bench:" for every workload); -n is
 #               --dry-run only; --size is the log size in format and stress; an unknown
 #               --backend is a usage error everywhere
 #   sizes       --size 0 and --size 1 say the same thing, quote the size and the minimum
-#               (4 MiB), in a unit form; a size off the sector says so (format, stress)
+#               (4 MiB), in a unit form; a size off the sector says so, with its exact
+#               value and the two nearest that would do (format, stress, probe's 1 MiB,
+#               bench recovery), refused rather than rounded
 #   stress      `stress --help` and its man page say what a kill must leave (released
-#               ids excepted), not "every printed id"
+#               ids excepted), not "every printed id"; a dangling symbolic link, an empty
+#               file, a file too small for --format and one that is no log are refused
+#               (exit 1) saying what is wrong and what to do, each left as it was
 #   readme      README's synopsis lists every command, every bench workload, and every
 #               option of format, print, recover, probe and stress
 #   progress    format shows its progress on a terminal (script(1)) and nothing on a
@@ -27,6 +32,17 @@
 #               already recovered log leaves the file byte for byte (and its mtime)
 #   superblock  each superblock field refused gets its own offset and names the field,
 #               without the records' "torn-write window" wording
+#   device      a loop device too small for the command (root, losetup): bench, probe and
+#               format say it is too small, with or without --force, before asking for
+#               --force, and leave it as it was; one large enough asks for --force
+#   layers      tools/ depends downward only: no file under tools/bench, tools/crash or
+#               tools/common includes a header of tools/cli (by "cli/NAME.h" or by a
+#               name only tools/cli has), and tools/common none of bench/ or crash/
+#   json        format --json answers every refusal with one JSON document (exit 1,
+#               "superblock": null, "error" naming what stderr names), on hostile
+#               targets left as they were, and so do probe and crash; a usage error
+#               (exit 2) under --json prints nothing on stdout, in every command that has
+#               --json (delog(1))
 # Exit 0 pass, 1 fail, 77 skip (ctest SKIP_RETURN_CODE), with the reason on stderr.
 set -u
 
@@ -37,7 +53,8 @@ SRC=${4:?source directory}
 DIR=${5:?test directory}
 TMP=$(mktemp -d "${DIR}/cli_user_test.XXXXXX") || exit 1
 SHM=
-trap 'rm -rf "$TMP"; test -n "$SHM" && rm -f "$SHM"' EXIT
+LOOPS=
+trap 'for l in $LOOPS; do losetup -d "$l"; done; rm -rf "$TMP"; test -n "$SHM" && rm -f "$SHM"' EXIT
 . "$(dirname "$0")/../lib.sh"
 
 # state FILE: size, mtime (ns) and checksum, to compare before and after.
@@ -173,6 +190,26 @@ options)
 	done
 	expect_rc 2 "format --size (no argument)" "$DELOG" format --size
 	expect_in "$TMP/err" "delog format: option '--size' requires an argument" "format --size"
+	# delog's own options, and bench's workloads (peers is a program of its own, which
+	# `delog bench --peers` runs): signed "delog:" / "delog bench:", never a path.
+	expect_rc 2 "delog -Z" "$DELOG" -Z
+	grep -q "^delog: invalid option -- 'Z'" "$TMP/err" ||
+		fail "delog -Z: not signed 'delog:': $(head -1 "$TMP/err")"
+	expect_rc 2 "delog --no-such-option" "$DELOG" --no-such-option
+	grep -q "^delog: unrecognized option '--no-such-option'" "$TMP/err" ||
+		fail "delog --no-such-option: not signed 'delog:': $(head -1 "$TMP/err")"
+	for w in "--peers" "--workload peers" "--compare-flush" "--workload recovery" \
+		 "--workload commit" "--workload stream" "--workload dbench" "--workload fsmark"; do
+		# shellcheck disable=SC2086 # $w is an option and its value
+		"$DELOG" bench $w -Z >"$TMP/out" 2>"$TMP/err"
+		rc=$?
+		if grep -q "which was not built\|which is not beside" "$TMP/err"; then
+			continue # delog-bench-peers is not here: tools.bench_peers checks that
+		fi
+		[ "$rc" -eq 2 ] || fail "bench $w -Z: exit $rc, expected 2"
+		grep -q "^delog bench: invalid option -- 'Z'" "$TMP/err" ||
+			fail "bench $w -Z: not signed 'delog bench:': $(head -1 "$TMP/err")"
+	done
 	expect_rc 0 "help format" "$DELOG" help format
 	# -n is --dry-run and nothing else.
 	for cmd in format print recover probe stress; do
@@ -218,7 +255,26 @@ sizes)
 	expect_rc 2 "format --size 2M" "$DELOG" format --size 2M "$TMP/f"
 	expect_in "$TMP/err" "'2M' is 2 MiB, below the smallest log (4 MiB)" "format --size 2M"
 	expect_rc 2 "format --size 5000000" "$DELOG" format --size 5000000 "$TMP/f"
-	expect_in "$TMP/err" "'5000000' is 4.8 MiB, not a multiple of 4 KiB" "format --size 5000000"
+	expect_in "$TMP/err" "'5000000' is 5000000 B, not a multiple of 4 KiB: give 4880 KiB or 4884 KiB" \
+		"format --size 5000000"
+	# Off the sector by 1 KiB: the exact size and the two nearest, never "4.0 MiB"; and a
+	# size that is refused is not rounded instead (probe: whole 1 MiB requests).
+	for cmd in format stress; do
+		expect_rc 2 "$cmd --size 4097K" "$DELOG" $cmd --size 4097K "$TMP/f"
+		expect_in "$TMP/err" "delog $cmd: --size: '4097K' is 4097 KiB, not a multiple of 4 KiB: give 4 MiB or 4100 KiB" \
+			"$cmd --size 4097K"
+		not_in "$TMP/err" "4.0 MiB" "$cmd --size 4097K"
+		expect_rc 2 "$cmd --size 4095K" "$DELOG" $cmd --size 4095K "$TMP/f"
+		expect_in "$TMP/err" "'4095K' is 4095 KiB, below the smallest log (4 MiB)" "$cmd --size 4095K"
+	done
+	expect_rc 2 "probe --size 16385K" "$DELOG" probe --size 16385K "$TMP/f"
+	expect_in "$TMP/err" "'16385K' is 16385 KiB, not a multiple of 1 MiB: give 16 MiB or 17 MiB" \
+		"probe --size 16385K"
+	expect_rc 2 "probe --bw-bytes 8193K" "$DELOG" probe --bw-bytes 8193K "$TMP/f"
+	expect_in "$TMP/err" "not a multiple of 1 MiB: give 8 MiB or 9 MiB" "probe --bw-bytes 8193K"
+	expect_rc 2 "bench recovery --size 16385K" "$DELOG" bench --workload recovery --size 16385K "$TMP/f"
+	expect_in "$TMP/err" "--size: 16385 KiB is not a multiple of the 4096-byte sector (--sector): give 16 MiB or 16388 KiB" \
+		"bench recovery --size 16385K"
 	expect_rc 2 "format --sector 512 --size 4194816" "$DELOG" format --size 4194817 --sector 512 "$TMP/f"
 	expect_in "$TMP/err" "not a multiple of 512 B" "format --size 4194817 --sector 512"
 	expect_rc 2 "stress --size 5000000" "$DELOG" stress --size 5000000 "$TMP/f"
@@ -241,6 +297,34 @@ stress)
 	P=$SRC/docs/man/delog-stress.1
 	not_in "$P" "must list every printed id" "delog-stress.1"
 	expect_in "$P" "may be missing" "delog-stress.1: released ids may be missing"
+	ln -s nowhere "$TMP/dangling"
+	expect_rc 1 "stress on a dangling link" timeout 20 "$DELOG" stress --count 1 "$TMP/dangling"
+	expect_in "$TMP/err" "$TMP/dangling: is a dangling symbolic link" "stress on a dangling link"
+	not_in "$TMP/err" "File exists" "stress on a dangling link"
+	[ -L "$TMP/dangling" ] && [ ! -e "$TMP/nowhere" ] || fail "stress changed the dangling link"
+	: >"$TMP/empty"
+	head -c 2097152 /dev/zero >"$TMP/small"
+	head -c 100000 /dev/zero >"$TMP/notlog"
+	for f in empty small notlog; do
+		touch -d "2020-01-02 03:04:05" "$TMP/$f"
+	done
+	kept="$(state "$TMP/empty") $(state "$TMP/small") $(state "$TMP/notlog")"
+	for fl in "" "--format"; do
+		# shellcheck disable=SC2086 # $fl is an option or nothing
+		expect_rc 1 "stress $fl on an empty file" timeout 20 "$DELOG" stress $fl --count 1 "$TMP/empty"
+		expect_in "$TMP/err" "$TMP/empty: the file is empty, so it holds no log" "stress $fl on an empty file"
+		expect_in "$TMP/err" "delog format $TMP/empty --size N" "stress $fl on an empty file: what to do"
+		not_in "$TMP/err" "DELOG_ETRUNCATED" "stress $fl on an empty file"
+	done
+	expect_rc 1 "stress --format on a 2 MiB file" timeout 20 "$DELOG" stress --format --count 1 "$TMP/small"
+	expect_in "$TMP/err" "smaller than the 32 MiB log --format makes" "stress --format on a 2 MiB file"
+	expect_in "$TMP/err" "--size 32768K --force" "stress --format on a 2 MiB file: what to do"
+	not_in "$TMP/err" "misaligned" "stress --format on a 2 MiB file"
+	expect_rc 1 "stress on a file that is no log" timeout 20 "$DELOG" stress --count 1 "$TMP/notlog"
+	expect_in "$TMP/err" "DELOG_ENOTLOG" "stress on a file that is no log"
+	expect_in "$TMP/err" "--format makes a log in it" "stress on a file that is no log: what to do"
+	[ "$(state "$TMP/empty") $(state "$TMP/small") $(state "$TMP/notlog")" = "$kept" ] ||
+		fail "a refused stress changed a file"
 	;;
 readme)
 	R=$SRC/README.md
@@ -330,6 +414,171 @@ smalllog 32 log_size 1048576: below the smallest log
 magic 0 magic
 sbcrc 508 crc
 EOF
+	;;
+layers)
+	# included FILE: the headers FILE includes with quotes, one per line.
+	included() {
+		sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$1"
+	}
+	for f in "$SRC"/tools/bench/*.[ch] "$SRC"/tools/crash/*.[ch] "$SRC"/tools/common/*.[ch]; do
+		dir=$(dirname "$f")
+		for h in $(included "$f"); do
+			case $h in
+			cli/*) fail "${f#"$SRC"/} includes $h: a header of tools/cli, above it" ;;
+			bench/* | crash/*)
+				case $f in
+				*/tools/common/*) fail "${f#"$SRC"/} includes $h: common/ uses no wing" ;;
+				esac ;;
+			*/*) ;;
+			*)
+				# A bare name: its own directory's, or a layer's; not one only cli/ has.
+				if [ ! -e "$dir/$h" ] && [ -e "$SRC/tools/cli/$h" ]; then
+					fail "${f#"$SRC"/} includes \"$h\", a header of tools/cli"
+				fi ;;
+			esac
+		done
+	done
+	;;
+device)
+	[ "$(id -u)" -eq 0 ] || skip "loop devices need root"
+	command -v losetup >/dev/null 2>&1 || skip "losetup is not installed"
+	head -c 2097152 /dev/urandom >"$TMP/small.img"
+	L=$(losetup --find --show "$TMP/small.img" 2>"$TMP/err") || skip "losetup failed: $(cat "$TMP/err")"
+	LOOPS=$L
+	before=$(cksum <"$L")
+	for f in "" "--force"; do
+		# shellcheck disable=SC2086 # $f is an option or nothing
+		{
+			expect_rc 1 "bench commit $f on a 2 MiB device" "$DELOG" bench --workload commit $f \
+				--size 16M --time 0.05 --clients 1 "$L"
+			expect_in "$TMP/err" "$L: holds 2 MiB; the bench needs" "bench commit $f on a 2 MiB device"
+			not_in "$TMP/err" "--force" "bench commit $f on a 2 MiB device"
+			expect_rc 1 "bench recovery $f on a 2 MiB device" "$DELOG" bench --workload recovery $f \
+				--size 16M --json "$L"
+			expect_in "$TMP/err" "$L: holds 2 MiB; the bench needs 16388 KiB (see --size)" \
+				"bench recovery $f on a 2 MiB device"
+			expect_in "$TMP/out" '"kind": "blockdev"' "bench recovery --json $f on a 2 MiB device"
+			expect_rc 1 "probe $f on a 2 MiB device" "$DELOG" probe $f --no-fio "$L"
+			expect_in "$TMP/err" "$L: holds 2 MiB, less than the 8 MiB a probe needs" "probe $f on a 2 MiB device"
+			not_in "$TMP/err" "--force" "probe $f on a 2 MiB device"
+			expect_rc 1 "format $f on a 2 MiB device" "$DELOG" format $f "$L"
+			expect_in "$TMP/err" "too small for a minimal log" "format $f on a 2 MiB device"
+			not_in "$TMP/err" "--force" "format $f on a 2 MiB device"
+		}
+	done
+	[ "$(cksum <"$L")" = "$before" ] || fail "a refused command changed the 2 MiB device"
+	truncate -s 96M "$TMP/big.img"
+	L=$(losetup --find --show "$TMP/big.img" 2>"$TMP/err") || skip "losetup failed: $(cat "$TMP/err")"
+	LOOPS="$LOOPS $L"
+	expect_rc 1 "bench on a device large enough" "$DELOG" bench --workload recovery --size 16M "$L"
+	expect_in "$TMP/err" "$L: is a block device; the bench overwrites its first 16388 KiB (add --force" \
+		"bench on a device large enough"
+	;;
+json)
+	command -v python3 >/dev/null 2>&1 || skip "python3 is needed to read the JSON"
+	# refused_json WHAT TEXT CMD...: exit 1, stderr has TEXT, stdout is one document with
+	# superblock null and error.what holding TEXT too.
+	refused_json() {
+		what=$1
+		text=$2
+		shift 2
+		expect_rc 1 "$what" timeout 20 "$@"
+		expect_in "$TMP/err" "$text" "$what: stderr"
+		python3 - "$TMP/out" "$text" <<'PY' 2>"$TMP/py.err" || fail "$what: $(tail -1 "$TMP/py.err")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["superblock"] is None, "superblock is not null"
+assert d["created"] is False, "created is not false"
+e = d["error"]
+assert isinstance(e, dict), "no error object: %r" % (e,)
+assert isinstance(e["code"], int) and e["code"] < 0, "code %r" % (e["code"],)
+assert e["name"] and e["message"], "name or message empty"
+assert sys.argv[2] in e["what"], "error.what %r lacks %r" % (e["what"], sys.argv[2])
+PY
+	}
+	mkdir "$TMP/dir"
+	ln -s nowhere "$TMP/dangling"
+	mkfifo "$TMP/fifo"
+	head -c 2097152 /dev/zero >"$TMP/small"
+	head -c 8392704 /dev/zero >"$TMP/data"
+	printf 'hello' | dd of="$TMP/data" bs=1 seek=100 conv=notrunc 2>/dev/null
+	ln -s data "$TMP/link"
+	"$DELOG" format --size 4M "$TMP/log" >/dev/null || fail "format of the log to refuse"
+	for f in small data log; do
+		touch -d "2020-01-02 03:04:05" "$TMP/$f"
+	done
+	kept="$(state "$TMP/small") $(state "$TMP/data") $(state "$TMP/log")"
+	for sz in "" "--size 4M"; do
+		# shellcheck disable=SC2086 # $sz is an option and its value, or nothing
+		{
+			refused_json "format --json $sz DIR" "not a regular file or block device (a directory)" \
+				"$DELOG" format --json $sz "$TMP/dir"
+			refused_json "format --json $sz /dev/null" "not a regular file or block device (a character device)" \
+				"$DELOG" format --json $sz /dev/null
+			refused_json "format --json $sz FIFO" "not a regular file or block device (a FIFO)" \
+				"$DELOG" format --json $sz "$TMP/fifo"
+			refused_json "format --json $sz dangling link" "dangling symbolic link" \
+				"$DELOG" format --json $sz "$TMP/dangling"
+			refused_json "format --json $sz link to a file" "symbolic link not to a block device" \
+				"$DELOG" format --json $sz "$TMP/link"
+			refused_json "format --json $sz log" "it holds a delog log" \
+				"$DELOG" format --json $sz "$TMP/log"
+			refused_json "format --json $sz data" "holds data (non-zero byte at offset 100)" \
+				"$DELOG" format --json $sz "$TMP/data"
+		}
+	done
+	refused_json "format --json small" "too small for the smallest log" \
+		"$DELOG" format --json "$TMP/small"
+	refused_json "format --json --size 4M small" "use --force to grow it" \
+		"$DELOG" format --json --size 4M "$TMP/small"
+	refused_json "format --json in a missing directory" "o such file or directory" \
+		"$DELOG" format --json --size 4M "$TMP/nodir/f"
+	[ -L "$TMP/dangling" ] && [ ! -e "$TMP/nowhere" ] || fail "the dangling link was changed"
+	[ -d "$TMP/dir" ] && [ -z "$(ls -A "$TMP/dir")" ] || fail "the directory was changed"
+	[ -p "$TMP/fifo" ] || fail "the FIFO was changed"
+	[ "$(state "$TMP/small") $(state "$TMP/data") $(state "$TMP/log")" = "$kept" ] ||
+		fail "a refused format changed a file"
+	if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
+		SHM=/dev/shm/delog_cli_user_test.$$
+		refused_json "format --json on tmpfs" "(tmpfs) keeps data only in memory" \
+			"$DELOG" format --json --size 4M "$SHM"
+		[ -e "$SHM" ] && fail "format --json on tmpfs left $SHM behind"
+		: >"$SHM"
+		touch -d "2020-01-02 03:04:05" "$SHM"
+		before=$(state "$SHM")
+		refused_json "format --json on an empty tmpfs file" "(tmpfs) keeps data only in memory" \
+			"$DELOG" format --json --size 4M "$SHM"
+		[ "$(state "$SHM")" = "$before" ] || fail "format --json changed the tmpfs file"
+	fi
+	# probe and crash answer their refusals in JSON too (bench's shape: error.message).
+	# error_json WHAT TEXT CMD...: exit 1, TEXT on stderr and in error.message.
+	error_json() {
+		what=$1
+		text=$2
+		shift 2
+		expect_rc 1 "$what" timeout 20 "$@"
+		expect_in "$TMP/err" "$text" "$what: stderr"
+		python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["error"]; sys.exit(0 if e["code"] < 0 and e["name"] and sys.argv[2] in e["message"] else 1)' \
+			"$TMP/out" "$text" 2>"$TMP/py.err" ||
+			fail "$what: no JSON error naming '$text' ($(tail -1 "$TMP/py.err"))"
+	}
+	error_json "probe --json DIR" "not a regular file or block device (a directory)" \
+		"$DELOG" probe --json "$TMP/dir"
+	error_json "probe --json data" "exists and holds" "$DELOG" probe --json "$TMP/data"
+	error_json "crash --json --save" "--save: $TMP/nodir/s" \
+		"$DELOG" crash --json --save "$TMP/nodir/s" --states 5 --workload small
+	[ "$(state "$TMP/small") $(state "$TMP/data") $(state "$TMP/log")" = "$kept" ] ||
+		fail "a refused probe changed a file"
+	# Usage errors are the exception: exit 2, nothing on stdout, the message on stderr.
+	for cmd in "format --size 1" "format" "print --backend foo" "recover --ids" "probe --size 1" \
+		   "bench --workload recovery --size 1" "bench --workload nosuch" "crash --states 0" \
+		   "format --bogus" "bench --compare-flush --bogus"; do
+		# shellcheck disable=SC2086 # $cmd is the command and its options
+		expect_rc 2 "$cmd --json (usage)" timeout 20 "$DELOG" $cmd --json "$TMP/missing"
+		[ -s "$TMP/out" ] && fail "$cmd --json (usage): stdout is not empty: $(head -3 "$TMP/out")"
+		grep -q "^delog ${cmd%% *}: " "$TMP/err" || fail "$cmd --json (usage): no 'delog ${cmd%% *}:' message"
+	done
+	[ -e "$TMP/missing" ] && fail "a usage error created $TMP/missing"
 	;;
 *)
 	echo "unknown mode $MODE" >&2

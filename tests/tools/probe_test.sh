@@ -65,7 +65,7 @@ for b in ok:
     assert b["bandwidth_mbs"]["seq_write"] > 0 and b["bandwidth_mbs"]["seq_read"] > 0
     if "fio" in b and b["fio"]["installed"]:
         need(b["fio"], ["seq_write_mbs", "seq_read_mbs", "ratio_write", "ratio_read"], "fio")
-# The recommendation (tools/cli/recommend.c): a safe policy, the log's limits, a reason.
+# The recommendation (tools/common/recommend.c): a safe policy, the log's limits, a reason.
 need(doc, ["recommendation"], "top level")
 rec = doc["recommendation"]
 assert isinstance(rec, dict), "recommendation is %r although a backend succeeded" % (rec,)

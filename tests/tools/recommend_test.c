@@ -1,5 +1,5 @@
 /*
- * recommend_test.c - the probe's recommendation rule (tools/cli/recommend.c) on made-up
+ * recommend_test.c - the probe's recommendation rule (tools/common/recommend.c) on made-up
  * costs, run by ctest as tools.recommend.
  *
  * Why: `delog probe` and `delog bench --compare-flush` both print what the rule says, and
@@ -8,9 +8,10 @@
  * is fed a cost tuple here and its answer checked: write through -> sync; no FUA or FUA
  * unknown -> single; native FUA with F + FU within 1.1 x WF -> sync, above it -> single;
  * and the geometry: the smallest power of two >= MB/s x WF bytes, clamped, 2 + the
- * buffers that fit in one round trip, clamped; never none or async; a non-empty reason.
+ * buffers that fit in one round trip, clamped to the ring's most; never none or async; a
+ * reason that ends with the geometry chosen and says when the ring's most capped it.
  */
-#include "cli/probe.h"
+#include "common/costs.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -35,6 +36,8 @@ static struct probe_rec run(double w, double wf, double fu, double f, double mbs
 				 .flush_us = f, .seq_write_mbs = mbs, .volatile_cache = cache,
 				 .fua = fua };
 	struct probe_rec r;
+	char tail[64];
+	size_t n, k;
 
 	probe_recommend(&c, &r);
 	CHECK(r.policy == DELOG_FLUSH_SYNC || r.policy == DELOG_FLUSH_SINGLE,
@@ -44,6 +47,12 @@ static struct probe_rec run(double w, double wf, double fu, double f, double mbs
 	CHECK(r.logbsize >= DELOG_LOGBSIZE_MIN && r.logbsize <= DELOG_LOGBSIZE_MAX &&
 	      !(r.logbsize & (r.logbsize - 1)), "logbsize %u", r.logbsize);
 	CHECK(r.reason[0], "empty reason");
+	/* The reason ends with the geometry chosen (not a count above the ring's most). */
+	snprintf(tail, sizeof(tail), ": %u x %u KiB", r.logbufs, r.logbsize >> 10);
+	n = strlen(r.reason);
+	k = strlen(tail);
+	CHECK(n >= k && !strcmp(r.reason + n - k, tail), "reason does not end with '%s': %s", tail,
+	      r.reason);
 	return r;
 }
 
@@ -91,6 +100,10 @@ int main(void)
 	r = run(70, 20000, 110, 19000, 500, 1, 0); /* B = 10 MB: clamped, 256 KiB x 8 */
 	CHECK(r.logbsize == DELOG_LOGBSIZE_MAX && r.logbufs == DELOG_LOGBUFS_MAX,
 	      "B 10 MB: %u x %u", r.logbufs, r.logbsize);
+	/* 2 + 39 buffers wanted: the reason says the ring caps them at 8. */
+	CHECK(strstr(r.reason, "2 + 39 of them, capped at the ring's 8"), "B 10 MB: %s", r.reason);
+	r = run(70, 1830, 110, 1795, 490, 1, 1); /* 2 + 4 = 6: no cap to speak of */
+	CHECK(!strstr(r.reason, "capped"), "B 896700: %s", r.reason);
 	r = run(0, 0, 0, 0, 0, 1, 1); /* nothing measured: the smallest ring */
 	CHECK(r.logbsize == DELOG_LOGBSIZE_MIN && r.logbufs == DELOG_LOGBUFS_MIN,
 	      "B 0: %u x %u", r.logbufs, r.logbsize);

@@ -26,7 +26,9 @@
  *    bench_interrupted between steps, the target is cleaned up, and only then is the
  *    mask restored, so the pending signal kills the process after the cleanup.
  *  - Errors and output.  "delog bench: <subject>: <reason>" on stderr; exit 0, 1, or 2
- *    for usage.  With --json stdout carries exactly one document: the workload's on
+ *    for usage.  Progress is drawn on stderr when it is a terminal (bench_progress, a
+ *    line redrawn in place); otherwise a workload's points (bench_point) each print one
+ *    line when they finish, so a run in a pipe is not silent for minutes.  With --json stdout carries exactly one document: the workload's on
  *    success, or, when the workload failed before printing one, a short document with
  *    the common members and "error" {code, name, message}.
  */
@@ -200,6 +202,32 @@ void bench_progress(struct bench *b, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fflush(stderr);
+}
+
+void bench_point(struct bench *b, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(b->point, sizeof(b->point), fmt, ap);
+	va_end(ap);
+	b->point_t0 = now_ns();
+	if (!b->prog_on)
+		return;
+	b->prog_last = 0; /* a new point is always drawn */
+	bench_progress(b, "%s", b->point);
+}
+
+void bench_point_done(struct bench *b, int err)
+{
+	if (!b->point_t0)
+		return;
+	if (!b->prog_on && !err) {
+		fprintf(stderr, "delog bench: %s: done, %.1f s\n", b->point,
+			(double)(now_ns() - b->point_t0) / 1e9);
+		fflush(stderr);
+	}
+	b->point_t0 = 0;
 }
 
 void bench_progress_clear(struct bench *b)
@@ -395,10 +423,23 @@ int bench_target_open(struct bench *b, uint64_t bytes)
 		return err;
 	}
 	if (S_ISBLK(st.st_mode)) {
+		t->is_blockdev = true;
+		/* Too small is said first: --force would not help. */
+		err = tool_blockdev_size(t->path, &t->bytes);
+		if (err) {
+			bench_fail(b, err, t->path, "cannot read its size: %s", strerror(-err));
+			return err;
+		}
+		if (t->bytes < bytes) {
+			bench_fail(b, -ENOSPC, t->path, "holds %s; the bench needs %s (see --size)",
+				   fmt_bytes(t->bytes, sz, sizeof(sz)),
+				   fmt_bytes_exact(bytes, sz2, sizeof(sz2)));
+			return -ENOSPC;
+		}
 		if (!b->o.force) {
 			bench_fail(b, -EPERM, t->path, "is a block device; the bench overwrites its "
 				   "first %s (add --force to allow that)",
-				   fmt_bytes(bytes, sz, sizeof(sz)));
+				   fmt_bytes_exact(bytes, sz, sizeof(sz)));
 			return -EPERM;
 		}
 		t->hold_fd = open(t->path, O_RDONLY | O_EXCL | O_CLOEXEC);
@@ -412,7 +453,6 @@ int bench_target_open(struct bench *b, uint64_t bytes)
 					   strerror(errno));
 			return err;
 		}
-		t->is_blockdev = true;
 		{
 			struct iol_dev_opts o;
 			struct iol_dev *dev;
@@ -428,12 +468,6 @@ int bench_target_open(struct bench *b, uint64_t bytes)
 			t->bytes = iol_dev_geom(dev)->size_bytes;
 			iol_dev_close(dev);
 		}
-		if (t->bytes < bytes) {
-			bench_fail(b, -ENOSPC, t->path, "holds %s; the bench needs %s (see --size)",
-				   fmt_bytes(t->bytes, sz, sizeof(sz)),
-				   fmt_bytes(bytes, sz2, sizeof(sz2)));
-			return -ENOSPC;
-		}
 		return 0;
 	}
 	if (st.st_size > 0 && !b->o.force) {
@@ -448,6 +482,13 @@ int bench_target_open(struct bench *b, uint64_t bytes)
 	t->bytes = (uint64_t)st.st_size;
 	if (t->bytes < bytes) {
 		fd = open(t->path, O_RDWR | O_CLOEXEC);
+		if (fd >= 0) {
+			/* From here a failed run cuts it back (target_cleanup). */
+			t->grown = true;
+			t->orig_size = (uint64_t)st.st_size;
+			t->orig_times[0] = st.st_atim;
+			t->orig_times[1] = st.st_mtim;
+		}
 		if (fd < 0 || (err = posix_fallocate(fd, 0, (off_t)bytes))) {
 			err = fd < 0 ? errno : err;
 			bench_fail(b, -err, t->path, "cannot extend to %s: %s",
@@ -462,13 +503,26 @@ int bench_target_open(struct bench *b, uint64_t bytes)
 	return 0;
 }
 
-static void target_cleanup(struct bench *b)
+/*
+ * The end of a run (@failed: it did not succeed): remove the file it created (unless
+ * --keep); a file it grew back to the size it had when the run failed, and an empty one
+ * also to its times, so that it is left exactly as found (a non-empty one was given with
+ * --force, and what the run wrote over stays written).
+ */
+static void target_cleanup(struct bench *b, bool failed)
 {
 	struct bench_target *t = &b->t;
 
 	if (t->created && !b->o.keep && unlink(t->path))
 		fprintf(stderr, "delog bench: %s: cannot remove the bench file: %s\n", t->path,
 			strerror(errno));
+	if (failed && t->grown) {
+		if (truncate(t->path, (off_t)t->orig_size) ||
+		    (!t->orig_size && utimensat(AT_FDCWD, t->path, t->orig_times, 0)))
+			fprintf(stderr, "delog bench: %s: cannot restore its size of %" PRIu64
+				" bytes: %s\n", t->path, t->orig_size, strerror(errno));
+		t->grown = false;
+	}
 	if (t->hold_fd >= 0)
 		close(t->hold_fd);
 	t->hold_fd = -1;
@@ -740,7 +794,7 @@ int cmd_bench(int argc, char **argv)
 		bench_fail(&b, -EINTR, b.t.path[0] ? b.t.path : NULL, "interrupted");
 	if (rc != TOOL_EXIT_OK && b.o.json && !b.json_done)
 		json_error_doc(&b);
-	target_cleanup(&b);
+	target_cleanup(&b, rc != TOOL_EXIT_OK);
 	free(state);
 	/* A pending stop signal is delivered here, after the cleanup. */
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -36,11 +36,15 @@ struct bench_opts {
 	bool json, keep, force;
 };
 
-/* What the bench runs on; bench.c removes what it created (unless --keep). */
+/* What the bench runs on; bench.c removes what it created (unless --keep), and cuts a
+ * file it grew back to what it found when the run fails. */
 struct bench_target {
 	char path[PATH_MAX];
 	bool created;             /* we created the file */
 	bool is_blockdev;
+	bool grown;               /* an existing file we extended from orig_size */
+	uint64_t orig_size;
+	struct timespec orig_times[2]; /* its atime and mtime as found */
 	uint64_t bytes;           /* file size (as created or found) or device size */
 	int hold_fd;              /* O_EXCL hold of a block device, else -1 */
 };
@@ -51,6 +55,8 @@ struct bench {
 	sigset_t stop_sigs;       /* blocked for the run, polled by bench_interrupted */
 	bool prog_on, prog_shown;
 	uint64_t prog_last;
+	char point[192];          /* the point in progress (bench_point), for its end line */
+	uint64_t point_t0;        /* ... and when it started; 0: none */
 	bool json_done;           /* the workload printed its JSON document */
 	int err;                  /* first failure, for the JSON error document */
 	char err_msg[512];
@@ -96,9 +102,11 @@ extern const struct bench_workload bench_peers;    /* delog-bench-peers only */
  * The target: the PATH given or a new temporary file "delog-bench-PID-N.tmp" in the
  * current directory.  A path that does not exist is created with iol_file_create at
  * @bytes (and is removed at the end unless --keep).  An existing regular file smaller
- * than @bytes is extended (fallocate); an existing non-empty file or a block device is
- * overwritten, so it needs --force; a block device is held O_EXCL (fails while mounted)
- * and must hold @bytes.  Returns 0 or a negative errno after bench_fail.
+ * than @bytes is extended (fallocate), and cut back to its size when the run fails (an
+ * empty one gets its times back too: it is then exactly as found); an existing non-empty
+ * file or a block device is overwritten, so it needs --force; a block device must hold
+ * @bytes (checked first) and is held O_EXCL (fails while mounted).  Returns 0 or a
+ * negative errno after bench_fail.
  */
 int bench_target_open(struct bench *b, uint64_t bytes);
 
@@ -119,6 +127,17 @@ void bench_out(struct bench *b, const char *fmt, ...) __attribute__((format(prin
 /* A transient progress line on stderr when it is a terminal (at most 10 per second). */
 void bench_progress(struct bench *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void bench_progress_clear(struct bench *b);
+/*
+ * A point of the run (one measurement: a policy at a client count, a pass) starts; @fmt
+ * names it ("[3/12] dbench, 8 clients: sync").  On a terminal it is the progress line,
+ * redrawn in place; when stderr is not a terminal (a pipe, a file, CI) nothing is drawn,
+ * and bench_point_done prints one line per finished point instead,
+ *   delog bench: [3/12] dbench, 8 clients: sync: done, 2.1 s
+ * so a long run says how far it got without carriage returns.  @err: the point's result
+ * (a failed one has said why already, and gets no line).
+ */
+void bench_point(struct bench *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void bench_point_done(struct bench *b, int err);
 
 /* Median of the non-NaN values of @v (not modified); NaN when there are none. */
 double bench_median(const double *v, size_t n);

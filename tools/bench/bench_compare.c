@@ -25,10 +25,11 @@
  *     are shown as a ratio to it;
  *   - fsmark times as a ratio to sync's;
  *   - probe's recommendation checked (issue 18): before the points, the costs `delog
- *     probe` measures (probe_measure_costs, the probe's own code: 4 KiB write, write +
- *     flush, FUA write and idle flush medians, one sequential write pass) are measured
- *     on the target (the raw baseline's region; on sim, a disk of the run's profile),
- *     the rule of tools/cli/recommend.c picks a policy, and per client count the
+ *     probe` measures (probe_measure_costs in tools/common/costs.c, the probe's own code:
+ *     4 KiB write, write + flush, FUA write and idle flush medians, one sequential write
+ *     pass) are measured on the target (the raw baseline's region; on sim, a disk of the
+ *     run's profile), the rule of tools/common/recommend.c picks a policy, and per
+ *     client count the
  *     recommended policy's dbench BW is divided by the best safe policy's (sync, async,
  *     single): the rule is right where that is >= 0.95 at every client count.  Then the
  *     buffers it recommends: when rec.logbufs x rec.logbsize is not the run's geometry
@@ -67,7 +68,7 @@
  * baseline).
  */
 #include "bench_flush.h"
-#include "cli/probe.h"
+#include "common/costs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1167,10 +1168,11 @@ static int run_dbench(struct fb_env *e, enum delog_flush_policy p, unsigned clie
 {
 	int err;
 
-	bench_progress(e->b, "[%u/%u] dbench, %u clients: %s%s", k, total, clients,
-		       delog_flush_policy_name(p), tag);
+	bench_point(e->b, "[%u/%u] dbench, %u clients: %s%s", k, total, clients,
+		    delog_flush_policy_name(p), tag);
 	if (!(err = dbench_point(e, p, clients, row)))
 		*ok = true;
+	bench_point_done(e->b, err);
 	return err;
 }
 
@@ -1207,8 +1209,10 @@ static int run_workload(struct bench *b, void *state)
 	if (!r.e.sim && (err = prepare(&r.e)))
 		goto out;
 	if (o->do_recommend) {
-		bench_progress(b, "measuring the costs `delog probe` measures");
-		if ((err = recommend_measure(&r)))
+		bench_point(b, "measuring the costs `delog probe` measures");
+		err = recommend_measure(&r);
+		bench_point_done(b, err);
+		if (err)
 			goto out;
 		geo = !geo_skip(&r);
 	}
@@ -1232,9 +1236,10 @@ static int run_workload(struct bench *b, void *state)
 		unsigned n = o->clients[c];
 
 		if (o->do_raw) {
-			bench_progress(b, "[%u/%u] raw baseline beside %u clients", ++k, total, n);
+			bench_point(b, "[%u/%u] raw baseline beside %u clients", ++k, total, n);
 			if (!(err = raw_point(&r.e, n, &r.raw[c])))
 				r.raw_ok[c] = true;
+			bench_point_done(b, err);
 		}
 		for (unsigned i = 0; i < o->npolicy && !err; i++) {
 			unsigned p = (i + c) % o->npolicy; /* rotate the starting policy */
@@ -1256,10 +1261,11 @@ static int run_workload(struct bench *b, void *state)
 			err = -EINTR;
 	}
 	for (unsigned p = 0; o->do_fsmark && p < o->npolicy && !err; p++) {
-		bench_progress(b, "[%u/%u] fsmark: %s", ++k, total,
-			       delog_flush_policy_name(o->policy[p]));
+		bench_point(b, "[%u/%u] fsmark: %s", ++k, total,
+			    delog_flush_policy_name(o->policy[p]));
 		if (!(err = fsmark_point(&r.e, o->policy[p], &r.fs[p])))
 			r.fs_ok[p] = true;
+		bench_point_done(b, err);
 		if (!err && bench_interrupted(b))
 			err = -EINTR;
 	}

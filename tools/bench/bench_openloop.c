@@ -578,12 +578,14 @@ int bench_openloop_run(struct bench *b, const struct bench_ol_params *p)
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	for (unsigned ri = 0; ri < p->nrates && !err; ri++) {
 		if (p->baseline) {
-			bench_progress(b, "%g/s: raw-fdatasync", p->rates[ri]);
+			bench_point(b, "%g/s: raw-fdatasync", p->rates[ri]);
 			err = raw_point(b, p, ri, &pts[(size_t)ri * nsys + p->npolicy]);
+			bench_point_done(b, err);
 		}
 		for (unsigned sys = 0; sys < p->npolicy && !err; sys++) {
-			bench_progress(b, "%g/s: %s", p->rates[ri], sys_name(p, sys));
+			bench_point(b, "%g/s: %s", p->rates[ri], sys_name(p, sys));
 			err = delog_point(b, p, sys, ri, &pts[(size_t)ri * nsys + sys]);
+			bench_point_done(b, err);
 		}
 		if (!err && bench_interrupted(b))
 			err = -EINTR;

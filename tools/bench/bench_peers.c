@@ -1260,9 +1260,10 @@ static int peers_run(struct bench *b, void *state)
 		for (unsigned s = 0; s < NR_SYS && !err; s++) {
 			if (!o->sys[s])
 				continue;
-			bench_progress(b, "%u threads: %s", o->clients[c], systems[s].name);
+			bench_point(b, "%u threads: %s", o->clients[c], systems[s].name);
 			if (!(err = sys_point(&r, (enum sys_id)s, o->clients[c], &r.rows[r.nrows])))
 				r.nrows++;
+			bench_point_done(b, err);
 		}
 		if (!err && bench_interrupted(b))
 			err = -EINTR;

@@ -12,14 +12,16 @@
  *     jrnl_log_free_bytes first (halving its item count near the end), so the writer
  *     never refuses one and nothing is left half-written.  The tail stays at the start
  *     of the log (nothing is released), so [tail, head) is the whole log less the last
- *     checkpoint's worth; under 95 % of --size is a failure.  Then jrnl_log_force,
- *     jrnl_log_flush, one more one-item checkpoint, force and flush again, and
- *     jrnl_log_close, with no unmount record: recovery sees a crashed log and must read
- *     and replay all of it.  The last checkpoint's record is sealed after the flush, so
- *     it carries the durable point, as the records of an engine that flushes its
- *     commits do.  Without it (--no-durable-point) no record vouches for any other, and
- *     recovery verifies every record back from the head before its main pass, reading
- *     the log twice (docs/BENCH.md); the bench then also prints the live-log rate.
+ *     checkpoint's worth; under 95 % of --size is a failure (a --size too small to
+ *     reach it with these buffers and items is refused up front: fill_unfillable).
+ *     Then jrnl_log_force, jrnl_log_flush, one more one-item checkpoint, force and
+ *     flush again, and jrnl_log_close, with no unmount record: recovery sees a crashed
+ *     log and must read and replay all of it.  The last checkpoint's record is sealed
+ *     after the flush, so it carries the durable point, as the records of an engine
+ *     that flushes its commits do.  Without it (--no-durable-point) no record vouches
+ *     for any other, and recovery verifies every record back from the head before its
+ *     main pass, reading the log twice (docs/BENCH.md); the bench then also prints the
+ *     live-log rate.
  *  3. --passes times: jrnl_sb_read + jrnl_recover (read_only, so nothing is stamped and
  *     every pass sees the same log) with a replay callback that touches every item (XORs
  *     its first byte, counts its bytes), timed with now_ns; MB/s is report.bytes_read
@@ -51,6 +53,7 @@
  * helpers (format.h): this workload measures recovery below the engine. */
 #include "format.h"
 #include "io.h"
+#include "io_sim.h"
 
 #include <delog.h>
 #include <errno.h>
@@ -238,27 +241,92 @@ static int rec_option(void *state, int opt, const char *arg)
 	return bench_usage_error("unknown option");
 }
 
+/*
+ * The most of the log that fill_log can leave unwritten with these options, from the
+ * writer's own arithmetic: it stops when a one-item checkpoint (T1 = jrnl_log_tx_bytes)
+ * no longer fits in jrnl_log_free_bytes less the reserve for the checkpoint after the
+ * flush (T1 + 2 log buffers; none with --no-durable-point), and jrnl_log_free_bytes
+ * itself keeps one sector and a record header back.  So the head stops short of the end
+ * by less than reserve + T1 + what the writer keeps back.  T1 and the header depend on
+ * the sector, the buffer size and the item size only, not on the log's size, so they are
+ * read from a writer opened on the smallest log, on an in-memory sim disk: the target is
+ * not touched.  0 or a negative errno.
+ */
+static int fill_unfillable(const struct rec_opts *o, uint64_t *out)
+{
+	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = DELOG_SB_BYTES + MIN_SIZE,
+				   .sector = o->sector, .seed = 1, .write_through = true };
+	struct iol_dev_opts dopts = { .size = sizeof(dopts), .backend = "sim", .sim = &so };
+	struct jrnl_format_opts fo = { .sector = o->sector, .log_size = MIN_SIZE };
+	struct jrnl_log_opts lo = { .logbufs = o->logbufs, .logbsize = o->logbsize };
+	struct iol_dev *dev;
+	struct jrnl_log *log;
+	struct jrnl_geom g;
+	uint64_t t1, kept;
+	int err;
+
+	err = iol_dev_open(NULL, &dopts, &dev);
+	if (err)
+		return err;
+	err = jrnl_format(dev, &fo, &g);
+	if (!err)
+		err = jrnl_log_open(dev, &g, NULL, &lo, &log);
+	if (!err) {
+		t1 = jrnl_log_tx_bytes(log, 1, o->item_size);
+		kept = g.log_size - jrnl_log_free_bytes(log);
+		err = jrnl_log_close(log);
+		*out = (o->no_durable ? 0 : t1 + 2ull * o->logbsize) + t1 + kept;
+	}
+	iol_dev_close(dev);
+	return err;
+}
+
 static int rec_check(struct bench *b, void *state)
 {
 	struct rec_opts *o = state;
 	uint64_t ckpt = (uint64_t)o->ckpt_items * (o->item_size + 64u);
+	uint64_t unfillable, min;
+	char a[32], c[32], d[32], e[32], f[32];
 
 	if (bench_is_sim(b))
 		return bench_usage_error("the recovery workload needs a file or device, not sim");
 
 	if (o->size % o->sector)
-		return bench_usage_error("--size is not a multiple of the %u-byte sector", o->sector);
+		return bench_usage_error("--size: %s is not a multiple of the %u-byte sector "
+					 "(--sector): give %s or %s",
+					 fmt_bytes_exact(o->size, a, sizeof(a)), o->sector,
+					 fmt_bytes_exact(o->size - o->size % o->sector, c, sizeof(c)),
+					 fmt_bytes_exact(o->size - o->size % o->sector + o->sector,
+							 d, sizeof(d)));
 	if (ckpt > o->size / 4)
 		return bench_usage_error("a checkpoint of %u items of %u bytes takes more than a "
 					 "quarter of the log (--size)", o->ckpt_items, o->item_size);
+	/* A size the fill cannot cover to MIN_LIVE_FRACTION is refused now, before the
+	 * target is created or written, with the smallest one that works (whole MiB). */
+	if (fill_unfillable(o, &unfillable))
+		return 0; /* not known (out of memory): fill_log's own check still applies */
+	min = (uint64_t)ceil((double)unfillable / (1 - MIN_LIVE_FRACTION));
+	min = (min + (1u << 20) - 1) & ~((1ull << 20) - 1);
+	if (o->size < min)
+		return bench_usage_error("--size: %s is too small for the recovery workload: the "
+					 "fill must cover %.0f%% of the log, and with %s log "
+					 "buffers and %s items the writer may leave up to %s of it "
+					 "unwritten; at least %s with these options",
+					 fmt_bytes(o->size, a, sizeof(a)), 100 * MIN_LIVE_FRACTION,
+					 fmt_bytes(o->logbsize, c, sizeof(c)),
+					 fmt_bytes(o->item_size, d, sizeof(d)),
+					 fmt_bytes(unfillable, e, sizeof(e)),
+					 fmt_bytes(min, f, sizeof(f)));
 	return 0;
 }
 
 static void rec_help(FILE *f)
 {
 	fprintf(f,
-		"  -s, --size N           log size, with K/M/G suffixes (default 1G, at least 4M);\n"
-		"                         the file is N + 4 KiB\n"
+		"  -s, --size N           log size, with K/M/G suffixes (default 1G); the file is\n"
+		"                         N + 4 KiB.  At least what the fill can cover to 95%%:\n"
+		"                         12M with the default buffers and items (a smaller size\n"
+		"                         is refused with the minimum for the options given)\n"
 		"      --sector S         log sector size, 512 or 4096 (default 4096)\n"
 		"      --logbsize N       writer's log buffer size, 16K..256K (default 256K)\n"
 		"      --logbufs N        writer's log buffers, 2..8 (default 8)\n"
@@ -565,6 +633,7 @@ static int passes(struct run *r)
 		bool fio_first = r->fio && i % 2;
 
 		r->pass[i].fio_mbs = NAN;
+		bench_point(r->b, "pass %u/%u", i + 1, o->passes);
 		if (fio_first) {
 			bench_progress(r->b, "pass %u/%u: fio", i + 1, o->passes);
 			fio_pass(r, i);
@@ -579,6 +648,7 @@ static int passes(struct run *r)
 		}
 		if (!err && bench_interrupted(r->b))
 			err = -EINTR;
+		bench_point_done(r->b, err);
 	}
 	return err;
 }

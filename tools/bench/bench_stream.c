@@ -791,10 +791,11 @@ static int stream_run(struct bench *b, void *state)
 			w->pass = i + 1;
 			w->pidx = p;
 			w->policy = (int)o->policy[p];
-			bench_progress(b, "pass %u/%u: %s", i + 1, o->passes,
-				       delog_flush_policy_name(o->policy[p]));
+			bench_point(b, "pass %u/%u: %s", i + 1, o->passes,
+				    delog_flush_policy_name(o->policy[p]));
 			if (!(err = delog_point(b, o, o->policy[p], &r.disk, w)))
 				r.nrows++;
+			bench_point_done(b, err);
 			if (!err && !fio_first)
 				fio_pass(&r, i, p, false);
 			if (!err && bench_interrupted(b))

@@ -18,5 +18,8 @@ const size_t bench_nr_workloads = 1;
 
 int main(int argc, char **argv)
 {
+	/* getopt signs its messages with argv[0]: "delog bench", as bench.c's own are, not
+	 * the path `delog bench --peers` ran this program by (delog.c's top comment). */
+	argv[0] = (char *)"delog bench";
 	return cmd_bench(argc, argv);
 }

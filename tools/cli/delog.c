@@ -8,6 +8,9 @@
  * in tools.h and parses its own options; this file only owns the table below.  Global
  * options are parsed with a leading '+' in the getopt string, so parsing stops at the
  * first non-option (the command) and the command's own options reach it untouched.
+ * getopt signs its own messages with argv[0], so every getopt call sees the name the
+ * messages should carry: "delog" here, "delog NAME" in a command (command_name), and
+ * "delog bench" in delog-bench-peers (peers_main.c), never the path it was run by.
  * Exit codes: 0 ok, 1 failure, 2 usage (docs/DESIGN.md section 6).
  */
 #include "tools.h"
@@ -121,6 +124,8 @@ int main(int argc, char **argv)
 	const struct command *c;
 	int ch;
 
+	/* getopt signs its messages with argv[0]: "delog", not the path it was run by. */
+	argv[0] = (char *)"delog";
 	while ((ch = getopt_long(argc, argv, "+hV", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'h':

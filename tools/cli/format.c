@@ -20,6 +20,10 @@
  *  - --size is the size of the log area; the superblock area (4 KiB) comes in front of
  *    it, so a new file is --size + 4 KiB.  Without --size an existing file or device is
  *    used whole.  A file this command created is removed again if formatting fails.
+ *  - With --json every refusal and failure (exit 1) is a JSON document too, the new
+ *    log's with "superblock": null and the "error" print and recover give (fail() keeps
+ *    the first one); a usage error (exit 2) prints no JSON, as in every command
+ *    (delog(1)).
  */
 #include "tools.h"
 
@@ -28,6 +32,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -56,7 +61,7 @@ static void help(void)
 	       "  -f, --force        overwrite an existing log or a device that holds data\n"
 	       "  -m, --mode OCTAL   permissions of a new file (default 0600, less the umask)\n"
 	       "  -b, --backend B    I/O backend: uring, aio, psync (default: best available)\n"
-	       "  -j, --json         print the new geometry as JSON\n"
+	       "  -j, --json         print the new geometry, or why there is none, as JSON\n"
 	       "  -h, --help         show this help\n"
 	       "\nThe whole log area is written with zeroes before the superblock, so\n"
 	       "formatting takes as long as writing N bytes (progress is shown on stderr\n"
@@ -166,7 +171,35 @@ struct fmt {
 	bool force, json;
 	bool created, grown;      /* PATH was created, or grown from @orig */
 	struct stat orig;
+	int err;                  /* the first refusal or failure, for --json ... */
+	char err_what[512];       /* ... and what it said */
 };
+
+/*
+ * A refusal or failure: "delog format: PATH: <what>" on stderr (@named: the text names
+ * the path itself, as the iolayer's messages do), kept with @err for the --json
+ * document (the first one only; a later message, e.g. from the undo, only adds to stderr).
+ */
+static void fail(struct fmt *f, int err, bool named, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void fail(struct fmt *f, int err, bool named, const char *fmt, ...)
+{
+	char what[sizeof(f->err_what)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (named)
+		fprintf(stderr, "delog format: %s\n", what);
+	else
+		fprintf(stderr, "delog format: %s: %s\n", f->path, what);
+	if (!f->err) {
+		f->err = err ? err : -EIO;
+		snprintf(f->err_what, sizeof(f->err_what), "%s", what);
+	}
+}
 
 /* The options and PATH into @f: -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, struct fmt *f)
@@ -248,7 +281,7 @@ static int prepare_path(struct fmt *f)
 
 	if (lstat(path, &st)) {
 		if (errno != ENOENT) {
-			fprintf(stderr, "delog format: %s: %s\n", path, strerror(errno));
+			fail(f, -errno, false, "%s", strerror(errno));
 			return TOOL_EXIT_FAIL;
 		}
 		if (!size) {
@@ -258,20 +291,30 @@ static int prepare_path(struct fmt *f)
 		}
 		err = iol_file_create(path, DELOG_SB_BYTES + size, f->mode, msg, sizeof(msg));
 		if (err) {
-			fprintf(stderr, "delog format: %s\n", *msg ? msg : strerror(-err));
+			fail(f, err, *msg, "%s", *msg ? msg : strerror(-err));
 			return TOOL_EXIT_FAIL;
 		}
 		f->created = true;
 	} else if (S_ISLNK(st.st_mode)) {
-		if (stat(path, &st) || !S_ISBLK(st.st_mode)) {
-			fprintf(stderr, "delog format: %s: is a symbolic link not to a block device; "
-				"give the target's path\n", path);
+		if (stat(path, &st) && errno == ENOENT) {
+			fail(f, -ENOENT, false, "is a dangling symbolic link (its target does not "
+			     "exist); format creates a file only where no link is: give that path");
 			return TOOL_EXIT_FAIL;
 		}
-	} else if (tool_path_check(path, &st, what, sizeof(what))) {
+		if (stat(path, &st)) {
+			fail(f, -errno, false, "is a symbolic link whose target cannot be used: %s",
+			     strerror(errno));
+			return TOOL_EXIT_FAIL;
+		}
+		if (!S_ISBLK(st.st_mode)) {
+			fail(f, -EINVAL, false, "is a symbolic link not to a block device; give the "
+			     "target's path");
+			return TOOL_EXIT_FAIL;
+		}
+	} else if ((err = tool_path_check(path, &st, what, sizeof(what)))) {
 		/* A FIFO, socket, directory or character device: refused before any open
 		 * (opening a FIFO blocks). */
-		fprintf(stderr, "delog format: %s: %s\n", path, what);
+		fail(f, err, false, "%s", what);
 		return TOOL_EXIT_FAIL;
 	} else if (S_ISREG(st.st_mode) && !size && !st.st_size) {
 		/* Without --size a file is used whole, and an empty one has nothing to use. */
@@ -280,19 +323,19 @@ static int prepare_path(struct fmt *f)
 		usage(stderr);
 		return TOOL_EXIT_USAGE;
 	} else if (S_ISREG(st.st_mode) && !size && (uint64_t)st.st_size < DELOG_SB_BYTES + MIN_LOG) {
-		fprintf(stderr, "delog format: %s: the file is %s, too small for the smallest log "
-			"(%llu MiB + the 4 KiB superblock); --size N --force grows it\n", path,
-			fmt_bytes((uint64_t)st.st_size, sz, sizeof(sz)),
-			(unsigned long long)(MIN_LOG >> 20));
+		fail(f, -ENOSPC, false, "the file is %s, too small for the smallest log (%llu MiB + "
+		     "the 4 KiB superblock); --size N --force grows it",
+		     fmt_bytes((uint64_t)st.st_size, sz, sizeof(sz)),
+		     (unsigned long long)(MIN_LOG >> 20));
 		return TOOL_EXIT_FAIL;
 	} else if (S_ISREG(st.st_mode) && (uint64_t)st.st_size < DELOG_SB_BYTES + size) {
 		/* An existing file too small for --size (e.g. empty, from mktemp): grow it. */
 		int fd;
 
 		if (st.st_size && !f->force) {
-			fprintf(stderr, "delog format: %s: is %lld bytes, smaller than --size needs "
-				"(%" PRIu64 "); use --force to grow it\n", path,
-				(long long)st.st_size, DELOG_SB_BYTES + size);
+			fail(f, -EEXIST, false, "is %lld bytes, smaller than --size needs (%" PRIu64
+			     "); use --force to grow it", (long long)st.st_size,
+			     DELOG_SB_BYTES + size);
 			return TOOL_EXIT_FAIL;
 		}
 		f->orig = st;
@@ -303,18 +346,18 @@ static int prepare_path(struct fmt *f)
 		if (fd >= 0)
 			f->grown = true;
 		if (err) {
-			fprintf(stderr, "delog format: %s: cannot allocate %" PRIu64 " bytes: %s\n",
-				path, DELOG_SB_BYTES + size, strerror(err));
+			fail(f, -err, false, "cannot allocate %" PRIu64 " bytes: %s",
+			     DELOG_SB_BYTES + size, strerror(err));
 			return TOOL_EXIT_FAIL;
 		}
 	}
 	return -1;
 }
 
-/* Open PATH, refuse a device that holds data (without --force) or is too small or too
+/* Open PATH, refuse a device that is too small, holds data (without --force) or is too
  * coarse for the log, and write the log (@g).  0, or a negative error after saying why;
  * the device is closed either way. */
-static int format_dev(const struct fmt *f, struct jrnl_geom *g)
+static int format_dev(struct fmt *f, struct jrnl_geom *g)
 {
 	const char *path = f->path;
 	uint64_t size = f->size, sector = f->sector;
@@ -328,32 +371,31 @@ static int format_dev(const struct fmt *f, struct jrnl_geom *g)
 	o.backend = f->backend;
 	err = iol_dev_open(path, &o, &dev);
 	if (err) {
-		fprintf(stderr, "delog format: %s\n", *msg ? msg : strerror(-err));
+		fail(f, err, *msg, "%s", *msg ? msg : tool_strerror(err));
 		return err;
 	}
-	if (!f->created && !f->grown && !f->force) {
-		err = holds_data(dev, what, sizeof(what));
-		if (err) {
-			if (err > 0)
-				fprintf(stderr, "delog format: %s: %s; use --force to overwrite it\n",
-					path, what);
-			else
-				fprintf(stderr, "delog format: %s: %s\n", path, tool_strerror(err));
-			goto fail;
-		}
-	}
+	/* Too small is said first: --force would not help. */
 	if (iol_dev_geom(dev)->size_bytes < DELOG_SB_BYTES + MIN_LOG ||
 	    size > iol_dev_geom(dev)->size_bytes - DELOG_SB_BYTES) {
-		fprintf(stderr, "delog format: %s: %" PRIu64 " bytes: too small for a %s log "
-			"(need %" PRIu64 " bytes)\n", path, iol_dev_geom(dev)->size_bytes,
-			size ? "--size" : "minimal", (uint64_t)DELOG_SB_BYTES + (size ? size : (uint64_t)MIN_LOG));
+		fail(f, -ENOSPC, false, "%" PRIu64 " bytes: too small for a %s log (need %" PRIu64
+		     " bytes)", iol_dev_geom(dev)->size_bytes, size ? "--size" : "minimal",
+		     (uint64_t)DELOG_SB_BYTES + (size ? size : (uint64_t)MIN_LOG));
 		err = -ENOSPC;
 		goto fail;
 	}
+	if (!f->created && !f->grown && !f->force) {
+		err = holds_data(dev, what, sizeof(what));
+		if (err > 0)
+			fail(f, err = -EEXIST, false, "%s; use --force to overwrite it", what);
+		else if (err)
+			fail(f, err, false, "%s", tool_strerror(err));
+		if (err)
+			goto fail;
+	}
 	if (sector < iol_dev_geom(dev)->dio_off_align) {
-		fprintf(stderr, "delog format: %s: --sector %" PRIu64 " is below the device's "
-			"%u-byte O_DIRECT alignment; use --sector 4096\n", path, sector,
-			iol_dev_geom(dev)->dio_off_align);
+		fail(f, -EINVAL, false, "--sector %" PRIu64 " is below the device's %u-byte "
+		     "O_DIRECT alignment; use --sector 4096", sector,
+		     iol_dev_geom(dev)->dio_off_align);
 		err = -EINVAL;
 		goto fail;
 	}
@@ -369,43 +411,57 @@ static int format_dev(const struct fmt *f, struct jrnl_geom *g)
 		fflush(stderr);
 	}
 	if (err) {
-		fprintf(stderr, "delog format: %s: %s\n", path, tool_strerror(err));
+		fail(f, err, false, "%s", tool_strerror(err));
 		goto fail;
 	}
 	err = iol_dev_close(dev);
 	if (err)
-		fprintf(stderr, "delog format: %s: close: %s\n", path, strerror(-err));
+		fail(f, err, false, "close: %s", strerror(-err));
 	return err;
 fail:
 	iol_dev_close(dev);
 	return err;
 }
 
-/* The new log: its geometry, as text or JSON. */
+/*
+ * The answer: the new log's geometry (@g), as text or JSON; or, with --json, the refusal
+ * or failure (@g NULL) as the same document with "superblock": null and its "error"
+ * (print's and recover's shape: code, name, message, offset, what), after the message
+ * on stderr.
+ */
 static void report(const struct fmt *f, const struct jrnl_geom *g)
 {
-	if (f->json) {
-		struct json j;
+	struct json j;
 
-		json_init(&j, stdout, true);
-		json_obj_begin(&j, NULL);
-		json_str(&j, "path", f->path);
-		json_bool(&j, "created", f->created);
-		tool_json_geom(&j, "superblock", g);
-		json_obj_end(&j);
-		json_finish(&j);
-	} else {
-		tool_print_geom(stdout, f->path, g);
+	if (!f->json) {
+		if (g)
+			tool_print_geom(stdout, f->path, g);
+		return;
 	}
+	json_init(&j, stdout, true);
+	json_obj_begin(&j, NULL);
+	json_str(&j, "path", f->path);
+	json_bool(&j, "created", g && f->created);
+	if (g) {
+		tool_json_geom(&j, "superblock", g);
+		json_null(&j, "error");
+	} else {
+		json_null(&j, "superblock");
+		tool_json_error(&j, f->err, 0, 0, "", f->err_what);
+	}
+	json_obj_end(&j);
+	json_finish(&j);
 }
 
-/* A refused or failed format: remove the file it created, or cut a file it grew back. */
+/* A refused or failed format: remove the file it created, or cut a file it grew back;
+ * then the answer. */
 static int undo(const struct fmt *f)
 {
 	if (f->created)
 		unlink(f->path);
 	else if (f->grown)
 		undo_grow(f->path, &f->orig);
+	report(f, NULL);
 	return TOOL_EXIT_FAIL;
 }
 

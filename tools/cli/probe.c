@@ -10,9 +10,12 @@
  * the same block size, queue depth, byte count and file in the same run, so the uring
  * numbers can be judged against an independent implementation (a report, not a pass/fail
  * test).
- * Last it prints the flush policy and log-buffer geometry that the rule of recommend.c
- * draws from the auto-selected backend's numbers; probe_measure_costs lends the same
- * measurement to `delog bench --compare-flush`, which checks the rule.
+ * Last it prints the flush policy and log-buffer geometry that the rule of
+ * tools/common/recommend.c draws from the auto-selected backend's numbers.  The
+ * measurement itself (latency tests, bandwidth passes) is tools/common/costs.c's, below
+ * both this command and `delog bench --compare-flush`, which measures the same costs with
+ * it (probe_measure_costs) and checks the rule; this file owns the target, the backends,
+ * fio, signals and the report.
  *
  * Why it is built this way:
  *  - The probe region is written with zeroes before anything is measured (after
@@ -26,10 +29,10 @@
  *    unmeasured ops precede each test; percentiles are nearest-rank over >= 200 samples.
  *  - Writes go to distinct 4 KiB offsets, cycling through the region, so no test
  *    rewrites a block that the previous op left in the cache.
- *  - Bandwidth keeps exactly 8 requests in flight: completions return their slot to a
- *    free list under a mutex and the submitting thread refills it.  Each pass covers the
- *    same bytes as the fio job; the median of several passes is reported, and uring and
- *    fio passes alternate so drift in the device affects both alike.
+ *  - Bandwidth keeps exactly 8 requests in flight: each completion reissues its slot at
+ *    the next offset (common/costs.c).  Each pass covers the same bytes as the fio job;
+ *    the median of several passes is reported, and uring and fio passes alternate so
+ *    drift in the device affects both alike.
  *  - SIGINT, SIGTERM and SIGHUP are blocked for the run and polled between ops, so an
  *    interrupted probe still removes the file it created, then dies of the signal.
  *  - A file that does not exist is created (O_EXCL, O_NOFOLLOW, mode 0600) and removed at
@@ -37,7 +40,7 @@
  *    written with --force, because the probe overwrites the region it measures.
  */
 #include "tools.h"
-#include "probe.h"
+#include "common/costs.h"
 
 #include "io.h"
 #include "io_sim.h"
@@ -57,10 +60,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define OP_BYTES 4096u            /* latency op size */
-#define BW_BLOCK (1024u * 1024u)  /* bandwidth request size */
-#define BW_QD 8u                  /* bandwidth queue depth */
-#define WARMUP_OPS 8u             /* unmeasured ops before each latency test */
 #define MIN_OPS 200u
 #define DEFAULT_OPS 500u
 #define DEFAULT_SIZE (256ull << 20)
@@ -68,18 +67,6 @@
 #define MIN_SIZE (8ull << 20)
 #define DEFAULT_PASSES 5u
 #define MAX_PASSES 20u
-
-enum lat_test { LAT_WRITE, LAT_WRITE_FLUSH, LAT_FUA, LAT_FLUSH, NR_LAT };
-
-static const struct {
-	const char *key;   /* JSON key */
-	const char *label; /* table label */
-} lat_names[NR_LAT] = {
-	[LAT_WRITE] = { "write", "write 4K" },
-	[LAT_WRITE_FLUSH] = { "write_flush", "write 4K + flush" },
-	[LAT_FUA] = { "fua_write", "write 4K FUA" },
-	[LAT_FLUSH] = { "flush", "flush (idle)" },
-};
 
 struct probe_opts {
 	const char *path;          /* NULL with --backend sim */
@@ -100,7 +87,6 @@ struct target {
 	bool created;              /* we created it: unlink at the end */
 	bool extended;             /* we grew it: truncate back to orig_size */
 	uint64_t orig_size;
-	uint64_t base;             /* where the region starts (probe_measure_costs) */
 	uint64_t region;           /* bytes probed, from base */
 	double prepare_s;          /* zero-fill time */
 };
@@ -115,7 +101,7 @@ struct backend_result {
 	const char *name;
 	bool ok;
 	char error[512];
-	struct lat_stats lat[NR_LAT];
+	struct lat_stats lat[COST_NR_LAT];
 	double write_mbs, read_mbs;
 	struct iol_counters cnt;
 	bool fio_tried;
@@ -134,10 +120,11 @@ struct probe {
 	struct target t;
 	struct progress prog;
 	sigset_t stop_sigs;
-	uint64_t cursor;           /* next latency-op offset */
-	uint64_t *samples;         /* o.ops latency samples */
+	struct cost_meter m;       /* the measured region, o.ops samples, our stop and progress */
 	const char *fio;           /* fio's path, or NULL */
 	char fio_path[PATH_MAX];
+	int err;                   /* the first failure (fail), for the --json document ... */
+	char err_msg[512];         /* ... and its message */
 };
 
 /* ---- small helpers ---- */
@@ -189,19 +176,32 @@ static void out(struct probe *p, const char *fmt, ...)
 	fflush(stdout);
 }
 
-static void fail(const char *subject, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "delog probe: <subject>: <reason>" on stderr; the first one is kept, with @err, for
+ * the --json error document (json_error_doc). */
+static void fail(struct probe *p, int err, const char *subject, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
-static void fail(const char *subject, const char *fmt, ...)
+static void fail(struct probe *p, int err, const char *subject, const char *fmt, ...)
 {
+	char msg[sizeof(p->err_msg)];
 	va_list ap;
 
-	fprintf(stderr, "delog probe: ");
-	if (subject)
-		fprintf(stderr, "%s: ", subject);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	if (subject)
+		fprintf(stderr, "delog probe: %s: %s\n", subject, msg);
+	else
+		fprintf(stderr, "delog probe: %s\n", msg);
+	if (!p->err_msg[0]) {
+		size_t k = subject ? (size_t)snprintf(p->err_msg, sizeof(p->err_msg), "%.*s: ",
+						      (int)sizeof(p->err_msg) / 2, subject) : 0;
+		size_t n = strnlen(msg, sizeof(p->err_msg) - k - 1);
+
+		p->err = err ? err : -EIO;
+		memcpy(p->err_msg + k, msg, n);
+		p->err_msg[k + n] = '\0';
+	}
 }
 
 static bool interrupted(const struct probe *p)
@@ -216,9 +216,18 @@ static bool interrupted(const struct probe *p)
 	return false;
 }
 
-static double mbs(uint64_t bytes, uint64_t ns)
+/* The measurement's stop (common/costs.c polls it): a stop signal is pending. */
+static bool meter_stop(void *arg)
 {
-	return ns ? (double)bytes / ((double)ns / 1e9) / 1e6 : NAN;
+	return interrupted(arg);
+}
+
+/* After each measured latency op: the progress line. */
+static void meter_op(void *arg, const char *backend, enum cost_lat test, uint64_t done,
+		     uint64_t total)
+{
+	progress(arg, "%s: %s %" PRIu64 "/%" PRIu64, backend, cost_lat_names[test].label, done,
+		 total);
 }
 
 static int cmp_dbl(const void *a, const void *b)
@@ -241,278 +250,6 @@ static double median_dbl(double *v, size_t n)
 	return ok % 2 ? v[ok / 2] : (v[ok / 2 - 1] + v[ok / 2]) / 2;
 }
 
-/* ---- latency ---- */
-
-static uint64_t next_off(struct probe *p)
-{
-	uint64_t off = p->cursor;
-
-	p->cursor += OP_BYTES;
-	if (p->cursor + OP_BYTES > p->t.region)
-		p->cursor = 0;
-	return p->t.base + off;
-}
-
-/* One op of @test, timed from first submission to last completion. */
-static int lat_op(struct probe *p, struct iol_dev *dev, enum lat_test test, void *buf,
-		  uint64_t *ns, char *err, size_t errlen)
-{
-	uint32_t wflags = test == LAT_FUA ? IOL_FUA : 0;
-	bool do_write = test != LAT_FLUSH;
-	bool do_flush = test == LAT_WRITE_FLUSH || test == LAT_FLUSH;
-	struct iol_req w, f;
-	uint64_t off = do_write ? next_off(p) : 0;
-	uint64_t t0;
-	int rc;
-
-	rc = iol_req_init(&w, dev, 1, IOL_OPF(IOL_OP_WRITE, wflags));
-	if (!rc)
-		rc = iol_req_add(&w, buf, OP_BYTES);
-	if (rc) {
-		snprintf(err, errlen, "cannot set up a write request: %s", tool_strerror(rc));
-		return rc;
-	}
-	w.off = off;
-	rc = iol_req_init(&f, dev, 0, IOL_OPF(IOL_OP_FLUSH, 0));
-	if (rc) {
-		iol_req_release(&w);
-		snprintf(err, errlen, "cannot set up a flush request: %s", tool_strerror(rc));
-		return rc;
-	}
-
-	t0 = now_ns();
-	rc = do_write ? iol_submit_wait(&w) : 0;
-	if (!rc && do_flush)
-		rc = iol_submit_wait(&f);
-	*ns = now_ns() - t0;
-
-	iol_req_release(&w);
-	iol_req_release(&f);
-	if (rc)
-		snprintf(err, errlen, "%s%s: %s", do_write ? "4 KiB write" : "flush",
-			 do_write && do_flush ? " + flush" : "", tool_strerror(rc));
-	return rc;
-}
-
-static int lat_test_run(struct probe *p, struct iol_dev *dev, const char *be, enum lat_test test,
-			void *buf, struct lat_stats *st, char *err, size_t errlen)
-{
-	uint64_t ns;
-	int rc;
-
-	for (unsigned i = 0; i < WARMUP_OPS; i++) {
-		rc = lat_op(p, dev, test, buf, &ns, err, errlen);
-		if (rc)
-			return rc;
-	}
-	for (uint64_t i = 0; i < p->o.ops; i++) {
-		if (interrupted(p))
-			return -EINTR;
-		rc = lat_op(p, dev, test, buf, &p->samples[i], err, errlen);
-		if (rc)
-			return rc;
-		progress(p, "%s: %s %" PRIu64 "/%" PRIu64, be, lat_names[test].label, i + 1,
-			 p->o.ops);
-	}
-	lat_stats_compute(p->samples, p->o.ops, st);
-	return 0;
-}
-
-static int flush_report(struct iol_dev *dev, char *err, size_t errlen);
-
-/* The four latency tests in turn, from a clean cache (a flush first). */
-static int lat_measure(struct probe *p, struct iol_dev *dev, const char *be, void *buf,
-		       struct lat_stats lat[NR_LAT], char *err, size_t errlen)
-{
-	int rc = flush_report(dev, err, errlen);
-
-	for (int t = 0; !rc && t < NR_LAT; t++)
-		rc = lat_test_run(p, dev, be, (enum lat_test)t, buf, &lat[t], err, errlen);
-	return rc;
-}
-
-/* ---- bandwidth: BW_QD requests of BW_BLOCK in flight ---- */
-
-struct bw;
-
-struct bw_slot {
-	struct iol_req req;
-	void *buf;
-	struct bw *bw;
-};
-
-/*
- * One pass: each slot's completion callback reissues the slot at the next offset (every
- * backend allows submitting from a callback), so the queue never waits for the
- * submitting thread to be scheduled, as fio's reap-and-resubmit loop does not.
- */
-struct bw {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct iol_dev *dev;
-	enum iol_op op;
-	uint64_t base;             /* added to every offset (the region's start) */
-	uint64_t next, end;        /* Locked: next offset to issue, end of the pass */
-	unsigned inflight;         /* Locked: slots issued and not yet finished */
-	bool stop;                 /* Locked: interrupted, issue nothing more */
-	int err;                   /* Locked: first error */
-	uint64_t err_off;
-	struct bw_slot slot[BW_QD];
-};
-
-static void bw_end_io(struct iol_req *req);
-
-/* (Re)issue @s at @off.  Returns 0 or the submission error. */
-static int bw_issue(struct bw_slot *s, uint64_t off)
-{
-	struct bw *bw = s->bw;
-	int rc = iol_req_init(&s->req, bw->dev, 1, IOL_OPF(bw->op, 0));
-
-	if (!rc)
-		rc = iol_req_add(&s->req, s->buf, BW_BLOCK);
-	if (rc)
-		return rc;
-	s->req.off = bw->base + off;
-	s->req.end_io = bw_end_io;
-	s->req.priv = s;
-	return iol_submit(&s->req);
-}
-
-/* Take the next offset for a slot, or retire the slot (with @err, if any). */
-static bool bw_next(struct bw *bw, int err, uint64_t err_off, uint64_t *off)
-{
-	bool more;
-
-	pthread_mutex_lock(&bw->lock);
-	if (err && !bw->err) {
-		bw->err = err;
-		bw->err_off = err_off;
-	}
-	more = !bw->err && !bw->stop && bw->next < bw->end;
-	if (more) {
-		*off = bw->next;
-		bw->next += BW_BLOCK;
-	} else if (--bw->inflight == 0) {
-		pthread_cond_signal(&bw->cond);
-	}
-	pthread_mutex_unlock(&bw->lock);
-	return more;
-}
-
-static void bw_end_io(struct iol_req *req)
-{
-	struct bw_slot *s = req->priv;
-	int status = atomic_load(&req->status);
-	uint64_t off = req->off - s->bw->base;
-
-	iol_req_release(req);
-	while (bw_next(s->bw, status, off, &off)) {
-		status = bw_issue(s, off);
-		if (!status)
-			return;
-		iol_req_release(&s->req); /* rejected: its end_io will not run */
-	}
-}
-
-static int bw_setup(struct bw *bw, struct iol_dev *dev, bool zero)
-{
-	memset(bw, 0, sizeof(*bw));
-	pthread_mutex_init(&bw->lock, NULL);
-	pthread_cond_init(&bw->cond, NULL);
-	bw->dev = dev;
-	for (unsigned i = 0; i < BW_QD; i++) {
-		bw->slot[i].bw = bw;
-		bw->slot[i].buf = iol_buf_alloc(dev, BW_BLOCK);
-		if (!bw->slot[i].buf)
-			return -ENOMEM;
-		/* Not all zeroes for the measured writes, so nothing below can take a shortcut
-		 * for zero pages. */
-		memset(bw->slot[i].buf, zero ? 0 : 0x5a + (int)i, BW_BLOCK);
-	}
-	return 0;
-}
-
-static void bw_teardown(struct bw *bw)
-{
-	for (unsigned i = 0; i < BW_QD; i++)
-		free(bw->slot[i].buf);
-	pthread_mutex_destroy(&bw->lock);
-	pthread_cond_destroy(&bw->cond);
-}
-
-/* One sequential pass over [0, bytes); *ns receives the elapsed time. */
-static int bw_pass(struct probe *p, struct bw *bw, struct iol_dev *dev, enum iol_op op,
-		   uint64_t bytes, uint64_t *ns, char *err, size_t errlen)
-{
-	struct timespec ts;
-	uint64_t t0, off = 0;
-	int rc;
-
-	pthread_mutex_lock(&bw->lock);
-	bw->op = op;
-	bw->base = p->t.base;
-	bw->next = 0;
-	bw->end = bytes;
-	bw->err = 0;
-	bw->stop = false;
-	bw->inflight = BW_QD; /* each slot retires itself through bw_next */
-	pthread_mutex_unlock(&bw->lock);
-
-	t0 = now_ns();
-	for (unsigned i = 0; i < BW_QD; i++) {
-		struct bw_slot *s = &bw->slot[i];
-		int st = 0;
-
-		while (bw_next(bw, st, off, &off)) {
-			st = bw_issue(s, off);
-			if (!st)
-				break;
-			iol_req_release(&s->req);
-		}
-	}
-	pthread_mutex_lock(&bw->lock);
-	while (bw->inflight) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 50000000; /* poll for a stop signal every 50 ms */
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&bw->cond, &bw->lock, &ts);
-		if (bw->inflight && interrupted(p))
-			bw->stop = true;
-	}
-	rc = bw->stop ? -EINTR : bw->err;
-	pthread_mutex_unlock(&bw->lock);
-	*ns = now_ns() - t0;
-	if (rc && rc != -EINTR)
-		snprintf(err, errlen, "sequential %s at offset %" PRIu64 ": %s",
-			 op == IOL_OP_READ ? "read" : "write", bw->base + bw->err_off,
-			 tool_strerror(rc));
-	return rc;
-}
-
-static int flush_wait(struct iol_dev *dev)
-{
-	struct iol_req f;
-	int rc = iol_req_init(&f, dev, 0, IOL_OPF(IOL_OP_FLUSH, 0));
-
-	if (!rc)
-		rc = iol_submit_wait(&f);
-	iol_req_release(&f);
-	return rc;
-}
-
-/* flush_wait, describing a failure in @err. */
-static int flush_report(struct iol_dev *dev, char *err, size_t errlen)
-{
-	int rc = flush_wait(dev);
-
-	if (rc)
-		snprintf(err, errlen, "flush: %s", tool_strerror(rc));
-	return rc;
-}
-
 /* ---- fio (tools/common/fio.c runs it) ---- */
 
 /* Run one fio job like the bandwidth pass and return its MB/s (10^6 bytes/s). */
@@ -520,7 +257,7 @@ static int fio_pass(struct probe *p, const char *dir, double *out_mbs, char *err
 {
 	struct fio_job job = {
 		.fio = p->fio, .name = "delog-probe", .filename = p->t.path, .rw = dir,
-		.ioengine = "io_uring", .bs = BW_BLOCK, .iodepth = BW_QD, .offset = 0,
+		.ioengine = "io_uring", .bs = COST_BW_BLOCK, .iodepth = COST_BW_QD, .offset = 0,
 		.size = p->o.bw_bytes,
 	};
 
@@ -549,16 +286,16 @@ static void opts_for(const struct probe *p, struct iol_dev_opts *dopts, struct i
 
 /* One timed pass of ours; a write pass is followed by an untimed flush, so the next
  * pass (ours or fio's) does not start behind this one's write-back. */
-static int bw_ours(struct probe *p, struct bw *bw, struct iol_dev *dev, enum iol_op op,
+static int bw_ours(struct probe *p, struct cost_bw *bw, struct iol_dev *dev, enum iol_op op,
 		   struct backend_result *r, double *out_mbs)
 {
 	uint64_t ns;
-	int rc = bw_pass(p, bw, dev, op, p->o.bw_bytes, &ns, r->error, sizeof(r->error));
+	int rc = cost_bw_pass(&p->m, bw, op, p->o.bw_bytes, &ns, r->error, sizeof(r->error));
 
 	if (!rc && op == IOL_OP_WRITE)
-		rc = flush_report(dev, r->error, sizeof(r->error));
+		rc = cost_flush(dev, r->error, sizeof(r->error));
 	if (!rc)
-		*out_mbs = mbs(p->o.bw_bytes, ns);
+		*out_mbs = cost_mbs(p->o.bw_bytes, ns);
 	return rc;
 }
 
@@ -571,7 +308,7 @@ static int bw_fio(struct probe *p, struct iol_dev *dev, const char *dir,
 	if (!r->fio.error[0] && fio_pass(p, dir, out_mbs, r->fio.error, sizeof(r->fio.error)))
 		*out_mbs = NAN;
 	if (!strcmp(dir, "write"))
-		return flush_report(dev, r->error, sizeof(r->error));
+		return cost_flush(dev, r->error, sizeof(r->error));
 	return 0;
 }
 
@@ -585,13 +322,13 @@ static int bw_measure(struct probe *p, struct iol_dev *dev, struct backend_resul
 {
 	double w[MAX_PASSES], rd[MAX_PASSES], fw[MAX_PASSES], fr[MAX_PASSES], warm;
 	bool with_fio = r->fio_tried && p->fio;
-	struct bw bw;
+	struct cost_bw bw;
 	int rc;
 
-	rc = bw_setup(&bw, dev, false);
+	rc = cost_bw_setup(&bw, dev, false);
 	if (rc) {
 		snprintf(r->error, sizeof(r->error), "cannot allocate bandwidth buffers");
-		bw_teardown(&bw);
+		cost_bw_teardown(&bw);
 		return rc;
 	}
 	if (with_fio)
@@ -618,7 +355,7 @@ static int bw_measure(struct probe *p, struct iol_dev *dev, struct backend_resul
 				rc = -EINTR;
 		}
 	}
-	bw_teardown(&bw);
+	cost_bw_teardown(&bw);
 	if (rc)
 		return rc;
 	r->write_mbs = median_dbl(w, p->o.passes);
@@ -645,15 +382,15 @@ static int backend_run(struct probe *p, struct backend_result *r)
 		snprintf(r->error, sizeof(r->error), "%s", errmsg[0] ? errmsg : tool_strerror(rc));
 		return 0; /* a backend that cannot open is reported, not fatal */
 	}
-	buf = iol_buf_alloc(dev, OP_BYTES);
+	buf = iol_buf_alloc(dev, COST_OP_BYTES);
 	if (!buf) {
 		snprintf(r->error, sizeof(r->error), "cannot allocate an I/O buffer");
 		iol_dev_close(dev);
 		return 0;
 	}
-	memset(buf, 0xa5, OP_BYTES);
+	memset(buf, 0xa5, COST_OP_BYTES);
 
-	rc = lat_measure(p, dev, r->name, buf, r->lat, r->error, sizeof(r->error));
+	rc = cost_lat_measure(&p->m, dev, r->name, buf, r->lat, r->error, sizeof(r->error));
 	free(buf);
 	if (!rc)
 		rc = bw_measure(p, dev, r);
@@ -662,69 +399,6 @@ static int backend_run(struct probe *p, struct backend_result *r)
 	if (rc == -EINTR)
 		return rc;
 	r->ok = rc == 0;
-	return 0;
-}
-
-/* ---- the costs the recommendation is made from (recommend.c) ---- */
-
-static void costs_from(const struct lat_stats lat[NR_LAT], double write_mbs,
-		       const struct iol_geom *g, struct probe_costs *c)
-{
-	c->write_us = lat[LAT_WRITE].median_us;
-	c->write_flush_us = lat[LAT_WRITE_FLUSH].median_us;
-	c->fua_us = lat[LAT_FUA].median_us;
-	c->flush_us = lat[LAT_FLUSH].median_us;
-	c->seq_write_mbs = write_mbs;
-	c->volatile_cache = g->volatile_cache;
-	c->fua = g->fua;
-}
-
-int probe_measure_costs(struct iol_dev *dev, uint64_t off, uint64_t bytes, uint64_t ops,
-			struct probe_costs *c, char *err, size_t errlen)
-{
-	struct lat_stats lat[NR_LAT];
-	struct probe p;
-	struct bw bw;
-	uint64_t ns = 0;
-	void *buf;
-	int rc;
-
-	memset(&p, 0, sizeof(p));
-	memset(c, 0, sizeof(*c));
-	sigemptyset(&p.stop_sigs); /* the caller polls its own signals */
-	p.o.ops = ops ? ops : 1;
-	p.t.base = off;
-	p.t.region = bytes - bytes % BW_BLOCK;
-	if (p.t.region < BW_BLOCK * BW_QD) {
-		snprintf(err, errlen, "the measured region is smaller than %u MiB",
-			 (BW_BLOCK * BW_QD) >> 20);
-		return -EINVAL;
-	}
-	p.samples = calloc(p.o.ops, sizeof(*p.samples));
-	buf = iol_buf_alloc(dev, OP_BYTES);
-	if (!p.samples || !buf) {
-		free(p.samples);
-		free(buf);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	memset(buf, 0xa5, OP_BYTES);
-	rc = lat_measure(&p, dev, "costs", buf, lat, err, errlen);
-	free(buf);
-	free(p.samples);
-	if (rc)
-		return rc;
-	rc = bw_setup(&bw, dev, false);
-	if (rc)
-		snprintf(err, errlen, "cannot allocate bandwidth buffers");
-	else
-		rc = bw_pass(&p, &bw, dev, IOL_OP_WRITE, p.t.region, &ns, err, errlen);
-	bw_teardown(&bw);
-	if (!rc)
-		rc = flush_report(dev, err, errlen);
-	if (rc)
-		return rc;
-	costs_from(lat, mbs(p.t.region, ns), iol_dev_geom(dev), c);
 	return 0;
 }
 
@@ -751,7 +425,7 @@ static bool recommend_for(const struct iol_geom *g, const struct backend_result 
 
 	if (!r)
 		return false;
-	costs_from(r->lat, r->write_mbs, g, &c);
+	cost_from(r->lat, r->write_mbs, g, &c);
 	probe_recommend(&c, rec);
 	return true;
 }
@@ -764,10 +438,11 @@ static void target_cleanup(struct probe *p)
 
 	if (t->created) {
 		if (unlink(t->path))
-			fail(t->path, "cannot remove the probe file: %s", strerror(errno));
+			fail(p, -errno, t->path, "cannot remove the probe file: %s",
+			     strerror(errno));
 	} else if (t->extended && t->fd >= 0) {
 		if (ftruncate(t->fd, (off_t)t->orig_size))
-			fail(t->path, "cannot truncate back to %" PRIu64 " bytes: %s", t->orig_size,
+			fail(p, -errno, t->path, "cannot truncate back to %" PRIu64 " bytes: %s", t->orig_size,
 			     strerror(errno));
 	}
 	if (t->fd >= 0)
@@ -791,27 +466,42 @@ static int target_open(struct probe *p)
 	if (lstat(t->path, &st) && errno == ENOENT) {
 		t->fd = open(t->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (t->fd < 0) {
-			fail(t->path, "cannot create: %s", strerror(errno));
-			return -errno;
+			err = -errno;
+			fail(p, err, t->path, "cannot create: %s", strerror(-err));
+			return err;
 		}
 		t->created = true;
 		/* Sparse until the O_DIRECT check has passed (tmpfs would pin the memory). */
 		if (ftruncate(t->fd, (off_t)t->region)) {
-			fail(t->path, "cannot size to %s: %s", fmt_bytes(t->region, sz, sizeof(sz)),
-			     strerror(errno));
-			return -errno;
+			err = -errno;
+			fail(p, err, t->path, "cannot size to %s: %s",
+			     fmt_bytes(t->region, sz, sizeof(sz)), strerror(-err));
+			return err;
 		}
 		return 0;
 	}
 	/* Before any open: opening a FIFO blocks. */
 	err = tool_path_check(t->path, &st, why, sizeof(why));
 	if (err) {
-		fail(t->path, "%s", why);
+		fail(p, err, t->path, "%s", why);
 		return err;
 	}
 	if (S_ISBLK(st.st_mode)) {
+		uint64_t dev_bytes;
+
+		/* Too small is said first: --force would not help. */
+		err = tool_blockdev_size(t->path, &dev_bytes);
+		if (err) {
+			fail(p, err, t->path, "cannot read its size: %s", strerror(-err));
+			return err;
+		}
+		if (dev_bytes < MIN_SIZE) {
+			fail(p, -ENOSPC, t->path, "holds %s, less than the %llu MiB a probe needs",
+			     fmt_bytes(dev_bytes, sz, sizeof(sz)), MIN_SIZE >> 20);
+			return -ENOSPC;
+		}
 		if (!p->o.force) {
-			fail(t->path, "is a block device; probing overwrites its first %s "
+			fail(p, -EPERM, t->path, "is a block device; probing overwrites its first %s "
 			     "(add --force to allow that)", fmt_bytes(p->o.size, sz, sizeof(sz)));
 			return -EPERM;
 		}
@@ -819,34 +509,38 @@ static int target_open(struct probe *p)
 		 * holding it keeps it from being mounted under us. */
 		t->fd = open(t->path, O_RDONLY | O_EXCL | O_CLOEXEC);
 		if (t->fd < 0) {
-			if (errno == EBUSY)
-				fail(t->path, "is in use (mounted, or claimed by another process); "
-				     "not probing it");
+			err = -errno;
+			if (err == -EBUSY)
+				fail(p, err, t->path, "is in use (mounted, or claimed by another "
+				     "process); not probing it");
 			else
-				fail(t->path, "cannot open it exclusively: %s", strerror(errno));
-			return -errno;
+				fail(p, err, t->path, "cannot open it exclusively: %s",
+				     strerror(-err));
+			return err;
 		}
 		t->is_blockdev = true;
 		return 0;
 	}
 	if (st.st_size > 0 && !p->o.force) {
-		fail(t->path, "exists and holds %s; probing overwrites it (add --force to allow "
+		fail(p, -EEXIST, t->path, "exists and holds %s; probing overwrites it (add --force to allow "
 		     "that, or name a file that does not exist)",
 		     fmt_bytes((uint64_t)st.st_size, sz, sizeof(sz)));
 		return -EEXIST;
 	}
 	t->fd = open(t->path, O_RDWR | O_CLOEXEC);
 	if (t->fd < 0) {
-		fail(t->path, "%s", strerror(errno));
-		return -errno;
+		err = -errno;
+		fail(p, err, t->path, "%s", strerror(-err));
+		return err;
 	}
 	if ((uint64_t)st.st_size < t->region) {
 		t->orig_size = (uint64_t)st.st_size;
 		if (ftruncate(t->fd, (off_t)t->region)) {
-			fail(t->path, "cannot extend from %s to %s: %s",
+			err = -errno;
+			fail(p, err, t->path, "cannot extend from %s to %s: %s",
 			     fmt_bytes(t->orig_size, sz, sizeof(sz)),
-			     fmt_bytes(t->region, sz2, sizeof(sz2)), strerror(errno));
-			return -errno;
+			     fmt_bytes(t->region, sz2, sizeof(sz2)), strerror(-err));
+			return err;
 		}
 		t->extended = true;
 	}
@@ -858,30 +552,31 @@ static int target_prepare(struct probe *p, struct iol_dev *dev)
 {
 	struct target *t = &p->t;
 	char err[256] = "";
-	struct bw bw;
+	struct cost_bw bw;
 	uint64_t ns, t0 = now_ns();
 	int rc;
 
 	if (t->is_sim)
 		return 0;
 	if (!t->is_blockdev && fallocate(t->fd, 0, 0, (off_t)t->region) && errno != EOPNOTSUPP) {
-		fail(t->path, "cannot preallocate %" PRIu64 " bytes: %s", t->region,
-		     strerror(errno));
-		return -errno;
+		rc = -errno;
+		fail(p, rc, t->path, "cannot preallocate %" PRIu64 " bytes: %s", t->region,
+		     strerror(-rc));
+		return rc;
 	}
-	rc = bw_setup(&bw, dev, true);
+	rc = cost_bw_setup(&bw, dev, true);
 	if (rc) {
-		bw_teardown(&bw);
-		fail(t->path, "cannot allocate zero-fill buffers");
+		cost_bw_teardown(&bw);
+		fail(p, rc, t->path, "cannot allocate zero-fill buffers");
 		return rc;
 	}
 	progress(p, "zero-filling %" PRIu64 " MiB", t->region >> 20);
-	rc = bw_pass(p, &bw, dev, IOL_OP_WRITE, t->region, &ns, err, sizeof(err));
-	bw_teardown(&bw);
+	rc = cost_bw_pass(&p->m, &bw, IOL_OP_WRITE, t->region, &ns, err, sizeof(err));
+	cost_bw_teardown(&bw);
 	if (!rc)
-		rc = flush_report(dev, err, sizeof(err));
+		rc = cost_flush(dev, err, sizeof(err));
 	if (rc && rc != -EINTR)
-		fail(t->path, "zero-fill: %s", err);
+		fail(p, rc, t->path, "zero-fill: %s", err);
 	t->prepare_s = (double)(now_ns() - t0) / 1e9;
 	return rc;
 }
@@ -954,16 +649,16 @@ static void print_latency(struct probe *p, const struct backend_result *r)
 		out(p, "  %-8s %s\n", r->name, r->error);
 		return;
 	}
-	for (int t = 0; t < NR_LAT; t++) {
+	for (int t = 0; t < COST_NR_LAT; t++) {
 		const struct lat_stats *s = &r->lat[t];
 
 		if (!s->n) {
-			out(p, "  %-8s %-18s failed: %s\n", t ? "" : r->name, lat_names[t].label,
+			out(p, "  %-8s %-18s failed: %s\n", t ? "" : r->name, cost_lat_names[t].label,
 			    r->error);
 			break;
 		}
 		out(p, "  %-8s %-18s %9.1f %9.1f %9.1f %9.0f\n", t ? "" : r->name,
-		    lat_names[t].label, s->median_us, s->p99_us, s->mean_us, 1e6 / s->mean_us);
+		    cost_lat_names[t].label, s->median_us, s->p99_us, s->mean_us, 1e6 / s->mean_us);
 	}
 }
 
@@ -973,7 +668,7 @@ static void print_bandwidth(struct probe *p, const struct backend_result *rs, si
 	char a[32];
 
 	out(p, "\nsequential O_DIRECT, %u MiB requests, queue depth %u, %s per pass, median of %u "
-	       "(MB/s = 10^6 bytes/s)\n", BW_BLOCK >> 20, BW_QD,
+	       "(MB/s = 10^6 bytes/s)\n", COST_BW_BLOCK >> 20, COST_BW_QD,
 	    fmt_bytes(p->o.bw_bytes, a, sizeof(a)), p->o.passes);
 	out(p, "  %-14s %12s %12s\n", "backend", "write MB/s", "read MB/s");
 	for (size_t i = 0; i < nr; i++) {
@@ -983,7 +678,7 @@ static void print_bandwidth(struct probe *p, const struct backend_result *rs, si
 			fio_r = r;
 		if (!r->ok) {
 			out(p, "  %-14s %s\n", r->name,
-			    r->lat[NR_LAT - 1].n ? r->error : "not measured (see above)");
+			    r->lat[COST_NR_LAT - 1].n ? r->error : "not measured (see above)");
 			continue;
 		}
 		out(p, "  %-14s %12.1f %12.1f\n", r->name, r->write_mbs, r->read_mbs);
@@ -1106,9 +801,9 @@ static void print_json(struct probe *p, const struct iol_geom *g, const char *au
 	json_str(&j, "auto_backend", auto_be);
 	json_obj_begin(&j, "params");
 	json_u64(&j, "ops", p->o.ops);
-	json_u64(&j, "op_bytes", OP_BYTES);
-	json_u64(&j, "bw_block_bytes", BW_BLOCK);
-	json_u64(&j, "queue_depth", BW_QD);
+	json_u64(&j, "op_bytes", COST_OP_BYTES);
+	json_u64(&j, "bw_block_bytes", COST_BW_BLOCK);
+	json_u64(&j, "queue_depth", COST_BW_QD);
 	json_u64(&j, "bw_bytes", p->o.bw_bytes);
 	json_u64(&j, "bw_passes", p->o.passes);
 	json_obj_end(&j);
@@ -1124,9 +819,9 @@ static void print_json(struct probe *p, const struct iol_geom *g, const char *au
 			json_str(&j, "error", r->error);
 		if (r->lat[0].n) {
 			json_obj_begin(&j, "latency_us");
-			for (int k = 0; k < NR_LAT; k++)
+			for (int k = 0; k < COST_NR_LAT; k++)
 				if (r->lat[k].n)
-					json_lat(&j, lat_names[k].key, &r->lat[k]);
+					json_lat(&j, cost_lat_names[k].key, &r->lat[k]);
 			json_obj_end(&j);
 		}
 		if (r->ok) {
@@ -1166,6 +861,28 @@ static void print_json(struct probe *p, const struct iol_geom *g, const char *au
 	json_finish(&j);
 }
 
+/* A probe that failed before its report (--json): the document bench's failures print,
+ * {tool, version, path, error {code, name, message}, elapsed_s}, the message being what
+ * stderr said first. */
+static void json_error_doc(const struct probe *p, double elapsed)
+{
+	struct json j;
+
+	json_init(&j, stdout, true);
+	json_obj_begin(&j, NULL);
+	json_str(&j, "tool", "delog probe");
+	json_str(&j, "version", tool_version());
+	json_str(&j, "path", p->t.is_sim ? NULL : p->t.path);
+	json_obj_begin(&j, "error");
+	json_i64(&j, "code", p->err);
+	json_str(&j, "name", tool_err_name(p->err));
+	json_str(&j, "message", p->err_msg);
+	json_obj_end(&j);
+	json_dbl(&j, "elapsed_s", elapsed);
+	json_obj_end(&j);
+	json_finish(&j);
+}
+
 /* ---- command line ---- */
 
 static void usage(FILE *f)
@@ -1195,9 +912,10 @@ static void help(void)
 	       "  -b, --backend NAME     probe only this backend (uring, aio, psync, sim);\n"
 	       "                         default: every built-in one except sim\n"
 	       "  -s, --size N           probe region, with K/M/G suffixes (default 256M;\n"
-	       "                         64M for sim; at least 8M)\n"
+	       "                         64M for sim; at least 8M, a multiple of 1M)\n"
 	       "      --ops N            measured ops per latency test (default %u, at least %u)\n"
-	       "      --bw-bytes N       bytes per bandwidth pass (default: the probe region)\n"
+	       "      --bw-bytes N       bytes per bandwidth pass (default: the probe region;\n"
+	       "                         a multiple of 1M)\n"
 	       "      --passes N         bandwidth passes per direction, median shown (default %u)\n"
 	       "      --sim-profile P    latency model of the sim backend: nvme, sata, none\n"
 	       "                         (default nvme)\n"
@@ -1207,7 +925,7 @@ static void help(void)
 	       "  -h, --help             show this help\n"
 	       "\n"
 	       "Exit status: 0 success, 1 failure, 2 usage error.\n",
-	       BW_QD, DEFAULT_OPS, MIN_OPS, DEFAULT_PASSES);
+	       COST_BW_QD, DEFAULT_OPS, MIN_OPS, DEFAULT_PASSES);
 }
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -1261,7 +979,8 @@ static int parse_args(int argc, char **argv, struct probe_opts *o)
 			o->backend = optarg;
 			break;
 		case 's':
-			if (tool_parse_size("probe", "--size", optarg, MIN_SIZE, 0, 0, NULL,
+			/* Whole bandwidth requests: refused otherwise, never rounded. */
+			if (tool_parse_size("probe", "--size", optarg, MIN_SIZE, 0, COST_BW_BLOCK, NULL,
 					    &o->size)) {
 				usage(stderr);
 				return TOOL_EXIT_USAGE;
@@ -1274,8 +993,8 @@ static int parse_args(int argc, char **argv, struct probe_opts *o)
 						   "needs them)", optarg, MIN_OPS);
 			break;
 		case OPT_BW_BYTES:
-			if (tool_parse_size("probe", "--bw-bytes", optarg, BW_BLOCK * BW_QD, 0, 0,
-					    NULL, &o->bw_bytes)) {
+			if (tool_parse_size("probe", "--bw-bytes", optarg, COST_BW_BLOCK * COST_BW_QD, 0,
+					    COST_BW_BLOCK, NULL, &o->bw_bytes)) {
 				usage(stderr);
 				return TOOL_EXIT_USAGE;
 			}
@@ -1325,10 +1044,8 @@ static int parse_args(int argc, char **argv, struct probe_opts *o)
 	}
 	if (!size_given)
 		o->size = sim ? DEFAULT_SIM_SIZE : DEFAULT_SIZE;
-	o->size -= o->size % BW_BLOCK;
 	if (o->bw_bytes && o->bw_bytes > o->size)
 		return usage_error("--bw-bytes exceeds the probe size (--size)");
-	o->bw_bytes -= o->bw_bytes % BW_BLOCK;
 	return -1;
 }
 
@@ -1364,6 +1081,7 @@ int cmd_probe(int argc, char **argv)
 	uint64_t t0 = now_ns();
 	double elapsed;
 	size_t nr;
+	bool reported = false;
 	int rc, ret = TOOL_EXIT_FAIL;
 
 	memset(&p, 0, sizeof(p));
@@ -1379,9 +1097,13 @@ int cmd_probe(int argc, char **argv)
 	if (!p.o.no_fio && !p.t.is_sim)
 		p.fio = fio_find(p.fio_path, sizeof(p.fio_path));
 	nr = backend_list(&p.o, names, sizeof(names) / sizeof(names[0]));
-	p.samples = calloc(p.o.ops, sizeof(*p.samples));
-	if (!p.samples) {
-		fail(NULL, "out of memory");
+	p.m.ops = p.o.ops;
+	p.m.samples = calloc(p.o.ops, sizeof(*p.m.samples));
+	p.m.stop = meter_stop;
+	p.m.on_op = meter_op;
+	p.m.arg = &p;
+	if (!p.m.samples) {
+		fail(&p, -ENOMEM, NULL, "out of memory");
 		return TOOL_EXIT_FAIL;
 	}
 
@@ -1405,9 +1127,9 @@ int cmd_probe(int argc, char **argv)
 	rc = iol_dev_open(p.t.is_sim ? NULL : p.t.path, &dopts, &adev);
 	if (rc) {
 		if (errmsg[0])
-			fail(NULL, "%s", errmsg);
+			fail(&p, rc, NULL, "%s", errmsg);
 		else
-			fail(p.t.path, "%s", tool_strerror(rc));
+			fail(&p, rc, p.t.path, "%s", tool_strerror(rc));
 		goto out;
 	}
 	if (!p.t.is_sim)
@@ -1416,16 +1138,17 @@ int cmd_probe(int argc, char **argv)
 		uint64_t dev_bytes = iol_dev_geom(adev)->size_bytes;
 
 		if (dev_bytes < p.t.region)
-			p.t.region = dev_bytes - dev_bytes % BW_BLOCK;
+			p.t.region = dev_bytes - dev_bytes % COST_BW_BLOCK;
 		if (p.t.region < MIN_SIZE) {
-			fail(p.t.path, "is smaller than 8 MiB; too small to probe");
+			fail(&p, -ENOSPC, p.t.path, "is smaller than 8 MiB; too small to probe");
 			goto out;
 		}
 		if (p.o.bw_bytes > p.t.region)
 			p.o.bw_bytes = p.t.region;
 	}
-	if (iol_dev_geom(adev)->dio_off_align > OP_BYTES) {
-		fail(p.t.path, "needs %u-byte O_DIRECT alignment; the probe's ops are 4 KiB",
+	p.m.region = p.t.region; /* from the start of PATH (m.base 0) */
+	if (iol_dev_geom(adev)->dio_off_align > COST_OP_BYTES) {
+		fail(&p, -EINVAL, p.t.path, "needs %u-byte O_DIRECT alignment; the probe's ops are 4 KiB",
 		     iol_dev_geom(adev)->dio_off_align);
 		goto out;
 	}
@@ -1454,6 +1177,7 @@ int cmd_probe(int argc, char **argv)
 	}
 
 	elapsed = (double)(now_ns() - t0) / 1e9;
+	reported = true;
 	if (p.o.json)
 		print_json(&p, &geom, auto_be, rs, nr, elapsed);
 	else
@@ -1467,9 +1191,11 @@ out:
 	if (adev)
 		iol_dev_close(adev);
 	if (interrupted(&p))
-		fail(p.t.path, "interrupted");
+		fail(&p, -EINTR, p.t.path, "interrupted");
 	target_cleanup(&p);
-	free(p.samples);
+	if (p.o.json && !reported)
+		json_error_doc(&p, (double)(now_ns() - t0) / 1e9);
+	free(p.m.samples);
 	/* A pending stop signal is delivered here, after the cleanup. */
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return ret;

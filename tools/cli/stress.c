@@ -349,18 +349,44 @@ static int parse_args(int argc, char **argv, struct stress *st, struct delog_opt
 
 /*
  * delog_open opens an existing PATH as it is, and opening a FIFO blocks: refuse anything
- * but a regular file or block device first (a new PATH is created), and say what is
- * wrong with a PATH the iolayer cannot open (check_device).  0 or -1 (reported).
+ * but a regular file or block device first (a new PATH is created, but not through a
+ * symbolic link), a file that cannot hold the log asked for (empty: it holds no log;
+ * with --format: smaller than --size), and say what is wrong with a PATH the iolayer
+ * cannot open (check_device).  0 or -1 (reported).
  */
-static int check_path(const char *path, const char *backend, uint64_t create_size)
+static int check_path(const char *path, const char *backend, const struct delog_options *o)
 {
+	uint64_t create_size = o->create_size;
 	struct stat sb;
-	char why[128], why2[512];
+	char why[128], why2[512], sz[32];
 	int err;
 
 	err = tool_path_check(path, &sb, why, sizeof(why));
 	if (err && err != -ENOENT) {
 		fprintf(stderr, "delog stress: %s: %s\n", path, why);
+		return -1;
+	}
+	if (err == -ENOENT && !lstat(path, &sb) && S_ISLNK(sb.st_mode)) {
+		/* iol_file_create (O_EXCL | O_NOFOLLOW) would say "File exists". */
+		fprintf(stderr, "delog stress: %s: is a dangling symbolic link (its target does "
+			"not exist); stress creates a log only where no link is: give the target's "
+			"path, or remove the link\n", path);
+		return -1;
+	}
+	if (!err && S_ISREG(sb.st_mode) && !sb.st_size) {
+		fprintf(stderr, "delog stress: %s: the file is empty, so it holds no log; make "
+			"one with `delog format %s --size N`, or remove the file and stress creates "
+			"it (--size, default 32 MiB)\n", path, path);
+		return -1;
+	}
+	if (!err && S_ISREG(sb.st_mode) && (o->flags & DELOG_OPEN_FORMAT) &&
+	    (uint64_t)sb.st_size < DELOG_SB_BYTES + create_size) {
+		/* --size is a multiple of 4 KiB (parse_args), so K is exact. */
+		fprintf(stderr, "delog stress: %s: is %lld bytes, smaller than the %s log --format "
+			"makes (%" PRIu64 " bytes with its superblock): give a smaller --size, or "
+			"grow the file with `delog format %s --size %" PRIu64 "K --force`\n", path,
+			(long long)sb.st_size, fmt_bytes(create_size, sz, sizeof(sz)),
+			DELOG_SB_BYTES + create_size, path, create_size >> 10);
 		return -1;
 	}
 	if (err == -ENOENT) {
@@ -398,7 +424,9 @@ static int run(struct stress *st, struct delog_options *o, const char *path)
 	o->push_arg = st;
 	err = delog_open(path, o, &st->log);
 	if (err) {
-		fprintf(stderr, "delog stress: %s: %s\n", path, delog_strerror(err));
+		fprintf(stderr, "delog stress: %s: %s%s\n", path, delog_strerror(err),
+			err == DELOG_ENOTLOG ? "; --format makes a log in it, destroying what it "
+					       "holds" : "");
 		return TOOL_EXIT_FAIL;
 	}
 	fprintf(stderr, "delog stress: %s: %s policy, %u threads, recovered %" PRIu64
@@ -450,7 +478,7 @@ int cmd_stress(int argc, char **argv)
 	rc = parse_args(argc, argv, &st, &o, &path);
 	if (rc >= 0)
 		return rc;
-	if (check_path(path, o.backend, o.create_size))
+	if (check_path(path, o.backend, &o))
 		return TOOL_EXIT_FAIL;
 	return run(&st, &o, path);
 }

@@ -131,13 +131,20 @@ void tool_recover_error(const char *cmd, const char *path, int err, const struct
 
 void tool_json_log_error(struct json *j, const struct tool_log *l)
 {
+	tool_json_error(j, l->err, l->err_off, 0, l->err_field, l->err_what);
+}
+
+void tool_json_error(struct json *j, int err, uint64_t off, uint64_t lsn, const char *field,
+		     const char *what)
+{
 	json_obj_begin(j, "error");
-	json_i64(j, "code", l->err);
-	json_str(j, "name", tool_err_name(l->err));
-	json_str(j, "message", tool_strerror(l->err));
-	json_u64(j, "offset", l->err_off);
-	json_str(j, "field", l->err_field);
-	json_str(j, "what", l->err_what);
+	json_i64(j, "code", err);
+	json_str(j, "name", tool_err_name(err));
+	json_str(j, "message", tool_strerror(err));
+	json_u64(j, "offset", off);
+	json_u64(j, "lsn", lsn);
+	json_str(j, "field", field);
+	json_str(j, "what", what);
 	json_obj_end(j);
 }
 
@@ -145,15 +152,8 @@ void tool_json_recover_error(struct json *j, int err, const struct jrnl_report *
 {
 	bool here = rep->corruption && err == rep->corruption;
 
-	json_obj_begin(j, "error");
-	json_i64(j, "code", err);
-	json_str(j, "name", tool_err_name(err));
-	json_str(j, "message", tool_strerror(err));
-	json_u64(j, "offset", here ? rep->corrupt_offset : 0);
-	json_u64(j, "lsn", here ? rep->corrupt_lsn : 0);
-	json_str(j, "field", here ? rep->corrupt_field : "");
-	json_str(j, "what", here ? rep->corrupt_what : "");
-	json_obj_end(j);
+	tool_json_error(j, err, here ? rep->corrupt_offset : 0, here ? rep->corrupt_lsn : 0,
+			here ? rep->corrupt_field : "", here ? rep->corrupt_what : "");
 }
 
 void tool_print_geom(FILE *f, const char *path, const struct jrnl_geom *g)

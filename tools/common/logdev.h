@@ -45,8 +45,11 @@ void tool_print_geom(FILE *f, const char *path, const struct jrnl_geom *g);
 void tool_print_report(FILE *f, const struct jrnl_geom *g, const struct jrnl_report *r);
 void tool_json_geom(struct json *j, const char *key, const struct jrnl_geom *g);
 void tool_json_report(struct json *j, const char *key, const struct jrnl_report *r);
-/* jrnl_recover's failure as the "error" member: code, name, message, and where the report
- * puts the damage (offset, lsn, field, what; zeroes and "" for an error without a place). */
+/* An error as the "error" member: code, name, message, and where (offset, lsn, field,
+ * what; zeroes and "" for an error without a place). */
+void tool_json_error(struct json *j, int err, uint64_t off, uint64_t lsn, const char *field,
+		     const char *what);
+/* jrnl_recover's failure as the "error" member, where the report puts the damage. */
 void tool_json_recover_error(struct json *j, int err, const struct jrnl_report *rep);
 /* tool_log_open's failure in @l as the "error" member. */
 void tool_json_log_error(struct json *j, const struct tool_log *l);

@@ -1,7 +1,8 @@
 /*
  * util.c - helpers shared by the delog subcommands: byte-size and count parsing, a
  * streaming JSON writer, latency statistics, the clock, version and error strings, and
- * the check that a PATH is a file or block device before anything opens it.
+ * the check that a PATH is a file or block device before anything opens it (and a block
+ * device's size, read before anything writes it).
  *
  * The JSON writer streams straight to a FILE (no document tree): the tools emit one
  * document at the end of a run, and a writer that only tracks "is this the first member
@@ -12,12 +13,16 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 
 #include <delog.h>
@@ -64,6 +69,19 @@ int tool_path_check(const char *path, struct stat *st, char *why, size_t len)
 	return S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL;
 }
 
+int tool_blockdev_size(const char *path, uint64_t *bytes)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, BLKGETSIZE64, bytes))
+		err = -errno;
+	close(fd);
+	return err;
+}
+
 /* ---- parsing ---- */
 
 int parse_size(const char *s, uint64_t *out)
@@ -102,25 +120,39 @@ int parse_size(const char *s, uint64_t *out)
 int tool_check_size(const char *cmd, const char *opt, const char *arg, uint64_t v, uint64_t min,
 		    uint64_t max, uint64_t align, const char *what)
 {
-	char a[32], b[32];
+	char a[32], b[32], c[32], d[32];
 
+	/* The value exactly (fmt_bytes_exact): '4095K' is not "4.0 MiB, below 4 MiB". */
 	if (v < min) {
 		if (what)
 			fprintf(stderr, "delog %s: %s: '%s' is %s, below %s (%s)\n", cmd, opt, arg,
-				fmt_bytes(v, a, sizeof(a)), what, fmt_bytes(min, b, sizeof(b)));
+				fmt_bytes_exact(v, a, sizeof(a)), what,
+				fmt_bytes(min, b, sizeof(b)));
 		else
 			fprintf(stderr, "delog %s: %s: '%s' is %s, below the minimum of %s\n", cmd,
-				opt, arg, fmt_bytes(v, a, sizeof(a)), fmt_bytes(min, b, sizeof(b)));
+				opt, arg, fmt_bytes_exact(v, a, sizeof(a)),
+				fmt_bytes(min, b, sizeof(b)));
 		return -ERANGE;
 	}
 	if (max && v > max) {
 		fprintf(stderr, "delog %s: %s: '%s' is %s, above the maximum of %s\n", cmd, opt, arg,
-			fmt_bytes(v, a, sizeof(a)), fmt_bytes(max, b, sizeof(b)));
+			fmt_bytes_exact(v, a, sizeof(a)), fmt_bytes(max, b, sizeof(b)));
 		return -ERANGE;
 	}
 	if (align > 1 && v % align) {
-		fprintf(stderr, "delog %s: %s: '%s' is %s, not a multiple of %s\n", cmd, opt, arg,
-			fmt_bytes(v, a, sizeof(a)), fmt_bytes(align, b, sizeof(b)));
+		/* Refused, not rounded: the size that would be used is the user's to choose. */
+		uint64_t down = v - v % align;
+
+		if (down >= min && down)
+			fprintf(stderr, "delog %s: %s: '%s' is %s, not a multiple of %s: give %s "
+				"or %s\n", cmd, opt, arg, fmt_bytes_exact(v, a, sizeof(a)),
+				fmt_bytes(align, b, sizeof(b)), fmt_bytes_exact(down, c, sizeof(c)),
+				fmt_bytes_exact(down + align, d, sizeof(d)));
+		else
+			fprintf(stderr, "delog %s: %s: '%s' is %s, not a multiple of %s: give %s\n",
+				cmd, opt, arg, fmt_bytes_exact(v, a, sizeof(a)),
+				fmt_bytes(align, b, sizeof(b)),
+				fmt_bytes_exact(down + align, d, sizeof(d)));
 		return -EINVAL;
 	}
 	return 0;
@@ -199,6 +231,19 @@ const char *fmt_bytes(uint64_t bytes, char *buf, size_t len)
 			 units[u]);
 	else
 		snprintf(buf, len, "%" PRIu64 " %s", whole, units[u]);
+	return buf;
+}
+
+const char *fmt_bytes_exact(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	unsigned u = 0;
+
+	while (bytes && u + 1 < sizeof(units) / sizeof(units[0]) && !(bytes % 1024)) {
+		bytes /= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%" PRIu64 " %s", bytes, units[u]);
 	return buf;
 }
 

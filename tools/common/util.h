@@ -32,6 +32,13 @@ struct stat;
 int tool_path_check(const char *path, struct stat *st, char *why, size_t len);
 
 /*
+ * The size of the block device @path in bytes (BLKGETSIZE64 on a read-only descriptor:
+ * neither an exclusive hold nor O_DIRECT), so a command can say that a device is too
+ * small before it asks for --force to overwrite it.  0 or a negative errno.
+ */
+int tool_blockdev_size(const char *path, uint64_t *bytes);
+
+/*
  * Parse a byte count: decimal digits with an optional binary suffix K, M, G or T (also
  * KiB, MiB, ..., case-insensitive; 1K = 1024).  Returns 0, or -EINVAL (not a size) or
  * -ERANGE (does not fit in 64 bits).
@@ -40,10 +47,11 @@ int parse_size(const char *s, uint64_t *out);
 /*
  * The one parser of size options (--size, --bw-bytes, --read-chunk, ...), so every command
  * reads and refuses sizes alike: parse_size, then at least @min, at most @max (0: no
- * limit) and a multiple of @align (0: any).  On error prints, on stderr,
+ * limit) and a multiple of @align (0: any; refused, never rounded).  On error prints, on
+ * stderr, with the value exact (fmt_bytes_exact),
  *   delog CMD: OPT: 'ARG' is not a size (digits and an optional K, M, G or T suffix)
  *   delog CMD: OPT: 'ARG' is 1 B, below the minimum of 4 MiB
- *   delog CMD: OPT: 'ARG' is 4.8 MiB, not a multiple of 4 KiB
+ *   delog CMD: OPT: 'ARG' is 4097 KiB, not a multiple of 4 KiB: give 4 MiB or 4100 KiB
  * (@what, when not NULL, names the minimum: "... is 1 B, below the smallest log (4 MiB)")
  * and returns -EINVAL or -ERANGE; the caller exits TOOL_EXIT_USAGE.
  */
@@ -65,6 +73,10 @@ int tool_parse_backend(const char *cmd, const char *arg, const char **out);
 int parse_count(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* Format @bytes as "256 MiB", "4 KiB", "1.5 GiB", "512 B" into @buf. */
 const char *fmt_bytes(uint64_t bytes, char *buf, size_t len);
+/* Format @bytes exactly, in the largest unit that divides it: "4 MiB", "4097 KiB",
+ * "5000000 B" (fmt_bytes would say "4.0 MiB" and "4.8 MiB"), for a size that a message
+ * must not round, such as one refused for not being a multiple of the sector. */
+const char *fmt_bytes_exact(uint64_t bytes, char *buf, size_t len);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t now_ns(void);

@@ -156,7 +156,22 @@ static void print_text(struct crash *cr, double secs)
 	}
 }
 
-static void print_json(struct crash *cr, double secs)
+/* "error": what stopped the run early (@err, @what), or null. */
+static void json_run_error(struct json *j, int err, const char *what)
+{
+	if (!err) {
+		json_null(j, "error");
+		return;
+	}
+	json_obj_begin(j, "error");
+	json_i64(j, "code", err);
+	json_str(j, "name", tool_err_name(err));
+	json_str(j, "message", what);
+	json_obj_end(j);
+}
+
+/* The report; @err (0: none) stopped the run, @what says where. */
+static void print_json(struct crash *cr, double secs, int err, const char *what)
 {
 	struct json j;
 
@@ -272,6 +287,22 @@ static void print_json(struct crash *cr, double secs)
 		json_obj_end(&j);
 	}
 	json_arr_end(&j);
+	json_run_error(&j, err, what);
+	json_obj_end(&j);
+	json_finish(&j);
+}
+
+/* A run that could not start, with --json: {tool, version, error, seconds}. */
+static void json_start_error(int err, const char *what)
+{
+	struct json j;
+
+	json_init(&j, stdout, true);
+	json_obj_begin(&j, NULL);
+	json_str(&j, "tool", "delog crash");
+	json_str(&j, "version", tool_version());
+	json_run_error(&j, err, what);
+	json_dbl(&j, "seconds", 0);
 	json_obj_end(&j);
 	json_finish(&j);
 }
@@ -415,12 +446,15 @@ static int parse_opts(struct crash *cr, int argc, char **argv)
 	return -1;
 }
 
-/* The image buffers and the recovery workers (--jobs threads, each with its sim disk). */
-static int start(struct crash *cr)
+/* The image buffers and the recovery workers (--jobs threads, each with its sim disk).
+ * 0, or a negative errno with the reason in @why (the caller prints it). */
+static int start(struct crash *cr, char *why, size_t len)
 {
 	if (cr->save_dir && mkdir(cr->save_dir, 0755) && errno != EEXIST) {
-		fprintf(stderr, "delog crash: --save: %s: %s\n", cr->save_dir, strerror(errno));
-		return TOOL_EXIT_FAIL;
+		int err = -errno;
+
+		snprintf(why, len, "--save: %s: %s", cr->save_dir, strerror(-err));
+		return err;
 	}
 	cr->progress = isatty(STDERR_FILENO) && !cr->verbose;
 	cr->verify = getenv("DELOG_CRASH_VERIFY") && *getenv("DELOG_CRASH_VERIFY") == '1';
@@ -440,8 +474,8 @@ static int start(struct crash *cr)
 	cr->h_sec = calloc(cr->dev_max / 512, sizeof(*cr->h_sec));
 	cr->w = calloc(cr->jobs, sizeof(*cr->w));
 	if (!cr->old || !cr->newimg || !cr->h_sec || !cr->w) {
-		fprintf(stderr, "delog crash: out of memory\n");
-		return TOOL_EXIT_FAIL;
+		snprintf(why, len, "out of memory");
+		return -ENOMEM;
 	}
 	for (unsigned i = 0; i < cr->jobs; i++) {
 		struct worker *w = &cr->w[i];
@@ -452,13 +486,13 @@ static int start(struct crash *cr)
 		w->sector = cr->sector;
 		w->shadow = w->dev ? iol_buf_alloc(w->dev, cr->dev_max) : NULL;
 		if (!w->shadow) {
-			fprintf(stderr, "delog crash: cannot open a sim disk for recovery\n");
-			return TOOL_EXIT_FAIL;
+			snprintf(why, len, "cannot open a sim disk for recovery");
+			return -ENOMEM;
 		}
 		memset(w->shadow, 0, cr->dev_max);
 		if (pthread_create(&w->th, NULL, worker_main, w)) {
-			fprintf(stderr, "delog crash: cannot start a recovery thread\n");
-			return TOOL_EXIT_FAIL;
+			snprintf(why, len, "cannot start a recovery thread");
+			return -EAGAIN;
 		}
 		cr->nworkers++;
 	}
@@ -510,6 +544,7 @@ int cmd_crash(int argc, char **argv)
 {
 	static struct crash crash_state; /* static: no leak on the early returns */
 	struct crash *cr = &crash_state;
+	char why[512] = "";
 	int err = 0, rc;
 	double secs;
 
@@ -517,8 +552,14 @@ int cmd_crash(int argc, char **argv)
 	rc = parse_opts(cr, argc, argv);
 	if (rc >= 0)
 		return rc;
-	if (start(cr))
+	err = start(cr, why, sizeof(why));
+	if (err) {
+		/* The workers started so far wait for work that never comes: the process ends. */
+		fprintf(stderr, "delog crash: %s\n", why);
+		if (cr->json)
+			json_start_error(err, why);
 		return TOOL_EXIT_FAIL;
+	}
 	for (uint64_t r = cr->one_round ? cr->round_no : 0; cr->states < cr->target; r++) {
 		uint64_t before = cr->states;
 
@@ -526,7 +567,8 @@ int cmd_crash(int argc, char **argv)
 			break;
 		err = run_round(cr, r);
 		if (err) {
-			fprintf(stderr, "delog crash: round %" PRIu64 ": %s\n", r, delog_strerror(err));
+			snprintf(why, sizeof(why), "round %" PRIu64 ": %s", r, delog_strerror(err));
+			fprintf(stderr, "delog crash: %s\n", why);
 			break;
 		}
 		if (cr->states == before && cr->nviol)
@@ -542,7 +584,7 @@ int cmd_crash(int argc, char **argv)
 		pthread_join(cr->w[i].th, NULL);
 	secs = (double)(now_ns() - cr->t0) / 1e9;
 	if (cr->json)
-		print_json(cr, secs);
+		print_json(cr, secs, err, why);
 	else
 		print_text(cr, secs);
 	rc = err || cr->nviol ? TOOL_EXIT_FAIL : TOOL_EXIT_OK;

@@ -1,8 +1,8 @@
 /*
  * recommend.c - the one rule that turns what `delog probe` measured on a device into a
  * flush policy and a log-buffer geometry (issue 18); `delog probe` prints it and
- * `delog bench --compare-flush` measures the same costs and checks it against the
- * policies' throughput.
+ * `delog bench --compare-flush` measures the same costs (costs.c) and checks it against
+ * the policies' throughput.  It is in common/ so that both wings use it from below.
  *
  * Why it is a pure function of a few numbers: the probe and the benchmark must reach the
  * same answer from the same measurement, and a unit test (tests/tools/recommend_test.c)
@@ -30,13 +30,18 @@
  * one write + flush round trip.  logbsize is the smallest power of two >= B, so one
  * buffer's transfer is not short next to the flush it waits for; logbufs is 2 (one
  * being filled, one being written and flushed) + ceil(B / logbsize), the buffers the
- * device could take while a flush is outstanding; both clamped to <delog.h>'s limits.
+ * device could take while a flush is outstanding; both clamped to <delog.h>'s limits
+ * (logbufs to the ring's most, JRNL_MAX_LOGBUFS, as the engine checks it), and the
+ * reason says where a clamp applied and ends with the geometry chosen, "N x S KiB".
  */
-#include "tools.h"
-#include "probe.h"
+#include "costs.h"
+
+#include "jrnl.h"
 
 #include <math.h>
 #include <string.h>
+
+_Static_assert(DELOG_LOGBUFS_MAX == JRNL_MAX_LOGBUFS, "logbufs is capped at the ring's most");
 
 #define FUA_SLACK 1.10 /* rule 2: F + FU may exceed WF by this factor */
 
@@ -46,23 +51,31 @@ static void geometry(const struct probe_costs *c, struct probe_rec *r, char *why
 	double mbs = isfinite(c->seq_write_mbs) && c->seq_write_mbs > 0 ? c->seq_write_mbs : 0;
 	double b = mbs * wf; /* 10^6 B/s x 10^-6 s = bytes */
 	uint32_t bs = DELOG_LOGBSIZE_MIN;
+	char cap[64] = "";
 	double more;
 
 	while (bs < DELOG_LOGBSIZE_MAX && (double)bs < b)
 		bs <<= 1;
 	more = ceil(b / (double)bs);
 	r->logbsize = bs;
+	/* The ring's most, as the engine checks it (delog_open refuses more than
+	 * JRNL_MAX_LOGBUFS): the reason ends with the count the log will use, and says so
+	 * when 2 + more was above it. */
 	r->logbufs = 2 + more < DELOG_LOGBUFS_MAX ? 2 + (unsigned)more : DELOG_LOGBUFS_MAX;
+	if (2 + more > DELOG_LOGBUFS_MAX)
+		snprintf(cap, sizeof(cap), ", capped at the ring's %u (the most a log has)",
+			 DELOG_LOGBUFS_MAX);
 	snprintf(why, len, "%.0f MB/s x WF %.1f us = %.0f KiB per write+flush round trip: "
-		 "%u KiB buffers (the smallest power of two >= that, %u..%u KiB), 2 + %.0f of them",
+		 "%u KiB buffers (the smallest power of two >= that, %u..%u KiB), 2 + %.0f of "
+		 "them%s: %u x %u KiB",
 		 mbs, wf, b / 1024, bs >> 10, DELOG_LOGBSIZE_MIN >> 10, DELOG_LOGBSIZE_MAX >> 10,
-		 more);
+		 more, cap, r->logbufs, bs >> 10);
 }
 
 void probe_recommend(const struct probe_costs *c, struct probe_rec *r)
 {
 	double ffu = c->flush_us + c->fua_us, wf = c->write_flush_us;
-	char pol[320], geo[256];
+	char pol[320], geo[300];
 
 	memset(r, 0, sizeof(*r));
 	if (c->volatile_cache == 0) {
