@@ -144,6 +144,14 @@ check_json "$TMP/out" "none"
 expect_rc 0 "commit bench on sim, --loop" "$DELOG" bench $SHORT --backend sim --policy sync \
 	--loop --json
 check_json "$TMP/out" "sync,sync/loop"
+# stderr is a file: one line per finished point, [1/4] .. [4/4], none redrawn.
+python3 - "$TMP/err" <<'EOF' || fail "commit bench, stderr not a terminal: not one line per point"
+import re, sys
+t = open(sys.argv[1], newline="").read()
+assert "\r" not in t, "a progress redraw in a non-terminal stderr"
+pts = [int(m.group(1)) for m in re.finditer(r"^delog bench: \[(\d+)/4\] .*: done, [0-9.]+ s$", t, re.M)]
+assert pts == [1, 2, 3, 4], (pts, t)
+EOF
 expect_rc 0 "commit bench on sim, --loop, human output" "$DELOG" bench $SHORT --backend sim \
 	--clients 4 --policy single --loop
 expect_in "$TMP/out" "single/loop" "the loop's row"

@@ -1176,9 +1176,12 @@ static int commit_run(struct bench *b, void *state)
 {
 	const struct commit_opts *o = state;
 	struct crun r = { .b = b, .o = o, .fs_type = "sim" };
+	unsigned k = 0, npoints;
 	int err = 0;
 
 	r.sim = bench_is_sim(b);
+	npoints = o->nclients * (o->npolicy * (o->loop ? 2 : 1) +
+				 (!r.sim && !o->no_baselines ? 2 : 0));
 	r.rows = calloc((size_t)o->nclients * (2 * o->npolicy + 2), sizeof(*r.rows));
 	if (!r.rows) {
 		bench_fail(b, -ENOMEM, NULL, "out of memory");
@@ -1218,9 +1221,10 @@ static int commit_run(struct bench *b, void *state)
 
 				w->name = base[i].name;
 				w->policy = -1;
-				bench_progress(b, "%u clients: %s", n, w->name);
+				bench_point(b, "[%u/%u] %u clients: %s", ++k, npoints, n, w->name);
 				if (!(err = baseline_point(&r, base[i].k, n, w)))
 					r.nrows++;
+				bench_point_done(b, err);
 			}
 		}
 		for (unsigned p = 0; p < o->npolicy && !err; p++) {
@@ -1228,9 +1232,10 @@ static int commit_run(struct bench *b, void *state)
 
 			w->name = delog_flush_policy_name(o->policy[p]);
 			w->policy = (int)o->policy[p];
-			bench_progress(b, "%u clients: %s", n, w->name);
+			bench_point(b, "[%u/%u] %u clients: %s", ++k, npoints, n, w->name);
 			if (!(err = delog_point(&r, o->policy[p], K_DELOG, n, w)))
 				r.nrows++;
+			bench_point_done(b, err);
 		}
 		for (unsigned p = 0; o->loop && p < o->npolicy && !err; p++) {
 			static const char *const loop_name[] = {
@@ -1242,9 +1247,11 @@ static int commit_run(struct bench *b, void *state)
 			w->name = loop_name[o->policy[p]];
 			w->policy = (int)o->policy[p];
 			w->loop = true;
-			bench_progress(b, "%u in flight, one thread: %s", n, w->name);
+			bench_point(b, "[%u/%u] %u in flight, one thread: %s", ++k, npoints, n,
+				    w->name);
 			if (!(err = delog_point(&r, o->policy[p], K_LOOP, n, w)))
 				r.nrows++;
+			bench_point_done(b, err);
 		}
 		if (!err && bench_interrupted(b))
 			err = -EINTR;
