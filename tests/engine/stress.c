@@ -23,14 +23,16 @@
  *   - one of 8 shared items, picked at random (relogged across threads: one copy per
  *     checkpoint, holding a transaction of that checkpoint that logged it);
  * one in 50 transactions is aborted instead (its items must never appear), one in 32
- * commits is followed by a force of its sequence (or of everything).  Meanwhile an
+ * commits is followed by a force of its sequence (or of everything), half of them
+ * delog_force_nowait and a wait for the watermark.  Meanwhile an
  * observer thread reads delog_stats, delog_durable_seq (must never go back) and drains
  * the durable eventfd, so those paths race with the writers too.
  *
  * Checks after the run: (1) a power-cut image taken after a final force recovers
  * everything (sim only); (2) after a clean close and reopen, recovery hands back
  * consecutive checkpoints, every item whole, every commit exactly once in its
- * checkpoint, per thread non-decreasing checkpoints, the counter and shared-item rules
+ * checkpoint, per thread non-decreasing checkpoints and, within one, its transactions in
+ * its order (the replay order, engine/cil.c CIL6), the counter and shared-item rules
  * above, no aborted item.  With releases "everything" is every checkpoint from the first
  * one recovered on, and that first one is at most one past the highest released.  And
  * at the end, before the final force: delog_durable_seq covers the highest sequence
@@ -138,6 +140,33 @@ static int log_item(delog_tx *tx, uint64_t key, uint64_t a, uint64_t b)
 	return delog_tx_log(tx, key, &p, sizeof(p));
 }
 
+/*
+ * A force, blocking or (@nowait) as an event loop makes it: delog_force_nowait, then a
+ * wait for the watermark (polling: the observer drains the eventfd, so a wake-up may be
+ * taken by it; 1 ms at most between looks).  0 or the error.
+ */
+static int force_one(delog *log, uint64_t seq, bool nowait)
+{
+	struct pollfd pfd = { .fd = delog_durable_fd(log), .events = POLLIN };
+	int err;
+
+	if (!nowait)
+		return delog_force(log, seq);
+	if (!seq) {
+		struct delog_stats st = { .size = sizeof(st) };
+
+		if ((err = delog_stats(log, &st)))
+			return err;
+		seq = st.open_seq; /* at most what force(0) covers; a later one if pushed */
+	}
+	err = delog_force_nowait(log, seq);
+	while (err >= 0 && delog_durable_seq(log) < seq && !delog_error(log))
+		(void)poll(&pfd, 1, 1);
+	if (err < 0)
+		return err;
+	return delog_durable_seq(log) >= seq ? 0 : DELOG_ESHUTDOWN;
+}
+
 static void *worker(void *arg)
 {
 	struct warg *wa = arg;
@@ -178,7 +207,7 @@ static void *worker(void *arg)
 		r->seq[idx] = seq;
 		r->shared[idx] = (uint8_t)j;
 		if (rnd(&s) % 32 == 0) {
-			err = delog_force(r->log, rnd(&s) % 4 ? seq : 0);
+			err = force_one(r->log, rnd(&s) % 4 ? seq : 0, rnd(&s) % 2);
 			if (err)
 				goto fail;
 			if (delog_durable_seq(r->log) < seq) {
@@ -295,6 +324,11 @@ static int on_ckpt(void *arg, const struct delog_checkpoint *ck, const struct de
 		} else if (key == K_UNIQUE(p.a, p.b)) {
 			rc->got[idx]++;
 			rc->got_seq[idx] = ck->seq;
+			/* A thread's transactions follow one another: in its order (CIL6). */
+			CHECK(!ht[p.a] || p.b > maxi[p.a],
+			      "checkpoint %llu: thread %llu's tx %llu after its tx %llu",
+			      (unsigned long long)ck->seq, (unsigned long long)p.a,
+			      (unsigned long long)p.b, (unsigned long long)maxi[p.a]);
 			if (!ht[p.a] || p.b > maxi[p.a])
 				maxi[p.a] = p.b;
 			ht[p.a] = 1;
