@@ -565,24 +565,31 @@ void engine_journal_stats(delog *log, struct jrnl_log_stats *out)
 /* ---- force and the watermark ---- */
 
 /*
- * The sequence a force of @seq waits for (0: everything committed so far: the open
- * checkpoint if it holds anything, else the last one written), or 0 with -EINVAL in
- * *@err for a sequence beyond the open checkpoint.  *@open gets the open sequence.
+ * What a force (@nowait: delog_force_nowait) of *@seq needs, counted in its counter: the
+ * refusals every force shares (a read-only or shut-down log), then *@seq resolved (0:
+ * everything committed so far: the open checkpoint if it holds anything, else the last
+ * one written), which must not lie beyond the open checkpoint (-EINVAL).  *@open gets
+ * the open sequence.
  */
-static uint64_t force_target(struct delog *log, uint64_t seq, uint64_t *open, int *err)
+static int force_begin(struct delog *log, uint64_t *seq, uint64_t *open, bool nowait)
 {
 	bool has;
 
+	if (!log)
+		return -EINVAL;
+	if (log->read_only)
+		return DELOG_ERDONLY; /* (U2) */
+	atomic_fetch_add_explicit(nowait ? &log->st_forces_nowait : &log->st_forces, 1,
+				  memory_order_relaxed);
+	if (atomic_load(&log->error))
+		return DELOG_ESHUTDOWN;
 	pthread_rwlock_rdlock(&log->ctx_lock);
 	*open = log->cur->seq;
 	has = atomic_load(&log->cur->ntx) != 0;
 	pthread_rwlock_unlock(&log->ctx_lock);
-	*err = 0;
-	if (!seq || (seq == *open && !has))
-		seq = has ? *open : *open - 1;
-	if (seq > *open)
-		*err = -EINVAL;
-	return seq;
+	if (!*seq || (*seq == *open && !has))
+		*seq = has ? *open : *open - 1;
+	return *seq > *open ? -EINVAL : 0;
 }
 
 /* Ask the push thread for @seq if it is still open (a sequence already swapped out is
@@ -600,16 +607,8 @@ static void force_ask(struct delog *log, uint64_t seq)
 int delog_force(delog *log, uint64_t seq)
 {
 	uint64_t open;
-	int err;
+	int err = force_begin(log, &seq, &open, false);
 
-	if (!log)
-		return -EINVAL;
-	if (log->read_only)
-		return DELOG_ERDONLY; /* (U2) */
-	atomic_fetch_add_explicit(&log->st_forces, 1, memory_order_relaxed);
-	if (atomic_load(&log->error))
-		return DELOG_ESHUTDOWN;
-	seq = force_target(log, seq, &open, &err);
 	if (err)
 		return err;
 	if (atomic_load(&log->durable_seq) >= seq) {
@@ -638,16 +637,8 @@ int delog_force(delog *log, uint64_t seq)
 int delog_force_nowait(delog *log, uint64_t seq)
 {
 	uint64_t open;
-	int err;
+	int err = force_begin(log, &seq, &open, true);
 
-	if (!log)
-		return -EINVAL;
-	if (log->read_only)
-		return DELOG_ERDONLY; /* (U2) */
-	atomic_fetch_add_explicit(&log->st_forces_nowait, 1, memory_order_relaxed);
-	if (atomic_load(&log->error))
-		return DELOG_ESHUTDOWN;
-	seq = force_target(log, seq, &open, &err);
 	if (err)
 		return err;
 	if (atomic_load(&log->durable_seq) >= seq)
