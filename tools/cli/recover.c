@@ -1,5 +1,5 @@
 /*
- * recover.c - `delog recover PATH [--json] [--dry-run]`: run crash recovery on a log and
+ * recover.c - `delog recover PATH [--json] [--dry-run] [--to N]`: run crash recovery on a log and
  * print its report (head, tail, checkpoints and bytes replayed, torn bytes discarded,
  * corruption found and where).
  *
@@ -17,6 +17,11 @@
  * (jrnl_recover_opts.count_stamp).  Nothing to stamp (a cleanly closed log, or a crash
  * that left nothing past the head): the report as usual, a note, exit 0.  Something to
  * stamp: the report, then the refusal naming the file system and --dry-run, exit 1.
+ *
+ * --to N is a point in time (jrnl_recover_opts.replay_to): the whole log is verified,
+ * checkpoints up to N are replayed (counted, printed by --ids), the rest counted as held
+ * back, and nothing is written (as --dry-run).  --salvage NEWLOG hands the parsed command
+ * line to salvage.c: the way out of a damaged log, which never writes PATH.
  *
  * --ids prints, instead of the report, the ids that `delog stress` wrote (tools/cli/ids.h)
  * found in the complete checkpoints recovery replays, one per line: checkpoints in log

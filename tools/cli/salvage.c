@@ -337,7 +337,10 @@ static int write_new(const struct salvage_opts *o, struct tool_log *src,
 	io.errmsg_len = sizeof(msg);
 	err = iol_file_create(tmp, JRNL_SB_AREA + x->size, 0600, msg, sizeof(msg));
 	if (err) {
-		refuse(j, o->newpath, err, "cannot create %s: %s", tmp, *msg ? msg : tool_strerror(err));
+		if (*msg) /* the iolayer's message names the path */
+			refuse(j, o->newpath, err, "%s", msg);
+		else
+			refuse(j, o->newpath, err, "cannot create %s: %s", tmp, tool_strerror(err));
 		return err;
 	}
 	err = iol_dev_open(tmp, &io, &dev);
