@@ -697,7 +697,8 @@ Test(open, recover_to_point_in_time, .timeout = 60)
 		cr_expect_eq(rec.clean, 1);
 		cr_expect_eq(delog_durable_seq(log), want[k]);
 		cr_expect_eq(t_stats(log).durable_seq, want[k]);
-		cr_expect_eq(delog_tx_begin(log, T_RES(1), 0, &(delog_tx *){ NULL }), DELOG_ERDONLY);
+		cr_expect_eq(delog_tx_begin(log, T_RES(1), 0, &(delog_tx *){ NULL }),
+			     DELOG_ERDONLY);
 		cr_assert_eq(delog_close(log), 0);
 		coll_free(&c);
 	}

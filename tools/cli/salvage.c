@@ -76,8 +76,7 @@ static void kept_add(struct kept *k, const struct jrnl_ckpt *ck, const struct jr
 	k->need += ck->payload_bytes + (uint64_t)n * 24 + 96;
 }
 
-static int plan_cb(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_item_view *v,
-		   size_t n)
+static int plan_cb(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_item_view *v, size_t n)
 {
 	kept_add(priv, ck, v, n);
 	return 0;
@@ -91,8 +90,7 @@ struct copy {
 };
 
 /* One checkpoint into NEWLOG: one log transaction of the same sequence and items. */
-static int copy_cb(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_item_view *v,
-		   size_t n)
+static int copy_cb(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_item_view *v, size_t n)
 {
 	struct copy *c = priv;
 	struct jrnl_wtx tx;
@@ -118,10 +116,10 @@ struct outcome {
 	const struct jrnl_geom *g;
 	struct jrnl_report rep; /* the planning run's */
 	struct kept k;
-	uint64_t size;     /* NEWLOG's log size */
-	bool grown;        /* larger than PATH's log, for the kept checkpoints */
-	bool written;      /* NEWLOG is in place, verified */
-	char uuid[37];     /* NEWLOG's */
+	uint64_t size; /* NEWLOG's log size */
+	bool grown;    /* larger than PATH's log, for the kept checkpoints */
+	bool written;  /* NEWLOG is in place, verified */
+	char uuid[37]; /* NEWLOG's */
 };
 
 static const char *plural(uint64_t n)
@@ -142,7 +140,8 @@ static void print_outcome(FILE *f, const struct outcome *x)
 	else
 		fprintf(f, "damage: none: the whole log verifies\n");
 	if (x->k.ckpts)
-		fprintf(f, "kept: checkpoints %" PRIu64 "..%" PRIu64 " (%" PRIu64
+		fprintf(f,
+			"kept: checkpoints %" PRIu64 "..%" PRIu64 " (%" PRIu64
 			" checkpoint%s, %" PRIu64 " items, %s of item data)\n",
 			x->k.first, x->k.last, x->k.ckpts, plural(x->k.ckpts), x->k.items,
 			fmt_bytes(x->k.bytes, a, sizeof(a)));
@@ -150,32 +149,40 @@ static void print_outcome(FILE *f, const struct outcome *x)
 		fprintf(f, "kept: no checkpoint (none complete before the damage%s)\n",
 			x->o->to ? " and --to" : "");
 	if (r->held_back)
-		fprintf(f, "held back by --to %" PRIu64 ": %" PRIu64 " verified checkpoint%s after it\n",
+		fprintf(f,
+			"held back by --to %" PRIu64 ": %" PRIu64
+			" verified checkpoint%s after it\n",
 			x->o->to, r->held_back, plural(r->held_back));
 	if (r->dropped)
-		fprintf(f, "dropped: %" PRIu64 " incomplete checkpoint%s (started, never committed "
-			"before the %s)\n", r->dropped, plural(r->dropped),
-			r->salvaged ? "damage" : "head");
+		fprintf(f,
+			"dropped: %" PRIu64 " incomplete checkpoint%s (started, never committed "
+			"before the %s)\n",
+			r->dropped, plural(r->dropped), r->salvaged ? "damage" : "head");
 	if (r->salvaged) {
 		fprintf(f, "dropped: %s of log from byte %" PRIu64 " (record lsn %s) on",
 			fmt_bytes(r->salvage_bytes, a, sizeof(a)), r->salvage_offset,
 			tool_lsn(r->salvage_lsn, b, sizeof(b)));
 		if (r->lost_commits)
-			fprintf(f, ", where valid records still hold the commits of %" PRIu64
+			fprintf(f,
+				", where valid records still hold the commits of %" PRIu64
 				" later checkpoint%s (%" PRIu64 "..%" PRIu64 "): not kept, as "
-				"nothing after the damage can be verified\n", r->lost_commits,
-				plural(r->lost_commits), r->lost_first_seq, r->lost_last_seq);
+				"nothing after the damage can be verified\n",
+				r->lost_commits, plural(r->lost_commits), r->lost_first_seq,
+				r->lost_last_seq);
 		else
 			fprintf(f, "; no later commit is readable there\n");
 	}
 	if (r->torn_bytes)
 		fprintf(f, "torn write discarded at the head: %" PRIu64 " bytes\n", r->torn_bytes);
 	if (x->o->dry_run)
-		fprintf(f, "%s: not written (--dry-run); it would be a log of %s (%u-byte "
-			"sectors)%s\n", x->o->newpath, fmt_bytes(x->size, a, sizeof(a)), x->g->sector,
+		fprintf(f,
+			"%s: not written (--dry-run); it would be a log of %s (%u-byte "
+			"sectors)%s\n",
+			x->o->newpath, fmt_bytes(x->size, a, sizeof(a)), x->g->sector,
 			x->grown ? ", larger than the source's to hold what is kept" : "");
 	else if (x->written)
-		fprintf(f, "%s: new log of %s (%u-byte sectors%s), uuid %s, holding checkpoints "
+		fprintf(f,
+			"%s: new log of %s (%u-byte sectors%s), uuid %s, holding checkpoints "
 			"%" PRIu64 "..%" PRIu64 ", closed clean and verified; %s was only read\n",
 			x->o->newpath, fmt_bytes(x->size, a, sizeof(a)), x->g->sector,
 			x->grown ? ", grown to hold what is kept" : "", x->uuid, x->k.first,
@@ -286,7 +293,8 @@ static int check_newpath(const struct salvage_opts *o, struct json *j)
 		return -1;
 	}
 	if (!o->force) {
-		refuse(j, o->newpath, -EEXIST, "exists (--force replaces it, once the salvage "
+		refuse(j, o->newpath, -EEXIST,
+		       "exists (--force replaces it, once the salvage "
 		       "succeeded)");
 		return -1;
 	}
@@ -352,8 +360,10 @@ static int write_new(const struct salvage_opts *o, struct tool_log *src,
 	if (!err)
 		err = jrnl_log_open(dev, &g, NULL, &lo, &c.log);
 	if (err) {
-		refuse(j, o->newpath, err, "cannot format a log of %" PRIu64 " bytes with %u-byte "
-		       "sectors there: %s", x->size, fo.sector, tool_strerror(err));
+		refuse(j, o->newpath, err,
+		       "cannot format a log of %" PRIu64 " bytes with %u-byte "
+		       "sectors there: %s",
+		       x->size, fo.sector, tool_strerror(err));
 		iol_dev_close(dev);
 		return err;
 	}
@@ -373,8 +383,8 @@ static int write_new(const struct salvage_opts *o, struct tool_log *src,
 		tool_recover_error("recover", o->path, err, &rep);
 		refuse(j, o->path, err, "the second read failed: %s", tool_strerror(err));
 	} else if (rep.salvaged != x->rep.salvaged || rep.salvage_lsn != x->rep.salvage_lsn ||
-		   c.k.ckpts != x->k.ckpts || c.k.items != x->k.items ||
-		   c.k.bytes != x->k.bytes || c.k.last != x->k.last) {
+		   c.k.ckpts != x->k.ckpts || c.k.items != x->k.items || c.k.bytes != x->k.bytes ||
+		   c.k.last != x->k.last) {
 		err = -EAGAIN;
 		refuse(j, o->path, err,
 		       "changed between the two reads (%" PRIu64 " checkpoints, then %" PRIu64
@@ -427,8 +437,8 @@ static int verify_new(const struct salvage_opts *o, const char *tmp, struct outc
 	    k.items != x->k.items || k.bytes != x->k.bytes) {
 		refuse(j, o->newpath, DELOG_ECORRUPT,
 		       "the new log recovers %" PRIu64 " checkpoints (%" PRIu64 "..%" PRIu64
-		       "%s), not the %" PRIu64 " written", k.ckpts, k.first, k.last,
-		       rep.clean ? "" : ", not clean", x->k.ckpts);
+		       "%s), not the %" PRIu64 " written",
+		       k.ckpts, k.first, k.last, rep.clean ? "" : ", not clean", x->k.ckpts);
 		return DELOG_ECORRUPT;
 	}
 	return 0;
@@ -496,9 +506,9 @@ int recover_salvage(const struct salvage_opts *o)
 	if (err) {
 		if (l.err_field && *l.err_field)
 			fprintf(stderr,
-				"delog recover: %s: cannot salvage: the superblock is refused (%s), "
-				"so the log's sector size, size and uuid are unknown and no record "
-				"can be verified; nothing was written\n",
+				"delog recover: %s: cannot salvage: the superblock is refused "
+				"(%s), so the log's sector size, size and uuid are unknown and no "
+				"record can be verified; nothing was written\n",
 				o->path, l.err_field);
 		else if (l.err <= DELOG_ECORRUPT)
 			fprintf(stderr,

@@ -10,15 +10,15 @@
 #include <stdint.h>
 
 struct salvage_opts {
-	const char *path;     /* the damaged log: only ever read */
-	const char *newpath;  /* the new log to write */
-	const char *backend;  /* NULL: the best available */
-	uint64_t to;          /* --to: the last checkpoint to keep (0: every one) */
-	uint64_t size;        /* --size: NEWLOG's log size (0: the source's, or more) */
-	bool force;           /* --force: replace an existing NEWLOG */
-	bool dry_run;         /* --dry-run: say what would be kept, write nothing */
-	bool json;            /* --json */
-	size_t read_chunk;    /* --read-chunk (0: default) */
+	const char *path;         /* the damaged log: only ever read */
+	const char *newpath;      /* the new log to write */
+	const char *backend;      /* NULL: the best available */
+	uint64_t to;              /* --to: the last checkpoint to keep (0: every one) */
+	uint64_t size;            /* --size: NEWLOG's log size (0: the source's, or more) */
+	bool force;               /* --force: replace an existing NEWLOG */
+	bool dry_run;             /* --dry-run: say what would be kept, write nothing */
+	bool json;                /* --json */
+	size_t read_chunk;        /* --read-chunk (0: default) */
 	unsigned reads_in_flight; /* --reads-in-flight (0: default) */
 };
 
