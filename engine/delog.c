@@ -36,6 +36,14 @@
  *       and words always belong to the same refusal.  A file system that cannot hold a
  *       durable log (the iolayer's -EOPNOTSUPP: no O_DIRECT, tmpfs, ramfs) is
  *       DELOG_ENODIRECT.
+ *  (U4) A point in time (delog_options.recover_to N) is an inspection: only a read-only
+ *       open takes it (check_opts).  Recovery verifies the whole log as always
+ *       (jrnl_recover_opts.replay_to) and hands over checkpoints up to N only, so the
+ *       sequence continues after N on this handle alone, which never writes: a writing
+ *       one would number new checkpoints N+1.. beside the old N+1.. still in the log.
+ *       delog_recovery's members appended with it (held_back) are written only for a
+ *       caller whose options struct has recover_to (OPTS_TO_SIZE): delog_recovery has
+ *       no size of its own, and an older caller's is smaller.
  */
 #include "engine_private.h"
 
@@ -53,6 +61,8 @@
 
 #define DEFAULT_CREATE_SIZE (64ull << 20)
 #define OPTS_MIN_SIZE offsetof(struct delog_options, recovery)
+/* (U4) A caller whose options reach recover_to has the delog_recovery with held_back. */
+#define OPTS_TO_SIZE (offsetof(struct delog_options, recover_to) + sizeof(uint64_t))
 
 /* ---- open ---- */
 
@@ -168,6 +178,13 @@ static int check_opts(const struct delog_options *o)
 			       o->flags & DELOG_OPEN_CREATE ? "CREATE" : "FORMAT");
 	if (o->sector && o->sector != 512 && o->sector != 4096)
 		return OPT_BAD(o, "sector %u: must be 512 or 4096 (0: 4096)", o->sector);
+	if (o->recover_to && !(o->flags & DELOG_OPEN_RDONLY))
+		return OPT_BAD(o,
+			       "recover_to %llu: only with DELOG_OPEN_RDONLY (a writing open "
+			       "would number new checkpoints after %llu while the log still holds "
+			       "the old ones)",
+			       (unsigned long long)o->recover_to,
+			       (unsigned long long)o->recover_to);
 	return 0;
 }
 
@@ -276,7 +293,8 @@ static int open_recover(struct delog *log, const struct delog_options *o, struct
 	struct open_ctx oc = { .log = log, .o = o, .fn = o->recover, .arg = o->recover_arg };
 	struct jrnl_recover_opts ro = { .replay = open_replay,
 					.priv = &oc,
-					.read_only = log->read_only };
+					.read_only = log->read_only,
+					.replay_to = o->recover_to }; /* (U4) */
 	int err;
 
 	space_init(log);
@@ -292,7 +310,7 @@ static int open_recover(struct delog *log, const struct delog_options *o, struct
 	if (err)
 		return err;
 	if (o->recovery) {
-		*o->recovery = (struct delog_recovery){
+		struct delog_recovery full = {
 			.clean = rep->clean,
 			.checkpoints = rep->checkpoints,
 			.items = rep->items,
@@ -302,7 +320,13 @@ static int open_recover(struct delog *log, const struct delog_options *o, struct
 			.last_seq = oc.last_seq,
 			.head_lsn = rep->head_lsn,
 			.tail_lsn = rep->tail_lsn,
+			.held_back = rep->held_back,
 		};
+
+		/* (U4) An older caller's struct ends before held_back. */
+		memcpy(o->recovery, &full,
+		       o->size >= OPTS_TO_SIZE ? sizeof(full) :
+						 offsetof(struct delog_recovery, held_back));
 	}
 	*last_seq = oc.last_seq;
 	return 0;

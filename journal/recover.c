@@ -105,6 +105,19 @@
  *  (R10) Nothing is written over a log read with the wrong geometry: a header of this
  *       log that does not fit it is DELOG_EGEOMETRY wherever it is met, and a log with
  *       no valid record but writes beyond the first window is refused (check_empty).
+ *  (R12) Salvage (jrnl_recover_opts.salvage) changes one thing: the first corruption
+ *       that step 3 meets in [T, E), or that step 4 proves at E, ends the log there
+ *       instead of failing it.  Everything before it was verified by the same checks
+ *       as always, so the checkpoints whose COMMIT precedes it are handed over (R9
+ *       still holds: the first pass finds where the log ends before the second hands
+ *       anything over); a checkpoint open there is dropped like one open at a head.
+ *       Nothing after the damage is handed over, even where valid records follow: a
+ *       checkpoint after it may depend on the one the damage destroyed, and no check
+ *       of the format can say it does not, so a salvaged log is a prefix, never a
+ *       log with a hole.  The region after the damage is only looked at (scan_lost)
+ *       to count what was lost.  Salvage writes nothing (no stamping), and what
+ *       leaves no head or tail to start from (steps 1 and 2, check_empty) is refused
+ *       as without it.
  *  (R8) Recovery's writes are as crash-safe as the writer's: stamping rewrites only
  *       sectors the crashed session wrote past the head, which the writer's unflushed
  *       bound (L13 in log.c, format.h JRNL_UNFLUSHED_MAX) confines to the window past
@@ -469,13 +482,16 @@ static int scan_future(struct rctx *r, uint64_t from, uint64_t to)
 			s++;
 			continue;
 		}
-		if (rec_durable(r, &ri) > r->E)
+		if (rec_durable(r, &ri) > r->E) {
+			/* Salvage (R12) drops this record too: count it past the head. */
+			r->seen_end = max64(r->seen_end, ri.end);
 			return jrnl_rcv_corrupt(
 				r, DELOG_ECORRUPT, r->E, jrnl_rcv_dev_off(r, r->E), "",
 				"record at sector %llu past the head says the log was stable "
 				"up to lsn %u/%u: the damage at the head is not a torn write",
 				(unsigned long long)(s % r->N), jrnl_lsn_cycle(ri.durable_lsn),
 				jrnl_lsn_sector(ri.durable_lsn));
+		}
 		r->seen_end = max64(r->seen_end, ri.end);
 		s = ri.end;
 	}
@@ -632,6 +648,83 @@ static int check_empty(struct rctx *r)
 	return err;
 }
 
+/* ---- salvage (R12): what the damage cost ---- */
+
+/* The COMMIT ops in the record @rec (checked, unpacked) of checkpoints after the last
+ * verified one: lost with the damage before them. */
+static void count_lost(struct rctx *r, const unsigned char *rec, const struct rinfo *ri)
+{
+	const unsigned char *pl = rec + (size_t)ri->h * r->S;
+	struct jrnl_report *rep = r->rep;
+	uint64_t off = 0, seq;
+	struct jrnl_op op;
+
+	for (uint32_t i = 0; i < ri->num_ops && ri->len - off >= sizeof(op); i++) {
+		memcpy(&op, pl + off, sizeof(op));
+		off += sizeof(op);
+		if (op.len > ri->len - off)
+			break;
+		if (op.type == JRNL_T_COMMIT && !(op.flags & JRNL_OP_WAS_CONT) &&
+		    op.len == sizeof(struct jrnl_commit)) {
+			memcpy(&seq, pl + off, sizeof(seq));
+			if (!r->have_verified || seq > r->verified_seq) {
+				if (!rep->lost_commits || seq < rep->lost_first_seq)
+					rep->lost_first_seq = seq;
+				if (seq > rep->lost_last_seq)
+					rep->lost_last_seq = seq;
+				rep->lost_commits++;
+			}
+		}
+		off = min64(ri->len, off + ((op.len + 7ull) & ~7ull));
+	}
+}
+
+/*
+ * From the damaged record to the end of the last valid record seen, and on past it as
+ * long as valid records follow one another (up to the tail one lap on), count the
+ * COMMITs that valid records (jrnl_rcv_check_rec: CRC, uuid, lap) still hold; seen_end
+ * moves to the end of the last one.  Their checkpoints are not verified (what came
+ * before them is lost) and are never handed over.
+ */
+static int scan_lost(struct rctx *r)
+{
+	uint64_t end = max64(r->E, r->seen_end), stop = r->T + r->N, span;
+	unsigned char *rec = malloc(MAXREC_BYTES), *p;
+	struct rinfo ri;
+	int err = 0;
+
+	if (!rec)
+		return -ENOMEM;
+	for (uint64_t s = r->salvage_a; s < stop;) {
+		uint64_t lim = s < end ? end : stop;
+
+		err = win_get(r, s, min64(lim, s + r->maxrec), s, lim, true, &p);
+		if (err)
+			break;
+		span = min64(jrnl_rcv_rec_span(r, p), lim - s);
+		if (rd32(p) != JRNL_REC_MAGIC ||
+		    jrnl_rcv_check_rec(r, p, span, s, &ri) != JRNL_REC_OK) {
+			if (s >= end)
+				break; /* past what recovery saw: only an unbroken run counts */
+			s++;
+			continue;
+		}
+		memcpy(rec, p, (size_t)((ri.end - s) * r->S));
+		jrnl_rec_unpack(rec, r->S);
+		count_lost(r, rec, &ri);
+		r->seen_end = max64(r->seen_end, ri.end);
+		s = ri.end;
+	}
+	free(rec);
+	return err;
+}
+
+/* Salvage (R12): does @err end the log rather than fail it? */
+static bool salvage_stop(const struct rctx *r, int err)
+{
+	return r->salvage && err && err == r->rep->corruption;
+}
+
 /*
  * Steps 3 and 4, so that the callback sees checkpoints only once the verdict is known
  * (R9): with a replay callback, a first main pass verifies [T, E) with no callback and no
@@ -655,13 +748,22 @@ static int verify_then_replay(struct rctx *r)
 	err = jrnl_rcv_main_pass(r);
 	if (!err)
 		err = check_past_head(r);
+	if (salvage_stop(r, err)) {
+		/* A record past the head (a foreign one, say) ends the log at the head. */
+		r->salvaged = true;
+		r->salvage_a = min64(r->corrupt_a, r->E);
+		err = scan_lost(r);
+	}
 	if (err || !replay)
 		return err;
 	r->replay = replay;
 	r->on_record = on_record;
 	r->on_op = on_op;
 	rep->records = rep->checkpoints = rep->items = rep->bytes_replayed = rep->dropped = 0;
-	return jrnl_rcv_main_pass(r);
+	rep->held_back = rep->first_seq = rep->last_seq = 0;
+	err = jrnl_rcv_main_pass(r);
+	/* The same damage ends the second pass where it ended the first (R12). */
+	return r->salvaged && err == rep->corruption ? 0 : err;
 }
 
 /* ---- entry ---- */
@@ -718,6 +820,8 @@ int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jr
 		     o->reads_in_flight > INFLIGHT_MAX ? INFLIGHT_MAX :
 							 o->reads_in_flight;
 	r.per_req = iol_max_segs(dev, IOL_MAX_SEGS_DEFAULT);
+	r.replay_to = o->replay_to;
+	r.salvage = o->salvage;
 	r.sec = iol_buf_alloc(dev, r.S);
 	r.win.buf = iol_buf_alloc(dev, chunk);
 	r.win.cap = r.cap;
@@ -733,15 +837,26 @@ int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jr
 		fill_report(&r);
 		err = verify_then_replay(&r);
 	}
-	if (!err)
+	if (!err && r.salvaged) {
+		/* (R12) The kept log ends at the damaged record; what follows is dropped. */
+		uint64_t end = max64(r.E, r.seen_end);
+
+		rep->salvaged = true;
+		rep->salvage_lsn = jrnl_rcv_addr_lsn(&r, r.salvage_a);
+		rep->salvage_offset = jrnl_rcv_dev_off(&r, r.salvage_a);
+		rep->salvage_bytes = (end - r.salvage_a) * r.S;
+		rep->torn_bytes = r.hc0 > end ? (r.hc0 - end) * r.S : 0;
+		rep->clean = false;
+	} else if (!err) {
 		rep->torn_bytes = (max64(r.hc0, r.seen_end) - r.E) * r.S;
-	if (!err && !o->read_only) {
+	}
+	if (!err && !o->read_only && !o->salvage) {
 		err = stamp_past_head(&r, true);
 		/* The flush made every write the device had completed stable, so the whole
 		 * log before the head is now durable: the writer may say so. */
 		if (!err)
 			rep->durable_lsn = rep->head_lsn;
-	} else if (!err && o->count_stamp) {
+	} else if (!err && o->count_stamp && !o->salvage) {
 		err = stamp_past_head(&r, false);
 	}
 	free(r.sec);

@@ -31,7 +31,9 @@
  * Invariants (R1-R3, R5 and R7-R11 are recover.c's).
  *  (R4) A checkpoint is replayed only when its START and COMMIT lie in [T, E), all its
  *       items are complete and the commit's seq, start_lsn, nitems, payload_bytes and
- *       crc match; replays come in commit order, each once.
+ *       crc match; replays come in commit order, each once.  With replay_to N one of a
+ *       later sequence is verified the same way and counted in held_back, never
+ *       replayed; under salvage (R12) only those whose COMMIT precedes the damage.
  *  (R6) Every length taken from disk is bounded before use: a record by jrnl_rec_check
  *       against the bytes actually read, an op by its record's len, a reassembled
  *       payload by the bytes actually seen, the open transactions by OPEN_TX_MAX.
@@ -419,6 +421,13 @@ static int replay_ckpt(struct rctx *r, struct parse *ps, struct ptx *t, const st
 			      (unsigned long long)t->seq, (unsigned long long)ps->last_seq);
 	ps->have_seq = true;
 	ps->last_seq = t->seq;
+	r->have_verified = true;
+	r->verified_seq = t->seq;
+	if (r->replay_to && t->seq > r->replay_to) {
+		/* Point in time: verified like every other, never handed over (R4). */
+		r->rep->held_back++;
+		return 0;
+	}
 	err = grow((void **)&ps->views, &ps->views_cap, t->nitems, sizeof(*ps->views));
 	if (err)
 		return err;
@@ -433,6 +442,9 @@ static int replay_ckpt(struct rctx *r, struct parse *ps, struct ptx *t, const st
 		if (err)
 			return err;
 	}
+	if (!r->rep->checkpoints)
+		r->rep->first_seq = t->seq;
+	r->rep->last_seq = t->seq;
 	r->rep->checkpoints++;
 	r->rep->items += t->nitems;
 	r->rep->bytes_replayed += data;
@@ -917,11 +929,14 @@ int jrnl_rcv_main_pass(struct rctx *r)
 		first = false;
 	}
 	fr_drain(&fr);
-	if (!err) {
+	/* Salvage (recover.c R12): the damage is the end of the log, so what is open there
+	 * was dropped at its head. */
+	if (!err || (r->salvage && err == r->rep->corruption)) {
 		for (size_t i = 0; i < ps.ntx; i++)
 			r->rep->dropped += !ps.tx[i].skip;
-		r->rep->clean = r->rep->records && ps.rec_unmount;
 	}
+	if (!err)
+		r->rep->clean = r->rep->records && ps.rec_unmount;
 	for (size_t i = 0; i < ps.ntx; i++)
 		tx_free(&ps.tx[i]);
 	tx_free(&ps.spare);

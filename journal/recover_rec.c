@@ -41,6 +41,7 @@ int jrnl_rcv_corrupt(struct rctx *r, int code, uint64_t a, uint64_t off, const c
 	if (rep->corruption)
 		return rep->corruption;
 	rep->corruption = code;
+	r->corrupt_a = a;
 	rep->corrupt_lsn = jrnl_rcv_addr_lsn(r, a);
 	rep->corrupt_offset = off;
 	rep->corrupt_field = field;

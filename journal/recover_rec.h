@@ -55,6 +55,8 @@ struct rctx {
 	uint64_t cap;       /* chunk in sectors */
 	unsigned inflight;  /* chained reads kept outstanding by the main pass */
 	unsigned per_req;   /* segments per request (iol_max_segs) */
+	uint64_t replay_to; /* jrnl_recover_opts.replay_to (0: every checkpoint) */
+	bool salvage;       /* jrnl_recover_opts.salvage (recover.c R12) */
 	unsigned char *sec; /* one sector, for probes */
 	struct win win;
 
@@ -63,7 +65,12 @@ struct rctx {
 	uint64_t E, T, D;  /* settled head, tail, durable point */
 	uint64_t seen_end; /* end of the last valid record found past E */
 	bool have_last;
-	struct rinfo last; /* L */
+	struct rinfo last;     /* L */
+	uint64_t corrupt_a;    /* address of the record holding the first corruption */
+	bool have_verified;    /* a complete checkpoint was verified ... */
+	uint64_t verified_seq; /* ... and this was the last one (handed over or held back) */
+	bool salvaged;         /* salvage: the first corruption ended the log (R12) ... */
+	uint64_t salvage_a;    /* ... at this address: the damaged record's, or E */
 };
 
 /* Laps count cycles without the skipped magic; lap 0 is cycle 0, "never written". */

@@ -161,6 +161,10 @@ struct delog_recovery {
 	uint64_t torn_bytes;   /* torn write discarded at the head */
 	uint64_t last_seq;     /* sequence of the last replayed checkpoint (0: none) */
 	uint64_t head_lsn, tail_lsn;
+	/* Appended members are written only for a caller whose struct delog_options has
+	 * recover_to (its size covers it): an older caller's struct is not overrun. */
+	uint64_t held_back; /* complete checkpoints after recover_to: verified, not
+			     * replayed (0 without recover_to) */
 };
 
 /*
@@ -220,6 +224,8 @@ struct delog_options {
 	struct delog_recovery *recovery; /* may be NULL: receives what recovery found */
 	struct delog_error_info *error;  /* may be NULL: where and what a failed open
 					  * refused (filled by every delog_open) */
+	uint64_t recover_to;             /* point in time: 0 replays every checkpoint; N
+					  * only those up to N (DELOG_OPEN_RDONLY only) */
 };
 
 /*
@@ -233,6 +239,14 @@ struct delog_options {
  * then answers delog_durable_seq, delog_durable_fd, delog_error and delog_stats, and
  * refuses delog_tx_begin, delog_force, delog_release and delog_item_written with
  * DELOG_ERDONLY.
+ * Point in time: with @opts->recover_to N (only with DELOG_OPEN_RDONLY, else -EINVAL)
+ * recovery still verifies the whole log (a damaged one fails as always), but hands over
+ * only the checkpoints up to N; those after it are counted in delog_recovery.held_back,
+ * and delog_durable_seq() is the last one handed over (0 if none: the log may start
+ * after N).  N beyond the log hands over everything (last_seq says where it ended).  A
+ * writing open cannot stop at N: it would number its checkpoints N+1.. while the log
+ * still holds the old ones; `delog recover --salvage NEWLOG --to N` writes a new log
+ * that ends at N.
  * Errors: -ENOENT (no such file, and no DELOG_OPEN_CREATE), the DELOG_E* codes of a log
  * recovery refuses, DELOG_ENODIRECT (PATH is on a file system that cannot hold a
  * durable log: one without O_DIRECT, or tmpfs and ramfs, which keep data in memory

@@ -146,6 +146,17 @@ struct jrnl_recover_opts {
 				   * [1 MiB, 256 MiB], rounded down to IOL_SEG_BYTES */
 	unsigned reads_in_flight; /* chained reads kept in flight; 0: 2 (minimum 2,
 				   * maximum 16); one more buffer is being parsed */
+	/* Point in time: 0 hands over every complete checkpoint; N only those of
+	 * sequence <= N.  The log is verified whole all the same (a damaged log still
+	 * fails); the complete checkpoints after N are counted in held_back, not in
+	 * checkpoints, items or bytes_replayed, and never reach replay. */
+	uint64_t replay_to;
+	/* Salvage (recover.c R12): damage met between the tail and the head, or proved
+	 * past the head, ends the log there instead of failing it: the complete
+	 * checkpoints before it are handed over, 0 is returned with salvaged set and the
+	 * damage in corruption and corrupt_*.  Implies read_only (nothing is stamped).
+	 * Damage that leaves no head or tail to start from is refused as without it. */
+	bool salvage;
 };
 
 struct jrnl_report {
@@ -180,6 +191,20 @@ struct jrnl_report {
 				   * it ("rec.crc", "op.type", "commit.seq"), "" when no
 				   * one field is (static; never NULL once jrnl_recover ran) */
 	char corrupt_what[128];       /* what was wrong there */
+	uint64_t first_seq, last_seq; /* of the checkpoints counted in checkpoints (0: none) */
+	uint64_t held_back;           /* complete checkpoints after replay_to: verified, not
+				   * handed over */
+	/* Salvage only: damage ended the log early (R12).  corruption and corrupt_* say
+	 * what and where; salvage_lsn and salvage_offset are the start of the record where
+	 * the kept log ends (the damaged record, or the head when a record past it proved
+	 * the head damaged); salvage_bytes the log bytes dropped from there to the end of
+	 * the last valid record recovery saw.  lost_commits counts the COMMIT ops of
+	 * checkpoints after the last verified one that a record-level scan of that region
+	 * sees (valid records only; their checkpoints are not verified, and dropped), the
+	 * lowest and highest of their sequences in lost_first_seq, lost_last_seq. */
+	bool salvaged;
+	uint64_t salvage_lsn, salvage_offset, salvage_bytes;
+	uint64_t lost_commits, lost_first_seq, lost_last_seq;
 };
 
 /*
@@ -226,6 +251,15 @@ struct jrnl_report {
  * or the callback's non-zero return, -EINVAL (bad geometry), -ENOMEM, or an I/O -errno.
  * Ops of a transaction whose START lies before the tail (already written back) are
  * skipped, not replayed.
+ *
+ * With @o->salvage (recover.c R12) the damage above, when met between the tail and the
+ * head or proved past the head, ends the log instead: the complete checkpoints whose
+ * COMMIT precedes it are handed over, a checkpoint open there counts in dropped, the
+ * rest of the log is dropped (salvage_bytes, lost_commits), and 0 is returned with
+ * report.salvaged and report.corruption set.  Nothing is stamped.  What stops recovery
+ * before it has a head and a tail (no valid record, a last record naming a tail
+ * outside the log, a foreign or newer record met while settling the head, the checks of
+ * a log with no valid record) fails as without salvage.
  */
 int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jrnl_recover_opts *o,
 		 struct jrnl_report *rep);

@@ -30,7 +30,14 @@
  *    open created is gone;
  *  - error info, the rest: a bad option names the option, a missing file its path, a
  *    recover callback's value says so; a successful open leaves code 0 and nothing else
- *    (whatever was there before); a too small error info is -EINVAL and not written.
+ *    (whatever was there before); a too small error info is -EINVAL and not written;
+ *  - a point in time (recover_to): a read-only open with recover_to 6 of a log of ten
+ *    checkpoints hands over 1..6, delog_recovery says 6 replayed and 4 held back, and
+ *    delog_durable_seq is 6; recover_to 0 and 50 hand over all ten; a writing open with
+ *    recover_to is -EINVAL naming the option and DELOG_OPEN_RDONLY; damage after the
+ *    point still fails the open (no callback), at the damaged record; an options struct
+ *    of the header before recover_to gets its delog_recovery written up to its old end
+ *    only.
  *
  * The file tests kill no process: a child opens the log, commits and forces, and exits
  * without delog_close, which leaves what a crash of the process leaves (O_DIRECT writes
@@ -616,5 +623,151 @@ Test(open, error_info_options_and_success, .timeout = 60)
 	cr_expect_eq(small.code, 0x33333333, "a too small error info was written");
 	rmdir(dir);
 	free(dir);
+	iol_dev_close(dev);
+}
+
+/* ---- a point in time (delog_options.recover_to) ---- */
+
+/* Byte offset of record @k (0-based) of @dev's log, written from the log's start. */
+static uint64_t t_record_off(struct iol_dev *dev, unsigned k)
+{
+	unsigned char *sec = iol_buf_alloc(dev, 4096);
+	uint64_t off = DELOG_SB_BYTES;
+	uint32_t h, p;
+
+	cr_assert_not_null(sec);
+	for (unsigned i = 0; i < k; i++) {
+		t_rw(dev, false, off, sec, 4096);
+		memcpy(&h, sec + 56, sizeof(h)); /* struct jrnl_rec: hdr_sectors, payload_sectors */
+		memcpy(&p, sec + 60, sizeof(p));
+		cr_assert(h >= 1 && h + p < 64, "record %u at %llu: H %u P %u", i,
+			  (unsigned long long)off, h, p);
+		off += (uint64_t)(h + p) * 4096;
+	}
+	free(sec);
+	return off;
+}
+
+/* Ten forced checkpoints of one item each (keys 10.., a = 0..9), closed cleanly. */
+static struct iol_dev *t_ten_log(uint64_t seed)
+{
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NONE, seed, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
+	delog *log = t_open_dev(dev, &o);
+	uint64_t seq;
+
+	for (int i = 0; i < 10; i++) {
+		cr_assert_eq(t_commit1(log, 10 + i, i, 0, &seq, true), 0);
+		cr_assert_eq(seq, (uint64_t)i + 1);
+	}
+	cr_assert_eq(delog_close(log), 0);
+	return dev;
+}
+
+/*
+ * recover_to N on a read-only open hands over checkpoints 1..N, says how many it held
+ * back, and the handle's durable sequence is N; 0 and N beyond the log hand over all.
+ */
+Test(open, recover_to_point_in_time, .timeout = 60)
+{
+	struct iol_dev *dev = t_ten_log(31);
+	struct delog_options o = { .size = sizeof(o), .flags = DELOG_OPEN_RDONLY };
+	const uint64_t to[3] = { 6, 0, 50 }, want[3] = { 6, 10, 10 };
+	struct delog_recovery rec;
+	struct coll c = { 0 };
+
+	for (int k = 0; k < 3; k++) {
+		o.recover_to = to[k];
+		memset(&rec, 0xa7, sizeof(rec));
+		delog *log = t_reopen(dev, o, &c, &rec);
+
+		cr_assert_eq(c.bad, 0, "%s", c.why);
+		cr_expect_eq(c.nck, want[k], "recover_to %llu: %llu checkpoints handed over",
+			     (unsigned long long)to[k], (unsigned long long)c.nck);
+		cr_expect_eq(c.first_seq, 1);
+		cr_expect_eq(c.last_seq, want[k]);
+		cr_expect_eq(c.n, want[k]);
+		for (size_t i = 0; i < c.n; i++)
+			cr_expect_eq(c.v[i].key, 10 + i);
+		cr_expect_eq(rec.checkpoints, want[k]);
+		cr_expect_eq(rec.items, want[k]);
+		cr_expect_eq(rec.last_seq, want[k]);
+		cr_expect_eq(rec.held_back, 10 - want[k], "held_back %llu",
+			     (unsigned long long)rec.held_back);
+		cr_expect_eq(rec.clean, 1);
+		cr_expect_eq(delog_durable_seq(log), want[k]);
+		cr_expect_eq(t_stats(log).durable_seq, want[k]);
+		cr_expect_eq(delog_tx_begin(log, T_RES(1), 0, &(delog_tx *){ NULL }),
+			     DELOG_ERDONLY);
+		cr_assert_eq(delog_close(log), 0);
+		coll_free(&c);
+	}
+	iol_dev_close(dev);
+}
+
+/* recover_to needs DELOG_OPEN_RDONLY; it still verifies the whole log; an older caller's
+ * delog_recovery (options without recover_to) is not written past its end. */
+Test(open, recover_to_rules, .timeout = 60)
+{
+	struct iol_dev *dev = t_ten_log(32);
+	struct delog_error_info ei = t_ei_garbage();
+	struct delog_options o = { .size = sizeof(o), .recover_to = 3, .error = &ei };
+	unsigned char rbuf[sizeof(struct delog_recovery)];
+	const size_t old_end = offsetof(struct delog_recovery, held_back);
+	struct coll c = { 0 };
+	delog *log = (delog *)0x1;
+	uint64_t off;
+
+	/* A writing open: refused before anything is read or written. */
+	cr_expect_eq(engine_open_dev(dev, &o, &log), -EINVAL);
+	cr_expect_null(log);
+	cr_expect_eq(ei.code, -EINVAL);
+	cr_expect_not_null(strstr(ei.message, "recover_to 3"), "'%s'", ei.message);
+	cr_expect_not_null(strstr(ei.message, "DELOG_OPEN_RDONLY"), "'%s'", ei.message);
+
+	/* An options struct of the header before recover_to: everything, and the
+	 * recovery struct written up to its old end only. */
+	o = (struct delog_options){ .size = offsetof(struct delog_options, recover_to),
+				    .flags = DELOG_OPEN_RDONLY,
+				    .recover = coll_cb,
+				    .recover_arg = &c,
+				    .recovery = (struct delog_recovery *)rbuf };
+	memset(rbuf, 0xa7, sizeof(rbuf));
+	cr_assert_eq(engine_open_dev(dev, &o, &log), 0);
+	cr_expect_eq(c.nck, 10);
+	cr_expect_eq(((struct delog_recovery *)rbuf)->checkpoints, 10);
+	for (size_t i = old_end; i < sizeof(rbuf); i++)
+		cr_assert_eq(rbuf[i], 0xa7, "byte %zu past an older caller's delog_recovery "
+			     "was written", i);
+	cr_assert_eq(delog_close(log), 0);
+	coll_free(&c);
+
+	/* Damage after the point in time still fails the open, before any callback:
+	 * a byte of the last sector of record 8 (checkpoint 8's), which later records vouch
+	 * for. */
+	off = t_record_off(dev, 7);
+	{
+		unsigned char *sec = iol_buf_alloc(dev, 4096);
+		uint64_t last = t_record_off(dev, 8) - 4096;
+
+		cr_assert_not_null(sec);
+		t_rw(dev, false, last, sec, 4096);
+		sec[100] ^= 0x40;
+		t_rw(dev, true, last, sec, 4096);
+		free(sec);
+	}
+	ei = t_ei_garbage();
+	o = (struct delog_options){ .size = sizeof(o),
+				    .flags = DELOG_OPEN_RDONLY,
+				    .recover_to = 2,
+				    .recover = coll_cb,
+				    .recover_arg = &c,
+				    .error = &ei };
+	cr_expect_eq(engine_open_dev(dev, &o, &log), DELOG_ECHECKSUM);
+	cr_expect_eq(c.nck, 0, "%llu checkpoints handed over before the error",
+		     (unsigned long long)c.nck);
+	cr_expect_eq(ei.offset, off, "offset %llu, record 8 at %llu", (unsigned long long)ei.offset,
+		     (unsigned long long)off);
+	coll_free(&c);
 	iol_dev_close(dev);
 }

@@ -6,7 +6,10 @@
  * across it), torn heads and holes,
  * corruption behind the durable point, each bad-input error code, clean unmount,
  * idempotence, the stamping past the head (and a read-only run's count of it,
- * count_stamp), the chained read path, and (R11) every
+ * count_stamp), a point in time (replay_to: checkpoints after it verified and held
+ * back), salvage (R12: a flipped byte behind the durable point, or damage proved past
+ * the head, ends the log there; the prefix is handed over, the rest counted, nothing
+ * written), the chained read path, and (R11) every
  * sector of the in-flight window garbled alone and in pairs with the probed sectors,
  * which must recover what the same sectors left unwritten recover.
  *
@@ -912,6 +915,130 @@ Test(recover, uuid_mismatch, .timeout = TO)
 			cr_assert_leq(G.n, 2);
 			t_close(&t);
 		}
+	}
+}
+
+/* ---- point in time (replay_to) and salvage (recover.c R12) ---- */
+
+/* jrnl_recover with replay_to and salvage, collecting into @g as t_recover does (but
+ * without its R9 assertion, which a salvage returning 0 need not meet). */
+static int t_recover_opts(struct tlog *t, uint64_t to, bool salvage, struct jrnl_report *rep,
+			  struct got *g)
+{
+	struct jrnl_recover_opts o = {
+		.replay = collect, .priv = g, .replay_to = to, .salvage = salvage
+	};
+	int err;
+
+	memset(g, 0, sizeof(*g));
+	err = jrnl_recover(t->dev, &t->g, &o, rep);
+	g->err = err;
+	g->verified = rep->checkpoints;
+	return err;
+}
+
+/* replay_to N hands over 1..N, counts the rest in held_back, and still verifies the
+ * whole log: a damaged log fails whatever N is. */
+Test(recover, replay_to_holds_back, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		struct jrnl_report rep;
+		struct tlog t;
+		struct trec r5;
+
+		six_records(&t, SECTORS[s]);
+		cr_assert_eq(t_recover_opts(&t, 4, false, &rep, &G), 0, "%s", rep.corrupt_what);
+		want_seqs(&G, 1, 4);
+		cr_assert_eq(rep.checkpoints, 4);
+		cr_assert_eq(rep.items, 8);
+		cr_assert_eq(rep.held_back, 2);
+		cr_assert_eq(rep.first_seq, 1);
+		cr_assert_eq(rep.last_seq, 4);
+		cr_assert_eq(t_recover_opts(&t, 99, false, &rep, &G), 0);
+		want_seqs(&G, 1, 6);
+		cr_assert_eq(rep.held_back, 0);
+		cr_assert_eq(rep.last_seq, 6);
+		/* Damage after N still fails the log, and nothing is handed over. */
+		r5 = t.recs[4];
+		t_poke(&t, r5.a + r5.n - 1, 100, 0x40);
+		cr_assert_eq(t_recover_opts(&t, 2, false, &rep, &G), DELOG_ECHECKSUM);
+		cr_assert_eq(G.n, 0, "%zu checkpoints handed over before the error", G.n);
+		t_close(&t);
+	}
+}
+
+/* A flipped byte in the third of six records: salvage hands over 1..2, reports the
+ * damage and what follows it (records 4-6 and their commits), writes nothing. */
+Test(recover, salvage_keeps_prefix, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		struct iol_counters c0, c1;
+		struct jrnl_report rep;
+		struct tlog t;
+		struct trec r3, r6;
+
+		six_records(&t, SECTORS[s]);
+		r3 = t.recs[2];
+		r6 = t.recs[5];
+		t_poke(&t, r3.a + r3.n - 1, 100, 0x40);
+		iol_dev_counters(t.dev, &c0);
+		cr_assert_eq(t_recover_opts(&t, 0, true, &rep, &G), 0, "%s", rep.corrupt_what);
+		iol_dev_counters(t.dev, &c1);
+		cr_assert_eq(c1.writes, c0.writes, "salvage wrote to the damaged log");
+		cr_assert_eq(c1.flushes, c0.flushes);
+		want_seqs(&G, 1, 2);
+		cr_assert(rep.salvaged);
+		cr_assert(!rep.clean);
+		cr_assert_eq(rep.corruption, DELOG_ECHECKSUM);
+		cr_assert_str_eq(rep.corrupt_field, "rec.crc");
+		cr_assert_eq(rep.corrupt_lsn, t_lsn(&t, r3.a));
+		cr_assert_eq(rep.salvage_lsn, t_lsn(&t, r3.a));
+		cr_assert_eq(rep.salvage_offset, t_off(&t, r3.a));
+		cr_assert_eq(rep.salvage_bytes, (r6.a + r6.n - r3.a) * t.S);
+		cr_assert_eq(rep.checkpoints, 2);
+		cr_assert_eq(rep.last_seq, 2);
+		cr_assert_eq(rep.lost_commits, 3);
+		cr_assert_eq(rep.lost_first_seq, 4);
+		cr_assert_eq(rep.lost_last_seq, 6);
+		cr_assert_eq(rep.stamped_bytes, 0);
+		/* With a point in time before the damage: 1 only, 2 held back. */
+		cr_assert_eq(t_recover_opts(&t, 1, true, &rep, &G), 0);
+		want_seqs(&G, 1, 1);
+		cr_assert_eq(rep.held_back, 1);
+		cr_assert(rep.salvaged);
+		/* And without salvage the log is still refused. */
+		cr_assert_eq(t_recover(&t, false, &rep, &G), DELOG_ECHECKSUM);
+		t_close(&t);
+	}
+}
+
+/* Damage that the records past the head prove (step 4): salvage keeps [T, E) and drops
+ * the records past it. */
+Test(recover, salvage_past_head, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		struct jrnl_report rep;
+		struct tlog t;
+		uint64_t mid;
+		size_t i;
+
+		t_open(&t, SECTORS[s], LOG4M, 32 << 10);
+		t_pad_to(&t, t.N + t.N * 3 / 4);
+		mid = t.N + (t.N - 1) / 2;
+		for (i = 0; t.recs[i].a + t.recs[i].n <= mid; i++)
+			;
+		t_unwrite(&t, mid, 1);
+		cr_assert_eq(t_recover_opts(&t, 0, true, &rep, &G), 0, "%s", rep.corrupt_what);
+		want_seqs(&G, 1, i);
+		cr_assert(rep.salvaged);
+		cr_assert_eq(rep.corruption, DELOG_ECORRUPT);
+		cr_assert_eq(rep.salvage_lsn, t_lsn(&t, t.recs[i].a));
+		cr_assert_eq(rep.lost_first_seq, i + 2, "the damaged record's own commit is lost "
+			     "with it; the next ones are seen");
+		cr_assert_eq(rep.lost_last_seq, t.nrecs);
+		cr_assert_eq(rep.salvage_bytes,
+			     (t.recs[t.nrecs - 1].a + t.recs[t.nrecs - 1].n - t.recs[i].a) * t.S);
+		t_close(&t);
 	}
 }
 

@@ -14,6 +14,15 @@
 #                  its own error code, the offset of the damage, exit 1, for print,
 #                  recover --dry-run and recover, and a refused log is left unchanged;
 #                  a torn write at the head is dropped (exit 0, torn bytes reported)
+#   salvage        recover --salvage NEWLOG (issue 29 item 4) on the crafted damaged logs:
+#                  a flipped record byte, a lost commit, a moved tail with a flipped
+#                  byte keep exactly the checkpoints before the damage (same sequence
+#                  numbers and item CRCs as the intact log), report the damage's code,
+#                  offset and field and what was dropped, write a new log that recovers
+#                  strictly and clean, and leave the damaged file byte-identical; a bad
+#                  superblock field is refused naming it, nothing written; --to N (point
+#                  in time) with and without --salvage; --dry-run; NEWLOG refusals
+#                  (exists without --force, PATH itself, a symlink) and usage errors
 #   loop           format, print and recover on a loop device (root, losetup)
 #   readonly       recover on a read-only bind mount (root, unshare): a clean log and a
 #                  crashed one with nothing past the head recover without writing (exit
@@ -201,6 +210,151 @@ assert a["torn_bytes"] > 0 and b["torn_bytes"] == 0, (a["torn_bytes"], b["torn_b
 for k in ("head", "tail", "checkpoints", "items"):
     assert a[k] == b[k], (k, a[k], b[k])
 EOF
+	;;
+salvage)
+	need_python
+	mk good "$TMP/good.log" || exit 1
+	"$DELOG" print --json "$TMP/good.log" >"$TMP/good.json" || fail "print of the good log"
+	# commits GOOD.json VICTIM : "K X": K checkpoints commit in records before the record
+	# at byte VICTIM, X the one whose COMMIT is in it (0 if none).
+	commits() {
+		python3 - "$1" "$2" <<'EOF2'
+import json, sys
+d = json.load(open(sys.argv[1])); v = int(sys.argv[2])
+k = x = 0
+for r in d["records"]:
+    for op in r["ops"]:
+        if op["type"] == "COMMIT":
+            if r["offset"] < v: k += 1
+            elif r["offset"] == v and not x: x = op["seq"]
+print(k, x)
+EOF2
+	}
+	# same_items NEW.json GOOD.json FIRST LAST : checkpoints FIRST..LAST carry the same
+	# COMMIT (nitems, payload_bytes, item crc) in both: the same items, byte for byte.
+	same_items() {
+		python3 - "$@" <<'EOF2' || fail "salvaged items differ from the intact log's ($3..$4)"
+import json, sys
+def commits(p):
+    d = json.load(open(p))
+    return {op["seq"]: (op["nitems"], op["payload_bytes"], op["crc"])
+            for r in d["records"] for op in r["ops"] if op["type"] == "COMMIT"}
+a, b = commits(sys.argv[1]), commits(sys.argv[2])
+lo, hi = int(sys.argv[3]), int(sys.argv[4])
+assert sorted(a) == list(range(lo, hi + 1)), sorted(a)
+for s in range(lo, hi + 1):
+    assert a[s] == b[s], (s, a[s], b[s])
+EOF2
+	}
+
+	# A flipped byte in a middle record (behind the durable point: ECHECKSUM).
+	L=$TMP/corrupt.log
+	mk corrupt "$L" || exit 1
+	lsum=$(sum "$L")
+	set -- $(commits "$TMP/good.json" "$VICTIM")
+	K=$1
+	[ "$K" -gt 0 ] && [ "$K" -lt 40 ] || fail "corrupt: $K checkpoints before the victim"
+	expect_rc 0 "salvage of 'corrupt'" "$DELOG" recover --salvage "$TMP/c.new" --json "$L"
+	jcheck "$TMP/out" "salvage of 'corrupt'" "d['error'] is None and d['salvage']['damage']['name'] == 'DELOG_ECHECKSUM' and d['salvage']['damage']['offset'] == $VICTIM and d['salvage']['damage']['field'] == 'rec.crc' and d['salvage']['kept']['checkpoints'] == $K and d['salvage']['kept']['first_seq'] == 1 and d['salvage']['kept']['last_seq'] == $K and d['salvage']['dropped']['offset'] == $VICTIM and d['salvage']['dropped']['bytes'] > 0 and d['salvage']['dropped']['commits_after_damage'] > 0 and d['salvage']['dropped']['last_seq'] == 40 and d['salvage']['new_log']['written'] and d['salvage']['new_log']['log_size'] == 4 << 20 and d['salvage']['new_log']['sector'] == 512"
+	[ "$(sum "$L")" = "$lsum" ] || fail "salvage changed the damaged log"
+	expect_rc 0 "strict recovery of the salvaged log" "$DELOG" recover --json "$TMP/c.new"
+	jcheck "$TMP/out" "salvaged log" "d['error'] is None and d['report']['clean'] and d['report']['checkpoints'] == $K and d['report']['first_seq'] == 1 and d['report']['last_seq'] == $K"
+	"$DELOG" print --json "$TMP/c.new" >"$TMP/c.json" || fail "print of the salvaged log"
+	same_items "$TMP/c.json" "$TMP/good.json" 1 "$K"
+	expect_rc 0 "salvage of 'corrupt' (text)" "$DELOG" recover --salvage "$TMP/c2.new" "$L"
+	expect_in "$TMP/out" "kept: checkpoints 1..$K" "salvage text names what was kept"
+	expect_in "$TMP/out" "DELOG_ECHECKSUM at byte $VICTIM" "salvage text names the damage"
+	expect_in "$TMP/out" "only read" "salvage text says PATH was only read"
+	# The default stays strict: the damaged log is still refused, and unchanged.
+	expect_rc 1 "recover of 'corrupt' after salvage" "$DELOG" recover "$L"
+	expect_rc 1 "recover --to of 'corrupt': the whole log is verified" \
+		"$DELOG" recover --to 2 "$L"
+	expect_in "$TMP/err" "ECHECKSUM" "recover --to still refuses damage after N"
+	[ "$(sum "$L")" = "$lsum" ] || fail "recover changed the damaged log"
+
+	# A lost COMMIT: checkpoint X never committed, X+1 did (ECORRUPT at X+1's COMMIT).
+	mk lostcommit "$TMP/lost.log" || exit 1
+	before=$(sum "$TMP/lost.log")
+	set -- $(commits "$TMP/good.json" "$VICTIM")
+	X=$2
+	[ "$X" -gt 1 ] || fail "lostcommit: no COMMIT in the victim record"
+	expect_rc 0 "salvage of 'lostcommit'" "$DELOG" recover --salvage "$TMP/l.new" --json "$TMP/lost.log"
+	jcheck "$TMP/out" "salvage of 'lostcommit'" "d['salvage']['damage']['name'] == 'DELOG_ECORRUPT' and 'never committed' in d['salvage']['damage']['what'] and d['salvage']['kept']['last_seq'] == $X - 1 and d['salvage']['dropped']['incomplete'] == 2 and d['salvage']['dropped']['first_seq'] == $X + 1 and d['salvage']['new_log']['written']"
+	[ "$(sum "$TMP/lost.log")" = "$before" ] || fail "salvage changed 'lostcommit'"
+	"$DELOG" print --json "$TMP/l.new" >"$TMP/l.json" || fail "print of the salvaged log"
+	same_items "$TMP/l.json" "$TMP/good.json" 1 $((X - 1))
+
+	# Checkpoints 1-10 released (the tail moved): the kept ones keep their numbers.
+	mk tailcorrupt "$TMP/tail.log" || exit 1
+	expect_rc 0 "salvage of 'tailcorrupt'" "$DELOG" recover --salvage "$TMP/t.new" --json "$TMP/tail.log"
+	jcheck "$TMP/out" "salvage of 'tailcorrupt'" "d['salvage']['kept']['first_seq'] == 11 and d['salvage']['kept']['last_seq'] == $K"
+	expect_rc 0 "strict recovery of 't.new'" "$DELOG" recover --json "$TMP/t.new"
+	jcheck "$TMP/out" "'t.new' continues the sequence" "d['report']['first_seq'] == 11 and d['report']['last_seq'] == $K and d['report']['clean']"
+
+	# A bad superblock field: nothing can be verified, so nothing is salvaged.
+	while read -r c code field; do
+		mk "$c" "$TMP/$c.log" || continue
+		before=$(sum "$TMP/$c.log")
+		expect_rc 1 "salvage of '$c'" "$DELOG" recover --salvage "$TMP/$c.new" "$TMP/$c.log"
+		expect_in "$TMP/err" "$code" "salvage of '$c' names the code"
+		expect_in "$TMP/err" "cannot salvage: the superblock is refused ($field)" \
+			"salvage of '$c' names the field"
+		[ -e "$TMP/$c.new" ] && fail "a refused salvage of '$c' left $c.new"
+		expect_rc 1 "salvage --json of '$c'" "$DELOG" recover --salvage "$TMP/$c.new" --json "$TMP/$c.log"
+		jcheck "$TMP/out" "salvage --json of '$c'" "d['error']['name'] == 'DELOG_$code' and d['error']['field'] == '$field' and d['salvage'] is None"
+		[ "$(sum "$TMP/$c.log")" = "$before" ] || fail "salvage changed '$c'"
+	done <<'EOF2'
+sbcrc ECHECKSUM sb.crc
+version0 ECORRUPT sb.version
+geometry ECORRUPT sb.sector_size
+magic ENOTLOG sb.magic
+EOF2
+
+	# A point in time: verified whole, replayed up to N, nothing written.
+	G=$TMP/good.log
+	before=$(sum "$G")
+	expect_rc 0 "recover --to 10" "$DELOG" recover --to 10 --json "$G"
+	jcheck "$TMP/out" "recover --to 10" "d['to'] == 10 and d['error'] is None and d['report']['checkpoints'] == 10 and d['report']['last_seq'] == 10 and d['report']['held_back'] == 30 and d['report']['items'] == 30 and d['report']['stamped_bytes'] == 0"
+	expect_rc 0 "recover --to 10 (text)" "$DELOG" recover --to 10 "$G"
+	expect_in "$TMP/out" "point in time 10: checkpoints 1..10 replayed, 30 after it" "recover --to text"
+	expect_rc 0 "salvage --to 10 of an intact log" "$DELOG" recover --salvage "$TMP/g10.new" --to 10 --json "$G"
+	jcheck "$TMP/out" "salvage --to 10" "d['salvage']['damage'] is None and d['salvage']['kept']['last_seq'] == 10 and d['salvage']['dropped']['held_back'] == 30"
+	expect_rc 0 "strict recovery of 'g10.new'" "$DELOG" recover --json "$TMP/g10.new"
+	jcheck "$TMP/out" "'g10.new'" "d['report']['checkpoints'] == 10 and d['report']['last_seq'] == 10"
+	[ "$(sum "$G")" = "$before" ] || fail "--to changed the log"
+
+	# --dry-run says what would be kept and writes nothing; --size sets NEWLOG's size.
+	expect_rc 0 "salvage --dry-run" "$DELOG" recover --salvage "$TMP/dry.new" --dry-run --json "$L"
+	jcheck "$TMP/out" "salvage --dry-run" "d['dry_run'] and d['salvage']['kept']['last_seq'] == $K and not d['salvage']['new_log']['written']"
+	[ -e "$TMP/dry.new" ] && fail "salvage --dry-run wrote NEWLOG"
+	expect_rc 0 "salvage --size 8M" "$DELOG" recover --salvage "$TMP/s8.new" --size 8M --json "$L"
+	jcheck "$TMP/out" "salvage --size 8M" "d['salvage']['new_log']['log_size'] == 8 << 20"
+	[ "$(stat -c %s "$TMP/s8.new")" = $((8 * 1024 * 1024 + 4096)) ] || fail "--size 8M: $(stat -c %s "$TMP/s8.new") bytes"
+
+	# NEWLOG refusals: an existing file (unless --force), PATH itself, a symlink.
+	nb=$(sum "$TMP/c.new")
+	expect_rc 1 "salvage over an existing NEWLOG" "$DELOG" recover --salvage "$TMP/c.new" "$L"
+	expect_in "$TMP/err" "--force" "existing NEWLOG: names --force"
+	[ "$(sum "$TMP/c.new")" = "$nb" ] || fail "a refused salvage changed NEWLOG"
+	expect_rc 0 "salvage --force over an existing NEWLOG" "$DELOG" recover --salvage "$TMP/c.new" --force --to 3 "$L"
+	expect_rc 0 "strict recovery of the replaced NEWLOG" "$DELOG" recover --json "$TMP/c.new"
+	jcheck "$TMP/out" "replaced NEWLOG" "d['report']['last_seq'] == 3"
+	ln "$L" "$TMP/hard.log"
+	ln -s "$L" "$TMP/sym.log"
+	for n in "$L" "$TMP/hard.log"; do
+		expect_rc 1 "salvage onto PATH itself ($n)" "$DELOG" recover --salvage "$n" --force "$L"
+		expect_in "$TMP/err" "itself" "salvage onto PATH itself"
+	done
+	expect_rc 1 "salvage onto a symlink" "$DELOG" recover --salvage "$TMP/sym.log" --force "$L"
+	[ "$(sum "$L")" = "$lsum" ] || fail "a refused salvage changed PATH"
+	ls "$TMP" | grep -q 'salvage-' && fail "a temporary file was left: $(ls "$TMP" | grep salvage-)"
+	expect_rc 2 "--size without --salvage" "$DELOG" recover --size 8M "$L"
+	expect_rc 2 "--force without --salvage" "$DELOG" recover --force "$L"
+	expect_rc 2 "--salvage with --ids" "$DELOG" recover --salvage "$TMP/x.new" --ids "$L"
+	expect_rc 2 "--to 0" "$DELOG" recover --to 0 "$L"
+	expect_rc 2 "--to not a number" "$DELOG" recover --to ten "$L"
+	expect_rc 2 "--salvage --size below the smallest log" "$DELOG" recover --salvage "$TMP/x.new" --size 1M "$L"
+	[ -e "$TMP/x.new" ] && fail "a usage error left NEWLOG"
 	;;
 loop)
 	need_python

@@ -30,6 +30,8 @@
  *              checkpoint left open behind later committed ones: ECORRUPT)
  *   sector     the superblock's sector size changed to the other valid one (512 <->
  *              4096), CRC redone: the records do not fit it (EGEOMETRY)
+ *   tailcorrupt  corrupt, in a log whose tail was moved to checkpoint 11 before it was
+ *              written (checkpoints 1-10 released): recovery starts at 11
  *   version0   sb version 0, CRC redone               logstart   sb log_start 8192, CRC redone
  *   logsize    sb log_size + 100 (not a multiple of   smalllog   sb log_size 1 MiB (below the
  *              the sector), CRC redone                           smallest log), CRC redone
@@ -71,7 +73,9 @@ struct recpos {
 	uint32_t h, p;
 };
 
-static void build(const char *path, bool unmount)
+/* @tail_at: before writing checkpoint @tail_at (0: never), move the tail to the head, as
+ * an application releasing checkpoints 1..tail_at-1 does: recovery then starts there. */
+static void build(const char *path, bool unmount, uint64_t tail_at)
 {
 	struct iol_dev_opts o = { .size = sizeof(o), .backend = "psync" };
 	struct jrnl_format_opts fo = { .sector = SECTOR, .log_size = LOG_BYTES };
@@ -94,6 +98,8 @@ static void build(const char *path, bool unmount)
 	    (err = jrnl_log_open(dev, &g, NULL, &lo, &log)))
 		die("format and open", err);
 	for (uint64_t seq = 1; seq <= NCKPT; seq++) {
+		if (seq == tail_at)
+			jrnl_log_set_tail(log, jrnl_log_head(log));
 		err = jrnl_tx_start(log, seq, fl, &tx);
 		for (uint32_t k = 0; !err && k < 3; k++) {
 			/* Mostly small items, every fifth checkpoint one larger than a buffer. */
@@ -343,7 +349,7 @@ int main(int argc, char **argv)
 		printf("records=0 checkpoints=0 victim_offset=0\n");
 		return 0;
 	}
-	build(path, !strcmp(c, "clean"));
+	build(path, !strcmp(c, "clean"), !strcmp(c, "tailcorrupt") ? 11 : 0);
 	fd = open(path, O_RDWR);
 	if (fd < 0)
 		die(path, -errno);
@@ -373,7 +379,7 @@ int main(int argc, char **argv)
 		sb_edit(fd, 8, true);
 	} else if (!strcmp(c, "smalllog")) {
 		sb_edit(fd, 9, true);
-	} else if (!strcmp(c, "torn") || !strcmp(c, "corrupt")) {
+	} else if (!strcmp(c, "torn") || !strcmp(c, "corrupt") || !strcmp(c, "tailcorrupt")) {
 		const struct recpos *rp = !strcmp(c, "torn") ? &recs[n - 1] : &recs[n / 2];
 		uint64_t at = rp->off + (uint64_t)rp->h * SECTOR + 100;
 		unsigned char b;

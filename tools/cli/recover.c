@@ -1,5 +1,5 @@
 /*
- * recover.c - `delog recover PATH [--json] [--dry-run]`: run crash recovery on a log and
+ * recover.c - `delog recover PATH [--json] [--dry-run] [--to N]`: run crash recovery on a log and
  * print its report (head, tail, checkpoints and bytes replayed, torn bytes discarded,
  * corruption found and where).
  *
@@ -18,6 +18,11 @@
  * that left nothing past the head): the report as usual, a note, exit 0.  Something to
  * stamp: the report, then the refusal naming the file system and --dry-run, exit 1.
  *
+ * --to N is a point in time (jrnl_recover_opts.replay_to): the whole log is verified,
+ * checkpoints up to N are replayed (counted, printed by --ids), the rest counted as held
+ * back, and nothing is written (as --dry-run).  --salvage NEWLOG hands the parsed command
+ * line to salvage.c: the way out of a damaged log, which never writes PATH.
+ *
  * --ids prints, instead of the report, the ids that `delog stress` wrote (tools/cli/ids.h)
  * found in the complete checkpoints recovery replays, one per line: checkpoints in log
  * order, a checkpoint's ids in the order recovery hands its items over (the order they
@@ -28,6 +33,7 @@
 #include "tools.h"
 
 #include "ids.h"
+#include "salvage.h"
 
 #include <delog.h>
 #include <errno.h>
@@ -40,8 +46,10 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: delog recover PATH [--json | --ids] [--dry-run] [--backend B]\n"
-		   "                    [--read-chunk N] [--reads-in-flight N]\n");
+	fprintf(f, "usage: delog recover PATH [--json | --ids] [--dry-run] [--to N] [--backend B]\n"
+		   "                    [--read-chunk N] [--reads-in-flight N]\n"
+		   "       delog recover --salvage NEWLOG PATH [--to N] [--size N] [--force]\n"
+		   "                    [--json] [--dry-run] [--backend B]\n");
 }
 
 static void help(void)
@@ -55,6 +63,14 @@ static void help(void)
 	       "  -n, --dry-run           verify and report only; write nothing\n"
 	       "  -i, --ids               print the ids `delog stress` wrote that recovery\n"
 	       "                          replays, one per line (the report goes to stderr)\n"
+	       "      --to N              a point in time: verify the whole log, replay (count,\n"
+	       "                          --ids) checkpoints up to N only; writes nothing\n"
+	       "      --salvage NEWLOG    copy the checkpoints that verify, up to the first\n"
+	       "                          damage (and --to N), into the new log NEWLOG; PATH\n"
+	       "                          is only read.  Reports what was kept and dropped\n"
+	       "  -s, --size N            with --salvage: NEWLOG's log size (default: PATH's,\n"
+	       "                          more if what is kept needs it)\n"
+	       "  -f, --force             with --salvage: replace an existing NEWLOG\n"
 	       "  -b, --backend B         I/O backend: uring, aio, psync (default: best available)\n"
 	       "      --read-chunk N      bytes per chained read (default 4M)\n"
 	       "      --reads-in-flight N chained reads kept in flight (2..16, default 2)\n"
@@ -62,8 +78,10 @@ static void help(void)
 	       "\nCorruption (damage that a completed flush covered) is reported with its error\n"
 	       "code and byte offset, never truncated.  A log that cannot be written (a\n"
 	       "read-only file system) is recovered read-only: exit 0 if recovery had nothing\n"
-	       "to write, else 1 with a pointer to --dry-run.  Exit status: 0 recovered, 1\n"
-	       "refused or corrupt, 2 usage error.\n");
+	       "to write, else 1 with a pointer to --dry-run.  --salvage is the way out of a\n"
+	       "damaged log: it never writes PATH, keeps nothing after the damage, and with\n"
+	       "--dry-run only says what it would keep.  Exit status: 0 recovered (or\n"
+	       "salvaged: NEWLOG written), 1 refused or corrupt, 2 usage error.\n");
 }
 
 struct ids_ctx {
@@ -130,6 +148,20 @@ static int read_only_verdict(const char *path, int werr, const struct jrnl_repor
 	return TOOL_EXIT_FAIL;
 }
 
+/* --to N: what the point in time replayed and held back. */
+static void print_to(FILE *f, uint64_t to, const struct jrnl_report *rep)
+{
+	if (!to || rep->corruption)
+		return;
+	if (rep->checkpoints)
+		fprintf(f, "point in time %" PRIu64 ": checkpoints %" PRIu64 "..%" PRIu64
+			" replayed, ", to, rep->first_seq, rep->last_seq);
+	else
+		fprintf(f, "point in time %" PRIu64 ": no checkpoint up to it in the log, ", to);
+	fprintf(f, "%" PRIu64 " after it verified and held back; nothing written\n",
+		rep->held_back);
+}
+
 int cmd_recover(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -139,9 +171,14 @@ int cmd_recover(int argc, char **argv)
 		{ "backend", required_argument, NULL, 'b' },
 		{ "read-chunk", required_argument, NULL, 'c' },
 		{ "reads-in-flight", required_argument, NULL, 'r' },
+		{ "to", required_argument, NULL, 'T' },
+		{ "salvage", required_argument, NULL, 'S' },
+		{ "size", required_argument, NULL, 's' },
+		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	struct salvage_opts so = { 0 };
 	const char *backend = NULL;
 	struct jrnl_recover_opts ro = { 0 };
 	struct jrnl_report rep;
@@ -153,7 +190,7 @@ int cmd_recover(int argc, char **argv)
 	int ch, err, werr = 0, rc;
 
 	optind = 0;
-	while ((ch = getopt_long(argc, argv, "jnib:h", lopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "jnib:s:fh", lopts, NULL)) != -1) {
 		switch (ch) {
 		case 'j':
 			json = true;
@@ -184,6 +221,27 @@ int cmd_recover(int argc, char **argv)
 			}
 			ro.reads_in_flight = (unsigned)v;
 			break;
+		case 'T':
+			if (parse_count(optarg, 1, UINT64_MAX, &v)) {
+				fprintf(stderr, "delog recover: --to: '%s': need a checkpoint "
+						"sequence, 1 or more\n",
+					optarg);
+				return TOOL_EXIT_USAGE;
+			}
+			ro.replay_to = v;
+			break;
+		case 'S':
+			so.newpath = optarg;
+			break;
+		case 's':
+			if (tool_parse_size("recover", "--size", optarg, DELOG_LOG_MIN_BYTES, 0,
+					    4096, "the smallest log", &v))
+				return TOOL_EXIT_USAGE;
+			so.size = v;
+			break;
+		case 'f':
+			so.force = true;
+			break;
 		case 'h':
 			help();
 			return TOOL_EXIT_OK;
@@ -203,6 +261,36 @@ int cmd_recover(int argc, char **argv)
 		usage(stderr);
 		return TOOL_EXIT_USAGE;
 	}
+	if (!so.newpath && (so.size || so.force)) {
+		fprintf(stderr, "delog recover: --%s is an option of --salvage NEWLOG\n",
+			so.size ? "size" : "force");
+		usage(stderr);
+		return TOOL_EXIT_USAGE;
+	}
+	if (so.newpath) {
+		if (want_ids) {
+			fprintf(stderr, "delog recover: --ids and --salvage: print the ids of "
+					"the new log with a second `delog recover --ids NEWLOG`\n");
+			usage(stderr);
+			return TOOL_EXIT_USAGE;
+		}
+		if (!*so.newpath) {
+			fprintf(stderr, "delog recover: --salvage: NEWLOG is empty\n");
+			usage(stderr);
+			return TOOL_EXIT_USAGE;
+		}
+		so.path = argv[optind];
+		so.backend = backend;
+		so.to = ro.replay_to;
+		so.dry_run = ro.read_only;
+		so.json = json;
+		so.read_chunk = ro.read_chunk;
+		so.reads_in_flight = ro.reads_in_flight;
+		return recover_salvage(&so);
+	}
+	/* A point in time is an inspection: nothing written, as --dry-run. */
+	if (ro.replay_to)
+		ro.read_only = true;
 	if (!ro.read_only && (werr = cannot_write(argv[optind]))) {
 		ro.read_only = true;
 		ro.count_stamp = true;
@@ -232,6 +320,10 @@ int cmd_recover(int argc, char **argv)
 	if (json) {
 		tool_json_geom(&j, "superblock", &l.g);
 		json_bool(&j, "dry_run", ro.read_only && !werr);
+		if (ro.replay_to)
+			json_u64(&j, "to", ro.replay_to);
+		else
+			json_null(&j, "to");
 		json_bool(&j, "read_only", werr != 0);
 		tool_json_report(&j, "report", &rep);
 		if (err)
@@ -242,11 +334,13 @@ int cmd_recover(int argc, char **argv)
 		fflush(stdout);
 		tool_print_geom(stderr, l.path, &l.g);
 		tool_print_report(stderr, &l.g, &rep);
+		print_to(stderr, ro.replay_to, &rep);
 		fprintf(stderr, "ids: %llu printed, %llu other items\n",
 			(unsigned long long)ids.ids, (unsigned long long)ids.other);
 	} else {
 		tool_print_geom(stdout, l.path, &l.g);
 		tool_print_report(stdout, &l.g, &rep);
+		print_to(stdout, ro.replay_to, &rep);
 	}
 	rc = err ? TOOL_EXIT_FAIL : TOOL_EXIT_OK;
 	if (err)

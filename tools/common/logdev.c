@@ -232,6 +232,9 @@ void tool_json_report(struct json *j, const char *key, const struct jrnl_report 
 	json_u64(j, "durable_lsn", r->durable_lsn);
 	json_u64(j, "records", r->records);
 	json_u64(j, "checkpoints", r->checkpoints);
+	json_u64(j, "first_seq", r->first_seq);
+	json_u64(j, "last_seq", r->last_seq);
+	json_u64(j, "held_back", r->held_back);
 	json_u64(j, "items", r->items);
 	json_u64(j, "bytes_replayed", r->bytes_replayed);
 	json_u64(j, "dropped", r->dropped);
