@@ -47,7 +47,7 @@
 #define ITEM_BYTES 100u
 
 struct ring {
-	uint64_t *seq;       /* checkpoint of each request in flight, oldest first */
+	uint64_t *seq; /* checkpoint of each request in flight, oldest first */
 	unsigned cap, head, n;
 };
 
@@ -155,8 +155,8 @@ out:
 }
 
 /* The recover callback: remember the last checkpoint handed over. */
-static int on_ckpt(void *arg, const struct delog_checkpoint *ckpt,
-		   const struct delog_item *items, size_t n)
+static int on_ckpt(void *arg, const struct delog_checkpoint *ckpt, const struct delog_item *items,
+		   size_t n)
 {
 	(void)items;
 	(void)n;
@@ -207,13 +207,16 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (delog_durable_seq(log) < last_acked || found < last_acked) {
-		fprintf(stderr, "evloop: acknowledged checkpoint %" PRIu64 " lost (recovered %" PRIu64
-				", last handed over %" PRIu64 ")\n", last_acked, delog_durable_seq(log), found);
+		fprintf(stderr,
+			"evloop: acknowledged checkpoint %" PRIu64 " lost (recovered %" PRIu64
+			", last handed over %" PRIu64 ")\n",
+			last_acked, delog_durable_seq(log), found);
 		delog_close(log);
 		return 1;
 	}
 	delog_close(log);
-	printf("evloop: ok: %" PRIu64 " durable requests, %lu in flight, %.0f/s, last checkpoint %"
-	       PRIu64 "\n", total, inflight, total / (t1 - t0), last_acked);
+	printf("evloop: ok: %" PRIu64
+	       " durable requests, %lu in flight, %.0f/s, last checkpoint %" PRIu64 "\n",
+	       total, inflight, total / (t1 - t0), last_acked);
 	return 0;
 }

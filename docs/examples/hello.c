@@ -95,8 +95,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("delog %s: committed checkpoint %llu, recovered %llu checkpoint(s) with \"%s\"\n",
-	       delog_version_string(), (unsigned long long)seq,
-	       (unsigned long long)f.checkpoints, greeting);
+	       delog_version_string(), (unsigned long long)seq, (unsigned long long)f.checkpoints,
+	       greeting);
 	return 0;
 
 fail:

@@ -94,12 +94,12 @@ struct ent {
 	uint64_t h;
 	char *key, *val;
 	uint32_t klen, vlen;
-	unsigned char state;      /* 0 empty, 1 live, 2 deleted */
+	unsigned char state; /* 0 empty, 1 live, 2 deleted */
 };
 
 struct memtable {
 	struct ent *e;
-	size_t cap, live, used;   /* used: live + tombstones */
+	size_t cap, live, used; /* used: live + tombstones */
 };
 
 static struct ent *mt_slot(struct memtable *m, uint64_t h, bool for_insert)
@@ -184,8 +184,12 @@ static int mt_put(struct memtable *m, const char *key, size_t klen, const char *
 	} else {
 		free(e->val);
 	}
-	*e = (struct ent){ .h = h, .key = k, .val = v, .klen = (uint32_t)klen,
-			   .vlen = (uint32_t)vlen, .state = 1 };
+	*e = (struct ent){ .h = h,
+			   .key = k,
+			   .val = v,
+			   .klen = (uint32_t)klen,
+			   .vlen = (uint32_t)vlen,
+			   .state = 1 };
 	return 0;
 }
 
@@ -223,10 +227,10 @@ static void mt_free(struct memtable *m)
 struct kv {
 	char *dir, *log_path, *data_path, *tmp_path;
 	delog *log;
-	pthread_mutex_t lock;     /* memtable, applied */
+	pthread_mutex_t lock; /* memtable, applied */
 	struct memtable mt;
-	uint64_t applied;         /* checkpoint of the last op in the memtable */
-	uint64_t snap_seq;        /* checkpoint the data file covers */
+	uint64_t applied;  /* checkpoint of the last op in the memtable */
+	uint64_t snap_seq; /* checkpoint the data file covers */
 	/* write-back thread */
 	pthread_t wb;
 	pthread_mutex_t wb_serial; /* one write-back at a time */
@@ -488,9 +492,13 @@ static void on_push(void *arg, delog *log, uint64_t seq)
 
 static void kv_open(struct kv *kv, const char *dir)
 {
-	struct delog_options o = { .size = sizeof(o), .flags = DELOG_OPEN_CREATE,
-				   .create_size = LOG_SIZE, .recover = on_checkpoint,
-				   .recover_arg = kv, .push = on_push, .push_arg = kv };
+	struct delog_options o = { .size = sizeof(o),
+				   .flags = DELOG_OPEN_CREATE,
+				   .create_size = LOG_SIZE,
+				   .recover = on_checkpoint,
+				   .recover_arg = kv,
+				   .push = on_push,
+				   .push_arg = kv };
 	struct delog_stats st = { .size = sizeof(st) };
 	int err;
 
@@ -514,9 +522,10 @@ static void kv_open(struct kv *kv, const char *dir)
 	/* The log always keeps its newest checkpoint, so it can never be behind the data
 	 * file it was released into: if it is, it is another store's (or a new) log. */
 	if (delog_durable_seq(kv->log) < kv->snap_seq) {
-		fprintf(stderr, "kv: %s: log ends at checkpoint %llu, before the data file's "
-			"%llu: not this store's log\n", kv->log_path,
-			(unsigned long long)delog_durable_seq(kv->log),
+		fprintf(stderr,
+			"kv: %s: log ends at checkpoint %llu, before the data file's "
+			"%llu: not this store's log\n",
+			kv->log_path, (unsigned long long)delog_durable_seq(kv->log),
 			(unsigned long long)kv->snap_seq);
 		exit(1);
 	}
@@ -673,8 +682,10 @@ static int bench(struct kv *kv, unsigned long n)
 	pthread_mutex_lock(&kv->wb_serial);
 	wbs = kv->writebacks;
 	pthread_mutex_unlock(&kv->wb_serial);
-	fprintf(stderr, "kv: bench: %lu puts in %.3f s (%.0f puts/s, each forced), %lu "
-		"write-backs\n", n, dt, dt > 0 ? (double)n / dt : 0.0, wbs);
+	fprintf(stderr,
+		"kv: bench: %lu puts in %.3f s (%.0f puts/s, each forced), %lu "
+		"write-backs\n",
+		n, dt, dt > 0 ? (double)n / dt : 0.0, wbs);
 	return 0;
 }
 

@@ -34,7 +34,7 @@
 #include "io.h"
 #include "io_sim.h"
 
-#define CT_LOG_BYTES (4ull << 20)          /* the smallest log the format takes */
+#define CT_LOG_BYTES (4ull << 20) /* the smallest log the format takes */
 #define CT_DEV_BYTES (4096 + CT_LOG_BYTES)
 #define CT_MAX_TX 4096u
 
@@ -53,8 +53,12 @@ static inline uint64_t ct_rnd(uint64_t *s)
 
 static inline struct iol_dev *ct_sim(bool hold, uint64_t seed, const void *image)
 {
-	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = CT_DEV_BYTES, .sector = 4096,
-				  .seed = seed, .hold = hold, .image = image };
+	struct iol_sim_opts so = { .size = sizeof(so),
+				   .dev_bytes = CT_DEV_BYTES,
+				   .sector = 4096,
+				   .seed = seed,
+				   .hold = hold,
+				   .image = image };
 	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
 	struct iol_dev *dev = NULL;
 	int err = iol_dev_open(NULL, &o, &dev);
@@ -117,7 +121,7 @@ struct ct_coll {
 	struct ct_tx_seen tx[CT_MAX_TX];
 	size_t ntx;
 	uint64_t nck, first, last;
-	uint64_t fp;              /* fingerprint: sequence of (seq, key, check) */
+	uint64_t fp; /* fingerprint: sequence of (seq, key, check) */
 	int bad;
 	char why[256];
 };
@@ -157,7 +161,8 @@ static inline int ct_collect(void *arg, const struct delog_checkpoint *ck,
 			continue;
 		}
 		memcpy(&p, it[i].data, sizeof(p));
-		if (p.gen != gen || p.n != tn || p.check != ct_check(it[i].key, gen, tn, it[i].len)) {
+		if (p.gen != gen || p.n != tn ||
+		    p.check != ct_check(it[i].key, gen, tn, it[i].len)) {
 			ct_bad(c, "item %#llx in checkpoint %llu is damaged",
 			       (unsigned long long)it[i].key, (unsigned long long)ck->seq);
 			continue;
@@ -188,9 +193,13 @@ static inline const struct ct_tx_seen *ct_find(const struct ct_coll *c, uint64_t
 static inline int ct_open(struct iol_dev *dev, enum delog_flush_policy p, struct ct_coll *c,
 			  delog **out)
 {
-	struct delog_options o = { .size = sizeof(o), .flush = p, .logbufs = 4,
-				   .logbsize = 16384, .flags = DELOG_OPEN_CREATE,
-				   .recover = ct_collect, .recover_arg = c };
+	struct delog_options o = { .size = sizeof(o),
+				   .flush = p,
+				   .logbufs = 4,
+				   .logbsize = 16384,
+				   .flags = DELOG_OPEN_CREATE,
+				   .recover = ct_collect,
+				   .recover_arg = c };
 	delog *log = NULL;
 	int err;
 
@@ -206,8 +215,7 @@ static inline int ct_open(struct iol_dev *dev, enum delog_flush_policy p, struct
 }
 
 /* Recover a copy of @image (a fresh, healthy disk) and close it cleanly. */
-static inline int ct_recover_image(const void *image, enum delog_flush_policy p,
-				   struct ct_coll *c)
+static inline int ct_recover_image(const void *image, enum delog_flush_policy p, struct ct_coll *c)
 {
 	struct iol_dev *dev = ct_sim(false, 1, image);
 	int err = ct_open(dev, p, c, NULL);

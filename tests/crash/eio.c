@@ -73,10 +73,16 @@ static void check_recovers(const void *img, enum delog_flush_policy pol, unsigne
  * dropping what it covered, with a ->run on odd @seed. */
 static struct iol_dev *eio_sim(uint64_t seed, const void *image, bool gated)
 {
-	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = CT_DEV_BYTES, .sector = 4096,
-				  .seed = seed, .image = image, .flush_fail_drops = true,
-				  .inline_run = seed & 1 };
-	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so,
+	struct iol_sim_opts so = { .size = sizeof(so),
+				   .dev_bytes = CT_DEV_BYTES,
+				   .sector = 4096,
+				   .seed = seed,
+				   .image = image,
+				   .flush_fail_drops = true,
+				   .inline_run = seed & 1 };
+	struct iol_dev_opts o = { .size = sizeof(o),
+				  .backend = "sim",
+				  .sim = &so,
 				  .flush_gate = true };
 	struct iol_dev *dev = NULL;
 	int err;
@@ -181,29 +187,37 @@ static void write_loop(enum iol_op op, bool gated)
 Test(eio, write, .timeout = 900)
 {
 	write_loop(IOL_OP_WRITE, false);
-	fprintf(stderr, "eio/write: %lu faults met, each shut the log down, none lost an "
-		"acknowledged commit\n", faults_hit);
+	fprintf(stderr,
+		"eio/write: %lu faults met, each shut the log down, none lost an "
+		"acknowledged commit\n",
+		faults_hit);
 }
 
 Test(eio, flush, .timeout = 900)
 {
 	write_loop(IOL_OP_FLUSH, false);
-	fprintf(stderr, "eio/flush: %lu faults met, each shut the log down, none lost an "
-		"acknowledged commit\n", faults_hit);
+	fprintf(stderr,
+		"eio/flush: %lu faults met, each shut the log down, none lost an "
+		"acknowledged commit\n",
+		faults_hit);
 }
 
 Test(eio, write_gated, .timeout = 900)
 {
 	write_loop(IOL_OP_WRITE, true);
-	fprintf(stderr, "eio/write_gated: %lu faults met, each shut the log down, none lost an "
-		"acknowledged commit\n", faults_hit);
+	fprintf(stderr,
+		"eio/write_gated: %lu faults met, each shut the log down, none lost an "
+		"acknowledged commit\n",
+		faults_hit);
 }
 
 Test(eio, flush_gated, .timeout = 900)
 {
 	write_loop(IOL_OP_FLUSH, true);
-	fprintf(stderr, "eio/flush_gated: %lu faults met (failed gate generations), each shut "
-		"the log down, none lost an acknowledged commit\n", faults_hit);
+	fprintf(stderr,
+		"eio/flush_gated: %lu faults met (failed gate generations), each shut "
+		"the log down, none lost an acknowledged commit\n",
+		faults_hit);
 }
 
 Test(eio, read, .timeout = 900)
@@ -225,8 +239,9 @@ Test(eio, read, .timeout = 900)
 	for (size_t p = 0; p < sizeof(policies) / sizeof(policies[0]); p++) {
 		for (int persistent = 0; persistent < 2; persistent++) {
 			for (uint64_t nth = 1;; nth++) {
-				struct iol_sim_fault f = { .op = IOL_OP_READ, .nth = nth,
-							  .persistent = persistent };
+				struct iol_sim_fault f = { .op = IOL_OP_READ,
+							   .nth = nth,
+							   .persistent = persistent };
 				int err;
 
 				cr_assert(nth < MAX_NTH);
@@ -242,7 +257,8 @@ Test(eio, read, .timeout = 900)
 				}
 				faults_hit++;
 				cr_assert_eq(err, -EIO, "%s: read EIO at %llu: open returned %s",
-					     pname[p], (unsigned long long)nth, delog_strerror(err));
+					     pname[p], (unsigned long long)nth,
+					     delog_strerror(err));
 				cr_assert_eq(c->bad, 0, "%s: read EIO at %llu: %s", pname[p],
 					     (unsigned long long)nth, c->why);
 				/* The same disk, healthy now: everything is still there. */
@@ -250,8 +266,10 @@ Test(eio, read, .timeout = 900)
 				cr_assert_eq(err, 0, "%s: reopen after read EIO %llu: %s", pname[p],
 					     (unsigned long long)nth, delog_strerror(err));
 				for (unsigned n = 1; n <= TXS; n++)
-					cr_assert_not_null(ct_find(c, 1, n), "%s: read EIO %llu: tx %u "
-							   "lost", pname[p], (unsigned long long)nth, n);
+					cr_assert_not_null(ct_find(c, 1, n),
+							   "%s: read EIO %llu: tx %u "
+							   "lost",
+							   pname[p], (unsigned long long)nth, n);
 				iol_dev_close(dev);
 			}
 		}
@@ -259,6 +277,8 @@ Test(eio, read, .timeout = 900)
 	free(img);
 	free(fresh);
 	free(c);
-	fprintf(stderr, "eio/read: %lu read faults met during recovery, each refused the "
-		"open with EIO, none lost data\n", faults_hit);
+	fprintf(stderr,
+		"eio/read: %lu read faults met during recovery, each refused the "
+		"open with EIO, none lost data\n",
+		faults_hit);
 }

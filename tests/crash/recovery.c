@@ -40,10 +40,10 @@ struct work {
 	uint64_t gen, seed;
 	unsigned ntx;
 	bool release;
-	struct ct_coll coll;      /* what its open recovered */
+	struct ct_coll coll; /* what its open recovered */
 	int open_err;
 	_Atomic uint64_t seq[CT_MAX_TX];
-	atomic_uint acked;        /* highest n whose force returned */
+	atomic_uint acked; /* highest n whose force returned */
 	atomic_uint submitted;
 	_Atomic uint64_t released;
 };
@@ -131,13 +131,16 @@ static void g5_one(enum delog_flush_policy pol, uint64_t seed)
 			void *img2 = ct_crash(w->dev, seed * 1000 + step * 4 + v, pr);
 
 			err = ct_recover_image(img2, pol, c);
-			cr_assert_eq(err, 0, "seed %llu step %u: recovery after a crash during "
-				     "recovery: %s", (unsigned long long)seed, step, delog_strerror(err));
+			cr_assert_eq(err, 0,
+				     "seed %llu step %u: recovery after a crash during "
+				     "recovery: %s",
+				     (unsigned long long)seed, step, delog_strerror(err));
 			cr_assert_eq(c->bad, 0, "seed %llu step %u: %s", (unsigned long long)seed,
 				     step, c->why);
 			cr_assert(c->fp == ref->fp && c->nck == ref->nck && c->last == ref->last,
 				  "seed %llu step %u (%s): second recovery replayed %llu..%llu, the "
-				  "first %llu..%llu (G5)", (unsigned long long)seed, step,
+				  "first %llu..%llu (G5)",
+				  (unsigned long long)seed, step,
 				  pr == IOL_SIM_GARBLE ? "garble" : "strict",
 				  (unsigned long long)c->first, (unsigned long long)c->last,
 				  (unsigned long long)ref->first, (unsigned long long)ref->last);
@@ -225,14 +228,16 @@ static void stamp_wrap_one(enum delog_flush_policy pol, uint64_t seed)
 			void *img2 = ct_crash(w->dev, seed * 7919 + steps * 4 + v, IOL_SIM_GARBLE);
 
 			err = ct_recover_image(img2, pol, c);
-			cr_assert_eq(err, 0, "seed %llu step %u: recovery after a crash during the "
-				     "recovery of a wrapped log: %s", (unsigned long long)seed, steps,
-				     delog_strerror(err));
+			cr_assert_eq(err, 0,
+				     "seed %llu step %u: recovery after a crash during the "
+				     "recovery of a wrapped log: %s",
+				     (unsigned long long)seed, steps, delog_strerror(err));
 			cr_assert(c->fp == ref->fp && c->last == ref->last,
 				  "seed %llu step %u: second recovery replayed %llu..%llu, the first "
-				  "%llu..%llu", (unsigned long long)seed, steps,
-				  (unsigned long long)c->first, (unsigned long long)c->last,
-				  (unsigned long long)ref->first, (unsigned long long)ref->last);
+				  "%llu..%llu",
+				  (unsigned long long)seed, steps, (unsigned long long)c->first,
+				  (unsigned long long)c->last, (unsigned long long)ref->first,
+				  (unsigned long long)ref->last);
 			free(img2);
 		}
 		if (!ct_drv_step(&d, w->dev))
@@ -259,8 +264,10 @@ Test(recover, crash_during_recovery, .timeout = 900)
 	for (size_t p = 0; p < sizeof(policies) / sizeof(policies[0]); p++)
 		for (uint64_t s = 1; s <= SEEDS; s++)
 			g5_one(policies[p], s);
-	fprintf(stderr, "recover/crash_during_recovery: %lu crash states during recovery, "
-		"each recovered again: 0 differences\n", g5_states);
+	fprintf(stderr,
+		"recover/crash_during_recovery: %lu crash states during recovery, "
+		"each recovered again: 0 differences\n",
+		g5_states);
 }
 
 /* ---- G6 ---- */
@@ -309,16 +316,18 @@ static void g6_one(enum delog_flush_policy pol, enum iol_sim_crash_profile pr, u
 		for (size_t i = 0; i < cur->coll.ntx; i++) {
 			const struct ct_tx_seen *t = &cur->coll.tx[i];
 
-			cr_assert(t->gen >= 1 && t->gen < g, "seed %llu gen %u: tx of generation %llu",
+			cr_assert(t->gen >= 1 && t->gen < g,
+				  "seed %llu gen %u: tx of generation %llu",
 				  (unsigned long long)seed, g, (unsigned long long)t->gen);
 			cr_assert_eq(t->seq, atomic_load(&w[t->gen].seq[t->n]),
 				     "seed %llu gen %u: tx %llu/%llu in checkpoint %llu, written into "
-				     "%llu (stale lap? G4)", (unsigned long long)seed, g,
-				     (unsigned long long)t->gen, (unsigned long long)t->n,
-				     (unsigned long long)t->seq,
+				     "%llu (stale lap? G4)",
+				     (unsigned long long)seed, g, (unsigned long long)t->gen,
+				     (unsigned long long)t->n, (unsigned long long)t->seq,
 				     (unsigned long long)atomic_load(&w[t->gen].seq[t->n]));
 			if (t->gen < g - 1)
-				cr_assert(t->n <= surv[t->gen], "seed %llu gen %u: tx %llu/%llu, dropped "
+				cr_assert(t->n <= surv[t->gen],
+					  "seed %llu gen %u: tx %llu/%llu, dropped "
 					  "as torn by an earlier recovery, came back (G6)",
 					  (unsigned long long)seed, g, (unsigned long long)t->gen,
 					  (unsigned long long)t->n);
@@ -346,6 +355,8 @@ Test(recover, continuation, .timeout = 900)
 		for (int pr = 0; pr < 2; pr++)
 			for (uint64_t s = 1; s <= SEEDS; s++)
 				g6_one(policies[p], (enum iol_sim_crash_profile)pr, s);
-	fprintf(stderr, "recover/continuation: %lu crash generations (%u per log), each "
-		"recovered and continued: 0 violations\n", g6_states, GENS);
+	fprintf(stderr,
+		"recover/continuation: %lu crash generations (%u per log), each "
+		"recovered and continued: 0 violations\n",
+		g6_states, GENS);
 }

@@ -47,15 +47,19 @@
 #include <time.h>
 
 #define RG_WINDOW ((uint64_t)JRNL_UNFLUSHED_MAX)
-#define RG_K 0x4b4b4b4bull        /* the relogged key of regress/relog_moves_tail_early */
+#define RG_K 0x4b4b4b4bull /* the relogged key of regress/relog_moves_tail_early */
 #define RG_MAX_EV 65536
 
 /* ---- disks, options, recovery ---- */
 
 static struct iol_dev *rg_sim(uint64_t bytes, bool hold, uint64_t seed, const void *image)
 {
-	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = bytes, .sector = 4096,
-				  .seed = seed, .hold = hold, .image = image };
+	struct iol_sim_opts so = { .size = sizeof(so),
+				   .dev_bytes = bytes,
+				   .sector = 4096,
+				   .seed = seed,
+				   .hold = hold,
+				   .image = image };
 	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
 	struct iol_dev *dev = NULL;
 	int err = iol_dev_open(NULL, &o, &dev);
@@ -97,12 +101,15 @@ static int rg_cb(void *arg, const struct delog_checkpoint *ck, const struct delo
 	return 0;
 }
 
-static struct delog_options rg_opts(enum delog_flush_policy pol, unsigned logbufs,
-				    unsigned flags, uint64_t push_bytes, struct rg_seen *s)
+static struct delog_options rg_opts(enum delog_flush_policy pol, unsigned logbufs, unsigned flags,
+				    uint64_t push_bytes, struct rg_seen *s)
 {
-	struct delog_options o = { .size = sizeof(o), .flush = pol, .logbufs = logbufs,
+	struct delog_options o = { .size = sizeof(o),
+				   .flush = pol,
+				   .logbufs = logbufs,
 				   .flags = DELOG_OPEN_CREATE | flags,
-				   .cil_push_bytes = push_bytes, .recover = rg_cb,
+				   .cil_push_bytes = push_bytes,
+				   .recover = rg_cb,
 				   .recover_arg = s };
 
 	memset(s, 0, sizeof(*s));
@@ -290,9 +297,9 @@ static void *rg_close_main(void *log)
 struct b1 {
 	struct iol_dev *dev;
 	enum delog_flush_policy pol;
-	atomic_int phase;         /* 1: 31 forced, 30 released, mark taken */
-	size_t mark;              /* trace length before checkpoint 32 */
-	_Atomic uint64_t acked;   /* newest checkpoint whose force returned */
+	atomic_int phase;       /* 1: 31 forced, 30 released, mark taken */
+	size_t mark;            /* trace length before checkpoint 32 */
+	_Atomic uint64_t acked; /* newest checkpoint whose force returned */
 	int err;
 };
 
@@ -355,10 +362,14 @@ static void b1_one(enum delog_flush_policy pol)
 			struct rg_seen s;
 			int err = rg_recover(img, CT_DEV_BYTES, pol, &s);
 
-			cr_assert_eq(err, 0, "%s: step %u: recovery after losing checkpoint 32's "
-				     "first record: %s", pn, checks, delog_strerror(err));
-			cr_assert(!s.bad && s.last >= acked, "%s: step %u: recovered %llu..%llu, "
-				  "%llu acknowledged", pn, checks, (unsigned long long)s.first,
+			cr_assert_eq(err, 0,
+				     "%s: step %u: recovery after losing checkpoint 32's "
+				     "first record: %s",
+				     pn, checks, delog_strerror(err));
+			cr_assert(!s.bad && s.last >= acked,
+				  "%s: step %u: recovered %llu..%llu, "
+				  "%llu acknowledged",
+				  pn, checks, (unsigned long long)s.first,
 				  (unsigned long long)s.last, (unsigned long long)acked);
 			free(img);
 			checks++;
@@ -401,17 +412,17 @@ struct b2 {
 	struct iol_dev *dev;
 	enum delog_flush_policy pol;
 	delog *log;
-	atomic_int phase;         /* 1: about to force 4 (mark taken) */
+	atomic_int phase; /* 1: about to force 4 (mark taken) */
 	size_t mark;
-	_Atomic uint64_t acked;   /* newest checkpoint whose force returned */
-	_Atomic uint64_t kacked;  /* K's value in it */
+	_Atomic uint64_t acked;  /* newest checkpoint whose force returned */
+	_Atomic uint64_t kacked; /* K's value in it */
 	int err;
 };
 
 /* One transaction: K (value @kval) and the fillers if @relog, then @extra 100 KiB keys
  * numbered from @first.  Commit, and force if asked. */
-static int b2_tx(delog *log, bool relog, uint64_t kval, unsigned extra, unsigned first,
-		 bool force, uint64_t *seq)
+static int b2_tx(delog *log, bool relog, uint64_t kval, unsigned extra, unsigned first, bool force,
+		 uint64_t *seq)
 {
 	static const uint32_t flen = 100 << 10;
 	unsigned char *buf = calloc(1, flen);
@@ -421,8 +432,10 @@ static int b2_tx(delog *log, bool relog, uint64_t kval, unsigned extra, unsigned
 	int err;
 
 	cr_assert_not_null(buf);
-	err = delog_tx_begin(log, (uint64_t)(nf + extra) * (flen + DELOG_ITEM_OVERHEAD) +
-			     (relog ? sizeof(k) + DELOG_ITEM_OVERHEAD : 0), 0, &tx);
+	err = delog_tx_begin(log,
+			     (uint64_t)(nf + extra) * (flen + DELOG_ITEM_OVERHEAD) +
+				     (relog ? sizeof(k) + DELOG_ITEM_OVERHEAD : 0),
+			     0, &tx);
 	if (!err && relog)
 		err = delog_tx_log(tx, RG_K, k, sizeof(k));
 	for (unsigned i = 0; !err && i < nf + extra; i++) {
@@ -511,9 +524,9 @@ static void b2_check(struct b2 *w, const char *pn, unsigned step)
 	cr_assert_eq(err, 0, "%s: step %u: recovery: %s", pn, step, delog_strerror(err));
 	cr_assert(!s.bad && s.last >= acked && s.kval >= kacked,
 		  "%s: step %u: recovered %llu checkpoints (%llu..%llu), K = %llu; %llu "
-		  "acknowledged, K = %llu (S3)", pn, step, (unsigned long long)s.nck,
-		  (unsigned long long)s.first, (unsigned long long)s.last,
-		  (unsigned long long)s.kval, (unsigned long long)acked,
+		  "acknowledged, K = %llu (S3)",
+		  pn, step, (unsigned long long)s.nck, (unsigned long long)s.first,
+		  (unsigned long long)s.last, (unsigned long long)s.kval, (unsigned long long)acked,
 		  (unsigned long long)kacked);
 	free(img);
 }
@@ -611,7 +624,7 @@ Test(regress, relog_moves_tail_early_single, .timeout = 20)
 struct b3 {
 	struct iol_dev *dev;
 	enum delog_flush_policy pol;
-	atomic_int phase;         /* 1: checkpoints 1-3 forced, mark taken */
+	atomic_int phase; /* 1: checkpoints 1-3 forced, mark taken */
 	size_t mark;
 	_Atomic uint64_t acked;
 	int err;
@@ -684,7 +697,7 @@ static void b3_one(enum delog_flush_policy pol)
 		rg_trace_read(w->dev, t);
 		have_fw = rg_first_write(t, w->mark, &fw);
 		if (!t->npend && !have_fw && !atomic_load(&d.done))
-			continue;       /* still building checkpoint 4 */
+			continue; /* still building checkpoint 4 */
 		if (!t->npend)
 			break;
 		o = &t->pend[0];
@@ -735,24 +748,28 @@ static void b3_one(enum delog_flush_policy pol)
 		if (n % 16)
 			continue;
 		err = rg_recover_ro(dev2, &s, &rep);
-		cr_assert_eq(err, 0, "%s: recovery after %u checkpoints of the second session: "
-			     "%s (%s)", pn, n, delog_strerror(err), rep.corrupt_what);
-		cr_assert(!s.bad && s.last == acked, "%s: after %u: recovered up to %llu, %llu "
-			  "acknowledged", pn, n, (unsigned long long)s.last,
-			  (unsigned long long)acked);
+		cr_assert_eq(err, 0,
+			     "%s: recovery after %u checkpoints of the second session: "
+			     "%s (%s)",
+			     pn, n, delog_strerror(err), rep.corrupt_what);
+		cr_assert(!s.bad && s.last == acked,
+			  "%s: after %u: recovered up to %llu, %llu "
+			  "acknowledged",
+			  pn, n, (unsigned long long)s.last, (unsigned long long)acked);
 	}
 	/* An unclean stop: everything durable, recovered on a copy. */
 	img = rg_cut(dev2, B3_BYTES, 0, 0);
 	err = rg_recover(img, B3_BYTES, pol, &s);
-	cr_assert_eq(err, 0, "%s: recovery after the second session: %s", pn,
-		     delog_strerror(err));
-	cr_assert(!s.bad && s.last == acked, "%s: recovered up to %llu, %llu acknowledged",
-		  pn, (unsigned long long)s.last, (unsigned long long)acked);
+	cr_assert_eq(err, 0, "%s: recovery after the second session: %s", pn, delog_strerror(err));
+	cr_assert(!s.bad && s.last == acked, "%s: recovered up to %llu, %llu acknowledged", pn,
+		  (unsigned long long)s.last, (unsigned long long)acked);
 	free(img);
 	delog_close(log);
 	iol_dev_close(dev2);
-	cr_assert_leq(furthest, RG_WINDOW, "%s: %llu bytes written past the durable point, "
-		      "more than the window (L13)", pn, (unsigned long long)furthest);
+	cr_assert_leq(furthest, RG_WINDOW,
+		      "%s: %llu bytes written past the durable point, "
+		      "more than the window (L13)",
+		      pn, (unsigned long long)furthest);
 	free(w);
 	free(t);
 }

@@ -112,7 +112,7 @@ Test(api, options_invalid, .timeout = 60)
 	o = t_opts(DELOG_FLUSH_SYNC);
 	o.flush = (enum delog_flush_policy)4;
 	cr_expect_eq(engine_open_dev(dev, &o, &log), -EINVAL, "policy 4");
-	o.flush = (enum delog_flush_policy)-1;
+	o.flush = (enum delog_flush_policy) - 1;
 	cr_expect_eq(engine_open_dev(dev, &o, &log), -EINVAL, "policy -1");
 	o.flush = (enum delog_flush_policy)7;
 	cr_expect_eq(engine_open_dev(dev, &o, &log), -EINVAL, "policy 7");
@@ -386,9 +386,8 @@ Test(api, tx_basics, .timeout = 60)
 	cr_assert_eq(delog_tx_begin(log, 0, 0, &tx), 0);
 	cr_assert_eq(delog_tx_commit(tx, &sempty), 0);
 	cr_expect(sempty == st.open_seq || sempty == s2,
-		  "empty commit returned %llu (open %llu, last %llu)",
-		  (unsigned long long)sempty, (unsigned long long)st.open_seq,
-		  (unsigned long long)s2);
+		  "empty commit returned %llu (open %llu, last %llu)", (unsigned long long)sempty,
+		  (unsigned long long)st.open_seq, (unsigned long long)s2);
 	cr_expect_eq(delog_force(log, sempty), 0);
 
 	cr_assert_eq(t_commit1(log, 400, 4, 4, &s3, true), 0);
@@ -530,8 +529,9 @@ Test(api, replay_in_commit_order, .timeout = 60)
 {
 	static const uint64_t one[] = { 900, 5, 77, 3, 1000000, 42, 1, 64, 65, 2 };
 	static const uint64_t three[] = { 7000, 6000, 5000 };
-	static const uint64_t want[] = { 900, 5, 77, 3, 1000000, 42, 1, 64, 65, 2, 7000, 6000,
-					 5000 };
+	static const uint64_t want[] = {
+		900, 5, 77, 3, 1000000, 42, 1, 64, 65, 2, 7000, 6000, 5000
+	};
 	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NONE, 12, NULL);
 	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
 	struct order_rec *r = calloc(1, sizeof(*r));
@@ -607,8 +607,10 @@ Test(api, replay_in_commit_order_threads, .timeout = 120)
 		uint64_t k = r->keys[i] & 0xffffffffu;
 
 		cr_assert(t >= 1 && t <= ORD_THREADS);
-		cr_assert(!seen[t] || k > last[t], "thread %u: key %llu after %llu (checkpoint "
-			  "%llu)", t, (unsigned long long)k, (unsigned long long)last[t],
+		cr_assert(!seen[t] || k > last[t],
+			  "thread %u: key %llu after %llu (checkpoint "
+			  "%llu)",
+			  t, (unsigned long long)k, (unsigned long long)last[t],
 			  (unsigned long long)r->seqs[i]);
 		seen[t] = true;
 		last[t] = k;
@@ -714,14 +716,14 @@ Test(api, force_of_durable_seq_does_no_io, .timeout = 60)
 #define FC_THREADS 4
 #define FC_TXS 1500
 #define FC_ITEMS 3
-#define FC_CUTS_PER 2             /* cuts per worker */
+#define FC_CUTS_PER 2 /* cuts per worker */
 #define FC_CUTS (FC_THREADS * FC_CUTS_PER)
 #define FC_DEV (24 * T_MiB)
 
 /* A power cut taken by a worker right after its force returned, while the other
  * workers go on committing and writing. */
 struct fc_cut {
-	uint64_t forced;          /* seq the force acknowledged right before the cut */
+	uint64_t forced; /* seq the force acknowledged right before the cut */
 	void *image;
 	struct iol_sim_crash_info info;
 	int err;
@@ -775,7 +777,8 @@ static void *fc_worker(void *arg)
 			c->forced = s;
 			c->image = malloc(FC_DEV);
 			c->err = c->image ? iol_sim_crash(fc->dev, 1000 + fa->t * 10 + ncut,
-							 IOL_SIM_STRICT, c->image, &c->info) : -ENOMEM;
+							  IOL_SIM_STRICT, c->image, &c->info) :
+					    -ENOMEM;
 		}
 		if (err) {
 			atomic_store(&fc->err, err);
@@ -786,9 +789,9 @@ static void *fc_worker(void *arg)
 }
 
 struct fc_image {
-	uint64_t last;            /* last checkpoint recovered */
-	uint64_t *got;            /* per (t, i): recovered checkpoint, 0 none */
-	unsigned char *nitems;    /* per (t, i): items recovered */
+	uint64_t last;         /* last checkpoint recovered */
+	uint64_t *got;         /* per (t, i): recovered checkpoint, 0 none */
+	unsigned char *nitems; /* per (t, i): items recovered */
 	int bad;
 	char why[256];
 };
@@ -869,8 +872,8 @@ static void force_crash_run(enum delog_flush_policy pol)
 		unstable += cut->info.unstable_sectors;
 
 		cr_assert_eq(m.bad, 0, "cut %u: %s", k, m.why);
-		cr_assert_geq(m.last, cut->forced, "cut %u: last recovered %llu < forced %llu",
-			      k, (unsigned long long)m.last, (unsigned long long)cut->forced);
+		cr_assert_geq(m.last, cut->forced, "cut %u: last recovered %llu < forced %llu", k,
+			      (unsigned long long)m.last, (unsigned long long)cut->forced);
 		for (unsigned t = 0; t < FC_THREADS; t++) {
 			for (unsigned i = 0; i < FC_TXS; i++) {
 				size_t idx = (size_t)t * FC_TXS + i;
@@ -881,8 +884,8 @@ static void force_crash_run(enum delog_flush_policy pol)
 					 * forced one among them */
 					cr_assert_eq(m.got[idx], s,
 						     "cut %u (forced %llu, last %llu): tx %u/%u of "
-						     "checkpoint %llu recovered as %llu", k,
-						     (unsigned long long)cut->forced,
+						     "checkpoint %llu recovered as %llu",
+						     k, (unsigned long long)cut->forced,
 						     (unsigned long long)m.last, t, i,
 						     (unsigned long long)s,
 						     (unsigned long long)m.got[idx]);
@@ -892,8 +895,9 @@ static void force_crash_run(enum delog_flush_policy pol)
 				} else {
 					cr_assert_eq(m.got[idx], 0,
 						     "cut %u: tx %u/%u (checkpoint %llu) recovered "
-						     "past the last checkpoint %llu", k, t, i,
-						     (unsigned long long)s, (unsigned long long)m.last);
+						     "past the last checkpoint %llu",
+						     k, t, i, (unsigned long long)s,
+						     (unsigned long long)m.last);
 				}
 			}
 		}
@@ -907,15 +911,26 @@ static void force_crash_run(enum delog_flush_policy pol)
 	free(fc);
 }
 
-Test(api, force_then_crash_sync, .timeout = 120) { force_crash_run(DELOG_FLUSH_SYNC); }
-Test(api, force_then_crash_async, .timeout = 120) { force_crash_run(DELOG_FLUSH_ASYNC); }
-Test(api, force_then_crash_single, .timeout = 120) { force_crash_run(DELOG_FLUSH_SINGLE); }
+Test(api, force_then_crash_sync, .timeout = 120)
+{
+	force_crash_run(DELOG_FLUSH_SYNC);
+}
+Test(api, force_then_crash_async, .timeout = 120)
+{
+	force_crash_run(DELOG_FLUSH_ASYNC);
+}
+Test(api, force_then_crash_single, .timeout = 120)
+{
+	force_crash_run(DELOG_FLUSH_SINGLE);
+}
 
 /* ---- relogging ---- */
 
 Test(api, relog_one_copy_per_checkpoint, .timeout = 60)
 {
-	enum { K = 50 };
+	enum {
+		K = 50
+	};
 	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NONE, 6, NULL);
 	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
 	delog *log;
@@ -938,9 +953,10 @@ Test(api, relog_one_copy_per_checkpoint, .timeout = 60)
 		cr_assert_eq(delog_tx_log(tx, 42, &p, sizeof(p)), 0);
 		cr_assert_eq(delog_tx_log(tx, 1000 + i, &q, sizeof(q)), 0);
 		cr_assert_eq(delog_tx_commit(tx, &seq[i]), 0);
-		cr_assert_eq(seq[i], seq[0], "commit %u left the open checkpoint (%llu, %llu): "
-			     "the test needs them in one", i, (unsigned long long)seq[i],
-			     (unsigned long long)seq[0]);
+		cr_assert_eq(seq[i], seq[0],
+			     "commit %u left the open checkpoint (%llu, %llu): "
+			     "the test needs them in one",
+			     i, (unsigned long long)seq[i], (unsigned long long)seq[0]);
 	}
 	cr_assert_eq(delog_force(log, seq[0]), 0);
 	s1 = t_stats(log);
@@ -1073,8 +1089,8 @@ Test(api, threads_16_by_10000, .timeout = 300)
 	pthread_t th[MT_THREADS];
 	struct delog_recovery rec;
 	struct coll c = { 0 };
-	uint64_t (*got)[MT_TXS];
-	unsigned (*cnt)[MT_TXS];
+	uint64_t(*got)[MT_TXS];
+	unsigned(*cnt)[MT_TXS];
 	/* per thread: newest counter value seen in the current checkpoint */
 	uint64_t cur_seq = 0, ctr[MT_THREADS], maxi[MT_THREADS];
 	bool has_ctr[MT_THREADS], has_tx[MT_THREADS];
@@ -1102,8 +1118,8 @@ Test(api, threads_16_by_10000, .timeout = 300)
 	for (unsigned t = 0; t < MT_THREADS; t++)
 		for (unsigned i = 1; i < MT_TXS; i++)
 			cr_assert_geq(mt.seq[t][i], mt.seq[t][i - 1],
-				      "thread %u: tx %u in checkpoint %llu after tx %u in %llu", t, i,
-				      (unsigned long long)mt.seq[t][i], i - 1,
+				      "thread %u: tx %u in checkpoint %llu after tx %u in %llu", t,
+				      i, (unsigned long long)mt.seq[t][i], i - 1,
 				      (unsigned long long)mt.seq[t][i - 1]);
 
 	mt.log = t_reopen(dev, o, &c, &rec);
@@ -1121,7 +1137,8 @@ Test(api, threads_16_by_10000, .timeout = 300)
 				if (has_tx[t])
 					cr_assert_eq(ctr[t], maxi[t],
 						     "checkpoint %llu thread %u: counter %llu, newest "
-						     "tx %llu", (unsigned long long)cur_seq, t,
+						     "tx %llu",
+						     (unsigned long long)cur_seq, t,
 						     (unsigned long long)ctr[t],
 						     (unsigned long long)maxi[t]);
 			}
@@ -1155,8 +1172,8 @@ Test(api, threads_16_by_10000, .timeout = 300)
 			cr_assert_eq(cnt[t][i], 1, "thread %u tx %u recovered %u times", t, i,
 				     cnt[t][i]);
 			cr_assert_eq(got[t][i], mt.seq[t][i],
-				     "thread %u tx %u: committed into %llu, recovered in %llu", t, i,
-				     (unsigned long long)mt.seq[t][i],
+				     "thread %u tx %u: committed into %llu, recovered in %llu", t,
+				     i, (unsigned long long)mt.seq[t][i],
 				     (unsigned long long)got[t][i]);
 		}
 	}
@@ -1172,19 +1189,19 @@ Test(api, threads_16_by_10000, .timeout = 300)
  * space
  * ====================================================================================== */
 
-#define FULL_LOG (4 * T_MiB)      /* journal/sb.c MIN_LOG_BYTES: 2 x 8 x 256 KiB */
+#define FULL_LOG (4 * T_MiB) /* journal/sb.c MIN_LOG_BYTES: 2 x 8 x 256 KiB */
 #define FULL_ITEM 1024u
-#define FULL8_LOG (8 * T_MiB)     /* the back-pressure test's log */
+#define FULL8_LOG (8 * T_MiB) /* the back-pressure test's log */
 #define FULL8_ITEM 4096u
 
 struct full {
 	delog *log;
 	atomic_uint calls;
-	atomic_uint early;        /* calls while over half the log was still free */
+	atomic_uint early; /* calls while over half the log was still free */
 	atomic_uint bad_seq;
 	_Atomic uint64_t last_target;
 	/* the blocked begin */
-	atomic_int begun;         /* 0 waiting, 1 returned */
+	atomic_int begun; /* 0 waiting, 1 returned */
 	atomic_int begin_err;
 	delog_tx *tx;
 };
@@ -1284,7 +1301,8 @@ Test(api, full_log_backpressure_and_release, .timeout = 120)
 	cr_expect_eq(atomic_load(&f.early), 0, "push callback called with over half the log free");
 	cr_expect_eq(atomic_load(&f.bad_seq), 0, "push target 0 or not durable");
 	cr_expect_eq(delog_tx_begin(f.log, FULL8_ITEM + DELOG_ITEM_OVERHEAD, DELOG_TX_NOWAIT,
-				    &f.tx), -EAGAIN, "still full");
+				    &f.tx),
+		     -EAGAIN, "still full");
 
 	/* A blocking begin waits ... */
 	st = t_stats(f.log);
@@ -1367,8 +1385,10 @@ Test(api, push_callback_releases_itself, .timeout = 120)
 	}
 	cr_expect_geq(atomic_load(&pr.calls), 1, "the push callback never ran");
 	cr_expect_eq(atomic_load(&pr.bad), 0, "delog_stats/delog_release failed in the callback");
-	cr_expect_eq(st.push_calls, atomic_load(&pr.calls), "stats.push_calls %llu, callback ran "
-		     "%u times", (unsigned long long)st.push_calls, atomic_load(&pr.calls));
+	cr_expect_eq(st.push_calls, atomic_load(&pr.calls),
+		     "stats.push_calls %llu, callback ran "
+		     "%u times",
+		     (unsigned long long)st.push_calls, atomic_load(&pr.calls));
 	cr_expect_eq(delog_error(log), 0);
 	cr_assert_eq(delog_close(log), 0);
 	iol_dev_close(dev);
@@ -1487,9 +1507,10 @@ Test(api, tail_keeps_newest_durable_checkpoint, .timeout = 60)
 		cr_assert_eq(fa.err, 0, "round %d: delog_force(%llu): %s", round,
 			     (unsigned long long)s2, delog_strerror(fa.err));
 		/* s2 durable now: the tail passed s1 by itself (no release since). */
-		cr_expect_gt(t_stats(log).tail_lsn, tail_d, "round %d: the tail stayed at %llu "
-			     "once %llu was durable", round, (unsigned long long)s1,
-			     (unsigned long long)s2);
+		cr_expect_gt(t_stats(log).tail_lsn, tail_d,
+			     "round %d: the tail stayed at %llu "
+			     "once %llu was durable",
+			     round, (unsigned long long)s1, (unsigned long long)s2);
 	}
 	cr_expect_geq(seen, 1u, "the written-not-durable state was never seen");
 	cr_assert_eq(delog_close(log), 0);
@@ -1559,7 +1580,8 @@ Test(api, item_written_relogged_key_pinned_by_newest, .timeout = 60)
 	cr_assert_eq(delog_item_written(log, 0xa, s2), 0);
 	cr_assert_eq(t_commit1(log, 0x4, 6, 0, NULL, true), 0);
 	t2 = t_stats(log).tail_lsn;
-	cr_expect_gt(t2, t1, "the tail did not move after the newest copy of A was written "
+	cr_expect_gt(t2, t1,
+		     "the tail did not move after the newest copy of A was written "
 		     "(%#llx, %#llx): the write of its old copy already freed it",
 		     (unsigned long long)t1, (unsigned long long)t2);
 	cr_assert_eq(delog_close(log), 0);
@@ -1687,13 +1709,34 @@ Test(api, shutdown_on_persistent_flush_eio_single, .timeout = 60)
 {
 	shutdown_run_p(DELOG_FLUSH_SINGLE, IOL_OP_FLUSH, true);
 }
-Test(api, shutdown_on_write_eio_sync, .timeout = 60) { shutdown_run(DELOG_FLUSH_SYNC, IOL_OP_WRITE); }
-Test(api, shutdown_on_write_eio_async, .timeout = 60) { shutdown_run(DELOG_FLUSH_ASYNC, IOL_OP_WRITE); }
-Test(api, shutdown_on_write_eio_single, .timeout = 60) { shutdown_run(DELOG_FLUSH_SINGLE, IOL_OP_WRITE); }
-Test(api, shutdown_on_write_eio_none, .timeout = 60) { shutdown_run(DELOG_FLUSH_NONE, IOL_OP_WRITE); }
-Test(api, shutdown_on_flush_eio_sync, .timeout = 60) { shutdown_run(DELOG_FLUSH_SYNC, IOL_OP_FLUSH); }
-Test(api, shutdown_on_flush_eio_async, .timeout = 60) { shutdown_run(DELOG_FLUSH_ASYNC, IOL_OP_FLUSH); }
-Test(api, shutdown_on_flush_eio_single, .timeout = 60) { shutdown_run(DELOG_FLUSH_SINGLE, IOL_OP_FLUSH); }
+Test(api, shutdown_on_write_eio_sync, .timeout = 60)
+{
+	shutdown_run(DELOG_FLUSH_SYNC, IOL_OP_WRITE);
+}
+Test(api, shutdown_on_write_eio_async, .timeout = 60)
+{
+	shutdown_run(DELOG_FLUSH_ASYNC, IOL_OP_WRITE);
+}
+Test(api, shutdown_on_write_eio_single, .timeout = 60)
+{
+	shutdown_run(DELOG_FLUSH_SINGLE, IOL_OP_WRITE);
+}
+Test(api, shutdown_on_write_eio_none, .timeout = 60)
+{
+	shutdown_run(DELOG_FLUSH_NONE, IOL_OP_WRITE);
+}
+Test(api, shutdown_on_flush_eio_sync, .timeout = 60)
+{
+	shutdown_run(DELOG_FLUSH_SYNC, IOL_OP_FLUSH);
+}
+Test(api, shutdown_on_flush_eio_async, .timeout = 60)
+{
+	shutdown_run(DELOG_FLUSH_ASYNC, IOL_OP_FLUSH);
+}
+Test(api, shutdown_on_flush_eio_single, .timeout = 60)
+{
+	shutdown_run(DELOG_FLUSH_SINGLE, IOL_OP_FLUSH);
+}
 
 /* Several threads forcing when the write fails: every waiter wakes with ESHUTDOWN (no
  * hang), and every force that did return 0 is covered by the final watermark and
@@ -1761,9 +1804,11 @@ Test(api, shutdown_wakes_every_waiter, .timeout = 120)
 		cr_expect_eq(sw->last_err[t], DELOG_ESHUTDOWN, "thread %u ended with %s", t,
 			     delog_strerror(sw->last_err[t]));
 		for (unsigned i = 0; i < sw->n[t]; i++)
-			cr_assert_leq(sw->acked[t][i], durable, "thread %u: force of %llu returned 0, "
-				      "final watermark %llu", t,
-				      (unsigned long long)sw->acked[t][i], (unsigned long long)durable);
+			cr_assert_leq(sw->acked[t][i], durable,
+				      "thread %u: force of %llu returned 0, "
+				      "final watermark %llu",
+				      t, (unsigned long long)sw->acked[t][i],
+				      (unsigned long long)durable);
 	}
 	cr_expect_neq(delog_close(sw->log), 0);
 
@@ -1783,9 +1828,10 @@ Test(api, shutdown_wakes_every_waiter, .timeout = 120)
 		}
 		for (unsigned t = 0; t < SW_THREADS; t++)
 			for (unsigned i = 0; i < sw->n[t]; i++)
-				cr_assert(seen[t * SW_MAX + i], "thread %u tx %u (checkpoint %llu) was "
-					  "acknowledged and is lost", t, i,
-					  (unsigned long long)sw->acked[t][i]);
+				cr_assert(seen[t * SW_MAX + i],
+					  "thread %u tx %u (checkpoint %llu) was "
+					  "acknowledged and is lost",
+					  t, i, (unsigned long long)sw->acked[t][i]);
 		free(seen);
 	}
 	cr_assert_eq(delog_close(sw->log), 0);
@@ -1857,8 +1903,8 @@ Test(api, open_recover_continue, .timeout = 60)
 	iol_dev_close(dev);
 }
 
-static int stop_at_second(void *arg, const struct delog_checkpoint *ck,
-			  const struct delog_item *it, size_t n)
+static int stop_at_second(void *arg, const struct delog_checkpoint *ck, const struct delog_item *it,
+			  size_t n)
 {
 	unsigned *calls = arg;
 
@@ -1942,8 +1988,9 @@ Test(api, durable_fd_first_asked_after_force, .timeout = 60)
 	cr_assert_geq(delog_durable_seq(log), seq);
 	pfd.fd = delog_durable_fd(log);
 	cr_assert_geq(pfd.fd, 0);
-	cr_expect_eq(poll(&pfd, 1, 0), 1, "not readable: the advance before the first call "
-					  "was lost");
+	cr_expect_eq(poll(&pfd, 1, 0), 1,
+		     "not readable: the advance before the first call "
+		     "was lost");
 	while (read(pfd.fd, &v, sizeof(v)) == (ssize_t)sizeof(v))
 		;
 	cr_expect_eq(delog_durable_fd(log), pfd.fd);
@@ -2011,9 +2058,11 @@ static void force_nowait_run(enum delog_flush_policy pol)
 
 		cr_assert(r == 0 || r == 1, "delog_force_nowait: %s", delog_strerror(r));
 	}
-	cr_assert(nw_wait_durable(log, seq[NW_TXS - 1]), "%s: the watermark stayed at %llu, "
-		  "%llu asked", delog_flush_policy_name(pol),
-		  (unsigned long long)delog_durable_seq(log), (unsigned long long)seq[0]);
+	cr_assert(nw_wait_durable(log, seq[NW_TXS - 1]),
+		  "%s: the watermark stayed at %llu, "
+		  "%llu asked",
+		  delog_flush_policy_name(pol), (unsigned long long)delog_durable_seq(log),
+		  (unsigned long long)seq[0]);
 	st1 = t_stats(log);
 	cr_expect_eq(st1.forces - st0.forces, 0, "a blocking force was made");
 	cr_expect_eq(st1.forces_nowait - st0.forces_nowait, NW_TXS + 1);
@@ -2030,7 +2079,8 @@ static void force_nowait_run(enum delog_flush_policy pol)
 		cr_assert_eq(delog_close(t_reopen(cut, o, &c, &rec)), 0);
 		cr_assert_eq(c.bad, 0, "%s", c.why);
 		for (int i = 0; i < NW_TXS; i++)
-			cr_expect_not_null(coll_find(&c, 1000 + i, NULL), "%s: acknowledged "
+			cr_expect_not_null(coll_find(&c, 1000 + i, NULL),
+					   "%s: acknowledged "
 					   "transaction %d lost in a power cut",
 					   delog_flush_policy_name(pol), i);
 		coll_free(&c);
@@ -2040,10 +2090,22 @@ static void force_nowait_run(enum delog_flush_policy pol)
 	iol_dev_close(dev);
 }
 
-Test(api, force_nowait_sync, .timeout = 60) { force_nowait_run(DELOG_FLUSH_SYNC); }
-Test(api, force_nowait_async, .timeout = 60) { force_nowait_run(DELOG_FLUSH_ASYNC); }
-Test(api, force_nowait_single, .timeout = 60) { force_nowait_run(DELOG_FLUSH_SINGLE); }
-Test(api, force_nowait_none, .timeout = 60) { force_nowait_run(DELOG_FLUSH_NONE); }
+Test(api, force_nowait_sync, .timeout = 60)
+{
+	force_nowait_run(DELOG_FLUSH_SYNC);
+}
+Test(api, force_nowait_async, .timeout = 60)
+{
+	force_nowait_run(DELOG_FLUSH_ASYNC);
+}
+Test(api, force_nowait_single, .timeout = 60)
+{
+	force_nowait_run(DELOG_FLUSH_SINGLE);
+}
+Test(api, force_nowait_none, .timeout = 60)
+{
+	force_nowait_run(DELOG_FLUSH_NONE);
+}
 
 /* A request whose write fails: the eventfd wakes the loop, delog_error says why, the
  * watermark never reaches the request, and later requests fail at once. */
@@ -2077,8 +2139,10 @@ Test(api, force_nowait_shutdown_wakes_loop, .timeout = 60)
 static void file_round_trip(const char *backend)
 {
 	char *dir = t_mkdtemp(backend), path[4200];
-	struct delog_options o = { .size = sizeof(o), .backend = backend,
-				   .flags = DELOG_OPEN_CREATE, .create_size = 8 * T_MiB };
+	struct delog_options o = { .size = sizeof(o),
+				   .backend = backend,
+				   .flags = DELOG_OPEN_CREATE,
+				   .create_size = 8 * T_MiB };
 	struct delog_recovery rec;
 	struct coll c = { 0 };
 	struct stat st;

@@ -89,8 +89,12 @@ static bool one(const char *backend, enum delog_flush_policy pol, const struct i
 {
 	char path[4096];
 	struct delog_options o = {
-		.size = sizeof(o), .backend = backend, .flush = pol, .logbufs = 2,
-		.logbsize = 32u << 10, .flags = DELOG_OPEN_CREATE | DELOG_OPEN_FORMAT,
+		.size = sizeof(o),
+		.backend = backend,
+		.flush = pol,
+		.logbufs = 2,
+		.logbsize = 32u << 10,
+		.flags = DELOG_OPEN_CREATE | DELOG_OPEN_FORMAT,
 		.create_size = LOG_BYTES,
 	};
 	struct seen s = { 0 };
@@ -124,7 +128,8 @@ static bool one(const char *backend, enum delog_flush_policy pol, const struct i
 
 		cr_assert_eq(delog_force(log, 0), DELOG_ESHUTDOWN);
 		cr_assert_eq(delog_tx_begin(log, 64, 0, &tx), DELOG_ESHUTDOWN);
-		cr_assert_eq(delog_durable_seq(log), durable_at_err, "watermark moved after shutdown");
+		cr_assert_eq(delog_durable_seq(log), durable_at_err,
+			     "watermark moved after shutdown");
 		cr_assert_neq(delog_close(log), 0, "close reports the shutdown");
 	} else {
 		/* The fault lay beyond the workload's ops (or hit only the unmount). */
@@ -138,8 +143,9 @@ static bool one(const char *backend, enum delog_flush_policy pol, const struct i
 	err = delog_open(path, &o, &log);
 	cr_assert_eq(err, 0, "%s: reopen on a healthy device: %s", backend, delog_strerror(err));
 	cr_assert(!s.bad, "%s: recovery handed back a damaged or unordered checkpoint", backend);
-	cr_assert_geq(rec.last_seq, acked, "%s: acknowledged checkpoint %llu lost (recovered to %llu)",
-		      backend, (unsigned long long)acked, (unsigned long long)rec.last_seq);
+	cr_assert_geq(rec.last_seq, acked,
+		      "%s: acknowledged checkpoint %llu lost (recovered to %llu)", backend,
+		      (unsigned long long)acked, (unsigned long long)rec.last_seq);
 	/* And the log goes on. */
 	cr_assert_eq(commit_one(log, 99, &seq), 0);
 	cr_assert_gt(seq, rec.last_seq);
@@ -163,8 +169,9 @@ Test(eio, write_and_flush_faults_real_backends, .timeout = 600)
 			for (unsigned k = 0; k < 2; k++)
 				for (uint64_t nth = 1; nth <= OPS_SPAN; nth++)
 					for (int persist = 0; persist < 2; persist++) {
-						struct iol_fault f = { .op = ops[k], .nth = nth,
-								      .persistent = persist };
+						struct iol_fault f = { .op = ops[k],
+								       .nth = nth,
+								       .persistent = persist };
 
 						shut += one(backends[b], pols[p], &f);
 						runs++;
@@ -180,7 +187,9 @@ Test(eio, read_fault_during_recovery, .timeout = 120)
 {
 	char path[4096];
 	struct delog_options o = {
-		.size = sizeof(o), .backend = "psync", .flags = DELOG_OPEN_CREATE | DELOG_OPEN_FORMAT,
+		.size = sizeof(o),
+		.backend = "psync",
+		.flags = DELOG_OPEN_CREATE | DELOG_OPEN_FORMAT,
 		.create_size = LOG_BYTES,
 	};
 	struct iol_dev_opts io = { .size = sizeof(io), .backend = "psync" };

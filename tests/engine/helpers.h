@@ -81,10 +81,13 @@ static inline int t_commit1(delog *log, uint64_t key, uint64_t a, uint64_t b, ui
 /* ---- simulated devices ---- */
 
 static inline struct iol_dev *t_sim(uint64_t bytes, enum iol_sim_latency lat, uint64_t seed,
-				   const void *image)
+				    const void *image)
 {
-	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = bytes, .seed = seed,
-				  .latency = lat, .image = image };
+	struct iol_sim_opts so = { .size = sizeof(so),
+				   .dev_bytes = bytes,
+				   .seed = seed,
+				   .latency = lat,
+				   .image = image };
 	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
 	struct iol_dev *dev = NULL;
 	int err = iol_dev_open(NULL, &o, &dev);
@@ -95,7 +98,8 @@ static inline struct iol_dev *t_sim(uint64_t bytes, enum iol_sim_latency lat, ui
 
 static inline struct delog_options t_opts(enum delog_flush_policy p)
 {
-	return (struct delog_options){ .size = sizeof(struct delog_options), .flush = p,
+	return (struct delog_options){ .size = sizeof(struct delog_options),
+				       .flush = p,
 				       .flags = DELOG_OPEN_CREATE };
 }
 
@@ -120,7 +124,7 @@ static inline struct delog_stats t_stats(const delog *log)
 
 /* The power-cut image of @dev now, as a new (healthy) sim device. */
 static inline struct iol_dev *t_crash_copy(struct iol_dev *dev, uint64_t seed,
-					  struct iol_sim_crash_info *info)
+					   struct iol_sim_crash_info *info)
 {
 	uint64_t bytes = iol_dev_geom(dev)->size_bytes;
 	void *img = malloc(bytes);
@@ -155,8 +159,8 @@ static inline void coll_bad(struct coll *c, const char *why)
 		snprintf(c->why, sizeof(c->why), "%s", why);
 }
 
-static inline int coll_cb(void *arg, const struct delog_checkpoint *ck,
-			  const struct delog_item *it, size_t n)
+static inline int coll_cb(void *arg, const struct delog_checkpoint *ck, const struct delog_item *it,
+			  size_t n)
 {
 	struct coll *c = arg;
 	char msg[200];

@@ -40,10 +40,10 @@
 #define LV_DEV (LV_LOG + 4096)
 #define LV_BOUND_MS 20000u /* liveness bound: far beyond any real wait */
 #define LV_WAITERS 3
-#define LV_CIL (480u << 10)     /* under cil_push_bytes: log/8 = 512 KiB */
-#define LV_TX_CAP (864u << 10)  /* a waiter's reservation, at most */
-#define LV_MORE (96u << 10)     /* what a waiter logs beyond it (within log/4 in all) */
-#define LV_CYCLES 1000u /* twice what a 4 MiB log held: 486 unmount records */
+#define LV_CIL (480u << 10)    /* under cil_push_bytes: log/8 = 512 KiB */
+#define LV_TX_CAP (864u << 10) /* a waiter's reservation, at most */
+#define LV_MORE (96u << 10)    /* what a waiter logs beyond it (within log/4 in all) */
+#define LV_CYCLES 1000u        /* twice what a 4 MiB log held: 486 unmount records */
 
 static void lv_msleep(unsigned ms)
 {
@@ -234,7 +234,8 @@ static void pinned_push_run(enum delog_flush_policy pol, bool callback, bool now
 	st = t_stats(log);
 	cr_assert(s2 == s1 + 1 && st.cil_bytes > 0 && st.open_seq == s2 && st.durable_seq == s1,
 		  "precondition: the CIL holds checkpoint %llu unforced (cil %llu, open %llu, "
-		  "durable %llu)", (unsigned long long)s2, (unsigned long long)st.cil_bytes,
+		  "durable %llu)",
+		  (unsigned long long)s2, (unsigned long long)st.cil_bytes,
 		  (unsigned long long)st.open_seq, (unsigned long long)st.durable_seq);
 	/* ... then each logs an item larger than its reservation, in its own thread. */
 	for (int i = 0; i < LV_WAITERS; i++)
@@ -253,12 +254,11 @@ static void pinned_push_run(enum delog_flush_policy pol, bool callback, bool now
 		     "open %llu, cil %llu bytes, used %llu of %llu, reserved %llu, space_waits "
 		     "%llu, push callback %u calls): nothing pushed the CIL",
 		     delog_flush_policy_name(pol), callback ? " (push callback)" : "",
-		     nowait ? " (NOWAIT)" : "",
-		     LV_WAITERS - ndone, LV_WAITERS, waited, (unsigned long long)st.durable_seq,
-		     (unsigned long long)st.open_seq, (unsigned long long)st.cil_bytes,
-		     (unsigned long long)st.log_used, (unsigned long long)st.log_size,
-		     (unsigned long long)st.reserved_bytes, (unsigned long long)st.space_waits,
-		     atomic_load(&cb.calls));
+		     nowait ? " (NOWAIT)" : "", LV_WAITERS - ndone, LV_WAITERS, waited,
+		     (unsigned long long)st.durable_seq, (unsigned long long)st.open_seq,
+		     (unsigned long long)st.cil_bytes, (unsigned long long)st.log_used,
+		     (unsigned long long)st.log_size, (unsigned long long)st.reserved_bytes,
+		     (unsigned long long)st.space_waits, atomic_load(&cb.calls));
 	if (ndone != LV_WAITERS) {
 		for (int i = 0; i < LV_WAITERS; i++)
 			atomic_store(&w[i].stop, 1);
@@ -329,7 +329,7 @@ Test(liveness, pinned_push_nowait_single, .timeout = 120)
  */
 struct lv_deferred {
 	delog *log;
-	bool items; /* item tracking: write key 1 back (delog_item_written), not release */
+	bool items;          /* item tracking: write key 1 back (delog_item_written), not release */
 	atomic_ullong asked; /* the newest sequence the push callback named */
 	atomic_int go, stop, released;
 	pthread_t th;
@@ -354,8 +354,8 @@ static void *lv_writeback_main(void *arg)
 		lv_msleep(1);
 	lv_msleep(100); /* the grower is asleep by now (if not, nothing is proved, and it passes) */
 	if (!atomic_load(&d->stop) && atomic_load(&d->asked) &&
-	    (d->items ? delog_item_written(d->log, 1, atomic_load(&d->asked))
-		      : delog_release(d->log, atomic_load(&d->asked))) == 0)
+	    (d->items ? delog_item_written(d->log, 1, atomic_load(&d->asked)) :
+			delog_release(d->log, atomic_load(&d->asked))) == 0)
 		atomic_store(&d->released, 1);
 	return NULL;
 }
@@ -528,12 +528,14 @@ static void open_close_run(enum delog_flush_policy pol, enum lv_mode mode)
 			continue;
 		}
 		err = delog_close(log);
-		cr_assert_eq(err, 0, "cycle %u: delog_close: %s (live region grew in %u cycles, "
-			     "first at cycle %u: %llu bytes used, %llu at the first open)", i,
-			     delog_strerror(err), grew, first_growth, (unsigned long long)used,
+		cr_assert_eq(err, 0,
+			     "cycle %u: delog_close: %s (live region grew in %u cycles, "
+			     "first at cycle %u: %llu bytes used, %llu at the first open)",
+			     i, delog_strerror(err), grew, first_growth, (unsigned long long)used,
 			     (unsigned long long)first_used);
 	}
-	cr_expect_eq(grew, 0, "the live region grew from one clean open to the next in %u of "
+	cr_expect_eq(grew, 0,
+		     "the live region grew from one clean open to the next in %u of "
 		     "%u cycles (first at cycle %u; %llu bytes used, %llu at the first open)",
 		     grew, LV_CYCLES, first_growth, (unsigned long long)used,
 		     (unsigned long long)first_used);
@@ -552,13 +554,22 @@ static void open_close_run(enum delog_flush_policy pol, enum lv_mode mode)
 	iol_dev_close(dev);
 }
 
-Test(liveness, open_close_sync, .timeout = 300) { open_close_run(DELOG_FLUSH_SYNC, LV_PLAIN); }
-Test(liveness, open_close_single, .timeout = 300) { open_close_run(DELOG_FLUSH_SINGLE, LV_PLAIN); }
+Test(liveness, open_close_sync, .timeout = 300)
+{
+	open_close_run(DELOG_FLUSH_SYNC, LV_PLAIN);
+}
+Test(liveness, open_close_single, .timeout = 300)
+{
+	open_close_run(DELOG_FLUSH_SINGLE, LV_PLAIN);
+}
 Test(liveness, open_close_release, .timeout = 300)
 {
 	open_close_run(DELOG_FLUSH_ASYNC, LV_RELEASE);
 }
-Test(liveness, open_close_crash, .timeout = 300) { open_close_run(DELOG_FLUSH_SYNC, LV_CRASH); }
+Test(liveness, open_close_crash, .timeout = 300)
+{
+	open_close_run(DELOG_FLUSH_SYNC, LV_CRASH);
+}
 
 /* ======================================================================================
  * CIL5: committers racing into one context are admitted one at a time
@@ -592,8 +603,8 @@ static void *lv_racer_main(void *arg)
 		delog_tx *tx;
 
 		r->err = delog_tx_begin(r->log, LV_RACE_ITEM + DELOG_ITEM_OVERHEAD, 0, &tx);
-		if (!r->err && (r->err = delog_tx_log(tx, (uint64_t)r->id << 32 | i, d,
-						      LV_RACE_ITEM)))
+		if (!r->err &&
+		    (r->err = delog_tx_log(tx, (uint64_t)r->id << 32 | i, d, LV_RACE_ITEM)))
 			delog_tx_abort(tx);
 		pthread_barrier_wait(r->bar); /* commit together */
 		if (!r->err)
@@ -639,9 +650,11 @@ Test(liveness, cil_admits_racing_commits, .timeout = 120)
 			for (unsigned j = 0; j < LV_RACERS; j++)
 				for (unsigned m = 0; m < LV_RACE_ROUNDS; m++)
 					same += r[j].seq[m] == r[i].seq[k];
-			cr_assert_leq(same, 2, "checkpoint %llu holds %u transactions of %u bytes "
-				      "(cil_push_bytes %u)", (unsigned long long)r[i].seq[k], same,
-				      LV_RACE_ITEM, LV_RACE_PUSH);
+			cr_assert_leq(same, 2,
+				      "checkpoint %llu holds %u transactions of %u bytes "
+				      "(cil_push_bytes %u)",
+				      (unsigned long long)r[i].seq[k], same, LV_RACE_ITEM,
+				      LV_RACE_PUSH);
 		}
 	}
 	cr_assert_eq(delog_close(log), 0);
@@ -661,17 +674,19 @@ Test(liveness, cil_admits_racing_commits, .timeout = 120)
  */
 static void reserve_covers_run(uint32_t logbsize, uint32_t sector)
 {
-	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = LV_DEV, .sector = sector,
-				  .seed = 2770 + logbsize + sector };
+	struct iol_sim_opts so = { .size = sizeof(so),
+				   .dev_bytes = LV_DEV,
+				   .sector = sector,
+				   .seed = 2770 + logbsize + sector };
 	struct iol_dev_opts dopts = { .size = sizeof(dopts), .backend = "sim", .sim = &so };
 	struct iol_dev *dev = NULL;
 	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
 	static unsigned char d[LV_TX_CAP];
 	static const uint32_t shapes[][4] = {
-		{ 1, 0, 0, 0 },                    /* one big item (below) */
-		{ 2, 0, 0, 0 },                    /* two halves */
-		{ 7, 1000, 0, 0 },                 /* items of 1000 bytes, the rest in one */
-		{ 0, 0, 0, 0 },                    /* zero-length items, the rest in one */
+		{ 1, 0, 0, 0 },                          /* one big item (below) */
+		{ 2, 0, 0, 0 },                          /* two halves */
+		{ 7, 1000, 0, 0 },                       /* items of 1000 bytes, the rest in one */
+		{ 0, 0, 0, 0 },                          /* zero-length items, the rest in one */
 		{ 3, 4096 - DELOG_ITEM_OVERHEAD, 0, 0 }, /* sector-sized records of it */
 	};
 	delog *log;
@@ -712,17 +727,19 @@ static void reserve_covers_run(uint32_t logbsize, uint32_t sector)
 		/* Shape s: items of @small bytes while they leave room for a last one. */
 		while (!err && shapes[s][0] != 1 && left >= 2 * (small + DELOG_ITEM_OVERHEAD) &&
 		       n < (shapes[s][0] == 2 ? 1u : 64u)) {
-			uint32_t len = shapes[s][0] == 2 ? (uint32_t)(r / 2 - DELOG_ITEM_OVERHEAD)
-							 : small;
+			uint32_t len = shapes[s][0] == 2 ? (uint32_t)(r / 2 - DELOG_ITEM_OVERHEAD) :
+							   small;
 
 			err = delog_tx_log(tx, 100 + n++, d, len);
 			left -= len + DELOG_ITEM_OVERHEAD;
 		}
 		if (!err)
 			err = delog_tx_log(tx, 99, d, (uint32_t)(left - DELOG_ITEM_OVERHEAD));
-		cr_expect_eq(err, 0, "%u-byte buffers, %u-byte sectors, shape %u: a transaction of "
-			     "%u items within its reservation of %llu bytes: %s", logbsize, sector,
-			     s, n + 1, (unsigned long long)r, delog_strerror(err));
+		cr_expect_eq(err, 0,
+			     "%u-byte buffers, %u-byte sectors, shape %u: a transaction of "
+			     "%u items within its reservation of %llu bytes: %s",
+			     logbsize, sector, s, n + 1, (unsigned long long)r,
+			     delog_strerror(err));
 		while (nfill)
 			delog_tx_abort(fill[--nfill]);
 		cr_assert_eq(delog_tx_commit_force(tx, NULL), 0);
@@ -855,8 +872,9 @@ static void growers_run(enum delog_flush_policy pol, unsigned mode)
 	cr_expect(victim >= 0 && ndone == 1,
 		  "%s: after %u ms %u of %u growers returned (%u with -EDEADLK), expected one "
 		  "-EDEADLK (durable %llu, open %llu, cil %llu bytes, used %llu of %llu, "
-		  "reserved %llu)", delog_flush_policy_name(pol), waited, ndone, ng,
-		  victims, (unsigned long long)st.durable_seq, (unsigned long long)st.open_seq,
+		  "reserved %llu)",
+		  delog_flush_policy_name(pol), waited, ndone, ng, victims,
+		  (unsigned long long)st.durable_seq, (unsigned long long)st.open_seq,
 		  (unsigned long long)st.cil_bytes, (unsigned long long)st.log_used,
 		  (unsigned long long)st.log_size, (unsigned long long)st.reserved_bytes);
 	if (victim < 0) {
@@ -881,8 +899,10 @@ static void growers_run(enum delog_flush_policy pol, unsigned mode)
 			break;
 		lv_msleep(10);
 	}
-	cr_assert_eq(ndone, ng, "%s: %u of %u growers still wait %u ms after the victim "
-		     "%s", delog_flush_policy_name(pol), ng - ndone, ng, waited,
+	cr_assert_eq(ndone, ng,
+		     "%s: %u of %u growers still wait %u ms after the victim "
+		     "%s",
+		     delog_flush_policy_name(pol), ng - ndone, ng, waited,
 		     victim_commits ? "committed" : "aborted");
 	for (unsigned i = 0; i < ng; i++) {
 		if ((int)i == victim)

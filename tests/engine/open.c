@@ -350,13 +350,13 @@ Test(open, rdonly_on_readonly_mount, .timeout = 120, .fini = ro_cleanup)
 		rmdir(dir);
 		free(dir);
 		cr_skip_test("no read-only bind mount here (%s): not root, or no mount "
-			     "namespaces", strerror(err));
+			     "namespaces",
+			     strerror(err));
 	}
 	snprintf(rpath, sizeof(rpath), "%s/crashed.log", ro_mnt);
 	o.error = &ei;
 	err = delog_open(rpath, &o, &log);
-	cr_expect_eq(err, -EROFS, "a writing open on a read-only mount: %s",
-		     delog_strerror(err));
+	cr_expect_eq(err, -EROFS, "a writing open on a read-only mount: %s", delog_strerror(err));
 	if (!err)
 		delog_close(log);
 	cr_expect_eq(ei.code, -EROFS);
@@ -413,8 +413,8 @@ static void t_rw(struct iol_dev *dev, bool write, uint64_t off, void *buf, size_
 	int err = iol_rw_wait(dev, IOL_OPF(write ? IOL_OP_WRITE : IOL_OP_READ, 0), off, buf, len,
 			      NULL);
 
-	cr_assert_eq(err, 0, "%s at %llu: %s", write ? "write" : "read",
-		     (unsigned long long)off, delog_strerror(err));
+	cr_assert_eq(err, 0, "%s at %llu: %s", write ? "write" : "read", (unsigned long long)off,
+		     delog_strerror(err));
 }
 
 /* Open @dev (no create) with an error info and a recovery report that must stay as it
@@ -563,8 +563,8 @@ Test(open, error_info_tmpfs, .timeout = 60)
 	unlink(path);
 }
 
-static int t_refuse_third(void *arg, const struct delog_checkpoint *ck,
-			  const struct delog_item *it, size_t n)
+static int t_refuse_third(void *arg, const struct delog_checkpoint *ck, const struct delog_item *it,
+			  size_t n)
 {
 	unsigned *calls = arg;
 
@@ -737,8 +737,10 @@ Test(open, recover_to_rules, .timeout = 60)
 	cr_expect_eq(c.nck, 10);
 	cr_expect_eq(((struct delog_recovery *)rbuf)->checkpoints, 10);
 	for (size_t i = old_end; i < sizeof(rbuf); i++)
-		cr_assert_eq(rbuf[i], 0xa7, "byte %zu past an older caller's delog_recovery "
-			     "was written", i);
+		cr_assert_eq(rbuf[i], 0xa7,
+			     "byte %zu past an older caller's delog_recovery "
+			     "was written",
+			     i);
 	cr_assert_eq(delog_close(log), 0);
 	coll_free(&c);
 

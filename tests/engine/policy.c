@@ -38,7 +38,7 @@
  */
 #include "helpers.h"
 
-#define N_CKPT 200           /* sequential forced one-transaction commits, 1 client */
+#define N_CKPT 200 /* sequential forced one-transaction commits, 1 client */
 
 struct deltas {
 	uint64_t ckpts, preflushes, fua, flushes, device_flushes, fua_flushes, records;
@@ -116,7 +116,7 @@ static struct deltas steady_fua(enum delog_flush_policy pol, int fua)
 		double want = (double)s1.device_flushes / (double)s1.checkpoints;
 
 		cr_expect(s1.flushes_per_checkpoint > want - 1e-9 &&
-			  s1.flushes_per_checkpoint < want + 1e-9,
+				  s1.flushes_per_checkpoint < want + 1e-9,
 			  "flushes_per_checkpoint %f, counters say %f", s1.flushes_per_checkpoint,
 			  want);
 	}
@@ -124,7 +124,7 @@ static struct deltas steady_fua(enum delog_flush_policy pol, int fua)
 		double want = (double)s1.record_bytes / (double)s1.device_flushes;
 
 		cr_expect(s1.bytes_per_flush > want * (1 - 1e-12) &&
-			  s1.bytes_per_flush < want * (1 + 1e-12),
+				  s1.bytes_per_flush < want * (1 + 1e-12),
 			  "bytes_per_flush %f, counters say %f", s1.bytes_per_flush, want);
 	}
 	cr_assert_eq(delog_close(log), 0);
@@ -196,8 +196,7 @@ static long ev_find(const struct win *w, uint64_t id, uint16_t type)
 	return -1;
 }
 
-static void check_window(enum delog_flush_policy pol, const struct win *w, bool big,
-			 unsigned k)
+static void check_window(enum delog_flush_policy pol, const struct win *w, bool big, unsigned k)
 {
 	const char *pn = delog_flush_policy_name(pol);
 	size_t wr[64], fl[8], nw = 0, nf = 0;
@@ -222,12 +221,15 @@ static void check_window(enum delog_flush_policy pol, const struct win *w, bool 
 	}
 	cr_assert_geq(nw, 1, "%s ckpt %u: no write", pn, k);
 	if (big)
-		cr_assert_geq(nw, 2, "%s ckpt %u: a 36 KiB checkpoint in 16 KiB buffers took %zu "
-			      "writes", pn, k, nw);
+		cr_assert_geq(nw, 2,
+			      "%s ckpt %u: a 36 KiB checkpoint in 16 KiB buffers took %zu "
+			      "writes",
+			      pn, k, nw);
 	/* Every request of the window completed inside it (the force waited for it). */
 	for (size_t j = 0; j < nw; j++)
 		cr_assert_geq(ev_find(w, w->ev[wr[j]].req_id, IOL_SIM_EV_COMPLETE), 0,
-			      "%s ckpt %u: write %zu not complete when the force returned", pn, k, j);
+			      "%s ckpt %u: write %zu not complete when the force returned", pn, k,
+			      j);
 
 	const struct iol_sim_event *first = &w->ev[wr[0]], *last = &w->ev[wr[nw - 1]];
 	/* A write submitted after every other write of the window completed. */
@@ -253,15 +255,18 @@ static void check_window(enum delog_flush_policy pol, const struct win *w, bool 
 	switch (pol) {
 	case DELOG_FLUSH_SYNC:
 		cr_assert_eq(nf, 0, "sync ckpt %u: %zu standalone flushes", k, nf);
-		cr_assert(first->opf & IOL_PREFLUSH, "sync ckpt %u: first write without PREFLUSH", k);
+		cr_assert(first->opf & IOL_PREFLUSH, "sync ckpt %u: first write without PREFLUSH",
+			  k);
 		cr_assert_eq(last->opf & IOL_FLAG_MASK, IOL_PREFLUSH | IOL_FUA,
 			     "sync ckpt %u: commit record write has flags %#x, not PREFLUSH|FUA", k,
 			     last->opf & IOL_FLAG_MASK);
 		if (nw > 1)
-			cr_assert_eq(first->opf & IOL_FUA, 0, "sync ckpt %u: FUA on the first of %zu",
-				     k, nw);
-		cr_assert(last_after_others, "sync ckpt %u: commit write issued before the "
-			  "checkpoint's earlier writes completed", k);
+			cr_assert_eq(first->opf & IOL_FUA, 0,
+				     "sync ckpt %u: FUA on the first of %zu", k, nw);
+		cr_assert(last_after_others,
+			  "sync ckpt %u: commit write issued before the "
+			  "checkpoint's earlier writes completed",
+			  k);
 		break;
 	case DELOG_FLUSH_ASYNC: {
 		long fc;
@@ -269,17 +274,25 @@ static void check_window(enum delog_flush_policy pol, const struct win *w, bool 
 		cr_assert_eq(nf, 1, "async ckpt %u: %zu standalone flushes", k, nf);
 		fc = ev_find(w, w->ev[fl[0]].req_id, IOL_SIM_EV_COMPLETE);
 		cr_assert_geq(fc, 0, "async ckpt %u: flush never completed", k);
-		cr_assert_lt((size_t)fc, wr[0], "async ckpt %u: first write submitted before the "
-			     "push-start flush completed", k);
+		cr_assert_lt((size_t)fc, wr[0],
+			     "async ckpt %u: first write submitted before the "
+			     "push-start flush completed",
+			     k);
 		cr_assert(last->opf & IOL_FUA, "async ckpt %u: commit write without FUA", k);
 		if (nw > 1) {
-			cr_assert(last->opf & IOL_PREFLUSH, "async ckpt %u: spanning checkpoint, "
-				  "commit without PREFLUSH", k);
-			cr_assert(last_after_others, "async ckpt %u: commit before the others "
-				  "completed", k);
+			cr_assert(last->opf & IOL_PREFLUSH,
+				  "async ckpt %u: spanning checkpoint, "
+				  "commit without PREFLUSH",
+				  k);
+			cr_assert(last_after_others,
+				  "async ckpt %u: commit before the others "
+				  "completed",
+				  k);
 		} else {
-			cr_assert_eq(last->opf & IOL_PREFLUSH, 0, "async ckpt %u: PREFLUSH on a "
-				     "one-buffer checkpoint", k);
+			cr_assert_eq(last->opf & IOL_PREFLUSH, 0,
+				     "async ckpt %u: PREFLUSH on a "
+				     "one-buffer checkpoint",
+				     k);
 		}
 		break;
 	}
@@ -291,8 +304,10 @@ static void check_window(enum delog_flush_policy pol, const struct win *w, bool 
 			long c = ev_find(w, w->ev[wr[j]].req_id, IOL_SIM_EV_COMPLETE);
 
 			cr_assert_geq(c, 0);
-			cr_assert_lt((size_t)c, fl[0], "single ckpt %u: flush issued before write "
-				     "%zu completed", k, j);
+			cr_assert_lt((size_t)c, fl[0],
+				     "single ckpt %u: flush issued before write "
+				     "%zu completed",
+				     k, j);
 		}
 		fc = ev_find(w, w->ev[fl[0]].req_id, IOL_SIM_EV_COMPLETE);
 		cr_assert_geq(fc, 0, "single ckpt %u: force returned before its flush completed",
@@ -323,12 +338,16 @@ static void trace_run(enum delog_flush_policy pol)
 		size_t from = iol_sim_trace_len(dev), to;
 		delog_tx *tx;
 
-		cr_assert_eq(delog_tx_begin(log, big ? 3 * (sizeof(blob) + DELOG_ITEM_OVERHEAD) :
-						 T_RES(1), 0, &tx), 0);
+		cr_assert_eq(delog_tx_begin(log,
+					    big ? 3 * (sizeof(blob) + DELOG_ITEM_OVERHEAD) :
+						  T_RES(1),
+					    0, &tx),
+			     0);
 		if (big) {
 			for (unsigned j = 0; j < 3; j++) {
 				memset(blob, (int)(k * 3 + j), sizeof(blob));
-				cr_assert_eq(delog_tx_log(tx, 1000 + k * 3 + j, blob, sizeof(blob)), 0);
+				cr_assert_eq(delog_tx_log(tx, 1000 + k * 3 + j, blob, sizeof(blob)),
+					     0);
 			}
 		} else {
 			struct t_payload p = t_pl(100 + k, k, 0);
@@ -348,10 +367,22 @@ static void trace_run(enum delog_flush_policy pol)
 	iol_dev_close(dev);
 }
 
-Test(policy, trace_sync, .timeout = 60) { trace_run(DELOG_FLUSH_SYNC); }
-Test(policy, trace_async, .timeout = 60) { trace_run(DELOG_FLUSH_ASYNC); }
-Test(policy, trace_single, .timeout = 60) { trace_run(DELOG_FLUSH_SINGLE); }
-Test(policy, trace_none, .timeout = 60) { trace_run(DELOG_FLUSH_NONE); }
+Test(policy, trace_sync, .timeout = 60)
+{
+	trace_run(DELOG_FLUSH_SYNC);
+}
+Test(policy, trace_async, .timeout = 60)
+{
+	trace_run(DELOG_FLUSH_ASYNC);
+}
+Test(policy, trace_single, .timeout = 60)
+{
+	trace_run(DELOG_FLUSH_SINGLE);
+}
+Test(policy, trace_none, .timeout = 60)
+{
+	trace_run(DELOG_FLUSH_NONE);
+}
 
 Test(policy, names_round_trip, .timeout = 10)
 {
@@ -367,7 +398,7 @@ Test(policy, names_round_trip, .timeout = 10)
 		cr_expect_eq((int)back, p, "%s parsed as %d", name, (int)back);
 	}
 	cr_expect_null(delog_flush_policy_name((enum delog_flush_policy)4));
-	cr_expect_null(delog_flush_policy_name((enum delog_flush_policy)-1));
+	cr_expect_null(delog_flush_policy_name((enum delog_flush_policy) - 1));
 	{
 		enum delog_flush_policy back = DELOG_FLUSH_SINGLE;
 

@@ -68,15 +68,15 @@
 static int fails;
 static bool quiet;
 
-#define CHECK(cond, ...)                                                                 \
-	do {                                                                             \
-		if (!(cond)) {                                                           \
-			if (fails++ < 20) {                                              \
-				fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);     \
-				fprintf(stderr, __VA_ARGS__);                            \
-				fputc('\n', stderr);                                     \
-			}                                                                \
-		}                                                                        \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			if (fails++ < 20) {                                                        \
+				fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);               \
+				fprintf(stderr, __VA_ARGS__);                                      \
+				fputc('\n', stderr);                                               \
+			}                                                                          \
+		}                                                                                  \
 	} while (0)
 
 struct payload {
@@ -96,16 +96,16 @@ struct run {
 	delog *log;
 	unsigned threads, txs;
 	uint64_t seed;
-	uint64_t *seq;            /* [t * txs + i]: checkpoint, 0 = aborted */
-	uint8_t *shared;          /* [t * txs + i]: which shared item it logged */
+	uint64_t *seq;   /* [t * txs + i]: checkpoint, 0 = aborted */
+	uint8_t *shared; /* [t * txs + i]: which shared item it logged */
 	atomic_int err;
 	atomic_bool stop;
 	atomic_uint observer_bad;
-	_Atomic uint64_t released;  /* -r: highest sequence released */
-	_Atomic uint64_t want;      /* -r: highest push target */
+	_Atomic uint64_t released; /* -r: highest sequence released */
+	_Atomic uint64_t want;     /* -r: highest push target */
 	atomic_bool stop_releaser;
 	atomic_uint push_calls;
-	bool periodic_release;      /* default mode: release all but the newest KEEP */
+	bool periodic_release;       /* default mode: release all but the newest KEEP */
 	_Atomic uint64_t max_forced; /* highest sequence a force acknowledged */
 	atomic_uint releases;
 };
@@ -220,7 +220,7 @@ static void *worker(void *arg)
 			atomic_max(&r->max_forced, seq);
 		}
 		continue;
-fail:
+	fail:
 		fprintf(stderr, "FAIL: thread %u tx %u: %s\n", wa->t, i, delog_strerror(err));
 		atomic_store(&r->err, err);
 		break;
@@ -258,10 +258,10 @@ static void *observer(void *arg)
 struct rec {
 	struct run *r;
 	uint64_t first_seq, last_seq, nck;
-	unsigned char *got;       /* per (t, i): copies */
+	unsigned char *got; /* per (t, i): copies */
 	uint64_t *got_seq;
-	uint64_t nseq;            /* size of the per-checkpoint tables */
-	uint8_t *shared_seen;     /* [seq]: bit j: shared item j present */
+	uint64_t nseq;        /* size of the per-checkpoint tables */
+	uint8_t *shared_seen; /* [seq]: bit j: shared item j present */
 	int bad;
 };
 
@@ -318,9 +318,10 @@ static int on_ckpt(void *arg, const struct delog_checkpoint *ck, const struct de
 			}
 			CHECK(r->seq[idx] == ck->seq && r->shared[idx] == j,
 			      "checkpoint %llu: shared item %u holds tx %llu/%llu of checkpoint "
-			      "%llu (item %u)", (unsigned long long)ck->seq, j,
-			      (unsigned long long)p.a, (unsigned long long)p.b,
-			      (unsigned long long)r->seq[idx], r->shared[idx]);
+			      "%llu (item %u)",
+			      (unsigned long long)ck->seq, j, (unsigned long long)p.a,
+			      (unsigned long long)p.b, (unsigned long long)r->seq[idx],
+			      r->shared[idx]);
 		} else if (key == K_UNIQUE(p.a, p.b)) {
 			rc->got[idx]++;
 			rc->got_seq[idx] = ck->seq;
@@ -359,8 +360,11 @@ static void verify(struct iol_dev *dev, struct run *r, enum delog_flush_policy p
 	size_t total = (size_t)r->threads * r->txs;
 	struct rec rc = { .r = r };
 	struct delog_recovery rep;
-	struct delog_options o = { .size = sizeof(o), .flush = pol, .recover = on_ckpt,
-				   .recover_arg = &rc, .recovery = &rep };
+	struct delog_options o = { .size = sizeof(o),
+				   .flush = pol,
+				   .recover = on_ckpt,
+				   .recover_arg = &rc,
+				   .recovery = &rep };
 	uint64_t maxseq = 0;
 	delog *log;
 	int err;
@@ -396,7 +400,8 @@ static void verify(struct iol_dev *dev, struct run *r, enum delog_flush_policy p
 			uint64_t s = r->seq[idx];
 
 			if (!s) {
-				CHECK(rc.got[idx] == 0, "%s: aborted tx %u/%u recovered", what, t, i);
+				CHECK(rc.got[idx] == 0, "%s: aborted tx %u/%u recovered", what, t,
+				      i);
 				continue;
 			}
 			CHECK(s >= prev, "thread %u: tx %u in checkpoint %llu after one in %llu", t,
@@ -406,8 +411,9 @@ static void verify(struct iol_dev *dev, struct run *r, enum delog_flush_policy p
 				/* released, and before the tail: gone */
 				CHECK(rc.got[idx] == 0 && s <= released,
 				      "%s: tx %u/%u of checkpoint %llu (before the first recovered, "
-				      "%llu; released %llu) recovered %u times", what, t, i,
-				      (unsigned long long)s, (unsigned long long)rc.first_seq,
+				      "%llu; released %llu) recovered %u times",
+				      what, t, i, (unsigned long long)s,
+				      (unsigned long long)rc.first_seq,
 				      (unsigned long long)released, rc.got[idx]);
 				continue;
 			}
@@ -493,7 +499,7 @@ static void *releaser(void *arg)
 static void usage(void)
 {
 	fprintf(stderr, "usage: engine_stress [-t THREADS] [-n TXS] [-p POLICY] [-s SEED] "
-		"[-l none|nvme|sata] [-d DIR] [-r | -R] [-q]\n");
+			"[-l none|nvme|sata] [-d DIR] [-r | -R] [-q]\n");
 	exit(2);
 }
 
@@ -513,16 +519,37 @@ int main(int argc, char **argv)
 
 	while ((c = getopt(argc, argv, "t:n:p:s:l:d:rRq")) != -1) {
 		switch (c) {
-		case 't': r.threads = (unsigned)strtoul(optarg, NULL, 0); break;
-		case 'n': r.txs = (unsigned)strtoul(optarg, NULL, 0); break;
-		case 'p': if (delog_flush_policy_parse(optarg, &pol)) usage(); break;
-		case 's': r.seed = strtoull(optarg, NULL, 0); break;
-		case 'l': if (iol_sim_latency_parse(optarg, &lat)) usage(); break;
-		case 'd': dir = optarg; break;
-		case 'q': quiet = true; break;
-		case 'r': release_mode = true; break;
-		case 'R': no_release = true; break;
-		default: usage();
+		case 't':
+			r.threads = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 'n':
+			r.txs = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 'p':
+			if (delog_flush_policy_parse(optarg, &pol))
+				usage();
+			break;
+		case 's':
+			r.seed = strtoull(optarg, NULL, 0);
+			break;
+		case 'l':
+			if (iol_sim_latency_parse(optarg, &lat))
+				usage();
+			break;
+		case 'd':
+			dir = optarg;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'r':
+			release_mode = true;
+			break;
+		case 'R':
+			no_release = true;
+			break;
+		default:
+			usage();
 		}
 	}
 	if (optind != argc || !r.threads || r.threads > 1024 || !r.txs || r.txs > (1u << 24) ||
@@ -547,8 +574,10 @@ int main(int argc, char **argv)
 		if (!err)
 			err = iol_dev_open(file, &io, &dev);
 	} else {
-		struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = need, .seed = r.seed,
-					  .latency = lat };
+		struct iol_sim_opts so = { .size = sizeof(so),
+					   .dev_bytes = need,
+					   .seed = r.seed,
+					   .latency = lat };
 		struct iol_dev_opts io = { .size = sizeof(io), .backend = "sim", .sim = &so };
 
 		err = iol_dev_open(NULL, &io, &dev);

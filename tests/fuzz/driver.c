@@ -267,9 +267,10 @@ static int write_seeds(const char *dir, uint8_t *buf)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: %s [--runs N] [--seed S] [--max-len L] [--write-seeds DIR] [PATH...]\n"
-		   "  Runs the built-in seeds, each PATH (file or directory), then N pseudo-random\n"
-		   "  inputs (default 1000) from seed S (default 1), at most L bytes (default 4096).\n",
+	fprintf(f,
+		"usage: %s [--runs N] [--seed S] [--max-len L] [--write-seeds DIR] [PATH...]\n"
+		"  Runs the built-in seeds, each PATH (file or directory), then N pseudo-random\n"
+		"  inputs (default 1000) from seed S (default 1), at most L bytes (default 4096).\n",
 		target_name);
 }
 

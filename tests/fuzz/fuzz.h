@@ -33,13 +33,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * past the last seed. */
 size_t fuzz_seed(unsigned idx, uint8_t *buf, size_t cap);
 
-#define FZ_CHECK(cond)                                                                   \
-	do {                                                                             \
-		if (!(cond)) {                                                           \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-				#cond);                                                  \
-			abort();                                                         \
-		}                                                                        \
+#define FZ_CHECK(cond)                                                                             \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
+			abort();                                                                   \
+		}                                                                                  \
 	} while (0)
 
 /* A cursor over the input. */

@@ -193,10 +193,12 @@ static void fuzz_image(struct fz *f, bool repair)
 		if (h >= 1 && (uint64_t)h + p <= 2 * maxs && (uint64_t)(h + p) * S <= avail) {
 			if (rep & 16) {
 				for (uint32_t k = 1; k < h + p; k++) {
-					uint32_t c = h_cycle_at(r->cycle, sector_no, log_sectors, k);
+					uint32_t c = h_cycle_at(r->cycle, sector_no, log_sectors,
+								k);
 
 					if (k >= h && jrnl_rec_slots(S, h) > k - h)
-						memcpy(rec + h_slot(S, k - h), rec + (size_t)k * S, 4);
+						memcpy(rec + h_slot(S, k - h), rec + (size_t)k * S,
+						       4);
 					wr32(rec + (size_t)k * S, c);
 				}
 			}
@@ -208,9 +210,10 @@ static void fuzz_image(struct fz *f, bool repair)
 
 	v = check(rec, avail, S, log_sectors, sector_no, &hdr);
 	if (expect_ok && v != JRNL_REC_OK) {
-		fprintf(stderr, "repaired record refused: verdict %d (S %u, H %u, P %u, sector %u "
-			"of %llu, avail %zu)\n", (int)v, S, h, p, sector_no,
-			(unsigned long long)log_sectors, avail);
+		fprintf(stderr,
+			"repaired record refused: verdict %d (S %u, H %u, P %u, sector %u "
+			"of %llu, avail %zu)\n",
+			(int)v, S, h, p, sector_no, (unsigned long long)log_sectors, avail);
 		abort();
 	}
 	if (v == JRNL_REC_OK)
@@ -239,7 +242,7 @@ static void fuzz_seal(struct fz *f)
 	if (!(fl & 2) && fill.log_sectors)
 		fill.sector_no %= (uint32_t)fill.log_sectors; /* mostly a sector of the log */
 	if (!(fl & 4))
-		fill.cycle = 1 + (fill.cycle & 0xff);         /* mostly a small cycle */
+		fill.cycle = 1 + (fill.cycle & 0xff); /* mostly a small cycle */
 	fill.tail_lsn = fz_u64(f);
 	fill.durable_lsn = fz_u64(f);
 	fill.prev_lsn = fz_u64(f);
@@ -248,7 +251,7 @@ static void fuzz_seal(struct fz *f)
 	fill.logbsize = fz_u32(f);
 	len = fz_u32(f) % (JRNL_MAX_LOGBSIZE + 1);
 	if (!(fl & 8))
-		len &= 0x3fff;                                /* mostly a small record */
+		len &= 0x3fff; /* mostly a small record */
 	nmut = fz_u8(f) % 8;
 	for (unsigned i = 0; i < nmut; i++) {
 		muts_off[i] = fz_u32(f);
@@ -277,10 +280,11 @@ static void fuzz_seal(struct fz *f)
 	v = check(rec, size, S, fill.log_sectors, fill.sector_no, &hdr);
 	if (expect_ok != (v == JRNL_REC_OK) &&
 	    (expect_ok || fill.sector_no >= fill.log_sectors || h + p > fill.log_sectors)) {
-		fprintf(stderr, "sealed record: verdict %d, expected %s (S %u, H %u, P %u, len %u, "
-			"cycle %#x, sector %u of %llu)\n", (int)v, expect_ok ? "OK" : "a refusal",
-			S, h, p, len, fill.cycle, fill.sector_no,
-			(unsigned long long)fill.log_sectors);
+		fprintf(stderr,
+			"sealed record: verdict %d, expected %s (S %u, H %u, P %u, len %u, "
+			"cycle %#x, sector %u of %llu)\n",
+			(int)v, expect_ok ? "OK" : "a refusal", S, h, p, len, fill.cycle,
+			fill.sector_no, (unsigned long long)fill.log_sectors);
 		abort();
 	}
 	if (v == JRNL_REC_OK) {
@@ -335,8 +339,10 @@ static struct iol_dev *sb_dev(unsigned i)
 	struct sbdev *d = &sbdevs[i];
 
 	if (!d->dev) {
-		struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = d->bytes,
-					  .sector = d->sector, .latency = IOL_SIM_LAT_NONE };
+		struct iol_sim_opts so = { .size = sizeof(so),
+					   .dev_bytes = d->bytes,
+					   .sector = d->sector,
+					   .latency = IOL_SIM_LAT_NONE };
 		struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
 
 		FZ_CHECK(iol_dev_open(NULL, &o, &d->dev) == 0);
@@ -396,13 +402,13 @@ static void fuzz_sb(struct fz *f)
 		/* A multiple of the sector between the minimum and a little past the end of
 		 * the largest device: mostly valid, sometimes truncated. */
 		sb->log_size = MIN_LOG_BYTES + (sb->log_size % (MIN_LOG_BYTES + 4096)) /
-					       sb->sector_size * sb->sector_size;
+						       sb->sector_size * sb->sector_size;
 	}
 	if (fl & 2)
 		sb->crc = jrnl_crc32c(0, sb, offsetof(struct jrnl_sb, crc));
 	if (sbdevs[which].bytes >= JRNL_SB_AREA)
 		FZ_CHECK(iol_rw_wait(dev, IOL_OPF(IOL_OP_WRITE, IOL_FUA), 0, area, JRNL_SB_AREA,
-				    NULL) == 0);
+				     NULL) == 0);
 
 	memset(&g, 0x5a, sizeof(g));
 	rc = jrnl_sb_read(dev, &g);
@@ -452,16 +458,21 @@ static size_t seed_ops(unsigned char *ops, uint32_t dlen)
 	struct jrnl_op op;
 	struct jrnl_start st = { .seq = 7 };
 	struct jrnl_item it = { .key = 42, .data_len = dlen };
-	struct jrnl_commit cm = { .seq = 7, .start_lsn = jrnl_lsn(1, 0), .nitems = 1,
+	struct jrnl_commit cm = { .seq = 7,
+				  .start_lsn = jrnl_lsn(1, 0),
+				  .nitems = 1,
 				  .payload_bytes = sizeof(it) + dlen };
 	size_t n = 0;
 
-	op = (struct jrnl_op){ .tid = 0x100, .len = sizeof(st), .flags = JRNL_OP_START,
+	op = (struct jrnl_op){ .tid = 0x100,
+			       .len = sizeof(st),
+			       .flags = JRNL_OP_START,
 			       .type = JRNL_T_START };
 	memcpy(ops + n, &op, sizeof(op));
 	memcpy(ops + n + sizeof(op), &st, sizeof(st));
 	n += sizeof(op) + sizeof(st);
-	op = (struct jrnl_op){ .tid = 0x100, .len = (uint32_t)sizeof(it) + dlen,
+	op = (struct jrnl_op){ .tid = 0x100,
+			       .len = (uint32_t)sizeof(it) + dlen,
 			       .type = JRNL_T_ITEM };
 	memcpy(ops + n, &op, sizeof(op));
 	memcpy(ops + n + sizeof(op), &it, sizeof(it));
@@ -469,7 +480,9 @@ static size_t seed_ops(unsigned char *ops, uint32_t dlen)
 		ops[n + sizeof(op) + sizeof(it) + i] = (unsigned char)(i * 13 + 5);
 	cm.crc = jrnl_crc32c(0, ops + n + sizeof(op), sizeof(it) + dlen);
 	n += sizeof(op) + ((sizeof(it) + dlen + 7) & ~(size_t)7);
-	op = (struct jrnl_op){ .tid = 0x100, .len = sizeof(cm), .flags = JRNL_OP_COMMIT,
+	op = (struct jrnl_op){ .tid = 0x100,
+			       .len = sizeof(cm),
+			       .flags = JRNL_OP_COMMIT,
 			       .type = JRNL_T_COMMIT };
 	memcpy(ops + n, &op, sizeof(op));
 	memcpy(ops + n + sizeof(op), &cm, sizeof(cm));
@@ -477,17 +490,25 @@ static size_t seed_ops(unsigned char *ops, uint32_t dlen)
 }
 
 /* A sealed record image (as mode 0 / 1 take it): @dlen item bytes, at @sector_no. */
-static size_t seed_image(unsigned char *rec, uint32_t S, uint32_t sector_no,
-			 uint64_t log_sectors, uint32_t dlen)
+static size_t seed_image(unsigned char *rec, uint32_t S, uint32_t sector_no, uint64_t log_sectors,
+			 uint32_t dlen)
 {
 	unsigned char ops[3 * 4096];
 	size_t len = seed_ops(ops, dlen);
 	uint32_t p = (uint32_t)((len + S - 1) / S), h = jrnl_rec_hdr_sectors(S, p);
 	struct jrnl_rec_fill fill = {
-		.cycle = 3, .sector_no = sector_no, .log_sectors = log_sectors,
-		.tail_lsn = jrnl_lsn(3, 0), .durable_lsn = jrnl_lsn(3, sector_no),
-		.prev_lsn = 0, .len = (uint32_t)len, .num_ops = 3, .hdr_sectors = h,
-		.logbufs = 2, .logbsize = 16384, .uuid = UUID,
+		.cycle = 3,
+		.sector_no = sector_no,
+		.log_sectors = log_sectors,
+		.tail_lsn = jrnl_lsn(3, 0),
+		.durable_lsn = jrnl_lsn(3, sector_no),
+		.prev_lsn = 0,
+		.len = (uint32_t)len,
+		.num_ops = 3,
+		.hdr_sectors = h,
+		.logbufs = 2,
+		.logbsize = 16384,
+		.uuid = UUID,
 	};
 
 	memset(rec, 0, (size_t)(h + p) * S);
@@ -512,9 +533,9 @@ size_t fuzz_seed(unsigned idx, uint8_t *buf, size_t cap)
 		n = seed_ops(ops, big ? 9000 : 40);
 		fzw_u8(&w, 2);
 		fzw_u8(&w, big ? 1 | 2 : 0);
-		fzw_u32(&w, 2);                   /* cycle */
-		fzw_u32(&w, big ? 6 : 17);        /* sector_no */
-		fzw_u32(&w, big ? 8 : 256);       /* log_sectors */
+		fzw_u32(&w, 2);             /* cycle */
+		fzw_u32(&w, big ? 6 : 17);  /* sector_no */
+		fzw_u32(&w, big ? 8 : 256); /* log_sectors */
 		fzw_u64(&w, jrnl_lsn(2, 0));
 		fzw_u64(&w, jrnl_lsn(2, 17));
 		fzw_u64(&w, jrnl_lsn(2, 9));
@@ -550,12 +571,12 @@ size_t fuzz_seed(unsigned idx, uint8_t *buf, size_t cap)
 		fzw_bytes(&w, img, n);
 		return w.n;
 	}
-	case 7:   /* sb: a valid superblock of the 4 MiB log */
-	case 8:   /* sb: version 2, resealed */
-	case 9:   /* sb: an unknown incompat bit, resealed */
-	case 10:  /* sb: on the 8 MiB disk with 4096-byte sectors, log too big (truncated) */
-	case 11:  /* sb: the 2 KiB disk */
-	case 12:  /* sb: zeroes, with magic and geometry repaired by the harness */
+	case 7:  /* sb: a valid superblock of the 4 MiB log */
+	case 8:  /* sb: version 2, resealed */
+	case 9:  /* sb: an unknown incompat bit, resealed */
+	case 10: /* sb: on the 8 MiB disk with 4096-byte sectors, log too big (truncated) */
+	case 11: /* sb: the 2 KiB disk */
+	case 12: /* sb: zeroes, with magic and geometry repaired by the harness */
 		memset(&sb, 0, sizeof(sb));
 		if (idx != 12) {
 			sb.magic = JRNL_SB_MAGIC;

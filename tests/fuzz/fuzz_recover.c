@@ -76,8 +76,8 @@
 #define LOG_BYTES (4ull << 20)
 #define DEV_BYTES (JRNL_LOG_START + LOG_BYTES)
 #define LOGBSIZE (16u << 10)
-#define SLACK (32u << 10)          /* zeroes after the records that patches may reach */
-#define END_BYTES 4096u            /* the log's last bytes, also patchable */
+#define SLACK (32u << 10) /* zeroes after the records that patches may reach */
+#define END_BYTES 4096u   /* the log's last bytes, also patchable */
 #define MAX_RECS 64u
 #define MAX_PATCHES 16u
 
@@ -92,25 +92,25 @@ struct replay_log {
 
 /* A record of the pristine image, as the writer sealed it. */
 struct prec {
-	uint32_t sector_no;        /* log sector of its header */
+	uint32_t sector_no; /* log sector of its header */
 	uint32_t h, p;
-	struct jrnl_rec hdr;       /* its header's fixed part */
-	unsigned char *ops;        /* LOGBSIZE bytes: its unpacked op bytes, zero after len */
+	struct jrnl_rec hdr; /* its header's fixed part */
+	unsigned char *ops;  /* LOGBSIZE bytes: its unpacked op bytes, zero after len */
 };
 
 static struct {
 	bool ready;
-	bool verbose;              /* DELOG_FUZZ_VERBOSE set: print each recovery */
+	bool verbose; /* DELOG_FUZZ_VERBOSE set: print each recovery */
 	struct iol_dev *dev;
 	struct jrnl_geom g;
-	size_t W;                  /* patchable log bytes from sector 0 */
-	unsigned char *pristine;   /* W + END_BYTES: [0, W) of the log, then its end */
-	unsigned char *work;       /* the same, being patched */
-	unsigned char *iobuf;      /* O_DIRECT bounce buffer, W + END_BYTES */
-	unsigned char *recbuf;     /* a record being re-sealed */
+	size_t W;                /* patchable log bytes from sector 0 */
+	unsigned char *pristine; /* W + END_BYTES: [0, W) of the log, then its end */
+	unsigned char *work;     /* the same, being patched */
+	unsigned char *iobuf;    /* O_DIRECT bounce buffer, W + END_BYTES */
+	unsigned char *recbuf;   /* a record being re-sealed */
 	struct prec recs[MAX_RECS];
 	unsigned nrecs;
-	struct jrnl_report base;   /* recovery of the pristine image */
+	struct jrnl_report base; /* recovery of the pristine image */
 	struct replay_log base_log;
 } P;
 
@@ -120,8 +120,8 @@ static volatile uint64_t sink;
 
 static uint64_t dev_off(size_t woff)
 {
-	return woff < P.W ? JRNL_LOG_START + woff
-			  : JRNL_LOG_START + LOG_BYTES - END_BYTES + (woff - P.W);
+	return woff < P.W ? JRNL_LOG_START + woff :
+			    JRNL_LOG_START + LOG_BYTES - END_BYTES + (woff - P.W);
 }
 
 /* Write work bytes [lo, hi) (sector aligned, not crossing W) from @src to the device,
@@ -132,7 +132,7 @@ static void dev_put(const unsigned char *src, size_t lo, size_t hi)
 		return;
 	memcpy(P.iobuf, src + lo, hi - lo);
 	FZ_CHECK(iol_rw_wait(P.dev, IOL_OPF(IOL_OP_WRITE, IOL_FUA), dev_off(lo), P.iobuf, hi - lo,
-			    NULL) == 0);
+			     NULL) == 0);
 }
 
 /* The sector range of each part ([0, W) and the end) where work differs from pristine. */
@@ -152,8 +152,7 @@ static void diff_range(size_t base, size_t len, size_t *lo, size_t *hi)
 
 /* ---- recovery and what it replayed ---- */
 
-static int replay(void *priv, const struct jrnl_ckpt *c, const struct jrnl_item_view *it,
-		  size_t n)
+static int replay(void *priv, const struct jrnl_ckpt *c, const struct jrnl_item_view *it, size_t n)
 {
 	struct replay_log *r = priv;
 	uint64_t bytes = 0;
@@ -203,8 +202,11 @@ static bool rc_documented(int rc)
 
 static int recover(struct jrnl_report *rep, struct replay_log *rl)
 {
-	struct jrnl_recover_opts o = { .replay = replay, .priv = rl, .read_only = true,
-				       .read_chunk = 1u << 20, .reads_in_flight = 2 };
+	struct jrnl_recover_opts o = { .replay = replay,
+				       .priv = rl,
+				       .read_only = true,
+				       .read_chunk = 1u << 20,
+				       .reads_in_flight = 2 };
 	struct iol_counters c0, c1;
 	int rc;
 
@@ -219,12 +221,13 @@ static int recover(struct jrnl_report *rep, struct replay_log *rl)
 	}
 	FZ_CHECK(c1.writes == c0.writes && c1.bytes_written == c0.bytes_written);
 	if (P.verbose)
-		fprintf(stderr, "fuzz_recover: rc %d %s, head %#llx tail %#llx, %llu checkpoints, "
-			"%llu dropped, torn %llu%s%s\n", rc, rc ? delog_err_name(rc) : "",
-			(unsigned long long)rep->head_lsn, (unsigned long long)rep->tail_lsn,
-			(unsigned long long)rep->checkpoints, (unsigned long long)rep->dropped,
-			(unsigned long long)rep->torn_bytes, rep->corruption ? ": " : "",
-			rep->corruption ? rep->corrupt_what : "");
+		fprintf(stderr,
+			"fuzz_recover: rc %d %s, head %#llx tail %#llx, %llu checkpoints, "
+			"%llu dropped, torn %llu%s%s\n",
+			rc, rc ? delog_err_name(rc) : "", (unsigned long long)rep->head_lsn,
+			(unsigned long long)rep->tail_lsn, (unsigned long long)rep->checkpoints,
+			(unsigned long long)rep->dropped, (unsigned long long)rep->torn_bytes,
+			rep->corruption ? ": " : "", rep->corruption ? rep->corrupt_what : "");
 	if (rc <= -9000)
 		FZ_CHECK(rep->corruption == rc);
 	if (rc == 0)
@@ -259,8 +262,8 @@ static void fill(unsigned char *d, uint64_t seq, uint64_t key, uint32_t len)
 		d[i] = (unsigned char)(seq * 31 + key * 7 + i * 13);
 }
 
-static void tx(struct jrnl_log *log, uint64_t seq, unsigned flags, unsigned n,
-	       const uint32_t *lens, bool commit)
+static void tx(struct jrnl_log *log, uint64_t seq, unsigned flags, unsigned n, const uint32_t *lens,
+	       bool commit)
 {
 	static unsigned char d[20000];
 	struct jrnl_wtx t;
@@ -291,11 +294,18 @@ static void normalise_tids(void)
 	for (unsigned i = 0; i < P.nrecs; i++) {
 		struct prec *r = &P.recs[i];
 		struct jrnl_rec_fill f = {
-			.cycle = r->hdr.cycle, .sector_no = r->sector_no,
-			.log_sectors = P.g.log_sectors, .tail_lsn = r->hdr.tail_lsn,
-			.durable_lsn = r->hdr.durable_lsn, .prev_lsn = r->hdr.prev_lsn,
-			.len = r->hdr.len, .num_ops = r->hdr.num_ops, .hdr_sectors = r->h,
-			.logbufs = r->hdr.logbufs, .logbsize = r->hdr.logbsize, .uuid = UUID,
+			.cycle = r->hdr.cycle,
+			.sector_no = r->sector_no,
+			.log_sectors = P.g.log_sectors,
+			.tail_lsn = r->hdr.tail_lsn,
+			.durable_lsn = r->hdr.durable_lsn,
+			.prev_lsn = r->hdr.prev_lsn,
+			.len = r->hdr.len,
+			.num_ops = r->hdr.num_ops,
+			.hdr_sectors = r->h,
+			.logbufs = r->hdr.logbufs,
+			.logbsize = r->hdr.logbsize,
+			.uuid = UUID,
 		};
 		size_t size;
 
@@ -316,15 +326,20 @@ static void normalise_tids(void)
 		FZ_CHECK(size == (size_t)(r->h + r->p) * S);
 		memcpy(&r->hdr, buf, sizeof(r->hdr));
 		FZ_CHECK(iol_rw_wait(P.dev, IOL_OPF(IOL_OP_WRITE, IOL_FUA),
-				    JRNL_LOG_START + (uint64_t)r->sector_no * S, buf, size, NULL) == 0);
+				     JRNL_LOG_START + (uint64_t)r->sector_no * S, buf, size,
+				     NULL) == 0);
 	}
 	free(buf);
 }
 
 static void pristine_build(void)
 {
-	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = DEV_BYTES, .sector = S,
-				  .latency = IOL_SIM_LAT_NONE, .seed = 1, .in_order = true };
+	struct iol_sim_opts so = { .size = sizeof(so),
+				   .dev_bytes = DEV_BYTES,
+				   .sector = S,
+				   .latency = IOL_SIM_LAT_NONE,
+				   .seed = 1,
+				   .in_order = true };
 	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
 	struct jrnl_format_opts fo = { .sector = S, .log_size = LOG_BYTES, .uuid = UUID };
 	struct jrnl_log_opts lo = { .logbufs = 2, .logbsize = LOGBSIZE };
@@ -366,8 +381,9 @@ static void pristine_build(void)
 		const struct jrnl_rec *hdr = NULL;
 		struct prec *r;
 
-		FZ_CHECK(iol_rw_wait(P.dev, IOL_OPF(IOL_OP_READ, 0), JRNL_LOG_START + (uint64_t)sec * S,
-				    rd, 2 * LOGBSIZE, NULL) == 0);
+		FZ_CHECK(iol_rw_wait(P.dev, IOL_OPF(IOL_OP_READ, 0),
+				     JRNL_LOG_START + (uint64_t)sec * S, rd, 2 * LOGBSIZE,
+				     NULL) == 0);
 		if (jrnl_rec_check(rd, 2 * LOGBSIZE, S, P.g.log_sectors, sec, UUID, &hdr) !=
 		    JRNL_REC_OK)
 			break;
@@ -392,10 +408,11 @@ static void pristine_build(void)
 	P.iobuf = iol_buf_alloc(P.dev, P.W + END_BYTES);
 	P.recbuf = iol_buf_alloc(P.dev, 2 * LOGBSIZE);
 	FZ_CHECK(P.pristine && P.work && P.iobuf && P.recbuf);
-	FZ_CHECK(iol_rw_wait(P.dev, IOL_OPF(IOL_OP_READ, 0), JRNL_LOG_START, P.iobuf, P.W, NULL) == 0);
+	FZ_CHECK(iol_rw_wait(P.dev, IOL_OPF(IOL_OP_READ, 0), JRNL_LOG_START, P.iobuf, P.W, NULL) ==
+		 0);
 	memcpy(P.pristine, P.iobuf, P.W);
 	FZ_CHECK(iol_rw_wait(P.dev, IOL_OPF(IOL_OP_READ, 0), dev_off(P.W), P.iobuf, END_BYTES,
-			    NULL) == 0);
+			     NULL) == 0);
 	memcpy(P.pristine + P.W, P.iobuf, END_BYTES);
 
 	/* The unpatched log: the three committed checkpoints, seq 4 dropped. */
@@ -407,20 +424,21 @@ static void pristine_build(void)
 		fprintf(stderr, "fuzz_recover: image hash %016llx\n", (unsigned long long)h);
 	}
 	if (P.verbose)
-		fprintf(stderr, "fuzz_recover: %u records in %u sectors, head %#llx tail %#llx, "
-			"%llu checkpoints, %llu dropped, %llu bytes read\n", P.nrecs, sec,
-			(unsigned long long)P.base.head_lsn, (unsigned long long)P.base.tail_lsn,
-			(unsigned long long)rl->ckpts, (unsigned long long)P.base.dropped,
-			(unsigned long long)P.base.bytes_read);
+		fprintf(stderr,
+			"fuzz_recover: %u records in %u sectors, head %#llx tail %#llx, "
+			"%llu checkpoints, %llu dropped, %llu bytes read\n",
+			P.nrecs, sec, (unsigned long long)P.base.head_lsn,
+			(unsigned long long)P.base.tail_lsn, (unsigned long long)rl->ckpts,
+			(unsigned long long)P.base.dropped, (unsigned long long)P.base.bytes_read);
 	P.ready = true;
 }
 
 /* ---- applying an input ---- */
 
-struct edit {                  /* a record to re-seal */
+struct edit { /* a record to re-seal */
 	bool on;
-	struct jrnl_rec hdr;       /* header fields to seal with */
-	unsigned char *ops;        /* LOGBSIZE bytes */
+	struct jrnl_rec hdr; /* header fields to seal with */
+	unsigned char *ops;  /* LOGBSIZE bytes */
 	uint32_t h;
 };
 
@@ -446,8 +464,8 @@ static void set_field(struct edit *e, uint8_t field, uint64_t v)
 {
 	switch (field % 9) {
 	case 0: /* len: mostly near the old one */
-		e->hdr.len = field & 0x80 ? (uint32_t)(v % (LOGBSIZE + 1))
-					  : (uint32_t)(e->hdr.len + (int8_t)v) % (LOGBSIZE + 1);
+		e->hdr.len = field & 0x80 ? (uint32_t)(v % (LOGBSIZE + 1)) :
+					    (uint32_t)(e->hdr.len + (int8_t)v) % (LOGBSIZE + 1);
 		break;
 	case 1:
 		e->hdr.num_ops = (uint32_t)v;
@@ -472,7 +490,8 @@ static void set_field(struct edit *e, uint8_t field, uint64_t v)
 		e->h = 1 + (uint32_t)(v % 4);
 		break;
 	default: /* drop the last op bytes: len rounded down to an op boundary guess */
-		e->hdr.len = e->hdr.len > (v & 0xff) * 8 ? e->hdr.len - (uint32_t)(v & 0xff) * 8 : 0;
+		e->hdr.len = e->hdr.len > (v & 0xff) * 8 ? e->hdr.len - (uint32_t)(v & 0xff) * 8 :
+							   0;
 		break;
 	}
 }
@@ -484,10 +503,17 @@ static void reseal(unsigned i)
 	const struct prec *r = &P.recs[i];
 	uint32_t p = (e->hdr.len + S - 1) / S, h = e->h;
 	struct jrnl_rec_fill f = {
-		.cycle = e->hdr.cycle, .sector_no = r->sector_no, .log_sectors = P.g.log_sectors,
-		.tail_lsn = e->hdr.tail_lsn, .durable_lsn = e->hdr.durable_lsn,
-		.prev_lsn = e->hdr.prev_lsn, .len = e->hdr.len, .num_ops = e->hdr.num_ops,
-		.logbufs = e->hdr.logbufs, .logbsize = e->hdr.logbsize, .uuid = UUID,
+		.cycle = e->hdr.cycle,
+		.sector_no = r->sector_no,
+		.log_sectors = P.g.log_sectors,
+		.tail_lsn = e->hdr.tail_lsn,
+		.durable_lsn = e->hdr.durable_lsn,
+		.prev_lsn = e->hdr.prev_lsn,
+		.len = e->hdr.len,
+		.num_ops = e->hdr.num_ops,
+		.logbufs = e->hdr.logbufs,
+		.logbsize = e->hdr.logbsize,
+		.uuid = UUID,
 	};
 	size_t size, off = (size_t)r->sector_no * S;
 
@@ -571,8 +597,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	for (unsigned i = 0; i < nraw; i++) {
 		if (raw[i].kind == 0) {
-			size_t off = raw[i].a & 0x80000000u ? P.W + raw[i].a % END_BYTES
-							    : raw[i].a % P.W,
+			size_t off = raw[i].a & 0x80000000u ? P.W + raw[i].a % END_BYTES :
+							      raw[i].a % P.W,
 			       n = raw[i].b;
 
 			if (off + n > R)
@@ -644,8 +670,8 @@ size_t fuzz_seed(unsigned idx, uint8_t *buf, size_t cap)
 	uint8_t t16[2];
 
 	switch (idx) {
-	case 0: /* unpatched: recovery of the pristine log */
-		fzw_u8(&w, 3);   /* a copy of sector 0 onto itself: no change */
+	case 0:                /* unpatched: recovery of the pristine log */
+		fzw_u8(&w, 3); /* a copy of sector 0 onto itself: no change */
 		fzw_u16(&w, 0);
 		fzw_u16(&w, 0);
 		fzw_u8(&w, 0);

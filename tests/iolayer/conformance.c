@@ -97,8 +97,8 @@ static void read_expect(struct iol_dev *dev, uint64_t off, size_t len, uint64_t 
 	err = iol_rw_wait(dev, IOL_OPF(IOL_OP_READ, 0), off, buf, len, NULL);
 	cr_assert_eq(err, 0, "%s: read back: %s", what, strerror(-err));
 	bad = t_check(buf, len, off, seed);
-	cr_assert_eq(bad, -1, "%s: byte %zd of %zu at device offset %llu differs", what, bad,
-		     len, (unsigned long long)off);
+	cr_assert_eq(bad, -1, "%s: byte %zd of %zu at device offset %llu differs", what, bad, len,
+		     (unsigned long long)off);
 	free(buf);
 }
 
@@ -168,13 +168,13 @@ Test(conformance, round_trip, .timeout = T_TIMEOUT)
 		uint64_t off;
 		size_t len, seg;
 	} cases[] = {
-		{ 0, (size_t)a, 0 },                       /* one block at the start */
-		{ 3 * a, 4096, 0 },                        /* a page at an odd block */
-		{ 7 * a, (size_t)(3 * a), (size_t)a },     /* three one-block segments */
-		{ 1 * MiB, 64 * 1024, 4096 },              /* 16 page segments */
-		{ 2 * MiB + 5 * a, 256 * 1024, 0 },        /* one big segment */
-		{ size - 128 * 1024, 128 * 1024, 8192 },   /* ends exactly at the device end */
-		{ 3 * a, (size_t)a, 0 },                   /* overwrite inside an earlier one */
+		{ 0, (size_t)a, 0 },                     /* one block at the start */
+		{ 3 * a, 4096, 0 },                      /* a page at an odd block */
+		{ 7 * a, (size_t)(3 * a), (size_t)a },   /* three one-block segments */
+		{ 1 * MiB, 64 * 1024, 4096 },            /* 16 page segments */
+		{ 2 * MiB + 5 * a, 256 * 1024, 0 },      /* one big segment */
+		{ size - 128 * 1024, 128 * 1024, 8192 }, /* ends exactly at the device end */
+		{ 3 * a, (size_t)a, 0 },                 /* overwrite inside an earlier one */
 	};
 	const size_t ncases = sizeof(cases) / sizeof(cases[0]);
 
@@ -397,7 +397,8 @@ static void chain_16mib(const struct t_dev_cfg *cfg)
 
 	/* PREFLUSH goes with the first piece only, FUA with each. */
 	iol_dev_counters(td.dev, &c0);
-	err = iol_rw_wait(td.dev, IOL_OPF(IOL_OP_WRITE, IOL_PREFLUSH | IOL_FUA), off, buf, len, &nr);
+	err = iol_rw_wait(td.dev, IOL_OPF(IOL_OP_WRITE, IOL_PREFLUSH | IOL_FUA), off, buf, len,
+			  &nr);
 	cr_assert_eq(err, 0);
 	iol_dev_counters(td.dev, &c1);
 	cr_assert_eq(c1.preflushes - c0.preflushes, 1, "preflushes %llu",
@@ -501,7 +502,9 @@ static void *waiter_main(void *arg)
  */
 static void held_chain(enum iol_sim_order order, bool fault_first)
 {
-	enum { N = 5 };
+	enum {
+		N = 5
+	};
 	const struct t_dev_cfg cfg = { .hold = true, .bytes = 4 * MiB, .seed = 3 };
 	struct iol_req req[N];
 	unsigned char *buf;
@@ -535,8 +538,8 @@ static void held_chain(enum iol_sim_order order, bool fault_first)
 			t_sleep_ms(30);
 			cr_assert_eq(atomic_load(&w.done), 0,
 				     "%s delivery: iol_submit_wait on the last request returned "
-				     "after %d of %d completions", order == IOL_SIM_LIFO ? "LIFO"
-				     : "FIFO", k + 1, N);
+				     "after %d of %d completions",
+				     order == IOL_SIM_LIFO ? "LIFO" : "FIFO", k + 1, N);
 		}
 	}
 	cr_assert(t_wait_uint(&w.done, 1, 10000), "waiter did not wake after the last completion");
@@ -559,7 +562,8 @@ static void held_chain(enum iol_sim_order order, bool fault_first)
 			rr.off = 0;
 			iol_req_add(&rr, rb, N * 4096);
 			cr_assert_eq(held_io(td.dev, &rr), 0);
-			cr_assert_eq(t_check(rb, N * 4096, 0, 50), -1, "chained writes not on disk");
+			cr_assert_eq(t_check(rb, N * 4096, 0, 50), -1,
+				     "chained writes not on disk");
 			iol_req_release(&rr);
 			free(rb);
 		}
@@ -614,14 +618,19 @@ Test(conformance, chain_wait_last, .timeout = T_TIMEOUT)
 		err = iol_submit_wait(&c);
 		cr_assert_eq(err, 0, "chain: %s", strerror(-err));
 		/* No further synchronisation: everything must be in place already. */
-		cr_assert_eq(a.bytes, big, "iteration %d: first request moved %zu of %zu when the "
-			     "last one's wait returned", iter, a.bytes, big);
+		cr_assert_eq(a.bytes, big,
+			     "iteration %d: first request moved %zu of %zu when the "
+			     "last one's wait returned",
+			     iter, a.bytes, big);
 		cr_assert_eq(b.bytes, mid, "iteration %d: middle request moved %zu", iter, b.bytes);
 		bad = t_check(bb, big, off_big, 60);
-		cr_assert_eq(bad, -1, "iteration %d: first request's data incomplete at byte %zd "
-			     "when the wait on the last returned", iter, bad);
+		cr_assert_eq(bad, -1,
+			     "iteration %d: first request's data incomplete at byte %zd "
+			     "when the wait on the last returned",
+			     iter, bad);
 		cr_assert_eq(t_check(mb, mid, off_mid, 60), -1, "iteration %d: middle data", iter);
-		cr_assert_eq(t_check(sb, small, off_small, 60), -1, "iteration %d: last data", iter);
+		cr_assert_eq(t_check(sb, small, off_small, 60), -1, "iteration %d: last data",
+			     iter);
 		iol_req_release(&a);
 		iol_req_release(&b);
 		iol_req_release(&c);
@@ -683,7 +692,7 @@ Test(conformance, chain_error_propagates, .timeout = T_TIMEOUT)
 	cr_assert_eq(iol_req_init(&b, td.dev, 1, IOL_OPF(IOL_OP_READ, 0)), 0);
 	a.off = 0;
 	b.off = 0;
-	iol_req_add(&a, buf + 1, 4096);     /* misaligned buffer */
+	iol_req_add(&a, buf + 1, 4096); /* misaligned buffer */
 	iol_req_add(&b, buf + 4096, 4096);
 	iol_req_chain(&a, &b);
 	b.end_io = count_end;
@@ -799,7 +808,9 @@ Test(conformance, flush, .timeout = T_TIMEOUT)
 
 	/* Many flushes in flight at once, each completing once with 0. */
 	{
-		enum { NF = 16 };
+		enum {
+			NF = 16
+		};
 		struct iol_req f[NF];
 		struct count_ctx cc = { 0 };
 
@@ -841,7 +852,8 @@ Test(conformance, fua, .timeout = T_TIMEOUT)
 	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_WRITE, 0), 0, buf, 65536, 0, NULL), 0);
 	t_fill(buf + 65536, 65536, 1 * MiB, 91);
 	iol_dev_counters(td.dev, &c0);
-	err = t_io(td.dev, IOL_OPF(IOL_OP_WRITE, IOL_FUA), 1 * MiB, buf + 65536, 65536, 4096, &moved);
+	err = t_io(td.dev, IOL_OPF(IOL_OP_WRITE, IOL_FUA), 1 * MiB, buf + 65536, 65536, 4096,
+		   &moved);
 	cr_assert_eq(err, 0, "FUA write: %s", strerror(-err));
 	cr_assert_eq(moved, 65536);
 	iol_dev_counters(td.dev, &c1);
@@ -910,8 +922,9 @@ static long long disk_flushes(int fd)
 	fp = fopen(path, "r");
 	if (!fp)
 		return -1;
-	n = fscanf(fp, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu "
-		       "%llu %llu %llu",
+	n = fscanf(fp,
+		   "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu "
+		   "%llu %llu %llu",
 		   &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &f[9], &f[10],
 		   &f[11], &f[12], &f[13], &f[14], &f[15], &f[16]);
 	fclose(fp);
@@ -949,14 +962,17 @@ Test(conformance, dev_flushes_sequential, .timeout = T_TIMEOUT)
 	t_dev_close(&td);
 }
 
-enum { GT_THREADS = 8, GT_ROUNDS = 60 };
+enum {
+	GT_THREADS = 8,
+	GT_ROUNDS = 60
+};
 
 struct gate_thr {
 	struct iol_dev *dev;
 	unsigned char *buf; /* 4 KiB of this thread's own */
 	unsigned idx;
-	int want;           /* expected status of every request */
-	atomic_int bad;     /* requests that ended otherwise */
+	int want;       /* expected status of every request */
+	atomic_int bad; /* requests that ended otherwise */
 };
 
 /* Each round: a FLUSH waited for on this thread (the inline path), a PREFLUSH | FUA write
@@ -1008,7 +1024,9 @@ static uint64_t gate_run(struct t_dev *td, int want, unsigned char *bufs)
 
 	iol_dev_counters(td->dev, &c0);
 	for (unsigned i = 0; i < GT_THREADS; i++) {
-		g[i] = (struct gate_thr){ .dev = td->dev, .buf = bufs + i * 4096, .idx = i,
+		g[i] = (struct gate_thr){ .dev = td->dev,
+					  .buf = bufs + i * 4096,
+					  .idx = i,
 					  .want = want };
 		cr_assert_eq(pthread_create(&th[i], NULL, gate_main, &g[i]), 0);
 	}
@@ -1046,12 +1064,12 @@ Test(conformance, flush_gate_concurrent, .timeout = T_TIMEOUT)
 	d0 = td.sim ? -1 : disk_flushes(iol_dev_fd(td.dev));
 	ours = gate_run(&td, 0, bufs);
 	d1 = td.sim ? -1 : disk_flushes(iol_dev_fd(td.dev));
-	cr_log_info("%s: %llu device flushes for %llu asked; the disk did %lld",
-		    t_backend(), (unsigned long long)ours, (unsigned long long)asked, d1 - d0);
+	cr_log_info("%s: %llu device flushes for %llu asked; the disk did %lld", t_backend(),
+		    (unsigned long long)ours, (unsigned long long)asked, d1 - d0);
 	if (td.geom->fua == 1)
 		asked -= GT_THREADS * GT_ROUNDS;
-	cr_assert_leq(ours, asked, "device flushes %llu > %llu asked for",
-		      (unsigned long long)ours, (unsigned long long)asked);
+	cr_assert_leq(ours, asked, "device flushes %llu > %llu asked for", (unsigned long long)ours,
+		      (unsigned long long)asked);
 	if (!td.sim) {
 		cr_assert_lt(ours, asked, "%llu device flushes for %llu asked: nothing shared",
 			     (unsigned long long)ours, (unsigned long long)asked);
@@ -1068,7 +1086,9 @@ Test(conformance, flush_gate_concurrent, .timeout = T_TIMEOUT)
 		read_expect(td.dev, i * 4096, 4096, 50 + i, "gated writes");
 
 	if (!td.sim) {
-		struct iol_fault f = { .op = IOL_OP_FLUSH, .nth = 1, .persistent = true,
+		struct iol_fault f = { .op = IOL_OP_FLUSH,
+				       .nth = 1,
+				       .persistent = true,
 				       .err = -ENOSPC };
 
 		for (unsigned i = 0; i < GT_THREADS; i++)
@@ -1237,7 +1257,7 @@ Test(conformance, misaligned, .timeout = T_TIMEOUT)
 	uint32_t ma, oa;
 	uint64_t size;
 	const iol_opf_t ops[] = { IOL_OPF(IOL_OP_READ, 0), IOL_OPF(IOL_OP_WRITE, 0),
-				 IOL_OPF(IOL_OP_WRITE, IOL_FUA) };
+				  IOL_OPF(IOL_OP_WRITE, IOL_FUA) };
 
 	t_dev_open(&td, NULL);
 	ma = td.geom->dio_mem_align;
@@ -1254,7 +1274,8 @@ Test(conformance, misaligned, .timeout = T_TIMEOUT)
 			err = submit_one(td.dev, ops[k], 0, buf + 1, oa, &cc);
 			cr_assert_eq(err, -EINVAL, "%s: buffer misaligned by 1: %d", what, err);
 			err = submit_one(td.dev, ops[k], 0, buf + ma / 2, oa, &cc);
-			cr_assert_eq(err, -EINVAL, "%s: buffer misaligned by %u: %d", what, ma / 2, err);
+			cr_assert_eq(err, -EINVAL, "%s: buffer misaligned by %u: %d", what, ma / 2,
+				     err);
 		}
 		if (oa > 1) {
 			uint64_t bad_off = oa > 512 ? 512 : 1;
@@ -1304,24 +1325,28 @@ Test(conformance, misaligned, .timeout = T_TIMEOUT)
 
 /* ---- concurrency: 4 threads x 1000 requests ---- */
 
-enum { NTHREADS = 4, NREQS = 1000, RD_BLOCKS = 256 };
+enum {
+	NTHREADS = 4,
+	NREQS = 1000,
+	RD_BLOCKS = 256
+};
 
 struct thr_ctx {
 	struct iol_dev *dev;
 	int id;
-	uint64_t wbase;             /* this thread's write region */
-	unsigned char *bufs;        /* NREQS pages */
+	uint64_t wbase;      /* this thread's write region */
+	unsigned char *bufs; /* NREQS pages */
 	struct iol_req *reqs;
 	pthread_barrier_t *start;
 	atomic_uint done;
 	atomic_uint bad_status, bad_data, bad_bytes;
-	atomic_uint twice;          /* a request completed more than once */
+	atomic_uint twice; /* a request completed more than once */
 	atomic_uchar *seen;
 	int submit_err;
 	unsigned submit_fail_at;
 };
 
-static const uint64_t rd_base = 0;      /* shared, pre-written read region */
+static const uint64_t rd_base = 0; /* shared, pre-written read region */
 #define RD_SEED 123
 
 static uint64_t rd_off(unsigned i)
@@ -1407,14 +1432,15 @@ Test(conformance, threads_4x1000, .timeout = T_TIMEOUT)
 		cr_assert_eq(ctx[t].submit_err, 0, "thread %d: submit %u failed: %s", t,
 			     ctx[t].submit_fail_at, strerror(-ctx[t].submit_err));
 		cr_assert(t_wait_uint(&ctx[t].done, NREQS, 40000),
-			  "thread %d: %u of %d requests completed", t,
-			  atomic_load(&ctx[t].done), NREQS);
+			  "thread %d: %u of %d requests completed", t, atomic_load(&ctx[t].done),
+			  NREQS);
 	}
 	t_sleep_ms(20);
 	for (int t = 0; t < NTHREADS; t++) {
 		cr_assert_eq(atomic_load(&ctx[t].done), NREQS, "thread %d: %u completions", t,
 			     atomic_load(&ctx[t].done));
-		cr_assert_eq(atomic_load(&ctx[t].twice), 0, "thread %d: a request completed twice", t);
+		cr_assert_eq(atomic_load(&ctx[t].twice), 0, "thread %d: a request completed twice",
+			     t);
 		cr_assert_eq(atomic_load(&ctx[t].bad_status), 0, "thread %d: %u failed", t,
 			     atomic_load(&ctx[t].bad_status));
 		cr_assert_eq(atomic_load(&ctx[t].bad_bytes), 0, "thread %d: short requests", t);
@@ -1443,7 +1469,9 @@ Test(conformance, threads_4x1000, .timeout = T_TIMEOUT)
 
 Test(conformance, close_waits_for_inflight, .timeout = T_TIMEOUT)
 {
-	enum { N = 64 };
+	enum {
+		N = 64
+	};
 	struct iol_req req[N];
 	struct count_ctx cc = { 0 };
 	unsigned char *buf;

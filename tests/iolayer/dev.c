@@ -35,8 +35,10 @@ TestSuite(dev, .timeout = T_TIMEOUT);
 static int open_named(const char *path, const char *backend, struct iol_dev **dev, char *msg,
 		      size_t msglen)
 {
-	struct iol_dev_opts o = { .size = sizeof(o), .backend = backend, .errmsg = msg,
-				 .errmsg_len = msglen };
+	struct iol_dev_opts o = { .size = sizeof(o),
+				  .backend = backend,
+				  .errmsg = msg,
+				  .errmsg_len = msglen };
 
 	msg[0] = '\0';
 	return iol_dev_open(path, &o, dev);
@@ -277,8 +279,10 @@ Test(dev, auto_picks_best_backend, .timeout = T_TIMEOUT, .fini = scratch_cleanup
 		cr_assert(listed, "picked backend '%s' is not in iol_backend_names()",
 			  iol_dev_backend(dev));
 		cr_assert_str_neq(iol_dev_backend(dev), "sim", "sim was chosen automatically");
-		cr_assert_str_eq(iol_dev_backend(dev), first_ok, "picked %s, but %s works and is "
-				 "preferred", iol_dev_backend(dev), first_ok);
+		cr_assert_str_eq(iol_dev_backend(dev), first_ok,
+				 "picked %s, but %s works and is "
+				 "preferred",
+				 iol_dev_backend(dev), first_ok);
 		cr_assert_str_eq(iol_dev_geom(dev)->backend, iol_dev_backend(dev));
 		cr_assert_eq(iol_dev_close(dev), 0);
 	}
@@ -384,9 +388,11 @@ Test(dev, refuses_fifo_and_other_kinds, .timeout = 20, .fini = scratch_cleanup)
 	cr_assert_eq(mkfifo(path, 0600), 0, "mkfifo: %s", strerror(errno));
 	for (unsigned i = 0; i < 3; i++) {
 		for (int ro = 0; ro < 2; ro++) {
-			struct iol_dev_opts o = { .size = sizeof(o), .backend = backends[i],
-						 .read_only = ro, .errmsg = msg,
-						 .errmsg_len = sizeof(msg) };
+			struct iol_dev_opts o = { .size = sizeof(o),
+						  .backend = backends[i],
+						  .read_only = ro,
+						  .errmsg = msg,
+						  .errmsg_len = sizeof(msg) };
 			int err;
 
 			if (!iol_backend_built(backends[i]))

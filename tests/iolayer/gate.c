@@ -100,10 +100,16 @@ static void gt_close_bounded(struct iol_dev *dev, unsigned round)
  */
 static void close_rounds(bool inline_run, bool keep_fua)
 {
-	enum { ROUNDS = 400, NW = 8, NF = 2 };
+	enum {
+		ROUNDS = 400,
+		NW = 8,
+		NF = 2
+	};
 
 	for (unsigned r = 0; r < ROUNDS; r++) {
-		struct gt_opts g = { .hold = r & 1, .inline_run = inline_run, .keep_fua = keep_fua,
+		struct gt_opts g = { .hold = r & 1,
+				     .inline_run = inline_run,
+				     .keep_fua = keep_fua,
 				     .seed = r };
 		struct iol_dev *dev = gt_open(&g);
 		struct gt_count cnt = { .want = 0 };
@@ -241,18 +247,22 @@ Test(gate, inline_generation, .timeout = T_TIMEOUT)
 		iol_req_release(&wr);
 
 		gt_waiter_start(&w);
-		cr_assert(t_wait_pending(dev, 1, GT_CLOSE_BOUND_S * 1000), "no flush reached the sim");
+		cr_assert(t_wait_pending(dev, 1, GT_CLOSE_BOUND_S * 1000),
+			  "no flush reached the sim");
 		cr_assert_eq(atomic_load(&w.done), 0, "the flush returned before its delivery");
-		cr_assert_eq(iol_sim_unstable(dev, sec, 8), 1, "the write is not unstable mid-flush");
+		cr_assert_eq(iol_sim_unstable(dev, sec, 8), 1,
+			     "the write is not unstable mid-flush");
 		cr_assert_eq(sec[0], 2);
 		cr_assert_eq(iol_sim_deliver(dev, 1, IOL_SIM_FIFO), 1);
 		cr_assert_eq(gt_waiter_join(&w), 0);
 		cr_assert_eq(iol_sim_unstable(dev, sec, 8), 0);
 		cr_assert_eq(iol_sim_media(dev, 8192, m, 4096), 0);
-		cr_assert_eq(t_check(m, 4096, 8192, 77), -1, "the flushed write is not on the media");
+		cr_assert_eq(t_check(m, 4096, 8192, 77), -1,
+			     "the flushed write is not on the media");
 		iol_dev_counters(dev, &c);
 		cr_assert_eq(c.dev_flushes, 1);
-		cr_assert_eq(c.gate_inline, (uint64_t)run, "inline generations: %llu with inline_run %d",
+		cr_assert_eq(c.gate_inline, (uint64_t)run,
+			     "inline generations: %llu with inline_run %d",
 			     (unsigned long long)c.gate_inline, run);
 		free(buf);
 		free(m);
@@ -341,7 +351,8 @@ Test(gate, keep_native_fua, .timeout = T_TIMEOUT)
 		t_fill(buf, 4096, 0, 90 + keep);
 		cr_assert_eq(gt_wait_io(dev, IOL_OPF(IOL_OP_WRITE, IOL_FUA), 0, buf, 4096), 0);
 		cr_assert_eq(iol_sim_media(dev, 0, m, 4096), 0);
-		cr_assert_eq(t_check(m, 4096, 0, 90 + keep), -1, "a completed FUA write is not durable");
+		cr_assert_eq(t_check(m, 4096, 0, 90 + keep), -1,
+			     "a completed FUA write is not durable");
 		n = iol_sim_trace_copy(dev, 0, ev, 16);
 		for (size_t i = 0; i < n; i++) {
 			if (ev[i].type != IOL_SIM_EV_SUBMIT)
@@ -355,7 +366,8 @@ Test(gate, keep_native_fua, .timeout = T_TIMEOUT)
 		cr_assert_eq(fua_subs, (size_t)keep, "FUA writes the sim saw: %zu", fua_subs);
 		cr_assert_eq(flushes, (size_t)!keep, "flushes the sim saw: %zu", flushes);
 		cr_assert_eq(c.dev_flushes, (uint64_t)!keep);
-		cr_assert_eq(gt_wait_io(dev, IOL_OPF(IOL_OP_WRITE, IOL_PREFLUSH), 4096, buf, 4096), 0);
+		cr_assert_eq(gt_wait_io(dev, IOL_OPF(IOL_OP_WRITE, IOL_PREFLUSH), 4096, buf, 4096),
+			     0);
 		iol_dev_counters(dev, &c);
 		cr_assert_eq(c.dev_flushes, (uint64_t)!keep + 1, "PREFLUSH is gated either way");
 		free(buf);
@@ -391,8 +403,11 @@ static int t_flush_held(struct iol_dev *dev)
 Test(gate, failed_flush_drops_what_it_covered, .timeout = T_TIMEOUT)
 {
 	for (int drops = 0; drops < 2; drops++) {
-		struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = 1u << 20, .seed = 8,
-					   .hold = true, .flush_fail_drops = drops };
+		struct iol_sim_opts so = { .size = sizeof(so),
+					   .dev_bytes = 1u << 20,
+					   .seed = 8,
+					   .hold = true,
+					   .flush_fail_drops = drops };
 		struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
 		struct iol_sim_fault f = { .op = IOL_OP_FLUSH, .nth = 1 };
 		struct iol_dev *dev = NULL;
@@ -438,7 +453,8 @@ Test(gate, failed_flush_drops_what_it_covered, .timeout = T_TIMEOUT)
 		cr_assert_eq(iol_sim_unstable(dev, NULL, 0), 0);
 		cr_assert_eq(iol_sim_media(dev, 0, m, 8192), 0);
 		if (drops)
-			cr_assert(t_all(m, 4096, 0), "a write the failed flush covered became durable");
+			cr_assert(t_all(m, 4096, 0),
+				  "a write the failed flush covered became durable");
 		else
 			cr_assert_eq(t_check(m, 4096, 0, 11), -1, "the cache did not survive");
 		cr_assert_eq(t_check(m + 4096, 4096, 4096, 12), -1, "the uncovered write was lost");

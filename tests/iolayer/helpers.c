@@ -42,8 +42,8 @@ const char *t_test_dir(void)
 void t_scratch_path(char *out, size_t len, const char *tag)
 {
 	const char *name = criterion_current_test ? criterion_current_test->name : "test";
-	int n = snprintf(out, len, "%s/iolayer-%ld-%s-%s.img", t_test_dir(), (long)getpid(),
-			 name, tag);
+	int n = snprintf(out, len, "%s/iolayer-%ld-%s-%s.img", t_test_dir(), (long)getpid(), name,
+			 tag);
 
 	cr_assert(n > 0 && (size_t)n < len, "scratch path too long");
 }

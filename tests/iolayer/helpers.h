@@ -30,12 +30,12 @@ bool t_backend_is_sim(void);
 const char *t_test_dir(void);
 
 struct t_dev_cfg {
-	const char *backend;      /* NULL: t_backend() */
-	uint64_t bytes;           /* device size; 0: 64 MiB */
-	unsigned max_segs;        /* 0: default */
-	unsigned queue_depth;     /* 0: default */
+	const char *backend;  /* NULL: t_backend() */
+	uint64_t bytes;       /* device size; 0: 64 MiB */
+	unsigned max_segs;    /* 0: default */
+	unsigned queue_depth; /* 0: default */
 	/* sim only */
-	uint32_t sector;          /* 0: 4096 */
+	uint32_t sector; /* 0: 4096 */
 	uint64_t seed;
 	enum iol_sim_latency latency;
 	bool hold;
@@ -47,7 +47,7 @@ struct t_dev_cfg {
 struct t_dev {
 	struct iol_dev *dev;
 	const struct iol_geom *geom;
-	char path[PATH_MAX];      /* scratch file (unlinked once open), "" for sim */
+	char path[PATH_MAX]; /* scratch file (unlinked once open), "" for sim */
 	bool sim;
 };
 

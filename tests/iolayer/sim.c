@@ -58,15 +58,18 @@ static void cb_end(struct iol_req *req)
 
 static void sim_open(struct t_dev *td, uint64_t bytes, uint32_t sector, bool hold)
 {
-	const struct t_dev_cfg cfg = { .backend = "sim", .bytes = bytes, .sector = sector,
-				       .hold = hold, .seed = 11 };
+	const struct t_dev_cfg cfg = { .backend = "sim",
+				       .bytes = bytes,
+				       .sector = sector,
+				       .hold = hold,
+				       .seed = 11 };
 
 	t_dev_open(td, &cfg);
 }
 
 /* Submit one asynchronous single-segment request with a callback. */
-static void submit(struct iol_dev *dev, struct iol_req *req, iol_opf_t opf, uint64_t off,
-		   void *buf, size_t len, struct cb *c)
+static void submit(struct iol_dev *dev, struct iol_req *req, iol_opf_t opf, uint64_t off, void *buf,
+		   size_t len, struct cb *c)
 {
 	memset(c, 0, sizeof(*c));
 	cr_assert_eq(iol_req_init(req, dev, buf ? 1 : 0, opf), 0);
@@ -88,7 +91,11 @@ static int deliver_until(struct iol_dev *dev, struct cb *c, enum iol_sim_order o
 }
 
 /* Classify a crash image's sector range against old (zero) and new (@seed pattern). */
-enum { S_OLD = 1, S_NEW = 2, S_OTHER = 4 };
+enum {
+	S_OLD = 1,
+	S_NEW = 2,
+	S_OTHER = 4
+};
 
 static int classify(const unsigned char *image, uint64_t off, size_t len, uint64_t seed)
 {
@@ -223,7 +230,7 @@ Test(sim, flush_skips_write_in_flight, .timeout = T_TIMEOUT)
 	/* W completes after F was submitted: still volatile. */
 	cr_assert_eq(deliver_until(td.dev, &wc, IOL_SIM_FIFO), 0);
 	cr_assert(is_unstable(td.dev, 0, 8192), "write completed after the flush was "
-		  "submitted became stable");
+						"submitted became stable");
 	cr_assert_eq(crash_classes(td.dev, 0, 4096, 2, IOL_SIM_STRICT), S_OLD | S_NEW);
 
 	/* A flush submitted now covers it, but only once that flush completes. */
@@ -248,7 +255,7 @@ Test(sim, flush_skips_write_in_flight, .timeout = T_TIMEOUT)
 	cr_assert_eq(atomic_load(&wc.status), 0);
 	cr_assert_eq(deliver_until(td.dev, &fc, IOL_SIM_FIFO), 0);
 	cr_assert(is_unstable(td.dev, 65536, 8192), "a flush covered a write that completed "
-		  "after the flush was submitted");
+						    "after the flush was submitted");
 	cr_assert_eq(crash_classes(td.dev, 65536, 4096, 2, IOL_SIM_STRICT), S_OLD | S_NEW);
 	iol_req_release(&w);
 	iol_req_release(&f);
@@ -266,7 +273,8 @@ Test(sim, fua_write_survives, .timeout = T_TIMEOUT)
 	t_fill(buf, 3 * 4096, 0, 3);
 	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_WRITE, 0), 0, buf, 4096, 0, NULL), 0);
 	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_WRITE, IOL_FUA), 4096, buf + 4096, 8192, 4096,
-			  NULL), 0);
+			  NULL),
+		     0);
 	cr_assert_eq(crash_classes(td.dev, 4096, 4096, 3, IOL_SIM_STRICT), S_NEW,
 		     "FUA write lost at a crash");
 	cr_assert_eq(crash_classes(td.dev, 8192, 4096, 3, IOL_SIM_GARBLE), S_NEW,
@@ -284,8 +292,11 @@ Test(sim, fua_write_survives, .timeout = T_TIMEOUT)
  * media and a power cut keeps it. */
 Test(sim, write_through_keeps_completed_writes, .timeout = T_TIMEOUT)
 {
-	const struct t_dev_cfg cfg = { .backend = "sim", .bytes = 1 * MiB, .sector = 4096,
-				       .seed = 11, .write_through = true };
+	const struct t_dev_cfg cfg = { .backend = "sim",
+				       .bytes = 1 * MiB,
+				       .sector = 4096,
+				       .seed = 11,
+				       .write_through = true };
 	struct t_dev td;
 	unsigned char *buf;
 
@@ -475,8 +486,8 @@ Test(sim, crash_choose, .timeout = T_TIMEOUT)
 static int which_version(const unsigned char *img, uint64_t sec, const uint64_t *seeds, int n)
 {
 	for (int v = 0; v < n; v++) {
-		if (seeds[v] ? t_check(img + sec * 512, 512, sec * 512, seeds[v]) == -1
-			     : t_all(img + sec * 512, 512, 0))
+		if (seeds[v] ? t_check(img + sec * 512, 512, sec * 512, seeds[v]) == -1 :
+			       t_all(img + sec * 512, 512, 0))
 			return v;
 	}
 	return -1;
@@ -515,8 +526,9 @@ Test(sim, versions_profile, .timeout = T_TIMEOUT)
 		cr_assert_eq(nv[i], 4, "sector %d: %u versions, expected 4", 8 + i, nv[i]);
 		for (uint32_t v = 0; v < 4; v++) {
 			cr_assert_eq(iol_sim_version_read(td.dev, u[i], v, one), 0);
-			cr_assert(seeds[v] ? t_check(one, 512, u[i] * 512, seeds[v]) == -1
-					   : t_all(one, 512, 0), "sector %d version %u wrong", 8 + i, v);
+			cr_assert(seeds[v] ? t_check(one, 512, u[i] * 512, seeds[v]) == -1 :
+					     t_all(one, 512, 0),
+				  "sector %d version %u wrong", 8 + i, v);
 		}
 		cr_assert_eq(iol_sim_version_read(td.dev, u[i], 4, one), -EINVAL);
 	}
@@ -543,7 +555,9 @@ Test(sim, versions_profile, .timeout = T_TIMEOUT)
 	}
 	for (int v = 0; v < 4; v++)
 		cr_assert_gt(seen[v], 0, "version %d (%s) never produced", v,
-			     v == 0 ? "media" : v == 3 ? "newest" : "intermediate");
+			     v == 0 ? "media" :
+			     v == 3 ? "newest" :
+				      "intermediate");
 	cr_assert_gt(inter_info, 0);
 	/* Chosen versions, exactly; garbage; refusals. */
 	{
@@ -627,7 +641,7 @@ Test(sim, crash_deterministic_and_harmless, .timeout = T_TIMEOUT)
 /* ---- trace ---- */
 
 static const struct iol_sim_event *find_ev(const struct iol_sim_event *ev, size_t n,
-					  uint64_t req_id, uint16_t type)
+					   uint64_t req_id, uint16_t type)
 {
 	for (size_t i = 0; i < n; i++)
 		if (ev[i].req_id == req_id && ev[i].type == type)
@@ -680,8 +694,9 @@ Test(sim, trace_records_events, .timeout = T_TIMEOUT)
 	cr_assert_eq(s->opf, IOL_OPF(IOL_OP_READ, 0).bits);
 	/* Request 3: the flush. */
 	s = find_ev(ev, n, 3, IOL_SIM_EV_SUBMIT);
-	cr_assert(s && find_ev(ev, n, 3, IOL_SIM_EV_FLUSH_ISSUE) && find_ev(ev, n, 3,
-		  IOL_SIM_EV_FLUSH_DONE), "flush: events missing");
+	cr_assert(s && find_ev(ev, n, 3, IOL_SIM_EV_FLUSH_ISSUE) &&
+			  find_ev(ev, n, 3, IOL_SIM_EV_FLUSH_DONE),
+		  "flush: events missing");
 	cr_assert(find_ev(ev, n, 3, IOL_SIM_EV_FLUSH_ISSUE)->seq <
 		  find_ev(ev, n, 3, IOL_SIM_EV_FLUSH_DONE)->seq);
 	cr_assert_eq(s->opf, IOL_OPF(IOL_OP_FLUSH, 0).bits);
@@ -712,7 +727,9 @@ Test(sim, trace_records_events, .timeout = T_TIMEOUT)
 
 /* ---- completion order ---- */
 
-enum { NORD = 64 };
+enum {
+	NORD = 64
+};
 
 struct order_ctx {
 	atomic_uint pos;
@@ -732,8 +749,11 @@ static void order_end(struct iol_req *req)
 /* Submit NORD reads on a fresh disk and return whether they completed out of order. */
 static bool run_order(uint64_t seed, enum iol_sim_latency lat, bool in_order)
 {
-	const struct t_dev_cfg cfg = { .backend = "sim", .bytes = 1 * MiB, .seed = seed,
-				       .latency = lat, .in_order = in_order };
+	const struct t_dev_cfg cfg = { .backend = "sim",
+				       .bytes = 1 * MiB,
+				       .seed = seed,
+				       .latency = lat,
+				       .in_order = in_order };
 	struct order_ctx *o = calloc(1, sizeof(*o));
 	struct t_dev td;
 	unsigned char *buf;
@@ -777,8 +797,7 @@ Test(sim, completions_out_of_order, .timeout = T_TIMEOUT)
 
 Test(sim, hold_delivery_orders, .timeout = T_TIMEOUT)
 {
-	const struct t_dev_cfg cfg = { .backend = "sim", .bytes = 1 * MiB, .hold = true,
-				       .seed = 1 };
+	const struct t_dev_cfg cfg = { .backend = "sim", .bytes = 1 * MiB, .hold = true, .seed = 1 };
 	struct order_ctx *o = calloc(1, sizeof(*o));
 	struct t_dev td;
 	unsigned char *buf;
@@ -822,7 +841,9 @@ Test(sim, hold_delivery_orders, .timeout = T_TIMEOUT)
 
 Test(sim, fault_bitflip, .timeout = T_TIMEOUT)
 {
-	const struct iol_sim_fault f = { .op = IOL_OP_READ, .nth = 1, .kind = IOL_SIM_FAULT_BITFLIP };
+	const struct iol_sim_fault f = { .op = IOL_OP_READ,
+					 .nth = 1,
+					 .kind = IOL_SIM_FAULT_BITFLIP };
 	struct t_dev td;
 	unsigned char *buf;
 	unsigned bits = 0;
@@ -891,7 +912,7 @@ Test(sim, fault_once_and_persistent, .timeout = T_TIMEOUT)
 	sim_open(&td, 1 * MiB, 4096, false);
 	buf = t_buf(&td, 4096);
 	memset(buf, 1, 4096);
-	cr_assert_eq(write_run(td.dev, buf, 3), 0);  /* counts start when armed */
+	cr_assert_eq(write_run(td.dev, buf, 3), 0); /* counts start when armed */
 	cr_assert_eq(iol_sim_fault_add(td.dev, &f), 0);
 	got = write_run(td.dev, buf, 5);
 	cr_assert_eq(got, 0x2, "once, nth 2: failure mask %#x, expected 0x2", got);

@@ -30,15 +30,18 @@ struct tl {
 	struct jrnl_log *log;
 	struct jrnl_log_opts lo;
 	bool hold;
-	size_t trace0;            /* trace events before the log was opened */
+	size_t trace0; /* trace events before the log was opened */
 };
 
 static void tl_dev(struct tl *t, uint32_t sector, uint64_t log_size, bool hold,
 		   enum iol_sim_latency lat, uint64_t seed)
 {
 	uint64_t dev_bytes = JRNL_LOG_START + log_size;
-	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = dev_bytes, .sector = sector,
-				  .seed = seed, .latency = lat };
+	struct iol_sim_opts so = { .size = sizeof(so),
+				   .dev_bytes = dev_bytes,
+				   .sector = sector,
+				   .seed = seed,
+				   .latency = lat };
 	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
 	struct jrnl_format_opts fo = { .sector = sector, .log_size = log_size };
 	struct jrnl_geom g2;
@@ -81,8 +84,8 @@ static void tl_open(struct tl *t, uint32_t sector, uint64_t log_size, unsigned l
 /* A writer whose space is reused once the record naming the tail completed (no_flush,
  * log.c L12): for the layout tests that move the tail after every record and never
  * flush, so that records land exactly where they compute. */
-static void tl_open_noflush(struct tl *t, uint32_t sector, uint64_t log_size,
-			    unsigned logbufs, uint32_t logbsize)
+static void tl_open_noflush(struct tl *t, uint32_t sector, uint64_t log_size, unsigned logbufs,
+			    uint32_t logbsize)
 {
 	tl_dev(t, sector, log_size, false, IOL_SIM_LAT_NONE, 1);
 	t->lo.no_flush = true;
@@ -160,9 +163,9 @@ static void dev_read(struct tl *t, uint64_t off, void *buf, size_t len)
 struct trec {
 	uint64_t lsn;
 	struct jrnl_rec hdr;
-	uint32_t sectors;         /* H + P */
-	unsigned char *raw;       /* as on disk (end part first if wrapped) */
-	unsigned char *buf;       /* unpacked */
+	uint32_t sectors;   /* H + P */
+	unsigned char *raw; /* as on disk (end part first if wrapped) */
+	unsigned char *buf; /* unpacked */
 	uint32_t nops;
 	struct jrnl_op *ops;
 	const unsigned char **pay;
@@ -202,10 +205,13 @@ static void rec_read_from(struct tl *t, uint64_t lsn, bool media, struct trec *r
 	cr_assert(r->buf && r->raw);
 	if (media) {
 		cr_assert_eq(iol_sim_media(t->dev, t->g.log_start + (uint64_t)sec * s, r->buf,
-					  (size_t)first * s), 0);
+					   (size_t)first * s),
+			     0);
 		if (first < max)
-			cr_assert_eq(iol_sim_media(t->dev, t->g.log_start, r->buf + (size_t)first * s,
-						  (size_t)(max - first) * s), 0);
+			cr_assert_eq(iol_sim_media(t->dev, t->g.log_start,
+						   r->buf + (size_t)first * s,
+						   (size_t)(max - first) * s),
+				     0);
 	} else {
 		dev_read(t, t->g.log_start + (uint64_t)sec * s, r->buf, (size_t)first * s);
 		if (first < max)
@@ -326,7 +332,7 @@ struct aop {
 	uint32_t tid;
 	uint16_t type;
 	uint16_t flags;
-	uint64_t rec_lsn;         /* record holding its first piece */
+	uint64_t rec_lsn; /* record holding its first piece */
 	unsigned char *data;
 	size_t len;
 };
@@ -334,7 +340,7 @@ struct aop {
 struct asmb {
 	struct aop *ops;
 	size_t n, cap;
-	long open;                /* op waiting for a continuation, or -1 */
+	long open; /* op waiting for a continuation, or -1 */
 };
 
 static void asm_init(struct asmb *a)
@@ -382,8 +388,10 @@ static void asm_feed(struct asmb *a, const struct trec *r)
 			a->ops = realloc(a->ops, a->cap * sizeof(*a->ops));
 		}
 		o = &a->ops[a->n];
-		*o = (struct aop){ .tid = op->tid, .type = op->type,
-				   .flags = op->flags & ~JRNL_OP_CONTINUE, .rec_lsn = r->lsn };
+		*o = (struct aop){ .tid = op->tid,
+				   .type = op->type,
+				   .flags = op->flags & ~JRNL_OP_CONTINUE,
+				   .rec_lsn = r->lsn };
 		o->data = malloc(op->len);
 		memcpy(o->data, r->pay[i], op->len);
 		o->len = op->len;
@@ -507,10 +515,16 @@ static size_t trace_writes(struct tl *t, size_t from, uint16_t type, struct wr *
 
 Test(log, opts_validation, .timeout = TO)
 {
-	static const struct { unsigned bufs; uint32_t size; int want; } cases[] = {
-		{ 1, 32768, -EINVAL }, { 9, 32768, -EINVAL }, { 2, 8192, -EINVAL },
-		{ 2, 512u << 10, -EINVAL }, { 2, 24576, -EINVAL }, { 2, 16384 + 512, -EINVAL },
-		{ 2, 16384, 0 }, { 8, 256u << 10, 0 }, { 0, 0, 0 }, { 3, 65536, 0 },
+	static const struct {
+		unsigned bufs;
+		uint32_t size;
+		int want;
+	} cases[] = {
+		{ 1, 32768, -EINVAL }, { 9, 32768, -EINVAL },
+		{ 2, 8192, -EINVAL },  { 2, 512u << 10, -EINVAL },
+		{ 2, 24576, -EINVAL }, { 2, 16384 + 512, -EINVAL },
+		{ 2, 16384, 0 },       { 8, 256u << 10, 0 },
+		{ 0, 0, 0 },           { 3, 65536, 0 },
 	};
 	struct tl t;
 	struct jrnl_log *log;
@@ -584,8 +598,10 @@ Test(log, bad_report, .timeout = TO)
 		g.log_sectors = g.log_size / g.sector;
 		cr_assert_eq(jrnl_log_open(t.dev, &g, NULL, NULL, &log), -EINVAL);
 		cr_assert_eq(jrnl_log_open(t.dev, &g, NULL,
-					   &(struct jrnl_log_opts){ .logbufs = 4, .logbsize = 65536 },
-					   &log), 0);
+					   &(struct jrnl_log_opts){ .logbufs = 4,
+								    .logbsize = 65536 },
+					   &log),
+			     0);
 		jrnl_log_close(log);
 	}
 	iol_dev_close(t.dev);
@@ -681,8 +697,14 @@ static void single_tx(uint32_t sector)
 	tl_close(&t);
 }
 
-Test(log, single_tx_512, .timeout = TO) { single_tx(512); }
-Test(log, single_tx_4096, .timeout = TO) { single_tx(4096); }
+Test(log, single_tx_512, .timeout = TO)
+{
+	single_tx(512);
+}
+Test(log, single_tx_4096, .timeout = TO)
+{
+	single_tx(4096);
+}
 
 Test(log, item_validation, .timeout = TO)
 {
@@ -740,9 +762,18 @@ static void multi_buffer(uint32_t sector, uint32_t logbsize)
 	tl_close(&t);
 }
 
-Test(log, multi_buffer_4096_16k, .timeout = TO) { multi_buffer(4096, 16384); }
-Test(log, multi_buffer_512_16k, .timeout = TO) { multi_buffer(512, 16384); }
-Test(log, multi_buffer_512_256k, .timeout = TO) { multi_buffer(512, 256u << 10); }
+Test(log, multi_buffer_4096_16k, .timeout = TO)
+{
+	multi_buffer(4096, 16384);
+}
+Test(log, multi_buffer_512_16k, .timeout = TO)
+{
+	multi_buffer(512, 16384);
+}
+Test(log, multi_buffer_512_256k, .timeout = TO)
+{
+	multi_buffer(512, 256u << 10);
+}
 
 /* An op is split only where at least an op header and 8 bytes fit; the piece is a
  * multiple of 8 and the continuation is never empty: sweep the item size across a
@@ -808,9 +839,9 @@ static void wrap(uint32_t sector, uint32_t logbsize, uint64_t log_size)
 	ks[nk++] = h + 3;
 	ks[nk++] = size / 2;
 	ks[nk++] = size - 1;
-	ks[nk++] = size;          /* ends exactly at the end: no split, cycle bumps */
+	ks[nk++] = size; /* ends exactly at the end: no split, cycle bumps */
 	if (h > 1)
-		ks[nk++] = h;     /* split between header sectors */
+		ks[nk++] = h; /* split between header sectors */
 	for (uint32_t i = 0; i < nk; i++) {
 		uint32_t k = ks[i], c;
 		uint64_t target = t.g.log_sectors - k, lsn, r;
@@ -865,10 +896,22 @@ static void wrap(uint32_t sector, uint32_t logbsize, uint64_t log_size)
 	tl_close(&t);
 }
 
-Test(log, wrap_4096_16k, .timeout = TO) { wrap(4096, 16384, 4u << 20); }
-Test(log, wrap_4096_64k_odd, .timeout = TO) { wrap(4096, 65536, (4u << 20) + 3 * 4096); }
-Test(log, wrap_512_64k, .timeout = TO) { wrap(512, 65536, (4u << 20) + 7 * 512); }
-Test(log, wrap_512_256k, .timeout = TO) { wrap(512, 256u << 10, 4u << 20); }
+Test(log, wrap_4096_16k, .timeout = TO)
+{
+	wrap(4096, 16384, 4u << 20);
+}
+Test(log, wrap_4096_64k_odd, .timeout = TO)
+{
+	wrap(4096, 65536, (4u << 20) + 3 * 4096);
+}
+Test(log, wrap_512_64k, .timeout = TO)
+{
+	wrap(512, 65536, (4u << 20) + 7 * 512);
+}
+Test(log, wrap_512_256k, .timeout = TO)
+{
+	wrap(512, 256u << 10, 4u << 20);
+}
 
 /* Several laps of mixed transactions through a small log with the tail following the
  * completions: every record of the last stretch reads back and chains. */
@@ -968,7 +1011,10 @@ static void ooo(enum iol_sim_order order, uint64_t seed)
 	tl_close(&t);
 }
 
-Test(log, ooo_lifo, .timeout = TO) { ooo(IOL_SIM_LIFO, 1); }
+Test(log, ooo_lifo, .timeout = TO)
+{
+	ooo(IOL_SIM_LIFO, 1);
+}
 Test(log, ooo_random, .timeout = TO)
 {
 	for (uint64_t seed = 1; seed <= 8; seed++)
@@ -1043,7 +1089,8 @@ static void flags(uint32_t sector)
 
 	/* FLUSH_COMMIT|FUA_COMMIT: PREFLUSH|FUA at commit. */
 	from = iol_sim_trace_len(t.dev);
-	cr_assert_eq(tx_write(&t, 4, JRNL_TX_FLUSH_COMMIT | JRNL_TX_FUA_COMMIT, 1, &small, NULL), 0);
+	cr_assert_eq(tx_write(&t, 4, JRNL_TX_FLUSH_COMMIT | JRNL_TX_FUA_COMMIT, 1, &small, NULL),
+		     0);
 	n = trace_writes(&t, from, IOL_SIM_EV_SUBMIT, w, 16);
 	cr_assert_eq(n, 1);
 	cr_assert_eq(w[0].opf, IOL_OP_WRITE | IOL_PREFLUSH | IOL_FUA);
@@ -1053,8 +1100,11 @@ static void flags(uint32_t sector)
 	 * plain writes in between, PREFLUSH|FUA on the COMMIT buffer. */
 	iol_dev_counters(t.dev, &c0);
 	from = iol_sim_trace_len(t.dev);
-	cr_assert_eq(tx_write(&t, 5, JRNL_TX_FLUSH_START | JRNL_TX_FLUSH_COMMIT |
-			      JRNL_TX_FUA_COMMIT | JRNL_TX_WAIT_PREV, 1, &big, NULL), 0);
+	cr_assert_eq(tx_write(&t, 5,
+			      JRNL_TX_FLUSH_START | JRNL_TX_FLUSH_COMMIT | JRNL_TX_FUA_COMMIT |
+				      JRNL_TX_WAIT_PREV,
+			      1, &big, NULL),
+		     0);
 	cr_assert_eq(jrnl_log_force(t.log), 0);
 	iol_dev_counters(t.dev, &c1);
 	n = trace_writes(&t, from, IOL_SIM_EV_SUBMIT, w, 16);
@@ -1070,8 +1120,14 @@ static void flags(uint32_t sector)
 	tl_close(&t);
 }
 
-Test(log, flags_512, .timeout = TO) { flags(512); }
-Test(log, flags_4096, .timeout = TO) { flags(4096); }
+Test(log, flags_512, .timeout = TO)
+{
+	flags(512);
+}
+Test(log, flags_4096, .timeout = TO)
+{
+	flags(4096);
+}
 
 /* A record that wraps: two writes, the end part first with the PREFLUSH, FUA on both;
  * the start part is submitted only after the end part completed. */
@@ -1136,8 +1192,10 @@ Test(log, wrap_flags, .timeout = TO)
 	cr_expect_eq(st.records - st0.records, 1);
 	cr_expect_eq(c1.writes - c0.writes, 2);
 	cr_expect_eq(st.preflush_writes - st0.preflush_writes, c1.preflushes - c0.preflushes);
-	cr_expect_eq(st.fua_writes - st0.fua_writes, 2, "%llu FUA writes counted for a wrapped "
-		     "record", (unsigned long long)(st.fua_writes - st0.fua_writes));
+	cr_expect_eq(st.fua_writes - st0.fua_writes, 2,
+		     "%llu FUA writes counted for a wrapped "
+		     "record",
+		     (unsigned long long)(st.fua_writes - st0.fua_writes));
 	cr_expect_eq(c1.fua_writes - c0.fua_writes, 2);
 	/* PREFLUSH with everything before completed, then FUA on both parts: durable. */
 	cr_assert_eq(st.durable_lsn, jrnl_log_head(t.log));
@@ -1202,8 +1260,14 @@ static void wait_prev(enum iol_sim_order order)
 	tl_close(&t);
 }
 
-Test(log, wait_prev_fifo, .timeout = TO) { wait_prev(IOL_SIM_FIFO); }
-Test(log, wait_prev_lifo, .timeout = TO) { wait_prev(IOL_SIM_LIFO); }
+Test(log, wait_prev_fifo, .timeout = TO)
+{
+	wait_prev(IOL_SIM_FIFO);
+}
+Test(log, wait_prev_lifo, .timeout = TO)
+{
+	wait_prev(IOL_SIM_LIFO);
+}
 
 /* A held WAIT_PREV buffer holds back the buffers after it (submission in LSN order). */
 Test(log, wait_prev_holds_later, .timeout = TO)
@@ -1266,7 +1330,8 @@ static void logfull(uint32_t sector)
 	cr_assert_lt(jrnl_log_free_bytes(t.log), 16384);
 	jrnl_log_stats(t.log, &st);
 	cr_assert_eq(jrnl_log_free_bytes(t.log),
-		     (t.g.log_sectors - 1 - st.hdr_sectors - jrnl_lsn_sector(st.head_lsn)) * sector);
+		     (t.g.log_sectors - 1 - st.hdr_sectors - jrnl_lsn_sector(st.head_lsn)) *
+			     sector);
 	rec_read(&t, jrnl_lsn(1, 0), &r);
 	cr_assert_eq(r.hdr.cycle, 1);
 	trec_free(&r);
@@ -1315,8 +1380,14 @@ static void logfull(uint32_t sector)
 	tl_close(&t);
 }
 
-Test(log, logfull_512, .timeout = TO) { logfull(512); }
-Test(log, logfull_4096, .timeout = TO) { logfull(4096); }
+Test(log, logfull_512, .timeout = TO)
+{
+	logfull(512);
+}
+Test(log, logfull_4096, .timeout = TO)
+{
+	logfull(4096);
+}
 
 /* ELOGFULL in the middle of a transaction: the op that does not fit writes nothing
  * (the head does not move), earlier ops stay. */
@@ -1420,13 +1491,13 @@ Test(log, flush_results_in_issue_order, .timeout = TO)
 	cr_assert_lt(st0.durable_lsn, st0.completed_lsn);
 
 	cr_assert_eq(iol_sim_fault_add(t.dev, &f), 0);
-	cr_assert_eq(jrnl_log_flush_async(t.log, flush_cb, &r1), 0);   /* fails */
-	cr_assert_eq(jrnl_log_flush_async(t.log, flush_cb, &r2), 0);   /* succeeds */
-	cr_assert_eq(iol_sim_deliver(t.dev, 1, IOL_SIM_LIFO), 1);      /* the later one */
+	cr_assert_eq(jrnl_log_flush_async(t.log, flush_cb, &r1), 0); /* fails */
+	cr_assert_eq(jrnl_log_flush_async(t.log, flush_cb, &r2), 0); /* succeeds */
+	cr_assert_eq(iol_sim_deliver(t.dev, 1, IOL_SIM_LIFO), 1);    /* the later one */
 	jrnl_log_stats(t.log, &st);
 	cr_assert_eq(r2, 0, "the later flush was taken before the earlier one");
 	cr_assert_eq(st.durable_lsn, st0.durable_lsn, "durable_lsn moved on the later flush");
-	cr_assert_eq(iol_sim_deliver(t.dev, 1, IOL_SIM_LIFO), 1);      /* the earlier, EIO */
+	cr_assert_eq(iol_sim_deliver(t.dev, 1, IOL_SIM_LIFO), 1); /* the earlier, EIO */
 	cr_assert_eq(r1, -EIO);
 	cr_assert_eq(r2, -EIO, "the later flush's success proves nothing after the EIO");
 	jrnl_log_stats(t.log, &st);
@@ -1500,9 +1571,15 @@ Test(log, flush_after_failed_flagged_record, .timeout = TO)
 {
 	static const uint32_t len = 100;
 	struct iol_sim_fault f = { .op = IOL_OP_FLUSH, .nth = 1, .kind = IOL_SIM_FAULT_EIO };
-	struct iol_sim_opts so = { .size = sizeof(so), .sector = 4096, .seed = 27,
-				   .hold = true, .inline_run = true, .flush_fail_drops = true };
-	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so,
+	struct iol_sim_opts so = { .size = sizeof(so),
+				   .sector = 4096,
+				   .seed = 27,
+				   .hold = true,
+				   .inline_run = true,
+				   .flush_fail_drops = true };
+	struct iol_dev_opts o = { .size = sizeof(o),
+				  .backend = "sim",
+				  .sim = &so,
 				  .flush_gate = true };
 	struct blocker bl;
 	struct jrnl_log_stats st0, st;
@@ -1557,7 +1634,7 @@ Test(log, flush_after_failed_flagged_record, .timeout = TO)
 	/* J, issued after b: waits for the next generation. */
 	cr_assert_eq(jrnl_log_flush_async(t.log, aflush_cb, &rj), 0);
 	cr_assert_eq(iol_sim_deliver(t.dev, 1, IOL_SIM_FIFO), 1); /* b's: EIO, A dropped */
-	wait_pending(t.dev, 1);                                    /* J's generation */
+	wait_pending(t.dev, 1);                                   /* J's generation */
 	cr_assert_eq(iol_sim_deliver(t.dev, 1, IOL_SIM_FIFO), 1); /* J's: succeeds */
 	wait_flag(&rj, "J's callback ran");
 	jrnl_log_stats(t.log, &st);
@@ -1611,7 +1688,7 @@ Test(log, fua_record_after_failed_flush, .timeout = TO)
 	cr_assert_eq(ev_count(), 1);
 
 	cr_assert_eq(iol_sim_fault_add(t.dev, &f), 0);
-	cr_assert_eq(jrnl_log_flush_async(t.log, aflush_cb, &rj), 0);          /* J: fails */
+	cr_assert_eq(jrnl_log_flush_async(t.log, aflush_cb, &rj), 0);        /* J: fails */
 	cr_assert_eq(tx_write(&t, 2, JRNL_TX_FUA_COMMIT, 1, &len, NULL), 0); /* b */
 	cr_assert_eq(iol_sim_pending(t.dev), 2);
 	cr_assert_eq(iol_sim_deliver(t.dev, 1, IOL_SIM_LIFO), 1); /* b completes first */
@@ -1662,13 +1739,13 @@ Test(log, error_order, .timeout = TO)
 	tl_dev(&t, 4096, 4u << 20, true, IOL_SIM_LAT_NONE, 9);
 	tl_open_log(&t, 4, 16384);
 	cr_assert_eq(iol_sim_fault_add(t.dev, &f), 0);
-	cr_assert_eq(tx_write(&t, 1, JRNL_TX_FUA_COMMIT, 1, &len, NULL), 0);  /* A */
-	cr_assert_eq(tx_write(&t, 2, JRNL_TX_FUA_COMMIT, 1, &len, NULL), 0);  /* B */
-	cr_assert_eq(tx_write(&t, 3, 0, 1, &len, NULL), 0);                   /* C, open */
-	cr_assert_eq(iol_sim_deliver(t.dev, 1, IOL_SIM_LIFO), 1);             /* B fails */
+	cr_assert_eq(tx_write(&t, 1, JRNL_TX_FUA_COMMIT, 1, &len, NULL), 0); /* A */
+	cr_assert_eq(tx_write(&t, 2, JRNL_TX_FUA_COMMIT, 1, &len, NULL), 0); /* B */
+	cr_assert_eq(tx_write(&t, 3, 0, 1, &len, NULL), 0);                  /* C, open */
+	cr_assert_eq(iol_sim_deliver(t.dev, 1, IOL_SIM_LIFO), 1);            /* B fails */
 	cr_assert_eq(ev_count(), 0, "A not done yet");
 	cr_assert_eq(jrnl_tx_start(t.log, 4, 0, &tx), DELOG_ESHUTDOWN);
-	cr_assert_eq(iol_sim_deliver(t.dev, 1, IOL_SIM_LIFO), 1);             /* A ok */
+	cr_assert_eq(iol_sim_deliver(t.dev, 1, IOL_SIM_LIFO), 1); /* A ok */
 	cr_assert_eq(ev_count(), 3);
 	cr_assert_eq(E.ev[0].tag, 1);
 	cr_assert_eq(E.ev[0].err, 0);
@@ -1687,8 +1764,10 @@ Test(log, error_order, .timeout = TO)
 Test(log, error_while_waiting_for_buffer, .timeout = TO)
 {
 	static const uint32_t big = 100000;
-	struct iol_sim_fault f = { .op = IOL_OP_WRITE, .nth = 1, .kind = IOL_SIM_FAULT_EIO,
-				  .persistent = true };
+	struct iol_sim_fault f = { .op = IOL_OP_WRITE,
+				   .nth = 1,
+				   .kind = IOL_SIM_FAULT_EIO,
+				   .persistent = true };
 	struct tl t;
 
 	E.n = 0;
@@ -1826,7 +1905,7 @@ Test(log, unmount, .timeout = TO)
 	tl_open(&t, 512, 4u << 20, 4, 16384, false);
 	cr_assert_eq(tx_write(&t, 1, 0, 1, &len, NULL), 0);
 	cr_assert_eq(tx_write(&t, 2, 0, 1, &len, NULL), 0);
-	before = jrnl_log_head(t.log);  /* the open buffer's record */
+	before = jrnl_log_head(t.log); /* the open buffer's record */
 	cr_assert_eq(jrnl_log_unmount(t.log), 0);
 	cr_assert_eq(ev_count(), 2);
 	n = subs_now(&t, w);
@@ -1880,7 +1959,7 @@ Test(log, reopen_from_report, .timeout = TO)
 	cr_assert_eq(tx_write(&t, 2, 0, 1, &len, NULL), 0);
 	cr_assert_eq(jrnl_log_close(t.log), 0);
 
-	rep.head_lsn = jrnl_lsn(1, 8);   /* past both records (2 sectors each) + slack */
+	rep.head_lsn = jrnl_lsn(1, 8); /* past both records (2 sectors each) + slack */
 	rep.tail_lsn = last;
 	rep.last_lsn = last;
 	rep.durable_lsn = jrnl_lsn(1, 2);
@@ -2008,7 +2087,9 @@ Test(log, resume_after_torn_continuation, .timeout = 60)
 	static const uint8_t uuid[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
 	static unsigned char data[40000];
 	const uint32_t S = 4096;
-	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = 4096 + (4u << 20), .sector = S };
+	struct iol_sim_opts so = { .size = sizeof(so),
+				   .dev_bytes = 4096 + (4u << 20),
+				   .sector = S };
 	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
 	struct jrnl_format_opts fo = { .sector = S, .log_size = 4u << 20, .uuid = uuid };
 	struct jrnl_log_opts lo = { .logbufs = 2, .logbsize = 16384 };
@@ -2033,7 +2114,8 @@ Test(log, resume_after_torn_continuation, .timeout = 60)
 	/* The crash: the third record (sectors 8-11) never reached the disk. */
 	z = iol_buf_alloc(dev, 4 * S);
 	memset(z, 0, 4 * S);
-	cr_assert_eq(iol_rw_wait(dev, IOL_OPF(IOL_OP_WRITE, IOL_FUA), 4096 + 8 * S, z, 4 * S, NULL), 0);
+	cr_assert_eq(iol_rw_wait(dev, IOL_OPF(IOL_OP_WRITE, IOL_FUA), 4096 + 8 * S, z, 4 * S, NULL),
+		     0);
 	free(z);
 	cr_assert_eq(jrnl_recover(dev, &g, NULL, &r1), 0);
 	cr_assert_eq(r1.checkpoints, 0);

@@ -48,8 +48,8 @@ static uint32_t lap_cycle(uint64_t lap)
 /* ---- the test log builder ---- */
 
 struct trec {
-	uint64_t a;               /* address */
-	uint64_t n;               /* sectors */
+	uint64_t a; /* address */
+	uint64_t n; /* sectors */
 };
 
 struct tlog {
@@ -58,14 +58,14 @@ struct tlog {
 	uint32_t S;
 	uint64_t N;
 	uint32_t logbsize, H, Pmax;
-	unsigned char *rec;       /* the record being built */
-	size_t used;              /* op bytes in it */
+	unsigned char *rec; /* the record being built */
+	size_t used;        /* op bytes in it */
 	uint32_t nops;
-	uint64_t head;            /* address of the next record */
+	uint64_t head; /* address of the next record */
 	uint64_t prev_lsn;
-	uint64_t tail;            /* address written as tail_lsn */
-	int64_t durable;          /* address written as durable_lsn; < 0: the record's own */
-	const uint8_t *uuid;      /* sealed with this uuid */
+	uint64_t tail;       /* address written as tail_lsn */
+	int64_t durable;     /* address written as durable_lsn; < 0: the record's own */
+	const uint8_t *uuid; /* sealed with this uuid */
 	struct trec *recs;
 	size_t nrecs, recs_cap;
 	uint32_t next_tid;
@@ -85,8 +85,11 @@ static uint64_t t_off(const struct tlog *t, uint64_t a)
 static void t_open_lat(struct tlog *t, uint32_t S, uint64_t log_bytes, uint32_t logbsize,
 		       enum iol_sim_latency lat)
 {
-	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = JRNL_LOG_START + log_bytes,
-				  .sector = S, .latency = lat, .seed = 7 };
+	struct iol_sim_opts so = { .size = sizeof(so),
+				   .dev_bytes = JRNL_LOG_START + log_bytes,
+				   .sector = S,
+				   .latency = lat,
+				   .seed = 7 };
 	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
 	struct jrnl_format_opts fo = { .sector = S, .log_size = log_bytes, .uuid = UUID };
 
@@ -134,7 +137,8 @@ static void t_write(struct tlog *t, uint64_t a, const void *buf, uint64_t n)
 		uint64_t k = n < t->N - a % t->N ? n : t->N - a % t->N;
 
 		cr_assert_eq(iol_rw_wait(t->dev, IOL_OPF(IOL_OP_WRITE, 0), t_off(t, a), (void *)p,
-					k * t->S, NULL), 0);
+					 k * t->S, NULL),
+			     0);
 		a += k;
 		n -= k;
 		p += k * t->S;
@@ -149,7 +153,8 @@ static void t_read(struct tlog *t, uint64_t a, void *buf, uint64_t n)
 		uint64_t k = n < t->N - a % t->N ? n : t->N - a % t->N;
 
 		cr_assert_eq(iol_rw_wait(t->dev, IOL_OPF(IOL_OP_READ, 0), t_off(t, a), p, k * t->S,
-					NULL), 0);
+					 NULL),
+			     0);
 		a += k;
 		n -= k;
 		p += k * t->S;
@@ -208,8 +213,8 @@ static void t_put(struct tlog *t, uint32_t tid, uint16_t type, uint16_t flags, c
 
 /* Append an op, splitting it across records when it does not fit.  Returns the LSN of
  * the record holding its first piece. */
-static uint64_t t_op(struct tlog *t, uint32_t tid, uint16_t type, uint16_t flags,
-		     const void *data, uint32_t len)
+static uint64_t t_op(struct tlog *t, uint32_t tid, uint16_t type, uint16_t flags, const void *data,
+		     uint32_t len)
 {
 	const unsigned char *d = data;
 	uint64_t lsn;
@@ -277,8 +282,11 @@ static void t_item(struct tlog *t, struct tck *c, uint32_t dlen)
 
 static void t_commit(struct tlog *t, struct tck *c)
 {
-	struct jrnl_commit cm = { .seq = c->seq, .start_lsn = c->start_lsn, .nitems = c->n,
-				  .crc = c->crc, .payload_bytes = c->bytes };
+	struct jrnl_commit cm = { .seq = c->seq,
+				  .start_lsn = c->start_lsn,
+				  .nitems = c->n,
+				  .crc = c->crc,
+				  .payload_bytes = c->bytes };
 
 	t_op(t, c->tid, JRNL_T_COMMIT, JRNL_OP_COMMIT, &cm, sizeof(cm));
 }
@@ -374,9 +382,9 @@ struct got {
 	uint32_t nitems[GOT_MAX];
 	size_t n;
 	uint64_t items;
-	bool bad;                 /* an item's key or bytes were not what was written */
-	int err;                  /* what jrnl_recover returned */
-	uint64_t verified;        /* checkpoints it verified (report.checkpoints) */
+	bool bad;          /* an item's key or bytes were not what was written */
+	int err;           /* what jrnl_recover returned */
+	uint64_t verified; /* checkpoints it verified (report.checkpoints) */
 };
 
 static int collect(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_item_view *it,
@@ -429,9 +437,11 @@ static int t_recover(struct tlog *t, bool read_only, struct jrnl_report *rep, st
 static void want_seqs(const struct got *g, uint64_t from, uint64_t to)
 {
 	if (g->err && !g->n) {
-		cr_assert_eq(g->verified, to + 1 - from, "verified %llu checkpoints before error "
-			     "%d, expected %llu..%llu", (unsigned long long)g->verified, g->err,
-			     (unsigned long long)from, (unsigned long long)to);
+		cr_assert_eq(g->verified, to + 1 - from,
+			     "verified %llu checkpoints before error "
+			     "%d, expected %llu..%llu",
+			     (unsigned long long)g->verified, g->err, (unsigned long long)from,
+			     (unsigned long long)to);
 		return;
 	}
 	cr_assert(!g->bad, "replayed item data differs from what was written");
@@ -553,7 +563,13 @@ Test(recover, spanning_records, .timeout = TO)
 	}
 }
 
-enum wrap_class { END_EXACT, HDR_LAST, STRADDLE_1, PAYLOAD_SPLIT, NCLASS };
+enum wrap_class {
+	END_EXACT,
+	HDR_LAST,
+	STRADDLE_1,
+	PAYLOAD_SPLIT,
+	NCLASS
+};
 
 /*
  * Build a log in its second lap with the record of @cls placed at the physical end:
@@ -650,7 +666,8 @@ Test(recover, wrap_boundary_classes, .timeout = TO)
 					}
 					cr_assert_eq(t_recover(&t, true, &rep, &G), 0,
 						     "sector %u class %d big %d garble %d: %s",
-						     SECTORS[s], cls, big, garble, rep.corrupt_what);
+						     SECTORS[s], cls, big, garble,
+						     rep.corrupt_what);
 					want_seqs(&G, first, first + 1);
 					cr_assert_eq(rep.head_lsn, t_lsn(&t, t.recs[b].a));
 					cr_assert_gt(rep.torn_bytes, 0);
@@ -925,9 +942,10 @@ Test(recover, uuid_mismatch, .timeout = TO)
 static int t_recover_opts(struct tlog *t, uint64_t to, bool salvage, struct jrnl_report *rep,
 			  struct got *g)
 {
-	struct jrnl_recover_opts o = {
-		.replay = collect, .priv = g, .replay_to = to, .salvage = salvage
-	};
+	struct jrnl_recover_opts o = { .replay = collect,
+				       .priv = g,
+				       .replay_to = to,
+				       .salvage = salvage };
 	int err;
 
 	memset(g, 0, sizeof(*g));
@@ -1033,7 +1051,8 @@ Test(recover, salvage_past_head, .timeout = TO)
 		cr_assert(rep.salvaged);
 		cr_assert_eq(rep.corruption, DELOG_ECORRUPT);
 		cr_assert_eq(rep.salvage_lsn, t_lsn(&t, t.recs[i].a));
-		cr_assert_eq(rep.lost_first_seq, i + 2, "the damaged record's own commit is lost "
+		cr_assert_eq(rep.lost_first_seq, i + 2,
+			     "the damaged record's own commit is lost "
 			     "with it; the next ones are seen");
 		cr_assert_eq(rep.lost_last_seq, t.nrecs);
 		cr_assert_eq(rep.salvage_bytes,
@@ -1070,8 +1089,8 @@ Test(recover, op_len_past_record, .timeout = TO)
 			}
 			cr_assert_eq(t_recover(&t, false, &rep, &G), DELOG_EBADOP);
 			cr_assert_eq(rep.corrupt_lsn, t_lsn(&t, a));
-			cr_assert_eq(rep.corrupt_offset, t_off(&t, a) + t.H * t.S + at,
-				     "%s", rep.corrupt_what);
+			cr_assert_eq(rep.corrupt_offset, t_off(&t, a) + t.H * t.S + at, "%s",
+				     rep.corrupt_what);
 			cr_assert(strstr(rep.corrupt_what, "run past"), "%s", rep.corrupt_what);
 			cr_assert_str_eq(rep.corrupt_field, "op.len");
 			/* the checkpoint before the bad op, in the same record, was whole */
@@ -1089,12 +1108,12 @@ Test(recover, malformed_ops, .timeout = TO)
 		uint32_t len, reserved;
 		int want;
 	} cases[] = {
-		{ 9, 0, 8, 0, DELOG_EBADOP },                         /* unknown type */
-		{ JRNL_T_ITEM, 0x40, 24, 0, DELOG_EBADOP },           /* unknown flag */
-		{ JRNL_T_ITEM, 0, 24, 1, DELOG_EBADOP },              /* reserved set */
-		{ JRNL_T_ITEM, JRNL_OP_COMMIT, 24, 0, DELOG_EBADOP }, /* flags vs type */
-		{ JRNL_T_ITEM, JRNL_OP_END, 24, 0, DELOG_EBADOP },    /* END, no WAS_CONT */
-		{ JRNL_T_START, JRNL_OP_START, 8, 0, DELOG_EBADOP },  /* START too short */
+		{ 9, 0, 8, 0, DELOG_EBADOP },                             /* unknown type */
+		{ JRNL_T_ITEM, 0x40, 24, 0, DELOG_EBADOP },               /* unknown flag */
+		{ JRNL_T_ITEM, 0, 24, 1, DELOG_EBADOP },                  /* reserved set */
+		{ JRNL_T_ITEM, JRNL_OP_COMMIT, 24, 0, DELOG_EBADOP },     /* flags vs type */
+		{ JRNL_T_ITEM, JRNL_OP_END, 24, 0, DELOG_EBADOP },        /* END, no WAS_CONT */
+		{ JRNL_T_START, JRNL_OP_START, 8, 0, DELOG_EBADOP },      /* START too short */
 		{ JRNL_T_UNMOUNT, JRNL_OP_UNMOUNT, 16, 0, DELOG_EBADOP }, /* bad magic */
 		{ JRNL_T_ITEM, JRNL_OP_WAS_CONT | JRNL_OP_END, 24, 0, DELOG_EORPHAN },
 	};
@@ -1110,8 +1129,10 @@ Test(recover, malformed_ops, .timeout = TO)
 		t_ckpt(&t, 1, 10);
 		t_put(&t, 0x77, 0, 0, payload, cases[k].len);
 		{
-			struct jrnl_op op = { .tid = 0x77, .len = cases[k].len,
-					      .flags = cases[k].flags, .type = cases[k].type,
+			struct jrnl_op op = { .tid = 0x77,
+					      .len = cases[k].len,
+					      .flags = cases[k].flags,
+					      .type = cases[k].type,
 					      .reserved = cases[k].reserved };
 
 			memcpy(t.rec + t.H * t.S + t.used - 16 - ((cases[k].len + 7) & ~7u), &op,
@@ -1521,8 +1542,11 @@ Test(recover, crash_during_stamping, .timeout = TO)
 			to = r6.a + r6.n;
 			/* what a partial stamping may have left */
 			for (uint64_t a = from; a < to; a++) {
-				bool stamp = mix == 0 ? a % 2 == 0 : mix == 1 ? a == r6.a :
-					     mix == 2 ? a + 1 == to : mix == 3 ? a >= r6.a : a < r6.a;
+				bool stamp = mix == 0 ? a % 2 == 0 :
+					     mix == 1 ? a == r6.a :
+					     mix == 2 ? a + 1 == to :
+					     mix == 3 ? a >= r6.a :
+							a < r6.a;
 
 				if (stamp)
 					t_unwrite(&t, a, 1);
@@ -1602,7 +1626,9 @@ Test(recover, read_errors, .timeout = TO)
 	int failed = 0;
 
 	for (uint64_t nth = 1; nth <= 80; nth += 3) {
-		struct iol_sim_fault f = { .op = IOL_OP_READ, .nth = nth, .kind = IOL_SIM_FAULT_EIO };
+		struct iol_sim_fault f = { .op = IOL_OP_READ,
+					   .nth = nth,
+					   .kind = IOL_SIM_FAULT_EIO };
 		struct jrnl_report rep;
 		struct tlog t;
 		int err;
@@ -1649,17 +1675,20 @@ Test(recover, random_damage, .timeout = TO)
 				t_unwrite(&t, a, 1 + (x >> 40) % 8);
 				break;
 			case 1:
-				t_poke(&t, a, (uint32_t)((x >> 20) % t.S), (uint8_t)(1 + (x >> 8) % 255));
+				t_poke(&t, a, (uint32_t)((x >> 20) % t.S),
+				       (uint8_t)(1 + (x >> 8) % 255));
 				break;
 			default:
-				t_poke(&t, a, (uint32_t)((x >> 20) % 64), (uint8_t)(1 + (x >> 8) % 255));
+				t_poke(&t, a, (uint32_t)((x >> 20) % 64),
+				       (uint8_t)(1 + (x >> 8) % 255));
 				break;
 			}
 		}
 		err = t_recover(&t, true, &rep, &G);
 		cr_assert(err == 0 || err == DELOG_ECORRUPT || err == DELOG_ECHECKSUM ||
-			  err == DELOG_EBADOP || err == DELOG_EORPHAN || err == DELOG_EFOREIGN ||
-			  err == DELOG_EVERSION, "iteration %d: %d", it, err);
+				  err == DELOG_EBADOP || err == DELOG_EORPHAN ||
+				  err == DELOG_EFOREIGN || err == DELOG_EVERSION,
+			  "iteration %d: %d", it, err);
 		cr_assert_eq(err, rep.corruption);
 		cr_assert(!G.bad, "iteration %d replayed damaged data", it);
 		for (size_t i = 0; i < G.n; i++)
@@ -1686,15 +1715,16 @@ Test(recover, random_ops_with_valid_crc, .timeout = TO)
 					x ^= x << 13;
 					x ^= x >> 7;
 					x ^= x << 17;
-					t.rec[t.H * t.S + x % t.used] ^= (uint8_t)(1 + (x >> 32) % 255);
+					t.rec[t.H * t.S + x % t.used] ^= (uint8_t)(1 +
+										   (x >> 32) % 255);
 				}
 			}
 		}
 		t_seal(&t);
 		err = t_recover(&t, true, &rep, &G);
 		cr_assert(err == 0 || err == DELOG_ECORRUPT || err == DELOG_ECHECKSUM ||
-			  err == DELOG_EBADOP || err == DELOG_EORPHAN, "iteration %d: %d %s", it,
-			  err, rep.corrupt_what);
+				  err == DELOG_EBADOP || err == DELOG_EORPHAN,
+			  "iteration %d: %d %s", it, err, rep.corrupt_what);
 		for (size_t i = 0; i < G.n; i++)
 			cr_assert_leq(G.seq[i], 6);
 		t_close(&t);
@@ -1720,13 +1750,16 @@ static void w_recover(struct tlog *t, struct outcome *o)
 static void w_same(const struct outcome *got, const struct outcome *want, const char *what,
 		   uint64_t i, uint64_t j)
 {
-	cr_assert_eq(got->err, want->err, "%s, window sectors %llu and %llu: error %d (%s), "
-		     "with them old %d", what, (unsigned long long)i, (unsigned long long)j,
-		     got->err, got->rep.corrupt_what, want->err);
-	cr_assert_eq(got->rep.head_lsn, want->rep.head_lsn, "%s, window sectors %llu and %llu: "
-		     "head %llx, with them old %llx", what, (unsigned long long)i,
-		     (unsigned long long)j, (unsigned long long)got->rep.head_lsn,
-		     (unsigned long long)want->rep.head_lsn);
+	cr_assert_eq(got->err, want->err,
+		     "%s, window sectors %llu and %llu: error %d (%s), "
+		     "with them old %d",
+		     what, (unsigned long long)i, (unsigned long long)j, got->err,
+		     got->rep.corrupt_what, want->err);
+	cr_assert_eq(got->rep.head_lsn, want->rep.head_lsn,
+		     "%s, window sectors %llu and %llu: "
+		     "head %llx, with them old %llx",
+		     what, (unsigned long long)i, (unsigned long long)j,
+		     (unsigned long long)got->rep.head_lsn, (unsigned long long)want->rep.head_lsn);
 	same_outcome(&got->rep, &want->rep);
 }
 
@@ -1750,7 +1783,7 @@ static void w_garbage(const struct tlog *t, uint64_t a, unsigned char *buf)
 }
 
 struct wwin {
-	uint64_t P, W;         /* the window [P, P + W) */
+	uint64_t P, W; /* the window [P, P + W) */
 	unsigned char *old, *cur, *junk;
 };
 
@@ -1864,11 +1897,11 @@ static void w_sweep(uint32_t S, const char *what, uint64_t P, uint64_t fill)
  * checkpoints.  Windows across the physical end, over the probes, ending at sector 0
  * and starting at the last sector, with 4096- and 512-byte sectors.
  */
-#define W_TEST(name, sector, P, fill)                                                    \
-	Test(recover, window_garbage_##name##_##sector, .timeout = 3600)                 \
-	{                                                                                \
-		uint64_t N = LOG4M / (sector), W = jrnl_window_sectors(N, (sector));     \
-		w_sweep((sector), #name, (P), (fill));                                   \
+#define W_TEST(name, sector, P, fill)                                                              \
+	Test(recover, window_garbage_##name##_##sector, .timeout = 3600)                           \
+	{                                                                                          \
+		uint64_t N = LOG4M / (sector), W = jrnl_window_sectors(N, (sector));               \
+		w_sweep((sector), #name, (P), (fill));                                             \
 	}
 W_TEST(across_end, 4096, 3 * N - W / 2, W - W / 8)
 W_TEST(over_probes, 4096, 3 * N + N / 8 - 1, W / 2)

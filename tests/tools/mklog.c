@@ -59,8 +59,8 @@
 #define LOG_BYTES (4u << 20)
 #define NCKPT 40u
 
-static const uint8_t OTHER_UUID[16] = { 0xee, 0xee, 0xee, 0xee, 1, 2, 3, 4,
-					5, 6, 7, 8, 9, 10, 11, 12 };
+static const uint8_t OTHER_UUID[16] = { 0xee, 0xee, 0xee, 0xee, 1, 2,  3,  4,
+					5,    6,    7,    8,    9, 10, 11, 12 };
 
 static void die(const char *what, int err)
 {
@@ -69,7 +69,7 @@ static void die(const char *what, int err)
 }
 
 struct recpos {
-	uint64_t off;             /* file offset of header sector 0 */
+	uint64_t off; /* file offset of header sector 0 */
 	uint32_t h, p;
 };
 
@@ -103,7 +103,8 @@ static void build(const char *path, bool unmount, uint64_t tail_at)
 		err = jrnl_tx_start(log, seq, fl, &tx);
 		for (uint32_t k = 0; !err && k < 3; k++) {
 			/* Mostly small items, every fifth checkpoint one larger than a buffer. */
-			uint32_t len = seq % 5 == 0 && k == 1 ? 30000 : 64 + (uint32_t)(seq * 37 % 900);
+			uint32_t len = seq % 5 == 0 && k == 1 ? 30000 :
+								64 + (uint32_t)(seq * 37 % 900);
 
 			err = jrnl_tx_item(&tx, seq * 10 + k, data, len);
 		}
@@ -145,7 +146,8 @@ static size_t find_records(int fd, struct recpos *out, size_t max)
 }
 
 /* Read record @rp, unpack it, let @edit change header fields or ops, seal and write it. */
-static void reseal(int fd, const struct recpos *rp, void (*edit)(struct jrnl_rec *, unsigned char *))
+static void reseal(int fd, const struct recpos *rp,
+		   void (*edit)(struct jrnl_rec *, unsigned char *))
 {
 	size_t bytes = (size_t)(rp->h + rp->p) * SECTOR;
 	unsigned char *buf = malloc(bytes);
@@ -160,11 +162,18 @@ static void reseal(int fd, const struct recpos *rp, void (*edit)(struct jrnl_rec
 	edit(&r, buf + (size_t)rp->h * SECTOR);
 	memcpy(uuid, r.uuid, sizeof(uuid));
 	f = (struct jrnl_rec_fill){
-		.cycle = r.cycle, .sector_no = jrnl_lsn_sector(r.lsn),
-		.log_sectors = LOG_BYTES / SECTOR, .tail_lsn = r.tail_lsn,
-		.durable_lsn = r.durable_lsn, .prev_lsn = r.prev_lsn, .len = r.len,
-		.num_ops = r.num_ops, .hdr_sectors = r.hdr_sectors, .logbufs = r.logbufs,
-		.logbsize = r.logbsize, .uuid = uuid,
+		.cycle = r.cycle,
+		.sector_no = jrnl_lsn_sector(r.lsn),
+		.log_sectors = LOG_BYTES / SECTOR,
+		.tail_lsn = r.tail_lsn,
+		.durable_lsn = r.durable_lsn,
+		.prev_lsn = r.prev_lsn,
+		.len = r.len,
+		.num_ops = r.num_ops,
+		.hdr_sectors = r.hdr_sectors,
+		.logbufs = r.logbufs,
+		.logbsize = r.logbsize,
+		.uuid = uuid,
 	};
 	/* Saved-word slots and padding are rebuilt by the seal; clear the header first. */
 	memset(buf, 0, (size_t)rp->h * SECTOR);
@@ -263,8 +272,10 @@ static size_t record_ending_in_commit(int fd, const struct recpos *recs, size_t 
 			die("read record", -EIO);
 		jrnl_rec_unpack(buf, SECTOR);
 		memcpy(&r, buf, sizeof(r));
-		memcpy(&op, buf + (size_t)r.hdr_sectors * SECTOR + last_op(&r, buf +
-		       (size_t)r.hdr_sectors * SECTOR), sizeof(op));
+		memcpy(&op,
+		       buf + (size_t)r.hdr_sectors * SECTOR +
+			       last_op(&r, buf + (size_t)r.hdr_sectors * SECTOR),
+		       sizeof(op));
 		free(buf);
 		if (r.num_ops > 1 && op.type == JRNL_T_COMMIT)
 			return k;
@@ -411,7 +422,8 @@ int main(int argc, char **argv)
 		size_t k = n / 2;
 
 		for (; k + 1 < n; k++) {
-			unsigned char *buf = malloc((size_t)(recs[k - 1].h + recs[k - 1].p) * SECTOR);
+			unsigned char *buf = malloc((size_t)(recs[k - 1].h + recs[k - 1].p) *
+						    SECTOR);
 			size_t bytes = (size_t)(recs[k - 1].h + recs[k - 1].p) * SECTOR;
 			struct jrnl_rec r;
 			bool cont = false;

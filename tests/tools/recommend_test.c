@@ -19,21 +19,25 @@
 
 static int fails;
 
-#define CHECK(cond, ...)                                        \
-	do {                                                    \
-		if (!(cond)) {                                  \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);           \
-			fputc('\n', stderr);                    \
-			fails++;                                \
-		}                                               \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                       \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+			fails++;                                                                   \
+		}                                                                                  \
 	} while (0)
 
 static struct probe_rec run(double w, double wf, double fu, double f, double mbs, int cache,
 			    int fua)
 {
-	struct probe_costs c = { .write_us = w, .write_flush_us = wf, .fua_us = fu,
-				 .flush_us = f, .seq_write_mbs = mbs, .volatile_cache = cache,
+	struct probe_costs c = { .write_us = w,
+				 .write_flush_us = wf,
+				 .fua_us = fu,
+				 .flush_us = f,
+				 .seq_write_mbs = mbs,
+				 .volatile_cache = cache,
 				 .fua = fua };
 	struct probe_rec r;
 	char tail[64];
@@ -45,7 +49,8 @@ static struct probe_rec run(double w, double wf, double fu, double f, double mbs
 	CHECK(r.logbufs >= DELOG_LOGBUFS_MIN && r.logbufs <= DELOG_LOGBUFS_MAX, "logbufs %u",
 	      r.logbufs);
 	CHECK(r.logbsize >= DELOG_LOGBSIZE_MIN && r.logbsize <= DELOG_LOGBSIZE_MAX &&
-	      !(r.logbsize & (r.logbsize - 1)), "logbsize %u", r.logbsize);
+		      !(r.logbsize & (r.logbsize - 1)),
+	      "logbsize %u", r.logbsize);
 	CHECK(r.reason[0], "empty reason");
 	/* The reason ends with the geometry chosen (not a count above the ring's most). */
 	snprintf(tail, sizeof(tail), ": %u x %u KiB", r.logbufs, r.logbsize >> 10);
@@ -56,11 +61,12 @@ static struct probe_rec run(double w, double wf, double fu, double f, double mbs
 	return r;
 }
 
-#define POLICY(want, ...)                                                               \
-	do {                                                                            \
-		struct probe_rec r_ = run(__VA_ARGS__);                                 \
-		CHECK(r_.policy == (want), "(%s) gave %s, want %s: %s", #__VA_ARGS__,    \
-		      delog_flush_policy_name(r_.policy), delog_flush_policy_name(want), r_.reason); \
+#define POLICY(want, ...)                                                                          \
+	do {                                                                                       \
+		struct probe_rec r_ = run(__VA_ARGS__);                                            \
+		CHECK(r_.policy == (want), "(%s) gave %s, want %s: %s", #__VA_ARGS__,              \
+		      delog_flush_policy_name(r_.policy), delog_flush_policy_name(want),           \
+		      r_.reason);                                                                  \
 	} while (0)
 
 int main(void)
@@ -95,8 +101,8 @@ int main(void)
 	CHECK(r.logbsize == DELOG_LOGBSIZE_MIN && r.logbufs == 3, "B 1000: %u x %u", r.logbufs,
 	      r.logbsize);
 	r = run(70, 1830, 110, 1795, 490, 1, 1); /* B = 896700 B: 256 KiB, 2 + 4 */
-	CHECK(r.logbsize == DELOG_LOGBSIZE_MAX && r.logbufs == 6, "B 896700: %u x %u",
-	      r.logbufs, r.logbsize);
+	CHECK(r.logbsize == DELOG_LOGBSIZE_MAX && r.logbufs == 6, "B 896700: %u x %u", r.logbufs,
+	      r.logbsize);
 	r = run(70, 20000, 110, 19000, 500, 1, 0); /* B = 10 MB: clamped, 256 KiB x 8 */
 	CHECK(r.logbsize == DELOG_LOGBSIZE_MAX && r.logbufs == DELOG_LOGBUFS_MAX,
 	      "B 10 MB: %u x %u", r.logbufs, r.logbsize);
@@ -105,8 +111,8 @@ int main(void)
 	r = run(70, 1830, 110, 1795, 490, 1, 1); /* 2 + 4 = 6: no cap to speak of */
 	CHECK(!strstr(r.reason, "capped"), "B 896700: %s", r.reason);
 	r = run(0, 0, 0, 0, 0, 1, 1); /* nothing measured: the smallest ring */
-	CHECK(r.logbsize == DELOG_LOGBSIZE_MIN && r.logbufs == DELOG_LOGBUFS_MIN,
-	      "B 0: %u x %u", r.logbufs, r.logbsize);
+	CHECK(r.logbsize == DELOG_LOGBSIZE_MIN && r.logbufs == DELOG_LOGBUFS_MIN, "B 0: %u x %u",
+	      r.logbufs, r.logbsize);
 
 	if (fails) {
 		fprintf(stderr, "recommend_test: %d check(s) failed\n", fails);

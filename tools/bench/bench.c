@@ -65,23 +65,28 @@ static int run_program(const struct bench_workload *w, int argc, char **argv)
 	char *slash;
 
 	if (n <= 0) {
-		fprintf(stderr, "delog bench: --workload %s: cannot find this program's directory "
-			"(/proc/self/exe: %s); run %s directly\n", w->name, strerror(errno),
-			w->program);
+		fprintf(stderr,
+			"delog bench: --workload %s: cannot find this program's directory "
+			"(/proc/self/exe: %s); run %s directly\n",
+			w->name, strerror(errno), w->program);
 		return TOOL_EXIT_FAIL;
 	}
 	self[n] = '\0';
 	slash = strrchr(self, '/');
-	snprintf(prog, sizeof(prog), "%.*s/%s", slash ? (int)(slash - self) : 1,
-		 slash ? self : ".", w->program);
+	snprintf(prog, sizeof(prog), "%.*s/%s", slash ? (int)(slash - self) : 1, slash ? self : ".",
+		 w->program);
 	if (access(prog, X_OK)) {
 		if (w->built)
-			fprintf(stderr, "delog bench: --workload %s is the program %s, which is not "
+			fprintf(stderr,
+				"delog bench: --workload %s is the program %s, which is not "
 				"beside %s (%s); install it there, or run it from the build tree "
-				"(tools/%s)\n", w->name, w->program, self, strerror(errno), w->program);
+				"(tools/%s)\n",
+				w->name, w->program, self, strerror(errno), w->program);
 		else
-			fprintf(stderr, "delog bench: --workload %s is the program %s, which was not "
-				"built: %s\n", w->name, w->program, w->not_built);
+			fprintf(stderr,
+				"delog bench: --workload %s is the program %s, which was not "
+				"built: %s\n",
+				w->name, w->program, w->not_built);
 		return TOOL_EXIT_FAIL;
 	}
 	nargv = calloc((size_t)argc + 1, sizeof(*nargv));
@@ -113,8 +118,9 @@ static void usage(FILE *f)
 {
 	if (bench_nr_workloads == 1) {
 		/* delog-bench-peers: a program with one workload. */
-		fprintf(f, "usage: %s [--dir DIR] [--backend B] [--keep] [--force] [--json] [OPTIONS]\n"
-			   "       (also run as delog bench --workload %s)\n",
+		fprintf(f,
+			"usage: %s [--dir DIR] [--backend B] [--keep] [--force] [--json] [OPTIONS]\n"
+			"       (also run as delog bench --workload %s)\n",
 			program_invocation_short_name, bench_workloads[0]->name);
 		return;
 	}
@@ -268,8 +274,10 @@ void bench_fail(struct bench *b, int err, const char *subject, const char *fmt, 
 		fprintf(stderr, "delog bench: %s\n", msg);
 	if (!b->err_msg[0]) {
 		b->err = err ? err : -EIO;
-		size_t k = subject ? (size_t)snprintf(b->err_msg, sizeof(b->err_msg), "%.*s: ",
-						      (int)sizeof(b->err_msg) / 2, subject) : 0;
+		size_t k = subject ? (size_t)snprintf(b->err_msg, sizeof(b->err_msg),
+						      "%.*s: ", (int)sizeof(b->err_msg) / 2,
+						      subject) :
+				     0;
 
 		memcpy(b->err_msg + k, msg, strnlen(msg, sizeof(b->err_msg) - k - 1));
 		b->err_msg[k + strnlen(msg, sizeof(b->err_msg) - k - 1)] = '\0';
@@ -409,8 +417,10 @@ int bench_target_open(struct bench *b, uint64_t bytes)
 			if (err != -EEXIST)
 				return err;
 		}
-		bench_fail(b, -EEXIST, NULL, "cannot find a free temporary file name like %s "
-			   "in the current directory", name);
+		bench_fail(b, -EEXIST, NULL,
+			   "cannot find a free temporary file name like %s "
+			   "in the current directory",
+			   name);
 		return -EEXIST;
 	}
 	if (lstat(b->o.path, &st) && errno == ENOENT)
@@ -437,7 +447,8 @@ int bench_target_open(struct bench *b, uint64_t bytes)
 			return -ENOSPC;
 		}
 		if (!b->o.force) {
-			bench_fail(b, -EPERM, t->path, "is a block device; the bench overwrites its "
+			bench_fail(b, -EPERM, t->path,
+				   "is a block device; the bench overwrites its "
 				   "first %s (add --force to allow that)",
 				   fmt_bytes_exact(bytes, sz, sizeof(sz)));
 			return -EPERM;
@@ -446,7 +457,8 @@ int bench_target_open(struct bench *b, uint64_t bytes)
 		if (t->hold_fd < 0) {
 			err = -errno;
 			if (errno == EBUSY)
-				bench_fail(b, err, t->path, "is in use (mounted, or claimed by another "
+				bench_fail(b, err, t->path,
+					   "is in use (mounted, or claimed by another "
 					   "process); not overwriting it");
 			else
 				bench_fail(b, err, t->path, "cannot open it exclusively: %s",
@@ -471,7 +483,8 @@ int bench_target_open(struct bench *b, uint64_t bytes)
 		return 0;
 	}
 	if (st.st_size > 0 && !b->o.force) {
-		bench_fail(b, -EEXIST, t->path, "exists and holds %s; the bench overwrites it (add "
+		bench_fail(b, -EEXIST, t->path,
+			   "exists and holds %s; the bench overwrites it (add "
 			   "--force to allow that, or name a file that does not exist)",
 			   fmt_bytes((uint64_t)st.st_size, sz, sizeof(sz)));
 		return -EEXIST;
@@ -519,8 +532,10 @@ static void target_cleanup(struct bench *b, bool failed)
 	if (failed && t->grown) {
 		if (truncate(t->path, (off_t)t->orig_size) ||
 		    (!t->orig_size && utimensat(AT_FDCWD, t->path, t->orig_times, 0)))
-			fprintf(stderr, "delog bench: %s: cannot restore its size of %" PRIu64
-				" bytes: %s\n", t->path, t->orig_size, strerror(errno));
+			fprintf(stderr,
+				"delog bench: %s: cannot restore its size of %" PRIu64
+				" bytes: %s\n",
+				t->path, t->orig_size, strerror(errno));
 		t->grown = false;
 	}
 	if (t->hold_fd >= 0)
@@ -531,7 +546,9 @@ static void target_cleanup(struct bench *b, bool failed)
 /* ---- command line ---- */
 
 /* The common options without a short form (a workload's start at BENCH_OPT_WORKLOAD). */
-enum { OPT_PATH = 256 };
+enum {
+	OPT_PATH = 256
+};
 
 /*
  * The short options every delog command gives the same meaning (-s the log size, -p the
@@ -541,8 +558,13 @@ enum { OPT_PATH = 256 };
  */
 static int short_for_workload(const struct bench_workload *w, int ch, const char **name)
 {
-	static const struct { char ch; const char *name; } map[] = {
-		{ 's', "size" }, { 'p', "policy" }, { 't', "threads" },
+	static const struct {
+		char ch;
+		const char *name;
+	} map[] = {
+		{ 's', "size" },
+		{ 'p', "policy" },
+		{ 't', "threads" },
 	};
 
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
@@ -566,7 +588,7 @@ static const struct option common_opts[] = {
 	{ "force", no_argument, NULL, 'f' },
 	{ "json", no_argument, NULL, 'j' },
 	{ "help", no_argument, NULL, 'h' },
-	{ "peers", no_argument, NULL, 'P' }, /* = --workload peers (bench_peers.c) */
+	{ "peers", no_argument, NULL, 'P' },         /* = --workload peers (bench_peers.c) */
 	{ "compare-flush", no_argument, NULL, 'C' }, /* = --workload compare-flush */
 };
 
@@ -597,8 +619,8 @@ static const char *scan_workload(int argc, char **argv)
 }
 
 /* Returns -1 to go on, or an exit code. */
-static int parse_args(int argc, char **argv, struct bench *b,
-		      const struct bench_workload **wout, void **state)
+static int parse_args(int argc, char **argv, struct bench *b, const struct bench_workload **wout,
+		      void **state)
 {
 	struct option opts[MAX_OPTS];
 	const struct bench_workload *w = NULL;
@@ -646,8 +668,9 @@ static int parse_args(int argc, char **argv, struct bench *b,
 			int val = short_for_workload(w, ch, &lname);
 
 			if (!w)
-				return bench_usage_error("-%c is a workload's --%s: give --workload first",
-							 ch, lname);
+				return bench_usage_error(
+					"-%c is a workload's --%s: give --workload first", ch,
+					lname);
 			if (!val)
 				return bench_usage_error("-%c (--%s): %s takes no --%s", ch, lname,
 							 w->name, lname);
@@ -658,19 +681,22 @@ static int parse_args(int argc, char **argv, struct bench *b,
 		}
 		case 'w':
 			if (!wname || strcmp(optarg, wname))
-				return bench_usage_error("--workload: spell it --workload W or -w W, "
-							 "once");
+				return bench_usage_error(
+					"--workload: spell it --workload W or -w W, "
+					"once");
 			b->o.workload = wname;
 			break;
 		case 'P':
 			if (!wname || strcmp(wname, "peers"))
-				return bench_usage_error("--peers: give it or --workload, not both");
+				return bench_usage_error(
+					"--peers: give it or --workload, not both");
 			b->o.workload = wname;
 			break;
 		case 'C':
 			if (!wname || strcmp(wname, "compare-flush"))
-				return bench_usage_error("--compare-flush: give it or --workload, not "
-							 "both");
+				return bench_usage_error(
+					"--compare-flush: give it or --workload, not "
+					"both");
 			b->o.workload = wname;
 			break;
 		case OPT_PATH:
@@ -686,7 +712,8 @@ static int parse_args(int argc, char **argv, struct bench *b,
 			/* sim: the in-memory disk, for workloads that support it (no PATH). */
 			if (!iol_backend_built(optarg))
 				return bench_usage_error("--backend: '%s' is not uring, aio, psync or sim "
-							 "(built in: those listed by --help)", optarg);
+							 "(built in: those listed by --help)",
+							 optarg);
 			b->o.backend = optarg;
 			break;
 		case 'k':

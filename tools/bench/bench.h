@@ -31,8 +31,8 @@
 /* The common options. */
 struct bench_opts {
 	const char *workload;
-	const char *path;         /* NULL: a temporary file in the current directory */
-	const char *backend;      /* --backend; NULL: the best available (the default) */
+	const char *path;    /* NULL: a temporary file in the current directory */
+	const char *backend; /* --backend; NULL: the best available (the default) */
 	bool json, keep, force;
 };
 
@@ -40,41 +40,41 @@ struct bench_opts {
  * file it grew back to what it found when the run fails. */
 struct bench_target {
 	char path[PATH_MAX];
-	bool created;             /* we created the file */
+	bool created; /* we created the file */
 	bool is_blockdev;
-	bool grown;               /* an existing file we extended from orig_size */
+	bool grown; /* an existing file we extended from orig_size */
 	uint64_t orig_size;
 	struct timespec orig_times[2]; /* its atime and mtime as found */
-	uint64_t bytes;           /* file size (as created or found) or device size */
-	int hold_fd;              /* O_EXCL hold of a block device, else -1 */
+	uint64_t bytes;                /* file size (as created or found) or device size */
+	int hold_fd;                   /* O_EXCL hold of a block device, else -1 */
 };
 
 struct bench {
 	struct bench_opts o;
 	struct bench_target t;
-	sigset_t stop_sigs;       /* blocked for the run, polled by bench_interrupted */
+	sigset_t stop_sigs; /* blocked for the run, polled by bench_interrupted */
 	bool prog_on, prog_shown;
 	uint64_t prog_last;
-	char point[192];          /* the point in progress (bench_point), for its end line */
-	uint64_t point_t0;        /* ... and when it started; 0: none */
-	bool json_done;           /* the workload printed its JSON document */
-	int err;                  /* first failure, for the JSON error document */
+	char point[192];   /* the point in progress (bench_point), for its end line */
+	uint64_t point_t0; /* ... and when it started; 0: none */
+	bool json_done;    /* the workload printed its JSON document */
+	int err;           /* first failure, for the JSON error document */
 	char err_msg[512];
-	uint64_t t0;              /* start of the run (now_ns) */
+	uint64_t t0; /* start of the run (now_ns) */
 };
 
 struct bench_workload {
 	const char *name;
 	const char *summary;
-	const struct option *opts;  /* its long options, ending with a zero entry; every val
+	const struct option *opts; /* its long options, ending with a zero entry; every val
 				     * >= BENCH_OPT_WORKLOAD */
-	size_t state_size;          /* bytes of option state, zeroed, passed to the calls */
+	size_t state_size;         /* bytes of option state, zeroed, passed to the calls */
 	void (*defaults)(void *state);
 	/* One of its options (@opt is the val): 0, or TOOL_EXIT_USAGE via bench_usage_error. */
 	int (*option)(void *state, int opt, const char *arg);
 	/* After parsing, with b->o filled: cross-checks; 0 or TOOL_EXIT_USAGE. May be NULL. */
 	int (*check)(struct bench *b, void *state);
-	void (*help)(FILE *f);      /* its option lines for --help */
+	void (*help)(FILE *f); /* its option lines for --help */
 	/* The run: TOOL_EXIT_OK or TOOL_EXIT_FAIL (after bench_fail). */
 	int (*run)(struct bench *b, void *state);
 	/* A workload that is a program of its own: its file name, looked for beside the
@@ -95,8 +95,7 @@ extern const struct bench_workload bench_dbench;
 extern const struct bench_workload bench_fsmark;
 extern const struct bench_workload bench_compare_flush;
 extern const struct bench_workload bench_stream;
-extern const struct bench_workload bench_peers;    /* delog-bench-peers only */
-
+extern const struct bench_workload bench_peers; /* delog-bench-peers only */
 
 /*
  * The target: the PATH given or a new temporary file "delog-bench-PID-N.tmp" in the
@@ -151,10 +150,10 @@ void bench_json_head(struct bench *b, struct json *j);
 /* ---- what several workloads share (bench_util.c) ---- */
 
 #define BENCH_RAW_BLOCK 4096u
-#define BENCH_RELEASE_NS 2000000ull    /* delog_release period of the measuring thread */
+#define BENCH_RELEASE_NS 2000000ull /* delog_release period of the measuring thread */
 #define BENCH_MIN_WARMUP_NS 20000000ull
 #define BENCH_MIN_LOG_SIZE (16ull << 20)
-#define BENCH_NR_POLICIES 4u           /* sync, async, single, none */
+#define BENCH_NR_POLICIES 4u /* sync, async, single, none */
 
 /* --backend sim (the in-memory disk) was chosen. */
 bool bench_is_sim(const struct bench *b);
@@ -206,16 +205,16 @@ uint64_t bench_warmup_ns(double time_s);
 struct bench_gate {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	unsigned ready;           /* clients waiting */
-	int gate;                 /* 0 wait, 1 go, -1 abandon */
+	unsigned ready;                      /* clients waiting */
+	int gate;                            /* 0 wait, 1 go, -1 abandon */
 	_Atomic uint64_t win_start, win_end; /* the measured window (now_ns); 0 until set */
-	atomic_bool stop;         /* the clients stop (set by either side) */
+	atomic_bool stop;                    /* the clients stop (set by either side) */
 };
 
 /* What bench_gate_measure measured. */
 struct bench_span {
-	uint64_t ws, we;          /* the window (now_ns) */
-	uint64_t c0, c1;          /* bench_cpu_ns at its ends */
+	uint64_t ws, we; /* the window (now_ns) */
+	uint64_t c0, c1; /* bench_cpu_ns at its ends */
 };
 
 void bench_gate_init(struct bench_gate *g);
@@ -239,7 +238,7 @@ void bench_gate_measure(struct bench_gate *g, struct bench *b, delog *log, doubl
 struct bench_samples {
 	uint64_t *v;
 	size_t n, cap;
-	bool oom;                 /* bench_samples_take could not merge */
+	bool oom; /* bench_samples_take could not merge */
 };
 
 void bench_sample_add(struct bench_samples *s, uint64_t ns);
@@ -270,14 +269,13 @@ struct bench_client {
  * of @buflen, start a thread on @fn for each, then open @g for those started (abandon it
  * when one could not start).  0 or the first error (a thread that could not start: with
  * @msg set). */
-int bench_clients_start(struct bench_gate *g, void *clients, size_t size, unsigned n,
-			size_t buflen, void *(*fn)(void *), char *msg, size_t len);
+int bench_clients_start(struct bench_gate *g, void *clients, size_t size, unsigned n, size_t buflen,
+			void *(*fn)(void *), char *msg, size_t len);
 /* Stop the clients and join those started: their commits added to *@commits, their
  * samples moved to @all, their buffers freed, @g destroyed.  0 or the first client's
  * error, that client in *@failed. */
 int bench_clients_join(struct bench_gate *g, void *clients, size_t size, unsigned n,
-		       uint64_t *commits, struct bench_samples *all,
-		       struct bench_client **failed);
+		       uint64_t *commits, struct bench_samples *all, struct bench_client **failed);
 /* A client's operation that began at @t0 (now_ns) returned @err: false, with the error
  * kept and the point stopped; else true, and counted with its latency when it completed
  * inside the window. */
@@ -291,10 +289,10 @@ bool bench_client_done(struct bench_gate *g, struct bench_client *c, uint64_t t0
  * fdatasync.
  */
 struct bench_raw {
-	int fd;                   /* O_DIRECT descriptor of the target */
-	uint64_t base;            /* byte offset of the region */
-	uint64_t share;           /* bytes of the region per client (>= rec) */
-	uint64_t rec;             /* bytes per commit */
+	int fd;         /* O_DIRECT descriptor of the target */
+	uint64_t base;  /* byte offset of the region */
+	uint64_t share; /* bytes of the region per client (>= rec) */
+	uint64_t rec;   /* bytes per commit */
 };
 
 /* @payload rounded up to 4 KiB. */
@@ -305,8 +303,7 @@ void bench_raw_layout(struct bench_raw *r, uint64_t base, uint64_t area, uint64_
 /* One pwrite of @len bytes at @off and fdatasync.  0 or a negative errno. */
 int bench_write_sync(int fd, const void *buf, size_t len, uint64_t off);
 /* Client @id's next commit (*@next counts them) through bench_write_sync. */
-int bench_raw_commit(const struct bench_raw *r, unsigned id, uint64_t *next,
-		     const void *buf);
+int bench_raw_commit(const struct bench_raw *r, unsigned id, uint64_t *next, const void *buf);
 
 /* Write zeroes over [@off, @off + @len) of the target with O_DIRECT and fdatasync, so a
  * raw baseline's writes meet written blocks (no unwritten extent, no metadata for
@@ -326,8 +323,8 @@ struct delog_options bench_log_opts(const struct bench *b, enum delog_flush_poli
  * then delog_open + delog_close with @lo (DELOG_OPEN_FORMAT), timed into @format_s.
  * 0 or nonzero after bench_fail.
  */
-int bench_log_prepare(struct bench *b, uint64_t bytes, const char **fs_type,
-		      uint64_t pre_off, uint64_t pre_len, const struct delog_options *lo, double *format_s);
+int bench_log_prepare(struct bench *b, uint64_t bytes, const char **fs_type, uint64_t pre_off,
+		      uint64_t pre_len, const struct delog_options *lo, double *format_s);
 
 /* Human output: "  target      file on ext4, backend B" (or "block device"). */
 void bench_out_target(struct bench *b, const char *fs_type, const char *backend);
@@ -371,9 +368,9 @@ void bench_span_rates(const struct bench_span *sp, uint64_t ops, uint64_t bytes_
  */
 struct bench_disk {
 	bool ok;
-	char name[64];            /* "vda" */
-	char path[PATH_MAX];      /* /sys/.../stat */
-	char why[160];            /* when !ok: why there are no counters */
+	char name[64];                  /* "vda" */
+	char path[PATH_MAX];            /* /sys/.../stat */
+	char why[160];                  /* when !ok: why there are no counters */
 	double idle_before, idle_after; /* its flushes/s with the bench idle (NAN: not
 					 * measured), bench_disk_idle */
 };
@@ -426,24 +423,24 @@ struct bench_ol_params {
 	double time_s;
 	uint32_t items, item_size;
 	bool force;
-	unsigned workers;         /* the worker pool of every point */
-	uint64_t seed;            /* the schedule of rate i: seed + i */
+	unsigned workers; /* the worker pool of every point */
+	uint64_t seed;    /* the schedule of rate i: seed + i */
 	unsigned logbufs;
 	uint32_t logbsize;
 	uint64_t log_size;
-	bool baseline;            /* raw-fdatasync at every rate (a file target) */
+	bool baseline;                        /* raw-fdatasync at every rate (a file target) */
 	uint64_t raw_base, raw_area, raw_rec; /* its region and bytes per commit */
 	const char *fs_type;
 	struct bench_disk *disk;
-	const char *plot;         /* --plot FILE.png, or NULL */
+	const char *plot; /* --plot FILE.png, or NULL */
 };
 
 /* What one point measured. */
 struct bench_ol_point {
 	double offered_per_s, arrivals_per_s, achieved_per_s, window_s;
-	uint64_t arrivals;        /* intended inside the window */
-	uint64_t commits;         /* completed inside the window */
-	uint64_t unserved;        /* arrivals of the window still queued at its end */
+	uint64_t arrivals; /* intended inside the window */
+	uint64_t commits;  /* completed inside the window */
+	uint64_t unserved; /* arrivals of the window still queued at its end */
 	uint64_t queue_start, queue_end, queue_max;
 	struct lat_stats lat;
 	double p999_us;

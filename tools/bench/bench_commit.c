@@ -92,24 +92,24 @@
 #define MAX_LIST 16u
 #define NR_POLICIES BENCH_NR_POLICIES
 #define RAW_BLOCK BENCH_RAW_BLOCK
-#define BASE_AREA (64ull << 20)        /* the baselines' region, after the log */
+#define BASE_AREA (64ull << 20) /* the baselines' region, after the log */
 #define MAX_ITEM_SIZE (1u << 20)
 #define MAX_ITEMS 1024u
-#define DEFAULT_SEED 1u               /* --seed: the open loop's arrival schedule */
+#define DEFAULT_SEED 1u /* --seed: the open loop's arrival schedule */
 
 /* The acceptance targets (reported, not asserted). */
 #define T_SINGLE1_VS_RAW 0.9
 #define T_SCALE_64 10.0
-#define T_VS_BEST 1.0                 /* single / the better baseline, at every count */
-#define T_RTT_4_16 0.65               /* single / (N / RTT) at 4 and 16 clients */
-#define T_RTT_64 0.4                  /* ... at 64 */
-#define T_CPU_US_64 5.0               /* ... or, with the CPUs saturated, CPU per commit */
+#define T_VS_BEST 1.0   /* single / the better baseline, at every count */
+#define T_RTT_4_16 0.65 /* single / (N / RTT) at 4 and 16 clients */
+#define T_RTT_64 0.4    /* ... at 64 */
+#define T_CPU_US_64 5.0 /* ... or, with the CPUs saturated, CPU per commit */
 #define T_256_VS_64 1.0
 #define T_SINGLE_FLUSHES 1.0
 #define T_SYNC_FLUSHES 2.0
 #define T_DISK_AGREE 0.05
-#define T_LOOP_256 500000.0           /* single/loop at 256 in flight, commits/s */
-#define T_LOOP_CPU_US 2.0             /* ... and its CPU per durable commit */
+#define T_LOOP_256 500000.0 /* single/loop at 256 in flight, commits/s */
+#define T_LOOP_CPU_US 2.0   /* ... and its CPU per durable commit */
 
 enum {
 	OPT_CLIENTS = BENCH_OPT_WORKLOAD,
@@ -155,15 +155,15 @@ struct commit_opts {
 	double time_s;
 	uint32_t item_size, items;
 	uint64_t log_size;
-	unsigned logbufs;         /* 0: the engine's default (8) */
-	uint32_t logbsize;        /* 0: the engine's default (256 KiB) */
+	unsigned logbufs;  /* 0: the engine's default (8) */
+	uint32_t logbsize; /* 0: the engine's default (256 KiB) */
 	bool no_baselines, no_force;
-	bool loop;                /* also each count as requests in flight from one thread */
+	bool loop; /* also each count as requests in flight from one thread */
 	/* the open loop (bench_openloop.c): --rate switches to it */
 	double rates[BENCH_OL_MAX_RATES];
 	unsigned nrates;
 	uint64_t seed;
-	unsigned workers;         /* 0: the largest --clients count */
+	unsigned workers; /* 0: the largest --clients count */
 	const char *plot;
 };
 
@@ -202,7 +202,8 @@ static int parse_rates(const char *arg, double *out, unsigned *n)
 		if (end == p || errno || !isfinite(v) || v < 1 || v > BENCH_OL_MAX_RATE ||
 		    (*end && *end != ','))
 			return bench_usage_error("--rate: '%s' is not a list of rates from 1 to %.0f "
-						 "commits per second", arg, BENCH_OL_MAX_RATE);
+						 "commits per second",
+						 arg, BENCH_OL_MAX_RATE);
 		if (*n == BENCH_OL_MAX_RATES)
 			return bench_usage_error("--rate: at most %u rates", BENCH_OL_MAX_RATES);
 		out[(*n)++] = v;
@@ -290,11 +291,13 @@ static int commit_check(struct bench *b, void *state)
 	unsigned maxc = bench_max_clients(o->clients, o->nclients);
 
 	if (bench_is_sim(b) && b->o.path)
-		return bench_usage_error("--backend sim runs on an in-memory disk: it takes no PATH");
+		return bench_usage_error(
+			"--backend sim runs on an in-memory disk: it takes no PATH");
 	/* delog refuses a reservation over a quarter of the log; keep well inside it. */
 	if (bench_tx_reservation(o->items, o->item_size) > o->log_size / 8)
 		return bench_usage_error("a transaction of %u x %u bytes needs more than an eighth "
-					 "of the log (--size)", o->items, o->item_size);
+					 "of the log (--size)",
+					 o->items, o->item_size);
 	if (!o->nrates && (o->workers || o->plot || o->seed != DEFAULT_SEED))
 		return bench_usage_error("--workers, --seed and --plot are for the open loop: "
 					 "give --rate");
@@ -305,8 +308,8 @@ static int commit_check(struct bench *b, void *state)
 					 "with --no-force or --rate");
 	if (!bench_is_sim(b) && !o->no_baselines && raw_record(o) * maxc > BASE_AREA)
 		return bench_usage_error("%u clients x %" PRIu64 " bytes per commit do not fit the "
-					 "baselines' %llu MiB region; use --no-baselines", maxc,
-					 raw_record(o), BASE_AREA >> 20);
+					 "baselines' %llu MiB region; use --no-baselines",
+					 maxc, raw_record(o), BASE_AREA >> 20);
 	return 0;
 }
 
@@ -367,12 +370,17 @@ static void commit_help(FILE *f)
 
 /* ---- one point ---- */
 
-enum kind { K_DELOG, K_RAW, K_GROUP, K_LOOP };
+enum kind {
+	K_DELOG,
+	K_RAW,
+	K_GROUP,
+	K_LOOP
+};
 
 struct point;
 
 struct client {
-	struct bench_client bc;   /* buf: delog, one item's data; raw, the O_DIRECT record */
+	struct bench_client bc; /* buf: delog, one item's data; raw, the O_DIRECT record */
 	struct point *pt;
 };
 
@@ -381,19 +389,19 @@ struct point {
 	const struct commit_opts *o;
 	enum kind kind;
 	delog *log;
-	struct bench_raw raw;     /* baselines: the target (O_DIRECT) and their region; the
+	struct bench_raw raw; /* baselines: the target (O_DIRECT) and their region; the
 				   * group's leader writes at raw.base + goff */
-	unsigned nclients;        /* K_LOOP: requests in flight (one thread) */
+	unsigned nclients;    /* K_LOOP: requests in flight (one thread) */
 	struct bench_gate g;
-	struct delog_stats s0, s1; /* delog: at both ends of the window */
+	struct delog_stats s0, s1;     /* delog: at both ends of the window */
 	const struct bench_disk *disk; /* the disk under the target (may have no counters) */
 	struct bench_diskcount d0, d1; /* its counters at both ends of the window */
 	/* ideal group commit */
 	pthread_mutex_t glock;
 	pthread_cond_t gcond;
 	uint64_t submitted, completed; /* commit tickets queued / made durable */
-	uint64_t goff;            /* next write offset within the region */
-	uint64_t gsyncs;          /* leader writes completed inside the window */
+	uint64_t goff;                 /* next write offset within the region */
+	uint64_t gsyncs;               /* leader writes completed inside the window */
 	bool leader;
 	unsigned char *gbuf;
 	size_t gbuf_len;
@@ -401,26 +409,26 @@ struct point {
 };
 
 struct row {
-	const char *name;         /* "raw-fdatasync", "ideal-group", or the policy's name */
-	int policy;               /* enum delog_flush_policy, or -1 for a baseline */
+	const char *name; /* "raw-fdatasync", "ideal-group", or the policy's name */
+	int policy;       /* enum delog_flush_policy, or -1 for a baseline */
 	unsigned clients;
 	uint64_t commits;
 	double window_s, commits_per_s, mb_per_s;
 	struct lat_stats lat;
-	bool has_stats;           /* delog: the delog_stats deltas below are set */
-	bool loop;                /* --loop: `clients` requests in flight from one thread */
+	bool has_stats; /* delog: the delog_stats deltas below are set */
+	bool loop;      /* --loop: `clients` requests in flight from one thread */
 	uint64_t checkpoints, device_flushes, preflushes, flushes, fua_writes, transactions;
-	uint64_t fua_flushes;     /* FUA writes counted as flushes (a disk without FUA) */
-	uint64_t space_flushes;   /* of flushes, those for log space, not a checkpoint */
-	int device_fua;           /* delog_stats' device_fua */
+	uint64_t fua_flushes;   /* FUA writes counted as flushes (a disk without FUA) */
+	uint64_t space_flushes; /* of flushes, those for log space, not a checkpoint */
+	int device_fua;         /* delog_stats' device_fua */
 	uint64_t records, record_bytes, space_waits;
 	double flushes_per_ckpt, txs_per_ckpt;
-	double flushes_per_tx;    /* delog: device_flushes per transaction */
-	double disk_flushes;      /* the disk's flush requests in the window; NAN: none */
-	double disk_per_commit;   /* per commit: delog's transactions, else commits */
-	uint64_t syncs;           /* baselines: fdatasync calls inside the window */
-	double cpu_s;             /* process CPU time (user + system) in the window */
-	double open_s;            /* delog: reopening the log for this point */
+	double flushes_per_tx;  /* delog: device_flushes per transaction */
+	double disk_flushes;    /* the disk's flush requests in the window; NAN: none */
+	double disk_per_commit; /* per commit: delog's transactions, else commits */
+	uint64_t syncs;         /* baselines: fdatasync calls inside the window */
+	double cpu_s;           /* process CPU time (user + system) in the window */
+	double open_s;          /* delog: reopening the log for this point */
 };
 
 static int do_delog(struct client *c)
@@ -580,7 +588,8 @@ static void *client_main(void *arg)
 	while (!atomic_load_explicit(&pt->g.stop, memory_order_relaxed)) {
 		uint64_t t0 = now_ns();
 		int err = pt->kind == K_DELOG ? do_delog(c) :
-			  pt->kind == K_RAW ? do_raw(c) : do_group(c);
+			  pt->kind == K_RAW   ? do_raw(c) :
+						do_group(c);
 
 		if (!bench_client_done(&pt->g, &c->bc, t0, err))
 			break;
@@ -588,8 +597,7 @@ static void *client_main(void *arg)
 	return NULL;
 }
 
-static void stats_delta(struct row *row, const struct delog_stats *s0,
-			const struct delog_stats *s1)
+static void stats_delta(struct row *row, const struct delog_stats *s0, const struct delog_stats *s1)
 {
 	row->has_stats = true;
 	row->checkpoints = s1->checkpoints - s0->checkpoints;
@@ -605,9 +613,11 @@ static void stats_delta(struct row *row, const struct delog_stats *s0,
 	row->record_bytes = s1->record_bytes - s0->record_bytes;
 	row->space_waits = s1->space_waits - s0->space_waits;
 	row->flushes_per_ckpt = row->checkpoints ?
-		(double)row->device_flushes / (double)row->checkpoints : NAN;
+					(double)row->device_flushes / (double)row->checkpoints :
+					NAN;
 	row->txs_per_ckpt = row->checkpoints ?
-		(double)row->transactions / (double)row->checkpoints : NAN;
+				    (double)row->transactions / (double)row->checkpoints :
+				    NAN;
 	row->flushes_per_tx = bench_per((double)row->device_flushes, row->transactions);
 }
 
@@ -676,8 +686,8 @@ static int run_point(struct point *pt, struct row *row)
 		if (pt->log)
 			stats_delta(row, &pt->s0, &pt->s1);
 		row->disk_flushes = bench_disk_flushes(&pt->d0, &pt->d1);
-		row->disk_per_commit = bench_per(row->disk_flushes, pt->log ? row->transactions :
-						 row->commits);
+		row->disk_per_commit = bench_per(row->disk_flushes,
+						 pt->log ? row->transactions : row->commits);
 	}
 	bench_samples_free(&all);
 	return err;
@@ -691,7 +701,7 @@ struct crun {
 	bool sim;
 	const char *fs_type;
 	double format_s;
-	struct bench_disk disk;   /* the disk under the target, for its flush counter */
+	struct bench_disk disk; /* the disk under the target, for its flush counter */
 	struct row *rows;
 	size_t nrows;
 };
@@ -702,12 +712,16 @@ static struct delog_options log_opts(const struct crun *r, enum delog_flush_poli
 	return bench_log_opts(r->b, p, flags, r->o->logbufs, r->o->logbsize, r->o->log_size);
 }
 
-static int delog_point(struct crun *r, enum delog_flush_policy p, enum kind k,
-		       unsigned clients, struct row *row)
+static int delog_point(struct crun *r, enum delog_flush_policy p, enum kind k, unsigned clients,
+		       struct row *row)
 {
 	struct delog_options lo = log_opts(r, p, r->sim ? DELOG_OPEN_CREATE : 0);
-	struct point pt = { .b = r->b, .o = r->o, .kind = k, .nclients = clients,
-			    .raw.fd = -1, .disk = &r->disk };
+	struct point pt = { .b = r->b,
+			    .o = r->o,
+			    .kind = k,
+			    .nclients = clients,
+			    .raw.fd = -1,
+			    .disk = &r->disk };
 	uint64_t t0 = now_ns();
 	int err, e2;
 
@@ -724,21 +738,21 @@ static int delog_point(struct crun *r, enum delog_flush_policy p, enum kind k,
 		bench_fail(r->b, err, NULL, "%s at %u clients: %s", row->name, clients,
 			   tool_strerror(err));
 	else if (!err && e2)
-		bench_fail(r->b, err = e2, NULL, "%s at %u clients: closing the log: %s",
-			   row->name, clients, tool_strerror(e2));
+		bench_fail(r->b, err = e2, NULL, "%s at %u clients: closing the log: %s", row->name,
+			   clients, tool_strerror(e2));
 	return err;
 }
 
 static int baseline_point(struct crun *r, enum kind k, unsigned clients, struct row *row)
 {
-	struct point pt = { .b = r->b, .o = r->o, .kind = k, .nclients = clients,
-			    .disk = &r->disk };
+	struct point pt = { .b = r->b, .o = r->o, .kind = k, .nclients = clients, .disk = &r->disk };
 	int err;
 
 	pt.raw.fd = open(r->b->t.path, O_RDWR | O_DIRECT | O_CLOEXEC);
 	if (pt.raw.fd < 0) {
 		err = -errno;
-		bench_fail(r->b, err, r->b->t.path, "cannot open with O_DIRECT: %s", strerror(-err));
+		bench_fail(r->b, err, r->b->t.path, "cannot open with O_DIRECT: %s",
+			   strerror(-err));
 		return err;
 	}
 	/* share >= rec: commit_check */
@@ -787,14 +801,17 @@ static const struct row *best_baseline(const struct crun *r, unsigned clients)
 	return g->commits_per_s > a->commits_per_s ? g : a;
 }
 
-enum cmp { GE, LE };
+enum cmp {
+	GE,
+	LE
+};
 
 struct accept {
-	char name[48];            /* JSON key */
-	char what[128];           /* human description */
+	char name[48];  /* JSON key */
+	char what[128]; /* human description */
 	double value, target;
 	enum cmp cmp;
-	bool met;                 /* set for LE (counts, see acceptance()) */
+	bool met; /* set for LE (counts, see acceptance()) */
 };
 
 #define MAX_ACCEPT (2 * MAX_LIST + 10)
@@ -803,7 +820,8 @@ struct accept {
 static size_t acceptance(const struct crun *r, struct accept *a)
 {
 	const struct row *s1 = find_row(r, "single", 1), *s64 = find_row(r, "single", 64);
-	const struct row *s256 = find_row(r, "single", 256), *raw1 = find_row(r, "raw-fdatasync", 1);
+	const struct row *s256 = find_row(r, "single", 256),
+			 *raw1 = find_row(r, "raw-fdatasync", 1);
 	const struct row *l256 = find_row(r, "single/loop", 256);
 	double smax = NAN, smin = NAN, syncmax = NAN, agree = NAN, sync_lim = T_SYNC_FLUSHES;
 	bool single_ok = true, sync_ok = true;
@@ -812,13 +830,22 @@ static size_t acceptance(const struct crun *r, struct accept *a)
 	if (r->o->no_force)
 		return 0;
 	if (s1 && raw1) {
-		a[n] = (struct accept){ "single_1_vs_raw_fdatasync_1", "", s1->commits_per_s /
-					raw1->commits_per_s, T_SINGLE1_VS_RAW, GE, false };
-		snprintf(a[n++].what, sizeof(a[0].what), "single, 1 client / raw-fdatasync, 1 client");
+		a[n] = (struct accept){ "single_1_vs_raw_fdatasync_1",
+					"",
+					s1->commits_per_s / raw1->commits_per_s,
+					T_SINGLE1_VS_RAW,
+					GE,
+					false };
+		snprintf(a[n++].what, sizeof(a[0].what),
+			 "single, 1 client / raw-fdatasync, 1 client");
 	}
 	if (s1 && s64) {
-		a[n] = (struct accept){ "single_64_vs_single_1", "", s64->commits_per_s /
-					s1->commits_per_s, T_SCALE_64, GE, false };
+		a[n] = (struct accept){ "single_64_vs_single_1",
+					"",
+					s64->commits_per_s / s1->commits_per_s,
+					T_SCALE_64,
+					GE,
+					false };
 		snprintf(a[n++].what, sizeof(a[0].what), "single, 64 clients / single, 1 client");
 	}
 	/* At every client count: single against the better of the two baselines, and at
@@ -831,15 +858,21 @@ static size_t acceptance(const struct crun *r, struct accept *a)
 		double rtt_s = raw1 ? raw1->lat.median_us / 1e6 : 0;
 
 		if (s && best) {
-			a[n] = (struct accept){ "", "", s->commits_per_s / best->commits_per_s,
-						T_VS_BEST, GE, false };
-			snprintf(a[n].name, sizeof(a[0].name), "single_%u_vs_best_baseline_%u", c, c);
-			snprintf(a[n++].what, sizeof(a[0].what), "single, %u clients / %s, %u clients",
-				 c, best->name, c);
+			a[n] = (struct accept){
+				"", "", s->commits_per_s / best->commits_per_s, T_VS_BEST, GE, false
+			};
+			snprintf(a[n].name, sizeof(a[0].name), "single_%u_vs_best_baseline_%u", c,
+				 c);
+			snprintf(a[n++].what, sizeof(a[0].what),
+				 "single, %u clients / %s, %u clients", c, best->name, c);
 		}
 		if (s && rtt_s > 0 && (c == 4 || c == 16 || c == 64)) {
-			a[n] = (struct accept){ "", "", s->commits_per_s / (c / rtt_s),
-						c == 64 ? T_RTT_64 : T_RTT_4_16, GE, false };
+			a[n] = (struct accept){ "",
+						"",
+						s->commits_per_s / (c / rtt_s),
+						c == 64 ? T_RTT_64 : T_RTT_4_16,
+						GE,
+						false };
 			snprintf(a[n].name, sizeof(a[0].name), "single_%u_vs_n_over_rtt", c);
 			snprintf(a[n++].what, sizeof(a[0].what),
 				 "single, %u clients / (%u / RTT), RTT %.1f us", c, c, rtt_s * 1e6);
@@ -849,29 +882,44 @@ static size_t acceptance(const struct crun *r, struct accept *a)
 		double us = s64->cpu_s * 1e6 / (double)s64->commits;
 		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
-		a[n] = (struct accept){ "single_64_cpu_us_per_commit", "", us, T_CPU_US_64, LE,
-					us <= T_CPU_US_64 };
+		a[n] = (struct accept){
+			"single_64_cpu_us_per_commit", "", us, T_CPU_US_64, LE, us <= T_CPU_US_64
+		};
 		snprintf(a[n++].what, sizeof(a[0].what),
 			 "single, 64 clients: CPU us per commit (CPUs %.0f%% busy)",
 			 100 * s64->cpu_s / s64->window_s / (double)(ncpu > 0 ? ncpu : 1));
 	}
 	if (l256) {
-		a[n] = (struct accept){ "single_loop_256_commits_per_s", "", l256->commits_per_s,
-					T_LOOP_256, GE, false };
+		a[n] = (struct accept){ "single_loop_256_commits_per_s",
+					"",
+					l256->commits_per_s,
+					T_LOOP_256,
+					GE,
+					false };
 		snprintf(a[n++].what, sizeof(a[0].what), "single/loop, 256 in flight: commits/s");
 	}
 	if (l256 && l256->commits) {
 		double us = l256->cpu_s * 1e6 / (double)l256->commits;
 
-		a[n] = (struct accept){ "single_loop_256_cpu_us_per_commit", "", us, T_LOOP_CPU_US,
-					LE, us <= T_LOOP_CPU_US };
-		snprintf(a[n++].what, sizeof(a[0].what), "single/loop, 256 in flight: CPU us per "
+		a[n] = (struct accept){ "single_loop_256_cpu_us_per_commit",
+					"",
+					us,
+					T_LOOP_CPU_US,
+					LE,
+					us <= T_LOOP_CPU_US };
+		snprintf(a[n++].what, sizeof(a[0].what),
+			 "single/loop, 256 in flight: CPU us per "
 			 "commit");
 	}
 	if (s64 && s256) {
-		a[n] = (struct accept){ "single_256_vs_single_64", "", s256->commits_per_s /
-					s64->commits_per_s, T_256_VS_64, GE, false };
-		snprintf(a[n++].what, sizeof(a[0].what), "single, 256 clients / single, 64 clients");
+		a[n] = (struct accept){ "single_256_vs_single_64",
+					"",
+					s256->commits_per_s / s64->commits_per_s,
+					T_256_VS_64,
+					GE,
+					false };
+		snprintf(a[n++].what, sizeof(a[0].what),
+			 "single, 256 clients / single, 64 clients");
 	}
 	for (size_t i = 0; i < r->nrows; i++) {
 		const struct row *w = &r->rows[i];
@@ -888,9 +936,9 @@ static size_t acceptance(const struct crun *r, struct accept *a)
 		uint64_t edge = single && w->clients ? w->clients : 1;
 		/* A disk without FUA adds the FUA commit write's flush (fua_flushes); flushes
 		 * for log space (cover records, the unflushed window) are no checkpoint's. */
-		bool ok = (double)w->device_flushes <= lim * (double)w->checkpoints +
-						      (double)w->fua_flushes +
-						      (double)w->space_flushes + (double)edge &&
+		bool ok = (double)w->device_flushes <=
+				  lim * (double)w->checkpoints + (double)w->fua_flushes +
+					  (double)w->space_flushes + (double)edge &&
 			  (!single || w->device_flushes > 0 || !w->checkpoints);
 
 		/* delog's device flushes against the disk's, where both are counted and
@@ -908,26 +956,33 @@ static size_t acceptance(const struct crun *r, struct accept *a)
 		if (isnan(*m) || w->flushes_per_ckpt > *m)
 			*m = w->flushes_per_ckpt;
 		if (single)
-			smin = isnan(smin) || w->flushes_per_ckpt < smin ? w->flushes_per_ckpt : smin;
+			smin = isnan(smin) || w->flushes_per_ckpt < smin ? w->flushes_per_ckpt :
+									   smin;
 		if (!ok)
 			*(single ? &single_ok : &sync_ok) = false;
 	}
 	if (!isnan(smax)) {
-		a[n] = (struct accept){ "single_flushes_per_checkpoint", "", smax, T_SINGLE_FLUSHES,
-					LE, single_ok };
-		snprintf(a[n++].what, sizeof(a[0].what), "single, device flushes per checkpoint "
-			 "(%.3f..%.3f)", smin, smax);
+		a[n] = (struct accept){
+			"single_flushes_per_checkpoint", "", smax, T_SINGLE_FLUSHES, LE, single_ok
+		};
+		snprintf(a[n++].what, sizeof(a[0].what),
+			 "single, device flushes per checkpoint "
+			 "(%.3f..%.3f)",
+			 smin, smax);
 	}
 	if (!isnan(syncmax)) {
-		a[n] = (struct accept){ "sync_flushes_per_checkpoint", "", syncmax, sync_lim, LE,
-					sync_ok };
-		snprintf(a[n++].what, sizeof(a[0].what), "sync, device flushes per checkpoint (max%s)",
+		a[n] = (struct accept){
+			"sync_flushes_per_checkpoint", "", syncmax, sync_lim, LE, sync_ok
+		};
+		snprintf(a[n++].what, sizeof(a[0].what),
+			 "sync, device flushes per checkpoint (max%s)",
 			 sync_lim > T_SYNC_FLUSHES ? "; +1: no FUA" : "");
 	}
 	if (!isnan(agree)) {
 		a[n] = (struct accept){ "device_flushes_vs_disk", "", agree, T_DISK_AGREE, LE,
 					agree <= T_DISK_AGREE };
-		snprintf(a[n++].what, sizeof(a[0].what), "device flushes, delog / disk: max |ratio - 1|");
+		snprintf(a[n++].what, sizeof(a[0].what),
+			 "device flushes, delog / disk: max |ratio - 1|");
 	}
 	return n;
 }
@@ -964,7 +1019,7 @@ static void print_human(struct crun *r)
 	bench_out(b, "delog bench --workload commit %s\n", r->sim ? "(sim)" : b->t.path);
 	if (r->sim)
 		bench_out(b, "  target      the in-memory disk (--backend sim); baselines skipped "
-			  "(they need a file)\n");
+			     "(they need a file)\n");
 	else
 		bench_out_target(b, r->fs_type, b->o.backend);
 	bench_out_disk(b, &r->disk);
@@ -976,23 +1031,30 @@ static void print_human(struct crun *r)
 	else
 		bench_out(b, "formatted once in %.3f s, reopened per point in %.1f ms (median)\n",
 			  r->format_s, median_open_s(r) * 1e3);
-	bench_out(b, "  commit      %u x %u B items (%" PRIu64 " B payload), %s; %.2f s per point "
-		  "after a %.2f s warm-up\n", o->items, o->item_size, payload(o),
+	bench_out(b,
+		  "  commit      %u x %u B items (%" PRIu64 " B payload), %s; %.2f s per point "
+		  "after a %.2f s warm-up\n",
+		  o->items, o->item_size, payload(o),
 		  o->no_force ? "begin + log + commit, NOT forced (--no-force; one force after the "
-		  "window)" : "begin + log + commit_force", o->time_s,
-		  fmax(o->time_s / 10, (double)BENCH_MIN_WARMUP_NS / 1e9));
+				"window)" :
+				"begin + log + commit_force",
+		  o->time_s, fmax(o->time_s / 10, (double)BENCH_MIN_WARMUP_NS / 1e9));
 	if (!r->sim && !o->no_baselines)
-		bench_out(b, "  baselines   raw-fdatasync: per client, O_DIRECT pwrite of %" PRIu64
+		bench_out(b,
+			  "  baselines   raw-fdatasync: per client, O_DIRECT pwrite of %" PRIu64
 			  " B + fdatasync; ideal-group: a leader writes all queued commits + "
-			  "fdatasync\n", raw_record(o));
+			  "fdatasync\n",
+			  raw_record(o));
 	for (size_t i = 0; i < r->nrows; i++) {
 		const struct row *w = &r->rows[i];
 
 		if (!i || w->clients != r->rows[i - 1].clients)
-			bench_out(b, "\n  %u client%s\n  %-15s %10s %8s %9s %9s %9s %10s %8s %10s "
-				  "%8s %7s\n", w->clients, w->clients == 1 ? "" : "s", "system",
-				  "commits/s", "MB/s", "p50 us", "p99 us", "max us", "flush/ckpt",
-				  "flush/tx", "disk fl/tx", "tx/ckpt", "cpu us");
+			bench_out(b,
+				  "\n  %u client%s\n  %-15s %10s %8s %9s %9s %9s %10s %8s %10s "
+				  "%8s %7s\n",
+				  w->clients, w->clients == 1 ? "" : "s", "system", "commits/s",
+				  "MB/s", "p50 us", "p99 us", "max us", "flush/ckpt", "flush/tx",
+				  "disk fl/tx", "tx/ckpt", "cpu us");
 		if (w->has_stats) {
 			snprintf(fc, sizeof(fc), "%.2f", w->flushes_per_ckpt);
 			snprintf(ft, sizeof(ft), "%.3f", w->flushes_per_tx);
@@ -1011,9 +1073,11 @@ static void print_human(struct crun *r)
 		else
 			snprintf(tc, sizeof(tc), "-");
 		bench_out(b, "  %-15s %10.0f %8.2f %9.1f %9.1f %9.1f %10s %8s %10s %8s %7.1f\n",
-			  w->policy == DELOG_FLUSH_NONE ? (w->loop ? "none/loop UNSAFE" : "none (UNSAFE)") :
-			  w->name, w->commits_per_s,
-			  w->mb_per_s, w->lat.median_us, w->lat.p99_us, w->lat.max_us, fc, ft, dt, tc,
+			  w->policy == DELOG_FLUSH_NONE ?
+				  (w->loop ? "none/loop UNSAFE" : "none (UNSAFE)") :
+				  w->name,
+			  w->commits_per_s, w->mb_per_s, w->lat.median_us, w->lat.p99_us,
+			  w->lat.max_us, fc, ft, dt, tc,
 			  w->commits ? w->cpu_s * 1e6 / (double)w->commits : NAN);
 		if (i + 1 == r->nrows || r->rows[i + 1].clients != w->clients) {
 			const struct row *best = best_baseline(r, w->clients);
@@ -1035,13 +1099,17 @@ static void print_human(struct crun *r)
 		}
 	}
 	if (o->loop)
-		bench_out(b, "\n  POLICY/loop: the same count as requests in flight from ONE event-loop "
+		bench_out(b,
+			  "\n  POLICY/loop: the same count as requests in flight from ONE event-loop "
 			  "thread (delog_force_nowait, epoll on delog_durable_fd), no client threads; "
 			  "latency from begin to the wake-up that saw it durable");
-	bench_out(b, "\n  MB/s: logged payload (10^6 B/s); cpu us: process CPU time (user + system, "
-		  "all threads) per commit%s\n", !r->sim && !o->no_baselines ?
-		  "; tx/ckpt of a baseline: commits per fdatasync" : "");
-	bench_out(b, "  flush/ckpt, flush/tx: device flushes delog counted (delog_stats: PREFLUSH "
+	bench_out(b,
+		  "\n  MB/s: logged payload (10^6 B/s); cpu us: process CPU time (user + system, "
+		  "all threads) per commit%s\n",
+		  !r->sim && !o->no_baselines ? "; tx/ckpt of a baseline: commits per fdatasync" :
+						"");
+	bench_out(b,
+		  "  flush/ckpt, flush/tx: device flushes delog counted (delog_stats: PREFLUSH "
 		  "writes + standalone flushes + FUA writes on a disk without FUA) per checkpoint, "
 		  "per commit; disk fl/tx: flush requests the disk completed per commit (an upper "
 		  "bound: other processes' flushes count too)\n");
@@ -1051,8 +1119,8 @@ static void print_human(struct crun *r)
 	for (size_t i = 0; i < nacc; i++) {
 		const struct accept *a = &acc[i];
 
-		bench_out(b, "  %-54s %6.2f  target %s %g: %s", a->what, a->value,
-			  cmp_str(a->cmp), a->target, accept_met(a) ? "met" : "MISSED");
+		bench_out(b, "  %-54s %6.2f  target %s %g: %s", a->what, a->value, cmp_str(a->cmp),
+			  a->target, accept_met(a) ? "met" : "MISSED");
 		if (!accept_met(a) && a->cmp == GE)
 			bench_out(b, " by %.0f%%", (1 - a->value / a->target) * 100);
 		bench_out(b, "\n");
@@ -1138,13 +1206,14 @@ static void print_json(struct crun *r)
 		json_u64_or_null(&j, "record_bytes", w->has_stats, w->record_bytes);
 		json_u64_or_null(&j, "space_waits", w->has_stats, w->space_waits);
 		json_u64_or_null(&j, "fdatasyncs", w->policy < 0, w->syncs);
-		json_dbl(&j, "commits_per_fdatasync", w->policy < 0 && w->syncs ?
-			 (double)w->commits / (double)w->syncs : NAN);
+		json_dbl(&j, "commits_per_fdatasync",
+			 w->policy < 0 && w->syncs ? (double)w->commits / (double)w->syncs : NAN);
 		json_dbl(&j, "cpu_s", w->cpu_s);
-		json_dbl(&j, "cpu_us_per_commit", w->commits ? w->cpu_s * 1e6 / (double)w->commits :
-			 NAN);
+		json_dbl(&j, "cpu_us_per_commit",
+			 w->commits ? w->cpu_s * 1e6 / (double)w->commits : NAN);
 		json_dbl(&j, "open_s", w->policy >= 0 ? w->open_s : NAN);
-		json_dbl(&j, "vs_best_baseline", best ? w->commits_per_s / best->commits_per_s : NAN);
+		json_dbl(&j, "vs_best_baseline",
+			 best ? w->commits_per_s / best->commits_per_s : NAN);
 		json_obj_end(&j);
 	}
 	json_arr_end(&j);
@@ -1180,8 +1249,8 @@ static int commit_run(struct bench *b, void *state)
 	int err = 0;
 
 	r.sim = bench_is_sim(b);
-	npoints = o->nclients * (o->npolicy * (o->loop ? 2 : 1) +
-				 (!r.sim && !o->no_baselines ? 2 : 0));
+	npoints = o->nclients *
+		  (o->npolicy * (o->loop ? 2 : 1) + (!r.sim && !o->no_baselines ? 2 : 0));
 	r.rows = calloc((size_t)o->nclients * (2 * o->npolicy + 2), sizeof(*r.rows));
 	if (!r.rows) {
 		bench_fail(b, -ENOMEM, NULL, "out of memory");
@@ -1193,15 +1262,26 @@ static int commit_run(struct bench *b, void *state)
 	bench_disk_idle(&r.disk, false, BENCH_IDLE_NS);
 	if (o->nrates) {
 		struct bench_ol_params op = {
-			.rates = o->rates, .nrates = o->nrates, .policy = o->policy,
-			.npolicy = o->npolicy, .time_s = o->time_s, .items = o->items,
-			.item_size = o->item_size, .force = !o->no_force,
-			.workers = o->workers ? o->workers : bench_max_clients(o->clients,
-									      o->nclients),
-			.seed = o->seed, .logbufs = o->logbufs, .logbsize = o->logbsize,
-			.log_size = o->log_size, .baseline = !r.sim && !o->no_baselines,
-			.raw_base = DELOG_SB_BYTES + o->log_size, .raw_area = BASE_AREA,
-			.raw_rec = raw_record(o), .fs_type = r.fs_type, .disk = &r.disk,
+			.rates = o->rates,
+			.nrates = o->nrates,
+			.policy = o->policy,
+			.npolicy = o->npolicy,
+			.time_s = o->time_s,
+			.items = o->items,
+			.item_size = o->item_size,
+			.force = !o->no_force,
+			.workers = o->workers ? o->workers :
+						bench_max_clients(o->clients, o->nclients),
+			.seed = o->seed,
+			.logbufs = o->logbufs,
+			.logbsize = o->logbsize,
+			.log_size = o->log_size,
+			.baseline = !r.sim && !o->no_baselines,
+			.raw_base = DELOG_SB_BYTES + o->log_size,
+			.raw_area = BASE_AREA,
+			.raw_rec = raw_record(o),
+			.fs_type = r.fs_type,
+			.disk = &r.disk,
 			.plot = o->plot,
 		};
 
@@ -1212,8 +1292,12 @@ static int commit_run(struct bench *b, void *state)
 		unsigned n = o->clients[c];
 
 		if (!r.sim && !o->no_baselines) {
-			static const struct { enum kind k; const char *name; } base[] = {
-				{ K_RAW, "raw-fdatasync" }, { K_GROUP, "ideal-group" },
+			static const struct {
+				enum kind k;
+				const char *name;
+			} base[] = {
+				{ K_RAW, "raw-fdatasync" },
+				{ K_GROUP, "ideal-group" },
 			};
 
 			for (unsigned i = 0; i < 2 && !err; i++) {
@@ -1239,8 +1323,10 @@ static int commit_run(struct bench *b, void *state)
 		}
 		for (unsigned p = 0; o->loop && p < o->npolicy && !err; p++) {
 			static const char *const loop_name[] = {
-				[DELOG_FLUSH_SYNC] = "sync/loop", [DELOG_FLUSH_ASYNC] = "async/loop",
-				[DELOG_FLUSH_SINGLE] = "single/loop", [DELOG_FLUSH_NONE] = "none/loop",
+				[DELOG_FLUSH_SYNC] = "sync/loop",
+				[DELOG_FLUSH_ASYNC] = "async/loop",
+				[DELOG_FLUSH_SINGLE] = "single/loop",
+				[DELOG_FLUSH_NONE] = "none/loop",
 			};
 			struct row *w = &r.rows[r.nrows];
 

@@ -82,8 +82,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define REC_OPS 200u              /* ops per latency test, as `delog probe --ops 200` */
-#define REC_TARGET 0.95           /* recommended / best safe BW, at every client count */
+#define REC_OPS 200u    /* ops per latency test, as `delog probe --ops 200` */
+#define REC_TARGET 0.95 /* recommended / best safe BW, at every client count */
 
 /* The target: allocate, pre-write the baseline's region, format the log once. */
 static int prepare(struct fb_env *e)
@@ -180,21 +180,21 @@ out:
 
 struct frun {
 	struct fb_env e;
-	struct dbench_row *db;    /* [client index][policy index] */
+	struct dbench_row *db; /* [client index][policy index] */
 	bool *db_ok;
-	struct raw_row *raw;      /* [client index] */
+	struct raw_row *raw; /* [client index] */
 	bool *raw_ok;
-	struct fsmark_row *fs;    /* [policy index] */
+	struct fsmark_row *fs; /* [policy index] */
 	bool *fs_ok;
 	/* probe's recommendation (o->do_recommend) */
 	bool rec_ok;
 	struct probe_costs costs;
 	struct probe_rec rec;
 	const char *rec_backend;
-	char rec_err[256];        /* why there is none, when measuring failed */
+	char rec_err[256]; /* why there is none, when measuring failed */
 	/* the recommended policy's dbench points with the recommended geometry, when that
 	 * is not the run's (geo_skip() NULL) */
-	struct dbench_row *geo;   /* [client index] */
+	struct dbench_row *geo; /* [client index] */
 	bool *geo_ok;
 };
 
@@ -217,7 +217,8 @@ static const char *pname(enum delog_flush_policy p)
 static const char *workload_label(const struct fb_opts *o)
 {
 	return o->do_dbench && o->do_fsmark ? "--compare-flush" :
-	       o->do_dbench ? "--workload dbench" : "--workload fsmark";
+	       o->do_dbench                 ? "--workload dbench" :
+					      "--workload fsmark";
 }
 
 static const struct dbench_row *dbr(const struct frun *r, unsigned c, unsigned p)
@@ -274,9 +275,12 @@ static void print_setup(const struct frun *r)
 
 	bench_out(b, "delog bench %s %s\n", workload_label(o), r->e.sim ? "(sim)" : b->t.path);
 	if (r->e.sim)
-		bench_out(b, "  target      the in-memory disk (--backend sim), latency profile %s; "
-			  "a new disk per point\n", r->e.lat == IOL_SIM_LAT_NVME ? "nvme" :
-			  r->e.lat == IOL_SIM_LAT_SATA ? "sata" : "none");
+		bench_out(b,
+			  "  target      the in-memory disk (--backend sim), latency profile %s; "
+			  "a new disk per point\n",
+			  r->e.lat == IOL_SIM_LAT_NVME ? "nvme" :
+			  r->e.lat == IOL_SIM_LAT_SATA ? "sata" :
+							 "none");
 	else
 		bench_out_target(b, r->e.fs_type, b->o.backend);
 	bench_out_disk(b, &r->e.disk);
@@ -286,16 +290,19 @@ static void print_setup(const struct frun *r)
 		bench_out(b, "; formatted once in %.2f s, reopened per point", r->e.format_s);
 	bench_out(b, "\n");
 	if (o->do_dbench)
-		bench_out(b, "  dbench      1-4 items of 64 B-4 KiB per transaction, a force every %u; "
-			  "%.2f s per point after a %.2f s warm-up\n", o->force_every, o->time_s,
-			  (double)bench_warmup_ns(o->time_s) / 1e9);
+		bench_out(b,
+			  "  dbench      1-4 items of 64 B-4 KiB per transaction, a force every %u; "
+			  "%.2f s per point after a %.2f s warm-up\n",
+			  o->force_every, o->time_s, (double)bench_warmup_ns(o->time_s) / 1e9);
 	if (o->do_fsmark)
-		bench_out(b, "  fsmark      %u threads x %u files; create, chown, unlink, each "
-			  "timed up to its final force\n", o->threads, o->files);
+		bench_out(b,
+			  "  fsmark      %u threads x %u files; create, chown, unlink, each "
+			  "timed up to its final force\n",
+			  o->threads, o->files);
 	if (o->do_raw)
 		bench_out(b, "  raw         one thread, %s, for --time beside every client count\n",
 			  r->e.sim ? "4 KiB write + flush on a sim disk of the same profile" :
-			  "4 KiB O_DIRECT pwrite + fdatasync after the log");
+				     "4 KiB O_DIRECT pwrite + fdatasync after the log");
 }
 
 /* dbench's tables: bandwidth and latency, flushes per checkpoint, and against the raw
@@ -305,8 +312,10 @@ static void print_dbench(const struct frun *r)
 	const struct fb_opts *o = r->e.o;
 	struct bench *b = r->e.b;
 
-	bench_out(b, "\ndbench: BW = MB/s of logged payload; avg, max = latency of the "
-		  "forcing operations, ms\n%-7s", "");
+	bench_out(b,
+		  "\ndbench: BW = MB/s of logged payload; avg, max = latency of the "
+		  "forcing operations, ms\n%-7s",
+		  "");
 	for (unsigned p = 0; p < o->npolicy; p++)
 		bench_out(b, "  %-24s", pname(o->policy[p]));
 	bench_out(b, "\n%-7s", "clients");
@@ -326,8 +335,10 @@ static void print_dbench(const struct frun *r)
 		}
 		bench_out(b, "\n");
 	}
-	bench_out(b, "\ndbench: device flushes per checkpoint, delog's / the disk's ('-': "
-		  "no counter) / transactions per checkpoint\n%-7s", "clients");
+	bench_out(b,
+		  "\ndbench: device flushes per checkpoint, delog's / the disk's ('-': "
+		  "no counter) / transactions per checkpoint\n%-7s",
+		  "clients");
 	for (unsigned p = 0; p < o->npolicy; p++)
 		bench_out(b, "  %-20s", pname(o->policy[p]));
 	bench_out(b, "\n");
@@ -351,9 +362,11 @@ static void print_dbench(const struct frun *r)
 		bench_out(b, "\n");
 	}
 	if (o->do_raw) {
-		bench_out(b, "\ndbench vs the raw device: forces/s / raw %s/s (raw measured "
-			  "just before)\n%-7s %10s %8s", r->e.sim ? "write+flush" :
-			  "write+fdatasync", "clients", "raw/s", "raw ms");
+		bench_out(b,
+			  "\ndbench vs the raw device: forces/s / raw %s/s (raw measured "
+			  "just before)\n%-7s %10s %8s",
+			  r->e.sim ? "write+flush" : "write+fdatasync", "clients", "raw/s",
+			  "raw ms");
 		for (unsigned p = 0; p < o->npolicy; p++)
 			bench_out(b, "  %13s", pname(o->policy[p]));
 		bench_out(b, "\n");
@@ -367,8 +380,8 @@ static void print_dbench(const struct frun *r)
 			for (unsigned p = 0; p < o->npolicy; p++) {
 				const struct dbench_row *w = dbr(r, c, p);
 
-				bench_out(b, "  %12.2fx", w ? w->forces_per_s / rw->syncs_per_s :
-					  NAN);
+				bench_out(b, "  %12.2fx",
+					  w ? w->forces_per_s / rw->syncs_per_s : NAN);
 			}
 			bench_out(b, "\n");
 		}
@@ -382,8 +395,10 @@ static void print_fsmark(const struct frun *r)
 	struct bench *b = r->e.b;
 	const struct fsmark_row *s = fs_sync(r);
 
-	bench_out(b, "\nfsmark: %u threads x %u files; seconds per phase, up to its final "
-		  "force\n%-16s", o->threads, o->files, "phase");
+	bench_out(b,
+		  "\nfsmark: %u threads x %u files; seconds per phase, up to its final "
+		  "force\n%-16s",
+		  o->threads, o->files, "phase");
 	for (unsigned p = 0; p < o->npolicy; p++)
 		bench_out(b, "  %13s", pname(o->policy[p]));
 	bench_out(b, "\n");
@@ -425,15 +440,15 @@ static void print_fsmark(const struct frun *r)
 			for (unsigned p = 0; p < o->npolicy; p++) {
 				const struct fsmark_row *f = fsr(r, p);
 
-				bench_out(b, "  %12.3fx", f ? f->phase_s[ph] / s->phase_s[ph] :
-					  NAN);
+				bench_out(b, "  %12.3fx",
+					  f ? f->phase_s[ph] / s->phase_s[ph] : NAN);
 			}
 			bench_out(b, "\n");
 		}
 	}
 	bench_out(b, "  flushes/ckpt: device flushes delog counted per checkpoint over the "
-		  "three phases (checkpoints); disk fl/ckpt: flush requests the disk "
-		  "completed, per checkpoint\n");
+		     "three phases (checkpoints); disk fl/ckpt: flush requests the disk "
+		     "completed, per checkpoint\n");
 }
 
 static void print_human(struct frun *r)
@@ -478,9 +493,10 @@ static void csv_empty(unsigned n)
 
 static void csv_stats(const struct fb_stats *s)
 {
-	printf("%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%"
-	       PRIu64 ",", s->checkpoints, s->device_flushes, s->preflushes, s->flushes,
-	       s->fua_writes, s->transactions, s->relogged);
+	printf("%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+	       ",",
+	       s->checkpoints, s->device_flushes, s->preflushes, s->flushes, s->fua_writes,
+	       s->transactions, s->relogged);
 	csv_dbl(s->flushes_per_ckpt, false);
 	csv_dbl(s->txs_per_ckpt, false);
 }
@@ -501,8 +517,7 @@ static void csv_tail(unsigned logbufs, uint32_t logbsize, const char *ref, doubl
 }
 
 /* A dbench point's columns up to space_flushes, as @workload (vs_raw against @rw). */
-static void csv_dbench(const char *workload, const struct dbench_row *w,
-		       const struct raw_row *rw)
+static void csv_dbench(const char *workload, const struct dbench_row *w, const struct raw_row *rw)
 {
 	printf("%s,%s,%s,%u,,", workload, delog_flush_policy_name(w->policy),
 	       w->policy == DELOG_FLUSH_NONE ? "true" : "false", w->clients);
@@ -563,7 +578,8 @@ static void print_csv(struct frun *r)
 			printf("fsmark,%s,%s,%u,%s,,,,", delog_flush_policy_name(f->policy),
 			       f->policy == DELOG_FLUSH_NONE ? "true" : "false", f->threads,
 			       fb_phase_names[ph]);
-			csv_dbl(bench_mbs(f->phase_bytes[ph], (uint64_t)(f->phase_s[ph] * 1e9)), false);
+			csv_dbl(bench_mbs(f->phase_bytes[ph], (uint64_t)(f->phase_s[ph] * 1e9)),
+				false);
 			printf(",,,,");
 			csv_dbl(f->phase_s[ph], false);
 			csv_stats(&f->st[ph]);
@@ -602,8 +618,7 @@ static void json_stats(struct json *j, const struct fb_stats *s)
 
 /* A dbench point's measured fields after mb_per_s (vs_raw against @rw): a row of "rows"
  * and a check of the geometry's. */
-static void json_dbench_point(struct json *j, const struct dbench_row *w,
-			      const struct raw_row *rw)
+static void json_dbench_point(struct json *j, const struct dbench_row *w, const struct raw_row *rw)
 {
 	json_dbl(j, "window_s", w->window_s);
 	json_u64(j, "ops", w->ops);
@@ -626,8 +641,11 @@ static void print_json(struct frun *r)
 	bench_json_begin(r->e.b, &j);
 	json_str(&j, "fs_type", r->e.sim ? "sim" : r->e.fs_type);
 	bench_json_disk(&j, &r->e.disk);
-	json_str(&j, "sim_profile", !r->e.sim ? NULL : r->e.lat == IOL_SIM_LAT_NVME ? "nvme" :
-		 r->e.lat == IOL_SIM_LAT_SATA ? "sata" : "none");
+	json_str(&j, "sim_profile",
+		 !r->e.sim                    ? NULL :
+		 r->e.lat == IOL_SIM_LAT_NVME ? "nvme" :
+		 r->e.lat == IOL_SIM_LAT_SATA ? "sata" :
+						"none");
 	json_obj_begin(&j, "params");
 	bench_json_counts(&j, "clients", o->clients, o->do_dbench ? o->nclients : 0);
 	json_arr_begin(&j, "policies");
@@ -696,8 +714,8 @@ static void print_json(struct frun *r)
 			json_str(&j, "phase", fb_phase_names[ph]);
 			json_dbl(&j, "phase_s", f->phase_s[ph]);
 			json_u64(&j, "bytes", f->phase_bytes[ph]);
-			json_dbl(&j, "mb_per_s", bench_mbs(f->phase_bytes[ph],
-							   (uint64_t)(f->phase_s[ph] * 1e9)));
+			json_dbl(&j, "mb_per_s",
+				 bench_mbs(f->phase_bytes[ph], (uint64_t)(f->phase_s[ph] * 1e9)));
 			json_stats(&j, &f->st[ph]);
 			json_dbl(&j, "vs_sync", s ? f->phase_s[ph] / s->phase_s[ph] : NAN);
 			json_obj_end(&j);
@@ -726,8 +744,8 @@ static int plot(struct frun *r)
 		for (unsigned p = 0; p < o->npolicy; p++) {
 			const struct dbench_row *w = dbr(r, c, p);
 
-			fprintf(f, " %.6g %.6g %.6g", w ? w->mb_per_s : NAN, w ? w->lat_avg_ms : NAN,
-				w ? w->lat_max_ms : NAN);
+			fprintf(f, " %.6g %.6g %.6g", w ? w->mb_per_s : NAN,
+				w ? w->lat_avg_ms : NAN, w ? w->lat_max_ms : NAN);
 		}
 		fputc('\n', f);
 	}
@@ -745,10 +763,12 @@ static int plot(struct frun *r)
 	}
 	if (r->e.sim)
 		snprintf(title, sizeof(title), "delog dbench, sim disk (%s profile)",
-			 r->e.lat == IOL_SIM_LAT_NVME ? "nvme" : r->e.lat == IOL_SIM_LAT_SATA ? "sata" :
-			 "none");
+			 r->e.lat == IOL_SIM_LAT_NVME ? "nvme" :
+			 r->e.lat == IOL_SIM_LAT_SATA ? "sata" :
+							"none");
 	else
-		bench_gnuplot_name(title, sizeof(title), b->t.is_blockdev ? b->t.path : r->e.fs_type);
+		bench_gnuplot_name(title, sizeof(title),
+				   b->t.is_blockdev ? b->t.path : r->e.fs_type);
 	if (!r->e.sim) {
 		char t2[600];
 
@@ -757,22 +777,26 @@ static int plot(struct frun *r)
 			 b->o.backend ? b->o.backend : "auto", o->force_every);
 		bench_gnuplot_name(title, sizeof(title), t2);
 	}
-	fprintf(f, "set terminal pngcairo size 1280,520 noenhanced font ',10'\n"
-		   "set output '%s'\n"
-		   "set multiplot layout 1,2 title '%s'\n"
-		   "set logscale x 2\nset grid\nset key top left\nset xlabel 'clients'\n"
-		   "set xrange [%g:%g]\nset xtics (", o->plot, title, cmin / 1.5, cmax * 1.5);
+	fprintf(f,
+		"set terminal pngcairo size 1280,520 noenhanced font ',10'\n"
+		"set output '%s'\n"
+		"set multiplot layout 1,2 title '%s'\n"
+		"set logscale x 2\nset grid\nset key top left\nset xlabel 'clients'\n"
+		"set xrange [%g:%g]\nset xtics (",
+		o->plot, title, cmin / 1.5, cmax * 1.5);
 	for (unsigned c = 0; c < o->nclients; c++)
 		fprintf(f, "%s'%u' %u", c ? ", " : "", o->clients[c], o->clients[c]);
 	fprintf(f, ")\nset yrange [0:*]\nset ylabel 'MB/s of logged payload'\nplot ");
 	for (unsigned p = 0; p < o->npolicy; p++)
 		fprintf(f, "%s'%s' using 1:%u with linespoints lw 2 title '%s'", p ? ", " : "", dat,
 			2 + 3 * p, pname(o->policy[p]));
-	fprintf(f, "\nset yrange [*:*]\nset logscale y\nset key below horizontal\nset ylabel 'latency of forcing ops, ms (solid: average, "
-		   "dashed: maximum)'\nplot ");
+	fprintf(f,
+		"\nset yrange [*:*]\nset logscale y\nset key below horizontal\nset ylabel 'latency of forcing ops, ms (solid: average, "
+		"dashed: maximum)'\nplot ");
 	for (unsigned p = 0; p < o->npolicy; p++)
-		fprintf(f, "%s'%s' using 1:%u with linespoints lw 2 lc %u title '%s avg', "
-			   "'%s' using 1:%u with linespoints dt 2 lc %u title '%s max'",
+		fprintf(f,
+			"%s'%s' using 1:%u with linespoints lw 2 lc %u title '%s avg', "
+			"'%s' using 1:%u with linespoints dt 2 lc %u title '%s max'",
 			p ? ", " : "", dat, 3 + 3 * p, p + 1, pname(o->policy[p]), dat, 4 + 3 * p,
 			p + 1, pname(o->policy[p]));
 	fprintf(f, "\nunset multiplot\n");
@@ -908,34 +932,39 @@ static void print_geometry(struct frun *r)
 	}
 	fmt_bytes(r->rec.logbsize, rs, sizeof(rs));
 	fmt_bytes(run_logbsize(o), ws, sizeof(ws));
-	bench_out(b, "recommended log buffers: %u x %s (--logbufs %u --logbsize %uK); this "
-		  "run's: %u x %s\n", r->rec.logbufs, rs, r->rec.logbufs, r->rec.logbsize >> 10,
-		  run_logbufs(o), ws);
+	bench_out(b,
+		  "recommended log buffers: %u x %s (--logbufs %u --logbsize %uK); this "
+		  "run's: %u x %s\n",
+		  r->rec.logbufs, rs, r->rec.logbufs, r->rec.logbsize >> 10, run_logbufs(o), ws);
 	if (skip && !strcmp(skip, "same_geometry")) {
 		bench_out(b, "  geometry check: the recommended geometry is this run's, so the "
-			  "policy table above already measured it (no extra points)\n");
+			     "policy table above already measured it (no extra points)\n");
 		return;
 	}
 	if (skip) {
 		if (!strcmp(skip, "policy_not_run"))
-			bench_out(b, "  geometry not checked: %s is not among the policies run "
-				  "(--policy)\n", pol);
+			bench_out(b,
+				  "  geometry not checked: %s is not among the policies run "
+				  "(--policy)\n",
+				  pol);
 		else
 			bench_out(b, "  geometry not checked: no dbench points in this run\n");
 		return;
 	}
-	bench_out(b, "dbench BW of %s with %u x %s / with this run's %u x %s (the table above); "
+	bench_out(b,
+		  "dbench BW of %s with %u x %s / with this run's %u x %s (the table above); "
 		  "flushes/ckpt of the %u x %s points: delog's / the disk's ('-': no counter) "
-		  "/ transactions per checkpoint\n%7s %10s %10s %10s  %s\n", pol, r->rec.logbufs,
-		  rs, run_logbufs(o), ws, r->rec.logbufs, rs, "clients", "ratio", "BW",
-		  "run's BW", "flushes/ckpt");
+		  "/ transactions per checkpoint\n%7s %10s %10s %10s  %s\n",
+		  pol, r->rec.logbufs, rs, run_logbufs(o), ws, r->rec.logbufs, rs, "clients",
+		  "ratio", "BW", "run's BW", "flushes/ckpt");
 	for (unsigned c = 0; c < o->nclients; c++) {
 		const struct dbench_row *g, *w;
 		double x = geo_ratio(r, c, &g, &w);
 		char cell[40];
 
 		if (isnan(x)) {
-			bench_out(b, "%7u %10s %10s %10s  %-20s\n", o->clients[c], "-", "-", "-", "-");
+			bench_out(b, "%7u %10s %10s %10s  %-20s\n", o->clients[c], "-", "-", "-",
+				  "-");
 			continue;
 		}
 		n++;
@@ -950,9 +979,11 @@ static void print_geometry(struct frun *r)
 			  x, g->mb_per_s, w->mb_per_s, cell, REC_TARGET,
 			  x >= REC_TARGET ? "met" : "MISSED");
 	}
-	bench_out(b, "  geometry target met at %u of %u client counts: %s (reported, not "
+	bench_out(b,
+		  "  geometry target met at %u of %u client counts: %s (reported, not "
 		  "asserted; a ratio within the run-to-run noise of the same point is no "
-		  "verdict)\n", met, n, met == n && n ? "met" : "MISSED");
+		  "verdict)\n",
+		  met, n, met == n && n ? "met" : "MISSED");
 }
 
 static void print_recommendation(struct frun *r)
@@ -972,10 +1003,12 @@ static void print_recommendation(struct frun *r)
 		return;
 	}
 	bench_out(b, "\nprobe's recommendation: %s (%s)\n", pol, r->rec.reason);
-	bench_out(b, "  measured here as `delog probe` does (%s, %u ops each, medians): write %.1f "
+	bench_out(b,
+		  "  measured here as `delog probe` does (%s, %u ops each, medians): write %.1f "
 		  "us, write+flush %.1f us, FUA write %.1f us, flush %.1f us; sequential write "
-		  "%.0f MB/s\n", r->rec_backend, REC_OPS, k->write_us, k->write_flush_us,
-		  k->fua_us, k->flush_us, k->seq_write_mbs);
+		  "%.0f MB/s\n",
+		  r->rec_backend, REC_OPS, k->write_us, k->write_flush_us, k->fua_us, k->flush_us,
+		  k->seq_write_mbs);
 	if (!o->do_dbench) {
 		print_geometry(r);
 		return;
@@ -985,8 +1018,10 @@ static void print_recommendation(struct frun *r)
 		print_geometry(r);
 		return;
 	}
-	bench_out(b, "dbench BW, %s / the best safe policy (sync, async, single run here)\n"
-		  "%7s %10s %8s\n", pol, "clients", "ratio", "best");
+	bench_out(b,
+		  "dbench BW, %s / the best safe policy (sync, async, single run here)\n"
+		  "%7s %10s %8s\n",
+		  pol, "clients", "ratio", "best");
 	for (unsigned c = 0; c < o->nclients; c++) {
 		const char *best;
 		double x = rec_ratio(r, c, &best);
@@ -1000,9 +1035,10 @@ static void print_recommendation(struct frun *r)
 		bench_out(b, "%7u %9.3fx %8s  target >= %.2f: %s\n", o->clients[c], x, best,
 			  REC_TARGET, x >= REC_TARGET ? "met" : "MISSED");
 	}
-	bench_out(b, "  target met at %u of %u client counts: %s (reported, not asserted; a "
-		  "ratio within the run-to-run noise of the same point is no verdict)\n", met, n,
-		  met == n && n ? "met" : "MISSED");
+	bench_out(b,
+		  "  target met at %u of %u client counts: %s (reported, not asserted; a "
+		  "ratio within the run-to-run noise of the same point is no verdict)\n",
+		  met, n, met == n && n ? "met" : "MISSED");
 	print_geometry(r);
 }
 
@@ -1163,8 +1199,7 @@ static void csv_recommendation(const struct frun *r)
  * progress line (@tag after the policy), the point, its row kept (*@ok) when it ran.
  */
 static int run_dbench(struct fb_env *e, enum delog_flush_policy p, unsigned clients,
-		      const char *tag, unsigned k, unsigned total, struct dbench_row *row,
-		      bool *ok)
+		      const char *tag, unsigned k, unsigned total, struct dbench_row *row, bool *ok)
 {
 	int err;
 
@@ -1192,7 +1227,8 @@ static int run_workload(struct bench *b, void *state)
 	r.e.sim = bench_is_sim(b);
 	r.e.lat = (enum iol_sim_latency)o->sim_profile;
 	if (o->plot && !bench_have_gnuplot()) {
-		bench_fail(b, -ENOENT, NULL, "--plot needs gnuplot, which is not installed "
+		bench_fail(b, -ENOENT, NULL,
+			   "--plot needs gnuplot, which is not installed "
 			   "(apt-get install gnuplot-nox)");
 		return TOOL_EXIT_FAIL;
 	}

@@ -57,9 +57,9 @@ struct dclient {
 	pthread_t th;
 	bool started;
 	uint64_t rng;
-	uint64_t nop;             /* operations so far (force every k-th) */
+	uint64_t nop;                /* operations so far (force every k-th) */
 	uint64_t ops, forces, bytes; /* completed inside the window */
-	uint64_t lat_sum, lat_max; /* forcing operations inside the window, ns */
+	uint64_t lat_sum, lat_max;   /* forcing operations inside the window, ns */
 	int err;
 	unsigned char buf[MAX_ITEM];
 };
@@ -70,7 +70,7 @@ struct dpoint {
 	delog *log;
 	struct bench_gate g;
 	const struct fb_env *e;
-	struct delog_stats s0, s1; /* at both ends of the window */
+	struct delog_stats s0, s1;     /* at both ends of the window */
 	struct bench_diskcount d0, d1; /* the disk's counters there */
 };
 
@@ -109,7 +109,7 @@ static int do_op(struct dclient *c)
 
 		len[i] = item_size(&c->rng);
 		key[i] = shared ? NS_SHARED << 56 | rnd(&c->rng) % SHARED_KEYS :
-			 NS_OWN << 56 | (uint64_t)c->id << 32 | rnd(&c->rng) % OWN_KEYS;
+				  NS_OWN << 56 | (uint64_t)c->id << 32 | rnd(&c->rng) % OWN_KEYS;
 		reserve += len[i] + DELOG_ITEM_OVERHEAD;
 		payload += len[i];
 	}
@@ -193,8 +193,8 @@ static int run_clients(struct dpoint *pt, unsigned nclients, struct dbench_row *
 
 		if (e) {
 			err = -e;
-			bench_fail(pt->b, err, NULL, "cannot start client thread %u of %u: %s", i + 1,
-				   nclients, strerror(e));
+			bench_fail(pt->b, err, NULL, "cannot start client thread %u of %u: %s",
+				   i + 1, nclients, strerror(e));
 			break;
 		}
 		cl[i].started = true;

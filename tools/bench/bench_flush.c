@@ -90,7 +90,8 @@ int fb_option(void *state, int opt, const char *arg)
 		enum iol_sim_latency l;
 
 		if (iol_sim_latency_parse(arg, &l))
-			return bench_usage_error("--sim-profile: '%s' is not none, nvme or sata", arg);
+			return bench_usage_error("--sim-profile: '%s' is not none, nvme or sata",
+						 arg);
 		o->sim_profile = (int)l;
 		return 0;
 	}
@@ -190,9 +191,8 @@ void fb_read(const struct fb_env *e, delog *log, int end, struct delog_stats *s,
 	}
 }
 
-void fb_stats_delta(struct fb_stats *d, const struct delog_stats *s0,
-		    const struct delog_stats *s1, const struct bench_diskcount *c0,
-		    const struct bench_diskcount *c1)
+void fb_stats_delta(struct fb_stats *d, const struct delog_stats *s0, const struct delog_stats *s1,
+		    const struct bench_diskcount *c0, const struct bench_diskcount *c1)
 {
 	d->checkpoints = s1->checkpoints - s0->checkpoints;
 	d->device_flushes = s1->device_flushes - s0->device_flushes;
@@ -209,22 +209,23 @@ void fb_stats_delta(struct fb_stats *d, const struct delog_stats *s0,
 	d->records = s1->records - s0->records;
 	d->record_bytes = s1->record_bytes - s0->record_bytes;
 	d->space_waits = s1->space_waits - s0->space_waits;
-	d->flushes_per_ckpt = d->checkpoints ?
-		(double)d->device_flushes / (double)d->checkpoints : NAN;
-	d->txs_per_ckpt = d->checkpoints ?
-		(double)d->transactions / (double)d->checkpoints : NAN;
+	d->flushes_per_ckpt = d->checkpoints ? (double)d->device_flushes / (double)d->checkpoints :
+					       NAN;
+	d->txs_per_ckpt = d->checkpoints ? (double)d->transactions / (double)d->checkpoints : NAN;
 }
 
-struct delog_options fb_log_opts(const struct fb_env *e, enum delog_flush_policy p,
-				unsigned flags)
+struct delog_options fb_log_opts(const struct fb_env *e, enum delog_flush_policy p, unsigned flags)
 {
 	return bench_log_opts(e->b, p, flags, e->o->logbufs, e->o->logbsize, e->o->log_size);
 }
 
 int fb_sim_open(struct fb_env *e, uint64_t bytes, struct iol_dev **dev)
 {
-	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = bytes, .sector = 4096,
-				  .seed = 1, .latency = e->lat };
+	struct iol_sim_opts so = { .size = sizeof(so),
+				   .dev_bytes = bytes,
+				   .sector = 4096,
+				   .seed = 1,
+				   .latency = e->lat };
 	struct iol_dev_opts dopts;
 	char msg[512];
 	int err;
@@ -240,8 +241,7 @@ int fb_sim_open(struct fb_env *e, uint64_t bytes, struct iol_dev **dev)
 	return 0;
 }
 
-int fb_log_open(struct fb_env *e, enum delog_flush_policy p, delog **log,
-		struct iol_dev **simdev)
+int fb_log_open(struct fb_env *e, enum delog_flush_policy p, delog **log, struct iol_dev **simdev)
 {
 	struct delog_options lo = fb_log_opts(e, p, e->sim ? DELOG_OPEN_CREATE : 0);
 	int err;
@@ -277,8 +277,7 @@ int fb_log_close(struct fb_env *e, delog *log, struct iol_dev *simdev, const cha
 	return err;
 }
 
-int fb_point_end(struct fb_env *e, int err, delog *log, struct iol_dev *simdev,
-		 const char *what)
+int fb_point_end(struct fb_env *e, int err, delog *log, struct iol_dev *simdev, const char *what)
 {
 	int e2;
 

@@ -63,9 +63,9 @@ struct fpoint {
 	delog *log;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	unsigned ready;           /* threads waiting at the first barrier */
-	int phase;                /* the phase open to the threads; -1 none; FB_NR_PHASES: quit */
-	unsigned done;            /* thread-phases finished, over all phases */
+	unsigned ready; /* threads waiting at the first barrier */
+	int phase;      /* the phase open to the threads; -1 none; FB_NR_PHASES: quit */
+	unsigned done;  /* thread-phases finished, over all phases */
 	atomic_bool stop;
 };
 
@@ -77,7 +77,8 @@ static uint64_t key(uint64_t ns, uint64_t a, uint64_t b)
 uint64_t fsmark_phase_payload(unsigned phase)
 {
 	static const uint64_t per[FB_NR_PHASES] = {
-		INODE_BYTES + DIR_BYTES + ALLOC_BYTES + XATTR_BYTES, INODE_BYTES,
+		INODE_BYTES + DIR_BYTES + ALLOC_BYTES + XATTR_BYTES,
+		INODE_BYTES,
 		INODE_BYTES + DIR_BYTES,
 	};
 
@@ -102,7 +103,8 @@ static int file_op(struct fthread *t, unsigned phase, uint32_t f, const unsigned
 	if (phase != 1)
 		it[n++] = (struct fitem){ key(NS_DIR, t->id, f / DIRENTS_PER_BLOCK), DIR_BYTES };
 	if (phase == 0) {
-		it[n++] = (struct fitem){ key(NS_ALLOC, 0, (t->id * 7u + f) % NR_AGS), ALLOC_BYTES };
+		it[n++] = (struct fitem){ key(NS_ALLOC, 0, (t->id * 7u + f) % NR_AGS),
+					  ALLOC_BYTES };
 		it[n++] = (struct fitem){ key(NS_XATTR, t->id, f), XATTR_BYTES };
 	}
 	for (unsigned i = 0; i < n; i++)
@@ -212,8 +214,8 @@ static int run_phases(struct fpoint *pt, struct fsmark_row *row)
 		e = fb_thread_start(&th[i].th, thread_main, &th[i]);
 		if (e) {
 			err = -e;
-			bench_fail(pt->b, err, NULL, "cannot start fsmark thread %u of %u: %s", i + 1,
-				   nt, strerror(e));
+			bench_fail(pt->b, err, NULL, "cannot start fsmark thread %u of %u: %s",
+				   i + 1, nt, strerror(e));
 			break;
 		}
 		th[i].started = true;

@@ -54,11 +54,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define QUEUE_CAP (1u << 20)          /* arrivals the queue holds (a power of two) */
-#define START_DELAY_NS 1000000ull     /* schedule start after the workers exist */
+#define QUEUE_CAP (1u << 20)      /* arrivals the queue holds (a power of two) */
+#define START_DELAY_NS 1000000ull /* schedule start after the workers exist */
 #define SAT_RATIO 0.95
 #define SAT_QUEUE 16u
-#define FULL_WAIT_NS 100000ull        /* the dispatcher's pause while the ring is full */
+#define FULL_WAIT_NS 100000ull /* the dispatcher's pause while the ring is full */
 
 struct ol_point;
 
@@ -69,14 +69,14 @@ struct worker {
 	bool started;
 	unsigned char *buf;
 	uint64_t key, next;
-	uint64_t done;            /* completed inside the window */
+	uint64_t done; /* completed inside the window */
 	struct bench_samples lat;
 };
 
 struct ol_point {
 	struct bench *b;
 	const struct bench_ol_params *p;
-	delog *log;               /* NULL: the raw baseline */
+	delog *log; /* NULL: the raw baseline */
 	struct bench_raw raw;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -87,9 +87,9 @@ struct ol_point {
 	 * it next wakes would miss what workers took in between, so a loaded machine
 	 * showed more commits in the window than arrivals + queue + workers allow. */
 	uint64_t due_early, taken_early;
-	uint64_t ws, we;          /* the window (now_ns), set before the first arrival */
+	uint64_t ws, we; /* the window (now_ns), set before the first arrival */
 	bool stop;
-	int err;                  /* a worker's first error */
+	int err; /* a worker's first error */
 };
 
 /* ---- the schedule ---- */
@@ -118,8 +118,8 @@ static int do_commit(struct worker *w)
 	const struct bench_ol_params *p = w->pt->p;
 
 	if (w->pt->log)
-		return bench_delog_commit(w->pt->log, p->items, p->item_size, w->id, &w->key, w->buf,
-					  p->force);
+		return bench_delog_commit(w->pt->log, p->items, p->item_size, w->id, &w->key,
+					  w->buf, p->force);
 	return bench_raw_commit(&w->pt->raw, w->id, &w->next, w->buf);
 }
 
@@ -278,8 +278,8 @@ static int run_point(struct ol_point *pt, double rate, uint64_t seed, struct ben
 		if ((err = bench_client_buf(&w[i].buf, buflen, i)))
 			break;
 		if ((err = -pthread_create(&w[i].th, NULL, worker_main, &w[i])))
-			bench_fail(pt->b, err, NULL, "cannot start worker thread %u of %u: %s", i + 1,
-				   nw, strerror(-err));
+			bench_fail(pt->b, err, NULL, "cannot start worker thread %u of %u: %s",
+				   i + 1, nw, strerror(-err));
 		else
 			w[i].started = true;
 	}
@@ -328,8 +328,9 @@ static int run_point(struct ol_point *pt, double rate, uint64_t seed, struct ben
 		bench_samples_stats(&all, &out->lat);
 		out->p999_us = all.n ? (double)percentile_sorted(all.v, all.n, 99.9) / 1e3 : NAN;
 		out->saturated = out->achieved_per_s < SAT_RATIO * out->arrivals_per_s ||
-				 out->queue_end > out->queue_start +
-				 fmax(SAT_QUEUE, (double)out->arrivals / 100);
+				 out->queue_end >
+					 out->queue_start +
+						 fmax(SAT_QUEUE, (double)out->arrivals / 100);
 	}
 	bench_samples_free(&all);
 	pthread_cond_destroy(&pt->cond);
@@ -340,8 +341,8 @@ static int run_point(struct ol_point *pt, double rate, uint64_t seed, struct ben
 	return err;
 }
 
-static int delog_point(struct bench *b, const struct bench_ol_params *p, unsigned sys,
-		       unsigned ri, struct bench_ol_point *out)
+static int delog_point(struct bench *b, const struct bench_ol_params *p, unsigned sys, unsigned ri,
+		       struct bench_ol_point *out)
 {
 	bool sim = bench_is_sim(b);
 	enum delog_flush_policy pol = p->policy[sys];
@@ -397,42 +398,50 @@ static const char *sys_name(const struct bench_ol_params *p, unsigned sys)
 static void print_human(struct bench *b, const struct bench_ol_params *p,
 			const struct bench_ol_point *pts, unsigned nsys, const char *plot_note)
 {
-	bench_out(b, "delog bench --workload commit, open loop, %s\n", bench_is_sim(b) ? "(sim)" :
-		  b->t.path);
+	bench_out(b, "delog bench --workload commit, open loop, %s\n",
+		  bench_is_sim(b) ? "(sim)" : b->t.path);
 	if (bench_is_sim(b))
-		bench_out(b, "  target      the in-memory disk (--backend sim); baseline skipped (it "
+		bench_out(b,
+			  "  target      the in-memory disk (--backend sim); baseline skipped (it "
 			  "needs a file)\n");
 	else
 		bench_out_target(b, p->fs_type, b->o.backend);
 	bench_out_disk(b, p->disk);
-	bench_out(b, "  commit      %u x %u B items, %s\n", p->items, p->item_size, p->force ?
-		  "begin + log + commit_force" : "begin + log + commit, NOT forced (--no-force)");
+	bench_out(b, "  commit      %u x %u B items, %s\n", p->items, p->item_size,
+		  p->force ? "begin + log + commit_force" :
+			     "begin + log + commit, NOT forced (--no-force)");
 	if (p->baseline)
-		bench_out(b, "  baseline    raw-fdatasync: per worker, O_DIRECT pwrite of %" PRIu64
-			  " B + fdatasync\n", p->raw_rec);
-	bench_out(b, "  open loop   Poisson arrivals (seed %" PRIu64 " + rate index), %u workers, "
+		bench_out(b,
+			  "  baseline    raw-fdatasync: per worker, O_DIRECT pwrite of %" PRIu64
+			  " B + fdatasync\n",
+			  p->raw_rec);
+	bench_out(b,
+		  "  open loop   Poisson arrivals (seed %" PRIu64 " + rate index), %u workers, "
 		  "%.2f s per point after a %.2f s warm-up; latency from each commit's intended "
-		  "arrival\n", p->seed, p->workers, p->time_s,
-		  (double)bench_warmup_ns(p->time_s) / 1e9);
+		  "arrival\n",
+		  p->seed, p->workers, p->time_s, (double)bench_warmup_ns(p->time_s) / 1e9);
 	/* The baseline's table first, as it runs first. */
 	for (unsigned k = 0; k < nsys; k++) {
 		unsigned sys = p->baseline ? (k ? k - 1 : p->npolicy) : k;
 
 		bench_out(b, "\n  %s%s\n  %10s %10s %10s %9s %9s %9s %9s %8s %9s  %s\n",
-			  sys_name(p, sys), sys < p->npolicy && p->policy[sys] == DELOG_FLUSH_NONE ?
-			  " (UNSAFE)" : "", "offered/s", "arrived/s", "achieved/s", "p50 us",
-			  "p99 us", "p99.9 us", "max us", "unserved", "queue max", "saturated");
+			  sys_name(p, sys),
+			  sys < p->npolicy && p->policy[sys] == DELOG_FLUSH_NONE ? " (UNSAFE)" : "",
+			  "offered/s", "arrived/s", "achieved/s", "p50 us", "p99 us", "p99.9 us",
+			  "max us", "unserved", "queue max", "saturated");
 		for (unsigned ri = 0; ri < p->nrates; ri++) {
 			const struct bench_ol_point *q = &pts[(size_t)ri * nsys + sys];
 
-			bench_out(b, "  %10.0f %10.0f %10.0f %9.1f %9.1f %9.1f %9.1f %8" PRIu64
-				  " %9" PRIu64 "  %s\n", q->offered_per_s, q->arrivals_per_s,
-				  q->achieved_per_s, q->lat.median_us, q->lat.p99_us, q->p999_us,
-				  q->lat.max_us, q->unserved, q->queue_max, q->saturated ? "saturated" :
-				  "no");
+			bench_out(b,
+				  "  %10.0f %10.0f %10.0f %9.1f %9.1f %9.1f %9.1f %8" PRIu64
+				  " %9" PRIu64 "  %s\n",
+				  q->offered_per_s, q->arrivals_per_s, q->achieved_per_s,
+				  q->lat.median_us, q->lat.p99_us, q->p999_us, q->lat.max_us,
+				  q->unserved, q->queue_max, q->saturated ? "saturated" : "no");
 		}
 	}
-	bench_out(b, "\n  saturated: achieved/s below %.0f%% of arrived/s, or the queue grew over "
+	bench_out(b,
+		  "\n  saturated: achieved/s below %.0f%% of arrived/s, or the queue grew over "
 		  "the window by more than max(%u, 1%% of its arrivals); unserved: arrivals of the "
 		  "window still queued at its end (counted in the latencies as a lower bound)\n",
 		  SAT_RATIO * 100, SAT_QUEUE);
@@ -477,8 +486,8 @@ static void print_json(struct bench *b, const struct bench_ol_params *p,
 			json_obj_begin(&j, NULL);
 			json_str(&j, "workload", "commit");
 			json_str(&j, "policy", sys_name(p, sys));
-			json_bool(&j, "unsafe", sys < p->npolicy &&
-				  p->policy[sys] == DELOG_FLUSH_NONE);
+			json_bool(&j, "unsafe",
+				  sys < p->npolicy && p->policy[sys] == DELOG_FLUSH_NONE);
 			json_dbl(&j, "offered_per_s", q->offered_per_s);
 			json_u64(&j, "arrivals", q->arrivals);
 			json_dbl(&j, "arrivals_per_s", q->arrivals_per_s);
@@ -505,8 +514,8 @@ static void print_json(struct bench *b, const struct bench_ol_params *p,
 
 /* ---- the plot ---- */
 
-static int plot(struct bench *b, const struct bench_ol_params *p,
-		const struct bench_ol_point *pts, unsigned nsys)
+static int plot(struct bench *b, const struct bench_ol_params *p, const struct bench_ol_point *pts,
+		unsigned nsys)
 {
 	char dat[PATH_MAX], gp[PATH_MAX], title[512], t2[600];
 	double rmin = INFINITY, rmax = 0;
@@ -536,19 +545,26 @@ static int plot(struct bench *b, const struct bench_ol_params *p,
 		unlink(gp);
 		return err;
 	}
-	snprintf(t2, sizeof(t2), "delog commit, open loop: p99 latency against offered load, %.300s, "
-		 "%u x %u B per commit, %u workers", bench_is_sim(b) ? "sim disk" :
-		 b->t.is_blockdev ? b->t.path : p->fs_type, p->items, p->item_size, p->workers);
+	snprintf(t2, sizeof(t2),
+		 "delog commit, open loop: p99 latency against offered load, %.300s, "
+		 "%u x %u B per commit, %u workers",
+		 bench_is_sim(b)  ? "sim disk" :
+		 b->t.is_blockdev ? b->t.path :
+				    p->fs_type,
+		 p->items, p->item_size, p->workers);
 	bench_gnuplot_name(title, sizeof(title), t2);
-	fprintf(f, "set terminal pngcairo size 960,600 noenhanced font ',10'\n"
-		   "set output '%s'\nset title '%s'\n"
-		   "set logscale xy\nset grid\nset key top left\nset xrange [%g:%g]\n"
-		   "set xlabel 'offered load, commits/s (Poisson arrivals)'\n"
-		   "set ylabel 'p99 latency from intended arrival, us (open marker: saturated)'\n"
-		   "plot ", p->plot, title, rmin / 1.5, rmax * 1.5);
+	fprintf(f,
+		"set terminal pngcairo size 960,600 noenhanced font ',10'\n"
+		"set output '%s'\nset title '%s'\n"
+		"set logscale xy\nset grid\nset key top left\nset xrange [%g:%g]\n"
+		"set xlabel 'offered load, commits/s (Poisson arrivals)'\n"
+		"set ylabel 'p99 latency from intended arrival, us (open marker: saturated)'\n"
+		"plot ",
+		p->plot, title, rmin / 1.5, rmax * 1.5);
 	for (unsigned sys = 0; sys < nsys; sys++)
-		fprintf(f, "%s'%s' using 1:%u with linespoints pt 7 lw 2 lc %u title '%s', "
-			   "'%s' using 1:%u with points pt 6 ps 1.5 lc %u notitle",
+		fprintf(f,
+			"%s'%s' using 1:%u with linespoints pt 7 lw 2 lc %u title '%s', "
+			"'%s' using 1:%u with points pt 6 ps 1.5 lc %u notitle",
 			sys ? ", " : "", dat, 2 + 2 * sys, sys + 1, sys_name(p, sys), dat,
 			3 + 2 * sys, sys + 1);
 	fprintf(f, "\n");
@@ -600,8 +616,8 @@ int bench_openloop_run(struct bench *b, const struct bench_ol_params *p)
 			fprintf(stderr, "delog bench: %s\n", plot_note);
 		} else if (!(err = plot(b, p, pts, nsys))) {
 			plotted = true;
-			snprintf(note, sizeof(note), "\nplot of p99 against offered load written to %s",
-				 p->plot);
+			snprintf(note, sizeof(note),
+				 "\nplot of p99 against offered load written to %s", p->plot);
 			plot_note = note;
 		}
 	}

@@ -90,19 +90,23 @@
 
 #define MAX_CLIENTS 256u
 #define MAX_LIST 16u
-#define LOG_SIZE (256ull << 20)        /* delog's log, as bench_commit's default */
-#define BASE_AREA (64ull << 20)        /* the raw baseline's region, after the log */
+#define LOG_SIZE (256ull << 20) /* delog's log, as bench_commit's default */
+#define BASE_AREA (64ull << 20) /* the raw baseline's region, after the log */
 #define MAX_ITEM_SIZE (64u << 10)
 #define MAX_ITEMS 256u
 #define SQLITE_BUSY_MS 10000
-#define LMDB_MAP_SIZE (4ull << 30)     /* address space only; the file grows as used */
-#define IDLE_WARN 10.0                 /* flushes/s by others that make the counts suspect */
+#define LMDB_MAP_SIZE (4ull << 30) /* address space only; the file grows as used */
+#define IDLE_WARN 10.0             /* flushes/s by others that make the counts suspect */
 
 /* The targets (reported, not asserted): best delog / best peer. */
 #define T_RATIO_1 1.0
 #define T_RATIO_64 2.5
 
-enum kind { K_RAW, K_DELOG, K_PEER };
+enum kind {
+	K_RAW,
+	K_DELOG,
+	K_PEER
+};
 
 enum sys_id {
 	S_RAW,
@@ -118,9 +122,9 @@ enum sys_id {
 struct sysdesc {
 	const char *name;
 	enum kind kind;
-	int policy;               /* delog: enum delog_flush_policy; else -1 */
+	int policy; /* delog: enum delog_flush_policy; else -1 */
 	bool built;
-	const char *package;      /* what to install when it is not built */
+	const char *package; /* what to install when it is not built */
 };
 
 static const struct sysdesc systems[NR_SYS] = {
@@ -166,17 +170,17 @@ static const struct option peers_options[] = {
 
 struct peers_opts {
 	unsigned clients[MAX_LIST], nclients;
-	bool sys[NR_SYS];         /* selected */
-	bool sys_given;           /* --systems was given */
+	bool sys[NR_SYS]; /* selected */
+	bool sys_given;   /* --systems was given */
 	double time_s;
 	uint32_t item_size, items;
-	const char *dir;          /* NULL: the current directory */
-	char logpath[PATH_MAX];   /* delog's file in --dir (b->o.path points here) */
+	const char *dir;        /* NULL: the current directory */
+	char logpath[PATH_MAX]; /* delog's file in --dir (b->o.path points here) */
 };
 
 /* An error text for later (a path in it may be cut short). */
-__attribute__((format(printf, 3, 4)))
-static void set_msg(char *buf, size_t len, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void set_msg(char *buf, size_t len, const char *fmt,
+							  ...)
 {
 	va_list ap;
 
@@ -220,13 +224,15 @@ static int parse_systems(struct peers_opts *o, const char *arg)
 				continue;
 			if (!systems[s].built)
 				return bench_usage_error("--systems: %s was not built in (install %s "
-							 "and rebuild)", tok, systems[s].package);
+							 "and rebuild)",
+							 tok, systems[s].package);
 			o->sys[s] = found = any = true;
 		}
 		if (!found)
 			return bench_usage_error("--systems: '%s' is not one of raw-fdatasync, "
 						 "delog, delog-sync, delog-async, delog-single, "
-						 "rocksdb, sqlite, lmdb", tok);
+						 "rocksdb, sqlite, lmdb",
+						 tok);
 	}
 	if (!any)
 		return bench_usage_error("--systems: empty list '%s'", arg);
@@ -284,11 +290,12 @@ static int peers_check(struct bench *b, void *state)
 					 "not supported");
 	if (o->sys[S_RAW] && raw_record(o) * maxc > BASE_AREA)
 		return bench_usage_error("%u clients x %" PRIu64 " bytes per commit do not fit the "
-					 "raw baseline's %llu MiB region", maxc, raw_record(o),
-					 BASE_AREA >> 20);
+					 "raw baseline's %llu MiB region",
+					 maxc, raw_record(o), BASE_AREA >> 20);
 	if (bench_tx_reservation(o->items, o->item_size) > LOG_SIZE / 8)
 		return bench_usage_error("a transaction of %u x %u bytes is too large for the "
-					 "%llu MiB log", o->items, o->item_size, LOG_SIZE >> 20);
+					 "%llu MiB log",
+					 o->items, o->item_size, LOG_SIZE >> 20);
 	if (o->dir) {
 		if (stat(o->dir, &st) || !S_ISDIR(st.st_mode))
 			return bench_usage_error("--dir: '%s' is not a directory", o->dir);
@@ -330,9 +337,9 @@ struct prun;
 struct point;
 
 struct client {
-	struct bench_client bc;   /* buf: one record's data (raw: the O_DIRECT block) */
+	struct bench_client bc; /* buf: one record's data (raw: the O_DIRECT block) */
 	struct point *pt;
-	char msg[256];            /* a peer's own error text */
+	char msg[256]; /* a peer's own error text */
 #ifdef DELOG_HAVE_ROCKSDB
 	rocksdb_writebatch_t *wb;
 #endif
@@ -348,8 +355,8 @@ struct point {
 	enum sys_id sys;
 	unsigned nclients;
 	delog *log;
-	struct bench_raw raw;     /* raw: the delog file (O_DIRECT) and the region after the log */
-	char dbdir[PATH_MAX];     /* a peer's database directory for this point */
+	struct bench_raw raw; /* raw: the delog file (O_DIRECT) and the region after the log */
+	char dbdir[PATH_MAX]; /* a peer's database directory for this point */
 #ifdef DELOG_HAVE_ROCKSDB
 	rocksdb_t *rdb;
 	rocksdb_options_t *ropts;
@@ -363,7 +370,7 @@ struct point {
 	MDB_dbi dbi;
 #endif
 	struct bench_gate g;
-	struct row *row;          /* being measured */
+	struct row *row;           /* being measured */
 	struct delog_stats s0, s1; /* delog: at both ends of the window */
 };
 
@@ -373,17 +380,17 @@ struct row {
 	uint64_t commits;
 	double window_s, commits_per_s, mb_per_s;
 	struct lat_stats lat;
-	struct bench_diskcount d0, d1;   /* the device's counters at both ends of the window */
-	bool has_stats;           /* delog: the engine's counts below are set */
+	struct bench_diskcount d0, d1; /* the device's counters at both ends of the window */
+	bool has_stats;                /* delog: the engine's counts below are set */
 	uint64_t checkpoints, engine_flushes, fua_writes, fua_flushes, transactions;
-	double cpu_s;             /* process CPU time (user + system) in the window */
-	double setup_s;           /* opening (and for a peer creating) the store */
+	double cpu_s;   /* process CPU time (user + system) in the window */
+	double setup_s; /* opening (and for a peer creating) the store */
 };
 
 struct prun {
 	struct bench *b;
 	const struct peers_opts *o;
-	const char *dir;          /* --dir or "." */
+	const char *dir; /* --dir or "." */
 	struct bench_disk dev;
 	double idle_before, idle_after; /* the disk's flushes/s with the bench idle (NaN: n/a) */
 	double format_s;
@@ -430,8 +437,8 @@ static int do_rocksdb(struct client *c)
 
 		be64(key, kv);
 		c->bc.buf[0] = (unsigned char)kv;
-		rocksdb_writebatch_put(c->wb, (const char *)key, sizeof(key), (const char *)c->bc.buf,
-				       o->item_size);
+		rocksdb_writebatch_put(c->wb, (const char *)key, sizeof(key),
+				       (const char *)c->bc.buf, o->item_size);
 	}
 	rocksdb_write(c->pt->rdb, c->pt->rwo, c->wb, &err);
 	if (err) {
@@ -446,8 +453,8 @@ static int do_rocksdb(struct client *c)
 #ifdef DELOG_HAVE_SQLITE
 static int sqlite_fail(struct client *c, const char *what)
 {
-	set_msg(c->msg, sizeof(c->msg), "%s: %s", what, c->db ? sqlite3_errmsg(c->db) :
-		 "out of memory");
+	set_msg(c->msg, sizeof(c->msg), "%s: %s", what,
+		c->db ? sqlite3_errmsg(c->db) : "out of memory");
 	return -EIO;
 }
 
@@ -495,7 +502,10 @@ static int do_sqlite(struct client *c)
 /* One connection: WAL (set when the database was created), synchronous=FULL. */
 static int sqlite_client_open(struct client *c)
 {
-	static const struct { const char *sql; size_t off; } stmts[] = {
+	static const struct {
+		const char *sql;
+		size_t off;
+	} stmts[] = {
 		{ "INSERT INTO t(k, v) VALUES (?, ?)", offsetof(struct client, ins) },
 		{ "BEGIN IMMEDIATE", offsetof(struct client, begin) },
 		{ "COMMIT", offsetof(struct client, commit) },
@@ -513,7 +523,8 @@ static int sqlite_client_open(struct client *c)
 	}
 	for (size_t i = 0; i < sizeof(stmts) / sizeof(stmts[0]); i++)
 		if (sqlite3_prepare_v2(c->db, stmts[i].sql, -1,
-				       (sqlite3_stmt **)((char *)c + stmts[i].off), NULL) != SQLITE_OK)
+				       (sqlite3_stmt **)((char *)c + stmts[i].off),
+				       NULL) != SQLITE_OK)
 			return sqlite_fail(c, stmts[i].sql);
 	return 0;
 }
@@ -593,7 +604,7 @@ static int do_commit(struct client *c)
 /* Per-thread setup before the gate (a SQLite connection, a RocksDB WriteBatch). */
 static int client_setup(struct client *c)
 {
-	(void)c;        /* without any peer built */
+	(void)c; /* without any peer built */
 #ifdef DELOG_HAVE_ROCKSDB
 	if (c->pt->sys == S_ROCKSDB && !(c->wb = rocksdb_writebatch_create()))
 		return -ENOMEM;
@@ -607,7 +618,7 @@ static int client_setup(struct client *c)
 
 static void client_teardown(struct client *c)
 {
-	(void)c;        /* without any peer built */
+	(void)c; /* without any peer built */
 #ifdef DELOG_HAVE_ROCKSDB
 	if (c->wb)
 		rocksdb_writebatch_destroy(c->wb);
@@ -684,8 +695,7 @@ static int run_point(struct point *pt, struct row *row, char *msg, size_t msglen
 				  msglen);
 	if (!err && !atomic_load(&pt->g.stop))
 		bench_gate_measure(&pt->g, pt->r->b, pt->log, o->time_s, read_counters, pt, &sp);
-	e = bench_clients_join(&pt->g, cl, sizeof(*cl), pt->nclients, &row->commits, &all,
-			       &failed);
+	e = bench_clients_join(&pt->g, cl, sizeof(*cl), pt->nclients, &row->commits, &all, &failed);
 	if (e && !err) {
 		err = e;
 		if (((struct client *)failed)->msg[0])
@@ -740,8 +750,9 @@ static int store_open(struct point *pt, char *msg, size_t len)
 	const char *name = systems[pt->sys].name;
 
 	if (systems[pt->sys].kind == K_DELOG) {
-		struct delog_options lo = bench_log_opts(r->b,
-			(enum delog_flush_policy)systems[pt->sys].policy, 0, 0, 0, LOG_SIZE);
+		struct delog_options lo =
+			bench_log_opts(r->b, (enum delog_flush_policy)systems[pt->sys].policy, 0, 0,
+				       0, LOG_SIZE);
 		int err = delog_open(r->b->t.path, &lo, &pt->log);
 
 		if (err)
@@ -752,7 +763,7 @@ static int store_open(struct point *pt, char *msg, size_t len)
 		pt->raw.fd = open(r->b->t.path, O_RDWR | O_DIRECT | O_CLOEXEC);
 		if (pt->raw.fd < 0) {
 			set_msg(msg, len, "cannot open %s with O_DIRECT: %s", r->b->t.path,
-				 strerror(errno));
+				strerror(errno));
 			return -errno;
 		}
 		/* share >= rec: peers_check */
@@ -801,12 +812,15 @@ static int store_open(struct point *pt, char *msg, size_t len)
 		rc = sqlite3_open_v2(pt->sqlpath, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
 				     NULL);
 		if (rc == SQLITE_OK)
-			rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
-					  "CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB)", NULL, NULL,
-					  &emsg);
+			rc = sqlite3_exec(db,
+					  "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
+					  "CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB)",
+					  NULL, NULL, &emsg);
 		if (rc != SQLITE_OK)
-			set_msg(msg, len, "%s: %s", pt->sqlpath, emsg ? emsg :
-				 db ? sqlite3_errmsg(db) : "out of memory");
+			set_msg(msg, len, "%s: %s", pt->sqlpath,
+				emsg ? emsg :
+				db   ? sqlite3_errmsg(db) :
+				       "out of memory");
 		sqlite3_free(emsg);
 		sqlite3_close(db);
 		return rc == SQLITE_OK ? 0 : -EIO;
@@ -924,7 +938,8 @@ static double dev_flushes_per_commit(const struct row *w)
 static double dev_bytes_per_commit(const struct row *w)
 {
 	return row_dev_ok(w) ? (double)(w->d1.sectors_written - w->d0.sectors_written) * 512 /
-			       (double)w->commits : NAN;
+				       (double)w->commits :
+			       NAN;
 }
 
 /* The best row of @kind at @clients (the raw baseline: K_RAW), or NULL. */
@@ -988,61 +1003,79 @@ static void print_human(struct prun *r)
 {
 	const struct peers_opts *o = r->o;
 	struct bench *b = r->b;
-	static const struct { unsigned clients; double target; } tg[] = {
-		{ 1, T_RATIO_1 }, { 64, T_RATIO_64 },
+	static const struct {
+		unsigned clients;
+		double target;
+	} tg[] = {
+		{ 1, T_RATIO_1 },
+		{ 64, T_RATIO_64 },
 	};
 	char miss[256], fpc[32], bpc[32], efc[32];
 
 	bench_out(b, "delog bench --workload peers, in %s\n", r->dir);
-	bench_out(b, "  commit      %u x %u B records (%" PRIu64 " B payload), durable when the "
-		  "commit returns; %.2f s per point after a %.2f s warm-up\n", o->items,
-		  o->item_size, payload(o), o->time_s,
+	bench_out(b,
+		  "  commit      %u x %u B records (%" PRIu64 " B payload), durable when the "
+		  "commit returns; %.2f s per point after a %.2f s warm-up\n",
+		  o->items, o->item_size, payload(o), o->time_s,
 		  fmax(o->time_s / 10, (double)BENCH_MIN_WARMUP_NS / 1e9));
 	if (o->sys[S_DELOG_SYNC] || o->sys[S_DELOG_ASYNC] || o->sys[S_DELOG_SINGLE])
-		bench_out(b, "  delog       %s, %llu MiB log (formatted in %.2f s), backend %s, "
+		bench_out(b,
+			  "  delog       %s, %llu MiB log (formatted in %.2f s), backend %s, "
 			  "%u x %u KiB buffers (the engine's defaults); tx_begin + tx_log x %u + "
-			  "tx_commit_force\n", b->t.path, LOG_SIZE >> 20, r->format_s,
+			  "tx_commit_force\n",
+			  b->t.path, LOG_SIZE >> 20, r->format_s,
 			  b->o.backend ? b->o.backend : "auto", DELOG_LOGBUFS_MAX,
 			  DELOG_LOGBSIZE_MAX >> 10, o->items);
 #ifdef DELOG_HAVE_ROCKSDB
 	if (o->sys[S_ROCKSDB])
-		bench_out(b, "  rocksdb     %s: one DB, a WriteBatch of %u puts per commit, "
-			  "WriteOptions sync=true\n", DELOG_ROCKSDB_VERSION, o->items);
+		bench_out(b,
+			  "  rocksdb     %s: one DB, a WriteBatch of %u puts per commit, "
+			  "WriteOptions sync=true\n",
+			  DELOG_ROCKSDB_VERSION, o->items);
 #endif
 #ifdef DELOG_HAVE_SQLITE
 	if (o->sys[S_SQLITE])
-		bench_out(b, "  sqlite      %s: journal_mode=WAL, synchronous=FULL, a connection per "
-			  "thread, BEGIN IMMEDIATE + %u INSERT + COMMIT\n", sqlite3_libversion(),
-			  o->items);
+		bench_out(b,
+			  "  sqlite      %s: journal_mode=WAL, synchronous=FULL, a connection per "
+			  "thread, BEGIN IMMEDIATE + %u INSERT + COMMIT\n",
+			  sqlite3_libversion(), o->items);
 #endif
 #ifdef DELOG_HAVE_LMDB
 	if (o->sys[S_LMDB])
-		bench_out(b, "  lmdb        %s: one env, default flags (synced commits), a write "
-			  "txn of %u puts per commit\n", lmdb_version(), o->items);
+		bench_out(b,
+			  "  lmdb        %s: one env, default flags (synced commits), a write "
+			  "txn of %u puts per commit\n",
+			  lmdb_version(), o->items);
 #endif
 	if (o->sys[S_RAW])
-		bench_out(b, "  raw         per thread: O_DIRECT pwrite of %" PRIu64 " B + fdatasync\n",
+		bench_out(b,
+			  "  raw         per thread: O_DIRECT pwrite of %" PRIu64
+			  " B + fdatasync\n",
 			  raw_record(o));
 	if (missing_list(miss, sizeof(miss))[0])
 		bench_out(b, "  missing     %s\n", miss);
 	if (r->dev.ok)
-		bench_out(b, "  flushes     counted on the disk %s (%s, field 16); with the bench "
-			  "idle: %.1f/s before the run, %.1f/s after it\n", r->dev.name, r->dev.path,
-			  r->idle_before, r->idle_after);
+		bench_out(b,
+			  "  flushes     counted on the disk %s (%s, field 16); with the bench "
+			  "idle: %.1f/s before the run, %.1f/s after it\n",
+			  r->dev.name, r->dev.path, r->idle_before, r->idle_after);
 	else
 		bench_out(b, "  flushes     n/a: no block device statistics for %s\n", r->dir);
 	if (fmax(r->idle_before, r->idle_after) > IDLE_WARN)
-		bench_out(b, "  WARNING     other processes flush this disk (%.0f/s while the bench was "
+		bench_out(b,
+			  "  WARNING     other processes flush this disk (%.0f/s while the bench was "
 			  "idle): their flushes are in the counts, and their I/O in the rates\n",
 			  fmax(r->idle_before, r->idle_after));
 	for (size_t i = 0; i < r->nrows; i++) {
 		const struct row *w = &r->rows[i];
 
 		if (!i || w->clients != r->rows[i - 1].clients)
-			bench_out(b, "\n  %u thread%s\n  %-14s %10s %7s %9s %9s %9s %12s %10s %9s "
-				  "%7s\n", w->clients, w->clients == 1 ? "" : "s", "system",
-				  "commits/s", "MB/s", "p50 us", "p99 us", "max us", "flush/commit",
-				  "KB/commit", "eng fl/c", "cpu us");
+			bench_out(b,
+				  "\n  %u thread%s\n  %-14s %10s %7s %9s %9s %9s %12s %10s %9s "
+				  "%7s\n",
+				  w->clients, w->clients == 1 ? "" : "s", "system", "commits/s",
+				  "MB/s", "p50 us", "p99 us", "max us", "flush/commit", "KB/commit",
+				  "eng fl/c", "cpu us");
 		if (row_dev_ok(w)) {
 			snprintf(fpc, sizeof(fpc), "%.3f", dev_flushes_per_commit(w));
 			snprintf(bpc, sizeof(bpc), "%.1f", dev_bytes_per_commit(w) / 1024);
@@ -1051,8 +1084,8 @@ static void print_human(struct prun *r)
 			snprintf(bpc, sizeof(bpc), "n/a");
 		}
 		if (w->has_stats && w->commits)
-			snprintf(efc, sizeof(efc), "%.3f", (double)w->engine_flushes /
-				 (double)w->commits);
+			snprintf(efc, sizeof(efc), "%.3f",
+				 (double)w->engine_flushes / (double)w->commits);
 		else
 			snprintf(efc, sizeof(efc), "-");
 		bench_out(b, "  %-14s %10.0f %7.2f %9.1f %9.1f %9.1f %12s %10s %9s %7.1f\n",
@@ -1064,16 +1097,18 @@ static void print_human(struct prun *r)
 			double q = ratio_at(r, w->clients, &d, &p);
 
 			if (d && p)
-				bench_out(b, "  best delog (%s) / best peer (%s): %.2fx", systems[d->sys].name,
-					  systems[p->sys].name, q);
+				bench_out(b, "  best delog (%s) / best peer (%s): %.2fx",
+					  systems[d->sys].name, systems[p->sys].name, q);
 			if (d && raw)
-				bench_out(b, "%s best delog / raw-fdatasync: %.2fx", d && p ? ";" : " ",
+				bench_out(b, "%s best delog / raw-fdatasync: %.2fx",
+					  d && p ? ";" : " ",
 					  d->commits_per_s / raw->commits_per_s);
 			if ((d && p) || (d && raw))
 				bench_out(b, "\n");
 		}
 	}
-	bench_out(b, "\n  MB/s: logged payload (10^6 B/s); flush/commit and KB/commit: the disk's "
+	bench_out(b,
+		  "\n  MB/s: logged payload (10^6 B/s); flush/commit and KB/commit: the disk's "
 		  "flush requests and bytes written per commit in the window (all processes); eng "
 		  "fl/c: delog's own flushes + FUA writes per commit; cpu us: process CPU per "
 		  "commit\n");
@@ -1086,12 +1121,16 @@ static void print_human(struct prun *r)
 			continue;
 		q = ratio_at(r, tg[i].clients, &d, &p);
 		if (isnan(q)) {
-			bench_out(b, "  %u thread%s: best delog / best peer: n/a (needs a delog and a "
-				  "peer row)\n", tg[i].clients, tg[i].clients == 1 ? "" : "s");
+			bench_out(b,
+				  "  %u thread%s: best delog / best peer: n/a (needs a delog and a "
+				  "peer row)\n",
+				  tg[i].clients, tg[i].clients == 1 ? "" : "s");
 			continue;
 		}
-		bench_out(b, "  %u thread%s: best delog (%s) / best peer (%s) = %.2f, target >= %.1f: "
-			  "%s", tg[i].clients, tg[i].clients == 1 ? "" : "s", systems[d->sys].name,
+		bench_out(b,
+			  "  %u thread%s: best delog (%s) / best peer (%s) = %.2f, target >= %.1f: "
+			  "%s",
+			  tg[i].clients, tg[i].clients == 1 ? "" : "s", systems[d->sys].name,
 			  systems[p->sys].name, q, tg[i].target,
 			  q >= tg[i].target ? "met" : "MISSED");
 		if (q < tg[i].target)
@@ -1104,8 +1143,13 @@ static void print_human(struct prun *r)
 static void print_json(struct prun *r)
 {
 	const struct peers_opts *o = r->o;
-	static const struct { unsigned clients; double target; const char *key; } tg[] = {
-		{ 1, T_RATIO_1, "ratio_1_thread" }, { 64, T_RATIO_64, "ratio_64_threads" },
+	static const struct {
+		unsigned clients;
+		double target;
+		const char *key;
+	} tg[] = {
+		{ 1, T_RATIO_1, "ratio_1_thread" },
+		{ 64, T_RATIO_64, "ratio_64_threads" },
 	};
 	struct json j;
 
@@ -1157,10 +1201,14 @@ static void print_json(struct prun *r)
 		json_obj_begin(&j, NULL);
 		json_str(&j, "workload", "peers");
 		json_str(&j, "system", sd->name);
-		json_str(&j, "kind", sd->kind == K_DELOG ? "delog" : sd->kind == K_PEER ? "peer" :
-			 "baseline");
-		json_str(&j, "policy", sd->kind == K_DELOG ?
-			 delog_flush_policy_name((enum delog_flush_policy)sd->policy) : NULL);
+		json_str(&j, "kind",
+			 sd->kind == K_DELOG ? "delog" :
+			 sd->kind == K_PEER  ? "peer" :
+					       "baseline");
+		json_str(&j, "policy",
+			 sd->kind == K_DELOG ?
+				 delog_flush_policy_name((enum delog_flush_policy)sd->policy) :
+				 NULL);
 		json_u64(&j, "clients", w->clients);
 		json_u64(&j, "commits", w->commits);
 		json_dbl(&j, "window_s", w->window_s);
@@ -1191,8 +1239,8 @@ static void print_json(struct prun *r)
 			json_null(&j, "engine_transactions");
 		}
 		json_dbl(&j, "cpu_s", w->cpu_s);
-		json_dbl(&j, "cpu_us_per_commit", w->commits ? w->cpu_s * 1e6 / (double)w->commits :
-			 NAN);
+		json_dbl(&j, "cpu_us_per_commit",
+			 w->commits ? w->cpu_s * 1e6 / (double)w->commits : NAN);
 		json_dbl(&j, "setup_s", w->setup_s);
 		json_obj_end(&j);
 	}
@@ -1209,8 +1257,8 @@ static void print_json(struct prun *r)
 		json_str(&j, "best_peer", p ? systems[p->sys].name : NULL);
 		json_dbl(&j, "best_peer_commits_per_s", p ? p->commits_per_s : NAN);
 		json_dbl(&j, "delog_vs_best_peer", q);
-		json_dbl(&j, "delog_vs_raw_fdatasync", d && raw ? d->commits_per_s /
-			 raw->commits_per_s : NAN);
+		json_dbl(&j, "delog_vs_raw_fdatasync",
+			 d && raw ? d->commits_per_s / raw->commits_per_s : NAN);
 		json_obj_end(&j);
 	}
 	json_arr_end(&j);

@@ -73,7 +73,7 @@
  * 4 MiB and 2); docs/BENCH.md has the measurements behind them. */
 #define DEFAULT_READ_CHUNK (4u << 20)
 #define DEFAULT_INFLIGHT 2u
-#define MIN_READ_CHUNK (1u << 20)  /* jrnl_recover's clamp */
+#define MIN_READ_CHUNK (1u << 20) /* jrnl_recover's clamp */
 #define MAX_READ_CHUNK (256u << 20)
 #define MAX_INFLIGHT 16u
 #define DEFAULT_PASSES 3u
@@ -112,7 +112,7 @@ static const struct option rec_options[] = {
 };
 
 struct rec_opts {
-	uint64_t size;            /* log bytes */
+	uint64_t size; /* log bytes */
 	uint32_t sector, logbsize;
 	unsigned logbufs;
 	uint32_t item_size;
@@ -121,13 +121,13 @@ struct rec_opts {
 	unsigned inflight;
 	unsigned passes;
 	bool no_fio;
-	bool no_durable;          /* no record written after the final flush */
+	bool no_durable; /* no record written after the final flush */
 };
 
 /* What the fill wrote: what every recovery pass must find. */
 struct fill {
 	uint64_t ckpts, items, item_bytes;
-	uint8_t xor;              /* of the first byte of every item */
+	uint8_t xor ; /* of the first byte of every item */
 	uint64_t records, record_bytes, buffer_waits;
 	uint64_t head_lsn, live_bytes;
 	double live_fraction;
@@ -145,7 +145,7 @@ struct rec_pass {
 struct replay {
 	struct bench *b;
 	uint64_t ckpts, items, bytes;
-	uint8_t xor;
+	uint8_t xor ;
 	bool stopped;
 };
 
@@ -154,12 +154,12 @@ struct run {
 	const struct rec_opts *o;
 	struct iol_dev *dev;
 	struct jrnl_geom g;
-	const char *backend;      /* the backend in use */
+	const char *backend; /* the backend in use */
 	const char *fs_type;
 	struct fill f;
 	struct rec_pass pass[MAX_PASSES];
 	char fio_path[PATH_MAX];
-	const char *fio;          /* NULL: not installed or --no-fio */
+	const char *fio; /* NULL: not installed or --no-fio */
 	bool installed;
 	struct fio_job job;
 	char fio_err[512];
@@ -216,13 +216,15 @@ static int rec_option(void *state, int opt, const char *arg)
 		if (parse_size(arg, &v) || v < MIN_READ_CHUNK || v > MAX_READ_CHUNK ||
 		    v % IOL_SEG_BYTES)
 			return bench_usage_error("--read-chunk: '%s' is not a multiple of 4K from "
-						 "1M to 256M", arg);
+						 "1M to 256M",
+						 arg);
 		o->read_chunk = (size_t)v;
 		return 0;
 	case OPT_INFLIGHT:
 		if (parse_count(arg, 2, MAX_INFLIGHT, &v))
 			return bench_usage_error("--reads-in-flight: '%s' is not a count from 2 to "
-						 "%u", arg, MAX_INFLIGHT);
+						 "%u",
+						 arg, MAX_INFLIGHT);
 		o->inflight = (unsigned)v;
 		return 0;
 	case OPT_PASSES:
@@ -254,8 +256,11 @@ static int rec_option(void *state, int opt, const char *arg)
  */
 static int fill_unfillable(const struct rec_opts *o, uint64_t *out)
 {
-	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = DELOG_SB_BYTES + MIN_SIZE,
-				   .sector = o->sector, .seed = 1, .write_through = true };
+	struct iol_sim_opts so = { .size = sizeof(so),
+				   .dev_bytes = DELOG_SB_BYTES + MIN_SIZE,
+				   .sector = o->sector,
+				   .seed = 1,
+				   .write_through = true };
 	struct iol_dev_opts dopts = { .size = sizeof(dopts), .backend = "sim", .sim = &so };
 	struct jrnl_format_opts fo = { .sector = o->sector, .log_size = MIN_SIZE };
 	struct jrnl_log_opts lo = { .logbufs = o->logbufs, .logbsize = o->logbsize };
@@ -295,12 +300,14 @@ static int rec_check(struct bench *b, void *state)
 		return bench_usage_error("--size: %s is not a multiple of the %u-byte sector "
 					 "(--sector): give %s or %s",
 					 fmt_bytes_exact(o->size, a, sizeof(a)), o->sector,
-					 fmt_bytes_exact(o->size - o->size % o->sector, c, sizeof(c)),
+					 fmt_bytes_exact(o->size - o->size % o->sector, c,
+							 sizeof(c)),
 					 fmt_bytes_exact(o->size - o->size % o->sector + o->sector,
 							 d, sizeof(d)));
 	if (ckpt > o->size / 4)
 		return bench_usage_error("a checkpoint of %u items of %u bytes takes more than a "
-					 "quarter of the log (--size)", o->ckpt_items, o->item_size);
+					 "quarter of the log (--size)",
+					 o->ckpt_items, o->item_size);
 	/* A size the fill cannot cover to MIN_LIVE_FRACTION is refused now, before the
 	 * target is created or written, with the smallest one that works (whole MiB). */
 	if (fill_unfillable(o, &unfillable))
@@ -441,8 +448,10 @@ static int fill_log(struct run *r)
 				break;
 			}
 			bench_progress(r->b, "filling the log: %.0f%%",
-				       100.0 * (double)(jrnl_lsn_sector(jrnl_log_head(log)) *
-							 (uint64_t)r->g.sector) / (double)o->size);
+				       100.0 *
+					       (double)(jrnl_lsn_sector(jrnl_log_head(log)) *
+							(uint64_t)r->g.sector) /
+					       (double)o->size);
 		}
 		err = write_ckpt(r, log, seq++, nitems, pat, &seed, &key);
 		if (err)
@@ -469,7 +478,8 @@ static int fill_log(struct run *r)
 	r->f.fill_s = (double)(now_ns() - t0) / 1e9;
 	if (err) {
 		if (err != -EINTR && !r->b->err_msg[0])
-			bench_fail(r->b, err, r->b->t.path, "filling the log: %s", tool_strerror(err));
+			bench_fail(r->b, err, r->b->t.path, "filling the log: %s",
+				   tool_strerror(err));
 		return err;
 	}
 	r->f.records = st.records;
@@ -482,9 +492,10 @@ static int fill_log(struct run *r)
 		r->f.live_bytes = r->g.log_size;
 	r->f.live_fraction = (double)r->f.live_bytes / (double)r->g.log_size;
 	if (r->f.live_fraction < MIN_LIVE_FRACTION) {
-		bench_fail(r->b, -ENOSPC, r->b->t.path, "the fill covered only %.1f%% of the log "
-			   "(at least %.0f%% wanted)", 100 * r->f.live_fraction,
-			   100 * MIN_LIVE_FRACTION);
+		bench_fail(r->b, -ENOSPC, r->b->t.path,
+			   "the fill covered only %.1f%% of the log "
+			   "(at least %.0f%% wanted)",
+			   100 * r->f.live_fraction, 100 * MIN_LIVE_FRACTION);
 		return -ENOSPC;
 	}
 	return 0;
@@ -532,17 +543,21 @@ static int validate(struct run *r, const struct jrnl_report *rep, const struct r
 		snprintf(what, len, "recovery found a%s log, not a crashed one",
 			 rep->empty ? "n empty" : " cleanly unmounted");
 	else if (rep->checkpoints != f->ckpts || rp->ckpts != f->ckpts)
-		snprintf(what, len, "recovery replayed %" PRIu64 " checkpoints (callback: %" PRIu64
-			 "), the fill wrote %" PRIu64, rep->checkpoints, rp->ckpts, f->ckpts);
+		snprintf(what, len,
+			 "recovery replayed %" PRIu64 " checkpoints (callback: %" PRIu64
+			 "), the fill wrote %" PRIu64,
+			 rep->checkpoints, rp->ckpts, f->ckpts);
 	else if (rep->items != f->items || rp->items != f->items)
 		snprintf(what, len, "recovery replayed %" PRIu64 " items, the fill wrote %" PRIu64,
 			 rep->items, f->items);
 	else if (rep->bytes_replayed != f->item_bytes || rp->bytes != f->item_bytes)
-		snprintf(what, len, "recovery replayed %" PRIu64 " item bytes (callback: %" PRIu64
-			 "), the fill wrote %" PRIu64, rep->bytes_replayed, rp->bytes, f->item_bytes);
+		snprintf(what, len,
+			 "recovery replayed %" PRIu64 " item bytes (callback: %" PRIu64
+			 "), the fill wrote %" PRIu64,
+			 rep->bytes_replayed, rp->bytes, f->item_bytes);
 	else if (rp->xor != f->xor)
-		snprintf(what, len, "the items' first bytes XOR to %#x, the fill's to %#x",
-			 rp->xor, f->xor);
+		snprintf(what, len, "the items' first bytes XOR to %#x, the fill's to %#x", rp->xor,
+			 f->xor);
 	else if (rep->dropped)
 		snprintf(what, len, "recovery dropped %" PRIu64 " incomplete checkpoints",
 			 rep->dropped);
@@ -563,8 +578,11 @@ static int recover_pass(struct run *r, unsigned i)
 	struct rec_pass *p = &r->pass[i];
 	struct replay rp = { .b = r->b };
 	struct jrnl_recover_opts ro = {
-		.replay = replay_cb, .priv = &rp, .read_only = true,
-		.read_chunk = r->o->read_chunk, .reads_in_flight = r->o->inflight,
+		.replay = replay_cb,
+		.priv = &rp,
+		.read_only = true,
+		.read_chunk = r->o->read_chunk,
+		.reads_in_flight = r->o->inflight,
 	};
 	struct jrnl_geom g;
 	uint64_t t0, c0, pc0;
@@ -587,14 +605,16 @@ static int recover_pass(struct run *r, unsigned i)
 			bench_fail(r->b, err, r->b->t.path, "recovery pass %u failed: %s", i + 1,
 				   tool_strerror(err));
 		else
-			bench_fail(r->b, err, r->b->t.path, "recovery pass %u: %s at offset %"
-				   PRIu64 ": %s", i + 1, tool_err_name(err), p->rep.corrupt_offset,
-				   p->rep.corrupt_what);
+			bench_fail(r->b, err, r->b->t.path,
+				   "recovery pass %u: %s at offset %" PRIu64 ": %s", i + 1,
+				   tool_err_name(err), p->rep.corrupt_offset, p->rep.corrupt_what);
 		return err;
 	}
 	if (validate(r, &p->rep, &rp, what, sizeof(what))) {
-		bench_fail(r->b, DELOG_ECORRUPT, r->b->t.path, "recovery pass %u does not match the "
-			   "fill: %s", i + 1, what);
+		bench_fail(r->b, DELOG_ECORRUPT, r->b->t.path,
+			   "recovery pass %u does not match the "
+			   "fill: %s",
+			   i + 1, what);
 		return DELOG_ECORRUPT;
 	}
 	p->mbs = bench_mbs(p->rep.bytes_read, p->wall_ns);
@@ -619,10 +639,14 @@ static int passes(struct run *r)
 
 	if (r->fio) {
 		r->job = (struct fio_job){
-			.fio = r->fio, .name = "delog-bench-recovery", .filename = r->b->t.path,
+			.fio = r->fio,
+			.name = "delog-bench-recovery",
+			.filename = r->b->t.path,
 			.rw = "read",
 			.ioengine = !strcmp(r->backend, "uring") ? "io_uring" : "libaio",
-			.bs = o->read_chunk, .iodepth = o->inflight, .offset = r->g.log_start,
+			.bs = o->read_chunk,
+			.iodepth = o->inflight,
+			.offset = r->g.log_start,
 			.size = r->f.live_bytes - r->f.live_bytes % o->read_chunk,
 			.readonly = true,
 		};
@@ -658,8 +682,8 @@ static int passes(struct run *r)
 struct summary {
 	double rec_mbs, fio_mbs, ratio, wall_s, cpu_s, proc_cpu_s, cpu_mbs, ckpt_per_s;
 	double items_per_s;
-	double log_mbs;           /* live log bytes per second */
-	double read_amp;          /* bytes_read / live bytes */
+	double log_mbs;  /* live log bytes per second */
+	double read_amp; /* bytes_read / live bytes */
 };
 
 static void summarise(const struct run *r, struct summary *s)
@@ -699,25 +723,29 @@ static void print_human(struct run *r, const struct summary *s)
 
 	bench_out(b, "delog bench --workload recovery %s\n", b->t.path);
 	bench_out_target(b, r->fs_type, r->backend);
-	bench_out(b, "  log         %s, %u-byte sectors; writer %u x %s buffers; formatted in "
-		  "%.2f s\n", fmt_bytes(r->g.log_size, a, sizeof(a)), r->g.sector, o->logbufs,
+	bench_out(b,
+		  "  log         %s, %u-byte sectors; writer %u x %s buffers; formatted in "
+		  "%.2f s\n",
+		  fmt_bytes(r->g.log_size, a, sizeof(a)), r->g.sector, o->logbufs,
 		  fmt_bytes(o->logbsize, c, sizeof(c)), r->f.format_s);
-	bench_out(b, "  fill        %" PRIu64 " checkpoints of up to %u items of %s, %" PRIu64
-		  " records, %s live (%.2f%% of the log), %.2f s (%.0f MB/s)\n", r->f.ckpts,
-		  o->ckpt_items, fmt_bytes(o->item_size, a, sizeof(a)), r->f.records,
+	bench_out(b,
+		  "  fill        %" PRIu64 " checkpoints of up to %u items of %s, %" PRIu64
+		  " records, %s live (%.2f%% of the log), %.2f s (%.0f MB/s)\n",
+		  r->f.ckpts, o->ckpt_items, fmt_bytes(o->item_size, a, sizeof(a)), r->f.records,
 		  fmt_bytes(r->f.live_bytes, c, sizeof(c)), 100 * r->f.live_fraction, r->f.fill_s,
 		  (double)r->f.record_bytes / r->f.fill_s / 1e6);
 	bench_out(b, "  recovery    read-only, read chunk %s, %u reads in flight, %u pass%s\n",
 		  fmt_bytes(o->read_chunk, a, sizeof(a)), o->inflight, o->passes,
 		  o->passes == 1 ? "" : "es");
 	if (r->fio)
-		bench_out(b, "  fio         --rw=read --direct=1 --ioengine=%s --bs=%s --iodepth=%u, "
-			  "%s from byte %" PRIu64 "\n", r->job.ioengine,
-			  fmt_bytes(r->job.bs, a, sizeof(a)), r->job.iodepth,
+		bench_out(b,
+			  "  fio         --rw=read --direct=1 --ioengine=%s --bs=%s --iodepth=%u, "
+			  "%s from byte %" PRIu64 "\n",
+			  r->job.ioengine, fmt_bytes(r->job.bs, a, sizeof(a)), r->job.iodepth,
 			  fmt_bytes(r->job.size, c, sizeof(c)), r->job.offset);
 
-	bench_out(b, "\n  %-6s %14s %10s %10s %14s\n", "pass", "recovery MB/s", "seconds",
-		  "cpu s", "fio MB/s");
+	bench_out(b, "\n  %-6s %14s %10s %10s %14s\n", "pass", "recovery MB/s", "seconds", "cpu s",
+		  "fio MB/s");
 	for (unsigned i = 0; i < o->passes; i++) {
 		const struct rec_pass *p = &r->pass[i];
 
@@ -735,30 +763,40 @@ static void print_human(struct run *r, const struct summary *s)
 	bench_out(b, "  %-6s %14.1f %10.3f %10.3f %14s\n", "median", s->rec_mbs, s->wall_s,
 		  s->cpu_s, d);
 
-	bench_out(b, "\n  per pass    %" PRIu64 " checkpoints (%.0f/s), %" PRIu64 " items (%.0f/s), "
-		  "%s replayed\n", rep->checkpoints, s->ckpt_per_s, rep->items, s->items_per_s,
+	bench_out(b,
+		  "\n  per pass    %" PRIu64 " checkpoints (%.0f/s), %" PRIu64 " items (%.0f/s), "
+		  "%s replayed\n",
+		  rep->checkpoints, s->ckpt_per_s, rep->items, s->items_per_s,
 		  fmt_bytes(rep->bytes_replayed, a, sizeof(a)));
-	bench_out(b, "              %s read in %" PRIu64 " requests, at most %u chained reads in "
-		  "flight; %" PRIu64 " records verified\n", fmt_bytes(rep->bytes_read, a, sizeof(a)),
-		  rep->read_reqs, rep->max_reads_in_flight, rep->records);
-	bench_out(b, "              %.2f bytes read per live log byte: the live log is recovered at "
-		  "%.1f MB/s\n", s->read_amp, s->log_mbs);
-	bench_out(b, "  cpu         recovering thread %.3f s of %.3f s (%.0f%%; parsing at %.0f MB/s "
-		  "when not waiting for reads); process %.3f s\n", s->cpu_s, s->wall_s,
-		  100 * s->cpu_s / s->wall_s, s->cpu_mbs, s->proc_cpu_s);
-	if (r->fio && !isnan(s->fio_mbs))
-	{
+	bench_out(b,
+		  "              %s read in %" PRIu64 " requests, at most %u chained reads in "
+		  "flight; %" PRIu64 " records verified\n",
+		  fmt_bytes(rep->bytes_read, a, sizeof(a)), rep->read_reqs,
+		  rep->max_reads_in_flight, rep->records);
+	bench_out(b,
+		  "              %.2f bytes read per live log byte: the live log is recovered at "
+		  "%.1f MB/s\n",
+		  s->read_amp, s->log_mbs);
+	bench_out(b,
+		  "  cpu         recovering thread %.3f s of %.3f s (%.0f%%; parsing at %.0f MB/s "
+		  "when not waiting for reads); process %.3f s\n",
+		  s->cpu_s, s->wall_s, 100 * s->cpu_s / s->wall_s, s->cpu_mbs, s->proc_cpu_s);
+	if (r->fio && !isnan(s->fio_mbs)) {
 		bench_out(b, "  ratio       recovery / fio = %.3f (target >= %.1f: %s)\n", s->ratio,
 			  TARGET_RATIO, s->ratio >= TARGET_RATIO ? "met" : "NOT met");
 		if (s->read_amp > 1.1)
-			bench_out(b, "              but recovery read the log %.2f times: live log "
-				  "MB/s / fio = %.3f\n", s->read_amp, s->log_mbs / s->fio_mbs);
-	}
-	else if (o->no_fio)
-		bench_out(b, "  ratio       - (fio skipped: --no-fio; target >= %.1f)\n", TARGET_RATIO);
+			bench_out(b,
+				  "              but recovery read the log %.2f times: live log "
+				  "MB/s / fio = %.3f\n",
+				  s->read_amp, s->log_mbs / s->fio_mbs);
+	} else if (o->no_fio)
+		bench_out(b, "  ratio       - (fio skipped: --no-fio; target >= %.1f)\n",
+			  TARGET_RATIO);
 	else if (!r->fio)
-		bench_out(b, "  ratio       - (fio is not installed: apt-get install fio; target >= "
-			  "%.1f)\n", TARGET_RATIO);
+		bench_out(b,
+			  "  ratio       - (fio is not installed: apt-get install fio; target >= "
+			  "%.1f)\n",
+			  TARGET_RATIO);
 	if (r->fio_err[0])
 		bench_out(b, "  fio         %s\n", r->fio_err);
 	bench_out(b, "\nbench took %.1f s\n", (double)(now_ns() - b->t0) / 1e9);
@@ -771,11 +809,21 @@ static void json_pass_array(struct json *j, const char *key, const struct run *r
 		const struct rec_pass *p = &r->pass[i];
 
 		switch (what) {
-		case 0: json_dbl(j, NULL, p->mbs); break;
-		case 1: json_dbl(j, NULL, (double)p->wall_ns / 1e9); break;
-		case 2: json_dbl(j, NULL, (double)p->cpu_ns / 1e9); break;
-		case 3: json_dbl(j, NULL, (double)p->proc_cpu_ns / 1e9); break;
-		default: json_dbl(j, NULL, p->fio_mbs); break; /* NaN -> null */
+		case 0:
+			json_dbl(j, NULL, p->mbs);
+			break;
+		case 1:
+			json_dbl(j, NULL, (double)p->wall_ns / 1e9);
+			break;
+		case 2:
+			json_dbl(j, NULL, (double)p->cpu_ns / 1e9);
+			break;
+		case 3:
+			json_dbl(j, NULL, (double)p->proc_cpu_ns / 1e9);
+			break;
+		default:
+			json_dbl(j, NULL, p->fio_mbs);
+			break; /* NaN -> null */
 		}
 	}
 	json_arr_end(j);
@@ -901,7 +949,8 @@ static int rec_run(struct bench *b, void *state)
 	bench_dev_opts(b, &dopts, msg, sizeof(msg));
 	err = iol_dev_open(b->t.path, &dopts, &r->dev);
 	if (err) {
-		bench_fail(b, err, msg[0] ? NULL : b->t.path, "%s", msg[0] ? msg : tool_strerror(err));
+		bench_fail(b, err, msg[0] ? NULL : b->t.path, "%s",
+			   msg[0] ? msg : tool_strerror(err));
 		goto out;
 	}
 	r->backend = iol_dev_backend(r->dev);

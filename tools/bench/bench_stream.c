@@ -159,8 +159,8 @@ static int stream_option(void *state, int opt, const char *arg)
 		return bench_parse_time(arg, &o->time_s);
 	case OPT_TX_SIZE:
 		if (parse_size(arg, &v) || v < MIN_TX_SIZE || v > MAX_TX_SIZE)
-			return bench_usage_error("--tx-size: '%s' is not a size from 4K to %uM", arg,
-						 MAX_TX_SIZE >> 20);
+			return bench_usage_error("--tx-size: '%s' is not a size from 4K to %uM",
+						 arg, MAX_TX_SIZE >> 20);
 		o->tx_size = (uint32_t)v;
 		return 0;
 	case OPT_LOG_SIZE:
@@ -197,7 +197,8 @@ static int stream_check(struct bench *b, void *state)
 	/* delog refuses a reservation over a quarter of the log; keep well inside it. */
 	if (reservation(o) > o->log_size / 8)
 		return bench_usage_error("--tx-size: a transaction of %" PRIu32 " bytes needs more "
-					 "than an eighth of the log (--size)", o->tx_size);
+					 "than an eighth of the log (--size)",
+					 o->tx_size);
 	return 0;
 }
 
@@ -229,7 +230,8 @@ static void stream_help(FILE *f)
 		"disk/ckpt: the flush requests the disk completed in the same window\n"
 		"(/sys/block/DISK/stat, Linux >= 5.5; '-' without counters), an upper bound\n"
 		"where other processes flush the same disk.\n",
-		MAX_TX_SIZE >> 20, DELOG_LOGBUFS_MIN, DELOG_LOGBUFS_MAX, DELOG_LOGBUFS_MAX, T_RATIO);
+		MAX_TX_SIZE >> 20, DELOG_LOGBUFS_MIN, DELOG_LOGBUFS_MAX, DELOG_LOGBUFS_MAX,
+		T_RATIO);
 }
 
 /* ---- fio ---- */
@@ -237,7 +239,7 @@ static void stream_help(FILE *f)
 struct fio_write {
 	const char *fio, *filename, *ioengine;
 	uint64_t bs, offset, size;
-	uint64_t flusher_offset;  /* the flusher's 4 KiB block, after the region */
+	uint64_t flusher_offset; /* the flusher's 4 KiB block, after the region */
 	unsigned iodepth;
 	double time_s;
 };
@@ -249,10 +251,19 @@ static int fio_write_run(const struct fio_write *w, bool flushed, double *mbs, c
 			 size_t errlen)
 {
 	struct fio_job job = {
-		.fio = w->fio, .name = "delog-bench-stream", .filename = w->filename,
-		.rw = "write", .ioengine = w->ioengine, .bs = w->bs, .iodepth = w->iodepth,
-		.offset = w->offset, .size = w->size, .runtime_s = w->time_s, .end_fsync = true,
-		.flusher = flushed, .flusher_offset = w->flusher_offset,
+		.fio = w->fio,
+		.name = "delog-bench-stream",
+		.filename = w->filename,
+		.rw = "write",
+		.ioengine = w->ioengine,
+		.bs = w->bs,
+		.iodepth = w->iodepth,
+		.offset = w->offset,
+		.size = w->size,
+		.runtime_s = w->time_s,
+		.end_fsync = true,
+		.flusher = flushed,
+		.flusher_offset = w->flusher_offset,
 	};
 
 	return fio_run(&job, mbs, err, errlen);
@@ -263,7 +274,7 @@ static int fio_write_run(const struct fio_write *w, bool flushed, double *mbs, c
 struct point;
 
 struct client {
-	struct bench_client bc;   /* buf: the transaction's one item */
+	struct bench_client bc; /* buf: the transaction's one item */
 	struct point *pt;
 };
 
@@ -278,16 +289,16 @@ struct point {
 };
 
 struct row {
-	unsigned pass;            /* from 1 */
-	unsigned pidx;            /* index in --policy */
-	int policy;               /* enum delog_flush_policy */
+	unsigned pass; /* from 1 */
+	unsigned pidx; /* index in --policy */
+	int policy;    /* enum delog_flush_policy */
 	uint64_t txs;
 	double window_s, tx_per_s, mb_per_s, cpu_s, open_s;
 	struct lat_stats lat;
 	uint64_t checkpoints, device_flushes, fua_writes, transactions, records, record_bytes;
 	uint64_t space_waits, fua_flushes, preflushes, flushes;
 	double flushes_per_ckpt, bytes_per_flush, txs_per_ckpt;
-	double disk_flushes;      /* flush requests the disk completed; NAN: no counters */
+	double disk_flushes; /* flush requests the disk completed; NAN: no counters */
 };
 
 /* One durable transaction: begin, one item, commit, force its checkpoint. */
@@ -353,10 +364,11 @@ static void stats_delta(struct row *w, const struct delog_stats *a, const struct
 	w->records = b->records - a->records;
 	w->record_bytes = b->record_bytes - a->record_bytes;
 	w->space_waits = b->space_waits - a->space_waits;
-	w->flushes_per_ckpt = w->checkpoints ?
-		(double)w->device_flushes / (double)w->checkpoints : NAN;
+	w->flushes_per_ckpt = w->checkpoints ? (double)w->device_flushes / (double)w->checkpoints :
+					       NAN;
 	w->bytes_per_flush = w->device_flushes ?
-		(double)w->record_bytes / (double)w->device_flushes : NAN;
+				     (double)w->record_bytes / (double)w->device_flushes :
+				     NAN;
 	w->txs_per_ckpt = w->checkpoints ? (double)w->transactions / (double)w->checkpoints : NAN;
 }
 
@@ -430,16 +442,16 @@ struct srun {
 	const struct stream_opts *o;
 	const char *fs_type;
 	double format_s;
-	struct bench_disk disk;   /* the disk under the target, for its flush counter */
+	struct bench_disk disk; /* the disk under the target, for its flush counter */
 	char fio_path[PATH_MAX];
-	const char *fio;          /* NULL: not installed, or --no-fio */
+	const char *fio; /* NULL: not installed, or --no-fio */
 	struct fio_write fw;
 	char fio_err[512];
-	double fio_mbs[MAX_PASSES][BENCH_NR_POLICIES]; /* the run paired with each point (by
+	double fio_mbs[MAX_PASSES][BENCH_NR_POLICIES];   /* the run paired with each point (by
 						       * pass and policy index); NaN: not
 						       * run or failed */
 	double fiofl_mbs[MAX_PASSES][BENCH_NR_POLICIES]; /* the same with the flusher */
-	struct row *rows;         /* passes x npolicy, pass-major */
+	struct row *rows;                                /* passes x npolicy, pass-major */
 	size_t nrows;
 };
 
@@ -458,8 +470,8 @@ static double ratio_to(const double (*ref)[BENCH_NR_POLICIES], const struct row 
 
 /* Medians over the passes of policy @p. */
 struct medians {
-	double mbs, fio, ratio;   /* delog, fio, delog / fio */
-	double fiofl, ratio_fl;   /* fio with the flusher, delog / that */
+	double mbs, fio, ratio; /* delog, fio, delog / fio */
+	double fiofl, ratio_fl; /* fio with the flusher, delog / that */
 };
 
 static void policy_medians(const struct srun *r, int p, struct medians *m)
@@ -538,28 +550,31 @@ static void print_human(struct srun *r)
 	bench_out(b, "  log         %s, %u x %s buffers; formatted in %.2f s\n",
 		  fmt_bytes(o->log_size, sz, sizeof(sz)), o->logbufs,
 		  fmt_bytes(o->logbsize, sz2, sizeof(sz2)), r->format_s);
-	bench_out(b, "  stream      %u clients, each: begin + one %s item + commit + force(seq); "
-		  "%.2f s per point after a %.2f s warm-up, %u pass%s\n", o->clients,
-		  fmt_bytes(o->tx_size, sz3, sizeof(sz3)), o->time_s,
+	bench_out(b,
+		  "  stream      %u clients, each: begin + one %s item + commit + force(seq); "
+		  "%.2f s per point after a %.2f s warm-up, %u pass%s\n",
+		  o->clients, fmt_bytes(o->tx_size, sz3, sizeof(sz3)), o->time_s,
 		  fmax(o->time_s / 10, (double)BENCH_MIN_WARMUP_NS / 1e9), o->passes,
 		  o->passes == 1 ? "" : "es");
 	if (r->fio)
-		bench_out(b, "  fio         --rw=write --direct=1 --ioengine=%s --bs=%s --iodepth=%u "
+		bench_out(b,
+			  "  fio         --rw=write --direct=1 --ioengine=%s --bs=%s --iodepth=%u "
 			  "--time_based --runtime=%.2fs --end_fsync=1, %s from byte %" PRIu64 "\n"
 			  "  fio+flush   the same, with a flusher job beside it (4 KiB write + fdatasync "
 			  "in a loop, at byte %" PRIu64 "):\n"
 			  "              every write durable within one flush, the device's durable "
 			  "streaming rate\n",
-			  r->fw.ioengine, fmt_bytes(r->fw.bs, sz, sizeof(sz)), r->fw.iodepth, o->time_s,
-			  fmt_bytes(r->fw.size, sz2, sizeof(sz2)), r->fw.offset, r->fw.flusher_offset);
+			  r->fw.ioengine, fmt_bytes(r->fw.bs, sz, sizeof(sz)), r->fw.iodepth,
+			  o->time_s, fmt_bytes(r->fw.size, sz2, sizeof(sz2)), r->fw.offset,
+			  r->fw.flusher_offset);
 	else
-		bench_out(b, "  fio         %s: delog alone\n", o->no_fio ? "skipped (--no-fio)" :
-			  "not installed (no fio in $PATH)");
+		bench_out(b, "  fio         %s: delog alone\n",
+			  o->no_fio ? "skipped (--no-fio)" : "not installed (no fio in $PATH)");
 	if (r->fio_err[0])
 		bench_out(b, "  fio         FAILED: %s\n", r->fio_err);
-	bench_out(b, "\n  %-4s %-14s %8s %8s %7s %9s %7s %8s %8s %8s %10s %9s %9s %7s\n",
-		  "pass", "policy", "MB/s", "fio MB/s", "vs fio", "fio+flush", "vs f+f", "tx/s",
-		  "p50 ms", "p99 ms", "max ms", "flush/ckpt", "disk/ckpt", "MiB/flush");
+	bench_out(b, "\n  %-4s %-14s %8s %8s %7s %9s %7s %8s %8s %8s %10s %9s %9s %7s\n", "pass",
+		  "policy", "MB/s", "fio MB/s", "vs fio", "fio+flush", "vs f+f", "tx/s", "p50 ms",
+		  "p99 ms", "max ms", "flush/ckpt", "disk/ckpt", "MiB/flush");
 	for (size_t k = 0; k < r->nrows; k++) {
 		const struct row *w = &r->rows[k];
 		double dk = bench_per(w->disk_flushes, w->checkpoints);
@@ -569,12 +584,15 @@ static void print_human(struct srun *r)
 			snprintf(dc, sizeof(dc), "%.2f", dk);
 		else
 			snprintf(dc, sizeof(dc), "-");
-		bench_out(b, "  %-4u %-14s %8.1f %8.1f %7.3f %9.1f %7.3f %8.1f %8.2f %8.2f %10.2f "
-			  "%9.2f %9s %7.2f\n", w->pass, policy_label(w->policy), w->mb_per_s,
+		bench_out(b,
+			  "  %-4u %-14s %8.1f %8.1f %7.3f %9.1f %7.3f %8.1f %8.2f %8.2f %10.2f "
+			  "%9.2f %9s %7.2f\n",
+			  w->pass, policy_label(w->policy), w->mb_per_s,
 			  r->fio_mbs[w->pass - 1][w->pidx], ratio_to(r->fio_mbs, w),
-			  r->fiofl_mbs[w->pass - 1][w->pidx], ratio_to(r->fiofl_mbs, w), w->tx_per_s,
-			  w->lat.median_us / 1e3, w->lat.p99_us / 1e3, w->lat.max_us / 1e3,
-			  w->flushes_per_ckpt, dc, w->bytes_per_flush / 1048576.0);
+			  r->fiofl_mbs[w->pass - 1][w->pidx], ratio_to(r->fiofl_mbs, w),
+			  w->tx_per_s, w->lat.median_us / 1e3, w->lat.p99_us / 1e3,
+			  w->lat.max_us / 1e3, w->flushes_per_ckpt, dc,
+			  w->bytes_per_flush / 1048576.0);
 	}
 	bench_out(b, "\n  median over the passes\n");
 	for (unsigned p = 0; p < o->npolicy; p++) {
@@ -583,22 +601,25 @@ static void print_human(struct srun *r)
 		policy_medians(r, (int)o->policy[p], &m);
 		bench_out(b, "  %-19s %8.1f", policy_label((int)o->policy[p]), m.mbs);
 		if (!isnan(m.ratio)) {
-			bench_out(b, " %8.1f   delog / fio = %.3f (median of the pass ratios; target "
-				  ">= %.1f: %s)\n  %-19s %8s %8.1f   delog / fio+flush = %.3f", m.fio,
-				  m.ratio, T_RATIO, m.ratio >= T_RATIO ? "met" : "MISSED", "", "",
-				  m.fiofl, m.ratio_fl);
+			bench_out(b,
+				  " %8.1f   delog / fio = %.3f (median of the pass ratios; target "
+				  ">= %.1f: %s)\n  %-19s %8s %8.1f   delog / fio+flush = %.3f",
+				  m.fio, m.ratio, T_RATIO, m.ratio >= T_RATIO ? "met" : "MISSED",
+				  "", "", m.fiofl, m.ratio_fl);
 			any_met |= m.ratio >= T_RATIO && o->policy[p] != DELOG_FLUSH_NONE;
 		}
 		bench_out(b, "\n");
 	}
-	bench_out(b, "\n  MB/s: payload made durable (10^6 B/s); latency: begin to the force's "
+	bench_out(b,
+		  "\n  MB/s: payload made durable (10^6 B/s); latency: begin to the force's "
 		  "return; MiB/flush: log bytes written per device flush\n"
 		  "  flush/ckpt: device flushes delog counted (PREFLUSH writes + standalone flushes "
 		  "+ FUA writes on a disk without FUA) per checkpoint; disk/ckpt: flush requests the "
 		  "disk completed, per checkpoint (an upper bound: other processes' flushes count "
 		  "too)\n");
 	if (r->fio && !r->fio_err[0])
-		bench_out(b, "  fio, all %u runs: median %.1f MB/s; fio+flush: median %.1f MB/s "
+		bench_out(b,
+			  "  fio, all %u runs: median %.1f MB/s; fio+flush: median %.1f MB/s "
 			  "(%.2f of fio)\n"
 			  "  target (delog / fio >= %.1f by a safe policy): %s\n",
 			  o->passes * o->npolicy, fio_median(r, r->fio_mbs),
@@ -735,7 +756,8 @@ static void print_json(struct srun *r)
 		else
 			json_bool(&j, "target_met", m.ratio >= T_RATIO);
 		json_obj_end(&j);
-		any_met |= !isnan(m.ratio) && m.ratio >= T_RATIO && o->policy[p] != DELOG_FLUSH_NONE;
+		any_met |= !isnan(m.ratio) && m.ratio >= T_RATIO &&
+			   o->policy[p] != DELOG_FLUSH_NONE;
 	}
 	json_arr_end(&j);
 	json_dbl(&j, "fio_median_mb_per_s", fio_median(r, r->fio_mbs));
@@ -752,8 +774,8 @@ static int stream_run(struct bench *b, void *state)
 {
 	const struct stream_opts *o = state;
 	struct srun r = { .b = b, .o = o };
-	struct delog_options lo = bench_log_opts(b, DELOG_FLUSH_SYNC, DELOG_OPEN_FORMAT,
-						 o->logbufs, o->logbsize, o->log_size);
+	struct delog_options lo = bench_log_opts(b, DELOG_FLUSH_SYNC, DELOG_OPEN_FORMAT, o->logbufs,
+						 o->logbsize, o->log_size);
 	uint64_t fio_off = DELOG_SB_BYTES + o->log_size;
 	int err = 0;
 
@@ -775,10 +797,15 @@ static int stream_run(struct bench *b, void *state)
 	bench_disk_target(b, &r.disk);
 	bench_disk_idle(&r.disk, false, BENCH_IDLE_NS);
 	r.fw = (struct fio_write){
-		.fio = r.fio, .filename = b->t.path,
+		.fio = r.fio,
+		.filename = b->t.path,
 		.ioengine = b->o.backend && strcmp(b->o.backend, "uring") ? "libaio" : "io_uring",
-		.bs = o->logbsize, .iodepth = o->logbufs, .offset = fio_off, .size = fio_area(o),
-		.flusher_offset = fio_off + fio_area(o), .time_s = o->time_s,
+		.bs = o->logbsize,
+		.iodepth = o->logbufs,
+		.offset = fio_off,
+		.size = fio_area(o),
+		.flusher_offset = fio_off + fio_area(o),
+		.time_s = o->time_s,
 	};
 	/* Pairs (delog point, its fio run), the order flipping from pair to pair. */
 	for (unsigned i = 0, k = 0; i < o->passes && !err; i++) {

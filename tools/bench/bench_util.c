@@ -45,7 +45,8 @@ int bench_parse_time(const char *arg, double *out)
 	t = strtod(arg, &end);
 	if (end == arg || *end || errno || !(t >= 0.05 && t <= 3600))
 		return bench_usage_error("--time: '%s' is not a number of seconds from 0.05 "
-					 "to 3600", arg);
+					 "to 3600",
+					 arg);
 	*out = t;
 	return 0;
 }
@@ -63,10 +64,12 @@ int bench_parse_clients(const char *arg, unsigned max_list, unsigned max, bool u
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (n == max_list || parse_count(tok, 1, max, &v))
 			return bench_usage_error("--clients: '%s' is not a list of up to %u counts "
-						 "from 1 to %u", arg, max_list, max);
+						 "from 1 to %u",
+						 arg, max_list, max);
 		for (unsigned i = 0; unique && i < n; i++)
 			if (out[i] == v)
-				return bench_usage_error("--clients: '%s' names %s twice", arg, tok);
+				return bench_usage_error("--clients: '%s' names %s twice", arg,
+							 tok);
 		out[n++] = (unsigned)v;
 	}
 	if (!n)
@@ -88,7 +91,8 @@ int bench_parse_policies(const char *arg, enum delog_flush_policy *out, unsigned
 
 		if (n == BENCH_NR_POLICIES || delog_flush_policy_parse(tok, &p))
 			return bench_usage_error("--policy: '%s' is not a list of sync, async, "
-						 "single, none", arg);
+						 "single, none",
+						 arg);
 		for (unsigned i = 0; i < n; i++)
 			if (out[i] == p)
 				return bench_usage_error("--policy: '%s' names %s twice", arg, tok);
@@ -106,7 +110,8 @@ int bench_parse_log_size(const char *arg, uint64_t *out)
 
 	if (parse_size(arg, &v) || v < BENCH_MIN_LOG_SIZE || v % BENCH_RAW_BLOCK)
 		return bench_usage_error("--size: '%s' is not a multiple of 4K of at "
-					 "least 16M", arg);
+					 "least 16M",
+					 arg);
 	*out = v;
 	return 0;
 }
@@ -129,7 +134,8 @@ int bench_parse_logbsize(const char *arg, uint32_t *out)
 	if (parse_size(arg, &v) || v < DELOG_LOGBSIZE_MIN || v > DELOG_LOGBSIZE_MAX ||
 	    (v & (v - 1)))
 		return bench_usage_error("--logbsize: '%s' is not a power of two from 16K "
-					 "to 256K", arg);
+					 "to 256K",
+					 arg);
 	*out = (uint32_t)v;
 	return 0;
 }
@@ -163,7 +169,8 @@ int bench_parse_plot(const char *arg, const char **out)
 	/* The name goes into a gnuplot script between single quotes. */
 	if (n < 5 || strcmp(arg + n - 4, ".png") || strpbrk(arg, "'\"\\\n"))
 		return bench_usage_error("--plot: '%s' is not a FILE.png (without quotes or "
-					 "backslashes)", arg);
+					 "backslashes)",
+					 arg);
 	*out = arg;
 	return 0;
 }
@@ -402,8 +409,8 @@ static struct bench_client *client_at(void *clients, size_t size, unsigned i)
 	return (struct bench_client *)((char *)clients + (size_t)i * size);
 }
 
-int bench_clients_start(struct bench_gate *g, void *clients, size_t size, unsigned n,
-			size_t buflen, void *(*fn)(void *), char *msg, size_t len)
+int bench_clients_start(struct bench_gate *g, void *clients, size_t size, unsigned n, size_t buflen,
+			void *(*fn)(void *), char *msg, size_t len)
 {
 	unsigned started = 0;
 	int err = 0;
@@ -433,8 +440,7 @@ int bench_clients_start(struct bench_gate *g, void *clients, size_t size, unsign
 }
 
 int bench_clients_join(struct bench_gate *g, void *clients, size_t size, unsigned n,
-		       uint64_t *commits, struct bench_samples *all,
-		       struct bench_client **failed)
+		       uint64_t *commits, struct bench_samples *all, struct bench_client **failed)
 {
 	int err = 0;
 
@@ -499,8 +505,7 @@ int bench_write_sync(int fd, const void *buf, size_t len, uint64_t off)
 	return fdatasync(fd) ? -errno : 0;
 }
 
-int bench_raw_commit(const struct bench_raw *r, unsigned id, uint64_t *next,
-		     const void *buf)
+int bench_raw_commit(const struct bench_raw *r, unsigned id, uint64_t *next, const void *buf)
 {
 	uint64_t off = r->base + id * r->share + ((*next)++ * r->rec) % r->share;
 
@@ -543,15 +548,20 @@ struct delog_options bench_log_opts(const struct bench *b, enum delog_flush_poli
 				    uint64_t log_size)
 {
 	struct delog_options lo = {
-		.size = sizeof(lo), .backend = b->o.backend, .flush = p, .flags = flags,
-		.logbufs = logbufs, .logbsize = logbsize, .create_size = log_size,
+		.size = sizeof(lo),
+		.backend = b->o.backend,
+		.flush = p,
+		.flags = flags,
+		.logbufs = logbufs,
+		.logbsize = logbsize,
+		.create_size = log_size,
 	};
 
 	return lo;
 }
 
-int bench_log_prepare(struct bench *b, uint64_t bytes, const char **fs_type,
-		      uint64_t pre_off, uint64_t pre_len, const struct delog_options *lo, double *format_s)
+int bench_log_prepare(struct bench *b, uint64_t bytes, const char **fs_type, uint64_t pre_off,
+		      uint64_t pre_len, const struct delog_options *lo, double *format_s)
 {
 	delog *log;
 	uint64_t t0;
@@ -645,8 +655,10 @@ void bench_disk_find(const char *path, struct bench_disk *d)
 	}
 	dev = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
 	if (!major(dev)) {
-		snprintf(d->why, sizeof(d->why), "no block device under it (device %u:%u: an "
-			 "overlay, network or memory filesystem)", major(dev), minor(dev));
+		snprintf(d->why, sizeof(d->why),
+			 "no block device under it (device %u:%u: an "
+			 "overlay, network or memory filesystem)",
+			 major(dev), minor(dev));
 		return;
 	}
 	snprintf(link, sizeof(link), "/sys/dev/block/%u:%u", major(dev), minor(dev));
@@ -666,8 +678,10 @@ void bench_disk_find(const char *path, struct bench_disk *d)
 	d->ok = true;
 	if (!bench_disk_read(d).ok) {
 		d->ok = false;
-		snprintf(d->why, sizeof(d->why), "%.80s has no flush field (Linux < 5.5) or "
-			 "cannot be read", d->path);
+		snprintf(d->why, sizeof(d->why),
+			 "%.80s has no flush field (Linux < 5.5) or "
+			 "cannot be read",
+			 d->path);
 	}
 }
 
@@ -691,9 +705,11 @@ struct bench_diskcount bench_disk_read(const struct bench_disk *d)
 	if (!d->ok || !(fp = fopen(d->path, "re")))
 		return c;
 	/* 17 fields since Linux 5.5: the 16th is flush requests completed */
-	if (fscanf(fp, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu "
-		   "%llu %llu %llu", &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8],
-		   &f[9], &f[10], &f[11], &f[12], &f[13], &f[14], &f[15], &f[16]) == 17) {
+	if (fscanf(fp,
+		   "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu "
+		   "%llu %llu %llu",
+		   &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &f[9], &f[10],
+		   &f[11], &f[12], &f[13], &f[14], &f[15], &f[16]) == 17) {
 		c.ok = true;
 		c.sectors_written = f[6];
 		c.flushes = f[15];
@@ -725,8 +741,8 @@ void bench_disk_idle(struct bench_disk *d, bool after, uint64_t ns)
 	bench_sleep_ns(ns);
 	c1 = bench_disk_read(d);
 	if (c0.ok && c1.ok)
-		*(after ? &d->idle_after : &d->idle_before) =
-			(double)(c1.flushes - c0.flushes) / ((double)(now_ns() - t0) / 1e9);
+		*(after ? &d->idle_after : &d->idle_before) = (double)(c1.flushes - c0.flushes) /
+							      ((double)(now_ns() - t0) / 1e9);
 }
 
 void bench_out_disk(struct bench *b, const struct bench_disk *d)
@@ -737,15 +753,19 @@ void bench_out_disk(struct bench *b, const struct bench_disk *d)
 		bench_out(b, "  disk        no flush counter: %s\n", d->why);
 		return;
 	}
-	bench_out(b, "  disk        %s: flush requests from %s (other processes' flushes count "
-		  "too)", d->name, d->path);
+	bench_out(b,
+		  "  disk        %s: flush requests from %s (other processes' flushes count "
+		  "too)",
+		  d->name, d->path);
 	if (!isnan(d->idle_before) || !isnan(d->idle_after))
 		bench_out(b, "; with the bench idle: %.1f/s before the run, %.1f/s after it",
 			  d->idle_before, d->idle_after);
 	bench_out(b, "\n");
 	if (worst > BENCH_IDLE_WARN)
-		bench_out(b, "  WARNING     other processes flush this disk (%.0f/s while the bench "
-			  "was idle): the disk's counts include theirs\n", worst);
+		bench_out(b,
+			  "  WARNING     other processes flush this disk (%.0f/s while the bench "
+			  "was idle): the disk's counts include theirs\n",
+			  worst);
 }
 
 void bench_json_disk(struct json *j, const struct bench_disk *d)
@@ -845,7 +865,8 @@ int bench_gnuplot(struct bench *b, const char *gp, const char *out)
 		bench_fail(b, err, NULL, "--plot: cannot run gnuplot: %s", strerror(errno));
 	} else if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
 		err = -ENOENT;
-		bench_fail(b, err, NULL, "--plot: gnuplot is not installed (apt-get install "
+		bench_fail(b, err, NULL,
+			   "--plot: gnuplot is not installed (apt-get install "
 			   "gnuplot-nox)");
 	} else if (!WIFEXITED(status) || WEXITSTATUS(status) || stat(out, &st) || !st.st_size) {
 		err = -EIO;

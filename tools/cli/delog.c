@@ -30,8 +30,10 @@ static const struct command commands[] = {
 	{ "print", cmd_print, "print a log: superblock, head, tail, records, ops, checkpoints" },
 	{ "recover", cmd_recover, "recover a log and print the recovery report" },
 	{ "probe", cmd_probe, "measure a device: flush and FUA latency, O_DIRECT bandwidth" },
-	{ "bench", cmd_bench, "benchmarks: recovery, commit, dbench, fsmark, compare-flush, stream, peers" },
-	{ "crash", cmd_crash, "power cuts at every device event on the sim disk, each state checked" },
+	{ "bench", cmd_bench,
+	  "benchmarks: recovery, commit, dbench, fsmark, compare-flush, stream, peers" },
+	{ "crash", cmd_crash,
+	  "power cuts at every device event on the sim disk, each state checked" },
 	{ "stress", cmd_stress, "commit unique ids on a real backend, printing each once durable" },
 };
 

@@ -44,8 +44,9 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: delog format PATH [--size N] [--sector 512|4096] [--force] [--mode OCTAL]\n"
-		   "                   [--backend B] [--json]\n");
+	fprintf(f,
+		"usage: delog format PATH [--size N] [--sector 512|4096] [--force] [--mode OCTAL]\n"
+		"                   [--backend B] [--json]\n");
 }
 
 static void help(void)
@@ -107,7 +108,8 @@ static int holds_data(struct iol_dev *dev, char *what, size_t len)
 	if (!err) {
 		for (size_t i = 0; i < n; i++) {
 			if (buf[i]) {
-				snprintf(what, len, "it holds data (non-zero byte at offset %zu)", i);
+				snprintf(what, len, "it holds data (non-zero byte at offset %zu)",
+					 i);
 				err = 1;
 				break;
 			}
@@ -166,13 +168,13 @@ static void undo_grow(const char *path, const struct stat *orig)
  * can undo it. */
 struct fmt {
 	const char *path, *backend;
-	uint64_t size, sector;    /* --size (0: not given), --sector */
+	uint64_t size, sector; /* --size (0: not given), --sector */
 	unsigned mode;
 	bool force, json;
-	bool created, grown;      /* PATH was created, or grown from @orig */
+	bool created, grown; /* PATH was created, or grown from @orig */
 	struct stat orig;
-	int err;                  /* the first refusal or failure, for --json ... */
-	char err_what[512];       /* ... and what it said */
+	int err;            /* the first refusal or failure, for --json ... */
+	char err_what[512]; /* ... and what it said */
 };
 
 /*
@@ -226,7 +228,9 @@ static int parse_args(int argc, char **argv, struct fmt *f)
 		case 'S':
 			if (parse_count(optarg, 512, 4096, &f->sector) ||
 			    (f->sector != 512 && f->sector != 4096)) {
-				fprintf(stderr, "delog format: --sector: '%s': must be 512 or 4096\n", optarg);
+				fprintf(stderr,
+					"delog format: --sector: '%s': must be 512 or 4096\n",
+					optarg);
 				return TOOL_EXIT_USAGE;
 			}
 			break;
@@ -235,7 +239,8 @@ static int parse_args(int argc, char **argv, struct fmt *f)
 			break;
 		case 'm':
 			if (parse_mode(optarg, &f->mode)) {
-				fprintf(stderr, "delog format: --mode: '%s' is not an octal mode\n", optarg);
+				fprintf(stderr, "delog format: --mode: '%s' is not an octal mode\n",
+					optarg);
 				return TOOL_EXIT_USAGE;
 			}
 			break;
@@ -255,7 +260,8 @@ static int parse_args(int argc, char **argv, struct fmt *f)
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "delog format: %s\n", optind < argc ? "one PATH only" : "PATH is missing");
+		fprintf(stderr, "delog format: %s\n",
+			optind < argc ? "one PATH only" : "PATH is missing");
 		usage(stderr);
 		return TOOL_EXIT_USAGE;
 	}
@@ -285,7 +291,8 @@ static int prepare_path(struct fmt *f)
 			return TOOL_EXIT_FAIL;
 		}
 		if (!size) {
-			fprintf(stderr, "delog format: %s: does not exist; --size is needed to create it\n",
+			fprintf(stderr,
+				"delog format: %s: does not exist; --size is needed to create it\n",
 				path);
 			return TOOL_EXIT_USAGE;
 		}
@@ -297,7 +304,8 @@ static int prepare_path(struct fmt *f)
 		f->created = true;
 	} else if (S_ISLNK(st.st_mode)) {
 		if (stat(path, &st) && errno == ENOENT) {
-			fail(f, -ENOENT, false, "is a dangling symbolic link (its target does not "
+			fail(f, -ENOENT, false,
+			     "is a dangling symbolic link (its target does not "
 			     "exist); format creates a file only where no link is: give that path");
 			return TOOL_EXIT_FAIL;
 		}
@@ -307,7 +315,8 @@ static int prepare_path(struct fmt *f)
 			return TOOL_EXIT_FAIL;
 		}
 		if (!S_ISBLK(st.st_mode)) {
-			fail(f, -EINVAL, false, "is a symbolic link not to a block device; give the "
+			fail(f, -EINVAL, false,
+			     "is a symbolic link not to a block device; give the "
 			     "target's path");
 			return TOOL_EXIT_FAIL;
 		}
@@ -318,12 +327,16 @@ static int prepare_path(struct fmt *f)
 		return TOOL_EXIT_FAIL;
 	} else if (S_ISREG(st.st_mode) && !size && !st.st_size) {
 		/* Without --size a file is used whole, and an empty one has nothing to use. */
-		fprintf(stderr, "delog format: %s: the file is empty; --size is needed to say how "
-			"large a log to make in it\n", path);
+		fprintf(stderr,
+			"delog format: %s: the file is empty; --size is needed to say how "
+			"large a log to make in it\n",
+			path);
 		usage(stderr);
 		return TOOL_EXIT_USAGE;
-	} else if (S_ISREG(st.st_mode) && !size && (uint64_t)st.st_size < DELOG_SB_BYTES + MIN_LOG) {
-		fail(f, -ENOSPC, false, "the file is %s, too small for the smallest log (%llu MiB + "
+	} else if (S_ISREG(st.st_mode) && !size &&
+		   (uint64_t)st.st_size < DELOG_SB_BYTES + MIN_LOG) {
+		fail(f, -ENOSPC, false,
+		     "the file is %s, too small for the smallest log (%llu MiB + "
 		     "the 4 KiB superblock); --size N --force grows it",
 		     fmt_bytes((uint64_t)st.st_size, sz, sizeof(sz)),
 		     (unsigned long long)(MIN_LOG >> 20));
@@ -333,9 +346,10 @@ static int prepare_path(struct fmt *f)
 		int fd;
 
 		if (st.st_size && !f->force) {
-			fail(f, -EEXIST, false, "is %lld bytes, smaller than --size needs (%" PRIu64
-			     "); use --force to grow it", (long long)st.st_size,
-			     DELOG_SB_BYTES + size);
+			fail(f, -EEXIST, false,
+			     "is %lld bytes, smaller than --size needs (%" PRIu64
+			     "); use --force to grow it",
+			     (long long)st.st_size, DELOG_SB_BYTES + size);
 			return TOOL_EXIT_FAIL;
 		}
 		f->orig = st;
@@ -377,8 +391,9 @@ static int format_dev(struct fmt *f, struct jrnl_geom *g)
 	/* Too small is said first: --force would not help. */
 	if (iol_dev_geom(dev)->size_bytes < DELOG_SB_BYTES + MIN_LOG ||
 	    size > iol_dev_geom(dev)->size_bytes - DELOG_SB_BYTES) {
-		fail(f, -ENOSPC, false, "%" PRIu64 " bytes: too small for a %s log (need %" PRIu64
-		     " bytes)", iol_dev_geom(dev)->size_bytes, size ? "--size" : "minimal",
+		fail(f, -ENOSPC, false,
+		     "%" PRIu64 " bytes: too small for a %s log (need %" PRIu64 " bytes)",
+		     iol_dev_geom(dev)->size_bytes, size ? "--size" : "minimal",
 		     (uint64_t)DELOG_SB_BYTES + (size ? size : (uint64_t)MIN_LOG));
 		err = -ENOSPC;
 		goto fail;
@@ -393,14 +408,16 @@ static int format_dev(struct fmt *f, struct jrnl_geom *g)
 			goto fail;
 	}
 	if (sector < iol_dev_geom(dev)->dio_off_align) {
-		fail(f, -EINVAL, false, "--sector %" PRIu64 " is below the device's %u-byte "
-		     "O_DIRECT alignment; use --sector 4096", sector,
-		     iol_dev_geom(dev)->dio_off_align);
+		fail(f, -EINVAL, false,
+		     "--sector %" PRIu64 " is below the device's %u-byte "
+		     "O_DIRECT alignment; use --sector 4096",
+		     sector, iol_dev_geom(dev)->dio_off_align);
 		err = -EINVAL;
 		goto fail;
 	}
 	fo.sector = (uint32_t)sector;
-	fo.log_size = size ? size : (iol_dev_geom(dev)->size_bytes - DELOG_SB_BYTES) / sector * sector;
+	fo.log_size = size ? size :
+			     (iol_dev_geom(dev)->size_bytes - DELOG_SB_BYTES) / sector * sector;
 	if (isatty(STDERR_FILENO)) {
 		fo.progress = fmt_progress;
 		fo.progress_arg = &prog;

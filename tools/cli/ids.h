@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define IDS_MAGIC 0x31534449u    /* "IDS1" */
+#define IDS_MAGIC 0x31534449u /* "IDS1" */
 #define IDS_THREAD_SHIFT 40
 
 struct ids_item {

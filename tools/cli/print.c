@@ -34,9 +34,9 @@ struct ck_row {
 };
 
 struct pr {
-	struct json *j;           /* NULL: text on stdout */
+	struct json *j; /* NULL: text on stdout */
 	bool ops;
-	bool rec_open;            /* JSON: a record object and its ops array are open */
+	bool rec_open; /* JSON: a record object and its ops array are open */
 	struct ck_row *cks;
 	size_t nck, cap;
 };
@@ -58,8 +58,8 @@ static const char *type_name(uint16_t t)
 
 static const char *flag_names(uint16_t f, char *buf, size_t len)
 {
-	static const char *const names[] = { "START", "COMMIT", "CONTINUE", "WAS_CONT", "END",
-					     "UNMOUNT" };
+	static const char *const names[] = { "START",    "COMMIT", "CONTINUE",
+					     "WAS_CONT", "END",    "UNMOUNT" };
 	size_t n = 0;
 
 	buf[0] = 0;
@@ -136,16 +136,18 @@ static int on_op(void *priv, const struct jrnl_op_view *op)
 			 it.data_len, op->flags & JRNL_OP_CONTINUE ? " (continues)" : "");
 	} else if (first && op->type == JRNL_T_COMMIT && op->len >= sizeof(c)) {
 		memcpy(&c, op->data, sizeof(c));
-		snprintf(detail, sizeof(detail), "seq %" PRIu64 ", start %s, %u items, %" PRIu64
-			 " payload bytes, crc %#010x", c.seq, tool_lsn(c.start_lsn, a, sizeof(a)),
-			 c.nitems, c.payload_bytes, c.crc);
+		snprintf(detail, sizeof(detail),
+			 "seq %" PRIu64 ", start %s, %u items, %" PRIu64
+			 " payload bytes, crc %#010x",
+			 c.seq, tool_lsn(c.start_lsn, a, sizeof(a)), c.nitems, c.payload_bytes,
+			 c.crc);
 	} else if (!first) {
 		snprintf(detail, sizeof(detail), "continued piece");
 	}
 	if (!p->j) {
 		printf("  op %u at byte %" PRIu64 ": tid %#010x %-7s %-17s %u bytes%s%s\n", op->idx,
-		       op->offset, op->tid, type_name(op->type), flag_names(op->flags, fl, sizeof(fl)),
-		       op->len, *detail ? ": " : "", detail);
+		       op->offset, op->tid, type_name(op->type),
+		       flag_names(op->flags, fl, sizeof(fl)), op->len, *detail ? ": " : "", detail);
 		return 0;
 	}
 	json_obj_begin(p->j, NULL);
@@ -181,7 +183,8 @@ static int on_ckpt(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_ite
 	(void)n;
 	if (!p->j) {
 		printf("  checkpoint %" PRIu64 " complete: records %s..%s, %u items, %" PRIu64
-		       " payload bytes\n", ck->seq, tool_lsn(ck->start_lsn, a, sizeof(a)),
+		       " payload bytes\n",
+		       ck->seq, tool_lsn(ck->start_lsn, a, sizeof(a)),
 		       tool_lsn(ck->commit_lsn, b, sizeof(b)), ck->nitems, ck->payload_bytes);
 		return 0;
 	}
@@ -222,7 +225,9 @@ static void help(void)
 
 int cmd_print(int argc, char **argv)
 {
-	enum { O_NO_OPS = 256 };
+	enum {
+		O_NO_OPS = 256
+	};
 	static const struct option lopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "no-ops", no_argument, NULL, O_NO_OPS },
@@ -233,7 +238,10 @@ int cmd_print(int argc, char **argv)
 	const char *backend = NULL;
 	struct pr p = { .ops = true };
 	struct jrnl_recover_opts ro = {
-		.replay = on_ckpt, .on_record = on_record, .on_op = on_op, .priv = &p,
+		.replay = on_ckpt,
+		.on_record = on_record,
+		.on_op = on_op,
+		.priv = &p,
 		.read_only = true,
 	};
 	struct jrnl_report rep;
@@ -264,7 +272,8 @@ int cmd_print(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "delog print: %s\n", optind < argc ? "one PATH only" : "PATH is missing");
+		fprintf(stderr, "delog print: %s\n",
+			optind < argc ? "one PATH only" : "PATH is missing");
 		usage(stderr);
 		return TOOL_EXIT_USAGE;
 	}

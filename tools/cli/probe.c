@@ -69,26 +69,26 @@
 #define MAX_PASSES 20u
 
 struct probe_opts {
-	const char *path;          /* NULL with --backend sim */
-	const char *backend;       /* NULL: every built-in backend but sim */
+	const char *path;    /* NULL with --backend sim */
+	const char *backend; /* NULL: every built-in backend but sim */
 	bool json, force, no_fio;
-	uint64_t size;             /* probe region */
-	uint64_t ops;              /* measured ops per latency test */
-	uint64_t bw_bytes;         /* bytes per bandwidth pass; 0: the region */
-	unsigned passes;           /* bandwidth passes per direction */
+	uint64_t size;     /* probe region */
+	uint64_t ops;      /* measured ops per latency test */
+	uint64_t bw_bytes; /* bytes per bandwidth pass; 0: the region */
+	unsigned passes;   /* bandwidth passes per direction */
 	enum iol_sim_latency sim_latency;
 };
 
 /* The thing being probed and what was done to it, so cleanup can undo it. */
 struct target {
 	const char *path;
-	int fd;                    /* plain descriptor (files); O_EXCL hold (block devices) */
+	int fd; /* plain descriptor (files); O_EXCL hold (block devices) */
 	bool is_sim, is_blockdev;
-	bool created;              /* we created it: unlink at the end */
-	bool extended;             /* we grew it: truncate back to orig_size */
+	bool created;  /* we created it: unlink at the end */
+	bool extended; /* we grew it: truncate back to orig_size */
 	uint64_t orig_size;
-	uint64_t region;           /* bytes probed, from base */
-	double prepare_s;          /* zero-fill time */
+	uint64_t region;  /* bytes probed, from base */
+	double prepare_s; /* zero-fill time */
 };
 
 struct fio_result {
@@ -110,7 +110,7 @@ struct backend_result {
 
 struct progress {
 	bool on;
-	bool shown;                /* a progress line is on the terminal */
+	bool shown; /* a progress line is on the terminal */
 	uint64_t last_ns;
 };
 
@@ -120,11 +120,11 @@ struct probe {
 	struct target t;
 	struct progress prog;
 	sigset_t stop_sigs;
-	struct cost_meter m;       /* the measured region, o.ops samples, our stop and progress */
-	const char *fio;           /* fio's path, or NULL */
+	struct cost_meter m; /* the measured region, o.ops samples, our stop and progress */
+	const char *fio;     /* fio's path, or NULL */
 	char fio_path[PATH_MAX];
-	int err;                   /* the first failure (fail), for the --json document ... */
-	char err_msg[512];         /* ... and its message */
+	int err;           /* the first failure (fail), for the --json document ... */
+	char err_msg[512]; /* ... and its message */
 };
 
 /* ---- small helpers ---- */
@@ -194,8 +194,10 @@ static void fail(struct probe *p, int err, const char *subject, const char *fmt,
 	else
 		fprintf(stderr, "delog probe: %s\n", msg);
 	if (!p->err_msg[0]) {
-		size_t k = subject ? (size_t)snprintf(p->err_msg, sizeof(p->err_msg), "%.*s: ",
-						      (int)sizeof(p->err_msg) / 2, subject) : 0;
+		size_t k = subject ? (size_t)snprintf(p->err_msg, sizeof(p->err_msg),
+						      "%.*s: ", (int)sizeof(p->err_msg) / 2,
+						      subject) :
+				     0;
 		size_t n = strnlen(msg, sizeof(p->err_msg) - k - 1);
 
 		p->err = err ? err : -EIO;
@@ -256,8 +258,14 @@ static double median_dbl(double *v, size_t n)
 static int fio_pass(struct probe *p, const char *dir, double *out_mbs, char *err, size_t errlen)
 {
 	struct fio_job job = {
-		.fio = p->fio, .name = "delog-probe", .filename = p->t.path, .rw = dir,
-		.ioengine = "io_uring", .bs = COST_BW_BLOCK, .iodepth = COST_BW_QD, .offset = 0,
+		.fio = p->fio,
+		.name = "delog-probe",
+		.filename = p->t.path,
+		.rw = dir,
+		.ioengine = "io_uring",
+		.bs = COST_BW_BLOCK,
+		.iodepth = COST_BW_QD,
+		.offset = 0,
 		.size = p->o.bw_bytes,
 	};
 
@@ -301,8 +309,8 @@ static int bw_ours(struct probe *p, struct cost_bw *bw, struct iol_dev *dev, enu
 
 /* One fio pass (NAN once fio has failed: the first error is kept and fio is not run
  * again); fio does not flush, so flush for it, untimed, as after ours. */
-static int bw_fio(struct probe *p, struct iol_dev *dev, const char *dir,
-		  struct backend_result *r, double *out_mbs)
+static int bw_fio(struct probe *p, struct iol_dev *dev, const char *dir, struct backend_result *r,
+		  double *out_mbs)
 {
 	*out_mbs = NAN;
 	if (!r->fio.error[0] && fio_pass(p, dir, out_mbs, r->fio.error, sizeof(r->fio.error)))
@@ -442,8 +450,8 @@ static void target_cleanup(struct probe *p)
 			     strerror(errno));
 	} else if (t->extended && t->fd >= 0) {
 		if (ftruncate(t->fd, (off_t)t->orig_size))
-			fail(p, -errno, t->path, "cannot truncate back to %" PRIu64 " bytes: %s", t->orig_size,
-			     strerror(errno));
+			fail(p, -errno, t->path, "cannot truncate back to %" PRIu64 " bytes: %s",
+			     t->orig_size, strerror(errno));
 	}
 	if (t->fd >= 0)
 		close(t->fd);
@@ -501,8 +509,10 @@ static int target_open(struct probe *p)
 			return -ENOSPC;
 		}
 		if (!p->o.force) {
-			fail(p, -EPERM, t->path, "is a block device; probing overwrites its first %s "
-			     "(add --force to allow that)", fmt_bytes(p->o.size, sz, sizeof(sz)));
+			fail(p, -EPERM, t->path,
+			     "is a block device; probing overwrites its first %s "
+			     "(add --force to allow that)",
+			     fmt_bytes(p->o.size, sz, sizeof(sz)));
 			return -EPERM;
 		}
 		/* An exclusive open fails while the device is mounted or otherwise claimed, and
@@ -511,7 +521,8 @@ static int target_open(struct probe *p)
 		if (t->fd < 0) {
 			err = -errno;
 			if (err == -EBUSY)
-				fail(p, err, t->path, "is in use (mounted, or claimed by another "
+				fail(p, err, t->path,
+				     "is in use (mounted, or claimed by another "
 				     "process); not probing it");
 			else
 				fail(p, err, t->path, "cannot open it exclusively: %s",
@@ -522,7 +533,8 @@ static int target_open(struct probe *p)
 		return 0;
 	}
 	if (st.st_size > 0 && !p->o.force) {
-		fail(p, -EEXIST, t->path, "exists and holds %s; probing overwrites it (add --force to allow "
+		fail(p, -EEXIST, t->path,
+		     "exists and holds %s; probing overwrites it (add --force to allow "
 		     "that, or name a file that does not exist)",
 		     fmt_bytes((uint64_t)st.st_size, sz, sizeof(sz)));
 		return -EEXIST;
@@ -600,13 +612,14 @@ static void print_device(struct probe *p, const struct iol_geom *g, const char *
 	if (t->is_sim)
 		out(p, "  target           in-memory sim backend, latency profile %s\n",
 		    p->o.sim_latency == IOL_SIM_LAT_NVME ? "nvme" :
-		    p->o.sim_latency == IOL_SIM_LAT_SATA ? "sata" : "none");
+		    p->o.sim_latency == IOL_SIM_LAT_SATA ? "sata" :
+							   "none");
 	else if (t->is_blockdev)
 		out(p, "  target           block device, %s\n",
 		    fmt_bytes(g->size_bytes, a, sizeof(a)));
 	else
 		out(p, "  target           file on %s, %s\n", g->fs_type,
-		    t->created ? "created for the probe (removed at exit)" :
+		    t->created  ? "created for the probe (removed at exit)" :
 		    t->extended ? "existing (extended for the probe, truncated back at exit)" :
 				  "existing");
 	if (t->is_sim)
@@ -620,11 +633,12 @@ static void print_device(struct probe *p, const struct iol_geom *g, const char *
 	    fmt_bytes(g->dio_mem_align, a, sizeof(a)), fmt_bytes(g->dio_off_align, b, sizeof(b)),
 	    g->dioalign_from_statx ? "statx STATX_DIOALIGN" : "block size");
 	out(p, "  write cache      %s%s\n", cache_str(g->volatile_cache),
-	    g->volatile_cache > 0 ? " (volatile: a completed write is durable only after a flush)"
-				  : "");
+	    g->volatile_cache > 0 ? " (volatile: a completed write is durable only after a flush)" :
+				    "");
 	out(p, "  FUA              %s\n",
-	    g->fua > 0 ? "yes" :
-	    g->fua == 0 ? "no (a FUA write becomes a write plus a flush)" : "unknown");
+	    g->fua > 0  ? "yes" :
+	    g->fua == 0 ? "no (a FUA write becomes a write plus a flush)" :
+			  "unknown");
 	out(p, "  backends        ");
 	for (size_t i = 0; i < nr; i++)
 		out(p, " %s", names[i]);
@@ -635,8 +649,7 @@ static void print_device(struct probe *p, const struct iol_geom *g, const char *
 
 static void print_latency_header(struct probe *p)
 {
-	out(p, "\n4 KiB O_DIRECT ops, one at a time, %" PRIu64 " each (microseconds)\n",
-	    p->o.ops);
+	out(p, "\n4 KiB O_DIRECT ops, one at a time, %" PRIu64 " each (microseconds)\n", p->o.ops);
 	out(p, "  %-8s %-18s %9s %9s %9s %9s\n", "backend", "test", "median", "p99", "mean",
 	    "ops/s");
 }
@@ -653,8 +666,8 @@ static void print_latency(struct probe *p, const struct backend_result *r)
 		const struct lat_stats *s = &r->lat[t];
 
 		if (!s->n) {
-			out(p, "  %-8s %-18s failed: %s\n", t ? "" : r->name, cost_lat_names[t].label,
-			    r->error);
+			out(p, "  %-8s %-18s failed: %s\n", t ? "" : r->name,
+			    cost_lat_names[t].label, r->error);
 			break;
 		}
 		out(p, "  %-8s %-18s %9.1f %9.1f %9.1f %9.0f\n", t ? "" : r->name,
@@ -667,9 +680,10 @@ static void print_bandwidth(struct probe *p, const struct backend_result *rs, si
 	const struct backend_result *fio_r = NULL;
 	char a[32];
 
-	out(p, "\nsequential O_DIRECT, %u MiB requests, queue depth %u, %s per pass, median of %u "
-	       "(MB/s = 10^6 bytes/s)\n", COST_BW_BLOCK >> 20, COST_BW_QD,
-	    fmt_bytes(p->o.bw_bytes, a, sizeof(a)), p->o.passes);
+	out(p,
+	    "\nsequential O_DIRECT, %u MiB requests, queue depth %u, %s per pass, median of %u "
+	    "(MB/s = 10^6 bytes/s)\n",
+	    COST_BW_BLOCK >> 20, COST_BW_QD, fmt_bytes(p->o.bw_bytes, a, sizeof(a)), p->o.passes);
 	out(p, "  %-14s %12s %12s\n", "backend", "write MB/s", "read MB/s");
 	for (size_t i = 0; i < nr; i++) {
 		const struct backend_result *r = &rs[i];
@@ -778,8 +792,10 @@ static void print_json(struct probe *p, const struct iol_geom *g, const char *au
 	json_u64(&j, "region_bytes", t->region);
 	json_dbl(&j, "zero_fill_s", t->is_sim ? NAN : t->prepare_s);
 	if (t->is_sim)
-		json_str(&j, "sim_profile", p->o.sim_latency == IOL_SIM_LAT_NVME ? "nvme" :
-			 p->o.sim_latency == IOL_SIM_LAT_SATA ? "sata" : "none");
+		json_str(&j, "sim_profile",
+			 p->o.sim_latency == IOL_SIM_LAT_NVME ? "nvme" :
+			 p->o.sim_latency == IOL_SIM_LAT_SATA ? "sata" :
+								"none");
 	json_obj_end(&j);
 
 	json_obj_begin(&j, "device");
@@ -943,7 +959,13 @@ static int usage_error(const char *fmt, ...)
 	return TOOL_EXIT_USAGE;
 }
 
-enum { OPT_BW_BYTES = 256, OPT_PASSES, OPT_SIM_PROFILE, OPT_NO_FIO, OPT_OPS };
+enum {
+	OPT_BW_BYTES = 256,
+	OPT_PASSES,
+	OPT_SIM_PROFILE,
+	OPT_NO_FIO,
+	OPT_OPS
+};
 
 /* Returns -1 to continue, or an exit code. */
 static int parse_args(int argc, char **argv, struct probe_opts *o)
@@ -980,8 +1002,8 @@ static int parse_args(int argc, char **argv, struct probe_opts *o)
 			break;
 		case 's':
 			/* Whole bandwidth requests: refused otherwise, never rounded. */
-			if (tool_parse_size("probe", "--size", optarg, MIN_SIZE, 0, COST_BW_BLOCK, NULL,
-					    &o->size)) {
+			if (tool_parse_size("probe", "--size", optarg, MIN_SIZE, 0, COST_BW_BLOCK,
+					    NULL, &o->size)) {
 				usage(stderr);
 				return TOOL_EXIT_USAGE;
 			}
@@ -990,11 +1012,13 @@ static int parse_args(int argc, char **argv, struct probe_opts *o)
 		case OPT_OPS:
 			if (parse_count(optarg, MIN_OPS, 100000000, &o->ops))
 				return usage_error("--ops: '%s' is not a count of at least %u (a p99 "
-						   "needs them)", optarg, MIN_OPS);
+						   "needs them)",
+						   optarg, MIN_OPS);
 			break;
 		case OPT_BW_BYTES:
-			if (tool_parse_size("probe", "--bw-bytes", optarg, COST_BW_BLOCK * COST_BW_QD, 0,
-					    COST_BW_BLOCK, NULL, &o->bw_bytes)) {
+			if (tool_parse_size("probe", "--bw-bytes", optarg,
+					    COST_BW_BLOCK * COST_BW_QD, 0, COST_BW_BLOCK, NULL,
+					    &o->bw_bytes)) {
 				usage(stderr);
 				return TOOL_EXIT_USAGE;
 			}
@@ -1148,7 +1172,8 @@ int cmd_probe(int argc, char **argv)
 	}
 	p.m.region = p.t.region; /* from the start of PATH (m.base 0) */
 	if (iol_dev_geom(adev)->dio_off_align > COST_OP_BYTES) {
-		fail(&p, -EINVAL, p.t.path, "needs %u-byte O_DIRECT alignment; the probe's ops are 4 KiB",
+		fail(&p, -EINVAL, p.t.path,
+		     "needs %u-byte O_DIRECT alignment; the probe's ops are 4 KiB",
 		     iol_dev_geom(adev)->dio_off_align);
 		goto out;
 	}

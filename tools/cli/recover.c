@@ -154,8 +154,10 @@ static void print_to(FILE *f, uint64_t to, const struct jrnl_report *rep)
 	if (!to || rep->corruption)
 		return;
 	if (rep->checkpoints)
-		fprintf(f, "point in time %" PRIu64 ": checkpoints %" PRIu64 "..%" PRIu64
-			" replayed, ", to, rep->first_seq, rep->last_seq);
+		fprintf(f,
+			"point in time %" PRIu64 ": checkpoints %" PRIu64 "..%" PRIu64
+			" replayed, ",
+			to, rep->first_seq, rep->last_seq);
 	else
 		fprintf(f, "point in time %" PRIu64 ": no checkpoint up to it in the log, ", to);
 	fprintf(f, "%" PRIu64 " after it verified and held back; nothing written\n",
@@ -215,7 +217,8 @@ int cmd_recover(int argc, char **argv)
 			break;
 		case 'r':
 			if (parse_count(optarg, 2, 16, &v)) {
-				fprintf(stderr, "delog recover: --reads-in-flight: '%s': need 2..16\n",
+				fprintf(stderr,
+					"delog recover: --reads-in-flight: '%s': need 2..16\n",
 					optarg);
 				return TOOL_EXIT_USAGE;
 			}
@@ -223,8 +226,9 @@ int cmd_recover(int argc, char **argv)
 			break;
 		case 'T':
 			if (parse_count(optarg, 1, UINT64_MAX, &v)) {
-				fprintf(stderr, "delog recover: --to: '%s': need a checkpoint "
-						"sequence, 1 or more\n",
+				fprintf(stderr,
+					"delog recover: --to: '%s': need a checkpoint "
+					"sequence, 1 or more\n",
 					optarg);
 				return TOOL_EXIT_USAGE;
 			}

@@ -46,7 +46,9 @@
 struct st_pend {
 	pthread_mutex_t mu;
 	_Atomic uint64_t committing; /* counter between commit and pend_add (0: none) */
-	struct { uint64_t seq, counter; } *v;
+	struct {
+		uint64_t seq, counter;
+	} * v;
 	size_t n, cap;
 };
 
@@ -54,9 +56,9 @@ struct stress {
 	delog *log;
 	struct st_pend pend[ST_MAX_THREADS];
 	unsigned threads, batch;
-	uint64_t count;           /* per thread; 0: until killed */
+	uint64_t count;                 /* per thread; 0: until killed */
 	uint64_t start[ST_MAX_THREADS]; /* last counter recovered per thread */
-	uint64_t other;           /* recovered items that are not ids */
+	uint64_t other;                 /* recovered items that are not ids */
 	pthread_mutex_t out_mu;
 	atomic_int failed;
 	_Atomic uint64_t acked;
@@ -100,7 +102,8 @@ static int on_recover(void *arg, const struct delog_checkpoint *ck, const struct
 	struct ids_item id;
 
 	for (size_t i = 0; i < n; i++) {
-		if (!ids_parse(it[i].key, it[i].data, it[i].len, &id) || id.thread >= ST_MAX_THREADS) {
+		if (!ids_parse(it[i].key, it[i].data, it[i].len, &id) ||
+		    id.thread >= ST_MAX_THREADS) {
 			st->other++;
 			continue;
 		}
@@ -147,7 +150,6 @@ static void on_push(void *arg, delog *log, uint64_t seq)
 	fflush(stderr);
 	(void)delog_release(log, seq);
 }
-
 
 static void *thread_main(void *arg)
 {
@@ -219,8 +221,11 @@ static void *thread_main(void *arg)
 static int check_device(const char *path, const char *backend)
 {
 	char msg[512] = "";
-	struct iol_dev_opts io = { .size = sizeof(io), .backend = backend, .read_only = true,
-				   .errmsg = msg, .errmsg_len = sizeof(msg) };
+	struct iol_dev_opts io = { .size = sizeof(io),
+				   .backend = backend,
+				   .read_only = true,
+				   .errmsg = msg,
+				   .errmsg_len = sizeof(msg) };
 	struct iol_dev *dev;
 	int err = iol_dev_open(path, &io, &dev);
 
@@ -271,7 +276,10 @@ static void help(void)
 static int parse_args(int argc, char **argv, struct stress *st, struct delog_options *o,
 		      const char **path)
 {
-	enum { O_BATCH = 256, O_FORMAT };
+	enum {
+		O_BATCH = 256,
+		O_FORMAT
+	};
 	static const struct option lopts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "backend", required_argument, NULL, 'b' },
@@ -291,8 +299,8 @@ static int parse_args(int argc, char **argv, struct stress *st, struct delog_opt
 		switch (ch) {
 		case 't':
 			if (parse_count(optarg, 1, ST_MAX_THREADS, &v)) {
-				fprintf(stderr, "delog stress: --threads: '%s': need 1..%u\n", optarg,
-					ST_MAX_THREADS);
+				fprintf(stderr, "delog stress: --threads: '%s': need 1..%u\n",
+					optarg, ST_MAX_THREADS);
 				return TOOL_EXIT_USAGE;
 			}
 			st->threads = (unsigned)v;
@@ -303,28 +311,32 @@ static int parse_args(int argc, char **argv, struct stress *st, struct delog_opt
 			break;
 		case 'p':
 			if (delog_flush_policy_parse(optarg, &o->flush)) {
-				fprintf(stderr, "delog stress: --policy: '%s': need sync, async, single "
-					"or none\n", optarg);
+				fprintf(stderr,
+					"delog stress: --policy: '%s': need sync, async, single "
+					"or none\n",
+					optarg);
 				return TOOL_EXIT_USAGE;
 			}
 			break;
 		case 'c':
 			if (parse_count(optarg, 0, 1ull << 39, &st->count)) {
-				fprintf(stderr, "delog stress: --count: '%s': not a count\n", optarg);
+				fprintf(stderr, "delog stress: --count: '%s': not a count\n",
+					optarg);
 				return TOOL_EXIT_USAGE;
 			}
 			break;
 		case O_BATCH:
 			if (parse_count(optarg, 1, 1024, &v)) {
-				fprintf(stderr, "delog stress: --batch: '%s': need 1..1024\n", optarg);
+				fprintf(stderr, "delog stress: --batch: '%s': need 1..1024\n",
+					optarg);
 				return TOOL_EXIT_USAGE;
 			}
 			st->batch = (unsigned)v;
 			break;
 		case 's':
 			/* The engine formats with 4096-byte sectors (delog_options.sector 0). */
-			if (tool_parse_size("stress", "--size", optarg, DELOG_LOG_MIN_BYTES, 0, 4096,
-					    "the smallest log", &o->create_size))
+			if (tool_parse_size("stress", "--size", optarg, DELOG_LOG_MIN_BYTES, 0,
+					    4096, "the smallest log", &o->create_size))
 				return TOOL_EXIT_USAGE;
 			break;
 		case O_FORMAT:
@@ -339,7 +351,8 @@ static int parse_args(int argc, char **argv, struct stress *st, struct delog_opt
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "delog stress: %s\n", optind < argc ? "one PATH only" : "PATH is missing");
+		fprintf(stderr, "delog stress: %s\n",
+			optind < argc ? "one PATH only" : "PATH is missing");
 		usage(stderr);
 		return TOOL_EXIT_USAGE;
 	}
@@ -368,24 +381,29 @@ static int check_path(const char *path, const char *backend, const struct delog_
 	}
 	if (err == -ENOENT && !lstat(path, &sb) && S_ISLNK(sb.st_mode)) {
 		/* iol_file_create (O_EXCL | O_NOFOLLOW) would say "File exists". */
-		fprintf(stderr, "delog stress: %s: is a dangling symbolic link (its target does "
+		fprintf(stderr,
+			"delog stress: %s: is a dangling symbolic link (its target does "
 			"not exist); stress creates a log only where no link is: give the target's "
-			"path, or remove the link\n", path);
+			"path, or remove the link\n",
+			path);
 		return -1;
 	}
 	if (!err && S_ISREG(sb.st_mode) && !sb.st_size) {
-		fprintf(stderr, "delog stress: %s: the file is empty, so it holds no log; make "
+		fprintf(stderr,
+			"delog stress: %s: the file is empty, so it holds no log; make "
 			"one with `delog format %s --size N`, or remove the file and stress creates "
-			"it (--size, default 32 MiB)\n", path, path);
+			"it (--size, default 32 MiB)\n",
+			path, path);
 		return -1;
 	}
 	if (!err && S_ISREG(sb.st_mode) && (o->flags & DELOG_OPEN_FORMAT) &&
 	    (uint64_t)sb.st_size < DELOG_SB_BYTES + create_size) {
 		/* --size is a multiple of 4 KiB (parse_args), so K is exact. */
-		fprintf(stderr, "delog stress: %s: is %lld bytes, smaller than the %s log --format "
+		fprintf(stderr,
+			"delog stress: %s: is %lld bytes, smaller than the %s log --format "
 			"makes (%" PRIu64 " bytes with its superblock): give a smaller --size, or "
-			"grow the file with `delog format %s --size %" PRIu64 "K --force`\n", path,
-			(long long)sb.st_size, fmt_bytes(create_size, sz, sizeof(sz)),
+			"grow the file with `delog format %s --size %" PRIu64 "K --force`\n",
+			path, (long long)sb.st_size, fmt_bytes(create_size, sz, sizeof(sz)),
 			DELOG_SB_BYTES + create_size, path, create_size >> 10);
 		return -1;
 	}
@@ -426,12 +444,14 @@ static int run(struct stress *st, struct delog_options *o, const char *path)
 	if (err) {
 		fprintf(stderr, "delog stress: %s: %s%s\n", path, delog_strerror(err),
 			err == DELOG_ENOTLOG ? "; --format makes a log in it, destroying what it "
-					       "holds" : "");
+					       "holds" :
+					       "");
 		return TOOL_EXIT_FAIL;
 	}
-	fprintf(stderr, "delog stress: %s: %s policy, %u threads, recovered %" PRIu64
-		" checkpoints (%" PRIu64 " other items); committing\n", path,
-		delog_flush_policy_name(o->flush), st->threads, rec.checkpoints, st->other);
+	fprintf(stderr,
+		"delog stress: %s: %s policy, %u threads, recovered %" PRIu64
+		" checkpoints (%" PRIu64 " other items); committing\n",
+		path, delog_flush_policy_name(o->flush), st->threads, rec.checkpoints, st->other);
 	pthread_mutex_init(&st->out_mu, NULL);
 	th = calloc(st->threads, sizeof(*th));
 	if (!th) {
@@ -467,7 +487,8 @@ static int run(struct stress *st, struct delog_options *o, const char *path)
 int cmd_stress(int argc, char **argv)
 {
 	static struct stress st;
-	struct delog_options o = { .size = sizeof(o), .flags = DELOG_OPEN_CREATE,
+	struct delog_options o = { .size = sizeof(o),
+				   .flags = DELOG_OPEN_CREATE,
 				   .create_size = 32u << 20 };
 	const char *path;
 	int rc;

@@ -15,17 +15,17 @@ const char *fio_find(char *buf, size_t len);
 /* One fio job: --direct=1 --fallocate=none --output-format=json over [offset, offset +
  * size) of one file or block device. */
 struct fio_job {
-	const char *fio;          /* fio's path (fio_find) */
-	const char *name;         /* --name */
-	const char *filename;     /* ':' is escaped for fio */
-	const char *rw;           /* "read" or "write": --rw, and the JSON section read back */
-	const char *ioengine;     /* "io_uring", "libaio", ... */
-	uint64_t bs;              /* bytes per request */
-	unsigned iodepth;         /* 0: 1 */
-	uint64_t offset, size;    /* bytes */
-	bool readonly;            /* --readonly: fio refuses to write */
-	double runtime_s;         /* > 0: --time_based --runtime, cycling over the region */
-	bool end_fsync;           /* --end_fsync=1: the job ends with an fsync, timed */
+	const char *fio;       /* fio's path (fio_find) */
+	const char *name;      /* --name */
+	const char *filename;  /* ':' is escaped for fio */
+	const char *rw;        /* "read" or "write": --rw, and the JSON section read back */
+	const char *ioengine;  /* "io_uring", "libaio", ... */
+	uint64_t bs;           /* bytes per request */
+	unsigned iodepth;      /* 0: 1 */
+	uint64_t offset, size; /* bytes */
+	bool readonly;         /* --readonly: fio refuses to write */
+	double runtime_s;      /* > 0: --time_based --runtime, cycling over the region */
+	bool end_fsync;        /* --end_fsync=1: the job ends with an fsync, timed */
 	/* A second job alongside (time-based jobs only): a loop of one 4 KiB write at
 	 * @flusher_offset + fdatasync, so the device flushes back to back while the first
 	 * job writes.  The bandwidth read back stays the first job's. */

@@ -35,8 +35,7 @@ const char *tool_lsn(uint64_t lsn, char *buf, size_t len)
 
 const char *tool_uuid(const uint8_t u[16], char buf[37])
 {
-	snprintf(buf, 37,
-		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+	snprintf(buf, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
 		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
 		 u[13], u[14], u[15]);
 	return buf;
@@ -61,8 +60,11 @@ int tool_log_open(const char *cmd, const char *path, const char *backend, bool r
 {
 	char msg[512] = "";
 	struct iol_dev_opts o = {
-		.size = sizeof(o), .backend = backend, .read_only = read_only,
-		.errmsg = msg, .errmsg_len = sizeof(msg),
+		.size = sizeof(o),
+		.backend = backend,
+		.read_only = read_only,
+		.errmsg = msg,
+		.errmsg_len = sizeof(msg),
 	};
 	struct jrnl_sb_why why;
 	struct stat st;
@@ -125,7 +127,8 @@ void tool_recover_error(const char *cmd, const char *path, int err, const struct
 			 tool_lsn(rep->corrupt_lsn, lsn, sizeof(lsn)));
 		tool_log_error(cmd, path, err, rep->corrupt_offset, what);
 	} else {
-		fprintf(stderr, "delog %s: %s: recovery failed: %s\n", cmd, path, tool_strerror(err));
+		fprintf(stderr, "delog %s: %s: recovery failed: %s\n", cmd, path,
+			tool_strerror(err));
 	}
 }
 
@@ -195,18 +198,22 @@ void tool_print_report(FILE *f, const struct jrnl_geom *g, const struct jrnl_rep
 	char a[32], b[32], c[32], d[32], sz[32];
 	uint64_t head_off = g->log_start + (uint64_t)jrnl_lsn_sector(r->head_lsn) * g->sector;
 
-	fprintf(f, "state: %s\n", r->empty ? "empty (no record)" :
+	fprintf(f, "state: %s\n",
+		r->empty ? "empty (no record)" :
 		r->clean ? "clean (last record is an unmount record)" :
-		"not cleanly unmounted (crash recovery)");
+			   "not cleanly unmounted (crash recovery)");
 	fprintf(f, "head %s (byte %" PRIu64 "), tail %s, last record %s, durable to %s\n",
 		tool_lsn(r->head_lsn, a, sizeof(a)), head_off, tool_lsn(r->tail_lsn, b, sizeof(b)),
 		tool_lsn(r->last_lsn, c, sizeof(c)), tool_lsn(r->durable_lsn, d, sizeof(d)));
-	fprintf(f, "records %" PRIu64 ", checkpoints %" PRIu64 " replayed (%" PRIu64
+	fprintf(f,
+		"records %" PRIu64 ", checkpoints %" PRIu64 " replayed (%" PRIu64
 		" items, %s of item data), incomplete checkpoints dropped %" PRIu64 "\n",
-		r->records, r->checkpoints, r->items,
-		fmt_bytes(r->bytes_replayed, sz, sizeof(sz)), r->dropped);
-	fprintf(f, "torn write discarded: %" PRIu64 " bytes; stamped past the head: %" PRIu64
-		" bytes\n", r->torn_bytes, r->stamped_bytes);
+		r->records, r->checkpoints, r->items, fmt_bytes(r->bytes_replayed, sz, sizeof(sz)),
+		r->dropped);
+	fprintf(f,
+		"torn write discarded: %" PRIu64 " bytes; stamped past the head: %" PRIu64
+		" bytes\n",
+		r->torn_bytes, r->stamped_bytes);
 	fprintf(f, "read %s in %" PRIu64 " requests, at most %u chained reads in flight\n",
 		fmt_bytes(r->bytes_read, sz, sizeof(sz)), r->read_reqs, r->max_reads_in_flight);
 	if (r->corruption)

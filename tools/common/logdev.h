@@ -18,10 +18,10 @@ struct tool_log {
 	const char *path;
 	struct iol_dev *dev;
 	struct jrnl_geom g;
-	int err;                  /* tool_log_open's failure: the code ... */
-	uint64_t err_off;         /* ... the byte offset ... */
-	const char *err_field;    /* ... the superblock field ("sb.version"; "" if none) ... */
-	char err_what[256];       /* ... and what was found there */
+	int err;               /* tool_log_open's failure: the code ... */
+	uint64_t err_off;      /* ... the byte offset ... */
+	const char *err_field; /* ... the superblock field ("sb.version"; "" if none) ... */
+	char err_what[256];    /* ... and what was found there */
 };
 
 /*
@@ -38,9 +38,9 @@ void tool_log_close(struct tool_log *l);
 void tool_log_error(const char *cmd, const char *path, int err, uint64_t off, const char *what);
 /* Print why jrnl_recover failed: the corruption it found and where, or the error. */
 void tool_recover_error(const char *cmd, const char *path, int err, const struct jrnl_report *rep);
-const char *tool_lsn(uint64_t lsn, char *buf, size_t len);     /* "cycle/sector" */
+const char *tool_lsn(uint64_t lsn, char *buf, size_t len); /* "cycle/sector" */
 const char *tool_uuid(const uint8_t u[16], char buf[37]);
-const char *tool_err_name(int err);                            /* "DELOG_ECORRUPT", "EIO" */
+const char *tool_err_name(int err); /* "DELOG_ECORRUPT", "EIO" */
 void tool_print_geom(FILE *f, const char *path, const struct jrnl_geom *g);
 void tool_print_report(FILE *f, const struct jrnl_geom *g, const struct jrnl_report *r);
 void tool_json_geom(struct json *j, const char *key, const struct jrnl_geom *g);

@@ -65,7 +65,8 @@ static void geometry(const struct probe_costs *c, struct probe_rec *r, char *why
 	if (2 + more > DELOG_LOGBUFS_MAX)
 		snprintf(cap, sizeof(cap), ", capped at the ring's %u (the most a log has)",
 			 DELOG_LOGBUFS_MAX);
-	snprintf(why, len, "%.0f MB/s x WF %.1f us = %.0f KiB per write+flush round trip: "
+	snprintf(why, len,
+		 "%.0f MB/s x WF %.1f us = %.0f KiB per write+flush round trip: "
 		 "%u KiB buffers (the smallest power of two >= that, %u..%u KiB), 2 + %.0f of "
 		 "them%s: %u x %u KiB",
 		 mbs, wf, b / 1024, bs >> 10, DELOG_LOGBSIZE_MIN >> 10, DELOG_LOGBSIZE_MAX >> 10,
@@ -80,25 +81,29 @@ void probe_recommend(const struct probe_costs *c, struct probe_rec *r)
 	memset(r, 0, sizeof(*r));
 	if (c->volatile_cache == 0) {
 		r->policy = DELOG_FLUSH_SYNC;
-		snprintf(pol, sizeof(pol), "no volatile write cache: flushes and FUA are free "
+		snprintf(pol, sizeof(pol),
+			 "no volatile write cache: flushes and FUA are free "
 			 "at the device (F %.1f us, FU %.1f us, W %.1f us), so sync; single "
-			 "would add a flush call per checkpoint", c->flush_us, c->fua_us,
-			 c->write_us);
+			 "would add a flush call per checkpoint",
+			 c->flush_us, c->fua_us, c->write_us);
 	} else if (c->fua > 0 && isfinite(ffu) && isfinite(wf) && ffu <= FUA_SLACK * wf) {
 		r->policy = DELOG_FLUSH_SYNC;
-		snprintf(pol, sizeof(pol), "%s write cache with native FUA and F + FU = %.1f + "
+		snprintf(pol, sizeof(pol),
+			 "%s write cache with native FUA and F + FU = %.1f + "
 			 "%.1f = %.1f us <= 1.1 x WF %.1f us: sync (its flush rides on the commit "
 			 "write)",
 			 c->volatile_cache > 0 ? "volatile" : "possibly volatile", c->flush_us,
 			 c->fua_us, ffu, wf);
 	} else if (c->fua > 0) {
 		r->policy = DELOG_FLUSH_SINGLE;
-		snprintf(pol, sizeof(pol), "native FUA, but F + FU = %.1f + %.1f = %.1f us > 1.1 x "
+		snprintf(pol, sizeof(pol),
+			 "native FUA, but F + FU = %.1f + %.1f = %.1f us > 1.1 x "
 			 "WF %.1f us: single (one flush per checkpoint, after its writes)",
 			 c->flush_us, c->fua_us, ffu, wf);
 	} else {
 		r->policy = DELOG_FLUSH_SINGLE;
-		snprintf(pol, sizeof(pol), "%s write cache and %s: a FUA write is a write plus a "
+		snprintf(pol, sizeof(pol),
+			 "%s write cache and %s: a FUA write is a write plus a "
 			 "flush (FU %.1f us vs W %.1f us, F %.1f us), so sync and async pay two "
 			 "flushes per checkpoint, single one (WF %.1f us)",
 			 c->volatile_cache > 0 ? "volatile" : "possibly volatile",

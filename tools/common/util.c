@@ -135,8 +135,8 @@ int tool_check_size(const char *cmd, const char *opt, const char *arg, uint64_t 
 		return -ERANGE;
 	}
 	if (max && v > max) {
-		fprintf(stderr, "delog %s: %s: '%s' is %s, above the maximum of %s\n", cmd, opt, arg,
-			fmt_bytes_exact(v, a, sizeof(a)), fmt_bytes(max, b, sizeof(b)));
+		fprintf(stderr, "delog %s: %s: '%s' is %s, above the maximum of %s\n", cmd, opt,
+			arg, fmt_bytes_exact(v, a, sizeof(a)), fmt_bytes(max, b, sizeof(b)));
 		return -ERANGE;
 	}
 	if (align > 1 && v % align) {
@@ -144,8 +144,10 @@ int tool_check_size(const char *cmd, const char *opt, const char *arg, uint64_t 
 		uint64_t down = v - v % align;
 
 		if (down >= min && down)
-			fprintf(stderr, "delog %s: %s: '%s' is %s, not a multiple of %s: give %s "
-				"or %s\n", cmd, opt, arg, fmt_bytes_exact(v, a, sizeof(a)),
+			fprintf(stderr,
+				"delog %s: %s: '%s' is %s, not a multiple of %s: give %s "
+				"or %s\n",
+				cmd, opt, arg, fmt_bytes_exact(v, a, sizeof(a)),
 				fmt_bytes(align, b, sizeof(b)), fmt_bytes_exact(down, c, sizeof(c)),
 				fmt_bytes_exact(down + align, d, sizeof(d)));
 		else
@@ -158,8 +160,8 @@ int tool_check_size(const char *cmd, const char *opt, const char *arg, uint64_t 
 	return 0;
 }
 
-int tool_parse_size(const char *cmd, const char *opt, const char *arg, uint64_t min,
-		    uint64_t max, uint64_t align, const char *what, uint64_t *out)
+int tool_parse_size(const char *cmd, const char *opt, const char *arg, uint64_t min, uint64_t max,
+		    uint64_t align, const char *what, uint64_t *out)
 {
 	uint64_t v;
 	int err = parse_size(arg, &v);
@@ -169,8 +171,10 @@ int tool_parse_size(const char *cmd, const char *opt, const char *arg, uint64_t 
 		return err;
 	}
 	if (err) {
-		fprintf(stderr, "delog %s: %s: '%s' is not a size (digits and an optional K, M, G "
-			"or T suffix)\n", cmd, opt, arg);
+		fprintf(stderr,
+			"delog %s: %s: '%s' is not a size (digits and an optional K, M, G "
+			"or T suffix)\n",
+			cmd, opt, arg);
 		return err;
 	}
 	err = tool_check_size(cmd, opt, arg, v, min, max, align, what);
@@ -195,7 +199,10 @@ int tool_parse_backend(const char *cmd, const char *arg, const char **out)
 	for (size_t i = 0, n = 0; all[i]; i++)
 		if (strcmp(all[i], "sim"))
 			fprintf(stderr, "%s%s", n++ ? ", " : "", all[i]);
-	fprintf(stderr, "%s)\n", strcmp(arg, "sim") ? "" : "; the sim disk lives in memory: `delog crash` cuts its power");
+	fprintf(stderr, "%s)\n",
+		strcmp(arg, "sim") ?
+			"" :
+			"; the sim disk lives in memory: `delog crash` cuts its power");
 	return -EINVAL;
 }
 
@@ -318,13 +325,27 @@ static void json_string_lit(struct json *j, const char *s)
 	fputc('"', j->f);
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		switch (*p) {
-		case '"': fputs("\\\"", j->f); break;
-		case '\\': fputs("\\\\", j->f); break;
-		case '\n': fputs("\\n", j->f); break;
-		case '\r': fputs("\\r", j->f); break;
-		case '\t': fputs("\\t", j->f); break;
-		case '\b': fputs("\\b", j->f); break;
-		case '\f': fputs("\\f", j->f); break;
+		case '"':
+			fputs("\\\"", j->f);
+			break;
+		case '\\':
+			fputs("\\\\", j->f);
+			break;
+		case '\n':
+			fputs("\\n", j->f);
+			break;
+		case '\r':
+			fputs("\\r", j->f);
+			break;
+		case '\t':
+			fputs("\\t", j->f);
+			break;
+		case '\b':
+			fputs("\\b", j->f);
+			break;
+		case '\f':
+			fputs("\\f", j->f);
+			break;
 		default:
 			if (*p < 0x20)
 				fprintf(j->f, "\\u%04x", *p);
@@ -369,10 +390,22 @@ static void json_close(struct json *j, char c)
 	fputc(c, j->f);
 }
 
-void json_obj_begin(struct json *j, const char *key) { json_open(j, key, '{'); }
-void json_obj_end(struct json *j) { json_close(j, '}'); }
-void json_arr_begin(struct json *j, const char *key) { json_open(j, key, '['); }
-void json_arr_end(struct json *j) { json_close(j, ']'); }
+void json_obj_begin(struct json *j, const char *key)
+{
+	json_open(j, key, '{');
+}
+void json_obj_end(struct json *j)
+{
+	json_close(j, '}');
+}
+void json_arr_begin(struct json *j, const char *key)
+{
+	json_open(j, key, '[');
+}
+void json_arr_end(struct json *j)
+{
+	json_close(j, ']');
+}
 
 void json_str(struct json *j, const char *key, const char *val)
 {

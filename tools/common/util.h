@@ -55,8 +55,8 @@ int parse_size(const char *s, uint64_t *out);
  * (@what, when not NULL, names the minimum: "... is 1 B, below the smallest log (4 MiB)")
  * and returns -EINVAL or -ERANGE; the caller exits TOOL_EXIT_USAGE.
  */
-int tool_parse_size(const char *cmd, const char *opt, const char *arg, uint64_t min,
-		    uint64_t max, uint64_t align, const char *what, uint64_t *out);
+int tool_parse_size(const char *cmd, const char *opt, const char *arg, uint64_t min, uint64_t max,
+		    uint64_t align, const char *what, uint64_t *out);
 /* The same checks on a value already parsed (@arg is quoted in the message). */
 int tool_check_size(const char *cmd, const char *opt, const char *arg, uint64_t v, uint64_t min,
 		    uint64_t max, uint64_t align, const char *what);

@@ -71,11 +71,12 @@ static const char *profile_name(enum iol_sim_crash_profile p)
 static void print_text(struct crash *cr, double secs)
 {
 	printf("delog crash: policy %s, profile %s, sector %u, workload %s, seed %" PRIu64 "\n",
-	       delog_flush_policy_name(cr->policy), profile_name(cr->profile),
-	       cr->sector, cr->workload, cr->seed);
+	       delog_flush_policy_name(cr->policy), profile_name(cr->profile), cr->sector,
+	       cr->workload, cr->seed);
 	printf("  rounds            %" PRIu64 "\n", cr->rounds);
 	printf("  crash points      %" PRIu64 " (%" PRIu64 " enumerated exhaustively, max %" PRIu64
-	       " unstable sectors)\n", cr->cps, cr->exh_cps, cr->max_k);
+	       " unstable sectors)\n",
+	       cr->cps, cr->exh_cps, cr->max_k);
 	printf("  states            %" PRIu64 "\n", cr->states);
 	printf("  distinct images   %" PRIu64 "\n", cr->distinct);
 	printf("  recoveries        %" PRIu64 " read-only, %" PRIu64 " engine_open_dev (%" PRIu64
@@ -84,48 +85,57 @@ static void print_text(struct crash *cr, double secs)
 	       atomic_load(&cr->continuations));
 	printf("  protocol checks   %" PRIu64 " writes\n", cr->protocol_events);
 	if (cr->f_rounds)
-		printf("  log full          %" PRIu64 " rounds: %" PRIu64 " crash points at the edge "
-		       "(%" PRIu64 " with >= 75%% of the log live), %" PRIu64 " releases, %" PRIu64 " forces to free space, %" PRIu64 " waits "
+		printf("  log full          %" PRIu64 " rounds: %" PRIu64
+		       " crash points at the edge "
+		       "(%" PRIu64 " with >= 75%% of the log live), %" PRIu64 " releases, %" PRIu64
+		       " forces to free space, %" PRIu64 " waits "
 		       "for space, %" PRIu64 " + %" PRIu64 " -EAGAIN (begin + log; %" PRIu64
 		       " NOWAIT begins granted), %" PRIu64 " push calls, %" PRIu64 " laps, least "
-		       "free %" PRIu64 " bytes\n", cr->f_rounds, cr->f_edge_cps, cr->f_hi_cps, cr->f_bursts,
-		       cr->f_forces, cr->f_waits, cr->f_eagain_begin, cr->f_eagain_log,
-		       cr->f_nowait_ok, cr->f_push_calls, cr->f_laps,
+		       "free %" PRIu64 " bytes\n",
+		       cr->f_rounds, cr->f_edge_cps, cr->f_hi_cps, cr->f_bursts, cr->f_forces,
+		       cr->f_waits, cr->f_eagain_begin, cr->f_eagain_log, cr->f_nowait_ok,
+		       cr->f_push_calls, cr->f_laps,
 		       cr->f_min_free == UINT64_MAX ? 0 : cr->f_min_free);
-	printf("  coverage          logs %" PRIu64 "..%" PRIu64 " KiB, sectors%s%s, rings (logbufs x "
-	       "logbsize) %" PRIu64 "..%" PRIu64 " KiB; %" PRIu64 " rounds through the flush gate\n",
+	printf("  coverage          logs %" PRIu64 "..%" PRIu64
+	       " KiB, sectors%s%s, rings (logbufs x "
+	       "logbsize) %" PRIu64 "..%" PRIu64 " KiB; %" PRIu64
+	       " rounds through the flush gate\n",
 	       cr->cv_log_min >> 10, cr->cv_log_max >> 10, cr->cv_sectors & 1 ? " 512" : "",
 	       cr->cv_sectors & 2 ? " 4096" : "", cr->cv_ring_min >> 10, cr->cv_ring_max >> 10,
 	       cr->cv_gate_rounds);
 	printf("                    largest checkpoint recovered %" PRIu64 " bytes (%.2f x its "
 	       "round's ring; %" PRIu64 " images with one larger than the ring, %" PRIu64
-	       " larger than 2 MiB)\n", cr->cv_max_ck,
-	       (double)cr->cv_max_ck_win / 1000.0, cr->cv_over_win, cr->cv_over_2m);
+	       " larger than 2 MiB)\n",
+	       cr->cv_max_ck, (double)cr->cv_max_ck_win / 1000.0, cr->cv_over_win, cr->cv_over_2m);
 	printf("                    %" PRIu64 " laps, least free %" PRIu64 " bytes; %" PRIu64
-	       " rounds releasing at the full edge; %" PRIu64 " rounds with item tracking (%"
-	       PRIu64 " items written back); %" PRIu64 " -EAGAIN, %" PRIu64 " NOWAIT begins "
-	       "granted\n", cr->cv_laps, cr->cv_min_free == UINT64_MAX ? 0 : cr->cv_min_free,
-	       cr->cv_rel_edge, cr->cv_track_rounds, cr->cv_item_writes, cr->cv_eagain,
-	       cr->cv_nowait_ok);
-	printf("                    %" PRIu64 " chains, %" PRIu64 "..%" PRIu64 " sessions each (%"
-	       PRIu64 " in all, %" PRIu64 " ended early); versions: %" PRIu64 " crash points "
+	       " rounds releasing at the full edge; %" PRIu64 " rounds with item tracking (%" PRIu64
+	       " items written back); %" PRIu64 " -EAGAIN, %" PRIu64 " NOWAIT begins "
+	       "granted\n",
+	       cr->cv_laps, cr->cv_min_free == UINT64_MAX ? 0 : cr->cv_min_free, cr->cv_rel_edge,
+	       cr->cv_track_rounds, cr->cv_item_writes, cr->cv_eagain, cr->cv_nowait_ok);
+	printf("                    %" PRIu64 " chains, %" PRIu64 "..%" PRIu64
+	       " sessions each (%" PRIu64 " in all, %" PRIu64 " ended early); versions: %" PRIu64
+	       " crash points "
 	       "with intermediate versions, up to %" PRIu64 " versions a sector, %" PRIu64
-	       " states choosing one\n", cr->cv_chains, cr->cv_chains ? cr->cv_sess_min : 0,
-	       cr->cv_sess_max, cr->cv_sess_total, cr->cv_chain_cut, cr->cv_vcps, cr->cv_max_ver,
-	       cr->cv_vstates);
+	       " states choosing one\n",
+	       cr->cv_chains, cr->cv_chains ? cr->cv_sess_min : 0, cr->cv_sess_max,
+	       cr->cv_sess_total, cr->cv_chain_cut, cr->cv_vcps, cr->cv_max_ver, cr->cv_vstates);
 	printf("                    L13 bound flushes %" PRIu64 " (%" PRIu64 " crash points right "
 	       "after one), L12 cover flushes %" PRIu64 " (%" PRIu64 " crash points right after "
-	       "one), %" PRIu64 " records split at the log's end\n", cr->cv_bound, cr->cv_cps_bound,
-	       cr->cv_cover, cr->cv_cps_cover, cr->cv_wraps);
-	printf("                    flush gate: %" PRIu64 " generations (%" PRIu64 " inline), %" PRIu64
-	       " failed requests (none injected); %" PRIu64 " rounds with a ->run, %" PRIu64
-	       " with native FUA\n", cr->cv_gate_gens, cr->cv_gate_inline, cr->cv_gate_errs,
-	       cr->cv_inline_rounds, cr->cv_keep_fua_rounds);
-	printf("  liveness          %" PRIu64 " stalls (calls waiting %u s with the disk idle), %"
-	       PRIu64 " set free by delog_force(0); %" PRIu64 " open/close cycles without "
+	       "one), %" PRIu64 " records split at the log's end\n",
+	       cr->cv_bound, cr->cv_cps_bound, cr->cv_cover, cr->cv_cps_cover, cr->cv_wraps);
+	printf("                    flush gate: %" PRIu64 " generations (%" PRIu64
+	       " inline), %" PRIu64 " failed requests (none injected); %" PRIu64
+	       " rounds with a ->run, %" PRIu64 " with native FUA\n",
+	       cr->cv_gate_gens, cr->cv_gate_inline, cr->cv_gate_errs, cr->cv_inline_rounds,
+	       cr->cv_keep_fua_rounds);
+	printf("  liveness          %" PRIu64
+	       " stalls (calls waiting %u s with the disk idle), %" PRIu64
+	       " set free by delog_force(0); %" PRIu64 " open/close cycles without "
 	       "writes, most lasting log use they added %" PRIu64 " bytes; %" PRIu64 " growers "
-	       "told -EDEADLK\n", cr->cv_stalls, cr->stall_bound, cr->cv_rescues,
-	       cr->cv_idle_cycles, cr->cv_idle_growth, cr->cv_edeadlk);
+	       "told -EDEADLK\n",
+	       cr->cv_stalls, cr->stall_bound, cr->cv_rescues, cr->cv_idle_cycles,
+	       cr->cv_idle_growth, cr->cv_edeadlk);
 	if (cr->cv_stall_seen)
 		printf("                    first stall after %" PRIu64 " states, %.1f s\n",
 		       cr->cv_first_stall_states, cr->cv_first_stall_s);
@@ -134,9 +144,10 @@ static void print_text(struct crash *cr, double secs)
 	for (size_t i = 0; i < cr->nviols; i++) {
 		const struct viol *v = &cr->viols[i];
 
-		printf("violation: round %u (seed %#" PRIx64 "), crash point %" PRIu64 " after event "
-		       "%" PRIu64 ", state %s: %s\n", v->round, v->round_seed, v->cp, v->ev,
-		       v->state ? v->state : "-", v->what);
+		printf("violation: round %u (seed %#" PRIx64 "), crash point %" PRIu64
+		       " after event "
+		       "%" PRIu64 ", state %s: %s\n",
+		       v->round, v->round_seed, v->cp, v->ev, v->state ? v->state : "-", v->what);
 		if (v->image[0])
 			printf("  image: %s\n", v->image);
 	}
@@ -152,7 +163,8 @@ static void print_text(struct crash *cr, double secs)
 		if (cr->sector_opt)
 			printf("--sector %u ", cr->sector_opt);
 		printf("--workload %s --round R (--save DIR keeps the images, which `delog recover "
-		       "--dry-run IMAGE` replays exactly)\n", cr->workload);
+		       "--dry-run IMAGE` replays exactly)\n",
+		       cr->workload);
 	}
 }
 
@@ -318,7 +330,16 @@ static int usage_err(const char *opt, const char *arg, const char *need)
 static int parse_opts(struct crash *cr, int argc, char **argv)
 {
 	/* Long only: --states and --seed (-n is --dry-run and -s --size in every command). */
-	enum { O_PROFILE = 256, O_SECTOR, O_FULL, O_SAVE, O_ROUND, O_STATES, O_SEED, O_STALL };
+	enum {
+		O_PROFILE = 256,
+		O_SECTOR,
+		O_FULL,
+		O_SAVE,
+		O_ROUND,
+		O_STATES,
+		O_SEED,
+		O_STALL
+	};
 	static const struct option lopts[] = {
 		{ "workload", required_argument, NULL, 'w' },
 		{ "policy", required_argument, NULL, 'p' },
@@ -465,8 +486,10 @@ static int start(struct crash *cr, char *why, size_t len)
 	pthread_cond_init(&cr->done_cv, NULL);
 	/* Image buffers for the largest device a round can have. */
 	cr->dev_max = DELOG_SB_BYTES + (!strcmp(cr->workload, "random") ||
-					!strcmp(cr->workload, "window") ||
-					!strcmp(cr->workload, "all") ? CR_LOG_MAX : CR_LOG_BYTES);
+							!strcmp(cr->workload, "window") ||
+							!strcmp(cr->workload, "all") ?
+						CR_LOG_MAX :
+						CR_LOG_BYTES);
 	cr->sector = cr->sector_opt ? cr->sector_opt : 4096;
 	cr->cv_log_min = cr->cv_ring_min = cr->cv_min_free = cr->cv_sess_min = UINT64_MAX;
 	cr->old = malloc(cr->dev_max);
@@ -481,8 +504,8 @@ static int start(struct crash *cr, char *why, size_t len)
 		struct worker *w = &cr->w[i];
 
 		w->cr = cr;
-		w->dev = cr_sim_dev(cr->dev_max, cr->sector, seed_for(cr->seed, 0x3003, i), false, 0,
-				    NULL);
+		w->dev = cr_sim_dev(cr->dev_max, cr->sector, seed_for(cr->seed, 0x3003, i), false,
+				    0, NULL);
 		w->sector = cr->sector;
 		w->shadow = w->dev ? iol_buf_alloc(w->dev, cr->dev_max) : NULL;
 		if (!w->shadow) {

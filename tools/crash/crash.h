@@ -180,20 +180,20 @@ static inline uint64_t sector_hash(const void *p, uint32_t sector, uint64_t idx)
 }
 
 #define CR_LOG_BYTES DELOG_LOG_MIN_BYTES /* the format's least */
-#define CR_LOG_MAX (16ull << 20)  /* the random workload's largest log */
+#define CR_LOG_MAX (16ull << 20)         /* the random workload's largest log */
 #define CR_SESSIONS_MAX 6u
-#define CR_MAX_CLIENTS 15u       /* workload clients; slot CR_MAX_CLIENTS: continuation */
+#define CR_MAX_CLIENTS 15u /* workload clients; slot CR_MAX_CLIENTS: continuation */
 #define CR_SLOTS (CR_MAX_CLIENTS + 1u)
 #define CR_MAX_ITEMS 6u
 #define CR_CONT_TXS 3u
-#define CR_EXH_K 12u             /* enumerate all 2^k up to this many unstable sectors */
+#define CR_EXH_K 12u /* enumerate all 2^k up to this many unstable sectors */
 #define CR_MAX_PER_POINT 4096u
 #define CR_MAX_VIOL_KEPT 64u
 #define CR_STALL_NS (120ull * 1000000000ull)
-#define CR_WD_BOUND_S 15u        /* --stall-bound default: seconds of an idle disk */
+#define CR_WD_BOUND_S 15u         /* --stall-bound default: seconds of an idle disk */
 #define CR_IDLE_SLACK (64u << 10) /* log use open/close cycles may add, in all */
 
-#define PL_MAGIC 0x4c504352u     /* "RCPL" */
+#define PL_MAGIC 0x4c504352u /* "RCPL" */
 #define IDX_RELOG 0xfffeu
 #define IDX_SHARED 0xfffdu
 #define KEY_UNIQUE(c, n, i) ((1ull << 60) | ((uint64_t)(c) << 48) | ((uint64_t)(n) << 16) | (i))
@@ -203,32 +203,32 @@ static inline uint64_t sector_hash(const void *p, uint32_t sector, uint64_t idx)
 struct wl {
 	const char *name;
 	unsigned clients;
-	uint32_t txs;             /* per client */
-	unsigned max_items;       /* unique items per transaction: 1..max_items */
-	uint32_t small_max;       /* most items: 32..small_max bytes */
+	uint32_t txs;       /* per client */
+	unsigned max_items; /* unique items per transaction: 1..max_items */
+	uint32_t small_max; /* most items: 32..small_max bytes */
 	uint32_t big_min, big_max;
-	unsigned big_1in;         /* 0: no big items */
+	unsigned big_1in; /* 0: no big items */
 	unsigned force_1in;
-	unsigned shared_1in;      /* 0: no shared keys */
+	unsigned shared_1in; /* 0: no shared keys */
 	unsigned nshared;
-	unsigned release_1in;     /* 0: only the push callback releases */
+	unsigned release_1in; /* 0: only the push callback releases */
 	unsigned logbufs;
 	uint32_t logbsize;
-	bool full;                /* the log-full workload: nobody releases but the releaser */
-	unsigned nowait_1in;      /* transactions that begin with DELOG_TX_NOWAIT */
+	bool full;           /* the log-full workload: nobody releases but the releaser */
+	unsigned nowait_1in; /* transactions that begin with DELOG_TX_NOWAIT */
 	/* Drawn per round by the random workload (the others keep the defaults). */
-	uint64_t log_bytes;       /* log size */
-	uint32_t sector;          /* sector size of the round */
-	uint64_t cil_push;        /* delog_options.cil_push_bytes (0: the default) */
-	bool releaser;            /* the releaser thread frees space, only at the full edge */
-	unsigned rel_all_1in;     /* its bursts that release everything durable */
-	bool track;               /* DELOG_OPEN_TRACK_ITEMS: item_written, per-key oracle */
-	unsigned written_1in;     /* durable transactions whose unique items are written */
-	unsigned sessions;        /* sessions of the chain: crash, reopen, continue */
+	uint64_t log_bytes;   /* log size */
+	uint32_t sector;      /* sector size of the round */
+	uint64_t cil_push;    /* delog_options.cil_push_bytes (0: the default) */
+	bool releaser;        /* the releaser thread frees space, only at the full edge */
+	unsigned rel_all_1in; /* its bursts that release everything durable */
+	bool track;           /* DELOG_OPEN_TRACK_ITEMS: item_written, per-key oracle */
+	unsigned written_1in; /* durable transactions whose unique items are written */
+	unsigned sessions;    /* sessions of the chain: crash, reopen, continue */
 	/* The liveness workload (zero elsewhere, so the others draw what they drew). */
-	unsigned under_1in;       /* blocking transactions reserving less than they log */
-	bool under_first;         /* ... only their first item (else all but the last) */
-	unsigned idle_max;        /* open/close cycles without writes before a session */
+	unsigned under_1in; /* blocking transactions reserving less than they log */
+	bool under_first;   /* ... only their first item (else all but the last) */
+	unsigned idle_max;  /* open/close cycles without writes before a session */
 };
 
 /* The workloads by name (workload.c), for --workload and the "all" rotation. */
@@ -238,13 +238,13 @@ extern const char *const wl_names[NR_WL];
 struct pl_hdr {
 	uint32_t magic;
 	uint16_t client;
-	uint16_t idx;             /* item index, IDX_RELOG or IDX_SHARED */
-	uint32_t n;               /* transaction counter of the client, from 1 */
-	uint16_t m;               /* unique items of the transaction */
-	uint16_t shared;          /* shared keys the transaction logs (bitmask) */
-	uint32_t len;             /* item bytes */
+	uint16_t idx;    /* item index, IDX_RELOG or IDX_SHARED */
+	uint32_t n;      /* transaction counter of the client, from 1 */
+	uint16_t m;      /* unique items of the transaction */
+	uint16_t shared; /* shared keys the transaction logs (bitmask) */
+	uint32_t len;    /* item bytes */
 	uint32_t round;
-	uint64_t check;           /* hash of the key and the item with check = 0 */
+	uint64_t check; /* hash of the key and the item with check = 0 */
 };
 _Static_assert(sizeof(struct pl_hdr) == 32, "payload header");
 
@@ -253,16 +253,16 @@ struct txspec {
 	uint32_t len[CR_MAX_ITEMS];
 	uint16_t shared;
 	bool relog_twice, force;
-	bool nowait, under;       /* DELOG_TX_NOWAIT; reserve only the first item (so
+	bool nowait, under;   /* DELOG_TX_NOWAIT; reserve only the first item (so
 				   * delog_tx_log must take more space, which may fail too) */
-	unsigned release_lag;     /* 0: no release; else lag + 1 */
+	unsigned release_lag; /* 0: no release; else lag + 1 */
 };
 
 /* The watchdog's view of one thread's API call (liveness.c): @since 0 when none. */
 struct wdcall {
-	_Atomic uint64_t since;   /* now_ns() at the call; written last, cleared at return */
-	_Atomic uint64_t q0;      /* round.wd_quiet at the call */
-	_Atomic uint64_t arg;     /* seq, bytes or key, as the call's name says */
+	_Atomic uint64_t since; /* now_ns() at the call; written last, cleared at return */
+	_Atomic uint64_t q0;    /* round.wd_quiet at the call */
+	_Atomic uint64_t arg;   /* seq, bytes or key, as the call's name says */
 	_Atomic(const char *) what;
 };
 
@@ -279,10 +279,10 @@ struct round {
 	uint32_t sector;
 	struct wl wl;
 	enum delog_flush_policy policy;
-	bool gate;                /* the disk is opened with the flush gate (flush_gate) */
-	unsigned dev_flags;       /* CR_DEV_*: the gate, and in gated rounds its variants */
+	bool gate;          /* the disk is opened with the flush gate (flush_gate) */
+	unsigned dev_flags; /* CR_DEV_*: the gate, and in gated rounds its variants */
 	uint64_t log_bytes, dev_bytes;
-	unsigned session;         /* of the chain, from 0 */
+	unsigned session;                         /* of the chain, from 0 */
 	uint32_t start_n[CR_MAX_CLIENTS];         /* first transaction of this session */
 	_Atomic uint64_t *seqs[CR_MAX_CLIENTS];   /* [1..txs]: checkpoint of the commit */
 	_Atomic uint8_t *sess[CR_MAX_CLIENTS];    /* [1..txs]: session of that commit */
@@ -291,7 +291,7 @@ struct round {
 	_Atomic uint64_t item_writes;
 	_Atomic uint32_t submitted[CR_MAX_CLIENTS];
 	_Atomic uint32_t acked[CR_MAX_CLIENTS];
-	_Atomic uint64_t released;                /* intent: set before delog_release */
+	_Atomic uint64_t released; /* intent: set before delog_release */
 	_Atomic uint64_t ack_events;
 	_Atomic uint32_t clients_done;
 	/* The published log handle, for the controller's reads (durable_seq, stats). */
@@ -302,40 +302,40 @@ struct round {
 	_Atomic bool armed, done;
 	_Atomic uint64_t arm_ev;
 	pthread_mutex_t err_mu;
-	char err[256];            /* first workload failure */
+	char err[256]; /* first workload failure */
 	/* The full workload. */
 	_Atomic uint64_t blocked_since[CR_MAX_CLIENTS]; /* ns: in a blocking tx_begin or tx_log */
 	_Atomic uint64_t eagain_begin, eagain_log, nowait_ok, bursts, forces_rel;
 	_Atomic uint64_t edeadlk; /* delog_tx_log -EDEADLK (growers stuck: space.c S5) */
 	_Atomic uint64_t push_calls;
-	uint64_t space_waits;     /* delog_stats at the end */
+	uint64_t space_waits; /* delog_stats at the end */
 	uint64_t head_cycle;
 	/* Sessions: what the cut point had acknowledged, for the next session's recovery. */
 	uint64_t cut_durable, cut_released, cut_must_lo;
 	uint32_t cut_acked[CR_MAX_CLIENTS];
-	bool chain_end;           /* the chain cannot go on (a recovery broke the oracle) */
+	bool chain_end; /* the chain cannot go on (a recovery broke the oracle) */
 	/* Liveness (liveness.c): every API call of the session's threads, and the time the
 	 * disk had nothing to deliver (ns, summed by the watchdog). */
 	struct wdcall wd[WD_SLOTS];
 	_Atomic uint64_t wd_quiet;
 	_Atomic uint64_t stalls, rescues;
-	unsigned idle_cycles;     /* open/close cycles without writes this round */
-	uint64_t idle_growth;     /* the most log use they added (bytes) */
+	unsigned idle_cycles; /* open/close cycles without writes this round */
+	uint64_t idle_growth; /* the most log use they added (bytes) */
 	/* Coverage from the journal (jrnl_log_stats), summed over the sessions as of the
 	 * last crash point each took. */
 	uint64_t j_bound, j_cover, j_wraps, j_gate_gens, j_gate_errs, j_gate_inline;
 };
 
 struct summary {
-	int err;                  /* recovery's return */
+	int err; /* recovery's return */
 	bool ok;
 	uint64_t nck, lo, hi;
 	uint32_t last_n[CR_SLOTS]; /* last transaction recovered per client (0: none) */
-	uint64_t max_ck;          /* item bytes of the largest checkpoint recovered */
-	char what[200];           /* first problem found */
+	uint64_t max_ck;           /* item bytes of the largest checkpoint recovered */
+	char what[200];            /* first problem found */
 };
 
-struct cont {                 /* the continuation client's transactions */
+struct cont { /* the continuation client's transactions */
 	uint32_t n;
 	uint64_t seq[CR_CONT_TXS + 1];
 };
@@ -358,20 +358,20 @@ struct rctx {
 	const struct cont *cont;
 	struct ritem *it;
 	size_t cap;
-	struct rtx *txv;          /* transactions of the checkpoint being checked */
+	struct rtx *txv; /* transactions of the checkpoint being checked */
 	size_t txcap;
-	uint64_t cont_base;       /* with cont: checkpoints after this one are the
+	uint64_t cont_base; /* with cont: checkpoints after this one are the
 				   * continuation's (the workload's records stop there) */
 };
 
 struct cpoint {
-	uint64_t id;              /* unique across rounds (workers key their base on it) */
-	uint64_t seq;             /* crash point number in the round */
-	uint64_t ev;              /* trace events before it */
+	uint64_t id;  /* unique across rounds (workers key their base on it) */
+	uint64_t seq; /* crash point number in the round */
+	uint64_t ev;  /* trace events before it */
 	size_t k;
-	uint64_t *u;              /* unstable sectors, ascending */
-	unsigned char *newd;      /* k sectors: newest contents */
-	unsigned char *garb;      /* k sectors: garbage (garble profile) */
+	uint64_t *u;         /* unstable sectors, ascending */
+	unsigned char *newd; /* k sectors: newest contents */
+	unsigned char *garb; /* k sectors: garbage (garble profile) */
 	uint64_t *h_old, *h_new, *h_garb;
 	/* versions profile: sector i's intermediate versions 1..ninter[i] (iol_sim numbering)
 	 * are vdata/h_ver[voff[i] .. voff[i] + ninter[i]); choice 3 + j - 1 picks version j */
@@ -382,7 +382,7 @@ struct cpoint {
 	uint64_t h_base;          /* hash of the media image */
 	const unsigned char *old; /* the media image */
 	uint64_t durable, released;
-	uint64_t must_lo;         /* item tracking: oldest checkpoint holding the newest
+	uint64_t must_lo; /* item tracking: oldest checkpoint holding the newest
 				   * durable copy of a key not written back (0: none) */
 	uint32_t acked[CR_MAX_CLIENTS];
 };
@@ -413,12 +413,12 @@ struct worker {
 	pthread_t th;
 	uint64_t gen;
 	struct iol_dev *dev;
-	unsigned char *shadow;    /* what dev holds */
-	uint64_t base_cp;         /* cp id the dirty list refers to */
+	unsigned char *shadow; /* what dev holds */
+	uint64_t base_cp;      /* cp id the dirty list refers to */
 	uint32_t base_round;
-	uint64_t base_epoch;      /* media epoch (round or session) of base_cp */
-	uint32_t sector;          /* of dev */
-	uint64_t *dirty;          /* sectors where shadow != that cp's media */
+	uint64_t base_epoch; /* media epoch (round or session) of base_cp */
+	uint32_t sector;     /* of dev */
+	uint64_t *dirty;     /* sectors where shadow != that cp's media */
 	size_t ndirty, dcap;
 	uint64_t *cand;
 	size_t ccap;
@@ -433,10 +433,10 @@ struct crash {
 	enum delog_flush_policy policy;
 	uint64_t target, seed;
 	enum iol_sim_crash_profile profile;
-	uint32_t sector;          /* this round's (the option's, unless random draws it) */
-	uint32_t sector_opt;      /* --sector; 0: 4096, or drawn per round by random */
-	uint64_t dev_max;         /* image buffers: the largest device of any round */
-	uint64_t epoch;           /* media replaced wholesale (new round or session) */
+	uint32_t sector;     /* this round's (the option's, unless random draws it) */
+	uint32_t sector_opt; /* --sector; 0: 4096, or drawn per round by random */
+	uint64_t dev_max;    /* image buffers: the largest device of any round */
+	uint64_t epoch;      /* media replaced wholesale (new round or session) */
 	bool exhaustive, json, verbose, progress;
 	unsigned threads, jobs, full_every;
 	const char *save_dir;
@@ -461,24 +461,27 @@ struct crash {
 	uint64_t cv_cps_cover, cv_stalls, cv_rescues, cv_idle_cycles, cv_idle_growth;
 	uint64_t cv_edeadlk;
 	uint64_t cv_first_stall_states; /* states checked when the first stall was seen */
-	double cv_first_stall_s;  /* and the run's seconds then */
+	double cv_first_stall_s;        /* and the run's seconds then */
 	bool cv_stall_seen;
-	unsigned stall_bound;     /* --stall-bound, seconds */
-	unsigned cv_sectors;      /* bit 0: 512, bit 1: 4096 */
+	unsigned stall_bound; /* --stall-bound, seconds */
+	unsigned cv_sectors;  /* bit 0: 512, bit 1: 4096 */
 	struct viol viols[CR_MAX_VIOL_KEPT];
 	size_t nviols;
-	struct { char what[120]; uint64_t n; } kinds[32]; /* violations by message, numbers
+	struct {
+		char what[120];
+		uint64_t n;
+	} kinds[32]; /* violations by message, numbers
 							    * folded to '#' */
 	size_t nkinds;
 	pthread_mutex_t viol_mu;
 	uint64_t t0;
 	/* this round */
 	struct round *rd;
-	uint64_t budget;          /* states per crash point */
+	uint64_t budget; /* states per crash point */
 	struct cpoint cp;
 	uint64_t cp_ids;
-	unsigned char *old;       /* media as of the last refresh */
-	uint64_t *h_sec;          /* per-sector hashes of old */
+	unsigned char *old; /* media as of the last refresh */
+	uint64_t *h_sec;    /* per-sector hashes of old */
 	uint64_t h_total;
 	unsigned char *newimg;
 	uint64_t *ubuf;
@@ -486,10 +489,12 @@ struct crash {
 	uint8_t *ones;
 	size_t ones_cap;
 	/* incremental snapshots */
-	uint64_t *touch;          /* sectors written since the last media refresh */
+	uint64_t *touch; /* sectors written since the last media refresh */
 	size_t ntouch, touchcap;
-	bool new_dirty;           /* newest contents may have changed since the last choose */
-	struct mchg { uint64_t cp, sector; } *chg; /* media changes this round, by crash point */
+	bool new_dirty; /* newest contents may have changed since the last choose */
+	struct mchg {
+		uint64_t cp, sector;
+	} * chg; /* media changes this round, by crash point */
 	size_t nchg, chgcap;
 	/* entries (per round) */
 	struct entry **tab;
@@ -498,8 +503,8 @@ struct crash {
 	struct job *jobv;
 	size_t njobs, jobcap;
 	_Atomic size_t next_job;
-	struct entry **stv;       /* the entry of each state of the current point */
-	uint8_t *choices;         /* states x k */
+	struct entry **stv; /* the entry of each state of the current point */
+	uint8_t *choices;   /* states x k */
 	size_t stcap, chcap, nst;
 	/* workers */
 	struct worker *w;
@@ -516,19 +521,19 @@ struct wr {
 };
 
 struct ctl {
-	size_t cursor;            /* trace events processed */
-	uint64_t *wcount;         /* writes to each log sector since the log opened */
-	uint64_t *sec_wid;        /* latest write request covering each device sector */
-	uint64_t *wid_done;       /* completion event of each request (0: in flight) */
+	size_t cursor;      /* trace events processed */
+	uint64_t *wcount;   /* writes to each log sector since the log opened */
+	uint64_t *sec_wid;  /* latest write request covering each device sector */
+	uint64_t *wid_done; /* completion event of each request (0: in flight) */
 	size_t wid_cap;
-	struct wr *fl;            /* writes in flight */
+	struct wr *fl; /* writes in flight */
 	size_t nfl, flcap;
 	bool media_dirty;
 	struct iol_sim_event ev[512];
 };
 
 struct pointbuf {
-	unsigned char *tmp;       /* media read-back */
+	unsigned char *tmp; /* media read-back */
 };
 
 struct client {
@@ -551,35 +556,31 @@ struct coord {
 	delog *wd_log;
 };
 
-#define CR_FULL_WAIT_NS 50000ull           /* a committer waiting this long: log full */
+#define CR_FULL_WAIT_NS 50000ull /* a committer waiting this long: log full */
 #define CR_FULL_STUCK_NS (20ull * 1000000000ull)
 
 /* workload.c */
-void wl_pick(const char *name, uint64_t seed, unsigned threads, uint32_t sector,
-		    struct wl *w);
+void wl_pick(const char *name, uint64_t seed, unsigned threads, uint32_t sector, struct wl *w);
 void tx_spec(const struct round *rd, unsigned c, uint32_t n, struct txspec *t);
-void pl_make(const struct round *rd, uint64_t key, unsigned c, uint32_t n, unsigned idx,
-		    unsigned m, uint16_t shared, uint32_t len, unsigned char *buf);
+void pl_make(const struct round *rd, uint64_t key, unsigned c, uint32_t n, unsigned idx, unsigned m,
+	     uint16_t shared, uint32_t len, unsigned char *buf);
 bool pl_read(const struct round *rd, uint64_t key, const void *data, uint32_t len,
-		    struct pl_hdr *h);
+	     struct pl_hdr *h);
 void wl_fail(struct round *rd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void *coord_main(void *arg);
 
 /* oracle.c */
 void cr_bad(struct summary *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 uint64_t cr_rec_seq(struct round *rd, unsigned c, uint32_t n);
-void check_ckpt(struct rctx *x, uint64_t seq, size_t nitems_hdr, const struct ritem *in,
-		       size_t n);
-int cr_jrnl_cb(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_item_view *v,
-		   size_t n);
+void check_ckpt(struct rctx *x, uint64_t seq, size_t nitems_hdr, const struct ritem *in, size_t n);
+int cr_jrnl_cb(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_item_view *v, size_t n);
 int cr_delog_cb(void *arg, const struct delog_checkpoint *ck, const struct delog_item *it,
-		    size_t n);
+		size_t n);
 void summary_finish(struct rctx *x);
 void viol_add(struct crash *cr, const struct cpoint *cp, const uint8_t *choice, size_t k,
-		     const char *what, const unsigned char *image);
-bool cr_judge(const struct round *rd, const struct summary *s, uint64_t durable,
-		  uint64_t released, uint64_t must_lo, const uint32_t *acked, char *msg,
-		  size_t len);
+	      const char *what, const unsigned char *image);
+bool cr_judge(const struct round *rd, const struct summary *s, uint64_t durable, uint64_t released,
+	      uint64_t must_lo, const uint32_t *acked, char *msg, size_t len);
 
 /* points.c */
 void trace_step(struct crash *cr, struct ctl *t, size_t L, uint64_t tail, bool known);
@@ -590,10 +591,12 @@ int crash_point(struct crash *cr, struct ctl *t, struct pointbuf *pb, uint64_t r
 struct entry *cache_get(struct crash *cr, uint64_t hash, bool *created);
 void cache_clear(struct crash *cr);
 /* How a round's sim disk is opened (struct round.dev_flags). */
-#define CR_DEV_GATE 1u     /* flushes through the iolayer's flush gate (flush_gate) */
-#define CR_DEV_INLINE 2u   /* the sim has a ->run: a lone waiter's flush is an inline
+#define CR_DEV_GATE 1u /* flushes through the iolayer's flush gate (flush_gate) */
+#define CR_DEV_INLINE                                                                              \
+	2u /* the sim has a ->run: a lone waiter's flush is an inline
 			    * generation on its own thread (iol_sim_opts.inline_run) */
-#define CR_DEV_KEEP_FUA 4u /* with the gate, FUA stays the device's own (gate_keep_fua);
+#define CR_DEV_KEEP_FUA                                                                            \
+	4u /* with the gate, FUA stays the device's own (gate_keep_fua);
 			    * else FUA is carried out as write + gated flush */
 /* A sim disk; @hold: the controller delivers; @flags: CR_DEV_*. */
 struct iol_dev *cr_sim_dev(uint64_t bytes, uint32_t sector, uint64_t seed, bool hold,

@@ -61,7 +61,7 @@ void cache_clear(struct crash *cr)
 {
 	for (size_t i = 0; i < cr->tab_cap; i++)
 		free(cr->tab[i]);
-	if (cr->tab)    /* no table yet before the first round */
+	if (cr->tab) /* no table yet before the first round */
 		memset(cr->tab, 0, cr->tab_cap * sizeof(*cr->tab));
 	cr->tab_n = 0;
 }
@@ -103,7 +103,7 @@ static int dev_write_sectors(struct iol_dev *dev, unsigned char *buf, const uint
 		l.left++;
 		pthread_mutex_unlock(&l.mu);
 		err = iol_rw_submit(dev, IOL_OPF(IOL_OP_WRITE, IOL_FUA), v[i] * sector,
-				   buf + v[i] * sector, (j - i) * sector, latch_end, &l);
+				    buf + v[i] * sector, (j - i) * sector, latch_end, &l);
 		if (err) {
 			latch_end(&l, err);
 			break;
@@ -135,10 +135,16 @@ static const unsigned char *state_sector(const struct cpoint *cp, const uint8_t 
 struct iol_dev *cr_sim_dev(uint64_t bytes, uint32_t sector, uint64_t seed, bool hold,
 			   unsigned flags, const void *image)
 {
-	struct iol_sim_opts so = { .size = sizeof(so), .dev_bytes = bytes, .sector = sector,
-				  .seed = seed, .hold = hold, .image = image,
-				  .inline_run = flags & CR_DEV_INLINE };
-	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so,
+	struct iol_sim_opts so = { .size = sizeof(so),
+				   .dev_bytes = bytes,
+				   .sector = sector,
+				   .seed = seed,
+				   .hold = hold,
+				   .image = image,
+				   .inline_run = flags & CR_DEV_INLINE };
+	struct iol_dev_opts o = { .size = sizeof(o),
+				  .backend = "sim",
+				  .sim = &so,
 				  .flush_gate = flags & CR_DEV_GATE,
 				  .gate_keep_fua = flags & CR_DEV_KEEP_FUA };
 	struct iol_dev *dev = NULL;
@@ -251,7 +257,7 @@ static void recover_ro(struct worker *w, struct iol_dev *dev, const struct jrnl_
 	s->err = jrnl_recover(dev, g, &ro, &rep);
 	if (s->err)
 		cr_bad(s, "recovery failed: %s%s%s", delog_err_name(s->err),
-		    rep.corruption ? ": " : "", rep.corruption ? rep.corrupt_what : "");
+		       rep.corruption ? ": " : "", rep.corruption ? rep.corrupt_what : "");
 	summary_finish(&w->rc);
 }
 
@@ -273,8 +279,10 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 	struct crash *cr = w->cr;
 	struct round *rd = cr->rd;
 	uint64_t seed = seed_for(rd->seed, 0xf011, cp->id);
-	struct delog_options o = { .size = sizeof(o), .flush = rd->policy,
-				   .logbufs = rd->wl.logbufs, .logbsize = rd->wl.logbsize,
+	struct delog_options o = { .size = sizeof(o),
+				   .flush = rd->policy,
+				   .logbufs = rd->wl.logbufs,
+				   .logbsize = rd->wl.logbsize,
 				   .flags = rd->wl.track ? DELOG_OPEN_TRACK_ITEMS : 0,
 				   .cil_push_bytes = rd->wl.cil_push };
 	struct summary s2, s3;
@@ -305,17 +313,20 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 	err = engine_open_dev(d2, &o, &log);
 	if (err) {
 		if (!ref->err) {
-			snprintf(msg, sizeof(msg), "engine_open_dev failed (%s) on an image that "
-				 "recovers read-only", delog_err_name(err));
+			snprintf(msg, sizeof(msg),
+				 "engine_open_dev failed (%s) on an image that "
+				 "recovers read-only",
+				 delog_err_name(err));
 			viol_add(cr, cp, choice, cp->k, msg, w->shadow);
 		}
 		goto out;
 	}
 	summary_finish(&rc2);
 	if (!s2.ok || !same_set(&s2, ref, rd->wl.clients)) {
-		snprintf(msg, sizeof(msg), "engine_open_dev recovered %" PRIu64 "..%" PRIu64
-			 " (%.80s), read-only recovery %" PRIu64 "..%" PRIu64 " (G5)", s2.lo, s2.hi,
-			 s2.ok ? "ok" : s2.what, ref->lo, ref->hi);
+		snprintf(msg, sizeof(msg),
+			 "engine_open_dev recovered %" PRIu64 "..%" PRIu64
+			 " (%.80s), read-only recovery %" PRIu64 "..%" PRIu64 " (G5)",
+			 s2.lo, s2.hi, s2.ok ? "ok" : s2.what, ref->lo, ref->hi);
 		viol_add(cr, cp, choice, cp->k, msg, w->shadow);
 		goto out;
 	}
@@ -325,8 +336,8 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 		delog_tx *tx;
 		uint64_t seq;
 
-		pl_make(rd, KEY_UNIQUE(CR_MAX_CLIENTS, n, 0), CR_MAX_CLIENTS, n, 0, 1, 0,
-			sizeof(a), a);
+		pl_make(rd, KEY_UNIQUE(CR_MAX_CLIENTS, n, 0), CR_MAX_CLIENTS, n, 0, 1, 0, sizeof(a),
+			a);
 		pl_make(rd, KEY_RELOG(CR_MAX_CLIENTS), CR_MAX_CLIENTS, n, IDX_RELOG, 0, 0,
 			sizeof(b), b);
 		{
@@ -350,11 +361,13 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 				struct delog_stats st = { .size = sizeof(st) };
 
 				(void)delog_stats(log, &st);
-				snprintf(msg, sizeof(msg), "after recovery of a full log (%" PRIu64 " of "
-					 "%" PRIu64 " bytes used, checkpoints %" PRIu64 "..%" PRIu64 "), "
+				snprintf(msg, sizeof(msg),
+					 "after recovery of a full log (%" PRIu64 " of "
+					 "%" PRIu64 " bytes used, checkpoints %" PRIu64 "..%" PRIu64
+					 "), "
 					 "delog_tx_begin gets -EAGAIN even after delog_release(%" PRIu64
-					 "): nothing can free the space (G9)", st.log_used, st.log_size,
-					 ref->lo, ref->hi, ref->hi);
+					 "): nothing can free the space (G9)",
+					 st.log_used, st.log_size, ref->lo, ref->hi, ref->hi);
 				viol_add(cr, cp, choice, cp->k, msg, w->shadow);
 				goto out;
 			}
@@ -392,8 +405,9 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 	atomic_fetch_add(&cr->continuations, 1);
 	{
 		uint64_t base = ref->nck ? ref->hi : 0;
-		bool good = s3.ok && s3.nck == ref->nck + CR_CONT_TXS && s3.hi == base + CR_CONT_TXS &&
-			    (!ref->nck || s3.lo == ref->lo) && s3.last_n[CR_MAX_CLIENTS] == CR_CONT_TXS;
+		bool good = s3.ok && s3.nck == ref->nck + CR_CONT_TXS &&
+			    s3.hi == base + CR_CONT_TXS && (!ref->nck || s3.lo == ref->lo) &&
+			    s3.last_n[CR_MAX_CLIENTS] == CR_CONT_TXS;
 
 		if (cont_released) /* the old set was released: only the new must be there */
 			good = s3.ok && s3.hi == base + CR_CONT_TXS && s3.nck >= CR_CONT_TXS &&
@@ -401,9 +415,11 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 		for (unsigned c = 0; good && !cont_released && c < rd->wl.clients; c++)
 			good = s3.last_n[c] == ref->last_n[c];
 		if (!good) {
-			snprintf(msg, sizeof(msg), "after recovery (%" PRIu64 "..%" PRIu64 "), %u "
-				 "forced transactions and a crash, recovery found %" PRIu64 "..%"
-				 PRIu64 " (%.80s) (G6)", ref->lo, ref->hi, CR_CONT_TXS, s3.lo, s3.hi,
+			snprintf(msg, sizeof(msg),
+				 "after recovery (%" PRIu64 "..%" PRIu64 "), %u "
+				 "forced transactions and a crash, recovery found %" PRIu64
+				 "..%" PRIu64 " (%.80s) (G6)",
+				 ref->lo, ref->hi, CR_CONT_TXS, s3.lo, s3.hi,
 				 s3.ok ? "not the old set plus the new" : s3.what);
 			viol_add(cr, cp, choice, cp->k, msg, img);
 		}
@@ -428,8 +444,8 @@ static void run_job(struct worker *w, const struct job *j)
 	if (w->sector != cr->sector) {
 		/* The round's sector size differs from the disk's: a new disk (all zeroes). */
 		iol_dev_close(w->dev);
-		w->dev = cr_sim_dev(cr->dev_max, cr->sector, seed_for(cr->seed, 0x3003, w->sector), false,
-				 0, NULL);
+		w->dev = cr_sim_dev(cr->dev_max, cr->sector, seed_for(cr->seed, 0x3003, w->sector),
+				    false, 0, NULL);
 		if (!w->dev) {
 			memset(&j->e->s, 0, sizeof(j->e->s));
 			j->e->s.err = -ENOMEM;
@@ -463,12 +479,14 @@ static void run_job(struct worker *w, const struct job *j)
 
 		/* The disk itself, read back through the iolayer, must hash as the state. */
 		if (img && !iol_rw_wait(w->dev, IOL_OPF(IOL_OP_READ, 0), 0, w->shadow,
-				       cr->rd->dev_bytes, NULL)) {
+					cr->rd->dev_bytes, NULL)) {
 			for (uint64_t s = 0; s < cr->rd->dev_bytes / cr->sector; s++)
 				h += sector_hash(w->shadow + s * cr->sector, cr->sector, s);
 			if (h != j->e->hash)
-				viol_add(cr, cp, j->choice, cp->k, "checker: the recovery disk does not "
-					 "hold the state's image (hash mismatch)", NULL);
+				viol_add(cr, cp, j->choice, cp->k,
+					 "checker: the recovery disk does not "
+					 "hold the state's image (hash mismatch)",
+					 NULL);
 		}
 		free(img);
 	}
@@ -557,7 +575,7 @@ void check_state(struct crash *cr, const struct entry *e, const uint8_t *choice)
 	char msg[240];
 
 	if (cr_judge(cr->rd, &e->s, cp->durable, cp->released, cp->must_lo, cp->acked, msg,
-		  sizeof(msg))) {
+		     sizeof(msg))) {
 		unsigned char *img = cr->save_dir ? state_image(cr, choice) : NULL;
 
 		viol_add(cr, cp, choice, cp->k, msg, img);

@@ -31,8 +31,10 @@ static const char *slot_name(unsigned slot, char *buf, size_t len)
 	if (slot < CR_MAX_CLIENTS)
 		snprintf(buf, len, "client %u", slot);
 	else
-		snprintf(buf, len, "%s", slot == WD_COORD ? "session thread" :
-			 slot == WD_REL ? "releaser" : "push callback");
+		snprintf(buf, len, "%s",
+			 slot == WD_COORD ? "session thread" :
+			 slot == WD_REL   ? "releaser" :
+					    "push callback");
 	return buf;
 }
 
@@ -60,7 +62,8 @@ static void wd_report(struct coord *co, unsigned slot, uint64_t q, uint64_t *see
 	char name[32], msg[240];
 	unsigned nwait = 0;
 
-	fprintf(stderr, "delog crash: liveness: round %u (seed %#" PRIx64 "), session %u: a call "
+	fprintf(stderr,
+		"delog crash: liveness: round %u (seed %#" PRIx64 "), session %u: a call "
 		"has not returned after %u s with nothing pending at the disk; who waits for what:\n",
 		rd->id - 1, rd->seed, rd->session, cr->stall_bound);
 	for (unsigned i = 0; i < WD_SLOTS; i++) {
@@ -71,33 +74,38 @@ static void wd_report(struct coord *co, unsigned slot, uint64_t q, uint64_t *see
 			continue;
 		nwait++;
 		seen[i] = since;
-		fprintf(stderr, "  %-15s %s(%" PRIu64 "): %.1f s, %.1f s of it with the disk idle\n",
+		fprintf(stderr,
+			"  %-15s %s(%" PRIu64 "): %.1f s, %.1f s of it with the disk idle\n",
 			slot_name(i, name, sizeof(name)), what, atomic_load(&rd->wd[i].arg),
 			(double)(now_ns() - since) / 1e9, (double)(q - q0) / 1e9);
 	}
 	if (have)
-		fprintf(stderr, "  log: %" PRIu64 " of %" PRIu64 " bytes used (%" PRIu64 " free), "
-			"grants %" PRIu64 ", CIL %" PRIu64 ", durable seq %" PRIu64 ", open seq %"
-			PRIu64 ", released %" PRIu64 ", checkpoints %" PRIu64 ", space waits %" PRIu64
-			", push calls %" PRIu64 ", head %" PRIu64 "/%" PRIu64 ", tail %" PRIu64 "/%"
-			PRIu64 "\n", st.log_used, st.log_size, st.log_size - st.log_used,
-			st.reserved_bytes, st.cil_bytes, st.durable_seq, st.open_seq,
+		fprintf(stderr,
+			"  log: %" PRIu64 " of %" PRIu64 " bytes used (%" PRIu64 " free), "
+			"grants %" PRIu64 ", CIL %" PRIu64 ", durable seq %" PRIu64
+			", open seq %" PRIu64 ", released %" PRIu64 ", checkpoints %" PRIu64
+			", space waits %" PRIu64 ", push calls %" PRIu64 ", head %" PRIu64
+			"/%" PRIu64 ", tail %" PRIu64 "/%" PRIu64 "\n",
+			st.log_used, st.log_size, st.log_size - st.log_used, st.reserved_bytes,
+			st.cil_bytes, st.durable_seq, st.open_seq,
 			(uint64_t)atomic_load(&rd->released), st.checkpoints, st.space_waits,
 			st.push_calls, st.head_lsn >> 32, st.head_lsn & 0xffffffffu,
 			st.tail_lsn >> 32, st.tail_lsn & 0xffffffffu);
 	if (have)
-		snprintf(msg, sizeof(msg), "liveness: %s waits in %s(%" PRIu64 ") with the disk idle "
-			 "%u s (%u calls waiting; free %" PRIu64 ", grants %" PRIu64 ", CIL %" PRIu64
-			 ", durable %" PRIu64 ", released %" PRIu64 ")",
+		snprintf(msg, sizeof(msg),
+			 "liveness: %s waits in %s(%" PRIu64 ") with the disk idle "
+			 "%u s (%u calls waiting; free %" PRIu64 ", grants %" PRIu64
+			 ", CIL %" PRIu64 ", durable %" PRIu64 ", released %" PRIu64 ")",
 			 slot_name(slot, name, sizeof(name)), atomic_load(&rd->wd[slot].what),
 			 atomic_load(&rd->wd[slot].arg), cr->stall_bound, nwait,
 			 st.log_size - st.log_used, st.reserved_bytes, st.cil_bytes, st.durable_seq,
 			 (uint64_t)atomic_load(&rd->released));
 	else
-		snprintf(msg, sizeof(msg), "liveness: %s waits in %s(%" PRIu64 ") with the disk idle "
-			 "%u s (%u calls waiting)", slot_name(slot, name, sizeof(name)),
-			 atomic_load(&rd->wd[slot].what), atomic_load(&rd->wd[slot].arg),
-			 cr->stall_bound, nwait);
+		snprintf(msg, sizeof(msg),
+			 "liveness: %s waits in %s(%" PRIu64 ") with the disk idle "
+			 "%u s (%u calls waiting)",
+			 slot_name(slot, name, sizeof(name)), atomic_load(&rd->wd[slot].what),
+			 atomic_load(&rd->wd[slot].arg), cr->stall_bound, nwait);
 	viol_add(cr, NULL, NULL, 0, msg, NULL);
 }
 
@@ -110,7 +118,8 @@ static void wd_rescue(struct coord *co)
 	atomic_store(&co->stop, true);
 	pthread_mutex_lock(&co->wd_mu);
 	if (co->wd_log) {
-		fprintf(stderr, "delog crash: liveness: delog_force(0) from outside, round stopped\n");
+		fprintf(stderr,
+			"delog crash: liveness: delog_force(0) from outside, round stopped\n");
 		(void)delog_force(co->wd_log, 0);
 		atomic_fetch_add(&rd->rescues, 1);
 	}
@@ -164,10 +173,11 @@ static void *wd_main(void *arg)
 			/* Reported, rescued (or nothing could be), and still not returned. */
 			char name[32];
 
-			fprintf(stderr, "delog crash: liveness: %s still waits in %s %u s after the "
+			fprintf(stderr,
+				"delog crash: liveness: %s still waits in %s %u s after the "
 				"report: nothing sets it free; the run ends here\n",
-				slot_name(slot, name, sizeof(name)), atomic_load(&rd->wd[slot].what),
-				co->cr->stall_bound);
+				slot_name(slot, name, sizeof(name)),
+				atomic_load(&rd->wd[slot].what), co->cr->stall_bound);
 			exit(TOOL_EXIT_FAIL);
 		}
 	}
@@ -252,9 +262,10 @@ int idle_cycles(struct coord *co, const struct delog_options *o)
 
 		err = idle_once(rd, &io, i, &used, &what);
 		if (err) {
-			snprintf(msg, sizeof(msg), "liveness: open/close cycle %u of %u without writes: "
-				 "%s: %s (item 2b: no sequence of calls may jam a log)", i + 1, k, what,
-				 delog_err_name(err));
+			snprintf(msg, sizeof(msg),
+				 "liveness: open/close cycle %u of %u without writes: "
+				 "%s: %s (item 2b: no sequence of calls may jam a log)",
+				 i + 1, k, what, delog_err_name(err));
 			viol_add(co->cr, NULL, NULL, 0, msg, NULL);
 			break;
 		}
@@ -263,10 +274,11 @@ int idle_cycles(struct coord *co, const struct delog_options *o)
 		else if (used > used0 && used - used0 > grow)
 			grow = used - used0;
 		if (grow > CR_IDLE_SLACK) {
-			snprintf(msg, sizeof(msg), "liveness: %u open/close cycles without writes left "
+			snprintf(msg, sizeof(msg),
+				 "liveness: %u open/close cycles without writes left "
 				 "%" PRIu64 " bytes more of the log in use (%" PRIu64 " after the "
-				 "first open; item 2b: they must use no lasting log space)", i + 1, grow,
-				 used0);
+				 "first open; item 2b: they must use no lasting log space)",
+				 i + 1, grow, used0);
 			viol_add(co->cr, NULL, NULL, 0, msg, NULL);
 			i++;
 			break;

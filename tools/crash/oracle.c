@@ -48,11 +48,11 @@ struct ckpass {
 	struct summary *s;
 	struct round *rd;
 	uint64_t seq;
-	size_t n;                     /* items, sorted by key in x->it */
-	uint32_t cmax[CR_SLOTS];      /* each client's last transaction here */
+	size_t n;                /* items, sorted by key in x->it */
+	uint32_t cmax[CR_SLOTS]; /* each client's last transaction here */
 	bool relog_seen[CR_SLOTS];
-	size_t ntx;                   /* transactions here, in x->txv */
-	uint16_t tx_shared_any;       /* shared keys they logged, not yet met */
+	size_t ntx;             /* transactions here, in x->txv */
+	uint16_t tx_shared_any; /* shared keys they logged, not yet met */
 };
 
 /* The checkpoint's sequence and item count; its items copied into x->it and sorted by
@@ -97,8 +97,7 @@ static bool ck_begin(struct ckpass *p, size_t nitems_hdr, const struct ritem *in
 
 /* Transaction @c/@tn's items 0..m-1 from x->it[@i], consecutive in key order, each the
  * one written (item 0's header is @h).  Returns the index past its last item. */
-static size_t tx_items(struct ckpass *p, size_t i, const struct pl_hdr *h, unsigned c,
-		       uint32_t tn)
+static size_t tx_items(struct ckpass *p, size_t i, const struct pl_hdr *h, unsigned c, uint32_t tn)
 {
 	struct rctx *x = p->x;
 	struct summary *s = p->s;
@@ -108,13 +107,13 @@ static size_t tx_items(struct ckpass *p, size_t i, const struct pl_hdr *h, unsig
 	for (end = i; end < p->n && (x->it[end].key >> 16) == (key >> 16); end++)
 		;
 	if (end - i != h->m) {
-		cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u has %zu of its %u items (G2)",
-		    seq, c, tn, end - i, h->m);
+		cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u has %zu of its %u items (G2)", seq, c,
+		       tn, end - i, h->m);
 	}
 	for (j = i; j < end; j++) {
 		if ((x->it[j].key & 0xffff) != j - i) {
-			cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u: item %zu missing",
-			    seq, c, tn, j - i);
+			cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u: item %zu missing", seq, c, tn,
+			       j - i);
 			break;
 		}
 	}
@@ -124,8 +123,10 @@ static size_t tx_items(struct ckpass *p, size_t i, const struct pl_hdr *h, unsig
 
 		if (!pl_read(p->rd, x->it[j].key, x->it[j].data, x->it[j].len, &h2) ||
 		    h2.client != c || h2.n != tn || h2.m != h->m)
-			cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u: item %zu is not "
-			    "the one written", seq, c, tn, j - i);
+			cr_bad(s,
+			       "checkpoint %" PRIu64 ": tx %u/%u: item %zu is not "
+			       "the one written",
+			       seq, c, tn, j - i);
 	}
 	return end;
 }
@@ -142,29 +143,38 @@ static bool tx_origin(struct ckpass *p, const struct pl_hdr *h, unsigned c, uint
 
 	if (c == CR_MAX_CLIENTS) {
 		if (!x->cont || tn > x->cont->n || x->cont->seq[tn] != seq)
-			cr_bad(s, "checkpoint %" PRIu64 ": continuation tx %u not written "
-			    "into it", seq, tn);
+			cr_bad(s,
+			       "checkpoint %" PRIu64 ": continuation tx %u not written "
+			       "into it",
+			       seq, tn);
 	} else if (c >= rd->wl.clients) {
 		cr_bad(s, "checkpoint %" PRIu64 ": tx of unknown client %u", seq, c);
 		return false;
 	} else if (x->cont && seq > x->cont_base) {
-		cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u from before the crash in a "
-		    "checkpoint written after recovery (resurrected; G6)", seq, c, tn);
+		cr_bad(s,
+		       "checkpoint %" PRIu64 ": tx %u/%u from before the crash in a "
+		       "checkpoint written after recovery (resurrected; G6)",
+		       seq, c, tn);
 	} else {
 		uint64_t want = cr_rec_seq(rd, c, tn);
 		uint32_t sub = atomic_load(&rd->submitted[c]);
 
 		if (tn > sub)
-			cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u was never submitted "
-			    "(client at %u; G4)", seq, c, tn, sub);
+			cr_bad(s,
+			       "checkpoint %" PRIu64 ": tx %u/%u was never submitted "
+			       "(client at %u; G4)",
+			       seq, c, tn, sub);
 		else if (want && want != seq)
-			cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u was committed into "
-			    "checkpoint %" PRIu64 " (stale lap? G4)", seq, c, tn, want);
+			cr_bad(s,
+			       "checkpoint %" PRIu64 ": tx %u/%u was committed into "
+			       "checkpoint %" PRIu64 " (stale lap? G4)",
+			       seq, c, tn, want);
 		else if (h->round >> 24 != atomic_load(&rd->sess[c][tn]))
-			cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u is session %u's copy, "
-			    "lost in a crash and written again by session %u (resurrected; "
-			    "G6)", seq, c, tn, h->round >> 24,
-			    (unsigned)atomic_load(&rd->sess[c][tn]));
+			cr_bad(s,
+			       "checkpoint %" PRIu64 ": tx %u/%u is session %u's copy, "
+			       "lost in a crash and written again by session %u (resurrected; "
+			       "G6)",
+			       seq, c, tn, h->round >> 24, (unsigned)atomic_load(&rd->sess[c][tn]));
 	}
 	return true;
 }
@@ -181,15 +191,15 @@ static void tx_continuity(struct ckpass *p, unsigned c, uint32_t tn)
 			uint64_t prev = cr_rec_seq(rd, c, tn - 1);
 
 			if (!prev || prev >= s->lo)
-				cr_bad(s, "tx %u/%u recovered in %" PRIu64 " without tx "
-				    "%u/%u (checkpoint %" PRIu64 "; G3)", c, tn, seq,
-				    c, tn - 1, prev);
+				cr_bad(s,
+				       "tx %u/%u recovered in %" PRIu64 " without tx "
+				       "%u/%u (checkpoint %" PRIu64 "; G3)",
+				       c, tn, seq, c, tn - 1, prev);
 		} else if (c == CR_MAX_CLIENTS && tn != 1) {
 			cr_bad(s, "continuation tx %u without tx 1", tn);
 		}
 	} else if (tn != s->last_n[c] + 1) {
-		cr_bad(s, "client %u: tx %u recovered after tx %u (hole; G3)", c, tn,
-		    s->last_n[c]);
+		cr_bad(s, "client %u: tx %u recovered after tx %u (hole; G3)", c, tn, s->last_n[c]);
 	}
 	s->last_n[c] = tn;
 	p->cmax[c] = tn;
@@ -208,8 +218,8 @@ static int check_tx(struct ckpass *p, size_t *ip, const struct pl_hdr *h)
 	unsigned idx = (unsigned)(key & 0xffff);
 
 	if (h->client != c || h->n != tn || h->idx != idx || idx != 0 || !h->m) {
-		cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u: item %u without item 0",
-		    p->seq, c, tn, idx);
+		cr_bad(s, "checkpoint %" PRIu64 ": tx %u/%u: item %u without item 0", p->seq, c, tn,
+		       idx);
 		return 0;
 	}
 	*ip = tx_items(p, i, h, c, tn) - 1;
@@ -246,13 +256,17 @@ static void check_relogged(struct ckpass *p)
 			unsigned c = (unsigned)(it->key & 0xffff);
 
 			if (it->len != p->cmax[c])
-				cr_bad(s, "checkpoint %" PRIu64 ": client %u's relogged key holds tx %u, "
-				    "its last tx there is %u (relog)", seq, c, it->len, p->cmax[c]);
+				cr_bad(s,
+				       "checkpoint %" PRIu64
+				       ": client %u's relogged key holds tx %u, "
+				       "its last tx there is %u (relog)",
+				       seq, c, it->len, p->cmax[c]);
 		}
 	}
 	for (unsigned c = 0; c < CR_SLOTS; c++)
 		if (p->cmax[c] && !p->relog_seen[c])
-			cr_bad(s, "checkpoint %" PRIu64 ": client %u's relogged key is missing", seq, c);
+			cr_bad(s, "checkpoint %" PRIu64 ": client %u's relogged key is missing",
+			       seq, c);
 }
 
 /* Shared keys: present iff a transaction here logged them, holding one of those. */
@@ -278,13 +292,16 @@ static void check_shared(struct ckpass *p)
 			found = x->txv[t].c == h.client && x->txv[t].n == h.n &&
 				(x->txv[t].shared & (1u << j));
 		if (!found)
-			cr_bad(s, "checkpoint %" PRIu64 ": shared key %u holds tx %u/%u, which did not "
-			    "log it here", seq, j, h.client, h.n);
-		p->tx_shared_any &= (uint16_t)~(1u << j);
+			cr_bad(s,
+			       "checkpoint %" PRIu64
+			       ": shared key %u holds tx %u/%u, which did not "
+			       "log it here",
+			       seq, j, h.client, h.n);
+		p->tx_shared_any &= (uint16_t) ~(1u << j);
 	}
 	if (p->tx_shared_any)
 		cr_bad(s, "checkpoint %" PRIu64 ": shared keys %#x logged but missing", seq,
-		    p->tx_shared_any);
+		       p->tx_shared_any);
 }
 
 /* One recovered checkpoint against what the workload did (the callback of jrnl_recover
@@ -293,8 +310,7 @@ static void check_shared(struct ckpass *p)
  * each item in key order (a transaction's items with their payloads and per-client
  * continuity, check_tx), then the relogged and shared keys against the transactions
  * counted on the way. */
-void check_ckpt(struct rctx *x, uint64_t seq, size_t nitems_hdr, const struct ritem *in,
-		       size_t n)
+void check_ckpt(struct rctx *x, uint64_t seq, size_t nitems_hdr, const struct ritem *in, size_t n)
 {
 	struct ckpass p = { .x = x, .s = x->s, .rd = x->rd, .seq = seq, .n = n };
 	struct summary *s = x->s;
@@ -311,8 +327,11 @@ void check_ckpt(struct rctx *x, uint64_t seq, size_t nitems_hdr, const struct ri
 			continue;
 		}
 		if (!pl_read(x->rd, key, it->data, it->len, &h)) {
-			cr_bad(s, "checkpoint %" PRIu64 ": item %#" PRIx64 " (%u bytes) is not one the "
-			    "workload wrote (payload hash, round or length)", seq, key, it->len);
+			cr_bad(s,
+			       "checkpoint %" PRIu64 ": item %#" PRIx64
+			       " (%u bytes) is not one the "
+			       "workload wrote (payload hash, round or length)",
+			       seq, key, it->len);
 			continue;
 		}
 		switch (key >> 60) {
@@ -324,7 +343,8 @@ void check_ckpt(struct rctx *x, uint64_t seq, size_t nitems_hdr, const struct ri
 			unsigned c = (unsigned)(key & 0xffff);
 
 			if (c >= CR_SLOTS || h.client != c || h.idx != IDX_RELOG) {
-				cr_bad(s, "checkpoint %" PRIu64 ": bad relog item %#" PRIx64, seq, key);
+				cr_bad(s, "checkpoint %" PRIu64 ": bad relog item %#" PRIx64, seq,
+				       key);
 				continue;
 			}
 			p.relog_seen[c] = true;
@@ -336,7 +356,8 @@ void check_ckpt(struct rctx *x, uint64_t seq, size_t nitems_hdr, const struct ri
 			unsigned j = (unsigned)(key & 0xffff);
 
 			if (j >= 16 || h.idx != IDX_SHARED) {
-				cr_bad(s, "checkpoint %" PRIu64 ": bad shared item %#" PRIx64, seq, key);
+				cr_bad(s, "checkpoint %" PRIu64 ": bad shared item %#" PRIx64, seq,
+				       key);
 				continue;
 			}
 			break;
@@ -349,8 +370,7 @@ void check_ckpt(struct rctx *x, uint64_t seq, size_t nitems_hdr, const struct ri
 	check_shared(&p);
 }
 
-int cr_jrnl_cb(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_item_view *v,
-		   size_t n)
+int cr_jrnl_cb(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_item_view *v, size_t n)
 {
 	struct rctx *x = priv;
 	struct ritem *tmp = malloc((n ? n : 1) * sizeof(*tmp));
@@ -364,8 +384,7 @@ int cr_jrnl_cb(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_item_vi
 	return 0;
 }
 
-int cr_delog_cb(void *arg, const struct delog_checkpoint *ck, const struct delog_item *it,
-		    size_t n)
+int cr_delog_cb(void *arg, const struct delog_checkpoint *ck, const struct delog_item *it, size_t n)
 {
 	struct rctx *x = arg;
 	struct ritem *tmp = malloc((n ? n : 1) * sizeof(*tmp));
@@ -418,13 +437,15 @@ void summary_finish(struct rctx *x)
 		}
 		q = cr_rec_seq(rd, c, nn);
 		if (nn <= sub && q && q >= s->lo && q <= top)
-			cr_bad(s, "tx %u/%u was committed into checkpoint %" PRIu64 ", recovered "
-			    "without it (G2)", c, nn, q);
+			cr_bad(s,
+			       "tx %u/%u was committed into checkpoint %" PRIu64 ", recovered "
+			       "without it (G2)",
+			       c, nn, q);
 	}
 }
 
 void viol_add(struct crash *cr, const struct cpoint *cp, const uint8_t *choice, size_t k,
-		     const char *what, const unsigned char *image)
+	      const char *what, const unsigned char *image)
 {
 	struct viol *v;
 
@@ -446,7 +467,8 @@ void viol_add(struct crash *cr, const struct cpoint *cp, const uint8_t *choice, 
 		for (i = 0; i < cr->nkinds && strcmp(cr->kinds[i].what, norm); i++)
 			;
 		if (i == cr->nkinds && i < sizeof(cr->kinds) / sizeof(cr->kinds[0]))
-			snprintf(cr->kinds[cr->nkinds++].what, sizeof(cr->kinds[0].what), "%s", norm);
+			snprintf(cr->kinds[cr->nkinds++].what, sizeof(cr->kinds[0].what), "%s",
+				 norm);
 		if (i < cr->nkinds)
 			cr->kinds[i].n++;
 	}
@@ -495,35 +517,44 @@ void viol_add(struct crash *cr, const struct cpoint *cp, const uint8_t *choice, 
  * copy of a key not written back (per key: its newest acknowledged value is there).
  * Returns whether it found something (in @msg).
  */
-bool cr_judge(const struct round *rd, const struct summary *s, uint64_t durable,
-		  uint64_t released, uint64_t must_lo, const uint32_t *acked, char *msg,
-		  size_t len)
+bool cr_judge(const struct round *rd, const struct summary *s, uint64_t durable, uint64_t released,
+	      uint64_t must_lo, const uint32_t *acked, char *msg, size_t len)
 {
 	msg[0] = 0;
 	if (!s->ok) {
 		snprintf(msg, len, "%s", s->what);
 	} else if (durable > released && (!s->nck || s->hi < durable)) {
 		if (s->nck)
-			snprintf(msg, len, "checkpoint %" PRIu64 " was acknowledged (durable "
-				 "watermark) but recovery ends at %" PRIu64 " (G1)", durable, s->hi);
+			snprintf(msg, len,
+				 "checkpoint %" PRIu64 " was acknowledged (durable "
+				 "watermark) but recovery ends at %" PRIu64 " (G1)",
+				 durable, s->hi);
 		else
-			snprintf(msg, len, "checkpoint %" PRIu64 " was acknowledged (durable "
-				 "watermark) but recovery found no checkpoint (G1)", durable);
+			snprintf(msg, len,
+				 "checkpoint %" PRIu64 " was acknowledged (durable "
+				 "watermark) but recovery found no checkpoint (G1)",
+				 durable);
 	} else if (!rd->wl.track && s->nck && durable > released && s->lo > released + 1) {
-		snprintf(msg, len, "recovery starts at checkpoint %" PRIu64 " but only "
-			 "checkpoints <= %" PRIu64 " were released (G3)", s->lo, released);
+		snprintf(msg, len,
+			 "recovery starts at checkpoint %" PRIu64 " but only "
+			 "checkpoints <= %" PRIu64 " were released (G3)",
+			 s->lo, released);
 	} else if (rd->wl.track && must_lo && s->nck && s->lo > must_lo) {
-		snprintf(msg, len, "recovery starts at checkpoint %" PRIu64 " but checkpoint %"
-			 PRIu64 " holds the newest acknowledged value of a key neither released "
-			 "nor written back (item tracking; G1)", s->lo, must_lo);
+		snprintf(msg, len,
+			 "recovery starts at checkpoint %" PRIu64 " but checkpoint %" PRIu64
+			 " holds the newest acknowledged value of a key neither released "
+			 "nor written back (item tracking; G1)",
+			 s->lo, must_lo);
 	} else {
 		for (unsigned c = 0; c < rd->wl.clients; c++) {
 			uint32_t a = acked[c];
 
-			if (a && cr_rec_seq((struct round *)rd, c, a) > released && s->last_n[c] < a) {
-				snprintf(msg, len, "tx %u/%u was acknowledged (force returned) "
-					 "but recovery has client %u only up to tx %u (G1)", c, a, c,
-					 s->last_n[c]);
+			if (a && cr_rec_seq((struct round *)rd, c, a) > released &&
+			    s->last_n[c] < a) {
+				snprintf(msg, len,
+					 "tx %u/%u was acknowledged (force returned) "
+					 "but recovery has client %u only up to tx %u (G1)",
+					 c, a, c, s->last_n[c]);
 				break;
 			}
 		}

@@ -101,15 +101,20 @@ void trace_step(struct crash *cr, struct ctl *t, size_t L, uint64_t tail, bool k
 					cr->protocol_events++;
 					if (!flags_allowed(rd->policy, e->opf,
 							   e->off == DELOG_SB_BYTES, rd->dev_flags))
-						prot_viol(cr, "%s policy issued a write with%s%s at "
-							  "sector %" PRIu64, delog_flush_policy_name(rd->policy),
+						prot_viol(cr,
+							  "%s policy issued a write with%s%s at "
+							  "sector %" PRIu64,
+							  delog_flush_policy_name(rd->policy),
 							  e->opf & IOL_PREFLUSH ? " PREFLUSH" : "",
 							  e->opf & IOL_FUA ? " FUA" : "", first);
 					for (size_t i = 0; i < t->nfl; i++)
 						if (first < t->fl[i].first + t->fl[i].nr &&
 						    t->fl[i].first < first + nr)
-							prot_viol(cr, "write of sectors %" PRIu64 "+%" PRIu64
-								  " overlaps write %" PRIu64 " in flight",
+							prot_viol(cr,
+								  "write of sectors %" PRIu64
+								  "+%" PRIu64
+								  " overlaps write %" PRIu64
+								  " in flight",
 								  first, nr, t->fl[i].id);
 					for (uint64_t s = first; s < first + nr; s++) {
 						uint64_t ls = s - log0, w;
@@ -118,21 +123,29 @@ void trace_step(struct crash *cr, struct ctl *t, size_t L, uint64_t tail, bool k
 							continue;
 						w = t->wcount[ls];
 						if (known && w && ((w << 32) | ls) >= tail)
-							prot_viol(cr, "write at log sector %" PRIu64 " overwrites "
-								  "lap %" PRIu64 ", still live (tail %" PRIu64
-								  "/%" PRIu64 "; G9)", ls, w, tail >> 32,
+							prot_viol(cr,
+								  "write at log sector %" PRIu64
+								  " overwrites "
+								  "lap %" PRIu64
+								  ", still live (tail %" PRIu64
+								  "/%" PRIu64 "; G9)",
+								  ls, w, tail >> 32,
 								  tail & 0xffffffffu);
 						t->wcount[ls] = w + 1;
 					}
 				}
-				for (uint64_t s = first; s < first + nr && s < rd->dev_bytes / sec; s++) {
+				for (uint64_t s = first; s < first + nr && s < rd->dev_bytes / sec;
+				     s++) {
 					t->sec_wid[s] = e->req_id;
-					if (!cr_grow((void **)&cr->touch, &cr->touchcap, cr->ntouch + 1, 8))
+					if (!cr_grow((void **)&cr->touch, &cr->touchcap,
+						     cr->ntouch + 1, 8))
 						cr->touch[cr->ntouch++] = s;
 				}
 				cr->new_dirty = true;
-				if (!cr_grow((void **)&t->fl, &t->flcap, t->nfl + 1, sizeof(*t->fl)))
-					t->fl[t->nfl++] = (struct wr){ e->req_id, first, nr, e->opf };
+				if (!cr_grow((void **)&t->fl, &t->flcap, t->nfl + 1,
+					     sizeof(*t->fl)))
+					t->fl[t->nfl++] = (struct wr){ e->req_id, first, nr,
+								       e->opf };
 			} else if (e->type == IOL_SIM_EV_FLUSH_DONE) {
 				t->media_dirty = true;
 			} else if (e->type == IOL_SIM_EV_COMPLETE) {
@@ -194,7 +207,7 @@ static int media_refresh(struct crash *cr, unsigned char *tmp, uint64_t next_cp)
 		while (j < n && cr->touch[j] == cr->touch[j - 1] + 1)
 			j++;
 		err = iol_sim_media(cr->rd->dev, cr->touch[i] * sec, tmp + cr->touch[i] * sec,
-				   (j - i) * sec);
+				    (j - i) * sec);
 		for (size_t q = i; !err && q < j; q++) {
 			uint64_t s = cr->touch[q];
 
@@ -281,7 +294,7 @@ static uint64_t track_must_lo(struct round *rd, uint64_t durable, uint64_t relea
 			for (unsigned j = 0; j < 16; j++) {
 				if (!(ts.shared & want & (1u << j)))
 					continue;
-				want &= (uint16_t)~(1u << j);
+				want &= (uint16_t) ~(1u << j);
 				q = cr_rec_seq(rd, c, m);
 				if (q > shared_seq[j])
 					shared_seq[j] = q;
@@ -528,9 +541,9 @@ static int cmp_sortkey(const void *x, const void *y)
 struct structured {
 	size_t k, nw;
 	struct sortkey *sub, *comp; /* sector indexes in submission / completion order */
-	size_t *wstart;           /* writes: ranges of sub */
+	size_t *wstart;             /* writes: ranges of sub */
 	bool garble;
-	const struct cpoint *cp;  /* versions profile: its intermediate versions */
+	const struct cpoint *cp; /* versions profile: its intermediate versions */
 	size_t n;
 };
 
@@ -577,8 +590,7 @@ static void structured_state(const struct structured *st, size_t idx, uint8_t *c
 	 * rest new); then one intermediate version alone, the rest new, or the rest old */
 	if (idx < 2) {
 		for (size_t i = 0; i < k; i++)
-			ch[i] = !st->cp->ninter[i] ? 1 :
-				(uint8_t)(idx ? 2 + st->cp->ninter[i] : 3);
+			ch[i] = !st->cp->ninter[i] ? 1 : (uint8_t)(idx ? 2 + st->cp->ninter[i] : 3);
 		return;
 	}
 	idx -= 2;

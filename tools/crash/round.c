@@ -22,9 +22,10 @@ void cr_progress(struct crash *cr, bool end)
 	if (!cr->progress || (!end && t - last < 500000000ull))
 		return;
 	last = t;
-	fprintf(stderr, "\rdelog crash: round %" PRIu64 ", states %" PRIu64 "/%" PRIu64
-		", images %" PRIu64 ", violations %" PRIu64 "   %s", cr->rounds, cr->states,
-		cr->target, cr->distinct, cr->nviol, end ? "\n" : "");
+	fprintf(stderr,
+		"\rdelog crash: round %" PRIu64 ", states %" PRIu64 "/%" PRIu64 ", images %" PRIu64
+		", violations %" PRIu64 "   %s",
+		cr->rounds, cr->states, cr->target, cr->distinct, cr->nviol, end ? "\n" : "");
 	fflush(stderr);
 }
 
@@ -165,7 +166,8 @@ static int run_session(struct crash *cr, struct ctl *t, struct pointbuf *pb, uin
 					 * power left; the session then only winds down. */
 					uint64_t q = seed_for(rd->seed, 0xc07, rd->session);
 					size_t i = (size_t)(q % cr->nst);
-					unsigned char *img = state_image(cr, cr->choices + i * (cr->cp.k + 1));
+					unsigned char *img =
+						state_image(cr, cr->choices + i * (cr->cp.k + 1));
 
 					if (!img) {
 						err = -ENOMEM;
@@ -330,8 +332,8 @@ static int round_draw(struct crash *cr, struct round *rd, uint64_t r)
 /* The round's sessions in turn on a fresh sim disk each, the next starting from the
  * image the previous one was cut at (@cut), until the chain ends; then the chain's
  * figures.  0 or an error. */
-static int run_sessions(struct crash *cr, struct round *rd, struct ctl *t,
-			struct pointbuf *pb, unsigned char *cut, uint64_t *round_cp)
+static int run_sessions(struct crash *cr, struct round *rd, struct ctl *t, struct pointbuf *pb,
+			unsigned char *cut, uint64_t *round_cp)
 {
 	unsigned sessions_run = 0;
 	int err = 0;
@@ -354,8 +356,8 @@ static int run_sessions(struct crash *cr, struct round *rd, struct ctl *t,
 		atomic_store(&rd->armed, false);
 		atomic_store(&rd->done, false);
 		atomic_store(&rd->clients_done, 0);
-		rd->dev = cr_sim_dev(rd->dev_bytes, rd->sector, seed_for(rd->seed, 0x5e55, sess), true,
-				     rd->dev_flags, cr->old);
+		rd->dev = cr_sim_dev(rd->dev_bytes, rd->sector, seed_for(rd->seed, 0x5e55, sess),
+				     true, rd->dev_flags, cr->old);
 		if (!rd->dev) {
 			err = -ENOMEM;
 			break;
@@ -408,15 +410,19 @@ static void round_report(struct crash *cr, const struct round *rd, uint64_t r, u
 		cr->f_push_calls += rd->push_calls;
 		cr->f_laps += rd->head_cycle ? rd->head_cycle - 1 : 0;
 		if (cr->verbose)
-			fprintf(stderr, "delog crash: round %" PRIu64 " (full): %" PRIu64 " bursts, %"
-				PRIu64 " waits, %" PRIu64 "+%" PRIu64 " EAGAIN, head cycle %" PRIu64
-				"\n", r, (uint64_t)rd->bursts, rd->space_waits,
-				(uint64_t)rd->eagain_begin, (uint64_t)rd->eagain_log, rd->head_cycle);
+			fprintf(stderr,
+				"delog crash: round %" PRIu64 " (full): %" PRIu64
+				" bursts, %" PRIu64 " waits, %" PRIu64 "+%" PRIu64
+				" EAGAIN, head cycle %" PRIu64 "\n",
+				r, (uint64_t)rd->bursts, rd->space_waits,
+				(uint64_t)rd->eagain_begin, (uint64_t)rd->eagain_log,
+				rd->head_cycle);
 	}
 	if (cr->verbose)
-		fprintf(stderr, "delog crash: round %" PRIu64 ": %" PRIu64 " crash points, %" PRIu64
-			" states, %u sessions\n", r, cr->cps - cps0, cr->states - states0,
-			rd->session + 1);
+		fprintf(stderr,
+			"delog crash: round %" PRIu64 ": %" PRIu64 " crash points, %" PRIu64
+			" states, %u sessions\n",
+			r, cr->cps - cps0, cr->states - states0, rd->session + 1);
 }
 
 /* A round: the workload drawn from the seed on a fresh log, its sessions in turn (the
@@ -454,13 +460,16 @@ int run_round(struct crash *cr, uint64_t r)
 	if (err)
 		goto out;
 	if (cr->verbose)
-		fprintf(stderr, "delog crash: round %" PRIu64 " seed %#" PRIx64 ": %s, %u clients x "
-			"%u tx, %u x %u KiB buffers, log %" PRIu64 " KiB, sector %u, cil_push %" PRIu64
-			" KiB, %s%s%s%u sessions, %" PRIu64 " states per point\n", r, rd->seed,
-			rd->wl.name, rd->wl.clients, rd->wl.txs, rd->wl.logbufs,
-			rd->wl.logbsize >> 10, rd->log_bytes >> 10, rd->sector, rd->wl.cil_push >> 10,
-			rd->wl.track ? "item tracking, " : "", rd->wl.releaser ? "edge releases, " : "",
-			rd->gate ? "flush gate, " : "", rd->wl.sessions, cr->budget);
+		fprintf(stderr,
+			"delog crash: round %" PRIu64 " seed %#" PRIx64 ": %s, %u clients x "
+			"%u tx, %u x %u KiB buffers, log %" PRIu64
+			" KiB, sector %u, cil_push %" PRIu64 " KiB, %s%s%s%u sessions, %" PRIu64
+			" states per point\n",
+			r, rd->seed, rd->wl.name, rd->wl.clients, rd->wl.txs, rd->wl.logbufs,
+			rd->wl.logbsize >> 10, rd->log_bytes >> 10, rd->sector,
+			rd->wl.cil_push >> 10, rd->wl.track ? "item tracking, " : "",
+			rd->wl.releaser ? "edge releases, " : "", rd->gate ? "flush gate, " : "",
+			rd->wl.sessions, cr->budget);
 	round_coverage(cr, rd);
 	err = run_sessions(cr, rd, &t, &pb, cut, &round_cp);
 	round_report(cr, rd, r, cps0, states0);

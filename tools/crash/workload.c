@@ -18,8 +18,8 @@
 
 /* ---- workloads ---- */
 
-const char *const wl_names[NR_WL] = { "mixed", "wrap", "relog", "small", "full", "random",
-				       "window", "liveness" };
+const char *const wl_names[NR_WL] = { "mixed", "wrap",   "relog",  "small",
+				      "full",  "random", "window", "liveness" };
 
 /* Sizes on the boundaries of sectors and buffers, mixed into every workload. */
 static uint32_t boundary_len(uint64_t *r, uint32_t sector, uint32_t logbsize)
@@ -66,7 +66,7 @@ static void wl_random(struct wl *w, uint64_t *r, uint32_t sector)
 	ring = (uint64_t)w->logbufs * w->logbsize;
 	/* Small logs wrap (and fill) faster; big ones hold the big checkpoints. */
 	w->log_bytes = rnd(r) % 5 < 2 ? CR_LOG_BYTES :
-		       rnd_in(r, CR_LOG_BYTES >> 16, CR_LOG_MAX >> 16) << 16;
+					rnd_in(r, CR_LOG_BYTES >> 16, CR_LOG_MAX >> 16) << 16;
 	if (w->log_bytes < 2 * ring)
 		w->log_bytes = 2 * ring;
 	w->clients = (unsigned)rnd_in(r, 1, 4);
@@ -236,8 +236,7 @@ static void wl_size(struct wl *w, double laps)
 	w->txs = (uint32_t)(laps * (double)w->log_bytes / avg_tx / w->clients) + 1;
 }
 
-void wl_pick(const char *name, uint64_t seed, unsigned threads, uint32_t sector,
-		    struct wl *w)
+void wl_pick(const char *name, uint64_t seed, unsigned threads, uint32_t sector, struct wl *w)
 {
 	uint64_t r = seed_for(seed, 0x3011, 0);
 	static const uint32_t bsz[] = { 16u << 10, 32u << 10, 64u << 10 };
@@ -404,11 +403,16 @@ static uint64_t pl_hash(uint64_t key, const unsigned char *buf, uint32_t len)
 	       rotl(hash_bytes(buf + sizeof(struct pl_hdr), len - sizeof(struct pl_hdr), ~key), 1);
 }
 
-void pl_make(const struct round *rd, uint64_t key, unsigned c, uint32_t n, unsigned idx,
-		    unsigned m, uint16_t shared, uint32_t len, unsigned char *buf)
+void pl_make(const struct round *rd, uint64_t key, unsigned c, uint32_t n, unsigned idx, unsigned m,
+	     uint16_t shared, uint32_t len, unsigned char *buf)
 {
-	struct pl_hdr h = { .magic = PL_MAGIC, .client = (uint16_t)c, .idx = (uint16_t)idx,
-			    .n = n, .m = (uint16_t)m, .shared = shared, .len = len,
+	struct pl_hdr h = { .magic = PL_MAGIC,
+			    .client = (uint16_t)c,
+			    .idx = (uint16_t)idx,
+			    .n = n,
+			    .m = (uint16_t)m,
+			    .shared = shared,
+			    .len = len,
 			    .round = pl_round(rd, rd->session) };
 	uint64_t r = seed_for(rd->seed, key, n);
 
@@ -422,8 +426,7 @@ void pl_make(const struct round *rd, uint64_t key, unsigned c, uint32_t n, unsig
 	memcpy(buf, &h, sizeof(h));
 }
 
-bool pl_read(const struct round *rd, uint64_t key, const void *data, uint32_t len,
-		    struct pl_hdr *h)
+bool pl_read(const struct round *rd, uint64_t key, const void *data, uint32_t len, struct pl_hdr *h)
 {
 	if (!data || len < sizeof(*h))
 		return false;
@@ -510,8 +513,8 @@ static int write_back(struct round *rd, delog *log, unsigned c, uint32_t n, uint
 		wd_leave(rd, c);
 		atomic_fetch_add(&rd->item_writes, w.m);
 		if (err) {
-			wl_fail(rd, "client %u: delog_item_written(tx %u, %" PRIu64 "): %s", c, *wn, ws,
-				delog_err_name(err));
+			wl_fail(rd, "client %u: delog_item_written(tx %u, %" PRIu64 "): %s", c, *wn,
+				ws, delog_err_name(err));
 			return err;
 		}
 	}
@@ -520,7 +523,11 @@ static int write_back(struct round *rd, delog *log, unsigned c, uint32_t n, uint
 
 /* What one step of a client's transaction leads to: the next step, the transaction
  * begun again from the start, or the client's end (the failure reported). */
-enum step { STEP_OK, STEP_AGAIN, STEP_STOP };
+enum step {
+	STEP_OK,
+	STEP_AGAIN,
+	STEP_STOP
+};
 
 /* The reservation that holds all of transaction @ts: its unique items, its shared keys
  * and three relog values. */
@@ -537,8 +544,8 @@ static uint64_t tx_reserve(const struct txspec *ts)
 
 /* Begin transaction @n into *@txp: NOWAIT (a full log is tried again after a backoff)
  * or blocking, with *@reserve, or less of it when the workload under-reserves. */
-static enum step tx_begin(struct client *cl, uint32_t n, const struct txspec *ts,
-			  uint64_t *reserve, delog_tx **txp)
+static enum step tx_begin(struct client *cl, uint32_t n, const struct txspec *ts, uint64_t *reserve,
+			  delog_tx **txp)
 {
 	struct round *rd = cl->rd;
 	delog *log = rd->log;
@@ -556,8 +563,10 @@ static enum step tx_begin(struct client *cl, uint32_t n, const struct txspec *ts
 			/* Log full: nothing was begun, nothing is lost; try again once the
 			 * releaser has moved the tail. */
 			if (tx || delog_error(log)) {
-				wl_fail(rd, "client %u tx %u: -EAGAIN from delog_tx_begin "
-					"left %s", c, n, tx ? "a transaction" : "the log shut down");
+				wl_fail(rd,
+					"client %u tx %u: -EAGAIN from delog_tx_begin "
+					"left %s",
+					c, n, tx ? "a transaction" : "the log shut down");
 				return STEP_STOP;
 			}
 			atomic_fetch_add(&rd->eagain_begin, 1);
@@ -579,8 +588,8 @@ static enum step tx_begin(struct client *cl, uint32_t n, const struct txspec *ts
 		atomic_store(&rd->blocked_since[c], 0);
 	}
 	if (err) {
-		wl_fail(rd, "client %u tx %u: delog_tx_begin%s: %s (the log's error: %s)",
-			c, n, ts->nowait ? " (NOWAIT)" : "", delog_err_name(err),
+		wl_fail(rd, "client %u tx %u: delog_tx_begin%s: %s (the log's error: %s)", c, n,
+			ts->nowait ? " (NOWAIT)" : "", delog_err_name(err),
 			delog_error(log) ? delog_err_name(delog_error(log)) : "none");
 		return STEP_STOP;
 	}
@@ -590,8 +599,8 @@ static enum step tx_begin(struct client *cl, uint32_t n, const struct txspec *ts
 
 /* Log transaction @n's items into @tx: (a relog value replaced within it,) its unique
  * items, its shared keys, and the client's relog value.  0 or the first error. */
-static int tx_fill(struct round *rd, unsigned c, uint32_t n, const struct txspec *ts,
-		   delog_tx *tx, unsigned char *buf)
+static int tx_fill(struct round *rd, unsigned c, uint32_t n, const struct txspec *ts, delog_tx *tx,
+		   unsigned char *buf)
 {
 	unsigned char val[sizeof(struct pl_hdr)];
 	int err = 0;
@@ -620,8 +629,8 @@ static int tx_fill(struct round *rd, unsigned c, uint32_t n, const struct txspec
 /* tx_fill failed with @err: @tx is aborted, and the transaction begun again (NOWAIT out
  * of space; a deadlock of growing reservations, then with all of it reserved,
  * @full_reserve) or the client ends. */
-static enum step tx_fill_failed(struct client *cl, uint32_t n, struct txspec *ts,
-				delog_tx *tx, int err, uint64_t *reserve, uint64_t full_reserve)
+static enum step tx_fill_failed(struct client *cl, uint32_t n, struct txspec *ts, delog_tx *tx,
+				int err, uint64_t *reserve, uint64_t full_reserve)
 {
 	struct round *rd = cl->rd;
 	delog *log = rd->log;
@@ -633,8 +642,10 @@ static enum step tx_fill_failed(struct client *cl, uint32_t n, struct txspec *ts
 		 * the oracle finds the transaction twice or in the wrong checkpoint). */
 		delog_tx_abort(tx);
 		if (delog_error(log)) {
-			wl_fail(rd, "client %u tx %u: -EAGAIN from delog_tx_log, and the log "
-				"shut down", c, n);
+			wl_fail(rd,
+				"client %u tx %u: -EAGAIN from delog_tx_log, and the log "
+				"shut down",
+				c, n);
 			return STEP_STOP;
 		}
 		atomic_fetch_add(&rd->eagain_log, 1);
@@ -683,8 +694,8 @@ static int force_nowait_wait(delog *log, uint64_t seq)
  * by delog_force_nowait and the eventfd, a stream of the seed apart from tx_spec's so
  * that the draws of every other choice are those of before), write back what tracking
  * frees, and release behind the durable sequence by the workload's lag. */
-static enum step tx_finish(struct client *cl, uint32_t n, const struct txspec *ts,
-			   delog_tx *tx, uint32_t *wn, uint64_t *wr)
+static enum step tx_finish(struct client *cl, uint32_t n, const struct txspec *ts, delog_tx *tx,
+			   uint32_t *wn, uint64_t *wr)
 {
 	struct round *rd = cl->rd;
 	delog *log = rd->log;
@@ -747,7 +758,7 @@ static void *client_main(void *arg)
 	struct round *rd = cl->rd;
 	unsigned c = cl->c;
 	unsigned char *buf = malloc(rd->wl.big_max + rd->wl.small_max + rd->wl.logbsize + 64);
-	uint32_t wn = rd->start_n[c];     /* item tracking: next transaction to write back */
+	uint32_t wn = rd->start_n[c]; /* item tracking: next transaction to write back */
 	uint64_t wr = seed_for(rd->seed, 0x1e3, c * 64 + rd->session);
 
 	if (!buf) {
@@ -768,7 +779,8 @@ static void *client_main(void *arg)
 				int err = tx_fill(rd, c, n, &ts, tx, buf);
 
 				if (err)
-					st = tx_fill_failed(cl, n, &ts, tx, err, &reserve, full_reserve);
+					st = tx_fill_failed(cl, n, &ts, tx, err, &reserve,
+							    full_reserve);
 			}
 		} while (st == STEP_AGAIN);
 		if (st == STEP_STOP || tx_finish(cl, n, &ts, tx, &wn, &wr) == STEP_STOP)
@@ -830,8 +842,8 @@ static void *releaser_main(void *arg)
 	int err;
 
 	while (atomic_load(&rd->clients_done) < rd->wl.clients) {
-		uint64_t t = now_ns(), eg = atomic_load(&rd->eagain_begin) +
-					    atomic_load(&rd->eagain_log);
+		uint64_t t = now_ns(),
+			 eg = atomic_load(&rd->eagain_begin) + atomic_load(&rd->eagain_log);
 		uint64_t d, rel, target;
 		bool full = eg != last_eagain, stop = atomic_load(&co->stop), waiting = false;
 		struct timespec ts = { 0, 10000 + (long)(rnd(&r) % 50000) };
@@ -857,8 +869,10 @@ static void *releaser_main(void *arg)
 		rel = atomic_load(&rd->released);
 		d = delog_durable_seq(log);
 		if (rel > d) {
-			wl_fail(rd, "releaser: the workload's release watermark %" PRIu64
-				" is past the log's durable sequence %" PRIu64, rel, d);
+			wl_fail(rd,
+				"releaser: the workload's release watermark %" PRIu64
+				" is past the log's durable sequence %" PRIu64,
+				rel, d);
 			break;
 		}
 		if (d <= rel) {
@@ -875,17 +889,21 @@ static void *releaser_main(void *arg)
 					stuck_since = t;
 					stuck_ev = ev;
 				} else if (t - stuck_since > CR_FULL_STUCK_NS)
-					wl_fail(rd, "a committer waits for space with everything "
-						"released and the CIL empty (log used %" PRIu64 " of %" PRIu64
-						", reserved %" PRIu64 ", head %" PRIu64 "/%" PRIu64
-						", tail %" PRIu64 "/%" PRIu64 ", durable seq %" PRIu64
-						", open seq %" PRIu64 ", released %" PRIu64 ", space waits %"
-						PRIu64 ", checkpoints %" PRIu64 "; G9: no progress once "
+					wl_fail(rd,
+						"a committer waits for space with everything "
+						"released and the CIL empty (log used %" PRIu64
+						" of %" PRIu64 ", reserved %" PRIu64
+						", head %" PRIu64 "/%" PRIu64 ", tail %" PRIu64
+						"/%" PRIu64 ", durable seq %" PRIu64
+						", open seq %" PRIu64 ", released %" PRIu64
+						", space waits %" PRIu64 ", checkpoints %" PRIu64
+						"; G9: no progress once "
 						"space is freed)",
 						st.log_used, st.log_size, st.reserved_bytes,
 						st.head_lsn >> 32, st.head_lsn & 0xffffffffu,
-						st.tail_lsn >> 32, st.tail_lsn & 0xffffffffu, st.durable_seq,
-						st.open_seq, rel, st.space_waits, st.checkpoints);
+						st.tail_lsn >> 32, st.tail_lsn & 0xffffffffu,
+						st.durable_seq, st.open_seq, rel, st.space_waits,
+						st.checkpoints);
 			} else {
 				stuck_since = 0;
 			}
@@ -899,7 +917,8 @@ static void *releaser_main(void *arg)
 			continue;
 		}
 		stuck_since = 0;
-		switch (stop ? 0 : rnd(&r) % (rd->wl.rel_all_1in < 2 ? 32 : 2 * rd->wl.rel_all_1in)) {
+		switch (stop ? 0 :
+			       rnd(&r) % (rd->wl.rel_all_1in < 2 ? 32 : 2 * rd->wl.rel_all_1in)) {
 		case 0:
 		case 2: /* rel_all_1in == 2: everything durable, half of the bursts */
 			target = d;
@@ -918,7 +937,8 @@ static void *releaser_main(void *arg)
 		err = delog_release(log, target);
 		wd_leave(rd, WD_REL);
 		if (err) {
-			wl_fail(rd, "releaser: delog_release(%" PRIu64 "), durable %" PRIu64 ": failed",
+			wl_fail(rd,
+				"releaser: delog_release(%" PRIu64 "), durable %" PRIu64 ": failed",
 				target, d);
 			break;
 		}
@@ -945,10 +965,12 @@ static bool session_start(struct crash *cr, struct round *rd, delog *log, struct
 	uint64_t rel;
 
 	summary_finish(rc);
-	if (cr_judge(rd, s, rd->cut_durable, rd->cut_released, rd->cut_must_lo, rd->cut_acked,
-		  what, sizeof(what))) {
-		snprintf(msg, sizeof(msg), "session %u: recovery of session %u's crash image "
-			 "(engine_open_dev): %.160s", rd->session, rd->session - 1, what);
+	if (cr_judge(rd, s, rd->cut_durable, rd->cut_released, rd->cut_must_lo, rd->cut_acked, what,
+		     sizeof(what))) {
+		snprintf(msg, sizeof(msg),
+			 "session %u: recovery of session %u's crash image "
+			 "(engine_open_dev): %.160s",
+			 rd->session, rd->session - 1, what);
 		viol_add(cr, NULL, NULL, 0, msg, NULL);
 		return false;
 	}
@@ -987,9 +1009,12 @@ void *coord_main(void *arg)
 {
 	struct coord *co = arg;
 	struct round *rd = co->rd;
-	struct delog_options o = { .size = sizeof(o), .flush = rd->policy,
-				   .logbufs = rd->wl.logbufs, .logbsize = rd->wl.logbsize,
-				   .push = rd->wl.releaser ? on_push_full : on_push, .push_arg = rd,
+	struct delog_options o = { .size = sizeof(o),
+				   .flush = rd->policy,
+				   .logbufs = rd->wl.logbufs,
+				   .logbsize = rd->wl.logbsize,
+				   .push = rd->wl.releaser ? on_push_full : on_push,
+				   .push_arg = rd,
 				   .flags = rd->wl.track ? DELOG_OPEN_TRACK_ITEMS : 0,
 				   /* full: small checkpoints, so a release frees a little */
 				   .cil_push_bytes = rd->wl.cil_push };
@@ -1018,9 +1043,11 @@ void *coord_main(void *arg)
 	if (err && rd->session) {
 		char msg[240];
 
-		snprintf(msg, sizeof(msg), "session %u: engine_open_dev on session %u's crash image "
-			 "failed: %s%s%.100s", rd->session, rd->session - 1, delog_err_name(err),
-			 sum.ok ? "" : ": ", sum.ok ? "" : sum.what);
+		snprintf(msg, sizeof(msg),
+			 "session %u: engine_open_dev on session %u's crash image "
+			 "failed: %s%s%.100s",
+			 rd->session, rd->session - 1, delog_err_name(err), sum.ok ? "" : ": ",
+			 sum.ok ? "" : sum.what);
 		viol_add(co->cr, NULL, NULL, 0, msg, NULL);
 		rd->chain_end = true;
 		atomic_store(&rd->done, true);
