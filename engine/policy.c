@@ -110,14 +110,14 @@ static int async_before(struct delog *log)
  *       flush on its way, and every flush issued is one the device performs: with more
  *       in flight the block layer merges the waiting ones into one, and the flushes
  *       delog counts would no longer be the device's.
- *  (P3) A lone forcer (it pushed the checkpoint it waits for, and nothing waits in the
- *       open context) makes it durable itself, as the raw write +
- *       fdatasync does: jrnl_log_force, then jrnl_log_flush, both on its thread (one
- *       pwritev2 and one fdatasync on the descriptor backends, journal/log.c L10; the
- *       chain would cost two hand-offs between threads per commit).  It declares
- *       sync_seq first: its flush, issued after the force saw every record up to its
- *       commit record complete, covers every checkpoint <= sync_seq, so their
- *       completions ask the chain for nothing.
+ *  (P3) A lone forcer (it pushed the checkpoint it waits for, or the push thread pushing
+ *       for a force, push.c; and nothing waits in the open context) makes it durable
+ *       itself, as the raw write + fdatasync does: jrnl_log_force, then jrnl_log_flush,
+ *       both on its thread (one pwritev2 and one fdatasync on the descriptor backends,
+ *       journal/log.c L10; the chain would cost two hand-offs between threads per
+ *       commit).  It declares sync_seq first: its flush, issued after the force saw
+ *       every record up to its commit record complete, covers every checkpoint <=
+ *       sync_seq, so their completions ask the chain for nothing.
  * Flush results are taken in issue order and a failed one fails every later one (L14),
  * so an acknowledgement never rests on a flush issued after one that failed; durable_seq
  * only grows (D2), so the chain's and the lone forcer's flushes may complete in any
