@@ -617,13 +617,17 @@ static int force_begin(struct delog *log, uint64_t *seq, uint64_t *open, bool no
 }
 
 /* Ask the push thread for @seq if it is still open (a sequence already swapped out is
- * being written by whoever swapped it, and becomes durable without asking). */
-static void force_ask(struct delog *log, uint64_t seq)
+ * being written by whoever swapped it, and becomes durable without asking); @nowait: for
+ * delog_force_nowait, whose forcer the push thread then is (push.c). */
+static void force_ask(struct delog *log, uint64_t seq, bool nowait)
 {
 	if (atomic_load(&log->open_seq) <= seq) {
 		pthread_mutex_lock(&log->lock);
-		if (atomic_load(&log->open_seq) <= seq)
+		if (atomic_load(&log->open_seq) <= seq) {
+			if (nowait && seq > log->nowait_seq)
+				log->nowait_seq = seq;
 			push_request(log, seq);
+		}
 		pthread_mutex_unlock(&log->lock);
 	}
 }
@@ -646,7 +650,7 @@ int delog_force(delog *log, uint64_t seq)
 			push_now(log, true);
 		pthread_mutex_unlock(&log->write_lock);
 	}
-	force_ask(log, seq);
+	force_ask(log, seq, false);
 	force_wait(log, seq);
 	return atomic_load(&log->durable_seq) >= seq ? 0 : DELOG_ESHUTDOWN;
 }
@@ -668,7 +672,7 @@ int delog_force_nowait(delog *log, uint64_t seq)
 	if (atomic_load(&log->durable_seq) >= seq)
 		return 1;
 	if (atomic_load(&log->force_seq) < seq)
-		force_ask(log, seq);
+		force_ask(log, seq, true);
 	return 0;
 }
 

@@ -235,6 +235,9 @@ struct delog {
 	 * again for a sequence at or below it (the push thread pushes every context up to
 	 * it, push.c). */
 	_Atomic uint64_t force_seq;
+	/* Highest sequence delog_force_nowait asked for (under this lock): the push thread
+	 * pushing it is its forcer (push.c). */
+	uint64_t nowait_seq;
 	uint64_t pushed_seq;       /* highest sequence whose checkpoint was written */
 	uint64_t done_seq;         /* highest sequence whose commit record completed */
 	unsigned flushes_inflight; /* single's chain flushes not yet done (policy.c P2) */

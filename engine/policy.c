@@ -111,11 +111,11 @@ static int async_before(struct delog *log)
  *       in flight the block layer merges the waiting ones into one, and the flushes
  *       delog counts would no longer be the device's.
  *  (P3) A lone forcer (it pushed the checkpoint it waits for, or the push thread pushing
- *       for a force, push.c; and nothing waits in the open context) makes it durable
- *       itself, as the raw write + fdatasync does: jrnl_log_force, then jrnl_log_flush,
- *       both on its thread (one pwritev2 and one fdatasync on the descriptor backends,
- *       journal/log.c L10; the chain would cost two hand-offs between threads per
- *       commit).  It declares sync_seq first: its flush, issued after the force saw
+ *       for delog_force_nowait, push.c; and nothing waits in the open context) makes it
+ *       durable itself, as the raw write + fdatasync does: jrnl_log_force, then
+ *       jrnl_log_flush, both on its thread (one pwritev2 and one fdatasync on the
+ *       descriptor backends, journal/log.c L10; the chain would cost two hand-offs
+ *       between threads per commit).  It declares sync_seq first: its flush, issued after the force saw
  *       every record up to its commit record complete, covers every checkpoint <=
  *       sync_seq, so their completions ask the chain for nothing.
  * Flush results are taken in issue order and a failed one fails every later one (L14),

@@ -24,11 +24,10 @@
  * latency path of a lone client; under single the policy's force and flush then run on
  * that thread too, policy.c).  write_lock is held across the policy's I/O, but no
  * committer takes it, and a forcer that finds it taken hands its sequence to this thread.
- * This thread, pushing because a force asked (delog_force_nowait's request, or a
- * blocking force's hand-over), is that force's forcer in the same way: under single it
- * writes and flushes the checkpoint itself when nothing waits behind it (policy.c P3),
- * so a non-blocking force costs one hand-off there and one back (the eventfd), not the
- * chain's two more.
+ * This thread, pushing because delog_force_nowait asked, is that force's forcer in the
+ * same way: under single it writes and flushes the checkpoint itself when nothing waits
+ * behind it (policy.c P3), so a non-blocking force costs one hand-off there and one back
+ * (the eventfd), not the chain's two more.
  * write_lock makes them one writer at a time (jrnl_tx_* need one writer), so checkpoints
  * reach the log in sequence order, and their commit records complete in LSN order
  * (journal invariant L1), hence in sequence order: ckpt_done only has to count (it may
@@ -170,8 +169,8 @@ static void *push_main(void *arg)
 		pthread_mutex_lock(&log->lock);
 		/* A force or the CIL limit asked (flags set under this lock, so no wakeup is
 		 * lost between the reads above and the wait below). */
-		forced = atomic_load(&log->force_seq) >= cseq;
-		want = forced || log->push_wanted ||
+		forced = log->nowait_seq >= cseq;
+		want = atomic_load(&log->force_seq) >= cseq || log->push_wanted ||
 		       (has && (log->stopping || cost >= log->push_bytes));
 		if (atomic_exchange(&log->space.cover, false)) {
 			pthread_mutex_unlock(&log->lock);
@@ -197,8 +196,10 @@ static void *push_main(void *arg)
 		log->push_wanted = false;
 		pthread_mutex_unlock(&log->lock);
 
-		/* Pushed for a force (delog_force_nowait's, or a waiting force's): this thread
-		 * is its forcer, as a lone forcer that pushes itself is (policy.c P3). */
+		/* Pushed for delog_force_nowait: this thread is its forcer, as a lone forcer
+		 * that pushes itself is (policy.c P3).  A blocking force hands its sequence
+		 * over only when another writer held write_lock: under load, where the
+		 * chain serves better. */
 		pthread_mutex_lock(&log->write_lock);
 		push_now(log, forced);
 		pthread_mutex_unlock(&log->write_lock);
