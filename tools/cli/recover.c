@@ -164,7 +164,17 @@ static void print_to(FILE *f, uint64_t to, const struct jrnl_report *rep)
 		rep->held_back);
 }
 
-int cmd_recover(int argc, char **argv)
+/* What the command line asked for. */
+struct recover_args {
+	struct salvage_opts so;
+	struct jrnl_recover_opts ro;
+	struct ids_ctx ids;
+	const char *backend, *path;
+	bool json, want_ids;
+};
+
+/* Parse @argv into @a: -1 to go on, else the exit status (help, usage errors). */
+static int recover_parse(int argc, char **argv, struct recover_args *a)
 {
 	static const struct option lopts[] = {
 		{ "json", no_argument, NULL, 'j' },
@@ -180,40 +190,32 @@ int cmd_recover(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct salvage_opts so = { 0 };
-	const char *backend = NULL;
-	struct jrnl_recover_opts ro = { 0 };
-	struct jrnl_report rep;
-	struct tool_log l;
-	struct json j;
-	struct ids_ctx ids = { 0 };
-	bool json = false, want_ids = false;
 	uint64_t v;
-	int ch, err, werr = 0, rc;
+	int ch;
 
 	optind = 0;
 	while ((ch = getopt_long(argc, argv, "jnib:s:fh", lopts, NULL)) != -1) {
 		switch (ch) {
 		case 'j':
-			json = true;
+			a->json = true;
 			break;
 		case 'n':
-			ro.read_only = true;
+			a->ro.read_only = true;
 			break;
 		case 'i':
-			want_ids = true;
-			ro.replay = print_ids;
-			ro.priv = &ids;
+			a->want_ids = true;
+			a->ro.replay = print_ids;
+			a->ro.priv = &a->ids;
 			break;
 		case 'b':
-			if (tool_parse_backend("recover", optarg, &backend))
+			if (tool_parse_backend("recover", optarg, &a->backend))
 				return TOOL_EXIT_USAGE;
 			break;
 		case 'c':
 			if (tool_parse_size("recover", "--read-chunk", optarg, 1u << 20, 256u << 20,
 					    0, NULL, &v))
 				return TOOL_EXIT_USAGE;
-			ro.read_chunk = (size_t)v;
+			a->ro.read_chunk = (size_t)v;
 			break;
 		case 'r':
 			if (parse_count(optarg, 2, 16, &v)) {
@@ -222,7 +224,7 @@ int cmd_recover(int argc, char **argv)
 					optarg);
 				return TOOL_EXIT_USAGE;
 			}
-			ro.reads_in_flight = (unsigned)v;
+			a->ro.reads_in_flight = (unsigned)v;
 			break;
 		case 'T':
 			if (parse_count(optarg, 1, UINT64_MAX, &v)) {
@@ -232,19 +234,19 @@ int cmd_recover(int argc, char **argv)
 					optarg);
 				return TOOL_EXIT_USAGE;
 			}
-			ro.replay_to = v;
+			a->ro.replay_to = v;
 			break;
 		case 'S':
-			so.newpath = optarg;
+			a->so.newpath = optarg;
 			break;
 		case 's':
 			if (tool_parse_size("recover", "--size", optarg, DELOG_LOG_MIN_BYTES, 0,
 					    4096, "the smallest log", &v))
 				return TOOL_EXIT_USAGE;
-			so.size = v;
+			a->so.size = v;
 			break;
 		case 'f':
-			so.force = true;
+			a->so.force = true;
 			break;
 		case 'h':
 			help();
@@ -260,58 +262,109 @@ int cmd_recover(int argc, char **argv)
 		usage(stderr);
 		return TOOL_EXIT_USAGE;
 	}
-	if (json && want_ids) {
-		fprintf(stderr, "delog recover: --json and --ids both want stdout\n");
-		usage(stderr);
-		return TOOL_EXIT_USAGE;
+	a->path = argv[optind];
+	return -1;
+}
+
+/* The options that do not go together: 0, or TOOL_EXIT_USAGE (said why). */
+static int recover_check(const struct recover_args *a)
+{
+	const char *why = NULL;
+
+	if (a->json && a->want_ids)
+		why = "--json and --ids both want stdout";
+	else if (!a->so.newpath && (a->so.size || a->so.force))
+		why = a->so.size ? "--size is an option of --salvage NEWLOG" :
+				   "--force is an option of --salvage NEWLOG";
+	else if (a->so.newpath && a->want_ids)
+		why = "--ids and --salvage: print the ids of the new log with a second "
+		      "`delog recover --ids NEWLOG`";
+	else if (a->so.newpath && !*a->so.newpath)
+		why = "--salvage: NEWLOG is empty";
+	if (!why)
+		return 0;
+	fprintf(stderr, "delog recover: %s\n", why);
+	usage(stderr);
+	return TOOL_EXIT_USAGE;
+}
+
+/* --salvage NEWLOG: salvage.c, with the reading options of the command line. */
+static int recover_salvage_run(struct recover_args *a)
+{
+	struct salvage_opts *so = &a->so;
+
+	so->path = a->path;
+	so->backend = a->backend;
+	so->to = a->ro.replay_to;
+	so->dry_run = a->ro.read_only;
+	so->json = a->json;
+	so->read_chunk = a->ro.read_chunk;
+	so->reads_in_flight = a->ro.reads_in_flight;
+	return recover_salvage(so);
+}
+
+/* The report of a recovery that ran (@err its result), as text or into @j. */
+static void recover_report(const struct recover_args *a, const struct tool_log *l,
+			   const struct jrnl_report *rep, int err, int werr, struct json *j)
+{
+	const struct jrnl_recover_opts *ro = &a->ro;
+
+	if (a->json) {
+		tool_json_geom(j, "superblock", &l->g);
+		json_bool(j, "dry_run", ro->read_only && !werr);
+		if (ro->replay_to)
+			json_u64(j, "to", ro->replay_to);
+		else
+			json_null(j, "to");
+		json_bool(j, "read_only", werr != 0);
+		tool_json_report(j, "report", rep);
+		if (err)
+			tool_json_recover_error(j, err, rep);
+		else if (!werr)
+			json_null(j, "error");
+	} else if (a->want_ids) {
+		fflush(stdout);
+		tool_print_geom(stderr, l->path, &l->g);
+		tool_print_report(stderr, &l->g, rep);
+		print_to(stderr, ro->replay_to, rep);
+		fprintf(stderr, "ids: %llu printed, %llu other items\n",
+			(unsigned long long)a->ids.ids, (unsigned long long)a->ids.other);
+	} else {
+		tool_print_geom(stdout, l->path, &l->g);
+		tool_print_report(stdout, &l->g, rep);
+		print_to(stdout, ro->replay_to, rep);
 	}
-	if (!so.newpath && (so.size || so.force)) {
-		fprintf(stderr, "delog recover: --%s is an option of --salvage NEWLOG\n",
-			so.size ? "size" : "force");
-		usage(stderr);
-		return TOOL_EXIT_USAGE;
-	}
-	if (so.newpath) {
-		if (want_ids) {
-			fprintf(stderr, "delog recover: --ids and --salvage: print the ids of "
-					"the new log with a second `delog recover --ids NEWLOG`\n");
-			usage(stderr);
-			return TOOL_EXIT_USAGE;
-		}
-		if (!*so.newpath) {
-			fprintf(stderr, "delog recover: --salvage: NEWLOG is empty\n");
-			usage(stderr);
-			return TOOL_EXIT_USAGE;
-		}
-		so.path = argv[optind];
-		so.backend = backend;
-		so.to = ro.replay_to;
-		so.dry_run = ro.read_only;
-		so.json = json;
-		so.read_chunk = ro.read_chunk;
-		so.reads_in_flight = ro.reads_in_flight;
-		return recover_salvage(&so);
-	}
+}
+
+/* Recover PATH (in place, or read-only) and report. */
+static int recover_run(struct recover_args *a)
+{
+	struct jrnl_recover_opts *ro = &a->ro;
+	struct jrnl_report rep;
+	struct tool_log l;
+	struct json j;
+	int err, werr = 0, rc;
+
 	/* A point in time is an inspection: nothing written, as --dry-run. */
-	if (ro.replay_to)
-		ro.read_only = true;
-	if (!ro.read_only && (werr = cannot_write(argv[optind]))) {
-		ro.read_only = true;
-		ro.count_stamp = true;
+	if (ro->replay_to)
+		ro->read_only = true;
+	if (!ro->read_only && (werr = cannot_write(a->path))) {
+		ro->read_only = true;
+		ro->count_stamp = true;
 	}
-	if (json) {
+	if (a->json) {
 		json_init(&j, stdout, true);
 		json_obj_begin(&j, NULL);
-		json_str(&j, "path", argv[optind]);
+		json_str(&j, "path", a->path);
 	}
-	err = tool_log_open("recover", argv[optind], backend, ro.read_only, &l);
-	if ((err == -EROFS || err == -EACCES) && !ro.read_only)
+	err = tool_log_open("recover", a->path, a->backend, ro->read_only, &l);
+	if ((err == -EROFS || err == -EACCES) && !ro->read_only)
 		fprintf(stderr,
 			"delog recover: %s cannot be opened for writing: `delog recover --dry-run` "
 			"verifies it without writing\n",
-			argv[optind]);
+			a->path);
 	if (err) {
-		if (json) {
+		if (a->json) {
 			json_null(&j, "superblock");
 			json_null(&j, "report");
 			tool_json_log_error(&j, &l);
@@ -320,41 +373,29 @@ int cmd_recover(int argc, char **argv)
 		}
 		return TOOL_EXIT_FAIL;
 	}
-	err = jrnl_recover(l.dev, &l.g, &ro, &rep);
-	if (json) {
-		tool_json_geom(&j, "superblock", &l.g);
-		json_bool(&j, "dry_run", ro.read_only && !werr);
-		if (ro.replay_to)
-			json_u64(&j, "to", ro.replay_to);
-		else
-			json_null(&j, "to");
-		json_bool(&j, "read_only", werr != 0);
-		tool_json_report(&j, "report", &rep);
-		if (err)
-			tool_json_recover_error(&j, err, &rep);
-		else if (!werr)
-			json_null(&j, "error");
-	} else if (want_ids) {
-		fflush(stdout);
-		tool_print_geom(stderr, l.path, &l.g);
-		tool_print_report(stderr, &l.g, &rep);
-		print_to(stderr, ro.replay_to, &rep);
-		fprintf(stderr, "ids: %llu printed, %llu other items\n",
-			(unsigned long long)ids.ids, (unsigned long long)ids.other);
-	} else {
-		tool_print_geom(stdout, l.path, &l.g);
-		tool_print_report(stdout, &l.g, &rep);
-		print_to(stdout, ro.replay_to, &rep);
-	}
+	err = jrnl_recover(l.dev, &l.g, ro, &rep);
+	recover_report(a, &l, &rep, err, werr, &j);
 	rc = err ? TOOL_EXIT_FAIL : TOOL_EXIT_OK;
 	if (err)
 		tool_recover_error("recover", l.path, err, &rep);
 	else if (werr)
-		rc = read_only_verdict(l.path, werr, &rep, json ? &j : NULL);
-	if (json) {
+		rc = read_only_verdict(l.path, werr, &rep, a->json ? &j : NULL);
+	if (a->json) {
 		json_obj_end(&j);
 		json_finish(&j);
 	}
 	tool_log_close(&l);
 	return rc;
+}
+
+int cmd_recover(int argc, char **argv)
+{
+	struct recover_args a = { 0 };
+	int rc = recover_parse(argc, argv, &a);
+
+	if (rc >= 0)
+		return rc;
+	if ((rc = recover_check(&a)))
+		return rc;
+	return a.so.newpath ? recover_salvage_run(&a) : recover_run(&a);
 }
