@@ -816,13 +816,44 @@ struct accept {
 
 #define MAX_ACCEPT (2 * MAX_LIST + 10)
 
+/* The event loop's figures (--loop), if this run has the point: @a gets them, returns
+ * how many. */
+static size_t accept_loop(const struct crun *r, struct accept *a)
+{
+	const struct row *l256 = find_row(r, "single/loop", 256);
+	size_t n = 0;
+
+	if (l256) {
+		a[n] = (struct accept){ "single_loop_256_commits_per_s",
+					"",
+					l256->commits_per_s,
+					T_LOOP_256,
+					GE,
+					false };
+		snprintf(a[n++].what, sizeof(a[0].what), "single/loop, 256 in flight: commits/s");
+	}
+	if (l256 && l256->commits) {
+		double us = l256->cpu_s * 1e6 / (double)l256->commits;
+
+		a[n] = (struct accept){ "single_loop_256_cpu_us_per_commit",
+					"",
+					us,
+					T_LOOP_CPU_US,
+					LE,
+					us <= T_LOOP_CPU_US };
+		snprintf(a[n++].what, sizeof(a[0].what),
+			 "single/loop, 256 in flight: CPU us per "
+			 "commit");
+	}
+	return n;
+}
+
 /* The acceptance figures that this run has the points for. */
 static size_t acceptance(const struct crun *r, struct accept *a)
 {
 	const struct row *s1 = find_row(r, "single", 1), *s64 = find_row(r, "single", 64);
 	const struct row *s256 = find_row(r, "single", 256),
 			 *raw1 = find_row(r, "raw-fdatasync", 1);
-	const struct row *l256 = find_row(r, "single/loop", 256);
 	double smax = NAN, smin = NAN, syncmax = NAN, agree = NAN, sync_lim = T_SYNC_FLUSHES;
 	bool single_ok = true, sync_ok = true;
 	size_t n = 0;
@@ -889,28 +920,7 @@ static size_t acceptance(const struct crun *r, struct accept *a)
 			 "single, 64 clients: CPU us per commit (CPUs %.0f%% busy)",
 			 100 * s64->cpu_s / s64->window_s / (double)(ncpu > 0 ? ncpu : 1));
 	}
-	if (l256) {
-		a[n] = (struct accept){ "single_loop_256_commits_per_s",
-					"",
-					l256->commits_per_s,
-					T_LOOP_256,
-					GE,
-					false };
-		snprintf(a[n++].what, sizeof(a[0].what), "single/loop, 256 in flight: commits/s");
-	}
-	if (l256 && l256->commits) {
-		double us = l256->cpu_s * 1e6 / (double)l256->commits;
-
-		a[n] = (struct accept){ "single_loop_256_cpu_us_per_commit",
-					"",
-					us,
-					T_LOOP_CPU_US,
-					LE,
-					us <= T_LOOP_CPU_US };
-		snprintf(a[n++].what, sizeof(a[0].what),
-			 "single/loop, 256 in flight: CPU us per "
-			 "commit");
-	}
+	n += accept_loop(r, a + n);
 	if (s64 && s256) {
 		a[n] = (struct accept){ "single_256_vs_single_64",
 					"",

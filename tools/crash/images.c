@@ -271,6 +271,24 @@ static bool same_set(const struct summary *a, const struct summary *b, unsigned 
 	return true;
 }
 
+/* G6: what recovery found (@s3) after the continuation of an image that recovered @ref
+ * and a crash: the old set plus the CR_CONT_TXS new transactions (only the new ones
+ * must be there if the continuation released the old set: @released). */
+static bool cont_good(const struct round *rd, const struct summary *ref, const struct summary *s3,
+		      bool released)
+{
+	uint64_t base = ref->nck ? ref->hi : 0;
+	bool good = s3->ok && s3->nck == ref->nck + CR_CONT_TXS && s3->hi == base + CR_CONT_TXS &&
+		    (!ref->nck || s3->lo == ref->lo) && s3->last_n[CR_MAX_CLIENTS] == CR_CONT_TXS;
+
+	if (released)
+		return s3->ok && s3->hi == base + CR_CONT_TXS && s3->nck >= CR_CONT_TXS &&
+		       s3->last_n[CR_MAX_CLIENTS] == CR_CONT_TXS;
+	for (unsigned c = 0; good && c < rd->wl.clients; c++)
+		good = s3->last_n[c] == ref->last_n[c];
+	return good;
+}
+
 /* The application's path on this image: engine_open_dev, the same set; then continue
  * with CR_CONT_TXS forced transactions, crash again, recover: old set plus the new. */
 static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t *choice,
@@ -403,26 +421,14 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 		goto out;
 	recover_ro(w, d3, &g, &ct, ref->nck ? ref->hi : 0, &s3);
 	atomic_fetch_add(&cr->continuations, 1);
-	{
-		uint64_t base = ref->nck ? ref->hi : 0;
-		bool good = s3.ok && s3.nck == ref->nck + CR_CONT_TXS &&
-			    s3.hi == base + CR_CONT_TXS && (!ref->nck || s3.lo == ref->lo) &&
-			    s3.last_n[CR_MAX_CLIENTS] == CR_CONT_TXS;
-
-		if (cont_released) /* the old set was released: only the new must be there */
-			good = s3.ok && s3.hi == base + CR_CONT_TXS && s3.nck >= CR_CONT_TXS &&
-			       s3.last_n[CR_MAX_CLIENTS] == CR_CONT_TXS;
-		for (unsigned c = 0; good && !cont_released && c < rd->wl.clients; c++)
-			good = s3.last_n[c] == ref->last_n[c];
-		if (!good) {
-			snprintf(msg, sizeof(msg),
-				 "after recovery (%" PRIu64 "..%" PRIu64 "), %u "
-				 "forced transactions and a crash, recovery found %" PRIu64
-				 "..%" PRIu64 " (%.80s) (G6)",
-				 ref->lo, ref->hi, CR_CONT_TXS, s3.lo, s3.hi,
-				 s3.ok ? "not the old set plus the new" : s3.what);
-			viol_add(cr, cp, choice, cp->k, msg, img);
-		}
+	if (!cont_good(rd, ref, &s3, cont_released)) {
+		snprintf(msg, sizeof(msg),
+			 "after recovery (%" PRIu64 "..%" PRIu64 "), %u "
+			 "forced transactions and a crash, recovery found %" PRIu64 "..%" PRIu64
+			 " (%.80s) (G6)",
+			 ref->lo, ref->hi, CR_CONT_TXS, s3.lo, s3.hi,
+			 s3.ok ? "not the old set plus the new" : s3.what);
+		viol_add(cr, cp, choice, cp->k, msg, img);
 	}
 out:
 	if (log)

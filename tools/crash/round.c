@@ -76,6 +76,26 @@ static void media_reset(struct crash *cr, const struct round *rd)
 	}
 }
 
+/* The cut: one of this crash point's states, seeded, is what the power left, into @cut
+ * (the image the next session opens) with what was acknowledged then.  0 or -ENOMEM. */
+static int take_cut(struct crash *cr, unsigned char *cut)
+{
+	struct round *rd = cr->rd;
+	uint64_t q = seed_for(rd->seed, 0xc07, rd->session);
+	size_t i = (size_t)(q % cr->nst);
+	unsigned char *img = state_image(cr, cr->choices + i * (cr->cp.k + 1));
+
+	if (!img)
+		return -ENOMEM;
+	memcpy(cut, img, rd->dev_bytes);
+	free(img);
+	rd->cut_durable = cr->cp.durable;
+	rd->cut_released = cr->cp.released;
+	rd->cut_must_lo = cr->cp.must_lo;
+	memcpy(rd->cut_acked, cr->cp.acked, sizeof(rd->cut_acked));
+	return 0;
+}
+
 /* One session: the workload on rd->dev (media cr->old) with a crash point at every event,
  * until the clients finish, the budget is spent, or (@cut_at: transactions submitted
  * in all) the session is cut: a seeded state of that crash point becomes @cut, the
@@ -162,23 +182,8 @@ static int run_session(struct crash *cr, struct ctl *t, struct pointbuf *pb, uin
 				for (unsigned c = 0; c < rd->wl.clients; c++)
 					sub += atomic_load(&rd->submitted[c]);
 				if (cut_at && sub >= cut_at && cr->nst) {
-					/* The cut: one of this point's states, seeded, is what the
-					 * power left; the session then only winds down. */
-					uint64_t q = seed_for(rd->seed, 0xc07, rd->session);
-					size_t i = (size_t)(q % cr->nst);
-					unsigned char *img =
-						state_image(cr, cr->choices + i * (cr->cp.k + 1));
-
-					if (!img) {
-						err = -ENOMEM;
+					if ((err = take_cut(cr, cut)))
 						break;
-					}
-					memcpy(cut, img, rd->dev_bytes);
-					free(img);
-					rd->cut_durable = cr->cp.durable;
-					rd->cut_released = cr->cp.released;
-					rd->cut_must_lo = cr->cp.must_lo;
-					memcpy(rd->cut_acked, cr->cp.acked, sizeof(rd->cut_acked));
 					*cut_taken = true;
 					atomic_store(&co.stop, true);
 				}
