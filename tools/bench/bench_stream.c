@@ -43,7 +43,7 @@
  *     most any durable log can reach here.  Measured on this machine (2026-12-04):
  *     fio+flush is 0.35-0.55 of fio, and delog's safe policies reach 0.85-0.92 of
  *     fio+flush at 16 clients, so the issue's 0.8 x fio is above what the device makes
- *     durable (docs/PERFORMANCE.md).  Both ratios are printed.
+ *     durable (docs/BENCH.md, "stream").  Both ratios are printed.
  *   - Clients (default 16): each has one transaction in flight and waits for it to be
  *     durable, so the bytes in flight are clients x --tx-size; with ~5 ms of write + flush
  *     latency under load, 4 clients (4 MiB) cannot keep a ~1 GB/s durable stream busy
