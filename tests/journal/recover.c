@@ -884,6 +884,22 @@ Test(recover, old_cycle_behind_durable_is_corruption, .timeout = TO)
 	}
 }
 
+/* A log of 32 KiB records past its first lap, with the sector where the head search
+ * looks first (mid-log) unwritten; returns the index of the record holding it. */
+static size_t search_path_damage(struct tlog *t, int s)
+{
+	uint64_t mid;
+	size_t i;
+
+	t_open(t, SECTORS[s], LOG4M, 32 << 10);
+	t_pad_to(t, t->N + t->N * 3 / 4);
+	mid = t->N + (t->N - 1) / 2;
+	for (i = 0; t->recs[i].a + t->recs[i].n <= mid; i++)
+		;
+	t_unwrite(t, mid, 1);
+	return i;
+}
+
 /* A damaged sector right where the binary search looks first misleads the head search;
  * the records after it, which vouch for it, expose that. */
 Test(recover, damaged_sector_on_search_path, .timeout = TO)
@@ -891,15 +907,9 @@ Test(recover, damaged_sector_on_search_path, .timeout = TO)
 	for (int s = 0; s < 2; s++) {
 		struct jrnl_report rep;
 		struct tlog t;
-		uint64_t mid;
 		size_t i;
 
-		t_open(&t, SECTORS[s], LOG4M, 32 << 10);
-		t_pad_to(&t, t.N + t.N * 3 / 4);
-		mid = t.N + (t.N - 1) / 2;
-		for (i = 0; t.recs[i].a + t.recs[i].n <= mid; i++)
-			;
-		t_unwrite(&t, mid, 1);
+		i = search_path_damage(&t, s);
 		cr_assert_eq(t_recover(&t, false, &rep, &G), DELOG_ECORRUPT);
 		cr_assert_eq(rep.corrupt_lsn, t_lsn(&t, t.recs[i].a), "%s", rep.corrupt_what);
 		want_seqs(&G, 1, i);
@@ -1037,15 +1047,9 @@ Test(recover, salvage_past_head, .timeout = TO)
 	for (int s = 0; s < 2; s++) {
 		struct jrnl_report rep;
 		struct tlog t;
-		uint64_t mid;
 		size_t i;
 
-		t_open(&t, SECTORS[s], LOG4M, 32 << 10);
-		t_pad_to(&t, t.N + t.N * 3 / 4);
-		mid = t.N + (t.N - 1) / 2;
-		for (i = 0; t.recs[i].a + t.recs[i].n <= mid; i++)
-			;
-		t_unwrite(&t, mid, 1);
+		i = search_path_damage(&t, s);
 		cr_assert_eq(t_recover_opts(&t, 0, true, &rep, &G), 0, "%s", rep.corrupt_what);
 		want_seqs(&G, 1, i);
 		cr_assert(rep.salvaged);
