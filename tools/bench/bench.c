@@ -329,7 +329,7 @@ double bench_mbs(uint64_t bytes, uint64_t ns)
 	return ns ? (double)bytes / ((double)ns / 1e9) / 1e6 : NAN;
 }
 
-void bench_json_head(struct bench *b, struct json *j)
+static void json_head(struct bench *b, struct json *j)
 {
 	json_str(j, "tool", "delog bench");
 	json_str(j, "version", tool_version());
@@ -342,6 +342,22 @@ void bench_json_head(struct bench *b, struct json *j)
 	json_bool(j, "kept", b->t.created && b->o.keep);
 	json_u64(j, "bytes", b->t.bytes);
 	json_obj_end(j);
+}
+
+void bench_json_begin(struct bench *b, struct json *j)
+{
+	json_init(j, stdout, true);
+	json_obj_begin(j, NULL);
+	json_head(b, j);
+}
+
+void bench_json_end(struct bench *b, struct json *j)
+{
+	json_null(j, "error");
+	json_dbl(j, "elapsed_s", (double)(now_ns() - b->t0) / 1e9);
+	json_obj_end(j);
+	json_finish(j);
+	b->json_done = true;
 }
 
 /* ---- the target ---- */

@@ -143,9 +143,12 @@ double bench_median(const double *v, size_t n);
 /* Bytes per second over @ns in MB/s (10^6 bytes/s); NaN for 0 ns. */
 double bench_mbs(uint64_t bytes, uint64_t ns);
 
-/* The opening members every bench JSON document has: tool, version, workload, path,
- * backend, target {kind, created, kept, bytes}. */
-void bench_json_head(struct bench *b, struct json *j);
+/* A workload's JSON document on stdout: bench_json_begin opens it with the members
+ * every bench document has (tool, version, workload, path, backend, target {kind,
+ * created, kept, bytes}); bench_json_end closes it with "error": null and "elapsed_s"
+ * and marks it printed (b->json_done). */
+void bench_json_begin(struct bench *b, struct json *j);
+void bench_json_end(struct bench *b, struct json *j);
 
 /* ---- what several workloads share (bench_util.c) ---- */
 
@@ -329,11 +332,6 @@ int bench_log_prepare(struct bench *b, uint64_t bytes, const char **fs_type, uin
 /* Human output: "  target      file on ext4, backend B" (or "block device"). */
 void bench_out_target(struct bench *b, const char *fs_type, const char *backend);
 
-/* A workload's JSON document on stdout: bench_json_begin opens it with bench_json_head's
- * members; bench_json_end closes it with "error": null and "elapsed_s" and marks it
- * printed (b->json_done). */
-void bench_json_begin(struct bench *b, struct json *j);
-void bench_json_end(struct bench *b, struct json *j);
 /* An array @key of @n counts. */
 void bench_json_counts(struct json *j, const char *key, const unsigned *v, unsigned n);
 /* A row's latency members: lat_p50_us, lat_p99_us, lat_max_us, lat_mean_us. */

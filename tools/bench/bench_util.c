@@ -606,22 +606,6 @@ void bench_out_target(struct bench *b, const char *fs_type, const char *backend)
 		  backend ? backend : "auto");
 }
 
-void bench_json_begin(struct bench *b, struct json *j)
-{
-	json_init(j, stdout, true);
-	json_obj_begin(j, NULL);
-	bench_json_head(b, j);
-}
-
-void bench_json_end(struct bench *b, struct json *j)
-{
-	json_null(j, "error");
-	json_dbl(j, "elapsed_s", (double)(now_ns() - b->t0) / 1e9);
-	json_obj_end(j);
-	json_finish(j);
-	b->json_done = true;
-}
-
 void bench_json_counts(struct json *j, const char *key, const unsigned *v, unsigned n)
 {
 	json_arr_begin(j, key);
