@@ -1477,7 +1477,7 @@ static int unstable_build(struct sim *s, uint64_t **out, size_t *nr)
 	return 0;
 }
 
-static size_t find_u64(const uint64_t *v, size_t n, uint64_t x)
+size_t iol_sim_unstable_index(const uint64_t *v, size_t n, uint64_t x)
 {
 	size_t lo = 0, hi = n;
 
@@ -1520,7 +1520,7 @@ static void count_versions(struct sim *s, const uint64_t *u, size_t n, uint32_t 
 		if (op->op != IOL_OP_WRITE || op->flushing)
 			continue;
 		for (uint64_t i = 0; i < op->nr; i++) {
-			size_t idx = find_u64(u, n, op->first + i);
+			size_t idx = iol_sim_unstable_index(u, n, op->first + i);
 
 			if (idx != SIZE_MAX)
 				nver[idx]++;
@@ -1554,7 +1554,7 @@ static void crash_image(struct sim *s, const uint64_t *u, const uint32_t *ver, s
 			continue;
 		for (uint64_t i = 0; i < op->nr; i++) {
 			const unsigned char *src = it_next(&it, s->sector);
-			size_t idx = find_u64(u, n, op->first + i);
+			size_t idx = iol_sim_unstable_index(u, n, op->first + i);
 
 			if (idx == SIZE_MAX || ver[idx] == IOL_SIM_VER_GARBAGE)
 				continue;
@@ -1625,7 +1625,7 @@ int iol_sim_version_read(struct iol_dev *dev, uint64_t sector, uint32_t v, void 
 		return -EINVAL;
 	pthread_mutex_lock(&s->lock);
 	err = unstable_build(s, &u, &n);
-	idx = err ? SIZE_MAX : find_u64(u, n, sector);
+	idx = err ? SIZE_MAX : iol_sim_unstable_index(u, n, sector);
 	if (!err && idx == SIZE_MAX)
 		err = sector < s->nsectors && v == 0 ? 0 : -EINVAL; /* stable: media only */
 	if (!err && idx != SIZE_MAX) {

@@ -158,6 +158,9 @@ struct iol_sim_crash_info {
 
 /* Sectors that a power cut now could lose or tear (sector numbers, ascending). */
 size_t iol_sim_unstable(struct iol_dev *dev, uint64_t *sectors, size_t max);
+/* The index of @sector in @sectors[0..n), a list in iol_sim_unstable's order (ascending),
+ * or SIZE_MAX when it is not there; a binary search. */
+size_t iol_sim_unstable_index(const uint64_t *sectors, size_t n, uint64_t sector);
 /*
  * The image a power cut now leaves, written to @image (dev bytes long); the running disk
  * is not disturbed, so many crash states can be taken at one point.  Each unstable sector

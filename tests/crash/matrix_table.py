@@ -3,7 +3,7 @@
 matrix, from ctest's log of a run of it (ctest -L crash_matrix writes every test's output
 to Testing/Temporary/LastTest.log).  One row per cell, the fixed-seed run and the
 commit-seed run summed (least free space: the least of the two).  Reads the report
-`delog crash` prints (tools/crash/crash.c print_text); a test whose report is missing
+`delog crash` prints (tools/crash/command.c print_text); a test whose report is missing
 (it failed before printing one) shows as such."""
 import re
 import sys

@@ -1,8 +1,8 @@
 /*
  * array.c - a part of `delog crash` (its design: crash.h): the small array helpers every
- * part uses, declared in array.h: grow an array, sort and search one of uint64_t.  They
- * know nothing of the checker.  (iolayer/sim.c keeps its own binary search: the library
- * does not call into the tools.)
+ * part uses, declared in array.h: grow an array, sort one of uint64_t.  They know
+ * nothing of the checker.  (A sector is found in an unstable list by the sim's own
+ * iol_sim_unstable_index: the list is the sim's.)
  */
 #include "array.h"
 
@@ -32,19 +32,4 @@ int cr_cmp_u64(const void *a, const void *b)
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
 	return x < y ? -1 : x > y;
-}
-
-size_t cr_find_u64(const uint64_t *v, size_t n, uint64_t x)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid] < x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && v[lo] == x ? lo : SIZE_MAX;
 }

@@ -12,7 +12,5 @@
 int cr_grow(void **p, size_t *cap, size_t need, size_t elem);
 /* qsort's comparison of two uint64_t. */
 int cr_cmp_u64(const void *a, const void *b);
-/* The index of @x in the sorted @v[0..n), or SIZE_MAX when it is not there. */
-size_t cr_find_u64(const uint64_t *v, size_t n, uint64_t x);
 
 #endif

@@ -1,11 +1,11 @@
 /*
- * crash.c - a part of `delog crash`, the crash checker (its design: crash.h).
+ * command.c - the `delog crash` command, the crash checker (its design: crash.h).
  *
  * What it keeps: the command: options, the run until --states states were checked,
  * and the report (text or --json).
  *
  * The design of the checker, what it proves and how, is at the top of crash.h; the
- * parts are workload.c, oracle.c, points.c, images.c and round.c.
+ * parts are spec.c, workload.c, oracle.c, points.c, images.c, round.c and liveness.c.
  */
 #include "crash.h"
 
@@ -469,7 +469,7 @@ static int parse_opts(struct crash *cr, int argc, char **argv)
 
 /* The image buffers and the recovery workers (--jobs threads, each with its sim disk).
  * 0, or a negative errno with the reason in @why (the caller prints it). */
-static int start(struct crash *cr, char *why, size_t len)
+static int run_start(struct crash *cr, char *why, size_t len)
 {
 	if (cr->save_dir && mkdir(cr->save_dir, 0755) && errno != EEXIST) {
 		int err = -errno;
@@ -523,7 +523,7 @@ static int start(struct crash *cr, char *why, size_t len)
 }
 
 /* Free what the run allocated, after the workers were joined. */
-static void finish(struct crash *cr)
+static void run_finish(struct crash *cr)
 {
 	for (unsigned i = 0; i < cr->nworkers; i++) {
 		iol_dev_close(cr->w[i].dev);
@@ -575,7 +575,7 @@ int cmd_crash(int argc, char **argv)
 	rc = parse_opts(cr, argc, argv);
 	if (rc >= 0)
 		return rc;
-	err = start(cr, why, sizeof(why));
+	err = run_start(cr, why, sizeof(why));
 	if (err) {
 		/* The workers started so far wait for work that never comes: the process ends. */
 		fprintf(stderr, "delog crash: %s\n", why);
@@ -611,6 +611,6 @@ int cmd_crash(int argc, char **argv)
 	else
 		print_text(cr, secs);
 	rc = err || cr->nviol ? TOOL_EXIT_FAIL : TOOL_EXIT_OK;
-	finish(cr);
+	run_finish(cr);
 	return rc;
 }

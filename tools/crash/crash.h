@@ -94,14 +94,13 @@
  * --save DIR writes the pre-recovery image, a log file that `delog recover --dry-run FILE`
  * replays exactly.
  *
- * The parts (tools/crash/): workload.c (the workloads, payloads and session threads),
- * oracle.c (what a recovered image must be), points.c (crash points, the fault model,
+ * The parts (tools/crash/): spec.c (the workloads, each transaction's contents and the
+ * payloads, from the seed), workload.c (the session threads that commit them), oracle.c (what a recovered image must be), points.c (crash points, the fault model,
  * and the states made at each), images.c (the image cache and the recovery workers),
  * round.c (a round: sessions on a fresh log), liveness.c (the watchdog and the
- * open/close cycles), crash.c (the command), and array.c (grow, sort and search arrays;
- * array.h).  This header holds
- * the limits, the types they share and the functions one calls in another; each part's
- * own helpers stay static in it.
+ * open/close cycles), command.c (the command), and array.c (grow and sort arrays;
+ * array.h).  This header holds the limits, the types they share and the
+ * functions one calls in another; each part's own helpers stay static in it.
  */
 #include "tools.h"
 #ifndef DELOG_TOOLS_CRASH_H
@@ -231,7 +230,7 @@ struct wl {
 	unsigned idle_max;  /* open/close cycles without writes before a session */
 };
 
-/* The workloads by name (workload.c), for --workload and the "all" rotation. */
+/* The workloads by name (spec.c), for --workload and the "all" rotation. */
 #define NR_WL 8u
 extern const char *const wl_names[NR_WL];
 
@@ -559,13 +558,15 @@ struct coord {
 #define CR_FULL_WAIT_NS 50000ull /* a committer waiting this long: log full */
 #define CR_FULL_STUCK_NS (20ull * 1000000000ull)
 
-/* workload.c */
+/* spec.c */
 void wl_pick(const char *name, uint64_t seed, unsigned threads, uint32_t sector, struct wl *w);
 void tx_spec(const struct round *rd, unsigned c, uint32_t n, struct txspec *t);
 void pl_make(const struct round *rd, uint64_t key, unsigned c, uint32_t n, unsigned idx, unsigned m,
 	     uint16_t shared, uint32_t len, unsigned char *buf);
 bool pl_read(const struct round *rd, uint64_t key, const void *data, uint32_t len,
 	     struct pl_hdr *h);
+
+/* workload.c */
 void wl_fail(struct round *rd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void *coord_main(void *arg);
 

@@ -123,7 +123,7 @@ static int dev_write_sectors(struct iol_dev *dev, unsigned char *buf, const uint
 static const unsigned char *state_sector(const struct cpoint *cp, const uint8_t *choice,
 					 uint64_t sec, uint32_t sector)
 {
-	size_t i = cr_find_u64(cp->u, cp->k, sec);
+	size_t i = iol_sim_unstable_index(cp->u, cp->k, sec);
 
 	if (i == SIZE_MAX || choice[i] == 0)
 		return cp->old + sec * sector;

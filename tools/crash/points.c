@@ -403,7 +403,9 @@ static int take_point(struct crash *cr, struct ctl *t, struct pointbuf *pb, uint
 		if (!cr->new_dirty && t->cursor == L0) {
 			size_t i = 0;
 
-			for (; i < k && cr_find_u64(cp->u, cp->k, cr->ubuf[i]) != SIZE_MAX; i++)
+			for (;
+			     i < k && iol_sim_unstable_index(cp->u, cp->k, cr->ubuf[i]) != SIZE_MAX;
+			     i++)
 				;
 			if (i == k)
 				break;
