@@ -23,7 +23,7 @@
  *          checkpoint completed before it (P1-P3 below), so the writer goes on to the next
  *          checkpoint at once; or a lone forcer, on its own thread after its write (one
  *          pwritev2, then one fdatasync on the descriptor backends, journal/log.c L10,
- *          iolayer/io.c IO5: like the raw write + fdatasync baseline, no hand-off).
+ *          iolayer/submit.c IO3: like the raw write + fdatasync baseline, no hand-off).
  *  none    no flushes: completion is taken as durability.  Not crash-safe.
  *
  * Rule S2 of space.c (before log space is reused, the in-place writes that freed it

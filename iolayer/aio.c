@@ -5,7 +5,7 @@
  * are IOCB_CMD_PREADV/PWRITEV on the O_DIRECT descriptor; IOL_FUA (only on a device with
  * native FUA) sets RWF_DSYNC in aio_rw_flags.  Flushes never come here: the core carries
  * out FLUSH, PREFLUSH and FUA without native FUA through its flush gate (gate_flushes;
- * io.c IO6, flush.c), whose flushes run as fdatasync through ->run.
+ * submit.c IO4, flush.c), whose flushes run as fdatasync through ->run.
  *
  * iol_submit_wait does not come here: its request runs on the waiting thread as plain
  * pwritev2 / fdatasync (->run = iol_fd_run, psync.c), saving the reaper's wake-up and
@@ -147,7 +147,7 @@ static bool on_reaper(const struct aio_dev *u)
 	return pthread_equal(pthread_self(), u->reaper);
 }
 
-/* Prepare @slot's iocb for its request: a read or a write (IO6). */
+/* Prepare @slot's iocb for its request: a read or a write (IO4). */
 static void slot_prep(struct aio_dev *u, struct aio_slot *slot)
 {
 	struct iol_req *req = slot->req;

@@ -440,7 +440,7 @@ int iol_dev_close(struct iol_dev *dev)
 
 	if (!dev)
 		return 0;
-	/* (IO7, FG6) Refuse new requests, then wait until every accepted one finished,
+	/* (IO5, FG6) Refuse new requests, then wait until every accepted one finished,
 	 * with the gate and the backend still running; only then tear them down. */
 	atomic_store(&dev->closing, true);
 	if (dev->ops->quiesce)

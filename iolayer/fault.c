@@ -11,8 +11,8 @@
  * iol_dev_fault_clear, io.h; descriptor backends only: the sim has its own, richer plan
  * in io_sim.h).  Each op is counted against it by iol_fault_check, where the device's
  * backend applies it (ops->faults_in_syscalls): psync in its syscall table (psync.c),
- * before the syscall reaches the kernel; uring and aio in iol_req_done (io.c), on
- * completion.  So it sits below io.c and the backends, and calls nothing of theirs:
+ * before the syscall reaches the kernel; uring and aio in iol_req_done (submit.c), on
+ * completion.  So it sits below submit.c and the backends, and calls nothing of theirs:
  * the core asks the plan and never the device-opening code (dev.c).
  */
 #include "io_private.h"

@@ -15,7 +15,7 @@
  *
  * Which devices.  A backend whose table sets gate_flushes (the descriptor backends:
  * uring, aio, psync) never sees a PREFLUSH write, a flush request of the caller's, or
- * (without native FUA) a FUA write: the core (io.c) hands those stages here.  The sim
+ * (without native FUA) a FUA write: the core (submit.c) hands those stages here.  The sim
  * disk models a device, not the kernel, and keeps doing PREFLUSH and FUA itself, unless
  * it is opened with iol_dev_opts.flush_gate: the crash suite does that for part of its
  * rounds, so power cuts land around the gate's flushes and its riders' writes as well,
@@ -24,7 +24,7 @@
  * Why the core and the gate call each other: the gate is a stage of the core's request
  * pipeline, as blk-flush is of blk-mq.  The core hands a request's flush stages here (at
  * submission a FLUSH or a PREFLUSH, at a write's completion the flush of a FUA carried
- * out as write + flush: io.c IO6), and the gate hands each rider back to the core when
+ * out as write + flush: submit.c IO4), and the gate hands each rider back to the core when
  * its generation ends (iol_req_finish, or its write to ->submit).  A table of function
  * pointers between the two would hide that loop, not remove it.
  *
@@ -42,7 +42,7 @@
  *        Failed generations are counted in iol_counters.gate_failed; on the sim a fault
  *        plan entry for FLUSH counts the gate's generations (the device's flushes), so
  *        it can fail a chosen one, merged or inline.
- *  (FG4) A generation started on iol_submit_wait's thread (IO5: the gate idle with no
+ *  (FG4) A generation started on iol_submit_wait's thread (IO3: the gate idle with no
  *        rider pending, the device may use ->run: dev->run) runs there and serves that
  *        request alone: riders that come meanwhile wait for the next generation.  So
  *        that thread never runs another request's end_io (it may hold locks a callback
@@ -71,7 +71,7 @@
  *        ->submit where the device has no ->run (the sim), and a PREFLUSH rider's write
  *        to ->submit everywhere.  So the gate and the backend must outlive every request:
  *        iol_dev_close waits until each request the core accepted, and each generation
- *        the gate armed, has finished (io.c IO7: dev->live, which a rider keeps above
+ *        the gate armed, has finished (submit.c IO5: dev->live, which a rider keeps above
  *        zero from its submission to the end of its end_io, across every hop between
  *        gate and backend), the backend completing on its own meanwhile (->quiesce);
  *        only then does it drain the continuations still unwinding, stop the flushers
@@ -93,7 +93,7 @@ static void gen_arm(struct iol_dev *dev, struct iol_req *inline_req)
 	struct iol_req *g = &dev->gate.req;
 
 	atomic_fetch_add_explicit(&dev->cnt.dev_flushes, 1, memory_order_relaxed);
-	iol_dev_live_get(dev); /* until its end_io (gen_end) returned (IO7) */
+	iol_dev_live_get(dev); /* until its end_io (gen_end) returned (IO5) */
 	if (inline_req)
 		atomic_fetch_add_explicit(&dev->cnt.gate_inline, 1, memory_order_relaxed);
 	dev->gate.running = true;

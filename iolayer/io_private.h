@@ -1,6 +1,6 @@
 /*
- * io_private.h - what the iolayer core (io.c, dev.c, fault.c, flush.c) shares with its backends
- * (psync.c, uring.c, aio.c, sim.c).  Never included outside iolayer/.
+ * io_private.h - what the iolayer core (req.c, submit.c, dev.c, fault.c, flush.c) shares
+ * with its backends (psync.c, uring.c, aio.c, sim.c).  Never included outside iolayer/.
  *
  * One ops table per backend (cf. Redis ae_epoll.c / ae_kqueue.c behind ae.c, SQLite's
  * sqlite3_io_methods), picked at iol_dev_open by name from dev.c's one list of backends.
@@ -19,7 +19,7 @@
  *               reported through iol_req_done().  May block while the queue is full.
  *               PREFLUSH means: flush, wait for it, then issue the write.  FUA means:
  *               the write completes only once stable (RWF_DSYNC on real files).
- *               A backend with gate_flushes is spared both (IO6): its ->submit sees
+ *               A backend with gate_flushes is spared both (IO4): its ->submit sees
  *               reads and writes only (FUA only on a device with native FUA), and its
  *               ->run also the flush gate's flushes; the descriptor backends have no
  *               PREFLUSH or flush path of their own.
@@ -32,12 +32,12 @@
  *               backends share iol_fd_run (psync.c); sim has none (its latency model,
  *               delivery control and trace need every request on its own path).
  *   ->quiesce() optional: iol_dev_close has begun (the core refuses new requests) and
- *               waits until every request it accepted has finished (IO7).  From now on
+ *               waits until every request it accepted has finished (IO5).  From now on
  *               the backend must complete what is in flight, and what the core still
  *               hands it (the flush gate's flushes and a PREFLUSH rider's write), without
  *               help from the caller.  sim's hold mode needs it: nothing is delivered
  *               there unless someone calls iol_sim_deliver.
- *   ->close()   runs once every accepted request has finished (IO7): waits until its
+ *   ->close()   runs once every accepted request has finished (IO5): waits until its
  *               own threads are out of their last completion, then frees.
  */
 #ifndef DELOG_IO_PRIVATE_H
@@ -107,11 +107,11 @@ struct iol_dev {
 	unsigned queue_depth; /* backend's in-flight limit */
 	unsigned max_segs;    /* per-request segment limit */
 	bool read_only;
-	/* ->run may be used (IO5, FG4, FG5): the backend has one and its open did not
+	/* ->run may be used (IO3, FG4, FG5): the backend has one and its open did not
 	 * decline it (sim without iol_sim_opts.inline_run).  Set by open, then fixed. */
 	bool run;
 	atomic_bool closing; /* set by iol_dev_close; iol_submit then refuses */
-	/* Requests accepted and not yet finished (IO7): the caller's, counted when submit
+	/* Requests accepted and not yet finished (IO5): the caller's, counted when submit
 	 * accepts them, and the flush gate's own flushes, counted when armed; each drops its
 	 * count once its end_io returned.  iol_dev_close waits for 0 on live_cond. */
 	atomic_uint_fast64_t live;
@@ -144,12 +144,15 @@ extern const struct iol_ops iol_aio_ops;
 #endif
 extern const struct iol_ops iol_sim_ops;
 
-/*
- * Report completion of @req by its backend: @err is 0 or a negative errno, @bytes what
- * moved.  A read or write that moved fewer bytes than asked with err == 0 becomes -EIO.
- * Runs the chain and the request's end_io; @req must not be touched afterwards.
- */
-void iol_req_done(struct iol_req *req, int err, size_t bytes);
+/* ---- the request (req.c) ---- */
+
+/* A known op, with PREFLUSH/FUA only on a write. */
+bool iol_opf_valid(iol_opf_t opf);
+/* Keep @err as @req's status unless it holds an error already (RQ2). */
+void iol_req_set_status(struct iol_req *req, int err);
+/* Drop one reference on @req carrying @err; at the last one it finishes: its end_io
+ * runs, or a chained request drops one on its chain_next in turn (RQ1, RQ2). */
+void iol_req_put(struct iol_req *req, int err);
 
 /*
  * Finish @req with @err: put back the caller's opf, count an error, and drop its
@@ -159,8 +162,17 @@ void iol_req_done(struct iol_req *req, int err, size_t bytes);
 void iol_req_finish(struct iol_req *req, int err);
 
 /* Count a request the core hands to the backend outside iol_submit (the flush gate's
- * own flush): it finishes through iol_req_finish like any other (IO7). */
+ * own flush): it finishes through iol_req_finish like any other (IO5). */
 void iol_dev_live_get(struct iol_dev *dev);
+
+/* ---- submission and completion (submit.c) ---- */
+
+/*
+ * Report completion of @req by its backend: @err is 0 or a negative errno, @bytes what
+ * moved.  A read or write that moved fewer bytes than asked with err == 0 becomes -EIO.
+ * Runs the chain and the request's end_io; @req must not be touched afterwards.
+ */
+void iol_req_done(struct iol_req *req, int err, size_t bytes);
 
 /*
  * Flush gate (flush.c).  iol_gate_join: @req waits at @stage (enum iol_gate_stage) for
@@ -176,7 +188,7 @@ void iol_gate_destroy(struct iol_dev *dev);
 
 /*
  * Perform @req on the calling thread with preadv2 / pwritev2 / fdatasync on dev->fd
- * (the psync mapping: FLUSH is fdatasync, FUA is RWF_DSYNC; no PREFLUSH reaches it, IO6) and
+ * (the psync mapping: FLUSH is fdatasync, FUA is RWF_DSYNC; no PREFLUSH reaches it, IO4) and
  * report it through iol_req_done() before returning.  The ->run of psync, uring and aio.
  * The fault plan is consulted where the device's backend consults it: in the syscall
  * table for psync, in iol_req_done for uring and aio, so a request fails the same way on
@@ -188,10 +200,10 @@ void iol_fd_run(struct iol_dev *dev, struct iol_req *req);
  * 0, or the error an armed entry injects into it.  Cheap when nothing is armed. */
 int iol_fault_check(struct iol_dev *dev, enum iol_op op);
 
-/* Monotonic clock in nanoseconds. */
+/* Monotonic clock in nanoseconds (submit.c). */
 uint64_t iol_now_ns(void);
 
-/* Write a printf-style message into opts->errmsg (if any). */
+/* Write a printf-style message into opts->errmsg (if any) (submit.c). */
 void iol_set_errmsg(const struct iol_dev_opts *opts, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

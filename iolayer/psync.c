@@ -2,13 +2,13 @@
  * psync.c - the synchronous backend: preadv2/pwritev2/fdatasync run by a small pool of
  * worker threads, which makes it asynchronous to its callers like the others.  The same
  * syscall path, iol_fd_run, is every descriptor backend's ->run: iol_submit_wait performs
- * its request on the waiting thread with it (io.c, IO5).
+ * its request on the waiting thread with it (submit.c, IO3).
  *
  * Mapping (docs/DESIGN.md section 2):
  *   READ      preadv2(fd, vec, off, 0)
  *   WRITE     pwritev2(fd, vec, off, 0)
  *   FUA       pwritev2(..., RWF_DSYNC): on a device with native FUA only, a FUA write
- *   FLUSH     fdatasync(fd): the flush gate's flushes (io.c IO6, flush.c), run through
+ *   FLUSH     fdatasync(fd): the flush gate's flushes (submit.c IO4, flush.c), run through
  *             ->run (iol_fd_run) on a flusher thread or an iol_submit_wait caller
  *   PREFLUSH  never seen: the core waits for a gated flush, then submits the write
  *
@@ -22,7 +22,7 @@
  *
  * Faults (iol_dev_fault_add): the syscall table below consults the plan only on a psync
  * device; on uring and aio iol_req_done does, after the op ran, as their completion path
- * does (io.c), so each op is counted once and fails the same way on either path.
+ * does (submit.c), so each op is counted once and fails the same way on either path.
  *
  * Short transfers are continued from where they stopped (O_DIRECT rarely returns short,
  * but a signal or a device limit may split one); a transfer that moves nothing more is
@@ -161,7 +161,7 @@ void iol_fd_run(struct iol_dev *dev, struct iol_req *req)
 		err = rw_full(dev, false, req->vec, req->nr_segs, req->off, 0, &moved);
 		break;
 	case IOL_OP_WRITE:
-		/* IO6: no PREFLUSH here; FUA only on a device with native FUA. */
+		/* IO4: no PREFLUSH here; FUA only on a device with native FUA. */
 		err = rw_full(dev, true, req->vec, req->nr_segs, req->off,
 			      iol_opf_has(req->opf, IOL_FUA) ? RWF_DSYNC : 0, &moved);
 		break;

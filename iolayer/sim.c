@@ -48,7 +48,7 @@
  *        (flush.c FG4) there, and the flushers' generations are blocking flushes (FG5),
  *        as on the descriptor backends.  Nothing else changes: the state change is the
  *        delivery's (SIM3).
- *   (SIM6) Close (iolayer/io.c IO7): once iol_dev_close began (->quiesce), a held disk
+ *   (SIM6) Close (iolayer/submit.c IO5): once iol_dev_close began (->quiesce), a held disk
  *        delivers what is in flight and, from then on, what is submitted (the flush
  *        gate's flushes for FUA writes completed during close, PREFLUSH riders' writes)
  *        at once, FIFO, on the submitting thread: no one else will deliver it.
@@ -1282,7 +1282,7 @@ static void sim_close(struct iol_dev *dev)
 		return;
 	pthread_mutex_lock(&s->lock);
 	if (s->hold)
-		deliver_all(s); /* nothing is left after iol_dev_close's wait (IO7) */
+		deliver_all(s); /* nothing is left after iol_dev_close's wait (IO5) */
 	while (s->head || s->busy)
 		pthread_cond_wait(&s->idle, &s->lock);
 	s->stop = true;

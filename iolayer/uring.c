@@ -5,7 +5,7 @@
  * are IORING_OP_READV/WRITEV on the O_DIRECT descriptor; IOL_FUA (only on a device with
  * native FUA) puts RWF_DSYNC in the write's rw_flags.  Flushes never come through the
  * ring: the core carries out FLUSH, PREFLUSH and FUA without native FUA through its
- * flush gate (gate_flushes; io.c IO6, flush.c), whose flushes run as fdatasync through
+ * flush gate (gate_flushes; submit.c IO4, flush.c), whose flushes run as fdatasync through
  * ->run.  A ring FSYNC would cost an io_uring worker and the reaper's wake-up per flush.
  *
  * iol_submit_wait does not come here: its request runs on the waiting thread as plain
@@ -173,7 +173,7 @@ static void report_list(struct uring_dev *u, struct req_list *l)
 	pthread_mutex_unlock(&u->lock);
 }
 
-/* Take a slot for a new request (a read or a write, IO6) and queue its SQE.  The caller
+/* Take a slot for a new request (a read or a write, IO4) and queue its SQE.  The caller
  * checked room. */
 static void queue_req_locked(struct uring_dev *u, struct iol_req *req)
 {

@@ -201,7 +201,7 @@ struct iol_dev_opts {
 	unsigned max_segs;    /* per-request segment limit; 0: IOL_MAX_SEGS_DEFAULT */
 	bool read_only;       /* open O_RDONLY */
 	const struct iol_sim_opts *sim; /* sim backend only; NULL: defaults */
-	/* Carry out flushes through the flush gate (io.c IO6) on a backend that does not
+	/* Carry out flushes through the flush gate (submit.c IO4) on a backend that does not
 	 * ask for it (sim), and FUA as a write and a gated flush, as on a disk without FUA:
 	 * puts the gate itself under the crash suite's power cuts.  The descriptor
 	 * backends always use it. */
@@ -256,7 +256,7 @@ struct iol_counters {
  */
 int iol_dev_open(const char *path, const struct iol_dev_opts *opts, struct iol_dev **out);
 /* Refuse new requests, wait until every accepted one has finished (its end_io returned;
- * io.c IO7), stop the flush gate and the backend's threads, close.  Returns 0 or -errno
+ * submit.c IO5), stop the flush gate and the backend's threads, close.  Returns 0 or -errno
  * from close. */
 int iol_dev_close(struct iol_dev *dev);
 

@@ -1,36 +1,29 @@
 /*
- * io.c - the iolayer core: request set-up, validation, accounting, chaining, waiting,
- * and chained multi-segment I/O over big buffers.
+ * submit.c - the iolayer's submission path and a request's completion by its backend:
+ * validation, accounting, the flush stages handed to the flush gate, waiting on the
+ * caller's thread, and chained multi-segment I/O over big buffers.  (The request itself,
+ * its chains and its end are req.c's; the helpers iol_now_ns and iol_set_errmsg are here
+ * because every backend already calls into this file.)
  *
  * Invariants:
  *  (IO1) Every request that iol_submit accepts reaches iol_req_done() exactly once, from its
  *       backend; a rejected one never reaches the backend.  So every accepted request's
  *       end_io runs exactly once, and a rejected request's never does.
- *  (IO2) A chain funnels toward its last request: iol_req_chain(prev, next) bumps
- *       next->remaining and points prev->chain_next at next.  A request "finishes" when its
- *       own I/O and all requests chained into it are done, i.e. when remaining drops to 0;
- *       only then does its end_io run, or, if it is itself chained, does it drop a
- *       reference on its chain_next.  This is bio_chain()/bio_endio() with
- *       __bi_remaining, in the direction of XFS commit 488ca3d8d088: the request you wait
- *       on is the last one.
- *  (IO3) status holds the first error seen in a request's own I/O or in anything chained
- *       into it (compare-and-swap from 0), so the end of a chain reports an error from
- *       anywhere in it.
- *  (IO4) A rejected request that is chained still drops its reference on chain_next with
- *       its error, so the waiter at the end cannot hang and sees the error (IO3).
+ *  (IO2) A rejected request that is chained still drops its reference on chain_next with
+ *       its error, so the waiter at the end cannot hang and sees the error (req.c RQ2).
  *
- *  (IO5) iol_submit_wait performs its request on the calling thread when the device may
+ *  (IO3) iol_submit_wait performs its request on the calling thread when the device may
  *       use its backend's ->run (dev->run: psync, uring, aio: plain syscalls, iol_fd_run;
  *       sim with inline_run: it waits there for the delivery); the caller blocks until
  *       the request is done either way, so nothing but the thread changes: the request
  *       is validated and counted as any other, reaches iol_req_done() exactly once (IO1),
- *       and requests chained into it still finish it from wherever they complete (IO2),
+ *       and requests chained into it still finish it from wherever they complete (RQ1),
  *       so the wait still covers the whole chain.  end_io of such a request is the
  *       waiter's own; io.h's "callbacks run on a backend thread" concerns the end_io of
  *       asynchronous requests, which never run here.  This is the one-client fast path:
  *       a force that writes its buffer and flushes with iol_submit_wait makes the same
  *       two syscalls as a raw O_DIRECT write + fdatasync, with no thread hand-off.
- *  (IO6) On a gated device (a backend with gate_flushes, or opened with flush_gate) the
+ *  (IO4) On a gated device (a backend with gate_flushes, or opened with flush_gate) the
  *       core carries out flushes itself, through the flush gate (flush.c, FG1-FG6): a
  *       FLUSH request rides the next flush generation, a PREFLUSH write waits for one
  *       before it goes to the backend without the flag, and a FUA write on a device
@@ -40,7 +33,7 @@
  *       before end_io (iol_req_finish).  Elsewhere (sim by default) the backend carries
  *       out the flags, and dev_flushes counts one flush per FLUSH, PREFLUSH and FUA
  *       without native FUA, which is what Linux would turn them into.
- *  (IO7) Teardown waits for the requests, not for a backend: dev->live counts every
+ *  (IO5) Teardown waits for the requests, not for a backend: dev->live counts every
  *       request submit accepted, and every flush the gate arms, until its end_io
  *       returned (iol_req_finish; after end_io, so a callback's own submission is
  *       counted, or refused, before its request stops counting).  iol_dev_close refuses
@@ -86,111 +79,6 @@ void iol_set_errmsg(const struct iol_dev_opts *opts, const char *fmt, ...)
 	va_end(ap);
 }
 
-unsigned iol_max_segs(const struct iol_dev *dev, unsigned nr_segs)
-{
-	unsigned lim = dev && dev->max_segs ? dev->max_segs : IOL_MAX_SEGS_DEFAULT;
-
-	return nr_segs < lim ? nr_segs : lim;
-}
-
-static int opf_valid(iol_opf_t opf)
-{
-	enum iol_op op = iol_opf_op(opf);
-	uint32_t flags = opf.bits & ~IOL_OP_MASK;
-
-	if (op != IOL_OP_READ && op != IOL_OP_WRITE && op != IOL_OP_FLUSH)
-		return 0;
-	if (flags & ~IOL_FLAG_MASK)
-		return 0;
-	if (flags && op != IOL_OP_WRITE)
-		return 0;
-	return 1;
-}
-
-int iol_req_init(struct iol_req *req, struct iol_dev *dev, unsigned max_segs, iol_opf_t opf)
-{
-	memset(req, 0, sizeof(*req));
-	if (!opf_valid(opf) || max_segs > iol_max_segs(dev, max_segs))
-		return -EINVAL;
-	if (iol_opf_op(opf) == IOL_OP_FLUSH && max_segs)
-		return -EINVAL;
-	req->dev = dev;
-	req->opf = opf;
-	req->max_segs = max_segs;
-	if (max_segs <= IOL_INLINE_SEGS) {
-		req->vec = req->inline_vec;
-	} else {
-		req->vec = calloc(max_segs, sizeof(*req->vec));
-		if (!req->vec)
-			return -ENOMEM;
-	}
-	atomic_init(&req->status, 0);
-	atomic_init(&req->remaining, 1);
-	return 0;
-}
-
-void iol_req_release(struct iol_req *req)
-{
-	if (req->vec && req->vec != req->inline_vec)
-		free(req->vec);
-	req->vec = NULL;
-	req->max_segs = req->nr_segs = 0;
-}
-
-int iol_req_add(struct iol_req *req, void *buf, size_t len)
-{
-	if (req->nr_segs >= req->max_segs)
-		return -ENOSPC;
-	req->vec[req->nr_segs].iov_base = buf;
-	req->vec[req->nr_segs].iov_len = len;
-	req->nr_segs++;
-	return 0;
-}
-
-size_t iol_req_len(const struct iol_req *req)
-{
-	size_t len = 0;
-
-	for (unsigned i = 0; i < req->nr_segs; i++)
-		len += req->vec[i].iov_len;
-	return len;
-}
-
-void iol_req_chain(struct iol_req *prev, struct iol_req *next)
-{
-	prev->chain_next = next;
-	prev->end_io = NULL;
-	atomic_fetch_add_explicit(&next->remaining, 1, memory_order_relaxed);
-}
-
-static void set_status(struct iol_req *req, int err)
-{
-	int zero = 0;
-
-	if (err)
-		atomic_compare_exchange_strong(&req->status, &zero, err);
-}
-
-/* Drop one reference on @req carrying @err (IO2, IO3); finish it when it was the last. */
-static void req_put(struct iol_req *req, int err)
-{
-	while (req) {
-		struct iol_req *next;
-
-		set_status(req, err);
-		if (atomic_fetch_sub_explicit(&req->remaining, 1, memory_order_acq_rel) != 1)
-			return;
-		next = req->chain_next;
-		if (!next) {
-			if (req->end_io)
-				req->end_io(req);
-			return;
-		}
-		err = atomic_load(&req->status);
-		req = next;
-	}
-}
-
 void iol_req_done(struct iol_req *req, int err, size_t bytes)
 {
 	struct iol_dev *dev = req->dev;
@@ -202,7 +90,7 @@ void iol_req_done(struct iol_req *req, int err, size_t bytes)
 	/* Injected faults (iol_dev_fault_add): psync fails the syscall itself (psync.c);
 	 * the other real backends fail the op here, in the completion path. */
 	if (!err && dev->ops->needs_fd && !dev->ops->faults_in_syscalls)
-		err = iol_fault_check(dev, op); /* a PREFLUSH's flush is the gate's own (IO6) */
+		err = iol_fault_check(dev, op); /* a PREFLUSH's flush is the gate's own (IO4) */
 	if (!err && op == IOL_OP_READ)
 		atomic_fetch_add_explicit(&dev->cnt.bytes_read, bytes, memory_order_relaxed);
 	else if (!err && op == IOL_OP_WRITE)
@@ -216,34 +104,6 @@ void iol_req_done(struct iol_req *req, int err, size_t bytes)
 	iol_req_finish(req, err);
 }
 
-void iol_dev_live_get(struct iol_dev *dev)
-{
-	atomic_fetch_add(&dev->live, 1);
-}
-
-/* (IO7) One request finished; wake iol_dev_close when it was the last.  The closer sets
- * closing before it reads live (both sequentially consistent), so either it sees this
- * decrement or this sees closing, and then wakes it under live_lock. */
-static void live_put(struct iol_dev *dev)
-{
-	if (atomic_fetch_sub(&dev->live, 1) == 1 && atomic_load(&dev->closing)) {
-		pthread_mutex_lock(&dev->live_lock);
-		pthread_cond_broadcast(&dev->live_cond);
-		pthread_mutex_unlock(&dev->live_lock);
-	}
-}
-
-void iol_req_finish(struct iol_req *req, int err)
-{
-	struct iol_dev *dev = req->dev; /* @req may be gone once req_put returns */
-
-	req->opf = req->gate_opf;
-	if (err)
-		atomic_fetch_add_explicit(&dev->cnt.errors, 1, memory_order_relaxed);
-	req_put(req, err);
-	live_put(dev);
-}
-
 static int req_validate(const struct iol_req *req)
 {
 	const struct iol_dev *dev = req->dev;
@@ -251,7 +111,7 @@ static int req_validate(const struct iol_req *req)
 	enum iol_op op = iol_opf_op(req->opf);
 	uint64_t len = 0;
 
-	if (!opf_valid(req->opf))
+	if (!iol_opf_valid(req->opf))
 		return -EINVAL;
 	if (op == IOL_OP_FLUSH)
 		return req->nr_segs ? -EINVAL : 0;
@@ -285,18 +145,18 @@ static int submit(struct iol_req *req, bool here)
 
 	err = atomic_load(&dev->closing) ? -ESHUTDOWN : req_validate(req);
 	if (err) {
-		/* (IO4): a chained request counts as done with its error, so the chain still
+		/* (IO2): a chained request counts as done with its error, so the chain still
 		 * ends; an unchained one's end_io does not run. */
 		if (req->chain_next)
-			req_put(req, err);
+			iol_req_put(req, err);
 		return err;
 	}
-	iol_dev_live_get(dev); /* accepted (IO7) */
+	iol_dev_live_get(dev); /* accepted (IO5) */
 	op = iol_opf_op(req->opf);
 	preflush = iol_opf_has(req->opf, IOL_PREFLUSH);
 	fua = iol_opf_has(req->opf, IOL_FUA);
 	/* A FUA write on a device without native FUA (or not known to have it) is a write
-	 * and a flush to the device: Linux adds the flush (IO6). */
+	 * and a flush to the device: Linux adds the flush (IO4). */
 	fua_flush = fua && (dev->gated ? dev->gate_fua : dev->geom.fua != 1);
 	if (op == IOL_OP_READ) {
 		atomic_fetch_add_explicit(&dev->cnt.reads, 1, memory_order_relaxed);
@@ -314,7 +174,7 @@ static int submit(struct iol_req *req, bool here)
 	req->gate_stage = 0;
 	req->gate_here = here && dev->run;
 	if (dev->gated) {
-		/* IO6: the core carries out the flags through the flush gate (flush.c). */
+		/* IO4: the core carries out the flags through the flush gate (flush.c). */
 		if (op == IOL_OP_FLUSH) {
 			iol_gate_join(req, IOL_GATE_FLUSH, req->gate_here);
 			return 0;
@@ -410,7 +270,7 @@ int iol_submit_wait(struct iol_req *req)
 		/* Rejected: its own I/O will not happen, but requests chained into it may
 		 * still be in flight; they finish it (and wake us) if they hold the last
 		 * reference. */
-		set_status(req, err);
+		iol_req_set_status(req, err);
 		if (atomic_fetch_sub(&req->remaining, 1) == 1) {
 			waiter_destroy(&w);
 			req->priv = priv;
@@ -453,7 +313,7 @@ int iol_rw_submit(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, s
 	char *p = buf;
 	int err = 0;
 
-	if ((op != IOL_OP_READ && op != IOL_OP_WRITE) || !len || !opf_valid(opf) || !per_req)
+	if ((op != IOL_OP_READ && op != IOL_OP_WRITE) || !len || !iol_opf_valid(opf) || !per_req)
 		return -EINVAL;
 	nsegs = (len + IOL_SEG_BYTES - 1) / IOL_SEG_BYTES;
 	nreqs = (nsegs + per_req - 1) / per_req;
@@ -471,7 +331,7 @@ int iol_rw_submit(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, s
 
 	/* Build every piece first (so validation errors surface before anything is in
 	 * flight), then chain piece i into piece i+1 and submit in order: pieces run
-	 * concurrently, and the last one's end_io runs only when all are done (IO2). */
+	 * concurrently, and the last one's end_io runs only when all are done (RQ1). */
 	for (size_t r = 0; r < nreqs; r++) {
 		uint32_t flags = opf.bits & ~IOL_OP_MASK;
 		unsigned n = (unsigned)(nsegs - r * per_req < per_req ? nsegs - r * per_req :
@@ -510,7 +370,7 @@ int iol_rw_submit(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, s
 	for (size_t r = 0; r + 1 < nreqs; r++)
 		iol_req_chain(&rw->reqs[r], &rw->reqs[r + 1]);
 	for (size_t r = 0; r < nreqs; r++) {
-		/* A piece rejected here (device closing) passes its error down (IO4). */
+		/* A piece rejected here (device closing) passes its error down (IO2). */
 		(void)iol_submit(&rw->reqs[r]);
 	}
 	return 0;
