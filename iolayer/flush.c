@@ -21,12 +21,11 @@
  * rounds, so power cuts land around the gate's flushes and its riders' writes as well,
  * with FUA carried out as write + gated flush (the FUA path of a disk without FUA).
  *
- * Why the core and the gate call each other: the gate is a stage of the core's request
- * pipeline, as blk-flush is of blk-mq.  The core hands a request's flush stages here (at
- * submission a FLUSH or a PREFLUSH, at a write's completion the flush of a FUA carried
- * out as write + flush: submit.c IO4), and the gate hands each rider back to the core when
- * its generation ends (iol_req_finish, or its write to ->submit).  A table of function
- * pointers between the two would hide that loop, not remove it.
+ * Where it stands: the gate is a stage of the request pipeline, as blk-flush is of blk-mq.
+ * submit.c hands it a request's flush stages (at submission a FLUSH or a PREFLUSH, at a
+ * write's completion the flush of a FUA carried out as write + flush: submit.c IO4), and
+ * the gate ends each rider through req.c (iol_req_finish) or hands its write to the
+ * backend (->submit) when its generation ends; it calls nothing of submit.c.
  *
  * Invariants:
  *  (FG1) A generation starts only after every rider it serves joined it: riders join
