@@ -17,6 +17,9 @@
 #             fails after growing an empty file (its stdout closed: SIGPIPE) leaves it
 #             empty, with its times, and one on a file with data given --force leaves
 #             its size
+#   spacewait --workload spacewait on sim (two policies) and on a temporary file: every
+#             round measured on a log that was full, latencies ordered, the file
+#             removed; the human table; usage errors (exit 2)
 # Exit 0 pass, 1 fail, 77 skip (ctest SKIP_RETURN_CODE), with the reason on stderr.
 # A smoke test of the tool: no timing is asserted.
 set -u
@@ -167,6 +170,52 @@ EOF
 	[ "$(cat "$TMP/rc")" -ne 0 ] || fail "a bench whose stdout was closed exited 0 (--force)"
 	[ "$(stat -c %s "$TMP/data")" = 1048576 ] ||
 		fail "a failed bench left the 1 MiB file at $(stat -c %s "$TMP/data") bytes"
+	;;
+spacewait)
+	command -v python3 >/dev/null 2>&1 || skip "python3 is not installed (needed to parse --json)"
+	cd "$TMP" || exit 1
+	# The in-memory disk: a row per policy, every round measured, on a log that was full.
+	expect_rc 0 "spacewait on sim" "$DELOG" bench --workload spacewait --backend sim \
+		--rounds 20 --policy single,none --json
+	python3 - "$TMP/out" 2 20 "single,none" <<'EOF2' || fail "spacewait --json (sim)"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+nrows, rounds, policies = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4].split(",")
+assert doc["workload"] == "spacewait" and doc["error"] is None, doc
+p = doc["params"]
+assert p["rounds"] == rounds and p["reservation"] == 65536 and p["log_size"] >= 16 << 20, p
+rows = doc["rows"]
+assert [r["policy"] for r in rows] == policies, rows
+for r in rows:
+    assert r["rounds"] == rounds, r
+    # the log was full: more than an eighth of it was held in 64 KiB reservations
+    assert r["held"] * 65536 > p["log_size"] // 8, r
+    assert 0 < r["lat_p50_us"] <= r["lat_p99_us"] <= r["lat_max_us"], r
+    assert r["unsafe"] == (r["policy"] == "none"), r
+EOF2
+	# A file in the current directory, created and removed; the human table.
+	expect_rc 0 "spacewait on a file" "$DELOG" bench --workload spacewait --rounds 10 \
+		--policy sync --json
+	python3 - "$TMP/out" 1 10 "sync" <<'EOF2' || fail "spacewait --json (file)"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert [r["policy"] for r in doc["rows"]] == ["sync"] and doc["rows"][0]["rounds"] == 10, doc
+assert doc["target"]["created"] and not doc["target"]["kept"], doc
+EOF2
+	ls "$TMP"/delog-bench-* >/dev/null 2>&1 && fail "spacewait left its temporary file"
+	expect_rc 0 "spacewait, human" "$DELOG" bench --workload spacewait --backend sim --rounds 5 \
+		--policy sync
+	expect_in "$TMP/out" "p50 us" "spacewait's table"
+	expect_in "$TMP/out" "sync" "spacewait's row"
+	# Usage errors.
+	expect_rc 2 "--rounds 0" "$DELOG" bench --workload spacewait --backend sim --rounds 0
+	expect_rc 2 "--reservation 3K" "$DELOG" bench --workload spacewait --backend sim \
+		--reservation 3K
+	expect_rc 2 "--reservation over an eighth" "$DELOG" bench --workload spacewait \
+		--backend sim --size 16M --reservation 4M
+	expect_in "$TMP/err" "more than an eighth" "--reservation over an eighth names why"
+	expect_rc 2 "--settle 200000" "$DELOG" bench --workload spacewait --backend sim \
+		--settle 200000
 	;;
 *)
 	echo "unknown mode $MODE" >&2

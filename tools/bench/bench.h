@@ -95,6 +95,7 @@ extern const struct bench_workload bench_dbench;
 extern const struct bench_workload bench_fsmark;
 extern const struct bench_workload bench_compare_flush;
 extern const struct bench_workload bench_stream;
+extern const struct bench_workload bench_spacewait;
 extern const struct bench_workload bench_peers; /* delog-bench-peers only */
 
 /*

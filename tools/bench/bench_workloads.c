@@ -32,8 +32,8 @@ static const struct bench_workload bench_peers_program = {
 };
 
 const struct bench_workload *const bench_workloads[] = {
-	&bench_recovery,      &bench_commit, &bench_dbench,        &bench_fsmark,
-	&bench_compare_flush, &bench_stream, &bench_peers_program,
+	&bench_recovery,      &bench_commit, &bench_dbench,    &bench_fsmark,
+	&bench_compare_flush, &bench_stream, &bench_spacewait, &bench_peers_program,
 };
 
 const size_t bench_nr_workloads = sizeof(bench_workloads) / sizeof(bench_workloads[0]);

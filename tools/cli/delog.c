@@ -31,7 +31,8 @@ static const struct command commands[] = {
 	{ "recover", cmd_recover, "recover a log and print the recovery report" },
 	{ "probe", cmd_probe, "measure a device: flush and FUA latency, O_DIRECT bandwidth" },
 	{ "bench", cmd_bench,
-	  "benchmarks: recovery, commit, dbench, fsmark, compare-flush, stream, peers" },
+	  "benchmarks: recovery, commit, dbench, fsmark, compare-flush, stream, spacewait, "
+	  "peers" },
 	{ "crash", cmd_crash,
 	  "power cuts at every device event on the sim disk, each state checked" },
 	{ "stress", cmd_stress, "commit unique ids on a real backend, printing each once durable" },
