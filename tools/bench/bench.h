@@ -176,6 +176,8 @@ int bench_parse_time(const char *arg, double *out);
 int bench_parse_clients(const char *arg, unsigned max_list, unsigned max, bool unique,
 			unsigned *out, unsigned *n);
 int bench_parse_policies(const char *arg, enum delog_flush_policy *out, unsigned *n);
+/* The default --policy list, the safe policies: sync, async, single into @out; their count. */
+unsigned bench_safe_policies(enum delog_flush_policy *out);
 int bench_parse_log_size(const char *arg, uint64_t *out);
 int bench_parse_logbufs(const char *arg, unsigned *out);
 int bench_parse_logbsize(const char *arg, uint32_t *out);

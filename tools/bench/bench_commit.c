@@ -176,10 +176,7 @@ static void commit_defaults(void *state)
 
 	memcpy(o->clients, cl, sizeof(cl));
 	o->nclients = sizeof(cl) / sizeof(cl[0]);
-	o->policy[0] = DELOG_FLUSH_SYNC;
-	o->policy[1] = DELOG_FLUSH_ASYNC;
-	o->policy[2] = DELOG_FLUSH_SINGLE;
-	o->npolicy = 3;
+	o->npolicy = bench_safe_policies(o->policy);
 	o->time_s = 3;
 	o->item_size = 128;
 	o->items = 4;

@@ -65,10 +65,7 @@ static void spacewait_defaults(void *state)
 	struct spacewait_opts *o = state;
 
 	o->rounds = 300;
-	o->policy[0] = DELOG_FLUSH_SYNC;
-	o->policy[1] = DELOG_FLUSH_ASYNC;
-	o->policy[2] = DELOG_FLUSH_SINGLE;
-	o->npolicy = 3;
+	o->npolicy = bench_safe_policies(o->policy);
 	o->log_size = BENCH_MIN_LOG_SIZE;
 	o->reservation = 64u << 10;
 	o->settle_us = 1000;

@@ -129,10 +129,7 @@ static void stream_defaults(void *state)
 	struct stream_opts *o = state;
 
 	o->clients = 16;
-	o->policy[0] = DELOG_FLUSH_SYNC;
-	o->policy[1] = DELOG_FLUSH_ASYNC;
-	o->policy[2] = DELOG_FLUSH_SINGLE;
-	o->npolicy = 3;
+	o->npolicy = bench_safe_policies(o->policy);
 	o->time_s = 5;
 	o->tx_size = 1u << 20;
 	o->log_size = 1ull << 30;

@@ -104,6 +104,14 @@ int bench_parse_policies(const char *arg, enum delog_flush_policy *out, unsigned
 	return 0;
 }
 
+unsigned bench_safe_policies(enum delog_flush_policy *out)
+{
+	out[0] = DELOG_FLUSH_SYNC;
+	out[1] = DELOG_FLUSH_ASYNC;
+	out[2] = DELOG_FLUSH_SINGLE;
+	return 3;
+}
+
 int bench_parse_log_size(const char *arg, uint64_t *out)
 {
 	uint64_t v;
