@@ -11,7 +11,8 @@
 #   commit bench is replaced by the command, its commit and the bench's output; a block
 #   whose command fails keeps its old contents and is named (exit 1); everything outside
 #   the blocks is byte for byte as it was; nothing is left in the directory; --only runs
-#   one block and refuses a name the page does not have (exit 2);
+#   one block and refuses a name the page does not have (exit 2); a command that reads
+#   its standard input does not eat the blocks after it;
 # - a page with an unclosed block, a duplicate name or a stray closing marker is refused
 #   by --check (exit 1) with its line, and left as it was.
 set -u
@@ -77,6 +78,12 @@ cp "$TMP/orig.md" "$W/page.md"
 expect_rc 2 "--only nosuch" sh "$DOC" --delog "$DELOG" --only nosuch "$W/page.md"
 expect_in "$TMP/err" 'no block "nosuch"' "--only names the missing block"
 cmp -s "$TMP/orig.md" "$W/page.md" || fail "--only nosuch changed the page"
+
+# A command that reads its standard input reads nothing (not the list of blocks after it).
+printf '%s\n' '<!-- bench: reader: cat -->' '<!-- /bench: reader -->' \
+	'<!-- bench: after: echo the block after a reader -->' '<!-- /bench: after -->' >"$W/stdin.md"
+expect_rc 0 "a block that reads stdin" sh "$DOC" --delog "$DELOG" "$W/stdin.md"
+grep -qx "the block after a reader" "$W/stdin.md" || fail "the block after a reader did not run"
 
 # Malformed pages: refused with the line, unchanged.
 bad() {
