@@ -18,9 +18,9 @@
  *      so sync; single would still add a flush call per checkpoint.
  *   2. A volatile cache, native FUA, and F + FU at most 10% above WF: sync.  The flush
  *      rides on the commit write, so consecutive checkpoints' flushes overlap, where
- *      single flushes only after its commit write completed (the sim SATA tables of
- *      docs/BENCH.md, the flush policies compared: sync ahead of single from 8 to 128
- *      clients with F + FU equal to WF).
+ *      single flushes only after its commit write completed (docs/BENCH.md, the sim
+ *      SATA compare-flush block: F + FU equal to WF, sync ahead of single at 8-32
+ *      clients).
  *   3. Otherwise (no FUA, FUA unknown, or a FUA write that costs more than a flush):
  *      single.  Without native FUA the kernel turns a FUA write into a write and a flush,
  *      so sync and async pay two flushes per checkpoint, single one.
