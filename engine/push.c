@@ -15,9 +15,10 @@
  *   3. writes one log transaction: START(seq), one ITEM per key (the newest copy, in the
  *      order the keys were first logged: cil.c CIL6), COMMIT, with the policy's flags;
  *      ckpt_done runs when the commit record completed;
- *   4. hands the charge back (jrnl_grant_ckpt_end: the head now counts the bytes),
- *      resets the context as the next spare, and runs the policy's after hook (single:
- *      the buffers go out, or a lone forcer's force + one flush).
+ *   4. the charge goes back inside jrnl_tx_commit, as the head comes to count the bytes
+ *      and before the checkpoint can complete (journal/grant.c GR6); resets the context
+ *      as the next spare, and runs the policy's after hook (single: the buffers go out,
+ *      or a lone forcer's force + one flush).
  *
  * Who pushes: this thread, or a forcing thread that finds nobody writing (delog_force
  * takes write_lock with a trylock and pushes itself, saving two thread hand-offs on the
@@ -95,12 +96,14 @@ static int write_ckpt(struct delog *log, struct cil_ctx *c, bool forcer)
 	if (!err) {
 		struct ckpt_writer w = { log, &tx, c->seq };
 
+		tx.grant = held; /* jrnl_tx_commit hands it back (journal/grant.c GR6) */
 		err = cil_ctx_order(c, write_item, &w); /* cil.c CIL6 */
+		if (!err)
+			err = jrnl_tx_commit(&tx, ckpt_done, log);
+		held = tx.grant; /* 0 once jrnl_tx_commit ran */
 	}
-	if (!err)
-		err = jrnl_tx_commit(&tx, ckpt_done, log);
-	/* The journal's head now counts these bytes (grant.c GR1). */
-	jrnl_grant_ckpt_end(log->jl, held);
+	if (held)
+		jrnl_grant_ckpt_end(log->jl, held);
 	if (err)
 		return err;
 	pthread_mutex_lock(&log->lock);

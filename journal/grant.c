@@ -10,7 +10,8 @@
  * A transaction reserves at its begin, may grow while it logs, and at its end hands its
  * reservation back and leaves its charge (jrnl_grant_done); the checkpoint that writes
  * the committed work tops the charge up to the transaction's exact bound and hands it
- * back once the journal's head counts those bytes (jrnl_grant_ckpt_begin/_end).
+ * back once the journal's head counts those bytes (jrnl_grant_ckpt_begin, then
+ * jrnl_tx_commit: GR6).
  *
  * Invariants:
  *  (GR1) One owner, one lock: granted, the waiters and the tickets change only here, and
@@ -20,7 +21,7 @@
  *        never refuses a checkpoint half way (DELOG_ELOGFULL would shut the log down;
  *        it is a bug, never back-pressure).  While a checkpoint is being written its
  *        bytes are counted twice (by the head and by its charge), which only
- *        overstates use.
+ *        overstates use, and ends before the checkpoint can complete (GR6).
  *  (GR2) The slack (log/32 + two maximal buffers) absorbs the rounding of the cost
  *        estimates below, and holds the records written without a grant: the unmount
  *        record of a close (engine/delog.c U1); a cover record's room log.c keeps
@@ -62,6 +63,15 @@
  *        after its work entered the CIL, an abort hands its grant back as it closes
  *        it, a checkpoint made durable and a release are jrnl_grant_wake), so a state
  *        read as stuck was stuck.
+ *  (GR6) No checkpoint is seen durable while its bytes are still promised.  The grant a
+ *        checkpoint holds (jrnl_grant_ckpt_begin; jrnl_wtx.grant) is handed back by
+ *        jrnl_tx_commit in the same hold of jrnl_log.lock that puts its COMMIT op into
+ *        a buffer, before that buffer can be written, so every completion of the
+ *        checkpoint, and every durable watermark moved by it, comes after: a NOWAIT
+ *        reservation made by whoever saw the checkpoint durable never finds its bytes
+ *        counted twice.  (Handed back after jrnl_tx_commit returned, the completion
+ *        could run first: a Raft append that waited for its entries to be durable then
+ *        found a nearly full log full, RAFT_NOSPACE with the space about to come back.)
  */
 #include "format.h"
 #include "jrnl.h"
@@ -274,11 +284,16 @@ uint64_t jrnl_grant_ckpt_begin(struct jrnl_log *log, uint32_t nitems, uint64_t i
 	return charged + over;
 }
 
+void jrnl_grant_ckpt_end_locked(struct jrnl_log *log, uint64_t held)
+{
+	log->grant.granted -= held;
+	wake_locked(log);
+}
+
 void jrnl_grant_ckpt_end(struct jrnl_log *log, uint64_t held)
 {
 	pthread_mutex_lock(&log->lock);
-	log->grant.granted -= held;
-	wake_locked(log);
+	jrnl_grant_ckpt_end_locked(log, held);
 	pthread_mutex_unlock(&log->lock);
 }
 

@@ -1224,6 +1224,12 @@ int jrnl_tx_commit(struct jrnl_wtx *tx, jrnl_done_fn done, void *priv)
 
 	pthread_mutex_lock(&log->lock);
 	err = op_write(log, &h, &src, false, &b);
+	/* The head counts every byte of the transaction now; the buffer cannot go out
+	 * before op_end below, nor complete before the lock is dropped (grant.c GR6). */
+	if (tx->grant) {
+		jrnl_grant_ckpt_end_locked(log, tx->grant);
+		tx->grant = 0;
+	}
 	if (!err) {
 		if (log->error) {
 			/* Shut down while copying: not accepted, so no callback (L8). */

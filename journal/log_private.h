@@ -80,6 +80,8 @@ struct jrnl_log {
 
 /* log.c: free bytes a record may still take, as plan_op counts them (lock held). */
 uint64_t jrnl_log_free_locked(const struct jrnl_log *log);
+/* grant.c: hand a checkpoint's grant back, log->lock held (jrnl_tx_commit: GR6). */
+void jrnl_grant_ckpt_end_locked(struct jrnl_log *log, uint64_t held);
 /* log.c: no durable record names log->tail yet (L12; lock held). */
 bool jrnl_log_cover_wanted_locked(const struct jrnl_log *log);
 

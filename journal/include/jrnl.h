@@ -347,6 +347,8 @@ struct jrnl_wtx {
 	uint32_t crc; /* running CRC32c of the item payloads */
 	uint64_t payload_bytes;
 	uint64_t start_lsn; /* record holding the START op */
+	uint64_t grant;     /* grant held for it (jrnl_grant_ckpt_begin), set by the caller
+			     * after jrnl_tx_start; jrnl_tx_commit hands it back (GR6) */
 };
 
 /*
@@ -384,7 +386,8 @@ int jrnl_log_close(struct jrnl_log *log);
 
 int jrnl_tx_start(struct jrnl_log *log, uint64_t seq, unsigned flags, struct jrnl_wtx *tx);
 int jrnl_tx_item(struct jrnl_wtx *tx, uint64_t key, const void *data, uint32_t len);
-/* @done may be NULL (no completion callback). */
+/* @done may be NULL (no completion callback).  Hands tx->grant back, whatever it
+ * returns, under the lock that puts COMMIT into a buffer (grant.c GR6). */
 int jrnl_tx_commit(struct jrnl_wtx *tx, jrnl_done_fn done, void *priv);
 
 /* Switch the open buffer out (if it holds anything; after the op in progress, if any)
@@ -493,9 +496,10 @@ int jrnl_grant_reserve(struct jrnl_log *log, uint64_t bytes, unsigned flags);
 void jrnl_grant_done(struct jrnl_log *log, uint64_t reserved, int64_t charge);
 /* Committed work of @charged bytes is about to be written as one transaction of
  * @nitems items of @item_bytes: the grant grows to its exact upper bound
- * (jrnl_log_tx_bytes) if the charges fell short.  Returns what is now held for it, to
- * be handed back with jrnl_grant_ckpt_end once jrnl_tx_commit returned (the head then
- * counts the bytes). */
+ * (jrnl_log_tx_bytes) if the charges fell short.  Returns what is now held for it: set
+ * it as the transaction's jrnl_wtx.grant, and jrnl_tx_commit hands it back once the
+ * head counts the bytes, before the checkpoint can complete (GR6); a writer that does
+ * not reach jrnl_tx_commit hands it back with jrnl_grant_ckpt_end. */
 uint64_t jrnl_grant_ckpt_begin(struct jrnl_log *log, uint32_t nitems, uint64_t item_bytes,
 			       uint64_t charged);
 void jrnl_grant_ckpt_end(struct jrnl_log *log, uint64_t held);

@@ -2107,6 +2107,58 @@ Test(api, force_nowait_none, .timeout = 60)
 	force_nowait_run(DELOG_FLUSH_NONE);
 }
 
+/*
+ * journal/grant.c GR6: a checkpoint seen durable holds no grant any more.  With no
+ * transaction open and the CIL pushed, what is promised (stats.reserved_bytes) must be
+ * 0 the moment the watermark says durable, as an event loop sees it (the eventfd), under
+ * every policy, and a NOWAIT reservation of what the log has free then succeeds.  When
+ * the push thread handed the grant back only after the commit record was submitted, a
+ * completion on the sim's thread could move the watermark first: a Raft append then
+ * found a nearly full log full.  The window is as wide as the push thread's delay after
+ * the submission, so a round catches that order only when the thread is preempted there
+ * (with a 3 ms sleep put in that place, every round did).
+ */
+static void grant_back_run(enum delog_flush_policy pol)
+{
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NONE, 70 + pol, NULL);
+	struct delog_options o = t_opts(pol);
+	delog *log = t_open_dev(dev, &o);
+
+	for (int i = 0; i < 200; i++) {
+		struct delog_stats st;
+		uint64_t seq;
+		delog_tx *tx;
+
+		cr_assert_eq(t_commit1(log, 5000 + i, i, 1, &seq, false), 0);
+		cr_assert_geq(delog_force_nowait(log, seq), 0);
+		cr_assert(nw_wait_durable(log, seq), "%s: checkpoint %llu never durable",
+			  delog_flush_policy_name(pol), (unsigned long long)seq);
+		st = t_stats(log);
+		cr_assert_eq(st.reserved_bytes, 0,
+			     "%s: checkpoint %llu durable with %llu bytes still promised (GR6)",
+			     delog_flush_policy_name(pol), (unsigned long long)seq,
+			     (unsigned long long)st.reserved_bytes);
+		cr_assert_eq(delog_tx_begin(log, 64 << 10, DELOG_TX_NOWAIT, &tx), 0);
+		delog_tx_abort(tx);
+		cr_assert_eq(delog_release(log, seq), 0);
+	}
+	cr_assert_eq(delog_close(log), 0);
+	iol_dev_close(dev);
+}
+
+Test(api, grant_back_before_durable_sync, .timeout = 60)
+{
+	grant_back_run(DELOG_FLUSH_SYNC);
+}
+Test(api, grant_back_before_durable_async, .timeout = 60)
+{
+	grant_back_run(DELOG_FLUSH_ASYNC);
+}
+Test(api, grant_back_before_durable_single, .timeout = 60)
+{
+	grant_back_run(DELOG_FLUSH_SINGLE);
+}
+
 /* A request whose write fails: the eventfd wakes the loop, delog_error says why, the
  * watermark never reaches the request, and later requests fail at once. */
 Test(api, force_nowait_shutdown_wakes_loop, .timeout = 60)
