@@ -176,6 +176,9 @@ int bench_parse_time(const char *arg, double *out);
 int bench_parse_clients(const char *arg, unsigned max_list, unsigned max, bool unique,
 			unsigned *out, unsigned *n);
 int bench_parse_policies(const char *arg, enum delog_flush_policy *out, unsigned *n);
+/* --@name's value, a count in [@min, @max], into *@out: 0, or TOOL_EXIT_USAGE after
+ * "--NAME: 'ARG' is not a count from MIN to MAX". */
+int bench_parse_count(const char *name, const char *arg, unsigned min, unsigned max, unsigned *out);
 /* The default --policy list, the safe policies: sync, async, single into @out; their count. */
 unsigned bench_safe_policies(enum delog_flush_policy *out);
 int bench_parse_log_size(const char *arg, uint64_t *out);

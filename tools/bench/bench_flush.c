@@ -57,17 +57,9 @@ int fb_option(void *state, int opt, const char *arg)
 		o->time_set = true;
 		return bench_parse_time(arg, &o->time_s);
 	case FB_OPT_FORCE_EVERY:
-		if (parse_count(arg, 1, MAX_FORCE_EVERY, &v))
-			return bench_usage_error("--force-every: '%s' is not a count from 1 to %u",
-						 arg, MAX_FORCE_EVERY);
-		o->force_every = (unsigned)v;
-		return 0;
+		return bench_parse_count("force-every", arg, 1, MAX_FORCE_EVERY, &o->force_every);
 	case FB_OPT_THREADS:
-		if (parse_count(arg, 1, FB_MAX_CLIENTS, &v))
-			return bench_usage_error("--threads: '%s' is not a count from 1 to %u", arg,
-						 FB_MAX_CLIENTS);
-		o->threads = (unsigned)v;
-		return 0;
+		return bench_parse_count("threads", arg, 1, FB_MAX_CLIENTS, &o->threads);
 	case FB_OPT_FILES:
 		if (parse_count(arg, 1, MAX_FILES, &v))
 			return bench_usage_error("--files: '%s' is not a count from 1 to %u", arg,

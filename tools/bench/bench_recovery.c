@@ -207,11 +207,7 @@ static int rec_option(void *state, int opt, const char *arg)
 	case OPT_ITEM_SIZE:
 		return bench_parse_item_size(arg, MAX_ITEM_SIZE, &o->item_size);
 	case OPT_CKPT_ITEMS:
-		if (parse_count(arg, 1, MAX_CKPT_ITEMS, &v))
-			return bench_usage_error("--ckpt-items: '%s' is not a count from 1 to %u",
-						 arg, MAX_CKPT_ITEMS);
-		o->ckpt_items = (unsigned)v;
-		return 0;
+		return bench_parse_count("ckpt-items", arg, 1, MAX_CKPT_ITEMS, &o->ckpt_items);
 	case OPT_READ_CHUNK:
 		if (parse_size(arg, &v) || v < MIN_READ_CHUNK || v > MAX_READ_CHUNK ||
 		    v % IOL_SEG_BYTES)
@@ -221,18 +217,9 @@ static int rec_option(void *state, int opt, const char *arg)
 		o->read_chunk = (size_t)v;
 		return 0;
 	case OPT_INFLIGHT:
-		if (parse_count(arg, 2, MAX_INFLIGHT, &v))
-			return bench_usage_error("--reads-in-flight: '%s' is not a count from 2 to "
-						 "%u",
-						 arg, MAX_INFLIGHT);
-		o->inflight = (unsigned)v;
-		return 0;
+		return bench_parse_count("reads-in-flight", arg, 2, MAX_INFLIGHT, &o->inflight);
 	case OPT_PASSES:
-		if (parse_count(arg, 1, MAX_PASSES, &v))
-			return bench_usage_error("--passes: '%s' is not a count from 1 to %u", arg,
-						 MAX_PASSES);
-		o->passes = (unsigned)v;
-		return 0;
+		return bench_parse_count("passes", arg, 1, MAX_PASSES, &o->passes);
 	case OPT_NO_FIO:
 		o->no_fio = true;
 		return 0;

@@ -78,11 +78,7 @@ static int spacewait_option(void *state, int opt, const char *arg)
 
 	switch (opt) {
 	case OPT_ROUNDS:
-		if (parse_count(arg, 1, MAX_ROUNDS, &v))
-			return bench_usage_error("--rounds: '%s' is not a count from 1 to %u", arg,
-						 MAX_ROUNDS);
-		o->rounds = (unsigned)v;
-		return 0;
+		return bench_parse_count("rounds", arg, 1, MAX_ROUNDS, &o->rounds);
 	case OPT_POLICY:
 		return bench_parse_policies(arg, o->policy, &o->npolicy);
 	case OPT_LOG_SIZE:

@@ -145,11 +145,7 @@ static int stream_option(void *state, int opt, const char *arg)
 
 	switch (opt) {
 	case OPT_CLIENTS:
-		if (parse_count(arg, 1, MAX_CLIENTS, &v))
-			return bench_usage_error("--clients: '%s' is not a count from 1 to %u", arg,
-						 MAX_CLIENTS);
-		o->clients = (unsigned)v;
-		return 0;
+		return bench_parse_count("clients", arg, 1, MAX_CLIENTS, &o->clients);
 	case OPT_POLICY:
 		return bench_parse_policies(arg, o->policy, &o->npolicy);
 	case OPT_TIME:
@@ -167,11 +163,7 @@ static int stream_option(void *state, int opt, const char *arg)
 	case OPT_LOGBSIZE:
 		return bench_parse_logbsize(arg, &o->logbsize);
 	case OPT_PASSES:
-		if (parse_count(arg, 1, MAX_PASSES, &v))
-			return bench_usage_error("--passes: '%s' is not a count from 1 to %u", arg,
-						 MAX_PASSES);
-		o->passes = (unsigned)v;
-		return 0;
+		return bench_parse_count("passes", arg, 1, MAX_PASSES, &o->passes);
 	case OPT_NO_FIO:
 		o->no_fio = true;
 		return 0;

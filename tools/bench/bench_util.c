@@ -104,6 +104,17 @@ int bench_parse_policies(const char *arg, enum delog_flush_policy *out, unsigned
 	return 0;
 }
 
+int bench_parse_count(const char *name, const char *arg, unsigned min, unsigned max, unsigned *out)
+{
+	uint64_t v;
+
+	if (parse_count(arg, min, max, &v))
+		return bench_usage_error("--%s: '%s' is not a count from %u to %u", name, arg, min,
+					 max);
+	*out = (unsigned)v;
+	return 0;
+}
+
 unsigned bench_safe_policies(enum delog_flush_policy *out)
 {
 	out[0] = DELOG_FLUSH_SYNC;
@@ -126,13 +137,7 @@ int bench_parse_log_size(const char *arg, uint64_t *out)
 
 int bench_parse_logbufs(const char *arg, unsigned *out)
 {
-	uint64_t v;
-
-	if (parse_count(arg, DELOG_LOGBUFS_MIN, DELOG_LOGBUFS_MAX, &v))
-		return bench_usage_error("--logbufs: '%s' is not a count from %u to %u", arg,
-					 DELOG_LOGBUFS_MIN, DELOG_LOGBUFS_MAX);
-	*out = (unsigned)v;
-	return 0;
+	return bench_parse_count("logbufs", arg, DELOG_LOGBUFS_MIN, DELOG_LOGBUFS_MAX, out);
 }
 
 int bench_parse_logbsize(const char *arg, uint32_t *out)
@@ -162,12 +167,7 @@ int bench_parse_item_size(const char *arg, uint32_t max, uint32_t *out)
 
 int bench_parse_items(const char *arg, uint32_t max, uint32_t *out)
 {
-	uint64_t v;
-
-	if (parse_count(arg, 1, max, &v))
-		return bench_usage_error("--items: '%s' is not a count from 1 to %u", arg, max);
-	*out = (uint32_t)v;
-	return 0;
+	return bench_parse_count("items", arg, 1, max, out);
 }
 
 int bench_parse_plot(const char *arg, const char **out)
