@@ -295,6 +295,8 @@ struct sim {
 
 	struct sim_fault faults[SIM_MAX_FAULTS];
 	unsigned nr_faults;
+	uint8_t *bad;        /* a bit per sector: reads fail -EIO until it is written */
+	uint64_t nr_bad;     /* bits set */
 	uint64_t opcount[3]; /* submissions per op; PREFLUSH counts a FLUSH too */
 };
 
@@ -487,6 +489,30 @@ static const unsigned char *sector_now(struct sim *s, uint64_t sector)
 	struct sim_slot *sl = slot_find(s, sector);
 
 	return sl ? sl->cur->data : s->media + sector * s->sector;
+}
+
+/* Does [first, first + n) hold a sector that cannot be read (iol_sim_set_unreadable)? */
+static bool range_bad(const struct sim *s, uint64_t first, uint64_t n)
+{
+	for (uint64_t i = 0; s->nr_bad && i < n; i++)
+		if (s->bad[(first + i) / 8] & (1u << ((first + i) % 8)))
+			return true;
+	return false;
+}
+
+static void range_set_bad(struct sim *s, uint64_t first, uint64_t n, bool bad)
+{
+	for (uint64_t i = 0; s->bad && i < n; i++) {
+		uint8_t *b = &s->bad[(first + i) / 8], m = (uint8_t)(1u << ((first + i) % 8));
+
+		if (bad && !(*b & m)) {
+			*b |= m;
+			s->nr_bad++;
+		} else if (!bad && (*b & m)) {
+			*b &= (uint8_t)~m;
+			s->nr_bad--;
+		}
+	}
 }
 
 /* Copy the first @bytes of the read's range (media overlaid with cache) into its buffers. */
@@ -842,6 +868,10 @@ static bool op_step(struct sim *s, struct sim_op *op, bool force, struct sim_don
 		}
 	}
 	if (op->op == IOL_OP_READ) {
+		if (op->fault < 0 && range_bad(s, op->first, op->nr)) {
+			op_finish(s, op, -EIO, 0, d);
+			return true;
+		}
 		switch (op->fault) {
 		case IOL_SIM_FAULT_EIO:
 			op_finish(s, op, op->err, 0, d);
@@ -870,6 +900,8 @@ static bool op_step(struct sim *s, struct sim_op *op, bool force, struct sim_don
 	} else {
 		err = write_cache(s, op);
 	}
+	if (!err)
+		range_set_bad(s, op->first, op->nr, false); /* a written sector reads again */
 	op_finish(s, op, err, err ? 0 : op->len, d);
 	return true;
 }
@@ -1045,6 +1077,7 @@ static void sim_free(struct sim *s)
 	}
 	free(s->tab);
 	free(s->media);
+	free(s->bad);
 	free(s->ev);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->work);
@@ -1384,6 +1417,24 @@ int iol_sim_fault_add(struct iol_dev *dev, const struct iol_sim_fault *f)
 		s->faults[s->nr_faults].base = s->opcount[f->op];
 		s->nr_faults++;
 	}
+	pthread_mutex_unlock(&s->lock);
+	return err;
+}
+
+int iol_sim_set_unreadable(struct iol_dev *dev, uint64_t sector, uint64_t n, bool bad)
+{
+	struct sim *s = sim_of(dev);
+	int err = 0;
+
+	if (!s || sector > s->nsectors || n > s->nsectors - sector)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	if (!s->bad && bad) {
+		s->bad = calloc(1, (size_t)(s->nsectors + 7) / 8);
+		err = s->bad ? 0 : -ENOMEM;
+	}
+	if (!err)
+		range_set_bad(s, sector, n, bad);
 	pthread_mutex_unlock(&s->lock);
 	return err;
 }

@@ -130,14 +130,17 @@ enum jrnl_rec_verdict jrnl_rec_check(const void *buf, size_t avail, uint32_t sec
 	p = hdr->payload_sectors;
 	if (hdr->version == 0 || jrnl_lsn_cycle(hdr->lsn) != hdr->cycle)
 		return JRNL_REC_NOT_HEADER;
-	/* A header sector is written whole, so a header of this log that does not fit this
-	 * geometry was written under another one (a superblock whose sector or log size
-	 * was changed), or was damaged at rest: never a torn write. */
+	/* A header of this log whose layout does not fit this geometry was written under
+	 * another one (a superblock whose sector or log size was changed), or was damaged
+	 * at rest: no torn write makes one.  A header that fits but names another sector
+	 * can be a torn sector that reads back another sector's bytes. */
 	if (h == 0 || h > JRNL_MAX_LOGBSIZE / sector || p > JRNL_MAX_LOGBSIZE / sector ||
 	    jrnl_rec_slots(sector, h) < p || (uint64_t)p * sector < hdr->len ||
-	    (p && (uint64_t)(p - 1) * sector >= hdr->len) ||
-	    jrnl_lsn_sector(hdr->lsn) != sector_no || (uint64_t)h + p > log_sectors)
+	    (p && (uint64_t)(p - 1) * sector >= hdr->len) || (uint64_t)h + p > log_sectors ||
+	    jrnl_lsn_sector(hdr->lsn) >= log_sectors)
 		return JRNL_REC_GEOMETRY;
+	if (jrnl_lsn_sector(hdr->lsn) != sector_no)
+		return JRNL_REC_MISPLACED;
 	if ((size_t)(h + p) * sector > avail)
 		return JRNL_REC_SHORT;
 	for (uint32_t k = 0; k < h + p; k++)

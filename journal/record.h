@@ -49,8 +49,11 @@ enum jrnl_rec_verdict {
 	JRNL_REC_TORN,       /* a sector carries the wrong cycle: not fully written */
 	JRNL_REC_CRC,        /* CRC mismatch with every sector's cycle right */
 	JRNL_REC_GEOMETRY,   /* this log's header (magic, uuid) whose layout does not fit
-				   * the sector size, or whose lsn names another sector: no
-				   * crash writes one; written under another geometry */
+				   * the sector size or the log: no crash writes one; written
+				   * under another geometry */
+	JRNL_REC_MISPLACED,  /* this log's header, fitting it, whose lsn names another
+				   * sector: a copy of another record's header (a torn write
+				   * that reads back another sector's bytes), not a record */
 };
 
 /*

@@ -156,30 +156,11 @@ static uint64_t max64(uint64_t a, uint64_t b)
 	return a > b ? a : b;
 }
 
-/* Read the sectors at addresses [a, a + n) into @buf in address order: one chained read,
- * or two where the range crosses the physical end. */
+/* Read the sectors at addresses [a, a + n) into @buf (jrnl_rcv_read: an unreadable
+ * sector reads as zeroes, R13). */
 static int read_addr(struct rctx *r, uint64_t a, uint64_t n, void *buf)
 {
-	unsigned char *p = buf;
-
-	while (n) {
-		uint64_t k = min64(n, r->N - a % r->N);
-		unsigned nr = 0;
-		int err;
-
-		err = iol_rw_wait(r->dev, IOL_OPF(IOL_OP_READ, 0), jrnl_rcv_dev_off(r, a), p,
-				  k * r->S, &nr);
-		r->rep->read_reqs += nr;
-		r->rep->bytes_read += k * r->S;
-		if (r->rep->max_reads_in_flight < 1)
-			r->rep->max_reads_in_flight = 1;
-		if (err)
-			return err;
-		a += k;
-		n -= k;
-		p += k * r->S;
-	}
-	return 0;
+	return jrnl_rcv_read(r, a, n, buf);
 }
 
 /*
@@ -257,41 +238,142 @@ static int carries_lap(struct rctx *r, uint64_t a, bool *yes)
 }
 
 /*
- * The anchor of the head search (R11): the largest address that a probe claims and that
- * at least as many other probes corroborate as any larger claim.  A probe at sector s
- * reading cycle c claims the address jrnl_rcv_cycle_lap(c) * N + s.  Every sector outside the
- * in-flight window [P, P + W) claims its address in [P + W - N, P); one inside it
- * claims an address in [P - N, P + W) (the lap before, or this one) or, if garbage,
- * anything.  So the claims of sectors that are not garbage lie within N + W of one
- * another, and the largest of them is at least P + W - N, because at least four probes
- * lie outside a window of at most N / 2 sectors.  A garbage claim is corroborated only
- * by the claims within N + W below it, which outnumber the real ones only if garbage
- * lands within a lap of the real head (a random cycle does so with odds of about 2^-31).
+ * Is the probe at address @x inside a valid record (R11)?  The record holding a sector
+ * starts at the first sector before it that begins with the record magic (a payload
+ * sector never does: cycles skip that value), at most a record's length back.  Read
+ * backwards in small steps to find it, then check the whole record: its CRC covers
+ * every sector's cycle stamp, so a sector it holds is where its cycle says it is.
  */
-static int find_anchor(struct rctx *r, uint64_t *anchor)
+static int probe_verified(struct rctx *r, uint64_t x, unsigned char *buf, bool *ok, uint64_t *end)
 {
-	uint64_t claim[PROBES], span = r->N + r->window;
-	unsigned best = 0, votes[PROBES];
-	uint32_t c;
-	int err;
+	uint64_t step = min64(r->maxrec, max64(1, (64u << 10) / r->S)), hi = x + 1, lo, span;
+	struct rinfo ri;
+	int err, v;
 
-	for (unsigned i = 0; i < PROBES; i++) {
-		uint64_t s = i + 1 < PROBES ? i * r->N / (PROBES - 1) : r->N - 1;
-
-		err = sector_cycle(r, s, &c);
+	*ok = false;
+	while (hi > r->N && x + 1 - hi < r->maxrec) {
+		lo = max64(r->N, max64(hi - min64(step, hi), x + 1 - r->maxrec));
+		err = read_addr(r, lo, hi - lo, buf);
 		if (err)
 			return err;
-		claim[i] = jrnl_rcv_cycle_lap(c) * r->N + s;
+		for (uint64_t a = hi; a-- > lo;) {
+			const unsigned char *p = buf + (a - lo) * r->S;
+
+			if (rd32(p) != JRNL_REC_MAGIC)
+				continue;
+			span = jrnl_rcv_rec_span(r, p);
+			if (a + span <= x)
+				return 0; /* the probe follows the record: no record holds it */
+			err = read_addr(r, a, span, buf);
+			if (err)
+				return err;
+			v = jrnl_rcv_check_rec(r, buf, span, a, &ri);
+			*ok = v == JRNL_REC_OK;
+			*end = ri.end;
+			return 0;
+		}
+		hi = lo;
 	}
-	for (unsigned i = 0; i < PROBES; i++) {
-		votes[i] = 0;
-		for (unsigned j = 0; j < PROBES; j++)
-			votes[i] += claim[j] <= claim[i] && claim[i] - claim[j] < span;
-		if (votes[i] > votes[best] || (votes[i] == votes[best] && claim[i] > claim[best]))
-			best = i;
-	}
-	*anchor = claim[best];
 	return 0;
+}
+
+/*
+ * The whole log, for the highest address that a valid record of any lap holds (R11),
+ * when the probes cannot show one.  Every sector is read once; a record found is
+ * checked in full and skipped over.
+ */
+static int scan_all(struct rctx *r, uint64_t *best, uint64_t *best_end, bool *found)
+{
+	uint64_t lim = 2 * r->N + r->maxrec, span;
+	unsigned char *p;
+	struct rinfo ri;
+	int err;
+
+	*found = false;
+	for (uint64_t a = r->N; a < 2 * r->N;) {
+		uint64_t lap, h;
+
+		err = win_get(r, a, a + 1, r->N, lim, true, &p);
+		if (err)
+			return err;
+		lap = rd32(p) == JRNL_REC_MAGIC ? jrnl_rcv_cycle_lap(rd32(p + 4)) : 0;
+		if (!lap) {
+			a++;
+			continue;
+		}
+		span = jrnl_rcv_rec_span(r, p);
+		err = win_get(r, a, a + span, r->N, lim, true, &p);
+		if (err)
+			return err;
+		h = lap * r->N + a % r->N;
+		if (jrnl_rcv_check_rec(r, p, span, h, &ri) != JRNL_REC_OK) {
+			a++;
+			continue;
+		}
+		if (!*found || ri.end - 1 > *best) {
+			*best = ri.end - 1;
+			*best_end = ri.end;
+		}
+		*found = true;
+		a += span;
+	}
+	return 0;
+}
+
+/*
+ * The anchor of the head search (R11): an address, carrying its lap, in
+ * [P + W - N, P + W).  Only a sector inside a valid record is evidence: it is where its
+ * cycle says it is, and it lies in [P - N, P + W), since a valid record in the window is
+ * this lap's write or the last lap's.  One outside the window lies in [P + W - N, P).
+ * Sectors that fail the check prove nothing, however many of them agree: a window that
+ * reads back as zeroes, 0xff or copies holds equal bytes in every sector.
+ *
+ * So the anchor is the highest probe inside a valid record, when that provably includes
+ * one outside the window: more such probes than a window can hold, or else no probe
+ * that is neither that nor "never written" (cycle 0, which no sector outside the window
+ * reads in a log past its first lap, the only one with no last lap to be mistaken for).
+ * Otherwise the whole log is read for its highest valid record.  @found is false only
+ * if the log holds no valid record at all.
+ */
+static int find_anchor(struct rctx *r, uint64_t *anchor, uint64_t *anchor_end, bool *found)
+{
+	uint64_t in_window = min64(PROBES, r->window * (PROBES - 1) / r->N + 2), best = 0;
+	uint64_t end = 0, best_end = 0;
+	unsigned verified = 0, loud = 0;
+	unsigned char *buf = iol_buf_alloc(r->dev, MAXREC_BYTES);
+	uint32_t c;
+	bool ok;
+	int err = buf ? 0 : -ENOMEM;
+
+	for (unsigned i = 0; !err && i < PROBES; i++) {
+		uint64_t s = i + 1 < PROBES ? i * r->N / (PROBES - 1) : r->N - 1, x;
+
+		err = sector_cycle(r, s, &c);
+		if (err || !c)
+			continue;
+		x = jrnl_rcv_cycle_lap(c) * r->N + s;
+		err = probe_verified(r, x, buf, &ok, &end);
+		if (!err && ok) {
+			if (!verified++ || x > best) {
+				best = x;
+				best_end = end;
+			}
+		} else if (!err) {
+			loud++;
+		}
+	}
+	free(buf);
+	if (err)
+		return err;
+	if (verified && (verified > in_window || !loud)) {
+		r->rep->anchor_probes = verified;
+		*anchor = best;
+		*anchor_end = best_end;
+		*found = true;
+		return 0;
+	}
+	r->rep->anchor_scanned = true;
+	return scan_all(r, anchor, anchor_end, found);
 }
 
 /*
@@ -302,14 +384,33 @@ static int find_anchor(struct rctx *r, uint64_t *anchor)
  */
 static int find_head(struct rctx *r)
 {
-	uint64_t lo, hi, hc;
+	uint64_t lo, hi, hc, lo_end = 0;
 	unsigned char *p;
-	bool yes;
+	bool yes, found;
 	int err;
 
-	err = find_anchor(r, &lo);
+	err = find_anchor(r, &lo, &lo_end, &found);
 	if (err)
 		return err;
+	if (!found) {
+		/* No valid record anywhere: the head is at the log's first sector, and what
+		 * the first lap wrote of its first window is a torn write (R1). */
+		r->hc = r->N;
+		r->hc0 = r->N;
+		r->no_record = true;
+		for (uint64_t a = r->N; a < r->N + r->window;) {
+			uint64_t n = min64(r->N + r->window - a, r->cap);
+
+			err = win_get(r, a, a + n, r->N, r->N + r->window, true, &p);
+			if (err)
+				return err;
+			for (uint64_t i = 0; i < n; i++)
+				if (jrnl_sector_cycle(p + i * r->S) == jrnl_rcv_lap_cycle(1))
+					r->hc0 = a + i + 1;
+			a += n;
+		}
+		return 0;
+	}
 	for (hi = lo + r->N; hi - lo > 1;) {
 		uint64_t mid = lo + (hi - lo) / 2;
 
@@ -324,8 +425,9 @@ static int find_head(struct rctx *r)
 	hc = hi;
 	r->hc0 = hc;
 
-	/* Holes left by writes that completed out of order. */
-	lo = max64(r->N, hc - min64(r->window, min64(hc, r->N - 1)));
+	/* Holes left by writes that completed out of order: in the window, and after the
+	 * record that vouched for the anchor, every sector of which this lap wrote. */
+	lo = max64(max64(r->N, lo_end), hc - min64(r->window, min64(hc, r->N - 1)));
 	for (uint64_t a = lo; a < hc;) {
 		uint64_t n = min64(hc - a, r->cap);
 
@@ -483,8 +585,17 @@ static int scan_future(struct rctx *r, uint64_t from, uint64_t to)
 			continue;
 		}
 		if (rec_durable(r, &ri) > r->E) {
+			uint64_t x;
+
 			/* Salvage (R12) drops this record too: count it past the head. */
 			r->seen_end = max64(r->seen_end, ri.end);
+			if (jrnl_rcv_any_unreadable(r, r->E, s, &x))
+				return jrnl_rcv_corrupt(
+					r, -EIO, r->E, jrnl_rcv_dev_off(r, x), "",
+					"sector %llu cannot be read (EIO), yet the record at sector "
+					"%llu says the log was stable past it",
+					(unsigned long long)(x % r->N),
+					(unsigned long long)(s % r->N));
 			return jrnl_rcv_corrupt(
 				r, DELOG_ECORRUPT, r->E, jrnl_rcv_dev_off(r, r->E), "",
 				"record at sector %llu past the head says the log was stable "
@@ -617,6 +728,13 @@ static int check_empty(struct rctx *r)
 
 	if (r->have_last || r->E > r->N)
 		return 0;
+	if (r->rep->unreadable_sectors)
+		/* An unreadable sector may hold a record: "empty" is not proven (R13). */
+		return jrnl_rcv_corrupt(r, -EIO, r->N, r->rep->unreadable_offset, "",
+					"no valid record found, and %llu sector(s) cannot be read "
+					"(the first at offset %llu): the log is not shown empty",
+					(unsigned long long)r->rep->unreadable_sectors,
+					(unsigned long long)r->rep->unreadable_offset);
 	for (unsigned k = 0; k < 64 && !written; k++) {
 		uint64_t sec = from + n * k / 64;
 
@@ -861,5 +979,6 @@ int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jr
 	}
 	free(r.sec);
 	free(r.win.buf);
+	free(r.bad);
 	return err;
 }

@@ -177,6 +177,11 @@ static int fr_front(struct fread *fr, struct fslot **out)
 	status = s->status;
 	pthread_mutex_unlock(&fr->lock);
 	*out = s;
+	if (status == -EIO) {
+		/* Some sector failed: read again a sector at a time (R13). */
+		status = jrnl_rcv_read(fr->r, s->a, s->n, s->buf);
+		s->status = status;
+	}
 	if (status)
 		return status;
 	/* A buffer may be free but unissued because the limit was reached then. */
@@ -808,6 +813,12 @@ static int rec_damage(struct rctx *r, int v, const unsigned char *p, uint64_t n,
 {
 	unsigned long long sec = a % r->N;
 
+	uint64_t x;
+
+	if (jrnl_rcv_any_unreadable(r, a, a + n, &x))
+		return jrnl_rcv_corrupt(r, -EIO, a, jrnl_rcv_dev_off(r, x), "",
+					"sector %llu of the record at sector %llu cannot be read (EIO)",
+					(unsigned long long)(x % r->N), sec);
 	switch (v) {
 	case JRNL_REC_FOREIGN:
 	case JRNL_REC_VERSION:
@@ -834,6 +845,12 @@ static int rec_damage(struct rctx *r, int v, const unsigned char *p, uint64_t n,
 	case JRNL_REC_CRC:
 		return jrnl_rcv_corrupt(r, DELOG_ECHECKSUM, a, jrnl_rcv_dev_off(r, a), "rec.crc",
 					"record at sector %llu fails its CRC", sec);
+	case JRNL_REC_MISPLACED:
+		return jrnl_rcv_corrupt(r, DELOG_ECORRUPT, a, jrnl_rcv_dev_off(r, a), "rec.lsn",
+					"record header at sector %llu names sector %u: a copy of "
+					"another record's header",
+					sec,
+					jrnl_lsn_sector(rd64(p + offsetof(struct jrnl_rec, lsn))));
 	case REC_WRONG_LAP:
 		return jrnl_rcv_corrupt(r, DELOG_ECORRUPT, a, jrnl_rcv_dev_off(r, a), "rec.cycle",
 					"record at sector %llu has cycle %u, expected %u (stale lap)",

@@ -14,8 +14,10 @@
 #include "recover_rec.h"
 
 #include <delog.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static uint32_t rd32(const void *p)
@@ -24,6 +26,98 @@ static uint32_t rd32(const void *p)
 
 	memcpy(&v, p, sizeof(v));
 	return v;
+}
+
+static uint64_t min64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+/*
+ * One read of the sectors at addresses [a, a + n), none of them crossing the physical
+ * end.  A read error fails only the request, so it is read again a sector at a time:
+ * a sector that still fails is unknown (R13), zeroed here so that no step can take it
+ * for a record or for a cycle of any lap, and remembered for the report.
+ */
+static int read_run(struct rctx *r, uint64_t a, uint64_t n, unsigned char *p)
+{
+	unsigned nr = 0;
+	int err;
+
+	err = iol_rw_wait(r->dev, IOL_OPF(IOL_OP_READ, 0), jrnl_rcv_dev_off(r, a), p, n * r->S,
+			  &nr);
+	r->rep->read_reqs += nr;
+	r->rep->bytes_read += n * r->S;
+	if (err != -EIO)
+		return err;
+	for (uint64_t i = 0; i < n; i++) {
+		unsigned char *q = p + i * r->S;
+
+		err = iol_rw_wait(r->dev, IOL_OPF(IOL_OP_READ, 0), jrnl_rcv_dev_off(r, a + i), q,
+				  r->S, &nr);
+		r->rep->read_reqs += nr;
+		r->rep->bytes_read += r->S;
+		if (err == -EIO) {
+			jrnl_rcv_unreadable(r, a + i);
+			memset(q, 0, r->S);
+		} else if (err) {
+			return err;
+		}
+	}
+	return 0;
+}
+
+int jrnl_rcv_read(struct rctx *r, uint64_t a, uint64_t n, void *buf)
+{
+	unsigned char *p = buf;
+
+	if (r->rep->max_reads_in_flight < 1)
+		r->rep->max_reads_in_flight = 1;
+	while (n) {
+		uint64_t k = min64(n, r->N - a % r->N);
+		int err = read_run(r, a, k, p);
+
+		if (err)
+			return err;
+		a += k;
+		n -= k;
+		p += k * r->S;
+	}
+	return 0;
+}
+
+void jrnl_rcv_unreadable(struct rctx *r, uint64_t a)
+{
+	struct jrnl_report *rep = r->rep;
+	uint64_t s = a % r->N;
+
+	if (!r->bad && !r->bad_lost) {
+		r->bad = calloc(1, (size_t)((r->N + 7) / 8));
+		r->bad_lost = !r->bad;
+	}
+	if (r->bad) {
+		if (r->bad[s / 8] & (1u << (s % 8)))
+			return; /* read again: counted once */
+		r->bad[s / 8] |= (uint8_t)(1u << (s % 8));
+	}
+	if (!rep->unreadable_sectors || jrnl_rcv_dev_off(r, a) < rep->unreadable_offset)
+		rep->unreadable_offset = jrnl_rcv_dev_off(r, a);
+	rep->unreadable_sectors++;
+}
+
+bool jrnl_rcv_any_unreadable(const struct rctx *r, uint64_t a, uint64_t e, uint64_t *at)
+{
+	if (!r->rep->unreadable_sectors)
+		return false;
+	for (uint64_t x = a; x < e && x - a < r->N; x++) {
+		uint64_t s = x % r->N;
+
+		if (!r->bad || r->bad[s / 8] & (1u << (s % 8))) {
+			*at = x; /* without the map, the first of the range stands for it */
+			return true;
+		}
+	}
+	return false;
 }
 
 /*

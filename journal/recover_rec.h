@@ -65,12 +65,15 @@ struct rctx {
 	uint64_t E, T, D;  /* settled head, tail, durable point */
 	uint64_t seen_end; /* end of the last valid record found past E */
 	bool have_last;
+	bool no_record;        /* step 1 found no valid record of any lap in the log */
 	struct rinfo last;     /* L */
 	uint64_t corrupt_a;    /* address of the record holding the first corruption */
 	bool have_verified;    /* a complete checkpoint was verified ... */
 	uint64_t verified_seq; /* ... and this was the last one (handed over or held back) */
 	bool salvaged;         /* salvage: the first corruption ended the log (R12) ... */
 	uint64_t salvage_a;    /* ... at this address: the damaged record's, or E */
+	uint8_t *bad;          /* a bit per sector that could not be read (R13), or NULL */
+	bool bad_lost;         /* no memory for that map: any sector may be one */
 };
 
 /* Laps count cycles without the skipped magic; lap 0 is cycle 0, "never written". */
@@ -108,6 +111,15 @@ static inline bool jrnl_rcv_lsn_addr(const struct rctx *r, uint64_t lsn, uint64_
 }
 
 /* ---- recover_rec.c ---- */
+
+/* Read the sectors at addresses [a, a + n) into @buf in address order (split at the
+ * physical end).  A sector the device cannot read (-EIO) reads as zeroes and is
+ * recorded (jrnl_rcv_unreadable); other errors are returned. */
+int jrnl_rcv_read(struct rctx *r, uint64_t a, uint64_t n, void *buf);
+/* Note the sector at address @a as unreadable, once however often it is read. */
+void jrnl_rcv_unreadable(struct rctx *r, uint64_t a);
+/* Does [a, e) hold a sector noted unreadable?  *@at: the first. */
+bool jrnl_rcv_any_unreadable(const struct rctx *r, uint64_t a, uint64_t e, uint64_t *at);
 
 /* The first corruption found, for the report (every later call returns the first's code);
  * @field: the on-disk field found wrong ("rec.crc", "op.type"; "" when no one field is). */

@@ -135,6 +135,11 @@ struct iol_sim_fault {
  * one chosen generation and every request that rode it (iolayer/flush.c FG3). */
 int iol_sim_fault_add(struct iol_dev *dev, const struct iol_sim_fault *f);
 void iol_sim_fault_clear(struct iol_dev *dev);
+/* Make sectors [sector, sector + n) unreadable (@bad) or readable again: a read that
+ * covers one fails -EIO, as flash answers an uncorrectable read of a page whose program
+ * was interrupted, until a completed write to the sector replaces it.  -EINVAL for a
+ * range past the disk; -ENOMEM. */
+int iol_sim_set_unreadable(struct iol_dev *dev, uint64_t sector, uint64_t n, bool bad);
 
 /* ---- delivery control (hold mode) ---- */
 

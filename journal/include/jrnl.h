@@ -194,6 +194,13 @@ struct jrnl_report {
 	uint64_t first_seq, last_seq; /* of the checkpoints counted in checkpoints (0: none) */
 	uint64_t held_back;           /* complete checkpoints after replay_to: verified, not
 				   * handed over */
+	uint64_t unreadable_sectors;  /* sectors the device failed to read (-EIO), each read
+				   * as unknown (recover.c R13) ... */
+	uint64_t unreadable_offset;   /* ... the byte offset of the lowest of them */
+	unsigned anchor_probes;       /* probes inside a valid record that anchored the head
+				   * search, or 0 ... */
+	bool anchor_scanned;          /* ... when the probes could not, and the whole log was
+				   * read for its highest valid record (recover.c R11) */
 	/* Salvage only: damage ended the log early (R12).  corruption and corrupt_* say
 	 * what and where; salvage_lsn and salvage_offset are the start of the record where
 	 * the kept log ends (the damaged record, or the head when a record past it proved

@@ -22,6 +22,7 @@
 #include <delog.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "format.h"
@@ -1624,31 +1625,75 @@ Test(recover, chained_reads, .timeout = TO)
 	t_close(&t);
 }
 
-/* Read errors anywhere in recovery: the error comes back, nothing crashes or hangs. */
+/*
+ * Read errors anywhere in recovery (R13).  A request that fails once is read again a
+ * sector at a time, so a transient error costs nothing: every checkpoint comes back.  A
+ * device that fails every read from some point on leaves sectors unknown: recovery
+ * refuses with -EIO and the offset, never takes them for an empty or shorter log.
+ */
 Test(recover, read_errors, .timeout = TO)
 {
 	int failed = 0;
 
-	for (uint64_t nth = 1; nth <= 80; nth += 3) {
-		struct iol_sim_fault f = { .op = IOL_OP_READ,
-					   .nth = nth,
-					   .kind = IOL_SIM_FAULT_EIO };
-		struct jrnl_report rep;
-		struct tlog t;
-		int err;
+	for (int persistent = 0; persistent < 2; persistent++) {
+		for (uint64_t nth = 1; nth <= 80; nth += 3) {
+			struct iol_sim_fault f = { .op = IOL_OP_READ,
+						   .nth = nth,
+						   .kind = IOL_SIM_FAULT_EIO,
+						   .persistent = persistent };
+			struct jrnl_report rep;
+			struct tlog t;
+			int err;
 
-		t_open(&t, 4096, LOG4M, 32 << 10);
-		for (int i = 0; i < 40; i++) {
-			t_ckpt(&t, 2, 3000);
-			t_seal(&t);
+			t_open(&t, 4096, LOG4M, 32 << 10);
+			for (int i = 0; i < 40; i++) {
+				t_ckpt(&t, 2, 3000);
+				t_seal(&t);
+			}
+			cr_assert_eq(iol_sim_fault_add(t.dev, &f), 0);
+			err = t_recover(&t, true, &rep, &G);
+			if (!persistent || err == 0) {
+				cr_assert_eq(err, 0, "nth %llu: %d %s", (unsigned long long)nth,
+					     err, rep.corrupt_what);
+				want_seqs(&G, 1, 40);
+			} else {
+				cr_assert_eq(err, -EIO, "nth %llu: %d %s", (unsigned long long)nth,
+					     err, rep.corrupt_what);
+				cr_assert_gt(rep.unreadable_sectors, 0);
+				failed++;
+			}
+			t_close(&t);
 		}
-		cr_assert_eq(iol_sim_fault_add(t.dev, &f), 0);
-		err = t_recover(&t, false, &rep, &G);
-		cr_assert(err == 0 || err == -EIO, "nth %llu: %d", (unsigned long long)nth, err);
-		failed += err == -EIO;
-		t_close(&t);
 	}
 	cr_assert_gt(failed, 3);
+}
+
+/* One unreadable sector behind the head is damage, named with its offset (-EIO), and
+ * salvage keeps the checkpoints before it; in the window it is a torn write (R13). */
+Test(recover, unreadable_sector_named, .timeout = TO)
+{
+	struct jrnl_report rep;
+	struct tlog t;
+	uint64_t a;
+	int err;
+
+	t_open(&t, 4096, LOG4M, 32 << 10);
+	for (int i = 0; i < 40; i++) {
+		t_ckpt(&t, 2, 3000);
+		t_seal(&t);
+	}
+	a = t.recs[20].a + 1;
+	cr_assert_eq(iol_sim_set_unreadable(t.dev, t_off(&t, a) / t.S, 1, true), 0);
+	err = t_recover(&t, true, &rep, &G);
+	cr_assert_eq(err, -EIO, "%d %s", err, rep.corrupt_what);
+	cr_assert_eq(rep.corrupt_offset, t_off(&t, a));
+	cr_assert_eq(rep.unreadable_sectors, 1);
+	cr_assert_eq(rep.unreadable_offset, t_off(&t, a));
+	cr_assert(strstr(rep.corrupt_what, "cannot be read"), "%s", rep.corrupt_what);
+	cr_assert_eq(t_recover_opts(&t, 0, true, &rep, &G), 0, "%s", rep.corrupt_what);
+	cr_assert(rep.salvaged);
+	cr_assert_gt(G.n, 0);
+	t_close(&t);
 }
 
 /* Damage of every kind at random places: an error or a prefix, never a crash, and never
@@ -1786,23 +1831,42 @@ static void w_garbage(const struct tlog *t, uint64_t a, unsigned char *buf)
 	memcpy(buf, &c, 4);
 }
 
+/* What a torn window sector reads back as (R11, R13): random bytes, one constant byte
+ * (a device that returns zeroes or 0xff for an interrupted or unmapped write), the
+ * stable bytes of another sector (a remap gone wrong: half of them carry the current
+ * lap), or nothing at all (the device fails the read). */
+enum wfill {
+	WF_RANDOM,
+	WF_ZERO,
+	WF_ONES,
+	WF_COPY,
+	WF_EIO,
+	WF_N
+};
+static const char *const wfill_name[WF_N] = { "random", "zeroes", "0xff", "copy", "EIO" };
+
 struct wwin {
 	uint64_t P, W; /* the window [P, P + W) */
-	unsigned char *old, *cur, *junk;
+	unsigned char *old, *cur, *fill[WF_EIO];
 };
 
-/* Sector i of the window takes the version v: 0 old, 1 written, 2 garbage. */
+/* Sector i of the window takes the version v: 0 old, 1 written, 2 + f the fill f. */
 static void w_set(struct tlog *t, struct wwin *w, uint64_t i, int v)
 {
-	const unsigned char *src = v == 0 ? w->old : v == 1 ? w->cur : w->junk;
+	const unsigned char *src = v == 0          ? w->old :
+				   v == 1          ? w->cur :
+				   v == 2 + WF_EIO ? w->old :
+						     w->fill[v - 2];
 
 	t_write(t, w->P + i, src + i * t->S, 1);
+	if (v == 2 + WF_EIO)
+		cr_assert_eq(iol_sim_set_unreadable(t->dev, t_off(t, w->P + i) / t->S, 1, true), 0);
 }
 
 /*
  * Build a wrapped 4 MiB log whose durable part ends at P, with records written by the
  * session over the first @fill sectors of the window [P, P + W) and the previous lap in
- * the rest, and keep each window sector's three versions.
+ * the rest, and keep each window sector's versions.
  */
 static void w_build(struct tlog *t, struct wwin *w, uint32_t S, uint64_t P, uint64_t fill)
 {
@@ -1817,21 +1881,41 @@ static void w_build(struct tlog *t, struct wwin *w, uint32_t S, uint64_t P, uint
 	t_pad_to(t, P);
 	w->old = iol_buf_alloc(t->dev, w->W * S);
 	w->cur = iol_buf_alloc(t->dev, w->W * S);
-	w->junk = iol_buf_alloc(t->dev, w->W * S);
-	cr_assert(w->old && w->cur && w->junk);
+	cr_assert(w->old && w->cur);
+	for (int f = 0; f < WF_EIO; f++) {
+		w->fill[f] = iol_buf_alloc(t->dev, w->W * S);
+		cr_assert(w->fill[f]);
+	}
 	t_read(t, P, w->old, w->W);
 	t->durable = (int64_t)P;
 	t_pad_to(t, P + fill);
 	t_read(t, P, w->cur, w->W);
-	for (uint64_t i = 0; i < w->W; i++)
-		w_garbage(t, P + i, w->junk + i * S);
+	memset(w->fill[WF_ZERO], 0, w->W * S);
+	memset(w->fill[WF_ONES], 0xff, w->W * S);
+	for (uint64_t i = 0; i < w->W; i++) {
+		unsigned char *c = w->fill[WF_COPY] + i * S;
+
+		w_garbage(t, P + i, w->fill[WF_RANDOM] + i * S);
+		/* A copy equal to what the sector holds old or new would be no fault: the
+		 * first source that differs from both. */
+		for (uint64_t j = 0; j < 32; j++) {
+			if ((i + j) % 2)
+				memcpy(c, w->old + (i + 1 + j) % w->W * S, S);
+			else
+				t_read(t, P - 1 - (i + j) / 2 % 16, c, 1);
+			if (memcmp(c, w->old + i * S, S) && memcmp(c, w->cur + i * S, S))
+				break;
+			memcpy(c, w->fill[WF_RANDOM] + i * S, S);
+		}
+	}
 }
 
 static void w_free(struct tlog *t, struct wwin *w)
 {
 	free(w->old);
 	free(w->cur);
-	free(w->junk);
+	for (int f = 0; f < WF_EIO; f++)
+		free(w->fill[f]);
 	t_close(t);
 }
 
@@ -1849,15 +1933,15 @@ static bool w_probe(const struct tlog *t, const struct wwin *w, uint64_t i)
 #define W_SWEEP_STRIDE 1
 #endif
 
-/* One window placement: every sector garbled alone, and every pair of a probed sector
- * with a sector of the window (every one of them for 4096-byte sectors, every 8th for
- * 512-byte ones), each against the same state with those sectors old. */
+/* One window placement, for each fill: sectors torn alone, pairs of a probed sector with
+ * a sector of the window, and the whole window; each state against the same state with
+ * those sectors old. */
 static void w_sweep(uint32_t S, const char *what, uint64_t P, uint64_t fill)
 {
 	static struct outcome base, old1[4096], o, o2;
-	uint64_t stride = (S == 4096 ? 1 : 8) * W_SWEEP_STRIDE;
 	struct wwin w;
 	struct tlog t;
+	char name[96];
 
 	w_build(&t, &w, S, P, fill);
 	w_recover(&t, &base);
@@ -1868,27 +1952,56 @@ static void w_sweep(uint32_t S, const char *what, uint64_t P, uint64_t fill)
 			continue;
 		w_set(&t, &w, i, 0);
 		w_recover(&t, &old1[i]);
-		w_set(&t, &w, i, 2);
-		w_recover(&t, &o);
-		w_same(&o, &old1[i], what, i, i);
 		w_set(&t, &w, i, 1);
 	}
-	for (uint64_t i = 0; i < w.W; i++) {
-		if (!w_probe(&t, &w, i))
-			continue;
-		for (uint64_t j = 0; j < w.W; j++) {
-			if (j == i || (j % stride && !w_probe(&t, &w, j)) ||
-			    (j < i && w_probe(&t, &w, j)))
+	for (int f = 0; f < WF_N; f++) {
+		/* Random bytes: every sector alone, pairs with every sector (every 8th for
+		 * 512-byte sectors); the other fills, which this argument never relied on the
+		 * bytes of, a sample: 64 sectors alone and 16 partners per probe. */
+		uint64_t one = (f == WF_RANDOM ? 1 : w.W / 64) * W_SWEEP_STRIDE;
+		uint64_t stride = (f == WF_RANDOM ? (S == 4096 ? 1 : 8) : w.W / 16) *
+				  W_SWEEP_STRIDE;
+
+		snprintf(name, sizeof(name), "%s, %s", what, wfill_name[f]);
+		for (uint64_t i = 0; i < w.W; i++) {
+			if (i % one && !w_probe(&t, &w, i))
 				continue;
-			w_set(&t, &w, i, 0);
-			w_set(&t, &w, j, 0);
-			w_recover(&t, &o2);
-			w_set(&t, &w, i, 2);
-			w_set(&t, &w, j, 2);
+			w_set(&t, &w, i, 2 + f);
 			w_recover(&t, &o);
-			w_same(&o, &o2, what, i, j);
+			w_same(&o, &old1[i], name, i, i);
 			w_set(&t, &w, i, 1);
-			w_set(&t, &w, j, 1);
+		}
+		for (uint64_t i = 0; i < w.W; i++) {
+			if (!w_probe(&t, &w, i))
+				continue;
+			for (uint64_t j = 0; j < w.W; j++) {
+				if (j == i || (j % stride && !w_probe(&t, &w, j)) ||
+				    (j < i && w_probe(&t, &w, j)))
+					continue;
+				w_set(&t, &w, i, 0);
+				w_set(&t, &w, j, 0);
+				w_recover(&t, &o2);
+				w_set(&t, &w, i, 2 + f);
+				w_set(&t, &w, j, 2 + f);
+				w_recover(&t, &o);
+				w_same(&o, &o2, name, i, j);
+				w_set(&t, &w, i, 1);
+				w_set(&t, &w, j, 1);
+			}
+		}
+		/* The whole window, and the whole window but what the session wrote. */
+		for (int part = 0; part < 2; part++) {
+			for (uint64_t i = 0; i < w.W; i++)
+				if (!part || i >= fill)
+					w_set(&t, &w, i, 0);
+			w_recover(&t, &o2);
+			for (uint64_t i = 0; i < w.W; i++)
+				if (!part || i >= fill)
+					w_set(&t, &w, i, 2 + f);
+			w_recover(&t, &o);
+			w_same(&o, &o2, name, part ? fill : 0, w.W - 1);
+			for (uint64_t i = 0; i < w.W; i++)
+				w_set(&t, &w, i, 1);
 		}
 	}
 	w_free(&t, &w);
@@ -1915,3 +2028,101 @@ W_TEST(across_end, 512, 3 * N - W / 2, W - W / 8)
 W_TEST(over_probes, 512, 3 * N + N / 8 - 1, W / 2)
 W_TEST(ending_at_0, 512, 3 * N - W + 1, W)
 W_TEST(starting_at_last, 512, 3 * N - 1, W / 3)
+
+/* The whole window torn with each fill, for windows starting and ending at each probe and
+ * one sector either side: what the same window old recovers, or (outside the model:
+ * nothing in it is torn) the refusals a torn window never causes. */
+static void w_align(uint32_t S)
+{
+	static struct outcome o, o2;
+	uint64_t N = LOG4M / S, W = jrnl_window_sectors(N, S);
+
+	for (unsigned k = 0; k < 9; k++) {
+		uint64_t probe = k < 8 ? k * N / 8 : N - 1;
+
+		for (int end = 0; end < 2; end++) {
+			for (int d = -1; d <= 1; d++) {
+				uint64_t P = 3 * N + probe + (uint64_t)d - (end ? W : 0);
+				struct wwin w;
+				struct tlog t;
+				char name[96];
+
+				w_build(&t, &w, S, P, W / 3);
+				for (int f = 0; f < WF_N; f++) {
+					snprintf(name, sizeof(name),
+						 "%u-byte, window %s probe %u %+d, %s", S,
+						 end ? "ending at" : "starting at", k, d,
+						 wfill_name[f]);
+					for (uint64_t i = 0; i < w.W; i++)
+						w_set(&t, &w, i, 0);
+					w_recover(&t, &o2);
+					cr_assert_eq(o2.err, 0, "%s: %s", name,
+						     o2.rep.corrupt_what);
+					for (uint64_t i = 0; i < w.W; i++)
+						w_set(&t, &w, i, 2 + f);
+					w_recover(&t, &o);
+					w_same(&o, &o2, name, 0, w.W - 1);
+					for (uint64_t i = 0; i < w.W; i++)
+						w_set(&t, &w, i, 1);
+				}
+				w_free(&t, &w);
+			}
+		}
+	}
+}
+
+Test(recover, window_whole_at_probes_4096, .timeout = 3600)
+{
+	w_align(4096);
+}
+
+Test(recover, window_whole_at_probes_512, .timeout = 3600)
+{
+	w_align(512);
+}
+
+/*
+ * A small log in its third lap with the head at 0.38 of it, every sector from the head
+ * to the physical end reading back as one constant byte or failing to read (beyond the
+ * window, so outside the model; a device that zeroes what it did not finish writing
+ * shows this): every checkpoint behind the head is recovered, as with those sectors
+ * untouched.  Equal bytes in many sectors corroborate nothing (R11).
+ */
+Test(recover, constant_fill_from_head_to_end, .timeout = TO)
+{
+	static struct outcome base, o;
+
+	for (int f = WF_ZERO; f < WF_N; f++) {
+		if (f == WF_COPY)
+			continue;
+		uint64_t N = LOG4M / 4096, P = 3 * N + 388;
+		struct tlog t;
+
+		t_open(&t, 4096, LOG4M, 32 << 10);
+		while (t.head < P - 288) { /* laps of checkpoints, the tail following */
+			t.tail = t.head;
+			t_pad_to(&t, t.head + N / 4 < P - 288 ? t.head + N / 4 : P - 288);
+		}
+		t.tail = t.head; /* the newest checkpoints are kept, all in this lap */
+		t_pad_to(&t, P);
+		w_recover(&t, &base);
+		cr_assert_eq(base.err, 0, "%s", base.rep.corrupt_what);
+		cr_assert_gt(base.rep.checkpoints, 0);
+		for (uint64_t a = P; a < 4 * t.N; a++) {
+			unsigned char *buf = iol_buf_alloc(t.dev, t.S);
+
+			cr_assert(buf);
+			memset(buf, f == WF_ONES ? 0xff : 0, t.S);
+			t_write(&t, a, buf, 1);
+			if (f == WF_EIO)
+				cr_assert_eq(iol_sim_set_unreadable(t.dev, t_off(&t, a) / t.S, 1,
+								    true),
+					     0);
+			free(buf);
+		}
+		w_recover(&t, &o);
+		w_same(&o, &base, wfill_name[f], 388, t.N - 1);
+		cr_assert(!o.rep.empty);
+		t_close(&t);
+	}
+}
