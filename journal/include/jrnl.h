@@ -205,6 +205,16 @@ struct jrnl_report {
 	bool salvaged;
 	uint64_t salvage_lsn, salvage_offset, salvage_bytes;
 	uint64_t lost_commits, lost_first_seq, lost_last_seq;
+	/* Numbering: the sequences this log may have given out, which a log replacing it
+	 * must number past (docs/FORMAT.md, "Salvage").  0 means none, in each.
+	 * verified_seq: the last complete checkpoint verified (handed over or held back).
+	 * started_seq: the highest START in a verified record, a checkpoint left open
+	 * included.  Salvage only: lost_high_seq, the highest START or COMMIT seq in a
+	 * valid record after the damage; damaged_seq, the highest one still readable in
+	 * the damaged record (CRC failed) that is plausible: the record has room for a
+	 * COMMIT op of each sequence between the last verified or started one and it.
+	 * high_seq: the largest of them all. */
+	uint64_t verified_seq, started_seq, lost_high_seq, damaged_seq, high_seq;
 };
 
 /*

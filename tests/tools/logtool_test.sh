@@ -230,8 +230,9 @@ for r in d["records"]:
 print(k, x)
 EOF2
 	}
-	# same_items NEW.json GOOD.json FIRST LAST : checkpoints FIRST..LAST carry the same
-	# COMMIT (nitems, payload_bytes, item crc) in both: the same items, byte for byte.
+	# same_items NEW.json GOOD.json FIRST LAST [TOP] : checkpoints FIRST..LAST carry the
+	# same COMMIT (nitems, payload_bytes, item crc) in both: the same items, byte for
+	# byte; LAST+1..TOP (default LAST) are in NEW empty, carrying the numbering on.
 	same_items() {
 		python3 - "$@" <<'EOF2' || fail "salvaged items differ from the intact log's ($3..$4)"
 import json, sys
@@ -241,9 +242,12 @@ def commits(p):
             for r in d["records"] for op in r["ops"] if op["type"] == "COMMIT"}
 a, b = commits(sys.argv[1]), commits(sys.argv[2])
 lo, hi = int(sys.argv[3]), int(sys.argv[4])
-assert sorted(a) == list(range(lo, hi + 1)), sorted(a)
+top = int(sys.argv[5]) if len(sys.argv) > 5 else hi
+assert sorted(a) == list(range(lo, top + 1)), sorted(a)
 for s in range(lo, hi + 1):
     assert a[s] == b[s], (s, a[s], b[s])
+for s in range(hi + 1, top + 1):
+    assert a[s][:2] == (0, 0), (s, a[s])
 EOF2
 	}
 
@@ -255,12 +259,12 @@ EOF2
 	K=$1
 	[ "$K" -gt 0 ] && [ "$K" -lt 40 ] || fail "corrupt: $K checkpoints before the victim"
 	expect_rc 0 "salvage of 'corrupt'" "$DELOG" recover --salvage "$TMP/c.new" --json "$L"
-	jcheck "$TMP/out" "salvage of 'corrupt'" "d['error'] is None and d['salvage']['damage']['name'] == 'DELOG_ECHECKSUM' and d['salvage']['damage']['offset'] == $VICTIM and d['salvage']['damage']['field'] == 'rec.crc' and d['salvage']['kept']['checkpoints'] == $K and d['salvage']['kept']['first_seq'] == 1 and d['salvage']['kept']['last_seq'] == $K and d['salvage']['dropped']['offset'] == $VICTIM and d['salvage']['dropped']['bytes'] > 0 and d['salvage']['dropped']['commits_after_damage'] > 0 and d['salvage']['dropped']['last_seq'] == 40 and d['salvage']['new_log']['written'] and d['salvage']['new_log']['log_size'] == 4 << 20 and d['salvage']['new_log']['sector'] == 512"
+	jcheck "$TMP/out" "salvage of 'corrupt'" "d['error'] is None and d['salvage']['damage']['name'] == 'DELOG_ECHECKSUM' and d['salvage']['damage']['offset'] == $VICTIM and d['salvage']['damage']['field'] == 'rec.crc' and d['salvage']['kept']['checkpoints'] == $K and d['salvage']['kept']['first_seq'] == 1 and d['salvage']['kept']['last_seq'] == $K and d['salvage']['dropped']['offset'] == $VICTIM and d['salvage']['dropped']['bytes'] > 0 and d['salvage']['dropped']['commits_after_damage'] > 0 and d['salvage']['dropped']['last_seq'] == 40 and d['salvage']['dropped']['from_seq'] == $K + 1 and d['salvage']['dropped']['to_seq'] == 40 and d['salvage']['numbering']['high_seq'] == 40 and d['salvage']['numbering']['next_seq'] == 41 and d['salvage']['new_log']['written'] and d['salvage']['new_log']['log_size'] == 4 << 20 and d['salvage']['new_log']['sector'] == 512"
 	[ "$(sum "$L")" = "$lsum" ] || fail "salvage changed the damaged log"
 	expect_rc 0 "strict recovery of the salvaged log" "$DELOG" recover --json "$TMP/c.new"
-	jcheck "$TMP/out" "salvaged log" "d['error'] is None and d['report']['clean'] and d['report']['checkpoints'] == $K and d['report']['first_seq'] == 1 and d['report']['last_seq'] == $K"
+	jcheck "$TMP/out" "salvaged log" "d['error'] is None and d['report']['clean'] and d['report']['checkpoints'] == 40 and d['report']['first_seq'] == 1 and d['report']['last_seq'] == 40"
 	"$DELOG" print --json "$TMP/c.new" >"$TMP/c.json" || fail "print of the salvaged log"
-	same_items "$TMP/c.json" "$TMP/good.json" 1 "$K"
+	same_items "$TMP/c.json" "$TMP/good.json" 1 "$K" 40
 	expect_rc 0 "salvage of 'corrupt' (text)" "$DELOG" recover --salvage "$TMP/c2.new" "$L"
 	expect_in "$TMP/out" "kept: checkpoints 1..$K" "salvage text names what was kept"
 	expect_in "$TMP/out" "DELOG_ECHECKSUM at byte $VICTIM" "salvage text names the damage"
@@ -282,14 +286,30 @@ EOF2
 	jcheck "$TMP/out" "salvage of 'lostcommit'" "d['salvage']['damage']['name'] == 'DELOG_ECORRUPT' and 'never committed' in d['salvage']['damage']['what'] and d['salvage']['kept']['last_seq'] == $X - 1 and d['salvage']['dropped']['incomplete'] == 2 and d['salvage']['dropped']['first_seq'] == $X + 1 and d['salvage']['new_log']['written']"
 	[ "$(sum "$TMP/lost.log")" = "$before" ] || fail "salvage changed 'lostcommit'"
 	"$DELOG" print --json "$TMP/l.new" >"$TMP/l.json" || fail "print of the salvaged log"
-	same_items "$TMP/l.json" "$TMP/good.json" 1 $((X - 1))
+	same_items "$TMP/l.json" "$TMP/good.json" 1 $((X - 1)) 40
 
 	# Checkpoints 1-10 released (the tail moved): the kept ones keep their numbers.
 	mk tailcorrupt "$TMP/tail.log" || exit 1
 	expect_rc 0 "salvage of 'tailcorrupt'" "$DELOG" recover --salvage "$TMP/t.new" --json "$TMP/tail.log"
 	jcheck "$TMP/out" "salvage of 'tailcorrupt'" "d['salvage']['kept']['first_seq'] == 11 and d['salvage']['kept']['last_seq'] == $K"
 	expect_rc 0 "strict recovery of 't.new'" "$DELOG" recover --json "$TMP/t.new"
-	jcheck "$TMP/out" "'t.new' continues the sequence" "d['report']['first_seq'] == 11 and d['report']['last_seq'] == $K and d['report']['clean']"
+	jcheck "$TMP/out" "'t.new' continues the sequence" "d['report']['first_seq'] == 11 and d['report']['last_seq'] == 40 and d['report']['checkpoints'] == 30 and d['report']['clean']"
+
+	# Numbering (issue 35 item 5): 100 checkpoints, the record holding checkpoint 51's
+	# COMMIT damaged.  The salvaged log keeps 1..50 and must number on past 100, the
+	# highest sequence the old log gave out, and the report must name 51..100 dropped.
+	mk corrupt100 "$TMP/c100.log" || exit 1
+	expect_rc 0 "salvage of 'corrupt100'" "$DELOG" recover --salvage "$TMP/c100.new" --json "$TMP/c100.log"
+	jcheck "$TMP/out" "salvage of 'corrupt100'" "d['salvage']['kept']['last_seq'] == 50 and d['salvage']['dropped']['from_seq'] == 51 and d['salvage']['dropped']['to_seq'] == 100 and d['salvage']['numbering']['verified_seq'] == 50 and d['salvage']['numbering']['damaged_record_seq'] >= 51 and d['salvage']['numbering']['high_seq'] == 100 and d['salvage']['numbering']['empty_first_seq'] == 51 and d['salvage']['numbering']['empty_last_seq'] == 100 and d['salvage']['numbering']['next_seq'] == 101"
+	next=$("$MKLOG" nextseq "$TMP/c100.new") || fail "nextseq on the salvaged log"
+	[ "$next" = "seq=101" ] || fail "the first commit after salvage got $next, not seq=101"
+	expect_rc 0 "salvage of 'corrupt100' (text)" "$DELOG" recover --salvage "$TMP/c100b.new" "$TMP/c100.log"
+	expect_in "$TMP/out" "dropped: checkpoints 51..100" "salvage text names every dropped checkpoint"
+	expect_in "$TMP/out" "next checkpoint is 101" "salvage text names the new log's next sequence"
+	# A point in time is numbered on the same way: --to 10 of 40 continues at 41.
+	expect_rc 0 "salvage --to 10 (numbering)" "$DELOG" recover --salvage "$TMP/g10n.new" --to 10 --json "$TMP/good.log"
+	next=$("$MKLOG" nextseq "$TMP/g10n.new") || fail "nextseq on the --to 10 log"
+	[ "$next" = "seq=41" ] || fail "the first commit after salvage --to 10 got $next, not seq=41"
 
 	# A bad superblock field: nothing can be verified, so nothing is salvaged.
 	while read -r c code field; do
@@ -320,7 +340,7 @@ EOF2
 	expect_rc 0 "salvage --to 10 of an intact log" "$DELOG" recover --salvage "$TMP/g10.new" --to 10 --json "$G"
 	jcheck "$TMP/out" "salvage --to 10" "d['salvage']['damage'] is None and d['salvage']['kept']['last_seq'] == 10 and d['salvage']['dropped']['held_back'] == 30"
 	expect_rc 0 "strict recovery of 'g10.new'" "$DELOG" recover --json "$TMP/g10.new"
-	jcheck "$TMP/out" "'g10.new'" "d['report']['checkpoints'] == 10 and d['report']['last_seq'] == 10"
+	jcheck "$TMP/out" "'g10.new'" "d['report']['checkpoints'] == 40 and d['report']['last_seq'] == 40 and d['report']['items'] == 30"
 	[ "$(sum "$G")" = "$before" ] || fail "--to changed the log"
 
 	# --dry-run says what would be kept and writes nothing; --size sets NEWLOG's size.
@@ -338,7 +358,7 @@ EOF2
 	[ "$(sum "$TMP/c.new")" = "$nb" ] || fail "a refused salvage changed NEWLOG"
 	expect_rc 0 "salvage --force over an existing NEWLOG" "$DELOG" recover --salvage "$TMP/c.new" --force --to 3 "$L"
 	expect_rc 0 "strict recovery of the replaced NEWLOG" "$DELOG" recover --json "$TMP/c.new"
-	jcheck "$TMP/out" "replaced NEWLOG" "d['report']['last_seq'] == 3"
+	jcheck "$TMP/out" "replaced NEWLOG" "d['report']['last_seq'] == 40 and d['report']['items'] == 9"
 	ln "$L" "$TMP/hard.log"
 	ln -s "$L" "$TMP/sym.log"
 	for n in "$L" "$TMP/hard.log"; do
