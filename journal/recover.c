@@ -856,6 +856,9 @@ int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jr
 	if (!dev || !g || (g->sector != 512 && g->sector != 4096) || g->log_sectors < 2 ||
 	    g->log_sectors > UINT32_MAX || g->log_size != g->log_sectors * g->sector)
 		return -EINVAL;
+	/* Stamping writes sectors the device could tear with those before them. */
+	if (!o->read_only && !o->salvage && jrnl_sector_check(dev, g->sector, NULL, 0))
+		return DELOG_EGEOMETRY;
 
 	chunk = o->read_chunk ? o->read_chunk : CHUNK_DEFAULT;
 	chunk = chunk < CHUNK_MIN ? CHUNK_MIN : chunk > CHUNK_MAX ? CHUNK_MAX : chunk;

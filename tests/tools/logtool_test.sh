@@ -83,7 +83,7 @@ case "$MODE" in
 format)
 	need_python
 	L=$TMP/a.log
-	expect_rc 0 "format a new file" "$DELOG" format "$L" --size 8M --sector 512
+	expect_rc 0 "format a new file" "$DELOG" format "$L" --size 8M --sector 4096
 	expect_in "$TMP/out" "8 MiB" "format names the size"
 	[ "$(stat -c %a "$L")" = 600 ] || fail "new log has mode $(stat -c %a "$L"), expected 600"
 	[ "$(stat -c %s "$L")" = $((8 * 1024 * 1024 + 4096)) ] || fail "file is $(stat -c %s "$L") bytes"
@@ -259,7 +259,7 @@ EOF2
 	K=$1
 	[ "$K" -gt 0 ] && [ "$K" -lt 40 ] || fail "corrupt: $K checkpoints before the victim"
 	expect_rc 0 "salvage of 'corrupt'" "$DELOG" recover --salvage "$TMP/c.new" --json "$L"
-	jcheck "$TMP/out" "salvage of 'corrupt'" "d['error'] is None and d['salvage']['damage']['name'] == 'DELOG_ECHECKSUM' and d['salvage']['damage']['offset'] == $VICTIM and d['salvage']['damage']['field'] == 'rec.crc' and d['salvage']['kept']['checkpoints'] == $K and d['salvage']['kept']['first_seq'] == 1 and d['salvage']['kept']['last_seq'] == $K and d['salvage']['dropped']['offset'] == $VICTIM and d['salvage']['dropped']['bytes'] > 0 and d['salvage']['dropped']['commits_after_damage'] > 0 and d['salvage']['dropped']['last_seq'] == 40 and d['salvage']['dropped']['from_seq'] == $K + 1 and d['salvage']['dropped']['to_seq'] == 40 and d['salvage']['numbering']['high_seq'] == 40 and d['salvage']['numbering']['next_seq'] == 41 and d['salvage']['new_log']['written'] and d['salvage']['new_log']['log_size'] == 4 << 20 and d['salvage']['new_log']['sector'] == 512"
+	jcheck "$TMP/out" "salvage of 'corrupt'" "d['error'] is None and d['salvage']['damage']['name'] == 'DELOG_ECHECKSUM' and d['salvage']['damage']['offset'] == $VICTIM and d['salvage']['damage']['field'] == 'rec.crc' and d['salvage']['kept']['checkpoints'] == $K and d['salvage']['kept']['first_seq'] == 1 and d['salvage']['kept']['last_seq'] == $K and d['salvage']['dropped']['offset'] == $VICTIM and d['salvage']['dropped']['bytes'] > 0 and d['salvage']['dropped']['commits_after_damage'] > 0 and d['salvage']['dropped']['last_seq'] == 40 and d['salvage']['dropped']['from_seq'] == $K + 1 and d['salvage']['dropped']['to_seq'] == 40 and d['salvage']['numbering']['high_seq'] == 40 and d['salvage']['numbering']['next_seq'] == 41 and d['salvage']['new_log']['written'] and d['salvage']['new_log']['log_size'] == 4 << 20 and d['salvage']['new_log']['sector'] == 4096"
 	[ "$(sum "$L")" = "$lsum" ] || fail "salvage changed the damaged log"
 	expect_rc 0 "strict recovery of the salvaged log" "$DELOG" recover --json "$TMP/c.new"
 	jcheck "$TMP/out" "salvaged log" "d['error'] is None and d['report']['clean'] and d['report']['checkpoints'] == 40 and d['report']['first_seq'] == 1 and d['report']['last_seq'] == 40"

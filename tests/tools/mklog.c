@@ -4,7 +4,7 @@
  *
  *   mklog CASE PATH
  *
- * Every case but zero and random starts from the same log: a 4 MiB log (sector 512)
+ * Every case but zero and random starts from the same log: a 4 MiB log (sector 4096)
  * formatted by jrnl_format on the psync backend, then NCKPT checkpoints written by the
  * real writer (2 log buffers of 16 KiB, so checkpoints span records and items are split
  * with CONTINUE / WAS_CONT) with the sync policy's flags, so every record's durable_lsn
@@ -62,7 +62,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#define SECTOR 512u
+#define SECTOR 4096u
 #define LOG_BYTES (4u << 20)
 #define NCKPT 40u
 #define NCKPT_LONG 100u
