@@ -380,6 +380,7 @@ static int open_start(struct delog *log, const struct delog_options *o,
 	if (log->read_only) {
 		lo.logbufs = JRNL_MIN_LOGBUFS;
 		lo.logbsize = JRNL_MIN_LOGBSIZE;
+		lo.read_only = true;
 	}
 	err = jrnl_log_open(log->dev, &log->geom, rep, &lo, &log->jl);
 	if (err == -EINVAL)

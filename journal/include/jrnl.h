@@ -332,6 +332,8 @@ struct jrnl_log_opts {
 				   * `none` policy): space is reused once the record naming
 				   * the tail completed, and no flush is ever issued (L12,
 				   * L13 in log.c) */
+	bool read_only;    /* the caller never hands it a record (a read-only open's
+			    * writer, kept for its statistics): no sector check */
 };
 
 /* Flags for a log transaction, chosen by the engine's flush policy. */
@@ -385,7 +387,8 @@ struct jrnl_wtx {
  * NULL (defaults).  Allocates logbufs O_DIRECT buffers of logbsize bytes.  Returns 0,
  * -EINVAL (bad opts, a geometry the device cannot address, a log smaller than twice
  * logbufs x logbsize, or a report whose head and tail are not within one lap),
- * DELOG_EGEOMETRY (a sector jrnl_sector_check refuses on this device), or -ENOMEM.
+ * DELOG_EGEOMETRY (a sector jrnl_sector_check refuses on this device, unless
+ * @opts->read_only), or -ENOMEM.
  */
 int jrnl_log_open(struct iol_dev *dev, const struct jrnl_geom *g, const struct jrnl_report *rec,
 		  const struct jrnl_log_opts *opts, struct jrnl_log **out);

@@ -24,6 +24,14 @@
 #                  in time) with and without --salvage; --dry-run; NEWLOG refusals
 #                  (exists without --force, PATH itself, a symlink) and usage errors
 #   loop           format, print and recover on a loop device (root, losetup)
+#   sector         sectors against the physical block (root, losetup): 512-byte sectors
+#                  formatted and recovered on a loop device of 512-byte blocks, refused
+#                  (format, --force, --json, device unchanged) on one of 4096-byte
+#                  blocks where 4096 is taken; where the test directory's file system
+#                  has 512-byte logical blocks on a larger physical block (a 512e disk),
+#                  also format, delog_open CREATE (mklog create512) and every writing
+#                  open of a 512-byte-sector log refused naming both sizes, and its
+#                  read-only open, print and recover --dry-run allowed, the log unchanged
 #   readonly       recover on a read-only bind mount (root, unshare): a clean log and a
 #                  crashed one with nothing past the head recover without writing (exit
 #                  0, a note), a torn head that needs stamping exits 1 naming the
@@ -67,6 +75,22 @@ ro_run() {
 	unshare -m sh -c 'mount --bind "$1" "$2" && mount -o remount,bind,ro "$2" || exit 99
 		shift 2
 		exec "$@"' sh "$TMP/src" "$TMP/mnt" "$@"
+}
+
+# blocks PATH : "LOGICAL PHYSICAL", the block sizes of the block device PATH or of the
+# one holding the file system of PATH, from sysfs; nothing if there is none.
+blocks() {
+	if [ -b "$1" ]; then
+		d=$(stat -L -c '%Hr:%Lr' "$1")
+	else
+		d=$(stat -c '%Hd:%Ld' "$1")
+	fi
+	for q in "/sys/dev/block/$d/queue" "/sys/dev/block/$d/../queue"; do
+		if [ -r "$q/physical_block_size" ]; then
+			echo "$(cat "$q/logical_block_size") $(cat "$q/physical_block_size")"
+			return
+		fi
+	done
 }
 
 # mk CASE FILE : build a test log; sets VICTIM to the damaged record's byte offset.
@@ -402,6 +426,70 @@ loop)
 	dd if=/dev/urandom of="$LOOPDEV" bs=4096 count=1 conv=notrunc,fsync 2>/dev/null
 	expect_rc 1 "format over a device holding data" "$DELOG" format "$LOOPDEV"
 	expect_in "$TMP/err" "holds data" "loop data refusal"
+	;;
+sector)
+	need_python
+	# A loop device of 512-byte blocks (physical too) takes 512-byte sectors.
+	[ "$(id -u)" -eq 0 ] || skip "loop devices need root"
+	command -v losetup >/dev/null 2>&1 || skip "losetup is not installed"
+	truncate -s 16M "$TMP/l512.img" "$TMP/l4096.img" || exit 1
+	LOOPDEV=$(losetup --find --show --direct-io=on "$TMP/l512.img" 2>"$TMP/err") ||
+		skip "losetup failed: $(cat "$TMP/err")"
+	L512=$LOOPDEV
+	[ "$(blocks "$L512")" = "512 512" ] || skip "$L512 has blocks $(blocks "$L512"), not 512 512"
+	expect_rc 0 "format --sector 512 on a 512-byte physical block" "$DELOG" format "$L512" --sector 512 --json
+	jcheck "$TMP/out" "512 on 512" 'd["superblock"]["sector"] == 512 and d["error"] is None'
+	expect_rc 0 "recover (writing) a 512-byte-sector log there" "$DELOG" recover "$L512"
+	dd if="$L512" of="$TMP/log512" bs=1M 2>/dev/null || fail "copy of the 512-byte-sector log"
+	losetup -d "$L512"
+	# A loop device of 4096-byte blocks refuses them, --force or not, and is left as found.
+	LOOPDEV=$(losetup --find --show --direct-io=on --sector-size 4096 "$TMP/l4096.img" 2>"$TMP/err") ||
+		skip "losetup --sector-size 4096 failed: $(cat "$TMP/err")"
+	[ "$(blocks "$LOOPDEV")" = "4096 4096" ] || skip "$LOOPDEV has blocks $(blocks "$LOOPDEV"), not 4096 4096"
+	before=$(sum "$TMP/l4096.img")
+	for force in "" --force; do
+		# shellcheck disable=SC2086
+		expect_rc 1 "format --sector 512 $force on a 4096-byte physical block" "$DELOG" format "$LOOPDEV" --sector 512 $force
+		expect_in "$TMP/err" "512-byte sectors on a device whose physical block is 4096 bytes" "the refusal names both sizes"
+	done
+	expect_rc 1 "format --sector 512 --json on a 4096-byte physical block" "$DELOG" format "$LOOPDEV" --sector 512 --json
+	jcheck "$TMP/out" "512 on 4096, --json" 'd["superblock"] is None and d["error"]["name"] == "DELOG_EGEOMETRY" and "physical block is 4096" in d["error"]["what"]'
+	[ "$(sum "$TMP/l4096.img")" = "$before" ] || fail "a refused format changed the device"
+	expect_rc 0 "format --sector 4096 on a 4096-byte physical block" "$DELOG" format "$LOOPDEV" --sector 4096
+	losetup -d "$LOOPDEV"
+	LOOPDEV=
+	# The unsafe case proper, where the checks above are the only refusal: a file system
+	# of 512-byte logical blocks on a larger physical block (a 512e disk).  Such a device
+	# cannot be made here, so this runs only where the test directory is on one.
+	set -- $(blocks "$TMP")
+	if [ $# -ne 2 ] || [ "$1" != 512 ] || [ "$2" -le 512 ]; then
+		echo "sector: $TMP is not on a 512e device (blocks: ${*:-unknown}): the file cases are not run" >&2
+		finish "$MODE"
+	fi
+	P=$2
+	expect_rc 1 "format --sector 512 of a new file (physical $P)" "$DELOG" format "$TMP/f.log" --size 8M --sector 512
+	expect_in "$TMP/err" "512-byte sectors on a device whose physical block is $P bytes" "file: the refusal names both sizes"
+	[ -e "$TMP/f.log" ] && fail "a refused format left a file"
+	"$MKLOG" create512 "$TMP/f.log" >"$TMP/out" 2>&1
+	expect_in "$TMP/out" "open=DELOG_EGEOMETRY field= message=512-byte sectors on a device whose physical block is $P bytes" "delog_open CREATE sector 512"
+	[ -e "$TMP/f.log" ] && fail "a refused delog_open CREATE left a file"
+	"$MKLOG" create4096 "$TMP/f.log" >"$TMP/out" 2>&1
+	expect_in "$TMP/out" "open=0 " "delog_open CREATE sector 4096"
+	# A 512-byte-sector log brought here: read, never written.
+	cp "$TMP/log512" "$TMP/g.log" || exit 1
+	before=$(sum "$TMP/g.log")
+	"$MKLOG" openrw "$TMP/g.log" >"$TMP/out" 2>&1
+	expect_in "$TMP/out" "open=DELOG_EGEOMETRY field=sb.sector_size message=512-byte sectors on a device whose physical block is $P bytes" "delog_open of a 512-byte-sector log"
+	"$MKLOG" openro "$TMP/g.log" >"$TMP/out" 2>&1
+	expect_in "$TMP/out" "open=0 " "delog_open DELOG_OPEN_RDONLY of a 512-byte-sector log"
+	expect_rc 1 "recover of a 512-byte-sector log" "$DELOG" recover "$TMP/g.log"
+	expect_in "$TMP/err" "DELOG_EGEOMETRY" "recover names the code"
+	expect_in "$TMP/err" "512-byte sectors on a device whose physical block is $P bytes" "recover names both sizes"
+	expect_rc 1 "recover --json of a 512-byte-sector log" "$DELOG" recover --json "$TMP/g.log"
+	jcheck "$TMP/out" "recover --json, 512 on $P" 'd["error"]["name"] == "DELOG_EGEOMETRY" and d["error"]["field"] == "sb.sector_size"'
+	expect_rc 0 "recover --dry-run of a 512-byte-sector log" "$DELOG" recover --dry-run "$TMP/g.log"
+	expect_rc 0 "print of a 512-byte-sector log" "$DELOG" print "$TMP/g.log"
+	[ "$(sum "$TMP/g.log")" = "$before" ] || fail "a refused writing open changed the log"
 	;;
 readonly)
 	need_python

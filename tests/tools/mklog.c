@@ -47,6 +47,13 @@
  *
  * opens the log at PATH with delog_open, as an application would, commits one item,
  * forces it and prints "seq=S": the sequence the log gave the commit.
+ *
+ *   mklog create512|create4096|openrw|openro PATH
+ *
+ * delog_open of PATH with DELOG_OPEN_CREATE and 512- or 4096-byte sectors (an 8 MiB log
+ * when it creates one), with no flags (a writing open), or DELOG_OPEN_RDONLY; closes a
+ * log that opened and prints "open=NAME field=F message=M": 0 or the error's name, and
+ * delog_error_info's field and message.
  */
 #include "format.h"
 #include "io.h"
@@ -351,6 +358,29 @@ static int next_seq(const char *path)
 	return 0;
 }
 
+/* create512, create4096, openrw, openro: delog_open of @path with @flags (and, when
+ * formatting, @sector-byte sectors and 8 MiB) as an application would, then close; prints
+ * "open=NAME field=F message=M" from the return value and delog_error_info. */
+static int open_case(const char *path, unsigned flags, uint32_t sector)
+{
+	struct delog_error_info e = { .size = sizeof(e) };
+	struct delog_options o = { .size = sizeof(o),
+				   .flags = flags,
+				   .sector = sector,
+				   .error = &e };
+	delog *log;
+	int err;
+
+	if (flags & DELOG_OPEN_CREATE)
+		o.create_size = 8u << 20;
+	err = delog_open(path, &o, &log);
+	if (!err && (err = delog_close(log)))
+		die("delog_close", err);
+	printf("open=%s field=%s message=%s\n", err ? delog_err_name(err) : "0", e.field,
+	       e.message);
+	return 0;
+}
+
 /* Change the superblock with @edit and, if @recrc, recompute its CRC. */
 static void sb_edit(int fd, int field, bool recrc)
 {
@@ -429,6 +459,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(c, "nextseq"))
 		return next_seq(path);
+	if (!strcmp(c, "create512") || !strcmp(c, "create4096"))
+		return open_case(path, DELOG_OPEN_CREATE, !strcmp(c, "create512") ? 512 : 4096);
+	if (!strcmp(c, "openrw") || !strcmp(c, "openro"))
+		return open_case(path, !strcmp(c, "openro") ? DELOG_OPEN_RDONLY : 0, 0);
 	build(path, !strcmp(c, "clean"), !strcmp(c, "tailcorrupt") ? 11 : 0,
 	      !strcmp(c, "corrupt100") ? NCKPT_LONG : NCKPT);
 	fd = open(path, O_RDWR);
