@@ -30,8 +30,9 @@
 #                  blocks where 4096 is taken; where the test directory's file system
 #                  has 512-byte logical blocks on a larger physical block (a 512e disk),
 #                  also format, delog_open CREATE (mklog create512) and every writing
-#                  open of a 512-byte-sector log refused naming both sizes, and its
-#                  read-only open, print and recover --dry-run allowed, the log unchanged
+#                  open of a 512-byte-sector log (and salvage's new log from it)
+#                  refused naming both sizes, and its read-only open, print and recover
+#                  --dry-run allowed, the log unchanged
 #   readonly       recover on a read-only bind mount (root, unshare): a clean log and a
 #                  crashed one with nothing past the head recover without writing (exit
 #                  0, a note), a torn head that needs stamping exits 1 naming the
@@ -488,6 +489,10 @@ sector)
 	expect_rc 1 "recover --json of a 512-byte-sector log" "$DELOG" recover --json "$TMP/g.log"
 	jcheck "$TMP/out" "recover --json, 512 on $P" 'd["error"]["name"] == "DELOG_EGEOMETRY" and d["error"]["field"] == "sb.sector_size"'
 	expect_rc 0 "recover --dry-run of a 512-byte-sector log" "$DELOG" recover --dry-run "$TMP/g.log"
+	expect_rc 1 "recover --salvage of a 512-byte-sector log here" "$DELOG" recover --salvage "$TMP/g.new" "$TMP/g.log"
+	expect_in "$TMP/err" "512-byte sectors on a device whose physical block is $P bytes" "salvage's new log names both sizes"
+	[ -e "$TMP/g.new" ] && fail "a refused salvage left NEWLOG"
+	ls "$TMP" | grep -q 'salvage-' && fail "a refused salvage left a temporary file"
 	expect_rc 0 "print of a 512-byte-sector log" "$DELOG" print "$TMP/g.log"
 	[ "$(sum "$TMP/g.log")" = "$before" ] || fail "a refused writing open changed the log"
 	;;

@@ -456,6 +456,14 @@ static int write_new(const struct salvage_opts *o, struct tool_log *src,
 		refuse(j, o->newpath, err, "%s", *msg ? msg : tool_strerror(err));
 		return err;
 	}
+	/* The new log's device may take no sector smaller than its physical block. */
+	err = jrnl_sector_check(dev, fo.sector, msg, sizeof(msg));
+	if (err) {
+		refuse(j, o->newpath, err, "the new log takes the damaged log's sector size: %s",
+		       msg);
+		iol_dev_close(dev);
+		return err;
+	}
 	err = jrnl_format(dev, &fo, &g);
 	if (!err)
 		err = jrnl_log_open(dev, &g, NULL, &lo, &c.log);
