@@ -44,6 +44,13 @@
  *       delog_recovery's members appended with it (held_back) are written only for a
  *       caller whose options struct has recover_to (OPTS_TO_SIZE): delog_recovery has
  *       no size of its own, and an older caller's is smaller.
+ *  (U5) A writing open (format, recovery's stamping, the writer) needs log sectors no
+ *       smaller than the device's physical block (jrnl_sector_check), checked before
+ *       anything is written: the device writes whole physical blocks, and one torn
+ *       inside could garble sectors of records already durable, which no crash state
+ *       models.  DELOG_EGEOMETRY, naming both sizes; a read-only open (U2) is allowed,
+ *       since it writes nothing, and so is any sector where the physical block is
+ *       unknown (a file system with no block device queue behind it).
  */
 #include "engine_private.h"
 
@@ -245,10 +252,24 @@ static int open_alloc(struct iol_dev *dev, bool own, const struct delog_options 
 	return 0;
 }
 
+/* (U5) May the log's @sector be written on this device?  0, or DELOG_EGEOMETRY and why
+ * (at @field: the superblock's, or "" for the format the caller asked for). */
+static int sector_fits(struct delog *log, const struct delog_options *o, uint32_t sector,
+		       const char *field)
+{
+	char why[sizeof(o->error->message)];
+	int err = jrnl_sector_check(log->dev, sector, why, sizeof(why));
+
+	if (err)
+		open_why(o, 0, 0, field, "%s", why);
+	return err;
+}
+
 /*
  * Open, step 2: the log's geometry, from its superblock, or from a new format when the
  * device is new (@fresh), DELOG_OPEN_FORMAT asks for one, or DELOG_OPEN_CREATE finds no
- * log on a device the caller opened.
+ * log on a device the caller opened.  A writing open checks the sector against the
+ * device's physical block first (U5).
  */
 static int open_format_or_read(struct delog *log, bool fresh, const struct delog_options *o)
 {
@@ -263,6 +284,8 @@ static int open_format_or_read(struct delog *log, bool fresh, const struct delog
 
 		if (o->create_size)
 			fo.log_size = o->create_size;
+		if ((err = sector_fits(log, o, o->sector ? o->sector : 4096, "")))
+			return err;
 		err = jrnl_format(log->dev, &fo, &log->geom);
 		if (err == -EINVAL)
 			open_why(o, 0, 0, "",
@@ -278,6 +301,8 @@ static int open_format_or_read(struct delog *log, bool fresh, const struct delog
 	if (err)
 		open_why(o, why.offset, 0, why.field, "%s",
 			 *why.what ? why.what : "reading the superblock");
+	else if (!log->read_only)
+		err = sector_fits(log, o, log->geom.sector, "sb.sector_size");
 	return err;
 }
 
@@ -355,6 +380,7 @@ static int open_start(struct delog *log, const struct delog_options *o,
 	if (log->read_only) {
 		lo.logbufs = JRNL_MIN_LOGBUFS;
 		lo.logbsize = JRNL_MIN_LOGBSIZE;
+		lo.read_only = true;
 	}
 	err = jrnl_log_open(log->dev, &log->geom, rep, &lo, &log->jl);
 	if (err == -EINVAL)

@@ -223,8 +223,8 @@ static int probe_geom(int fd, const char *path, struct iol_geom *g, const struct
 		probe_queue(g, st.st_dev);
 		if (!g->logical_block)
 			g->logical_block = (uint32_t)st.st_blksize;
-		if (!g->physical_block)
-			g->physical_block = g->logical_block;
+		/* No queue behind the file system (overlay, btrfs, NFS, FUSE): the physical
+		 * block stays unknown (0); st_blksize is an I/O size hint, not a block. */
 		g->dio_mem_align = g->dio_off_align = (uint32_t)st.st_blksize;
 	} else {
 		iol_set_errmsg(opts, "%s: not a regular file or block device", path);

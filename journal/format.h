@@ -88,7 +88,8 @@ struct jrnl_sb {
 	uint32_t version;      /* 08-11 JRNL_FORMAT_VERSION; newer: DELOG_EVERSION */
 	uint32_t incompat;     /* 12-15 unknown bit: DELOG_EFEATURE */
 	uint32_t compat;       /* 16-19 features an old reader may ignore */
-	uint32_t sector_size;  /* 20-23 512 or 4096; >= the device's logical block */
+	uint32_t sector_size;  /* 20-23 512 or 4096; >= the device's logical block, and
+				* written only where >= its physical block (jrnl_sector_check) */
 	uint64_t log_start;    /* 24-31 byte offset of the log area (4096) */
 	uint64_t log_size;     /* 32-39 bytes in the log area, a multiple of sector_size */
 	uint8_t uuid[16];      /* 40-55 identifies this log; every record repeats it */

@@ -1091,6 +1091,8 @@ int jrnl_log_open(struct iol_dev *dev, const struct jrnl_geom *g, const struct j
 	    g->log_sectors > UINT32_MAX || g->log_size < 2ull * nbufs * bsize ||
 	    g->log_start + g->log_size > ig->size_bytes)
 		return -EINVAL;
+	if (!(opts && opts->read_only) && jrnl_sector_check(dev, g->sector, NULL, 0))
+		return DELOG_EGEOMETRY;
 	if (!rec || rec->empty) {
 		head = tail = jrnl_lsn(1, 0);
 	} else {

@@ -115,7 +115,9 @@
  *       checkpoint after it may depend on the one the damage destroyed, and no check
  *       of the format can say it does not, so a salvaged log is a prefix, never a
  *       log with a hole.  The region after the damage is only looked at (scan_lost)
- *       to count what was lost.  Salvage writes nothing (no stamping), and what
+ *       to count what was lost, and the sequences it names (read_damaged for the
+ *       damaged record, bounded by what it has room for) so that a log replacing
+ *       this one numbers past them (high_seq).  Salvage writes nothing (no stamping), and what
  *       leaves no head or tail to start from (steps 1 and 2, check_empty) is refused
  *       as without it.
  *  (R8) Recovery's writes are as crash-safe as the writer's: stamping rewrites only
@@ -768,8 +770,9 @@ static int check_empty(struct rctx *r)
 
 /* ---- salvage (R12): what the damage cost ---- */
 
-/* The COMMIT ops in the record @rec (checked, unpacked) of checkpoints after the last
- * verified one: lost with the damage before them. */
+/* The START and COMMIT ops in the record @rec (checked, unpacked): the COMMITs of
+ * checkpoints after the last verified one were lost with the damage before them, and
+ * every sequence named there may have been given out (lost_high_seq). */
 static void count_lost(struct rctx *r, const unsigned char *rec, const struct rinfo *ri)
 {
 	const unsigned char *pl = rec + (size_t)ri->h * r->S;
@@ -782,9 +785,15 @@ static void count_lost(struct rctx *r, const unsigned char *rec, const struct ri
 		off += sizeof(op);
 		if (op.len > ri->len - off)
 			break;
+		if (op.type == JRNL_T_START && op.flags == JRNL_OP_START &&
+		    op.len == sizeof(struct jrnl_start)) {
+			memcpy(&seq, pl + off, sizeof(seq));
+			rep->lost_high_seq = max64(rep->lost_high_seq, seq);
+		}
 		if (op.type == JRNL_T_COMMIT && !(op.flags & JRNL_OP_WAS_CONT) &&
 		    op.len == sizeof(struct jrnl_commit)) {
 			memcpy(&seq, pl + off, sizeof(seq));
+			rep->lost_high_seq = max64(rep->lost_high_seq, seq);
 			if (!r->have_verified || seq > r->verified_seq) {
 				if (!rep->lost_commits || seq < rep->lost_first_seq)
 					rep->lost_first_seq = seq;
@@ -794,6 +803,52 @@ static void count_lost(struct rctx *r, const unsigned char *rec, const struct ri
 			}
 		}
 		off = min64(ri->len, off + ((op.len + 7ull) & ~7ull));
+	}
+}
+
+/*
+ * The damaged record at @p (@n sectors of it read) failed its checks: read
+ * what sequences its START and COMMIT ops still name (damaged_seq).  Nothing in it is
+ * verified, so a sequence counts only when it is plausible: the anchor is the last
+ * verified or started sequence (no anchor, nothing counts), and every checkpoint
+ * between the anchor and a later sequence committed after the anchor's record and
+ * before this op, so inside this record, each in a COMMIT op of 48 bytes.  A flipped
+ * high bit of a seq therefore cannot make a replacing log number from 2^60.
+ */
+static void read_damaged(struct rctx *r, unsigned char *rec, const unsigned char *p, uint64_t n)
+{
+	uint64_t anchor = max64(r->have_verified ? r->verified_seq : 0, r->started_seq);
+	uint32_t h, np, len, num_ops;
+	uint64_t span = jrnl_rcv_rec_span(r, p), off = 0, seq, lim;
+	const unsigned char *pl;
+	struct jrnl_op op;
+
+	if (!anchor || span < 2 || span > n || span > r->maxrec)
+		return;
+	h = rd32(p + offsetof(struct jrnl_rec, hdr_sectors));
+	np = rd32(p + offsetof(struct jrnl_rec, payload_sectors));
+	len = rd32(p + offsetof(struct jrnl_rec, len));
+	num_ops = rd32(p + offsetof(struct jrnl_rec, num_ops));
+	if (jrnl_rec_slots(r->S, h) < np || len > (uint64_t)np * r->S)
+		return;
+	memcpy(rec, p, (size_t)(span * r->S));
+	jrnl_rec_unpack(rec, r->S);
+	pl = rec + (size_t)h * r->S;
+	lim = anchor + 1 + (uint64_t)len / (sizeof(op) + sizeof(struct jrnl_commit));
+	for (uint32_t i = 0; i < num_ops && len - off >= sizeof(op); i++) {
+		memcpy(&op, pl + off, sizeof(op));
+		off += sizeof(op);
+		if (op.len > len - off)
+			break;
+		if ((op.type == JRNL_T_START && op.flags == JRNL_OP_START &&
+		     op.len == sizeof(struct jrnl_start)) ||
+		    (op.type == JRNL_T_COMMIT && op.flags == JRNL_OP_COMMIT &&
+		     op.len == sizeof(struct jrnl_commit))) {
+			memcpy(&seq, pl + off, sizeof(seq));
+			if (seq <= lim)
+				r->rep->damaged_seq = max64(r->rep->damaged_seq, seq);
+		}
+		off = min64(len, off + ((op.len + 7ull) & ~7ull));
 	}
 }
 
@@ -822,6 +877,8 @@ static int scan_lost(struct rctx *r)
 		span = min64(jrnl_rcv_rec_span(r, p), lim - s);
 		if (rd32(p) != JRNL_REC_MAGIC ||
 		    jrnl_rcv_check_rec(r, p, span, s, &ri) != JRNL_REC_OK) {
+			if (s == r->salvage_a)
+				read_damaged(r, rec, p, min64(lim, s + r->maxrec) - s);
 			if (s >= end)
 				break; /* past what recovery saw: only an unbroken run counts */
 			s++;
@@ -917,6 +974,9 @@ int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jr
 	if (!dev || !g || (g->sector != 512 && g->sector != 4096) || g->log_sectors < 2 ||
 	    g->log_sectors > UINT32_MAX || g->log_size != g->log_sectors * g->sector)
 		return -EINVAL;
+	/* Stamping writes sectors the device could tear with those before them. */
+	if (!o->read_only && !o->salvage && jrnl_sector_check(dev, g->sector, NULL, 0))
+		return DELOG_EGEOMETRY;
 
 	chunk = o->read_chunk ? o->read_chunk : CHUNK_DEFAULT;
 	chunk = chunk < CHUNK_MIN ? CHUNK_MIN : chunk > CHUNK_MAX ? CHUNK_MAX : chunk;
@@ -968,6 +1028,10 @@ int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jr
 	} else if (!err) {
 		rep->torn_bytes = (max64(r.hc0, r.seen_end) - r.E) * r.S;
 	}
+	rep->verified_seq = r.have_verified ? r.verified_seq : 0;
+	rep->started_seq = r.started_seq;
+	rep->high_seq = max64(max64(rep->verified_seq, rep->started_seq),
+			      max64(rep->lost_high_seq, rep->damaged_seq));
 	if (!err && !o->read_only && !o->salvage) {
 		err = stamp_past_head(&r, true);
 		/* The flush made every write the device had completed stable, so the whole

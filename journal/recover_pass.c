@@ -518,6 +518,8 @@ static int op_done(struct rctx *r, struct parse *ps, const struct opctx *oc)
 					-ENOMEM;
 		t->seq = rd64(ps->small);
 		t->start_lsn = ps->op_lsn;
+		if (t->seq > r->started_seq)
+			r->started_seq = t->seq;
 		return 0;
 	case JRNL_T_ITEM:
 		if (ps->op_skip)

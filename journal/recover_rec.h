@@ -70,6 +70,7 @@ struct rctx {
 	uint64_t corrupt_a;    /* address of the record holding the first corruption */
 	bool have_verified;    /* a complete checkpoint was verified ... */
 	uint64_t verified_seq; /* ... and this was the last one (handed over or held back) */
+	uint64_t started_seq;  /* the highest START seq of a verified record (0: none) */
 	bool salvaged;         /* salvage: the first corruption ended the log (R12) ... */
 	uint64_t salvage_a;    /* ... at this address: the damaged record's, or E */
 	uint8_t *bad;          /* a bit per sector that could not be read (R13), or NULL */

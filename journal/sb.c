@@ -197,6 +197,27 @@ int jrnl_sb_read(struct iol_dev *dev, struct jrnl_geom *out)
 	return jrnl_sb_read_why(dev, out, NULL);
 }
 
+int jrnl_sector_check(struct iol_dev *dev, uint32_t sector, char *why, size_t len)
+{
+	uint32_t pb = iol_dev_geom(dev)->physical_block;
+
+	if (!pb || (sector >= pb && pb <= 4096))
+		return 0;
+	if (why && pb > 4096)
+		snprintf(why, len,
+			 "the device's physical block is %u bytes, larger than the largest log "
+			 "sector (4096): a torn write of one physical block could garble sectors "
+			 "written before the record in flight",
+			 pb);
+	else if (why)
+		snprintf(why, len,
+			 "%u-byte sectors on a device whose physical block is %u bytes: a torn "
+			 "write of one physical block could garble sectors written before the "
+			 "record in flight; use %u-byte sectors",
+			 sector, pb, pb);
+	return DELOG_EGEOMETRY;
+}
+
 int jrnl_format(struct iol_dev *dev, const struct jrnl_format_opts *opts, struct jrnl_geom *out)
 {
 	const struct iol_geom *ig = iol_dev_geom(dev);
@@ -211,6 +232,8 @@ int jrnl_format(struct iol_dev *dev, const struct jrnl_format_opts *opts, struct
 	if ((sector != 512 && sector != 4096) || sector < ig->dio_off_align ||
 	    ig->size_bytes < JRNL_LOG_START)
 		return -EINVAL;
+	if (jrnl_sector_check(dev, sector, NULL, 0))
+		return DELOG_EGEOMETRY;
 	if (!log_size)
 		log_size = (ig->size_bytes - JRNL_LOG_START) / sector * sector;
 	if (log_size % sector || log_size < MIN_LOG_BYTES ||

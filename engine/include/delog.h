@@ -48,7 +48,7 @@ extern "C" {
 	X(EORPHAN, -9009, "log operation without its start (a continuation or a COMMIT)")          \
 	X(ESHUTDOWN, -9010, "log is shut down after an I/O error")                                 \
 	X(ELOGFULL, -9011, "log is full")                                                          \
-	X(EGEOMETRY, -9012, "log geometry in the superblock does not match the log")               \
+	X(EGEOMETRY, -9012, "log geometry does not fit the log or the device")                     \
 	X(ERDONLY, -9013, "log was opened read-only (DELOG_OPEN_RDONLY)")                          \
 	X(ENODIRECT, -9014, "file system cannot hold a durable log (no O_DIRECT, or tmpfs)")
 

@@ -219,7 +219,9 @@ struct iol_dev_opts {
 struct iol_geom {
 	uint64_t size_bytes;     /* device or file size */
 	uint32_t logical_block;  /* logical block size (BLKSSZGET, or st_blksize-derived) */
-	uint32_t physical_block; /* physical block size where known, else logical_block */
+	uint32_t physical_block; /* physical block size (BLKPBSZGET, or the queue of the
+				  * file system's device); 0: unknown (a file on a file
+				  * system with no block device queue behind it) */
 	uint32_t dio_mem_align;  /* required buffer alignment for O_DIRECT */
 	uint32_t dio_off_align;  /* required offset/length alignment for O_DIRECT */
 	bool is_blockdev;

@@ -79,10 +79,23 @@ struct jrnl_format_opts {
  * Format @dev: write zeroes over the whole log area (so every sector reads as cycle 0
  * and no O_DIRECT write later meets an unwritten extent), then the superblock, and make
  * both stable.  Returns 0 and the new geometry, -EINVAL for a bad sector size (or one
- * below the device's logical block) or a log too small for two maximal records, or an
- * I/O -errno.
+ * below the device's logical block) or a log too small for two maximal records,
+ * DELOG_EGEOMETRY for a sector jrnl_sector_check refuses (nothing written), or an I/O
+ * -errno.
  */
 int jrnl_format(struct iol_dev *dev, const struct jrnl_format_opts *opts, struct jrnl_geom *out);
+
+/*
+ * May a log of @sector-byte sectors be written on @dev?  A sector is never smaller than
+ * the device's physical block: the device writes whole physical blocks, so a write torn
+ * inside one could garble log sectors written before the record in flight, which the
+ * crash model does not cover and recovery would take for corruption.  0 when it may
+ * (also when the physical block is unknown, iol_geom.physical_block 0); else
+ * DELOG_EGEOMETRY, and the reason, naming both sizes, in @why (may be NULL) of @len
+ * bytes.  jrnl_format and jrnl_log_open refuse what this refuses; the engine and the
+ * tools call it first for the message, and before recovery that may stamp.
+ */
+int jrnl_sector_check(struct iol_dev *dev, uint32_t sector, char *why, size_t len);
 
 /* ---- recovery (journal/recover.c) ---- */
 
@@ -212,6 +225,16 @@ struct jrnl_report {
 	bool salvaged;
 	uint64_t salvage_lsn, salvage_offset, salvage_bytes;
 	uint64_t lost_commits, lost_first_seq, lost_last_seq;
+	/* Numbering: the sequences this log may have given out, which a log replacing it
+	 * must number past (docs/FORMAT.md, "Salvage").  0 means none, in each.
+	 * verified_seq: the last complete checkpoint verified (handed over or held back).
+	 * started_seq: the highest START in a verified record, a checkpoint left open
+	 * included.  Salvage only: lost_high_seq, the highest START or COMMIT seq in a
+	 * valid record after the damage; damaged_seq, the highest one still readable in
+	 * the damaged record (CRC failed) that is plausible: the record has room for a
+	 * COMMIT op of each sequence between the last verified or started one and it.
+	 * high_seq: the largest of them all. */
+	uint64_t verified_seq, started_seq, lost_high_seq, damaged_seq, high_seq;
 };
 
 /*
@@ -255,7 +278,10 @@ struct jrnl_report {
  * and DELOG_ECORRUPT also for complete checkpoints whose sequences are not consecutive,
  * a checkpoint left open behind a later committed one of another sequence, and a log
  * with no valid record but writes beyond the first window;
- * or the callback's non-zero return, -EINVAL (bad geometry), -ENOMEM, or an I/O -errno.
+ * or the callback's non-zero return, -EINVAL (bad geometry), -ENOMEM, or an I/O -errno;
+ * and, unless read_only or salvage, DELOG_EGEOMETRY before anything is read when jrnl_sector_check
+ * refuses the log's sector on @dev (report.corruption 0: the log is not damaged, the
+ * device cannot take its writes).
  * Ops of a transaction whose START lies before the tail (already written back) are
  * skipped, not replayed.
  *
@@ -313,6 +339,8 @@ struct jrnl_log_opts {
 				   * `none` policy): space is reused once the record naming
 				   * the tail completed, and no flush is ever issued (L12,
 				   * L13 in log.c) */
+	bool read_only;    /* the caller never hands it a record (a read-only open's
+			    * writer, kept for its statistics): no sector check */
 };
 
 /* Flags for a log transaction, chosen by the engine's flush policy. */
@@ -365,8 +393,9 @@ struct jrnl_wtx {
  * a freshly formatted log (head and tail at cycle 1 sector 0, prev_lsn 0).  @opts may be
  * NULL (defaults).  Allocates logbufs O_DIRECT buffers of logbsize bytes.  Returns 0,
  * -EINVAL (bad opts, a geometry the device cannot address, a log smaller than twice
- * logbufs x logbsize, or a report whose head and tail are not within one lap), or
- * -ENOMEM.
+ * logbufs x logbsize, or a report whose head and tail are not within one lap),
+ * DELOG_EGEOMETRY (a sector jrnl_sector_check refuses on this device, unless
+ * @opts->read_only), or -ENOMEM.
  */
 int jrnl_log_open(struct iol_dev *dev, const struct jrnl_geom *g, const struct jrnl_report *rec,
 		  const struct jrnl_log_opts *opts, struct jrnl_log **out);

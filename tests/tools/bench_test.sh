@@ -108,7 +108,7 @@ recovery)
 	ls "$TMP"/delog-bench-* >/dev/null 2>&1 && fail "the temporary bench file was not removed"
 	# A new PATH with --keep: the file stays, holding the superblock area and the log.
 	expect_rc 0 "bench of a new PATH with --keep" "$DELOG" bench $SMALL --json --keep \
-		--logbsize 32K --item-size 512 --ckpt-items 7 --sector 512 "$TMP/kept.log"
+		--logbsize 32K --item-size 512 --ckpt-items 7 --sector 4096 "$TMP/kept.log"
 	check_json "$TMP/out" $((64 * 1024 * 1024))
 	[ "$(stat -c %s "$TMP/kept.log" 2>/dev/null)" = $((64 * 1024 * 1024 + 4096)) ] ||
 		fail "--keep did not leave a 64 MiB + 4 KiB file"

@@ -24,6 +24,15 @@
 #                  in time) with and without --salvage; --dry-run; NEWLOG refusals
 #                  (exists without --force, PATH itself, a symlink) and usage errors
 #   loop           format, print and recover on a loop device (root, losetup)
+#   sector         sectors against the physical block (root, losetup): 512-byte sectors
+#                  formatted and recovered on a loop device of 512-byte blocks, refused
+#                  (format, --force, --json, device unchanged) on one of 4096-byte
+#                  blocks where 4096 is taken; where the test directory's file system
+#                  has 512-byte logical blocks on a larger physical block (a 512e disk),
+#                  also format, delog_open CREATE (mklog create512) and every writing
+#                  open of a 512-byte-sector log (and salvage's new log from it)
+#                  refused naming both sizes, and its read-only open, print and recover
+#                  --dry-run allowed, the log unchanged
 #   readonly       recover on a read-only bind mount (root, unshare): a clean log and a
 #                  crashed one with nothing past the head recover without writing (exit
 #                  0, a note), a torn head that needs stamping exits 1 naming the
@@ -69,6 +78,22 @@ ro_run() {
 		exec "$@"' sh "$TMP/src" "$TMP/mnt" "$@"
 }
 
+# blocks PATH : "LOGICAL PHYSICAL", the block sizes of the block device PATH or of the
+# one holding the file system of PATH, from sysfs; nothing if there is none.
+blocks() {
+	if [ -b "$1" ]; then
+		d=$(stat -L -c '%Hr:%Lr' "$1")
+	else
+		d=$(stat -c '%Hd:%Ld' "$1")
+	fi
+	for q in "/sys/dev/block/$d/queue" "/sys/dev/block/$d/../queue"; do
+		if [ -r "$q/physical_block_size" ]; then
+			echo "$(cat "$q/logical_block_size") $(cat "$q/physical_block_size")"
+			return
+		fi
+	done
+}
+
 # mk CASE FILE : build a test log; sets VICTIM to the damaged record's byte offset.
 mk() {
 	"$MKLOG" "$1" "$2" >"$TMP/mk.out" 2>"$TMP/mk.err" || {
@@ -83,7 +108,7 @@ case "$MODE" in
 format)
 	need_python
 	L=$TMP/a.log
-	expect_rc 0 "format a new file" "$DELOG" format "$L" --size 8M --sector 512
+	expect_rc 0 "format a new file" "$DELOG" format "$L" --size 8M --sector 4096
 	expect_in "$TMP/out" "8 MiB" "format names the size"
 	[ "$(stat -c %a "$L")" = 600 ] || fail "new log has mode $(stat -c %a "$L"), expected 600"
 	[ "$(stat -c %s "$L")" = $((8 * 1024 * 1024 + 4096)) ] || fail "file is $(stat -c %s "$L") bytes"
@@ -230,8 +255,9 @@ for r in d["records"]:
 print(k, x)
 EOF2
 	}
-	# same_items NEW.json GOOD.json FIRST LAST : checkpoints FIRST..LAST carry the same
-	# COMMIT (nitems, payload_bytes, item crc) in both: the same items, byte for byte.
+	# same_items NEW.json GOOD.json FIRST LAST [TOP] : checkpoints FIRST..LAST carry the
+	# same COMMIT (nitems, payload_bytes, item crc) in both: the same items, byte for
+	# byte; LAST+1..TOP (default LAST) are in NEW empty, carrying the numbering on.
 	same_items() {
 		python3 - "$@" <<'EOF2' || fail "salvaged items differ from the intact log's ($3..$4)"
 import json, sys
@@ -241,9 +267,12 @@ def commits(p):
             for r in d["records"] for op in r["ops"] if op["type"] == "COMMIT"}
 a, b = commits(sys.argv[1]), commits(sys.argv[2])
 lo, hi = int(sys.argv[3]), int(sys.argv[4])
-assert sorted(a) == list(range(lo, hi + 1)), sorted(a)
+top = int(sys.argv[5]) if len(sys.argv) > 5 else hi
+assert sorted(a) == list(range(lo, top + 1)), sorted(a)
 for s in range(lo, hi + 1):
     assert a[s] == b[s], (s, a[s], b[s])
+for s in range(hi + 1, top + 1):
+    assert a[s][:2] == (0, 0), (s, a[s])
 EOF2
 	}
 
@@ -255,12 +284,12 @@ EOF2
 	K=$1
 	[ "$K" -gt 0 ] && [ "$K" -lt 40 ] || fail "corrupt: $K checkpoints before the victim"
 	expect_rc 0 "salvage of 'corrupt'" "$DELOG" recover --salvage "$TMP/c.new" --json "$L"
-	jcheck "$TMP/out" "salvage of 'corrupt'" "d['error'] is None and d['salvage']['damage']['name'] == 'DELOG_ECHECKSUM' and d['salvage']['damage']['offset'] == $VICTIM and d['salvage']['damage']['field'] == 'rec.crc' and d['salvage']['kept']['checkpoints'] == $K and d['salvage']['kept']['first_seq'] == 1 and d['salvage']['kept']['last_seq'] == $K and d['salvage']['dropped']['offset'] == $VICTIM and d['salvage']['dropped']['bytes'] > 0 and d['salvage']['dropped']['commits_after_damage'] > 0 and d['salvage']['dropped']['last_seq'] == 40 and d['salvage']['new_log']['written'] and d['salvage']['new_log']['log_size'] == 4 << 20 and d['salvage']['new_log']['sector'] == 512"
+	jcheck "$TMP/out" "salvage of 'corrupt'" "d['error'] is None and d['salvage']['damage']['name'] == 'DELOG_ECHECKSUM' and d['salvage']['damage']['offset'] == $VICTIM and d['salvage']['damage']['field'] == 'rec.crc' and d['salvage']['kept']['checkpoints'] == $K and d['salvage']['kept']['first_seq'] == 1 and d['salvage']['kept']['last_seq'] == $K and d['salvage']['dropped']['offset'] == $VICTIM and d['salvage']['dropped']['bytes'] > 0 and d['salvage']['dropped']['commits_after_damage'] > 0 and d['salvage']['dropped']['last_seq'] == 40 and d['salvage']['dropped']['from_seq'] == $K + 1 and d['salvage']['dropped']['to_seq'] == 40 and d['salvage']['numbering']['high_seq'] == 40 and d['salvage']['numbering']['next_seq'] == 41 and d['salvage']['new_log']['written'] and d['salvage']['new_log']['log_size'] == 4 << 20 and d['salvage']['new_log']['sector'] == 4096"
 	[ "$(sum "$L")" = "$lsum" ] || fail "salvage changed the damaged log"
 	expect_rc 0 "strict recovery of the salvaged log" "$DELOG" recover --json "$TMP/c.new"
-	jcheck "$TMP/out" "salvaged log" "d['error'] is None and d['report']['clean'] and d['report']['checkpoints'] == $K and d['report']['first_seq'] == 1 and d['report']['last_seq'] == $K"
+	jcheck "$TMP/out" "salvaged log" "d['error'] is None and d['report']['clean'] and d['report']['checkpoints'] == 40 and d['report']['first_seq'] == 1 and d['report']['last_seq'] == 40"
 	"$DELOG" print --json "$TMP/c.new" >"$TMP/c.json" || fail "print of the salvaged log"
-	same_items "$TMP/c.json" "$TMP/good.json" 1 "$K"
+	same_items "$TMP/c.json" "$TMP/good.json" 1 "$K" 40
 	expect_rc 0 "salvage of 'corrupt' (text)" "$DELOG" recover --salvage "$TMP/c2.new" "$L"
 	expect_in "$TMP/out" "kept: checkpoints 1..$K" "salvage text names what was kept"
 	expect_in "$TMP/out" "DELOG_ECHECKSUM at byte $VICTIM" "salvage text names the damage"
@@ -282,14 +311,30 @@ EOF2
 	jcheck "$TMP/out" "salvage of 'lostcommit'" "d['salvage']['damage']['name'] == 'DELOG_ECORRUPT' and 'never committed' in d['salvage']['damage']['what'] and d['salvage']['kept']['last_seq'] == $X - 1 and d['salvage']['dropped']['incomplete'] == 2 and d['salvage']['dropped']['first_seq'] == $X + 1 and d['salvage']['new_log']['written']"
 	[ "$(sum "$TMP/lost.log")" = "$before" ] || fail "salvage changed 'lostcommit'"
 	"$DELOG" print --json "$TMP/l.new" >"$TMP/l.json" || fail "print of the salvaged log"
-	same_items "$TMP/l.json" "$TMP/good.json" 1 $((X - 1))
+	same_items "$TMP/l.json" "$TMP/good.json" 1 $((X - 1)) 40
 
 	# Checkpoints 1-10 released (the tail moved): the kept ones keep their numbers.
 	mk tailcorrupt "$TMP/tail.log" || exit 1
 	expect_rc 0 "salvage of 'tailcorrupt'" "$DELOG" recover --salvage "$TMP/t.new" --json "$TMP/tail.log"
 	jcheck "$TMP/out" "salvage of 'tailcorrupt'" "d['salvage']['kept']['first_seq'] == 11 and d['salvage']['kept']['last_seq'] == $K"
 	expect_rc 0 "strict recovery of 't.new'" "$DELOG" recover --json "$TMP/t.new"
-	jcheck "$TMP/out" "'t.new' continues the sequence" "d['report']['first_seq'] == 11 and d['report']['last_seq'] == $K and d['report']['clean']"
+	jcheck "$TMP/out" "'t.new' continues the sequence" "d['report']['first_seq'] == 11 and d['report']['last_seq'] == 40 and d['report']['checkpoints'] == 30 and d['report']['clean']"
+
+	# Numbering (issue 35 item 5): 100 checkpoints, the record holding checkpoint 51's
+	# COMMIT damaged.  The salvaged log keeps 1..50 and must number on past 100, the
+	# highest sequence the old log gave out, and the report must name 51..100 dropped.
+	mk corrupt100 "$TMP/c100.log" || exit 1
+	expect_rc 0 "salvage of 'corrupt100'" "$DELOG" recover --salvage "$TMP/c100.new" --json "$TMP/c100.log"
+	jcheck "$TMP/out" "salvage of 'corrupt100'" "d['salvage']['kept']['last_seq'] == 50 and d['salvage']['dropped']['from_seq'] == 51 and d['salvage']['dropped']['to_seq'] == 100 and d['salvage']['numbering']['verified_seq'] == 50 and d['salvage']['numbering']['damaged_record_seq'] >= 51 and d['salvage']['numbering']['high_seq'] == 100 and d['salvage']['numbering']['empty_first_seq'] == 51 and d['salvage']['numbering']['empty_last_seq'] == 100 and d['salvage']['numbering']['next_seq'] == 101"
+	next=$("$MKLOG" nextseq "$TMP/c100.new") || fail "nextseq on the salvaged log"
+	[ "$next" = "seq=101" ] || fail "the first commit after salvage got $next, not seq=101"
+	expect_rc 0 "salvage of 'corrupt100' (text)" "$DELOG" recover --salvage "$TMP/c100b.new" "$TMP/c100.log"
+	expect_in "$TMP/out" "dropped: checkpoints 51..100" "salvage text names every dropped checkpoint"
+	expect_in "$TMP/out" "next checkpoint is 101" "salvage text names the new log's next sequence"
+	# A point in time is numbered on the same way: --to 10 of 40 continues at 41.
+	expect_rc 0 "salvage --to 10 (numbering)" "$DELOG" recover --salvage "$TMP/g10n.new" --to 10 --json "$TMP/good.log"
+	next=$("$MKLOG" nextseq "$TMP/g10n.new") || fail "nextseq on the --to 10 log"
+	[ "$next" = "seq=41" ] || fail "the first commit after salvage --to 10 got $next, not seq=41"
 
 	# A bad superblock field: nothing can be verified, so nothing is salvaged.
 	while read -r c code field; do
@@ -320,7 +365,7 @@ EOF2
 	expect_rc 0 "salvage --to 10 of an intact log" "$DELOG" recover --salvage "$TMP/g10.new" --to 10 --json "$G"
 	jcheck "$TMP/out" "salvage --to 10" "d['salvage']['damage'] is None and d['salvage']['kept']['last_seq'] == 10 and d['salvage']['dropped']['held_back'] == 30"
 	expect_rc 0 "strict recovery of 'g10.new'" "$DELOG" recover --json "$TMP/g10.new"
-	jcheck "$TMP/out" "'g10.new'" "d['report']['checkpoints'] == 10 and d['report']['last_seq'] == 10"
+	jcheck "$TMP/out" "'g10.new'" "d['report']['checkpoints'] == 40 and d['report']['last_seq'] == 40 and d['report']['items'] == 30"
 	[ "$(sum "$G")" = "$before" ] || fail "--to changed the log"
 
 	# --dry-run says what would be kept and writes nothing; --size sets NEWLOG's size.
@@ -338,7 +383,7 @@ EOF2
 	[ "$(sum "$TMP/c.new")" = "$nb" ] || fail "a refused salvage changed NEWLOG"
 	expect_rc 0 "salvage --force over an existing NEWLOG" "$DELOG" recover --salvage "$TMP/c.new" --force --to 3 "$L"
 	expect_rc 0 "strict recovery of the replaced NEWLOG" "$DELOG" recover --json "$TMP/c.new"
-	jcheck "$TMP/out" "replaced NEWLOG" "d['report']['last_seq'] == 3"
+	jcheck "$TMP/out" "replaced NEWLOG" "d['report']['last_seq'] == 40 and d['report']['items'] == 9"
 	ln "$L" "$TMP/hard.log"
 	ln -s "$L" "$TMP/sym.log"
 	for n in "$L" "$TMP/hard.log"; do
@@ -382,6 +427,74 @@ loop)
 	dd if=/dev/urandom of="$LOOPDEV" bs=4096 count=1 conv=notrunc,fsync 2>/dev/null
 	expect_rc 1 "format over a device holding data" "$DELOG" format "$LOOPDEV"
 	expect_in "$TMP/err" "holds data" "loop data refusal"
+	;;
+sector)
+	need_python
+	# A loop device of 512-byte blocks (physical too) takes 512-byte sectors.
+	[ "$(id -u)" -eq 0 ] || skip "loop devices need root"
+	command -v losetup >/dev/null 2>&1 || skip "losetup is not installed"
+	truncate -s 16M "$TMP/l512.img" "$TMP/l4096.img" || exit 1
+	LOOPDEV=$(losetup --find --show --direct-io=on "$TMP/l512.img" 2>"$TMP/err") ||
+		skip "losetup failed: $(cat "$TMP/err")"
+	L512=$LOOPDEV
+	[ "$(blocks "$L512")" = "512 512" ] || skip "$L512 has blocks $(blocks "$L512"), not 512 512"
+	expect_rc 0 "format --sector 512 on a 512-byte physical block" "$DELOG" format "$L512" --sector 512 --json
+	jcheck "$TMP/out" "512 on 512" 'd["superblock"]["sector"] == 512 and d["error"] is None'
+	expect_rc 0 "recover (writing) a 512-byte-sector log there" "$DELOG" recover "$L512"
+	dd if="$L512" of="$TMP/log512" bs=1M 2>/dev/null || fail "copy of the 512-byte-sector log"
+	losetup -d "$L512"
+	# A loop device of 4096-byte blocks refuses them, --force or not, and is left as found.
+	LOOPDEV=$(losetup --find --show --direct-io=on --sector-size 4096 "$TMP/l4096.img" 2>"$TMP/err") ||
+		skip "losetup --sector-size 4096 failed: $(cat "$TMP/err")"
+	[ "$(blocks "$LOOPDEV")" = "4096 4096" ] || skip "$LOOPDEV has blocks $(blocks "$LOOPDEV"), not 4096 4096"
+	before=$(sum "$TMP/l4096.img")
+	for force in "" --force; do
+		# shellcheck disable=SC2086
+		expect_rc 1 "format --sector 512 $force on a 4096-byte physical block" "$DELOG" format "$LOOPDEV" --sector 512 $force
+		expect_in "$TMP/err" "512-byte sectors on a device whose physical block is 4096 bytes" "the refusal names both sizes"
+	done
+	expect_rc 1 "format --sector 512 --json on a 4096-byte physical block" "$DELOG" format "$LOOPDEV" --sector 512 --json
+	jcheck "$TMP/out" "512 on 4096, --json" 'd["superblock"] is None and d["error"]["name"] == "DELOG_EGEOMETRY" and "physical block is 4096" in d["error"]["what"]'
+	[ "$(sum "$TMP/l4096.img")" = "$before" ] || fail "a refused format changed the device"
+	expect_rc 0 "format --sector 4096 on a 4096-byte physical block" "$DELOG" format "$LOOPDEV" --sector 4096
+	losetup -d "$LOOPDEV"
+	LOOPDEV=
+	# The unsafe case proper, where the checks above are the only refusal: a file system
+	# of 512-byte logical blocks on a larger physical block (a 512e disk).  Such a device
+	# cannot be made here, so this runs only where the test directory is on one.
+	set -- $(blocks "$TMP")
+	if [ $# -ne 2 ] || [ "$1" != 512 ] || [ "$2" -le 512 ]; then
+		echo "sector: $TMP is not on a 512e device (blocks: ${*:-unknown}): the file cases are not run" >&2
+		finish "$MODE"
+	fi
+	P=$2
+	expect_rc 1 "format --sector 512 of a new file (physical $P)" "$DELOG" format "$TMP/f.log" --size 8M --sector 512
+	expect_in "$TMP/err" "512-byte sectors on a device whose physical block is $P bytes" "file: the refusal names both sizes"
+	[ -e "$TMP/f.log" ] && fail "a refused format left a file"
+	"$MKLOG" create512 "$TMP/f.log" >"$TMP/out" 2>&1
+	expect_in "$TMP/out" "open=DELOG_EGEOMETRY field= message=512-byte sectors on a device whose physical block is $P bytes" "delog_open CREATE sector 512"
+	[ -e "$TMP/f.log" ] && fail "a refused delog_open CREATE left a file"
+	"$MKLOG" create4096 "$TMP/f.log" >"$TMP/out" 2>&1
+	expect_in "$TMP/out" "open=0 " "delog_open CREATE sector 4096"
+	# A 512-byte-sector log brought here: read, never written.
+	cp "$TMP/log512" "$TMP/g.log" || exit 1
+	before=$(sum "$TMP/g.log")
+	"$MKLOG" openrw "$TMP/g.log" >"$TMP/out" 2>&1
+	expect_in "$TMP/out" "open=DELOG_EGEOMETRY field=sb.sector_size message=512-byte sectors on a device whose physical block is $P bytes" "delog_open of a 512-byte-sector log"
+	"$MKLOG" openro "$TMP/g.log" >"$TMP/out" 2>&1
+	expect_in "$TMP/out" "open=0 " "delog_open DELOG_OPEN_RDONLY of a 512-byte-sector log"
+	expect_rc 1 "recover of a 512-byte-sector log" "$DELOG" recover "$TMP/g.log"
+	expect_in "$TMP/err" "DELOG_EGEOMETRY" "recover names the code"
+	expect_in "$TMP/err" "512-byte sectors on a device whose physical block is $P bytes" "recover names both sizes"
+	expect_rc 1 "recover --json of a 512-byte-sector log" "$DELOG" recover --json "$TMP/g.log"
+	jcheck "$TMP/out" "recover --json, 512 on $P" 'd["error"]["name"] == "DELOG_EGEOMETRY" and d["error"]["field"] == "sb.sector_size"'
+	expect_rc 0 "recover --dry-run of a 512-byte-sector log" "$DELOG" recover --dry-run "$TMP/g.log"
+	expect_rc 1 "recover --salvage of a 512-byte-sector log here" "$DELOG" recover --salvage "$TMP/g.new" "$TMP/g.log"
+	expect_in "$TMP/err" "512-byte sectors on a device whose physical block is $P bytes" "salvage's new log names both sizes"
+	[ -e "$TMP/g.new" ] && fail "a refused salvage left NEWLOG"
+	ls "$TMP" | grep -q 'salvage-' && fail "a refused salvage left a temporary file"
+	expect_rc 0 "print of a 512-byte-sector log" "$DELOG" print "$TMP/g.log"
+	[ "$(sum "$TMP/g.log")" = "$before" ] || fail "a refused writing open changed the log"
 	;;
 readonly)
 	need_python

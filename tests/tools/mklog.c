@@ -4,7 +4,7 @@
  *
  *   mklog CASE PATH
  *
- * Every case but zero and random starts from the same log: a 4 MiB log (sector 512)
+ * Every case but zero and random starts from the same log: a 4 MiB log (sector 4096)
  * formatted by jrnl_format on the psync backend, then NCKPT checkpoints written by the
  * real writer (2 log buffers of 16 KiB, so checkpoints span records and items are split
  * with CONTINUE / WAS_CONT) with the sync policy's flags, so every record's durable_lsn
@@ -32,6 +32,8 @@
  *              4096), CRC redone: the records do not fit it (EGEOMETRY)
  *   tailcorrupt  corrupt, in a log whose tail was moved to checkpoint 11 before it was
  *              written (checkpoints 1-10 released): recovery starts at 11
+ *   corrupt100 100 checkpoints, and a payload byte changed in the record holding the
+ *              COMMIT of checkpoint 51 (ECHECKSUM): 1-50 verify, 51-100 do not
  *   version0   sb version 0, CRC redone               logstart   sb log_start 8192, CRC redone
  *   logsize    sb log_size + 100 (not a multiple of   smalllog   sb log_size 1 MiB (below the
  *              the sector), CRC redone                           smallest log), CRC redone
@@ -40,6 +42,18 @@
  * jrnl_rec_seal, so the CRC and cycle stamps hold and the op decoder behind the CRC is
  * what must refuse the record.  On success mklog prints "records=R checkpoints=C
  * victim_offset=O" (O: byte offset of the damaged record, or 0) for the test to check.
+ *
+ *   mklog nextseq PATH
+ *
+ * opens the log at PATH with delog_open, as an application would, commits one item,
+ * forces it and prints "seq=S": the sequence the log gave the commit.
+ *
+ *   mklog create512|create4096|openrw|openro PATH
+ *
+ * delog_open of PATH with DELOG_OPEN_CREATE and 512- or 4096-byte sectors (an 8 MiB log
+ * when it creates one), with no flags (a writing open), or DELOG_OPEN_RDONLY; closes a
+ * log that opened and prints "open=NAME field=F message=M": 0 or the error's name, and
+ * delog_error_info's field and message.
  */
 #include "format.h"
 #include "io.h"
@@ -55,9 +69,10 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#define SECTOR 512u
+#define SECTOR 4096u
 #define LOG_BYTES (4u << 20)
 #define NCKPT 40u
+#define NCKPT_LONG 100u
 
 static const uint8_t OTHER_UUID[16] = { 0xee, 0xee, 0xee, 0xee, 1, 2,  3,  4,
 					5,    6,    7,    8,    9, 10, 11, 12 };
@@ -75,7 +90,7 @@ struct recpos {
 
 /* @tail_at: before writing checkpoint @tail_at (0: never), move the tail to the head, as
  * an application releasing checkpoints 1..tail_at-1 does: recovery then starts there. */
-static void build(const char *path, bool unmount, uint64_t tail_at)
+static void build(const char *path, bool unmount, uint64_t tail_at, uint64_t nckpt)
 {
 	struct iol_dev_opts o = { .size = sizeof(o), .backend = "psync" };
 	struct jrnl_format_opts fo = { .sector = SECTOR, .log_size = LOG_BYTES };
@@ -97,7 +112,7 @@ static void build(const char *path, bool unmount, uint64_t tail_at)
 	if ((err = iol_dev_open(path, &o, &dev)) || (err = jrnl_format(dev, &fo, &g)) ||
 	    (err = jrnl_log_open(dev, &g, NULL, &lo, &log)))
 		die("format and open", err);
-	for (uint64_t seq = 1; seq <= NCKPT; seq++) {
+	for (uint64_t seq = 1; seq <= nckpt; seq++) {
 		if (seq == tail_at)
 			jrnl_log_set_tail(log, jrnl_log_head(log));
 		err = jrnl_tx_start(log, seq, fl, &tx);
@@ -284,6 +299,88 @@ static size_t record_ending_in_commit(int fd, const struct recpos *recs, size_t 
 	return 0;
 }
 
+/* The record holding the COMMIT op of checkpoint @seq. */
+static size_t record_with_commit(int fd, const struct recpos *recs, size_t n, uint64_t seq)
+{
+	for (size_t k = 0; k < n; k++) {
+		size_t bytes = (size_t)(recs[k].h + recs[k].p) * SECTOR;
+		unsigned char *buf = malloc(bytes), *ops;
+		struct jrnl_commit cm;
+		struct jrnl_op op;
+		struct jrnl_rec r;
+		uint64_t off = 0;
+		bool found = false;
+
+		if (!buf || pread(fd, buf, bytes, (off_t)recs[k].off) != (ssize_t)bytes)
+			die("read record", -EIO);
+		jrnl_rec_unpack(buf, SECTOR);
+		memcpy(&r, buf, sizeof(r));
+		ops = buf + (size_t)r.hdr_sectors * SECTOR;
+		for (uint32_t i = 0; i < r.num_ops && !found; i++) {
+			memcpy(&op, ops + off, sizeof(op));
+			if (op.type == JRNL_T_COMMIT) {
+				memcpy(&cm, ops + off + sizeof(op), sizeof(cm));
+				found = cm.seq == seq;
+			}
+			off += sizeof(op) + ((op.len + 7u) & ~7u);
+		}
+		free(buf);
+		if (found)
+			return k;
+	}
+	die("no record holds the COMMIT", 0);
+	return 0;
+}
+
+/* nextseq: the sequence an application's first commit gets on the log at @path. */
+static int next_seq(const char *path)
+{
+	struct delog_options o = { .size = sizeof(o) };
+	uint64_t seq = 0;
+	delog_tx *tx;
+	delog *log;
+	int err;
+
+	err = delog_open(path, &o, &log);
+	if (err)
+		die("delog_open", err);
+	err = delog_tx_begin(log, 0, 0, &tx);
+	if (!err)
+		err = delog_tx_log(tx, 1, "x", 1);
+	if (!err)
+		err = delog_tx_commit_force(tx, &seq);
+	if (err)
+		die("commit", err);
+	err = delog_close(log);
+	if (err)
+		die("delog_close", err);
+	printf("seq=%llu\n", (unsigned long long)seq);
+	return 0;
+}
+
+/* create512, create4096, openrw, openro: delog_open of @path with @flags (and, when
+ * formatting, @sector-byte sectors and 8 MiB) as an application would, then close; prints
+ * "open=NAME field=F message=M" from the return value and delog_error_info. */
+static int open_case(const char *path, unsigned flags, uint32_t sector)
+{
+	struct delog_error_info e = { .size = sizeof(e) };
+	struct delog_options o = { .size = sizeof(o),
+				   .flags = flags,
+				   .sector = sector,
+				   .error = &e };
+	delog *log;
+	int err;
+
+	if (flags & DELOG_OPEN_CREATE)
+		o.create_size = 8u << 20;
+	err = delog_open(path, &o, &log);
+	if (!err && (err = delog_close(log)))
+		die("delog_close", err);
+	printf("open=%s field=%s message=%s\n", err ? delog_err_name(err) : "0", e.field,
+	       e.message);
+	return 0;
+}
+
 /* Change the superblock with @edit and, if @recrc, recompute its CRC. */
 static void sb_edit(int fd, int field, bool recrc)
 {
@@ -360,7 +457,14 @@ int main(int argc, char **argv)
 		printf("records=0 checkpoints=0 victim_offset=0\n");
 		return 0;
 	}
-	build(path, !strcmp(c, "clean"), !strcmp(c, "tailcorrupt") ? 11 : 0);
+	if (!strcmp(c, "nextseq"))
+		return next_seq(path);
+	if (!strcmp(c, "create512") || !strcmp(c, "create4096"))
+		return open_case(path, DELOG_OPEN_CREATE, !strcmp(c, "create512") ? 512 : 4096);
+	if (!strcmp(c, "openrw") || !strcmp(c, "openro"))
+		return open_case(path, !strcmp(c, "openro") ? DELOG_OPEN_RDONLY : 0, 0);
+	build(path, !strcmp(c, "clean"), !strcmp(c, "tailcorrupt") ? 11 : 0,
+	      !strcmp(c, "corrupt100") ? NCKPT_LONG : NCKPT);
 	fd = open(path, O_RDWR);
 	if (fd < 0)
 		die(path, -errno);
@@ -392,6 +496,17 @@ int main(int argc, char **argv)
 		sb_edit(fd, 9, true);
 	} else if (!strcmp(c, "torn") || !strcmp(c, "corrupt") || !strcmp(c, "tailcorrupt")) {
 		const struct recpos *rp = !strcmp(c, "torn") ? &recs[n - 1] : &recs[n / 2];
+		uint64_t at = rp->off + (uint64_t)rp->h * SECTOR + 100;
+		unsigned char b;
+
+		if (pread(fd, &b, 1, (off_t)at) != 1)
+			die("read", -errno);
+		b ^= 0x5a;
+		if (pwrite(fd, &b, 1, (off_t)at) != 1)
+			die("write", -errno);
+		victim = rp->off;
+	} else if (!strcmp(c, "corrupt100")) {
+		const struct recpos *rp = &recs[record_with_commit(fd, recs, n, 51)];
 		uint64_t at = rp->off + (uint64_t)rp->h * SECTOR + 100;
 		unsigned char b;
 
@@ -452,7 +567,7 @@ int main(int argc, char **argv)
 	}
 	if (fsync(fd) || close(fd))
 		die("sync", -errno);
-	printf("records=%zu checkpoints=%u victim_offset=%llu\n", n, NCKPT,
-	       (unsigned long long)victim);
+	printf("records=%zu checkpoints=%u victim_offset=%llu\n", n,
+	       !strcmp(c, "corrupt100") ? NCKPT_LONG : NCKPT, (unsigned long long)victim);
 	return 0;
 }

@@ -945,6 +945,11 @@ static int rec_run(struct bench *b, void *state)
 	if (!b->o.backend)
 		b->o.backend = r->backend;
 
+	err = jrnl_sector_check(r->dev, o->sector, msg, sizeof(msg));
+	if (err) {
+		bench_fail(b, err, b->t.path, "--sector %u: %s", o->sector, msg);
+		goto out;
+	}
 	bench_progress(b, "formatting %s", b->t.path);
 	t0 = now_ns();
 	err = jrnl_format(r->dev, &fo, &r->g);

@@ -20,6 +20,9 @@
  *  - --size is the size of the log area; the superblock area (4 KiB) comes in front of
  *    it, so a new file is --size + 4 KiB.  Without --size an existing file or device is
  *    used whole.  A file this command created is removed again if formatting fails.
+ *  - A sector smaller than the device's physical block is refused, --force or not
+ *    (jrnl_sector_check): the device writes whole physical blocks, and one torn inside
+ *    could garble the log's sectors written before the record in flight.
  *  - With --json every refusal and failure (exit 1) is a JSON document too, the new
  *    log's with "superblock": null and the "error" print and recover give (fail() keeps
  *    the first one); a usage error (exit 2) prints no JSON, as in every command
@@ -58,7 +61,8 @@ static void help(void)
 	       "                     multiple of the sector); the file is N + 4 KiB\n"
 	       "                     (superblock).  Required for a new or empty file;\n"
 	       "                     default for an existing one: all of it\n"
-	       "      --sector S     log sector size, 512 or 4096 (default 4096)\n"
+	       "      --sector S     log sector size, 512 or 4096 (default 4096); not below\n"
+	       "                     the device's physical block\n"
 	       "  -f, --force        overwrite an existing log or a device that holds data\n"
 	       "  -m, --mode OCTAL   permissions of a new file (default 0600, less the umask)\n"
 	       "  -b, --backend B    I/O backend: uring, aio, psync (default: best available)\n"
@@ -396,6 +400,12 @@ static int format_dev(struct fmt *f, struct jrnl_geom *g)
 		     iol_dev_geom(dev)->size_bytes, size ? "--size" : "minimal",
 		     (uint64_t)DELOG_SB_BYTES + (size ? size : (uint64_t)MIN_LOG));
 		err = -ENOSPC;
+		goto fail;
+	}
+	/* Nor would it for a sector below the physical block (jrnl_sector_check). */
+	err = jrnl_sector_check(dev, (uint32_t)sector, what, sizeof(what));
+	if (err) {
+		fail(f, err, false, "--sector %" PRIu64 ": %s", sector, what);
 		goto fail;
 	}
 	if (!f->created && !f->grown && !f->force) {

@@ -628,7 +628,9 @@ static void print_device(struct probe *p, const struct iol_geom *g, const char *
 		out(p, "  probe region     %s, zero-filled first (%.2f s)\n",
 		    fmt_bytes(t->region, a, sizeof(a)), t->prepare_s);
 	out(p, "  logical block    %s\n", fmt_bytes(g->logical_block, a, sizeof(a)));
-	out(p, "  physical block   %s\n", fmt_bytes(g->physical_block, a, sizeof(a)));
+	out(p, "  physical block   %s\n",
+	    g->physical_block ? fmt_bytes(g->physical_block, a, sizeof(a)) :
+				"unknown (no block device queue behind the file system)");
 	out(p, "  O_DIRECT align   memory %s, offset %s (%s)\n",
 	    fmt_bytes(g->dio_mem_align, a, sizeof(a)), fmt_bytes(g->dio_off_align, b, sizeof(b)),
 	    g->dioalign_from_statx ? "statx STATX_DIOALIGN" : "block size");
@@ -801,7 +803,10 @@ static void print_json(struct probe *p, const struct iol_geom *g, const char *au
 	json_obj_begin(&j, "device");
 	json_u64(&j, "size_bytes", g->size_bytes);
 	json_u64(&j, "logical_block", g->logical_block);
-	json_u64(&j, "physical_block", g->physical_block);
+	if (g->physical_block)
+		json_u64(&j, "physical_block", g->physical_block);
+	else
+		json_null(&j, "physical_block");
 	json_u64(&j, "dio_mem_align", g->dio_mem_align);
 	json_u64(&j, "dio_off_align", g->dio_off_align);
 	json_bool(&j, "dioalign_from_statx", g->dioalign_from_statx);

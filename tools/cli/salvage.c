@@ -33,8 +33,9 @@
  *     not replaced; rename(2) with it) and the directory synced.  Any failure removes
  *     the temporary file: NEWLOG, and PATH, are left as they were.
  *
- * NEWLOG has a new uuid; its next checkpoint (the engine's, on open) follows the last
- * one kept.
+ * NEWLOG has a new uuid; its next checkpoint (the engine's, on open) follows every
+ * sequence PATH may have given out (plan_fill: empty checkpoints after the last one
+ * kept, up to the report's high_seq), never one of the dropped checkpoints' numbers.
  */
 #include "tools.h"
 
@@ -116,15 +117,39 @@ struct outcome {
 	const struct jrnl_geom *g;
 	struct jrnl_report rep; /* the planning run's */
 	struct kept k;
-	uint64_t size; /* NEWLOG's log size */
-	bool grown;    /* larger than PATH's log, for the kept checkpoints */
-	bool written;  /* NEWLOG is in place, verified */
-	char uuid[37]; /* NEWLOG's */
+	uint64_t fill_first, fill_last; /* empty checkpoints after k (0: none) */
+	uint64_t size;                  /* NEWLOG's log size */
+	bool grown;                     /* larger than PATH's log, for the kept checkpoints */
+	bool written;                   /* NEWLOG is in place, verified */
+	char uuid[37];                  /* NEWLOG's */
 };
 
 static const char *plural(uint64_t n)
 {
 	return n == 1 ? "" : "s";
+}
+
+/* NEWLOG's next checkpoint: after everything it holds, kept or empty. */
+static uint64_t next_seq(const struct outcome *x)
+{
+	return (x->fill_last ? x->fill_last : x->k.ckpts ? x->k.last : 0) + 1;
+}
+
+static void print_numbering(FILE *f, const struct outcome *x)
+{
+	const struct jrnl_report *r = &x->rep;
+
+	fprintf(f,
+		"numbering: the log names sequences up to %" PRIu64 " (last verified %" PRIu64
+		", last started %" PRIu64 ", after the damage %" PRIu64
+		", in the damaged record %" PRIu64 "; 0: none)",
+		r->high_seq, r->verified_seq, r->started_seq, r->lost_high_seq, r->damaged_seq);
+	if (x->fill_last && x->fill_first == x->fill_last)
+		fprintf(f, "; checkpoint %" PRIu64 " is kept empty", x->fill_first);
+	else if (x->fill_last)
+		fprintf(f, "; checkpoints %" PRIu64 "..%" PRIu64 " are kept empty", x->fill_first,
+			x->fill_last);
+	fprintf(f, ", so the new log's next checkpoint is %" PRIu64 "\n", next_seq(x));
 }
 
 static void print_outcome(FILE *f, const struct outcome *x)
@@ -150,9 +175,26 @@ static void print_outcome(FILE *f, const struct outcome *x)
 			x->o->to ? " and --to" : "");
 	if (r->held_back)
 		fprintf(f,
-			"held back by --to %" PRIu64 ": %" PRIu64
-			" verified checkpoint%s after it\n",
-			x->o->to, r->held_back, plural(r->held_back));
+			"held back by --to %" PRIu64 ": checkpoints %" PRIu64 "..%" PRIu64
+			" (%" PRIu64 " verified checkpoint%s after it)\n",
+			x->o->to, r->verified_seq - r->held_back + 1, r->verified_seq, r->held_back,
+			plural(r->held_back));
+	if (r->salvaged && r->verified_seq && r->high_seq > r->verified_seq)
+		fprintf(f,
+			"dropped: checkpoints %" PRIu64 "..%" PRIu64 ": every one after checkpoint "
+			"%" PRIu64 ", the last verified, up to the highest sequence the log "
+			"names\n",
+			r->verified_seq + 1, r->high_seq, r->verified_seq);
+	else if (r->salvaged && r->verified_seq)
+		fprintf(f,
+			"dropped: checkpoints from %" PRIu64 " on: every one after checkpoint "
+			"%" PRIu64 ", the last verified (no later sequence is readable)\n",
+			r->verified_seq + 1, r->verified_seq);
+	else if (r->salvaged)
+		fprintf(f,
+			"dropped: every checkpoint from the tail on%s (none before the damage "
+			"verified)\n",
+			r->high_seq ? ", up to the highest sequence the log names" : "");
 	if (r->dropped)
 		fprintf(f,
 			"dropped: %" PRIu64 " incomplete checkpoint%s (started, never committed "
@@ -174,6 +216,7 @@ static void print_outcome(FILE *f, const struct outcome *x)
 	}
 	if (r->torn_bytes)
 		fprintf(f, "torn write discarded at the head: %" PRIu64 " bytes\n", r->torn_bytes);
+	print_numbering(f, x);
 	if (x->o->dry_run)
 		fprintf(f,
 			"%s: not written (--dry-run); it would be a log of %s (%u-byte "
@@ -183,10 +226,12 @@ static void print_outcome(FILE *f, const struct outcome *x)
 	else if (x->written)
 		fprintf(f,
 			"%s: new log of %s (%u-byte sectors%s), uuid %s, holding checkpoints "
-			"%" PRIu64 "..%" PRIu64 ", closed clean and verified; %s was only read\n",
+			"%" PRIu64 "..%" PRIu64 "%s, closed clean and verified; %s was only "
+			"read\n",
 			x->o->newpath, fmt_bytes(x->size, a, sizeof(a)), x->g->sector,
-			x->grown ? ", grown to hold what is kept" : "", x->uuid, x->k.first,
-			x->k.last, x->o->path);
+			x->grown ? ", grown to hold what is kept" : "", x->uuid,
+			x->k.ckpts ? x->k.first : x->fill_first, next_seq(x) - 1,
+			x->fill_last ? " (the last ones empty)" : "", x->o->path);
 }
 
 static void json_outcome(struct json *j, const struct outcome *x)
@@ -224,6 +269,24 @@ static void json_outcome(struct json *j, const struct outcome *x)
 	json_u64(j, "first_seq", r->lost_first_seq);
 	json_u64(j, "last_seq", r->lost_last_seq);
 	json_u64(j, "torn_bytes", r->torn_bytes);
+	if (r->salvaged && r->verified_seq)
+		json_u64(j, "from_seq", r->verified_seq + 1);
+	else
+		json_null(j, "from_seq");
+	if (r->salvaged && r->high_seq > r->verified_seq)
+		json_u64(j, "to_seq", r->high_seq);
+	else
+		json_null(j, "to_seq");
+	json_obj_end(j);
+	json_obj_begin(j, "numbering");
+	json_u64(j, "verified_seq", r->verified_seq);
+	json_u64(j, "started_seq", r->started_seq);
+	json_u64(j, "after_damage_seq", r->lost_high_seq);
+	json_u64(j, "damaged_record_seq", r->damaged_seq);
+	json_u64(j, "high_seq", r->high_seq);
+	json_u64(j, "empty_first_seq", x->fill_first);
+	json_u64(j, "empty_last_seq", x->fill_last);
+	json_u64(j, "next_seq", next_seq(x));
 	json_obj_end(j);
 	json_obj_begin(j, "new_log");
 	json_str(j, "path", x->o->newpath);
@@ -325,6 +388,43 @@ static int sync_dir(const char *path)
 	return err;
 }
 
+/*
+ * The numbering (docs/FORMAT.md, "Salvage"): NEWLOG's next checkpoint must come after
+ * every sequence the damaged log may have given out (x->rep.high_seq), or the
+ * application, which skips replayed sequences at or below what its state covers, would
+ * skip its own new commits.  The engine numbers on from the last checkpoint recovery
+ * finds, and recovery takes complete checkpoints only in consecutive sequence, so the
+ * gap after the last kept one is filled with empty checkpoints (a START and a COMMIT
+ * of no item each).  Without a kept one, one empty checkpoint of high_seq suffices: a
+ * log's first checkpoint may have any sequence.
+ */
+static void plan_fill(struct outcome *x)
+{
+	uint64_t high = x->rep.high_seq;
+
+	if (x->k.ckpts && high > x->k.last) {
+		x->fill_first = x->k.last + 1;
+		x->fill_last = high;
+	} else if (!x->k.ckpts && high) {
+		x->fill_first = x->fill_last = high;
+	}
+	if (x->fill_last)
+		x->k.need += (x->fill_last - x->fill_first + 1) * 96;
+}
+
+static int write_fill(struct jrnl_log *log, const struct outcome *x)
+{
+	struct jrnl_wtx tx;
+	int err = 0;
+
+	for (uint64_t seq = x->fill_first; !err && x->fill_last && seq <= x->fill_last; seq++) {
+		err = jrnl_tx_start(log, seq, 0, &tx);
+		if (!err)
+			err = jrnl_tx_commit(&tx, NULL, NULL);
+	}
+	return err;
+}
+
 /* Make, format, fill and close the log at @tmp (the planning run said what to keep). */
 static int write_new(const struct salvage_opts *o, struct tool_log *src,
 		     const struct jrnl_recover_opts *base, struct outcome *x, const char *tmp,
@@ -354,6 +454,14 @@ static int write_new(const struct salvage_opts *o, struct tool_log *src,
 	err = iol_dev_open(tmp, &io, &dev);
 	if (err) {
 		refuse(j, o->newpath, err, "%s", *msg ? msg : tool_strerror(err));
+		return err;
+	}
+	/* The new log's device may take no sector smaller than its physical block. */
+	err = jrnl_sector_check(dev, fo.sector, msg, sizeof(msg));
+	if (err) {
+		refuse(j, o->newpath, err, "the new log takes the damaged log's sector size: %s",
+		       msg);
+		iol_dev_close(dev);
 		return err;
 	}
 	err = jrnl_format(dev, &fo, &g);
@@ -390,6 +498,12 @@ static int write_new(const struct salvage_opts *o, struct tool_log *src,
 		       "changed between the two reads (%" PRIu64 " checkpoints, then %" PRIu64
 		       "): is something writing it?",
 		       x->k.ckpts, c.k.ckpts);
+	} else if ((err = write_fill(c.log, x)) != 0) {
+		refuse(j, o->newpath, err,
+		       "writing the empty checkpoints %" PRIu64 "..%" PRIu64 " that carry the "
+		       "numbering on: %s%s",
+		       x->fill_first, x->fill_last, tool_strerror(err),
+		       err == DELOG_ELOGFULL ? " (give a larger --size)" : "");
 	} else {
 		/* Everything stable, then the unmount record: a cleanly closed log. */
 		err = jrnl_log_force(c.log);
@@ -416,7 +530,8 @@ static int verify_new(const struct salvage_opts *o, const char *tmp, struct outc
 	struct jrnl_recover_opts ro = { .read_only = true, .replay = plan_cb };
 	struct jrnl_report rep;
 	struct tool_log l;
-	struct kept k = { 0 };
+	struct kept k = { 0 }, want = { 0 };
+	uint64_t nfill;
 	int err;
 
 	ro.priv = &k;
@@ -433,12 +548,16 @@ static int verify_new(const struct salvage_opts *o, const char *tmp, struct outc
 		refuse(j, o->newpath, err, "the new log does not recover: %s", tool_strerror(err));
 		return err;
 	}
-	if (!rep.clean || k.ckpts != x->k.ckpts || k.first != x->k.first || k.last != x->k.last ||
+	nfill = x->fill_last ? x->fill_last - x->fill_first + 1 : 0;
+	want.ckpts = x->k.ckpts + nfill;
+	want.first = x->k.ckpts ? x->k.first : x->fill_first;
+	want.last = x->fill_last ? x->fill_last : x->k.last;
+	if (!rep.clean || k.ckpts != want.ckpts || k.first != want.first || k.last != want.last ||
 	    k.items != x->k.items || k.bytes != x->k.bytes) {
 		refuse(j, o->newpath, DELOG_ECORRUPT,
 		       "the new log recovers %" PRIu64 " checkpoints (%" PRIu64 "..%" PRIu64
 		       "%s), not the %" PRIu64 " written",
-		       k.ckpts, k.first, k.last, rep.clean ? "" : ", not clean", x->k.ckpts);
+		       k.ckpts, k.first, k.last, rep.clean ? "" : ", not clean", want.ckpts);
 		return DELOG_ECORRUPT;
 	}
 	return 0;
@@ -549,6 +668,7 @@ int recover_salvage(const struct salvage_opts *o)
 		}
 		goto out_log;
 	}
+	plan_fill(&x);
 	/* NEWLOG's size: the source's, unless what is kept (plus record headers, the unmount
 	 * record and room for the application to go on) needs more; --size sets it. */
 	need = x.k.need + x.k.need / 16 + 2ull * NEW_LOGBSIZE;

@@ -107,6 +107,22 @@ int tool_log_open(const char *cmd, const char *path, const char *backend, bool r
 		out->dev = NULL;
 		return err;
 	}
+	/* A writing open: the log's sectors must not be smaller than the device's physical
+	 * block (jrnl_sector_check); reading them is always safe. */
+	if (!read_only && (err = jrnl_sector_check(out->dev, out->g.sector, what, sizeof(what)))) {
+		size_t n = strlen(what);
+
+		snprintf(what + n, sizeof(what) - n,
+			 " (--dry-run verifies the log without writing)");
+		tool_log_error(cmd, path, err, offsetof(struct jrnl_sb, sector_size), what);
+		out->err = err;
+		out->err_off = offsetof(struct jrnl_sb, sector_size);
+		out->err_field = "sb.sector_size";
+		snprintf(out->err_what, sizeof(out->err_what), "%s", what);
+		iol_dev_close(out->dev);
+		out->dev = NULL;
+		return err;
+	}
 	return 0;
 }
 

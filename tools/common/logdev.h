@@ -29,7 +29,10 @@ struct tool_log {
  * failure prints "delog <cmd>: <path>: <code>: <message>, at offset N: <what>" on
  * stderr, keeps the code, offset and text in @out for --json, and returns the negative
  * error (a DELOG_E* code or -errno); @out->dev is then NULL.  A @path that is not a
- * regular file or block device (tool_path_check) is refused before anything opens it.
+ * regular file or block device (tool_path_check) is refused before anything opens it,
+ * and a writing open (!@read_only) of a log whose sectors are smaller than the device's
+ * physical block (jrnl_sector_check: DELOG_EGEOMETRY at sb.sector_size) once the
+ * superblock is read.
  */
 int tool_log_open(const char *cmd, const char *path, const char *backend, bool read_only,
 		  struct tool_log *out);

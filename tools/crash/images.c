@@ -16,6 +16,8 @@
  */
 #include "crash.h"
 
+#include <poll.h>
+
 /* ---- crash points, states, cache ---- */
 
 struct entry *cache_get(struct crash *cr, uint64_t hash, bool *created)
@@ -67,6 +69,70 @@ void cache_clear(struct crash *cr)
 }
 
 /* ---- workers: recover one image each ---- */
+
+/* What moves when the log frees space: its tail, head, use and reservations, its
+ * writes, flushes and durable watermark.  Not the force and begin counters: the
+ * retries below move those themselves. */
+struct space_sig {
+	uint64_t v[10];
+};
+
+static void space_sig(delog *log, struct space_sig *g)
+{
+	struct delog_stats st = { .size = sizeof(st) };
+
+	(void)delog_stats(log, &st);
+	*g = (struct space_sig){ { st.tail_lsn, st.head_lsn, st.log_used, st.reserved_bytes,
+				   st.cil_bytes, st.records, st.flushes, st.device_flushes,
+				   st.durable_seq, st.checkpoints } };
+}
+
+/*
+ * The first begin after recovery (G9).  The image may be of a full log (the log-full
+ * workload, or a random round releasing at the edge or not at all): a blocking begin
+ * could wait forever here (nobody else runs), so NOWAIT, and on -EAGAIN what an
+ * application can do: force, release everything recovered, wait for the log, retry.
+ * The space comes back through the log's own work (the push thread's cover record and
+ * its flush), which takes as long as the disk takes, so the wait is bounded by
+ * progress, not by a count of retries: each wait ends when the durable fd fires or
+ * after a millisecond, and whatever moved in delog_stats (space_sig) is progress.  The
+ * log is stuck only when nothing moved while the disk had no request pending for
+ * --stall-bound seconds in all, the liveness checks' own bound; a log that keeps moving
+ * without granting the begin is stuck after CR_STALL_NS, the final backstop.  Returns
+ * the begin's result (-EAGAIN: stuck).
+ */
+static int begin_after_full(struct crash *cr, struct iol_dev *dev, delog *log, uint64_t reserve,
+			    const struct summary *ref, bool *released, delog_tx **tx)
+{
+	uint64_t quiet = 0, bound = (uint64_t)cr->stall_bound * 1000000000ull;
+	uint64_t t0 = now_ns(), last = t0;
+	struct pollfd pfd = { .fd = delog_durable_fd(log), .events = POLLIN };
+	struct space_sig before, after;
+	uint64_t v;
+	int err;
+
+	for (;;) {
+		err = delog_tx_begin(log, reserve, DELOG_TX_NOWAIT, tx);
+		if (err != -EAGAIN)
+			return err;
+		space_sig(log, &before);
+		(void)delog_force(log, 0);
+		if (ref->nck) { /* the recovered checkpoints only */
+			(void)delog_release(log, ref->hi);
+			*released = true;
+		}
+		if (poll(&pfd, 1, 1) == 1 && read(pfd.fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			return -errno;
+		space_sig(log, &after);
+		if (memcmp(&before, &after, sizeof(before)) || iol_sim_pending(dev))
+			quiet = 0;
+		else
+			quiet += now_ns() - last;
+		last = now_ns();
+		if (quiet > bound || last - t0 > CR_STALL_NS)
+			return delog_tx_begin(log, reserve, DELOG_TX_NOWAIT, tx);
+	}
+}
 
 struct latch {
 	pthread_mutex_t mu;
@@ -358,37 +424,22 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 			a);
 		pl_make(rd, KEY_RELOG(CR_MAX_CLIENTS), CR_MAX_CLIENTS, n, IDX_RELOG, 0, 0,
 			sizeof(b), b);
-		{
-			/* The image may be of a full log (the log-full workload, or a random
-			 * round releasing at the edge or not at all): a blocking begin could
-			 * wait forever here (nobody else runs), so NOWAIT, and on -EAGAIN what
-			 * an application can do: force, release everything recovered, retry. */
-			for (int tries = 0;; tries++) {
-				err = delog_tx_begin(log, 2 * (sizeof(a) + DELOG_ITEM_OVERHEAD),
-						     DELOG_TX_NOWAIT, &tx);
-				if (err != -EAGAIN || tries == 20)
-					break;
-				(void)delog_force(log, 0);
-				if (ref->nck) { /* the recovered checkpoints only */
-					(void)delog_release(log, ref->hi);
-					cont_released = true;
-				}
-				nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
-			}
-			if (err == -EAGAIN) {
-				struct delog_stats st = { .size = sizeof(st) };
+		err = begin_after_full(cr, d2, log, 2 * (sizeof(a) + DELOG_ITEM_OVERHEAD), ref,
+				       &cont_released, &tx);
+		if (err == -EAGAIN) {
+			struct delog_stats st = { .size = sizeof(st) };
 
-				(void)delog_stats(log, &st);
-				snprintf(msg, sizeof(msg),
-					 "after recovery of a full log (%" PRIu64 " of "
-					 "%" PRIu64 " bytes used, checkpoints %" PRIu64 "..%" PRIu64
-					 "), "
-					 "delog_tx_begin gets -EAGAIN even after delog_release(%" PRIu64
-					 "): nothing can free the space (G9)",
-					 st.log_used, st.log_size, ref->lo, ref->hi, ref->hi);
-				viol_add(cr, cp, choice, cp->k, msg, w->shadow);
-				goto out;
-			}
+			(void)delog_stats(log, &st);
+			snprintf(msg, sizeof(msg),
+				 "after recovery of a full log (%" PRIu64 " of %" PRIu64
+				 " bytes used, checkpoints %" PRIu64 "..%" PRIu64
+				 "), delog_tx_begin gets -EAGAIN even after delog_release(%" PRIu64
+				 ") while the log made no progress for %u s of an idle disk: "
+				 "nothing can free the space (G9)",
+				 st.log_used, st.log_size, ref->lo, ref->hi, ref->hi,
+				 cr->stall_bound);
+			viol_add(cr, cp, choice, cp->k, msg, w->shadow);
+			goto out;
 		}
 		if (!err) {
 			err = delog_tx_log(tx, KEY_UNIQUE(CR_MAX_CLIENTS, n, 0), a, sizeof(a));
