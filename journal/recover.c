@@ -20,14 +20,17 @@
  *     a power cut can leave unstable to the in-flight window [P, P + W), P being what the
  *     last completed flush covered and W at most half the log: every sector outside it
  *     carries the cycle of its address, and a sector inside it may hold the previous lap,
- *     this one, or garbage.  So no single sector is evidence, and the search never asks
- *     which end to believe.  Nine probes (sector 0, the eighths, the last sector) each
- *     claim the address their cycle puts them at; the largest claim that the others
- *     corroborate (find_anchor) is an anchor lo in [P + W - N, P + W) that carries its
- *     lap.  A binary search of (lo, lo + N] for a sector that does not while the one
- *     before it does ends in [P, P + W] whatever the window holds (R11).  Then read the
- *     window before hc and move hc to the first sector carrying the wrong cycle for its
- *     address: a buffer written out of order left a hole there.
+ *     this one, garbage, one constant byte, another sector's bytes, or fail to read.  So
+ *     no single sector is evidence, and the search never asks which end to believe.
+ *     Nine probes (sector 0, the eighths, the last sector) are read; a probe inside a
+ *     valid record is where its cycle says, and the highest such probe, when that
+ *     provably includes one outside the window, is the anchor lo in [P + W - N, P + W)
+ *     (find_anchor; otherwise the whole log is read for its highest valid record).  A
+ *     binary search of (lo, lo + N] for a sector that does not carry its lap while the
+ *     one before it does ends in [P, P + W] whatever the window holds (R11).  Then read
+ *     the window before hc, from the end of lo's record on, and move hc to the first
+ *     sector carrying the wrong cycle for its address: a buffer written out of order left
+ *     a hole there.
  *  2. Settle the head E and the last good record L (settle_head).  From E = hc: L is the
  *     last valid record ending at or before E, found by scanning back for the record
  *     magic (a payload sector never starts with it: cycles skip that value); [L.end, E)
@@ -90,13 +93,21 @@
  *       mix of stamped and unstamped sectors past E; both are beyond the first hole, so
  *       the next run settles on the same E.
  *  (R11) P <= hc0 <= P + W, P being what the last completed flush covered and W the
- *       unflushed bound, whatever the sectors of [P, P + W) hold, as long as no garbage
- *       cycle lands within a lap of the head (odds of about 2^-31 a sector): the anchor
- *       is a sector outside the window or one this lap wrote inside it, every sector in
- *       (lo, P) carries its lap and none in [P + W, lo + N] does, so the search ends in
- *       the window or at its end, and the hole scan keeps hc in [P, hc0].  A garbled
- *       sector therefore moves the head exactly as the same sector left unwritten would
- *       (docs/FORMAT.md, "How recovery finds the head").
+ *       unflushed bound, whatever the sectors of [P, P + W) hold: the anchor is a sector
+ *       inside a valid record (whose CRC covers every sector's cycle, so no torn, constant
+ *       or copied sector passes for one) outside the window or written by this lap inside
+ *       it; every sector in (lo, P) carries its lap and none in [P + W, lo + N] does, so
+ *       the search ends in the window or at its end, and the hole scan keeps hc in
+ *       [P, hc0].  Sectors that fail their record check are never counted, however many
+ *       agree.  A torn sector therefore moves the head exactly as the same sector left
+ *       unwritten would (docs/FORMAT.md, "How recovery finds the head"), and "empty"
+ *       means that no sector of the log holds a valid record of any lap.
+ *  (R13) A sector the device cannot read (-EIO) is unknown: it reads as zeroes, which
+ *       no step takes for a record or for a cycle of any lap, so in the window it is a
+ *       torn write like any other.  Behind the head it is damage, named with its offset
+ *       as -EIO (the main pass, step 4, check_empty), and salvage (R12) still keeps
+ *       what precedes it.  A request that fails is read again a sector at a time, so
+ *       only the sectors that fail alone count.
  *  (R9) A prefix or nothing: complete checkpoints follow one another in sequence, and a
  *       checkpoint left open behind one that committed is an earlier attempt at the
  *       same sequence (a resumed writer's) or corruption; with a replay callback the
@@ -723,20 +734,20 @@ static int stamp_past_head(struct rctx *r, bool write)
 static int check_empty(struct rctx *r)
 {
 	uint32_t other = r->S == 512 ? 4096 : 512;
-	uint64_t from = min64(r->window, r->N - 1), n = r->N - from;
+	uint64_t from = min64(r->window, r->N - 1), n = r->N - from, x;
 	unsigned char *alt;
 	bool written = false;
 	int err;
 
 	if (r->have_last || r->E > r->N)
 		return 0;
-	if (r->rep->unreadable_sectors)
-		/* An unreadable sector may hold a record: "empty" is not proven (R13). */
-		return jrnl_rcv_corrupt(r, -EIO, r->N, r->rep->unreadable_offset, "",
-					"no valid record found, and %llu sector(s) cannot be read "
-					"(the first at offset %llu): the log is not shown empty",
-					(unsigned long long)r->rep->unreadable_sectors,
-					(unsigned long long)r->rep->unreadable_offset);
+	/* Nothing was flushed, so only the first window can be torn: an unreadable sector
+	 * past it may hold a record, and "empty" is not proven (R13). */
+	if (jrnl_rcv_any_unreadable(r, r->N + from, 2 * r->N, &x))
+		return jrnl_rcv_corrupt(r, -EIO, r->N, jrnl_rcv_dev_off(r, x), "",
+					"no valid record found, and sector %llu, past the first "
+					"writes' window, cannot be read: the log is not shown empty",
+					(unsigned long long)(x % r->N));
 	for (unsigned k = 0; k < 64 && !written; k++) {
 		uint64_t sec = from + n * k / 64;
 

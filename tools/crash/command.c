@@ -13,11 +13,12 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: delog crash [--workload W] [--policy P] [--states N] [--seed S]\n"
-		   "                   [--profile strict|garble|versions] [--sector 512|4096]\n"
-		   "                   [--exhaustive] [--threads N] [--jobs N] [--full-every N]\n"
-		   "                   [--save DIR] [--round R] [--stall-bound S] [--json]\n"
-		   "                   [--verbose]\n");
+	fprintf(f,
+		"usage: delog crash [--workload W] [--policy P] [--states N] [--seed S]\n"
+		"                   [--profile strict|garble|versions] [--fill F] [--sector 512|4096]\n"
+		"                   [--exhaustive] [--threads N] [--jobs N] [--full-every N]\n"
+		"                   [--save DIR] [--round R] [--stall-bound S] [--json]\n"
+		"                   [--verbose]\n");
 }
 
 static void help(void)
@@ -46,6 +47,9 @@ static void help(void)
 	       "      --profile P     strict (each unstable sector old or new), garble (or\n"
 	       "                      garbage) or versions (any version written since it\n"
 	       "                      was last stable) (default strict)\n"
+	       "      --fill F        what a garbled sector reads back as: random, zero, ones\n"
+	       "                      (0xff), copy (its neighbour's old bytes), eio (a read\n"
+	       "                      error), or all (default: each state draws one)\n"
 	       "      --sector N      sector size, the unit of tearing: 512 or 4096 (default\n"
 	       "                      4096; random draws one per round unless given)\n"
 	       "  -x, --exhaustive    all 2^k states wherever k <= 12 sectors are unstable\n"
@@ -62,6 +66,8 @@ static void help(void)
 	       "  -h, --help          show this help\n"
 	       "\nExit status: 0 no violation, 1 violations or failure, 2 usage error.\n");
 }
+
+const char *const cr_fill_name[CR_NFILL] = { "random", "zero", "ones", "copy", "eio" };
 
 static const char *profile_name(enum iol_sim_crash_profile p)
 {
@@ -120,6 +126,12 @@ static void print_text(struct crash *cr, double secs)
 	       " states choosing one\n",
 	       cr->cv_chains, cr->cv_chains ? cr->cv_sess_min : 0, cr->cv_sess_max,
 	       cr->cv_sess_total, cr->cv_chain_cut, cr->cv_vcps, cr->cv_max_ver, cr->cv_vstates);
+	if (cr->profile == IOL_SIM_GARBLE)
+		printf("                    garbled states by fill: random %" PRIu64
+		       ", zero %" PRIu64 ", ones %" PRIu64 ", copy %" PRIu64 ", eio %" PRIu64 "\n",
+		       cr->fill_states[CR_FILL_RANDOM], cr->fill_states[CR_FILL_ZERO],
+		       cr->fill_states[CR_FILL_ONES], cr->fill_states[CR_FILL_COPY],
+		       cr->fill_states[CR_FILL_EIO]);
 	printf("                    L13 bound flushes %" PRIu64 " (%" PRIu64 " crash points right "
 	       "after one), L12 cover flushes %" PRIu64 " (%" PRIu64 " crash points right after "
 	       "one), %" PRIu64 " records split at the log's end\n",
@@ -162,6 +174,8 @@ static void print_text(struct crash *cr, double secs)
 		       delog_flush_policy_name(cr->policy), profile_name(cr->profile));
 		if (cr->sector_opt)
 			printf("--sector %u ", cr->sector_opt);
+		if (cr->fill >= 0)
+			printf("--fill %s ", cr_fill_name[cr->fill]);
 		printf("--workload %s --round R (--save DIR keeps the images, which `delog recover "
 		       "--dry-run IMAGE` replays exactly)\n",
 		       cr->workload);
@@ -252,6 +266,12 @@ static void print_json(struct crash *cr, double secs, int err, const char *what)
 	json_u64(&j, "version_crash_points", cr->cv_vcps);
 	json_u64(&j, "max_versions", cr->cv_max_ver);
 	json_u64(&j, "version_states", cr->cv_vstates);
+	for (int f = 0; f < CR_NFILL; f++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "fill_%s_states", cr_fill_name[f]);
+		json_u64(&j, key, cr->fill_states[f]);
+	}
 	json_u64(&j, "bound_flushes", cr->cv_bound);
 	json_u64(&j, "crash_points_after_bound_flush", cr->cv_cps_bound);
 	json_u64(&j, "cover_flushes", cr->cv_cover);
@@ -338,7 +358,8 @@ static int parse_opts(struct crash *cr, int argc, char **argv)
 		O_ROUND,
 		O_STATES,
 		O_SEED,
-		O_STALL
+		O_STALL,
+		O_FILL
 	};
 	static const struct option lopts[] = {
 		{ "workload", required_argument, NULL, 'w' },
@@ -346,6 +367,7 @@ static int parse_opts(struct crash *cr, int argc, char **argv)
 		{ "states", required_argument, NULL, O_STATES },
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "profile", required_argument, NULL, O_PROFILE },
+		{ "fill", required_argument, NULL, O_FILL },
 		{ "sector", required_argument, NULL, O_SECTOR },
 		{ "exhaustive", no_argument, NULL, 'x' },
 		{ "threads", required_argument, NULL, 't' },
@@ -408,6 +430,17 @@ static int parse_opts(struct crash *cr, int argc, char **argv)
 				cr->profile = IOL_SIM_VERSIONS;
 			else
 				return usage_err("--profile", optarg, "strict, garble or versions");
+			break;
+		case O_FILL:
+			cr->fill = -2;
+			for (int f = 0; f < CR_NFILL; f++)
+				if (!strcmp(optarg, cr_fill_name[f]))
+					cr->fill = f;
+			if (!strcmp(optarg, "all"))
+				cr->fill = -1;
+			if (cr->fill == -2)
+				return usage_err("--fill", optarg,
+						 "random, zero, ones, copy, eio or all");
 			break;
 		case O_SECTOR:
 			if (parse_count(optarg, 512, 4096, &v) || (v != 512 && v != 4096))
@@ -572,6 +605,7 @@ int cmd_crash(int argc, char **argv)
 	double secs;
 
 	memset(cr, 0, sizeof(*cr));
+	cr->fill = -1;
 	rc = parse_opts(cr, argc, argv);
 	if (rc >= 0)
 		return rc;

@@ -363,6 +363,19 @@ struct rctx {
 				   * continuation's (the workload's records stop there) */
 };
 
+/* What a garbled sector (choice 2) reads back as, one kind per state (the state's
+ * choice[k]): random bytes, zeroes, 0xff, the old bytes of its neighbour, or a read
+ * error (its old bytes, unreadable until written: iol_sim_set_unreadable). */
+enum cr_fill {
+	CR_FILL_RANDOM,
+	CR_FILL_ZERO,
+	CR_FILL_ONES,
+	CR_FILL_COPY,
+	CR_FILL_EIO,
+	CR_NFILL
+};
+extern const char *const cr_fill_name[CR_NFILL];
+
 struct cpoint {
 	uint64_t id;  /* unique across rounds (workers key their base on it) */
 	uint64_t seq; /* crash point number in the round */
@@ -370,8 +383,8 @@ struct cpoint {
 	size_t k;
 	uint64_t *u;         /* unstable sectors, ascending */
 	unsigned char *newd; /* k sectors: newest contents */
-	unsigned char *garb; /* k sectors: garbage (garble profile) */
-	uint64_t *h_old, *h_new, *h_garb;
+	unsigned char *garb; /* garble profile: fill f of sector i at (f * k + i) sectors */
+	uint64_t *h_old, *h_new, *h_garb; /* h_garb: CR_NFILL * k, as garb */
 	/* versions profile: sector i's intermediate versions 1..ninter[i] (iol_sim numbering)
 	 * are vdata/h_ver[voff[i] .. voff[i] + ninter[i]); choice 3 + j - 1 picks version j */
 	uint32_t *ninter;
@@ -424,6 +437,7 @@ struct worker {
 	struct jrnl_geom g;
 	struct rctx rc;
 	uint8_t *tmpchoice;
+	bool eio; /* the disk holds unreadable sectors (CR_FILL_EIO) */
 };
 
 struct crash {
@@ -432,10 +446,12 @@ struct crash {
 	enum delog_flush_policy policy;
 	uint64_t target, seed;
 	enum iol_sim_crash_profile profile;
-	uint32_t sector;     /* this round's (the option's, unless random draws it) */
-	uint32_t sector_opt; /* --sector; 0: 4096, or drawn per round by random */
-	uint64_t dev_max;    /* image buffers: the largest device of any round */
-	uint64_t epoch;      /* media replaced wholesale (new round or session) */
+	int fill;                       /* --fill: an enum cr_fill, or -1: each state draws one */
+	uint64_t fill_states[CR_NFILL]; /* states with a garbled sector, by fill */
+	uint32_t sector;                /* this round's (the option's, unless random draws it) */
+	uint32_t sector_opt;            /* --sector; 0: 4096, or drawn per round by random */
+	uint64_t dev_max;               /* image buffers: the largest device of any round */
+	uint64_t epoch;                 /* media replaced wholesale (new round or session) */
 	bool exhaustive, json, verbose, progress;
 	unsigned threads, jobs, full_every;
 	const char *save_dir;

@@ -195,7 +195,9 @@ static const unsigned char *state_sector(const struct cpoint *cp, const uint8_t 
 		return cp->old + sec * sector;
 	if (choice[i] > 2) /* versions profile: intermediate version choice - 2 */
 		return cp->vdata + (cp->voff[i] + choice[i] - 3) * sector;
-	return (choice[i] == 1 ? cp->newd : cp->garb) + i * sector;
+	if (choice[i] == 1)
+		return cp->newd + i * sector;
+	return cp->garb + (choice[cp->k] * cp->k + i) * sector;
 }
 
 struct iol_dev *cr_sim_dev(uint64_t bytes, uint32_t sector, uint64_t seed, bool hold,
@@ -304,6 +306,16 @@ static int worker_sync(struct worker *w, const struct cpoint *cp, const uint8_t 
 	}
 	err = nw ? dev_write_sectors(w->dev, w->shadow, wr, nw, sec) : 0;
 	free(wr);
+	/* Read errors: what the last state made unreadable reads again, then this state's. */
+	if (!err && w->eio)
+		err = iol_sim_set_unreadable(w->dev, 0, nsec, false);
+	w->eio = false;
+	for (size_t i = 0; !err && i < cp->k; i++) {
+		if (choice[i] == 2 && choice[cp->k] == CR_FILL_EIO) {
+			err = iol_sim_set_unreadable(w->dev, cp->u[i], 1, true);
+			w->eio = true;
+		}
+	}
 	return err;
 }
 

@@ -484,11 +484,14 @@ void viol_add(struct crash *cr, const struct cpoint *cp, const uint8_t *choice, 
 	v->ev = cp ? cp->ev : 0;
 	snprintf(v->what, sizeof(v->what), "%s", what);
 	if (choice && k) {
-		v->state = malloc(k + 1);
+		v->state = malloc(k + 16);
 		if (v->state) {
 			for (size_t i = 0; i < k; i++)
 				v->state[i] = choice[i] < 10 ? (char)('0' + choice[i]) : 'v';
 			v->state[k] = 0;
+			/* What the torn sectors (2) read back as. */
+			if (memchr(choice, 2, k))
+				snprintf(v->state + k, 16, " (2: %s)", cr_fill_name[choice[k]]);
 		}
 	}
 	if (image && cr->save_dir) {

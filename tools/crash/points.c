@@ -452,10 +452,10 @@ static int take_point(struct crash *cr, struct ctl *t, struct pointbuf *pb, uint
 	free(cp->h_garb);
 	cp->u = malloc((k + 1) * 8);
 	cp->newd = malloc((k + 1) * (size_t)sec);
-	cp->garb = cr->profile == IOL_SIM_GARBLE ? malloc((k + 1) * (size_t)sec) : NULL;
+	cp->garb = cr->profile == IOL_SIM_GARBLE ? malloc((CR_NFILL * k + 1) * (size_t)sec) : NULL;
 	cp->h_old = malloc((k + 1) * 8);
 	cp->h_new = malloc((k + 1) * 8);
-	cp->h_garb = malloc((k + 1) * 8);
+	cp->h_garb = malloc((CR_NFILL * k + 1) * 8);
 	if (!cp->u || !cp->newd || !cp->h_old || !cp->h_new || !cp->h_garb ||
 	    (cr->profile == IOL_SIM_GARBLE && !cp->garb))
 		return -ENOMEM;
@@ -467,9 +467,19 @@ static int take_point(struct crash *cr, struct ctl *t, struct pointbuf *pb, uint
 		cp->h_old[i] = cr->h_sec[s];
 		cp->h_new[i] = sector_hash(cp->newd + i * sec, sec, s);
 		cp->h_garb[i] = 0;
-		if (cp->garb) {
-			garbage_fill(cp->garb + i * sec, sec, rd->seed, s);
-			cp->h_garb[i] = sector_hash(cp->garb + i * sec, sec, s);
+		for (int f = 0; cp->garb && f < CR_NFILL; f++) {
+			unsigned char *g = cp->garb + (f * k + i) * sec;
+			uint64_t nb = s ? s - 1 : s + 1;
+
+			if (f == CR_FILL_RANDOM)
+				garbage_fill(g, sec, rd->seed, s);
+			else if (f == CR_FILL_ZERO || f == CR_FILL_ONES)
+				memset(g, f == CR_FILL_ZERO ? 0 : 0xff, sec);
+			else
+				memcpy(g, cr->old + (f == CR_FILL_COPY ? nb : s) * sec, sec);
+			/* An unreadable sector holds its old bytes but is another state. */
+			cp->h_garb[f * k + i] = sector_hash(g, sec, s) +
+						(f == CR_FILL_EIO ? 0x9e3779b97f4a7c15ull : 0);
 		}
 	}
 	cp->nvtot = 0;
@@ -484,7 +494,7 @@ static uint64_t state_hash(const struct cpoint *cp, const uint8_t *choice)
 		if (choice[i] == 1)
 			h += cp->h_new[i] - cp->h_old[i];
 		else if (choice[i] == 2)
-			h += cp->h_garb[i] - cp->h_old[i];
+			h += cp->h_garb[choice[cp->k] * cp->k + i] - cp->h_old[i];
 		else if (choice[i] > 2)
 			h += cp->h_ver[cp->voff[i] + choice[i] - 3] - cp->h_old[i];
 	}
@@ -502,7 +512,9 @@ static int add_state(struct crash *cr, const uint8_t *choice)
 	    cr_grow((void **)&cr->choices, &cr->chcap, (cr->nst + 1) * (cp->k + 1), 1))
 		return -ENOMEM;
 	dst = cr->choices + cr->nst * (cp->k + 1);
-	memcpy(dst, choice, cp->k);
+	memcpy(dst, choice, cp->k + 1);
+	if (memchr(choice, 2, cp->k))
+		cr->fill_states[choice[cp->k]]++;
 	for (size_t i = 0; cp->nvtot && i < cp->k; i++) {
 		if (choice[i] > 2) {
 			cr->cv_vstates++;
@@ -545,6 +557,7 @@ struct structured {
 	struct sortkey *sub, *comp; /* sector indexes in submission / completion order */
 	size_t *wstart;             /* writes: ranges of sub */
 	bool garble;
+	unsigned fill0, nfill;   /* garble: the fills drawn from (--fill) */
 	const struct cpoint *cp; /* versions profile: its intermediate versions */
 	size_t n;
 };
@@ -553,6 +566,7 @@ static void structured_state(const struct structured *st, size_t idx, uint8_t *c
 {
 	size_t k = st->k;
 
+	ch[k] = 0;
 	if (idx < k - 1) { /* a prefix in submission order */
 		memset(ch, 0, k);
 		for (size_t j = 0; j <= idx; j++)
@@ -583,9 +597,15 @@ static void structured_state(const struct structured *st, size_t idx, uint8_t *c
 		return;
 	}
 	idx -= 2 * st->nw;
-	if (st->garble) { /* garble: one sector garbage, the rest new */
-		memset(ch, 1, k);
-		ch[idx] = 2;
+	if (st->garble) { /* garble: one sector torn, the rest new; then all torn */
+		if (idx < k * st->nfill) {
+			memset(ch, 1, k);
+			ch[idx / st->nfill] = 2;
+			ch[k] = (uint8_t)(st->fill0 + idx % st->nfill);
+			return;
+		}
+		memset(ch, 2, k);
+		ch[k] = (uint8_t)(st->fill0 + idx - k * st->nfill);
 		return;
 	}
 	/* versions: every sector at its oldest or its newest intermediate version (the
@@ -629,6 +649,7 @@ static void random_state(struct crash *cr, uint64_t *r, uint8_t *ch, size_t k)
 		}
 		ch[i] = cr->profile == IOL_SIM_GARBLE ? (uint8_t)(v % 3) : (uint8_t)(v >> 63);
 	}
+	ch[k] = (uint8_t)(cr->fill >= 0 ? (uint64_t)cr->fill : rnd(r) % CR_NFILL);
 }
 
 static int gen_states(struct crash *cr, struct ctl *t, uint64_t budget)
@@ -638,7 +659,13 @@ static int gen_states(struct crash *cr, struct ctl *t, uint64_t budget)
 	bool garble = cr->profile == IOL_SIM_GARBLE;
 	uint64_t r = seed_for(cr->rd->seed, 0x57a7e, cp->seq);
 	uint8_t *ch = malloc(k + 1);
-	struct structured st = { .k = k, .garble = garble, .cp = cp };
+	unsigned fill0 = cr->fill >= 0 ? (unsigned)cr->fill : 0;
+	unsigned nfill = cr->fill >= 0 ? 1 : CR_NFILL;
+	struct structured st = { .k = k,
+				 .garble = garble,
+				 .fill0 = fill0,
+				 .nfill = nfill,
+				 .cp = cp };
 	bool vers = cr->profile == IOL_SIM_VERSIONS && cp->nvtot;
 	int err = 0;
 
@@ -673,18 +700,23 @@ static int gen_states(struct crash *cr, struct ctl *t, uint64_t budget)
 		}
 	}
 	if (!vers && k <= CR_EXH_K &&
-	    (cr->exhaustive || (1ull << k) + (garble ? k : 0) <= budget)) {
+	    (cr->exhaustive || (1ull << k) + (garble ? (k + 1) * nfill : 0) <= budget)) {
 		cr->exh_cps++;
 		for (uint64_t m = 0; !err && m < (1ull << k); m++) {
 			for (size_t i = 0; i < k; i++)
 				ch[i] = (uint8_t)((m >> i) & 1);
 			err = add_state(cr, ch);
 		}
-		for (size_t i = 0; !err && garble && i < k; i++) {
-			memset(ch, 1, k);
-			ch[i] = 2;
-			err = add_state(cr, ch);
+		for (size_t i = 0; !err && garble && i <= k; i++) {
+			for (unsigned f = 0; !err && f < nfill; f++) {
+				memset(ch, i < k ? 1 : 2, k); /* one torn, or all */
+				if (i < k)
+					ch[i] = 2;
+				ch[k] = (uint8_t)(fill0 + f);
+				err = add_state(cr, ch);
+			}
 		}
+		ch[k] = 0;
 		goto out;
 	}
 	/* Always: nothing survived, everything survived. */
@@ -715,7 +747,8 @@ static int gen_states(struct crash *cr, struct ctl *t, uint64_t budget)
 		if (!i || st.sub[i].a != st.sub[i - 1].a)
 			st.wstart[st.nw++] = i;
 	st.wstart[st.nw] = k;
-	st.n = 2 * (k - 1) + k + 2 * st.nw + (garble ? k : 0) + (vers ? 2 + 2 * cp->nvtot : 0);
+	st.n = 2 * (k - 1) + k + 2 * st.nw + (garble ? (k + 1) * nfill : 0) +
+	       (vers ? 2 + 2 * cp->nvtot : 0);
 	{
 		uint64_t left = budget - 2, from_struct = left >= st.n ? st.n : left / 2;
 
