@@ -1580,9 +1580,11 @@ static void count_versions(struct sim *s, const uint64_t *u, size_t n, uint32_t 
 }
 
 /* Build the image for unstable sectors @u[0..n), sector i at version @ver[i] (an index
- * below count_versions' count, or IOL_SIM_VER_GARBAGE); @scratch holds 2n words. */
+ * below count_versions' count, or IOL_SIM_VER_GARBAGE, filled as @profile says); @scratch
+ * holds 2n words. */
 static void crash_image(struct sim *s, const uint64_t *u, const uint32_t *ver, size_t n,
-			uint64_t seed, unsigned char *image, uint32_t *scratch)
+			uint64_t seed, enum iol_sim_crash_profile profile, unsigned char *image,
+			uint32_t *scratch)
 {
 	uint32_t *base = scratch, *seen = scratch + n;
 
@@ -1613,9 +1615,19 @@ static void crash_image(struct sim *s, const uint64_t *u, const uint32_t *ver, s
 				memcpy(image + (op->first + i) * s->sector, src, s->sector);
 		}
 	}
-	for (size_t i = 0; i < n; i++)
-		if (ver[i] == IOL_SIM_VER_GARBAGE)
-			garbage_fill(image + u[i] * s->sector, s->sector, seed, u[i]);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char *p = image + u[i] * s->sector;
+		uint64_t nb = u[i] ? u[i] - 1 : 1;
+
+		if (ver[i] != IOL_SIM_VER_GARBAGE)
+			continue;
+		if (profile == IOL_SIM_GARBLE_ZERO || profile == IOL_SIM_GARBLE_ONES)
+			memset(p, profile == IOL_SIM_GARBLE_ZERO ? 0 : 0xff, s->sector);
+		else if (profile == IOL_SIM_GARBLE_COPY)
+			memcpy(p, s->media + nb * s->sector, s->sector);
+		else
+			garbage_fill(p, s->sector, seed, u[i]);
+	}
 }
 
 size_t iol_sim_unstable(struct iol_dev *dev, uint64_t *sectors, size_t max)
@@ -1770,7 +1782,7 @@ static int crash_build(struct sim *s, enum pick how, enum iol_sim_crash_profile 
 				continue;
 			}
 			c = profile == IOL_SIM_STRICT ? (unsigned)(r >> 63) :
-							(unsigned)((r >> 11) % 3);
+							(unsigned)((r >> 11) % 3); /* the GARBLEs */
 			break;
 		}
 		ver[i] = c == 0 ? 0 : c == 1 ? nver[i] - 1 : IOL_SIM_VER_GARBAGE;
@@ -1783,7 +1795,7 @@ static int crash_build(struct sim *s, enum pick how, enum iol_sim_crash_profile 
 	}
 	if (!err) {
 		ci->unstable_sectors = n;
-		crash_image(s, u, ver, n, seed, image, scratch);
+		crash_image(s, u, ver, n, seed, profile, image, scratch);
 	}
 	pthread_mutex_unlock(&s->lock);
 	free(ver);
@@ -1800,8 +1812,7 @@ int iol_sim_crash(struct iol_dev *dev, uint64_t seed, enum iol_sim_crash_profile
 	struct iol_sim_crash_info ci = { 0 };
 	int err;
 
-	if (!s || !image ||
-	    (profile != IOL_SIM_STRICT && profile != IOL_SIM_GARBLE && profile != IOL_SIM_VERSIONS))
+	if (!s || !image || profile < IOL_SIM_STRICT || profile > IOL_SIM_GARBLE_COPY)
 		return -EINVAL;
 	err = crash_build(s, PICK_SEEDED, profile, seed, NULL, 0, image, &ci);
 	if (!err && info)

@@ -48,6 +48,13 @@ enum iol_sim_crash_profile {
 	IOL_SIM_GARBLE,     /* each unstable sector: old, new or garbage */
 	IOL_SIM_VERSIONS,   /* each unstable sector: any version written since it was last
 			      * stable (old, an intermediate one, or new) */
+	/* As GARBLE, a garbled sector reading back as zeroes, as 0xff, or as the media bytes
+	 * of the sector before it (after it, for sector 0): what a device that zeroes an
+	 * interrupted write, or remaps one wrongly, shows; many sectors then hold equal
+	 * bytes.  (A read error: iol_sim_set_unreadable on the disk opened on the image.) */
+	IOL_SIM_GARBLE_ZERO,
+	IOL_SIM_GARBLE_ONES,
+	IOL_SIM_GARBLE_COPY,
 };
 
 struct iol_sim_opts {

@@ -127,7 +127,13 @@ static void g5_one(enum delog_flush_policy pol, uint64_t seed)
 	ct_drv_start(&d, work_main, w);
 	for (unsigned step = 0;; step++) {
 		for (unsigned v = 0; v < 4; v++) {
-			enum iol_sim_crash_profile pr = v % 2 ? IOL_SIM_GARBLE : IOL_SIM_STRICT;
+			/* Strict, and garbage of each kind in turn. */
+			static const enum iol_sim_crash_profile garbles[] = { IOL_SIM_GARBLE,
+									      IOL_SIM_GARBLE_ZERO,
+									      IOL_SIM_GARBLE_ONES,
+									      IOL_SIM_GARBLE_COPY };
+			enum iol_sim_crash_profile pr = v % 2 ? garbles[(step * 2 + v / 2) % 4] :
+								IOL_SIM_STRICT;
 			void *img2 = ct_crash(w->dev, seed * 1000 + step * 4 + v, pr);
 
 			err = ct_recover_image(img2, pol, c);
@@ -141,7 +147,7 @@ static void g5_one(enum delog_flush_policy pol, uint64_t seed)
 				  "seed %llu step %u (%s): second recovery replayed %llu..%llu, the "
 				  "first %llu..%llu (G5)",
 				  (unsigned long long)seed, step,
-				  pr == IOL_SIM_GARBLE ? "garble" : "strict",
+				  pr == IOL_SIM_STRICT ? "strict" : "garble",
 				  (unsigned long long)c->first, (unsigned long long)c->last,
 				  (unsigned long long)ref->first, (unsigned long long)ref->last);
 			free(img2);
@@ -225,7 +231,9 @@ static void stamp_wrap_one(enum delog_flush_policy pol, uint64_t seed)
 	ct_drv_start(&d, work_main, w);
 	for (;; steps++) {
 		for (unsigned v = 0; v < 4; v++) {
-			void *img2 = ct_crash(w->dev, seed * 7919 + steps * 4 + v, IOL_SIM_GARBLE);
+			void *img2 = ct_crash(w->dev, seed * 7919 + steps * 4 + v,
+					      (enum iol_sim_crash_profile)(IOL_SIM_GARBLE +
+									   (v ? v + 1 : 0)));
 
 			err = ct_recover_image(img2, pol, c);
 			cr_assert_eq(err, 0,

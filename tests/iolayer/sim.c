@@ -952,6 +952,81 @@ Test(sim, fault_plan_limits, .timeout = T_TIMEOUT)
 
 /* ---- options ---- */
 
+/* The constant and copy fills: every garbled sector reads back as zeroes, 0xff or the
+ * media bytes of the sector before it; stable sectors are untouched. */
+Test(sim, garble_fills, .timeout = T_TIMEOUT)
+{
+	static const enum iol_sim_crash_profile pr[] = { IOL_SIM_GARBLE_ZERO, IOL_SIM_GARBLE_ONES,
+							 IOL_SIM_GARBLE_COPY };
+	struct t_dev td;
+	unsigned char *buf, *img, *media, *want = malloc(512);
+
+	sim_open(&td, 256 * 1024, 512, false);
+	buf = t_buf(&td, 4096);
+	img = malloc(256 * 1024);
+	media = malloc(256 * 1024);
+	cr_assert(img && want && media);
+	/* Sectors 8..15 stable with pattern 3, then rewritten with pattern 7, unflushed. */
+	t_fill(buf, 4096, 4096, 3);
+	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_WRITE, IOL_FUA), 4096, buf, 4096, 0, NULL), 0);
+	cr_assert_eq(iol_sim_media(td.dev, 0, media, 256 * 1024), 0);
+	t_fill(buf, 4096, 4096, 7);
+	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_WRITE, 0), 4096, buf, 4096, 0, NULL), 0);
+	for (int p = 0; p < 3; p++) {
+		uint64_t garbled = 0, seen = 0;
+
+		for (uint64_t s = 0; s < 32; s++) {
+			struct iol_sim_crash_info ci;
+
+			cr_assert_eq(iol_sim_crash(td.dev, s, pr[p], img, &ci), 0);
+			cr_assert_eq(ci.unstable_sectors, 8);
+			garbled += ci.garbled;
+			for (int i = 8; i < 16; i++) {
+				const unsigned char *q = img + (uint64_t)i * 512;
+
+				if (t_check(q, 512, (uint64_t)i * 512, 3) == -1 ||
+				    t_check(q, 512, (uint64_t)i * 512, 7) == -1)
+					continue; /* old or new */
+				if (p == 2)
+					memcpy(want, media + (uint64_t)(i - 1) * 512, 512);
+				else
+					memset(want, p == 0 ? 0 : 0xff, 512);
+				cr_assert(!memcmp(q, want, 512), "profile %d seed %llu sector %d",
+					  p, (unsigned long long)s, i);
+				seen++;
+			}
+			cr_assert(t_all(img, 4096, 0) && t_all(img + 8192, 256 * 1024 - 8192, 0),
+				  "a fill touched stable sectors");
+		}
+		cr_assert_gt(garbled, 0);
+		cr_assert_eq(seen, garbled);
+	}
+	cr_assert_eq(iol_sim_crash(td.dev, 1, (enum iol_sim_crash_profile)99, img, NULL), -EINVAL);
+	free(want);
+	free(media);
+	free(img);
+	free(buf);
+	t_dev_close(&td);
+}
+
+/* A sector made unreadable fails every read covering it until it is written. */
+Test(sim, unreadable_sector, .timeout = T_TIMEOUT)
+{
+	struct t_dev td;
+	unsigned char *buf;
+
+	sim_open(&td, 256 * 1024, 512, false);
+	buf = t_buf(&td, 4096);
+	cr_assert_eq(iol_sim_set_unreadable(td.dev, 3, 1, true), 0);
+	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_READ, 0), 0, buf, 4096, 0, NULL), -EIO);
+	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_READ, 0), 0, buf, 1024, 0, NULL), 0);
+	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_READ, 0), 1536, buf, 512, 0, NULL), -EIO);
+	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_WRITE, 0), 1536, buf, 512, 0, NULL), 0);
+	cr_assert_eq(t_io(td.dev, IOL_OPF(IOL_OP_READ, 0), 0, buf, 4096, 0, NULL), 0);
+	cr_assert_eq(iol_sim_set_unreadable(td.dev, 600, 1, true), -EINVAL);
+	t_dev_close(&td);
+}
+
 Test(sim, latency_parse, .timeout = T_TIMEOUT)
 {
 	enum iol_sim_latency l = IOL_SIM_LAT_SATA;
