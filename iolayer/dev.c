@@ -311,6 +311,8 @@ static int open_direct(const char *path, bool read_only, const struct iol_dev_op
 /* Open @path with O_DIRECT and learn its geometry, once per device. */
 static int dev_open_fd(struct iol_dev *dev, const char *path, const struct iol_dev_opts *opts)
 {
+	int err;
+
 	if (!path) {
 		iol_set_errmsg(opts, "a real backend needs a path");
 		return -EINVAL;
@@ -318,7 +320,11 @@ static int dev_open_fd(struct iol_dev *dev, const char *path, const struct iol_d
 	dev->fd = open_direct(path, dev->read_only, opts);
 	if (dev->fd < 0)
 		return dev->fd;
-	return probe_geom(dev->fd, path, &dev->geom, opts);
+	err = probe_geom(dev->fd, path, &dev->geom, opts);
+	/* One writer per log (lock.c); a reader takes nothing (LK4). */
+	if (!err && !dev->read_only)
+		err = iol_lock_take(dev, path, opts);
+	return err;
 }
 
 static int dev_start(struct iol_dev *dev, const struct backend *b, const char *path,
@@ -390,6 +396,7 @@ int iol_dev_open(const char *path, const struct iol_dev_opts *opts, struct iol_d
 	if (!dev)
 		return -ENOMEM;
 	dev->fd = -1;
+	dev->lock_fd = -1;
 	pthread_mutex_init(&dev->faults.lock, NULL);
 	pthread_mutex_init(&dev->live_lock, NULL);
 	pthread_cond_init(&dev->live_cond, NULL);
@@ -423,6 +430,7 @@ int iol_dev_open(const char *path, const struct iol_dev_opts *opts, struct iol_d
 	if (err) {
 		if (dev->fd >= 0)
 			close(dev->fd);
+		iol_lock_drop(dev);
 		free(dev->path);
 		pthread_mutex_destroy(&dev->faults.lock);
 		pthread_mutex_destroy(&dev->live_lock);
@@ -454,6 +462,7 @@ int iol_dev_close(struct iol_dev *dev)
 	dev->ops->close(dev);
 	if (dev->fd >= 0 && close(dev->fd) < 0)
 		err = -errno;
+	iol_lock_drop(dev); /* after the last write (LK1) */
 	free(dev->path);
 	pthread_mutex_destroy(&dev->faults.lock);
 	pthread_mutex_destroy(&dev->live_lock);

@@ -265,6 +265,18 @@ const char *iol_dev_backend(const struct iol_dev *dev);
 int iol_dev_fd(const struct iol_dev *dev);
 void iol_dev_counters(const struct iol_dev *dev, struct iol_counters *out);
 
+/*
+ * The writer lock (lock.c).  A writing open (not read_only) of a file or block device
+ * holds it until iol_dev_close; a second writing open fails -EBUSY, its message naming
+ * the holder's pid where the lock says it.  iol_dev_writer: the writer holding @dev's
+ * log while @dev reads it, > 0 its pid, -1 one whose pid is unknown, 0 none (always 0 for
+ * the writer itself and for sim).  iol_path_writer_check: -EBUSY, and a message in
+ * @errmsg (may be NULL), when a writer holds @path's lock; 0 otherwise, also when @path
+ * cannot be opened.  Both only test the lock, never take it.
+ */
+long iol_dev_writer(const struct iol_dev *dev);
+int iol_path_writer_check(const char *path, char *errmsg, size_t errmsg_len);
+
 /* Is backend @name compiled in?  ("uring", "aio", "psync", "sim") */
 bool iol_backend_built(const char *name);
 /* NULL-terminated list of compiled-in backend names, in preference order. */

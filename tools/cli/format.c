@@ -342,8 +342,14 @@ static int prepare_path(struct fmt *f)
 		     (unsigned long long)(MIN_LOG >> 20));
 		return TOOL_EXIT_FAIL;
 	} else if (S_ISREG(st.st_mode) && (uint64_t)st.st_size < DELOG_SB_BYTES + size) {
-		/* An existing file too small for --size (e.g. empty, from mktemp): grow it. */
+		/* An existing file too small for --size (e.g. empty, from mktemp): grow it,
+		 * unless a writer holds it (format_dev would refuse it after the growing). */
 		int fd;
+
+		if ((err = iol_path_writer_check(path, msg, sizeof(msg)))) {
+			fail(f, err, true, "%s", msg);
+			return TOOL_EXIT_FAIL;
+		}
 
 		if (st.st_size && !f->force) {
 			fail(f, -EEXIST, false,

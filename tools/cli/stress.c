@@ -428,6 +428,7 @@ static int check_path(const char *path, const char *backend, const struct delog_
  * close it and say how many ids were acknowledged.  The exit status. */
 static int run(struct stress *st, struct delog_options *o, const char *path)
 {
+	struct delog_error_info ei = { .size = sizeof(ei) };
 	struct delog_recovery rec = { 0 };
 	struct st_thread *th;
 	int err, rc = TOOL_EXIT_OK;
@@ -440,7 +441,13 @@ static int run(struct stress *st, struct delog_options *o, const char *path)
 	o->recovery = &rec;
 	o->push = on_push;
 	o->push_arg = st;
+	o->error = &ei;
 	err = delog_open(path, o, &st->log);
+	if (err == -EBUSY) {
+		/* The writer lock's message names the path and the writer holding it. */
+		fprintf(stderr, "delog stress: %s\n", ei.message);
+		return TOOL_EXIT_FAIL;
+	}
 	if (err) {
 		fprintf(stderr, "delog stress: %s: %s%s\n", path, delog_strerror(err),
 			err == DELOG_ENOTLOG ? "; --format makes a log in it, destroying what it "
