@@ -293,6 +293,21 @@ int iol_file_create(const char *path, uint64_t size, unsigned mode, char *errmsg
 		    size_t errmsg_len);
 
 /*
+ * Atomic create (dev.c).  iol_file_create_tmp creates, as iol_file_create does, a file
+ * for @path under a unique temporary name in @path's directory, "." NAME ".delog-new."
+ * PID "." RANDOM, written to @tmp; first it removes the temporaries of NAME that a killed
+ * create left (creator dead, no writer lock held).  Once the file is formatted,
+ * iol_file_publish fsyncs it (through @fd, or by name when @fd is -1), renames it to
+ * @path unless @path exists (-EEXIST: nothing is replaced) and fsyncs the directory.
+ * The caller removes @tmp when either fails.  @errmsg (may be NULL) gets a message.
+ */
+int iol_file_create_tmp(const char *path, uint64_t size, unsigned mode, char *tmp, size_t tmp_len,
+			char *errmsg, size_t errmsg_len);
+int iol_file_publish(const char *tmp, const char *path, int fd, char *errmsg, size_t errmsg_len);
+/* A message about the temporary @tmp names @path instead (what the caller asked for). */
+void iol_errmsg_rename(char *msg, size_t len, const char *tmp, const char *path);
+
+/*
  * Fault injection on the real backends (the sim backend has its own, richer plan in
  * io_sim.h), for the I/O-error tests: the @nth op of type @op (1-based, counted from
  * when the entry was added; a PREFLUSH write counts as a FLUSH and then a WRITE) fails

@@ -285,3 +285,63 @@ Test(lock, block_device, .fini = loop_cleanup)
 	cr_expect_geq(rec.last_seq, seq);
 	cr_assert_eq(delog_close(w), 0);
 }
+
+/* ---- atomic create ---- */
+
+/* How many temporaries of a create ("." NAME ".delog-new.") are in @dir. */
+static int t_temporaries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	cr_assert_not_null(d);
+	while ((de = readdir(d)))
+		n += strstr(de->d_name, ".delog-new.") != NULL;
+	closedir(d);
+	return n;
+}
+
+Test(create, killed, .timeout = 120, .fini = t_cleanup)
+{
+	const char *path = t_setup("create");
+	struct delog_options o = { .size = sizeof(o),
+				   .flags = DELOG_OPEN_CREATE,
+				   .create_size = 8 * T_MiB };
+	unsigned left = 0;
+
+	for (unsigned us = 0; us <= 40000; us += 1000) {
+		struct timespec ts = { 0, (long)us * 1000 };
+		struct delog_error_info ei = { .size = sizeof(ei) };
+		struct stat st;
+		delog *log;
+		pid_t pid;
+		int err, status;
+
+		pid = fork();
+		cr_assert_neq(pid, -1);
+		if (!pid) {
+			_exit(delog_open(path, &o, &log) ? 1 : 0);
+			/* not closed: the kill or the exit comes first */
+		}
+		nanosleep(&ts, NULL);
+		kill(pid, SIGKILL);
+		cr_assert_eq(waitpid(pid, &status, 0), pid);
+		cr_assert(WIFSIGNALED(status) || (WIFEXITED(status) && !WEXITSTATUS(status)),
+			  "the child's create failed (status %d)", status);
+		left += WIFSIGNALED(status) && t_temporaries(t_dir) > 0;
+		/* Nothing, or a log: whatever the moment, the next CREATE open succeeds. */
+		o.error = &ei;
+		err = delog_open(path, &o, &log);
+		o.error = NULL;
+		cr_assert_eq(err, 0, "CREATE open after a create killed at %u us (file %s): %s: %s",
+			     us, stat(path, &st) ? "absent" : "present", delog_strerror(err),
+			     ei.message);
+		cr_assert_eq(delog_close(log), 0);
+		/* That create removed every temporary a killed one left. */
+		cr_assert_eq(t_temporaries(t_dir), 0, "a killed create's temporary is left (%u us)",
+			     us);
+		cr_assert_eq(unlink(path), 0);
+	}
+	cr_log_info("create/killed: %u of 41 kills left a temporary", left);
+}
