@@ -48,7 +48,8 @@
  *     window beyond hc, then probes at doubling distances up to the tail's position one
  *     lap on) for a valid record of the current lap whose durable_lsn lies beyond E.
  *     Such a record proves the log was stable past E, so whatever made E the head (a
- *     damaged sector the binary search landed on, a damaged record) is corruption.
+ *     damaged sector the binary search landed on, a damaged record) is corruption --
+ *     unless the log is live (R13): then it is the writer's progress since E was read.
  *  5. Stamp (stamp_past_head), unless read_only (which, with count_stamp, only counts
  *     what stamping would rewrite) or anything failed: of the sectors from E to one
  *     window and one record past hc0 (or past the last valid record seen beyond E),
@@ -118,6 +119,34 @@
  *       to count what was lost.  Salvage writes nothing (no stamping), and what
  *       leaves no head or tail to start from (steps 1 and 2, check_empty) is refused
  *       as without it.
+ *  (R13) A reader of a live log (jrnl_recover_opts.live: a read-only or salvage run
+ *       while another open holds the writer lock, iolayer/lock.c) recovers a prefix
+ *       that holds everything acknowledged before it began, or fails -EAGAIN; never
+ *       a false corruption.  Its reads see each sector at some moment after the start
+ *       t0, and the writer changes a sector only from the previous lap to this one,
+ *       once a lap.  Let P0 be the durable point at t0.  Every sector before P0 was
+ *       stable at t0, so it reads as written (unless the writer has since lapped it,
+ *       below); a sector read as unwritten or torn lies at or after P0.  So the head
+ *       search's transition and the hole scan land at or after P0 (step 1), and step 2
+ *       moves E back only to a record that read as damaged, at or after P0: E >= P0,
+ *       and the main pass hands over every checkpoint whose COMMIT is before P0, all
+ *       verified.  What differs from a crashed log: sectors read at different moments
+ *       need not agree.  A hole may sit before sectors the writer filled after the
+ *       hole was read, so a valid record past E may vouch beyond E (step 4): that is
+ *       the writer's progress, not damage, and step 4 passes it over.  A record read
+ *       while being written, and behind it one sealed after it was stable (step 2's D),
+ *       or the writer lapping the log into [T, E) while it is read (the records gone to
+ *       the next lap, or changed under the read), make a run fail with damage that is
+ *       not there: a live run that fails with damage before anything was handed over
+ *       starts over, at most JRNL_LIVE_TRIES runs, then fails -EAGAIN with the last
+ *       finding; damage met while handing over (the second pass) cannot start over
+ *       (the callback has seen checkpoints) and fails -EAGAIN at once.  A lap during
+ *       one run needs the writer to write the whole log's free space meanwhile.  A
+ *       run that was not live but failed with damage checks the lock again (a writer
+ *       that opened meanwhile, whose recovery stamped past the head) and starts over
+ *       live if it is held.  Real damage under a live writer is seen as -EAGAIN, not
+ *       as its code: the live log is the writer's, whose own open verified it.
+ *       Nothing is stamped: a live run is read_only or salvage.
  *  (R8) Recovery's writes are as crash-safe as the writer's: stamping rewrites only
  *       sectors the crashed session wrote past the head, which the writer's unflushed
  *       bound (L13 in log.c, format.h JRNL_UNFLUSHED_MAX) confines to the window past
@@ -131,6 +160,7 @@
 
 #include <delog.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -482,6 +512,11 @@ static int scan_future(struct rctx *r, uint64_t from, uint64_t to)
 			s++;
 			continue;
 		}
+		if (rec_durable(r, &ri) > r->E && r->live) {
+			/* (R13) A live writer's progress past the head this run chose. */
+			s = ri.end;
+			continue;
+		}
 		if (rec_durable(r, &ri) > r->E) {
 			/* Salvage (R12) drops this record too: count it past the head. */
 			r->seen_end = max64(r->seen_end, ri.end);
@@ -756,6 +791,7 @@ static int verify_then_replay(struct rctx *r)
 	}
 	if (err || !replay)
 		return err;
+	r->handing = true; /* (R13) from here on, a failure cannot start over */
 	r->replay = replay;
 	r->on_record = on_record;
 	r->on_op = on_op;
@@ -781,25 +817,18 @@ static void fill_report(struct rctx *r)
 	}
 }
 
-int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jrnl_recover_opts *o,
-		 struct jrnl_report *rep)
+/* One run of recovery (steps 1 to 5); *@handing: it handed something over, or called
+ * an observer, before it failed (R13: it cannot start over). */
+static int recover_once(struct iol_dev *dev, const struct jrnl_geom *g,
+			const struct jrnl_recover_opts *o, bool live, struct jrnl_report *rep,
+			bool *handing)
 {
-	static const struct jrnl_recover_opts defaults;
-	struct jrnl_report scratch;
 	struct rctx r = { 0 };
 	size_t chunk;
 	int err;
 
-	if (!o)
-		o = &defaults;
-	if (!rep)
-		rep = &scratch;
 	memset(rep, 0, sizeof(*rep));
 	rep->corrupt_field = "";
-	if (!dev || !g || (g->sector != 512 && g->sector != 4096) || g->log_sectors < 2 ||
-	    g->log_sectors > UINT32_MAX || g->log_size != g->log_sectors * g->sector)
-		return -EINVAL;
-
 	chunk = o->read_chunk ? o->read_chunk : CHUNK_DEFAULT;
 	chunk = chunk < CHUNK_MIN ? CHUNK_MIN : chunk > CHUNK_MAX ? CHUNK_MAX : chunk;
 	chunk -= chunk % IOL_SEG_BYTES;
@@ -822,6 +851,9 @@ int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jr
 	r.per_req = iol_max_segs(dev, IOL_MAX_SEGS_DEFAULT);
 	r.replay_to = o->replay_to;
 	r.salvage = o->salvage;
+	r.live = live;
+	/* Observers without a replay callback see the only pass as it goes. */
+	r.handing = !o->replay && (o->on_record || o->on_op);
 	r.sec = iol_buf_alloc(dev, r.S);
 	r.win.buf = iol_buf_alloc(dev, chunk);
 	r.win.cap = r.cap;
@@ -861,5 +893,57 @@ int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jr
 	}
 	free(r.sec);
 	free(r.win.buf);
+	*handing = r.handing;
 	return err;
+}
+
+/* (R13) Could a writer moving on under the read have made this run fail? */
+static bool live_suspect(int err, const struct jrnl_report *rep)
+{
+	return err && err == rep->corruption;
+}
+
+int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jrnl_recover_opts *o,
+		 struct jrnl_report *rep)
+{
+	static const struct jrnl_recover_opts defaults;
+	char what[sizeof(rep->corrupt_what)];
+	struct jrnl_report scratch;
+	bool live, handing = false;
+	unsigned tries = 0;
+	int err;
+
+	if (!o)
+		o = &defaults;
+	if (!rep)
+		rep = &scratch;
+	memset(rep, 0, sizeof(*rep));
+	rep->corrupt_field = "";
+	if (!dev || !g || (g->sector != 512 && g->sector != 4096) || g->log_sectors < 2 ||
+	    g->log_sectors > UINT32_MAX || g->log_size != g->log_sectors * g->sector)
+		return -EINVAL;
+	/* (R13) A reader learns from the writer lock whether the log is live, before the
+	 * run and, if the run failed, after it (a writer that opened meanwhile). */
+	live = o->live || ((o->read_only || o->salvage) && iol_dev_writer(dev));
+	for (;;) {
+		err = recover_once(dev, g, o, live, rep, &handing);
+		tries++;
+		if (!live_suspect(err, rep))
+			return err;
+		if (!live && !((o->read_only || o->salvage) && iol_dev_writer(dev)))
+			return err;
+		live = true;
+		if (handing || tries == JRNL_LIVE_TRIES)
+			break;
+	}
+	/* The log did not hold still: say what the last run found, and open again. */
+	memcpy(what, rep->corrupt_what, sizeof(what));
+	if (handing)
+		snprintf(rep->corrupt_what, sizeof(rep->corrupt_what),
+			 "the writer changed the log while it was being handed over: %.60s", what);
+	else
+		snprintf(rep->corrupt_what, sizeof(rep->corrupt_what),
+			 "the writer changed the log under each of %u reads: %.60s", tries, what);
+	rep->corruption = -EAGAIN;
+	return -EAGAIN;
 }

@@ -71,6 +71,8 @@ struct rctx {
 	uint64_t verified_seq; /* ... and this was the last one (handed over or held back) */
 	bool salvaged;         /* salvage: the first corruption ended the log (R12) ... */
 	uint64_t salvage_a;    /* ... at this address: the damaged record's, or E */
+	bool live;             /* a writer may be writing the log (recover.c R13) */
+	bool handing;          /* replay or an observer was reached: no second run */
 };
 
 /* Laps count cycles without the skipped magic; lap 0 is cycle 0, "never written". */

@@ -157,7 +157,17 @@ struct jrnl_recover_opts {
 	 * damage in corruption and corrupt_*.  Implies read_only (nothing is stamped).
 	 * Damage that leaves no head or tail to start from is refused as without it. */
 	bool salvage;
+	/* Live (recover.c R13): a writer may be writing the log while it is read.  A
+	 * record past the head that says the log was stable beyond it is the writer's
+	 * progress, not damage; damage found before anything was handed over makes the
+	 * run start over, at most JRNL_LIVE_TRIES runs in all, and then (or when it was
+	 * found while handing over) fails -EAGAIN.  A read_only or salvage run sets it
+	 * itself when another open holds the device's writer lock (iol_dev_writer). */
+	bool live;
 };
+
+/* Runs of a live recovery before it gives up (-EAGAIN). */
+#define JRNL_LIVE_TRIES 8
 
 struct jrnl_report {
 	bool empty;           /* no valid record: the next record goes at lsn 1/0
@@ -248,7 +258,9 @@ struct jrnl_report {
  * and DELOG_ECORRUPT also for complete checkpoints whose sequences are not consecutive,
  * a checkpoint left open behind a later committed one of another sequence, and a log
  * with no valid record but writes beyond the first window;
- * or the callback's non-zero return, -EINVAL (bad geometry), -ENOMEM, or an I/O -errno.
+ * or the callback's non-zero return, -EINVAL (bad geometry), -ENOMEM, an I/O -errno, or
+ * -EAGAIN for a live log that changed under every run (@o->live, recover.c R13; the
+ * report's corruption is -EAGAIN and corrupt_what says what the last run found).
  * Ops of a transaction whose START lies before the tail (already written back) are
  * skipped, not replayed.
  *

@@ -345,3 +345,177 @@ Test(create, killed, .timeout = 120, .fini = t_cleanup)
 	}
 	cr_log_info("create/killed: %u of 41 kills left a temporary", left);
 }
+
+/* ---- readers of a live log ---- */
+
+/* Forces the writer may do per read-only open: a few records, far from a lap of the
+ * log, so that no open is overtaken by a whole lap (which would make it fail -EAGAIN:
+ * the records it was reading are gone). */
+#define LIVE_PACE 4
+
+struct live {
+	delog *log;
+	bool release; /* release each forced checkpoint: the log wraps */
+	atomic_bool stop;
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	uint64_t acked;  /* the highest sequence a force acknowledged (under mu) */
+	uint64_t forces; /* forces done (under mu) ... */
+	uint64_t opens;  /* ... at most LIVE_PACE per open the reader began, and one more
+			  * batch: the writer never laps the log under a single open */
+	bool done;       /* the writer stopped: the log is full, or stop was set */
+	int err;
+};
+
+static void *live_writer(void *arg)
+{
+	struct live *lv = arg;
+	int err = 0;
+
+	for (uint64_t key = 1; !atomic_load(&lv->stop); key++) {
+		struct t_payload p = t_pl(key, key, 0);
+		uint64_t seq = 0;
+		delog_tx *tx;
+
+		pthread_mutex_lock(&lv->mu);
+		while (lv->forces >= (lv->opens + 1) * LIVE_PACE && !atomic_load(&lv->stop))
+			pthread_cond_wait(&lv->cond, &lv->mu);
+		pthread_mutex_unlock(&lv->mu);
+		if (atomic_load(&lv->stop))
+			break;
+
+		err = delog_tx_begin(lv->log, T_RES(1), DELOG_TX_NOWAIT, &tx);
+		if (err == -EAGAIN && !lv->release) {
+			err = 0; /* full: the writer stops here */
+			break;
+		}
+		if (err == -EAGAIN)
+			continue; /* the release frees space once the push completes */
+		if (!err && (err = delog_tx_log(tx, key, &p, sizeof(p))))
+			delog_tx_abort(tx);
+		if (!err)
+			err = delog_tx_commit_force(tx, &seq);
+		if (!err && lv->release && seq > 1)
+			err = delog_release(lv->log, seq - 1);
+		if (err)
+			break;
+		pthread_mutex_lock(&lv->mu);
+		lv->acked = seq;
+		lv->forces++;
+		pthread_cond_broadcast(&lv->cond);
+		pthread_mutex_unlock(&lv->mu);
+	}
+	pthread_mutex_lock(&lv->mu);
+	lv->err = err;
+	lv->done = true;
+	pthread_cond_broadcast(&lv->cond);
+	pthread_mutex_unlock(&lv->mu);
+	return NULL;
+}
+
+struct live_cb {
+	uint64_t next, count;
+	bool bad;
+};
+
+static int live_cb(void *arg, const struct delog_checkpoint *ck, const struct delog_item *it,
+		   size_t n)
+{
+	struct live_cb *c = arg;
+
+	(void)it;
+	(void)n;
+	if (c->count && ck->seq != c->next)
+		c->bad = true;
+	c->next = ck->seq + 1;
+	c->count++;
+	return 0;
+}
+
+/* @opens read-only opens of a log a writer thread commits and forces to meanwhile; each
+ * must succeed and recover at least what was acknowledged before it began. */
+static void live_run(uint64_t log_bytes, bool release, unsigned opens)
+{
+	const char *path = t_setup("live");
+	struct live lv = { .release = release };
+	struct delog_options wo = { .size = sizeof(wo),
+				    .flags = DELOG_OPEN_CREATE,
+				    .create_size = log_bytes };
+	uint64_t last = 0, live_opens = 0;
+	unsigned head_cycle = 0;
+	pthread_t th;
+	int err;
+
+	pthread_mutex_init(&lv.mu, NULL);
+	pthread_cond_init(&lv.cond, NULL);
+	err = delog_open(path, &wo, &lv.log);
+	cr_assert_eq(err, 0, "writer open: %s", delog_strerror(err));
+	cr_assert_eq(pthread_create(&th, NULL, live_writer, &lv), 0);
+	for (unsigned i = 0; i < opens; i++) {
+		struct delog_error_info ei = { .size = sizeof(ei) };
+		struct delog_recovery rec = { 0 };
+		struct live_cb cb = { 0 };
+		struct delog_options ro = { .size = sizeof(ro),
+					    .flags = DELOG_OPEN_RDONLY,
+					    .error = &ei,
+					    .recovery = &rec };
+		uint64_t before;
+		bool done;
+		delog *r;
+
+		/* Each open begins after the writer acknowledged something new (until it
+		 * stops): readers of a log that is moving. */
+		pthread_mutex_lock(&lv.mu);
+		while (lv.acked == last && !lv.done)
+			pthread_cond_wait(&lv.cond, &lv.mu);
+		before = last = lv.acked;
+		done = lv.done;
+		lv.opens++;
+		pthread_cond_broadcast(&lv.cond);
+		pthread_mutex_unlock(&lv.mu);
+		live_opens += !done;
+		if (i % 4 == 0) {
+			ro.recover = live_cb;
+			ro.recover_arg = &cb;
+		}
+		err = delog_open(path, &ro, &r);
+		cr_assert_eq(err, 0, "read-only open %u beside the writer (acked %llu): %s: %s", i,
+			     (unsigned long long)before, delog_strerror(err), ei.message);
+		cr_assert_geq(rec.last_seq, before,
+			      "read-only open %u recovered up to %llu, but %llu was acknowledged "
+			      "before it began",
+			      i, (unsigned long long)rec.last_seq, (unsigned long long)before);
+		cr_assert_eq(delog_durable_seq(r), rec.last_seq);
+		head_cycle = (unsigned)(rec.head_lsn >> 32);
+		if (ro.recover) {
+			cr_assert_not(cb.bad, "open %u: checkpoints handed over out of sequence",
+				      i);
+			cr_assert(!cb.count || cb.next == rec.last_seq + 1,
+				  "open %u: the last checkpoint handed over is not last_seq", i);
+		}
+		cr_assert_eq(delog_close(r), 0);
+	}
+	pthread_mutex_lock(&lv.mu);
+	atomic_store(&lv.stop, true);
+	pthread_cond_broadcast(&lv.cond);
+	pthread_mutex_unlock(&lv.mu);
+	pthread_join(th, NULL);
+	cr_assert_eq(lv.err, 0, "the writer failed: %s", delog_strerror(lv.err));
+	cr_log_info("live %s: %llu of %u opens while the writer was moving, acked %llu, "
+		    "last head in cycle %u",
+		    release ? "wrap" : "no_wrap", (unsigned long long)live_opens, opens,
+		    (unsigned long long)lv.acked, head_cycle);
+	cr_assert_eq(delog_close(lv.log), 0);
+	pthread_mutex_destroy(&lv.mu);
+	pthread_cond_destroy(&lv.cond);
+}
+
+Test(live, wrap, .timeout = 240, .fini = t_cleanup)
+{
+	live_run(T_LOG, true, 1000);
+}
+
+Test(live, no_wrap, .timeout = 240, .fini = t_cleanup)
+{
+	live_run(8 * T_MiB, false, 300);
+}

@@ -30,6 +30,12 @@
 #                  read-only file system and --dry-run, --dry-run and a corrupt log
 #                  behave as anywhere, no file changes, and what the read-only run said
 #                  it must stamp is what a writing run then stamps
+#   writer         beside a live writer (`delog stress` committing, forcing and releasing
+#                  on a 16 MiB log, so it wraps): recover, recover --json, format --force
+#                  and a second stress are refused (exit 1) naming the writer's pid and
+#                  the log is left as it was; recover --dry-run and print work every time
+#                  (20 runs each: a reader of a live log is never told it is corrupt);
+#                  once the writer is killed, recover takes the log at once
 # Exit 0 pass, 1 fail, 77 skip (ctest SKIP_RETURN_CODE), with the reason on stderr.
 set -u
 
@@ -429,6 +435,45 @@ readonly)
 	# Off the read-only mount a writing run stamps what the read-only one counted.
 	expect_rc 0 "recover of the torn head, writable" "$DELOG" recover --json "$TMP/src/torn.log"
 	jcheck "$TMP/out" "torn head, writable" "d['report']['stamped_bytes'] == $need and not d['read_only']"
+	;;
+writer)
+	need_python
+	L="$TMP/live.log"
+	"$DELOG" stress "$L" --size 16M >"$TMP/ids" 2>"$TMP/stress.err" &
+	SPID=$!
+	# Wait for the writer to hold the log: it says so once open (bounded, not timed).
+	i=0
+	while ! grep -q committing "$TMP/stress.err" 2>/dev/null; do
+		kill -0 $SPID 2>/dev/null || break
+		i=$((i + 1))
+		[ $i -gt 1200 ] && break
+		sleep 0.05
+	done
+	grep -q committing "$TMP/stress.err" || {
+		kill -KILL $SPID 2>/dev/null
+		fail "delog stress did not start: $(cat "$TMP/stress.err")"
+		finish "$MODE"
+	}
+	expect_rc 1 "recover beside a writer" "$DELOG" recover "$L"
+	expect_in "$TMP/err" "process $SPID" "recover beside a writer names it"
+	expect_rc 1 "recover --json beside a writer" "$DELOG" recover --json "$L"
+	jcheck "$TMP/out" "recover --json beside a writer" 'd["error"]["name"] == "EBUSY" and "process" in d["error"]["what"]'
+	expect_rc 1 "format --force of a held log" "$DELOG" format --force "$L"
+	expect_in "$TMP/err" "process $SPID" "format --force beside a writer names it"
+	expect_rc 1 "format --force --size of a held log" "$DELOG" format --force --size 32M "$L"
+	expect_in "$TMP/err" "process $SPID" "format --force --size beside a writer names it"
+	[ "$(stat -c %s "$L")" -eq $((4096 + 16777216)) ] || fail "a refused format changed the log's size"
+	expect_rc 1 "a second stress on a held log" "$DELOG" stress "$L" --count 1
+	expect_in "$TMP/err" "process $SPID" "a second stress names the writer"
+	n=0
+	while [ $n -lt 20 ]; do
+		expect_rc 0 "recover --dry-run beside a writer ($n)" "$DELOG" recover --dry-run "$L"
+		expect_rc 0 "print beside a writer ($n)" "$DELOG" print "$L"
+		n=$((n + 1))
+	done
+	kill -KILL $SPID
+	wait $SPID 2>/dev/null
+	expect_rc 0 "recover once the writer was killed" "$DELOG" recover "$L"
 	;;
 *)
 	echo "unknown mode $MODE" >&2
