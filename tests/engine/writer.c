@@ -24,12 +24,18 @@
  *    log whose checkpoints it releases, so the log wraps many times; and without
  *    releases on a larger one) while the test thread does read-only opens, a fixed
  *    number: none fails, and each recovers at least the highest sequence the writer's
- *    force acknowledged before the open began.
+ *    force acknowledged before the open began;
+ *  - live/retry: a live recovery on the sim disk whose one read returns a flipped bit
+ *    (damage gone on the next read, as a record changing under the read is), at every
+ *    read index of a clean run: it starts over and recovers the whole log; a flip while
+ *    handing over is -EAGAIN; a flip on every read is -EAGAIN after JRNL_LIVE_TRIES
+ *    runs; not live, the same flips fail it.
  *
  * No test depends on timing: the kills of create/killed come at rising delays, but what
  * is asserted holds whenever the kill lands.
  */
 #include "helpers.h"
+#include "jrnl.h"
 
 #include <dirent.h>
 #include <pthread.h>
@@ -518,4 +524,127 @@ Test(live, wrap, .timeout = 240, .fini = t_cleanup)
 Test(live, no_wrap, .timeout = 240, .fini = t_cleanup)
 {
 	live_run(8 * T_MiB, false, 300);
+}
+
+/* ---- a live run that meets damage starts over (recover.c R13) ---- */
+
+struct rr {
+	struct jrnl_report rep;
+	uint64_t reads, replayed, last;
+	int err;
+};
+
+static int rr_replay(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_item_view *v,
+		     size_t n)
+{
+	struct rr *x = priv;
+
+	(void)v;
+	(void)n;
+	x->replayed++;
+	x->last = ck->seq;
+	return 0;
+}
+
+/* One read-only recovery of @dev; the reads it made. */
+static struct rr rr_run(struct iol_dev *dev, const struct jrnl_geom *g, bool live, bool replay)
+{
+	struct rr x = { 0 };
+	struct jrnl_recover_opts ro = { .read_only = true, .live = live, .priv = &x };
+	struct iol_counters a, b;
+
+	if (replay)
+		ro.replay = rr_replay;
+	iol_dev_counters(dev, &a);
+	x.err = jrnl_recover(dev, g, &ro, &x.rep);
+	iol_dev_counters(dev, &b);
+	x.reads = b.reads - a.reads;
+	return x;
+}
+
+/*
+ * A live run stands for a writer by a read that returns one flipped bit, once (the sim's
+ * BITFLIP fault), at each read index of a clean run in turn: damage that is gone when
+ * the log is read again, as a record changing under the read is.  Live, every such run
+ * ends with the whole log or starts over and ends with it; damage met while handing
+ * over fails -EAGAIN, never a damage code; damage that stays (a flip on every read)
+ * fails -EAGAIN after JRNL_LIVE_TRIES runs.  Not live, some of the same flips fail the
+ * recovery, so the runs that started over are the ones the retry saved.
+ */
+Test(live, retry)
+{
+	struct iol_dev *dev = t_sim(DELOG_SB_BYTES + T_LOG, IOL_SIM_LAT_NONE, 1, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
+	unsigned started_over = 0, failed_plain = 0, handed_again = 0;
+	struct jrnl_geom g;
+	struct rr clean, cleanr, x;
+	delog *log;
+
+	o.create_size = T_LOG;
+	log = t_open_dev(dev, &o);
+	for (uint64_t k = 1; k <= 40; k++)
+		t_force1(log, k);
+	cr_assert_eq(delog_close(log), 0);
+	cr_assert_eq(jrnl_sb_read(dev, &g), 0);
+	clean = rr_run(dev, &g, true, false);
+	cr_assert_eq(clean.err, 0);
+	cleanr = rr_run(dev, &g, true, true);
+	cr_assert_eq(cleanr.err, 0);
+	cr_assert_eq(cleanr.last, clean.rep.last_seq);
+	for (uint64_t n = 1; n <= clean.reads; n++) {
+		struct iol_sim_fault f = { .op = IOL_OP_READ,
+					   .nth = n,
+					   .kind = IOL_SIM_FAULT_BITFLIP };
+
+		cr_assert_eq(iol_sim_fault_add(dev, &f), 0);
+		x = rr_run(dev, &g, false, false);
+		iol_sim_fault_clear(dev);
+		failed_plain += x.err != 0;
+		cr_assert_eq(iol_sim_fault_add(dev, &f), 0);
+		x = rr_run(dev, &g, true, false);
+		iol_sim_fault_clear(dev);
+		cr_assert_eq(x.err, 0, "live, a flip at read %llu: %s: %s", (unsigned long long)n,
+			     delog_strerror(x.err), x.rep.corrupt_what);
+		cr_assert_eq(x.rep.last_seq, clean.rep.last_seq, "live, a flip at read %llu",
+			     (unsigned long long)n);
+		started_over += x.reads > clean.reads;
+	}
+	/* With a replay callback, flips in the second pass come after checkpoints were
+	 * handed over: -EAGAIN at once, or nothing noticed. */
+	for (uint64_t n = clean.reads + 1; n <= cleanr.reads; n++) {
+		struct iol_sim_fault f = { .op = IOL_OP_READ,
+					   .nth = n,
+					   .kind = IOL_SIM_FAULT_BITFLIP };
+
+		cr_assert_eq(iol_sim_fault_add(dev, &f), 0);
+		x = rr_run(dev, &g, true, true);
+		iol_sim_fault_clear(dev);
+		if (x.err) {
+			cr_assert_eq(x.err, -EAGAIN, "a flip at read %llu, handing over: %s",
+				     (unsigned long long)n, delog_strerror(x.err));
+			cr_assert(strstr(x.rep.corrupt_what, "handed over"), "%s",
+				  x.rep.corrupt_what);
+			handed_again++;
+		} else {
+			cr_assert_eq(x.last, clean.rep.last_seq);
+		}
+	}
+	{
+		struct iol_sim_fault f = { .op = IOL_OP_READ,
+					   .nth = 1,
+					   .kind = IOL_SIM_FAULT_BITFLIP,
+					   .persistent = true };
+
+		cr_assert_eq(iol_sim_fault_add(dev, &f), 0);
+		x = rr_run(dev, &g, true, false);
+		iol_sim_fault_clear(dev);
+	}
+	cr_log_info("live/retry: %llu reads; not live %u of them failed; live %u started over; "
+		    "%u failed handing over; a flip on every read: %s (%s)",
+		    (unsigned long long)clean.reads, failed_plain, started_over, handed_again,
+		    delog_strerror(x.err), x.rep.corrupt_what);
+	cr_assert_gt(failed_plain, 0, "no flip failed a plain run: the test shows nothing");
+	cr_assert_gt(started_over, 0);
+	cr_assert_eq(x.err, -EAGAIN, "a flip on every read, live: %s", delog_strerror(x.err));
+	iol_dev_close(dev);
 }
