@@ -139,9 +139,12 @@
  *       the next lap, or changed under the read), make a run fail with damage that is
  *       not there: a live run that fails with damage before anything was handed over
  *       starts over, at most JRNL_LIVE_TRIES runs, then fails -EAGAIN with the last
- *       finding; damage met while handing over (the second pass) cannot start over
- *       (the callback has seen checkpoints) and fails -EAGAIN at once.  A lap during
- *       one run needs the writer to write the whole log's free space meanwhile.  A
+ *       finding.  So that its passes agree, a live run that writes nothing reads a copy
+ *       of the log area made in one sweep (live_copy; up to JRNL_LIVE_COPY_MAX): the
+ *       sweep is the only read that sees the writer, and handing over reads what the
+ *       verifying pass read.  A run that reads the device itself (a larger log,
+ *       live_in_place) can meet the writer while handing over: that cannot start over
+ *       (the callback has seen checkpoints) and fails -EAGAIN at once.  A
  *       run that was not live but failed with damage checks the lock again (a writer
  *       that opened meanwhile, whose recovery stamped past the head) and starts over
  *       live if it is held.  Real damage under a live writer is seen as -EAGAIN, not
@@ -157,6 +160,8 @@
 #include "format.h"
 #include "record.h"
 #include "recover_rec.h"
+
+#include "io_sim.h"
 
 #include <delog.h>
 #include <errno.h>
@@ -897,6 +902,39 @@ static int recover_once(struct iol_dev *dev, const struct jrnl_geom *g,
 	return err;
 }
 
+/*
+ * (R13) A copy of the log area of @dev in memory, read in one sweep, as a sim device of
+ * its own: what recovery reads from it holds still, so its passes agree and handing over
+ * never meets the writer.  -EFBIG for a log larger than JRNL_LIVE_COPY_MAX (recovery
+ * then reads the device itself).
+ */
+static int live_copy(struct iol_dev *dev, const struct jrnl_geom *g, struct iol_dev **out)
+{
+	const uint64_t bytes = g->log_start + g->log_size, chunk = 4u << 20;
+	struct iol_sim_opts so = { .size = sizeof(so),
+				   .dev_bytes = bytes,
+				   .sector = g->sector,
+				   .write_through = true };
+	struct iol_dev_opts io = { .size = sizeof(io), .backend = "sim", .sim = &so };
+	unsigned char *img;
+	int err = 0;
+
+	*out = NULL;
+	if (g->log_size > JRNL_LIVE_COPY_MAX)
+		return -EFBIG;
+	img = iol_buf_alloc(dev, (size_t)bytes);
+	if (!img)
+		return -ENOMEM;
+	for (uint64_t off = 0; off < bytes && !err; off += chunk)
+		err = iol_rw_wait(dev, IOL_OPF(IOL_OP_READ, 0), off, img + off,
+				  (size_t)min64(chunk, bytes - off), NULL);
+	so.image = img;
+	if (!err)
+		err = iol_dev_open(NULL, &io, out);
+	free(img);
+	return err;
+}
+
 /* (R13) Could a writer moving on under the read have made this run fail? */
 static bool live_suspect(int err, const struct jrnl_report *rep)
 {
@@ -926,7 +964,16 @@ int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jr
 	 * run and, if the run failed, after it (a writer that opened meanwhile). */
 	live = o->live || ((o->read_only || o->salvage) && iol_dev_writer(dev));
 	for (;;) {
-		err = recover_once(dev, g, o, live, rep, &handing);
+		struct iol_dev *copy = NULL;
+
+		/* A live run that writes nothing reads a copy, unless the log is too large. */
+		if (live && (o->read_only || o->salvage) && !o->live_in_place) {
+			err = live_copy(dev, g, &copy);
+			if (err && err != -EFBIG)
+				return err;
+		}
+		err = recover_once(copy ? copy : dev, g, o, live, rep, &handing);
+		iol_dev_close(copy);
 		tries++;
 		if (!live_suspect(err, rep))
 			return err;

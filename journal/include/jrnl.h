@@ -162,12 +162,19 @@ struct jrnl_recover_opts {
 	 * progress, not damage; damage found before anything was handed over makes the
 	 * run start over, at most JRNL_LIVE_TRIES runs in all, and then (or when it was
 	 * found while handing over) fails -EAGAIN.  A read_only or salvage run sets it
-	 * itself when another open holds the device's writer lock (iol_dev_writer). */
+	 * itself when another open holds the device's writer lock (iol_dev_writer).  A
+	 * live run that writes nothing (read_only, salvage) reads a copy of the log area
+	 * made in one sweep, so its passes agree, unless the log is larger than
+	 * JRNL_LIVE_COPY_MAX or live_in_place is set: then it reads the device, and damage
+	 * met while handing over fails -EAGAIN at once. */
 	bool live;
+	bool live_in_place;
 };
 
-/* Runs of a live recovery before it gives up (-EAGAIN). */
+/* Runs of a live recovery before it gives up (-EAGAIN), and the largest log a live
+ * run copies into memory (recover.c R13). */
 #define JRNL_LIVE_TRIES 8
+#define JRNL_LIVE_COPY_MAX (64ull << 20)
 
 struct jrnl_report {
 	bool empty;           /* no valid record: the next record goes at lsn 1/0

@@ -29,7 +29,11 @@
  *    (damage gone on the next read, as a record changing under the read is), at every
  *    read index of a clean run: it starts over and recovers the whole log; a flip while
  *    handing over is -EAGAIN; a flip on every read is -EAGAIN after JRNL_LIVE_TRIES
- *    runs; not live, the same flips fail it.
+ *    runs; not live, the same flips fail it;
+ *  - live/step4: a hole near the head with valid records after it vouching beyond it
+ *    (what a reader sees when the writer filled them after it read the hole) is
+ *    DELOG_ECORRUPT not live, and live ends the log at the hole on the first run, in
+ *    place and through a copy.
  *
  * No test depends on timing: the kills of create/killed come at rising delays, but what
  * is asserted holds whenever the kill lands.
@@ -550,7 +554,10 @@ static int rr_replay(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_i
 static struct rr rr_run(struct iol_dev *dev, const struct jrnl_geom *g, bool live, bool replay)
 {
 	struct rr x = { 0 };
-	struct jrnl_recover_opts ro = { .read_only = true, .live = live, .priv = &x };
+	struct jrnl_recover_opts ro = { .read_only = true,
+					.live = live,
+					.live_in_place = true,
+					.priv = &x };
 	struct iol_counters a, b;
 
 	if (replay)
@@ -639,12 +646,106 @@ Test(live, retry)
 		x = rr_run(dev, &g, true, false);
 		iol_sim_fault_clear(dev);
 	}
+	cr_assert_eq(x.err, -EAGAIN, "a flip on every read, live: %s", delog_strerror(x.err));
+	cr_assert(strstr(x.rep.corrupt_what, "under each of 8 reads"), "%s", x.rep.corrupt_what);
+	/* Through a copy of the log (the default): a flip in the sweep that makes the copy
+	 * (where it lands on a record) makes the run read a new copy. */
+	{
+		struct iol_sim_fault f = { .op = IOL_OP_READ, .kind = IOL_SIM_FAULT_BITFLIP };
+		struct jrnl_recover_opts ro = { .read_only = true, .live = true };
+		struct jrnl_report rep;
+		int err;
+
+		for (f.nth = 1; f.nth <= 2; f.nth++) {
+			cr_assert_eq(iol_sim_fault_add(dev, &f), 0);
+			err = jrnl_recover(dev, &g, &ro, &rep);
+			iol_sim_fault_clear(dev);
+			cr_assert_eq(err, 0, "a copy, a flip at read %llu: %s: %s",
+				     (unsigned long long)f.nth, delog_strerror(err),
+				     rep.corrupt_what);
+			cr_assert_eq(rep.last_seq, clean.rep.last_seq);
+		}
+	}
 	cr_log_info("live/retry: %llu reads; not live %u of them failed; live %u started over; "
 		    "%u failed handing over; a flip on every read: %s (%s)",
 		    (unsigned long long)clean.reads, failed_plain, started_over, handed_again,
 		    delog_strerror(x.err), x.rep.corrupt_what);
 	cr_assert_gt(failed_plain, 0, "no flip failed a plain run: the test shows nothing");
 	cr_assert_gt(started_over, 0);
-	cr_assert_eq(x.err, -EAGAIN, "a flip on every read, live: %s", delog_strerror(x.err));
+	iol_dev_close(dev);
+}
+
+/* The records recovery verified, for live/step4. */
+struct recs {
+	struct jrnl_rec_view v[256];
+	size_t n;
+};
+
+static int recs_add(void *priv, const struct jrnl_rec_view *rec)
+{
+	struct recs *r = priv;
+
+	if (r->n < 256)
+		r->v[r->n++] = *rec;
+	return 0;
+}
+
+/*
+ * Step 4 of a live run (recover.c R13): a hole near the head with valid records after
+ * it that say the log was stable beyond it is what a reader sees when the writer filled
+ * those records after the hole was read.  Not live it is corruption (DELOG_ECORRUPT);
+ * live, the log ends at the hole, in place and through a copy, on the first run.
+ */
+Test(live, step4)
+{
+	struct iol_dev *dev = t_sim(DELOG_SB_BYTES + T_LOG, IOL_SIM_LAT_NONE, 2, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
+	struct jrnl_recover_opts ro = { .read_only = true };
+	static struct recs recs;
+	struct jrnl_report rep, clean;
+	struct iol_counters a, b;
+	struct jrnl_geom g;
+	const struct jrnl_rec_view *hole;
+	size_t len;
+	void *zero;
+	delog *log;
+	int err;
+
+	o.create_size = T_LOG;
+	log = t_open_dev(dev, &o);
+	for (uint64_t k = 1; k <= 40; k++)
+		t_force1(log, k);
+	cr_assert_eq(delog_close(log), 0);
+	cr_assert_eq(jrnl_sb_read(dev, &g), 0);
+	ro.on_record = recs_add;
+	ro.priv = &recs;
+	cr_assert_eq(jrnl_recover(dev, &g, &ro, &clean), 0);
+	cr_assert_gt(recs.n, 10);
+	/* Zero a record five before the last: later records vouch past it. */
+	hole = &recs.v[recs.n - 5];
+	len = (size_t)(hole->hdr_sectors + hole->payload_sectors) * g.sector;
+	zero = iol_buf_alloc(dev, len);
+	memset(zero, 0, len);
+	cr_assert_eq(iol_rw_wait(dev, IOL_OPF(IOL_OP_WRITE, 0), hole->offset, zero, len, NULL), 0);
+	free(zero);
+	ro = (struct jrnl_recover_opts){ .read_only = true };
+	err = jrnl_recover(dev, &g, &ro, &rep);
+	cr_assert_eq(err, DELOG_ECORRUPT, "not live: %s", delog_strerror(err));
+	cr_assert(strstr(rep.corrupt_what, "past the head"), "%s", rep.corrupt_what);
+	for (int copy = 0; copy < 2; copy++) {
+		ro = (struct jrnl_recover_opts){ .read_only = true,
+						 .live = true,
+						 .live_in_place = !copy };
+		iol_dev_counters(dev, &a);
+		err = jrnl_recover(dev, &g, &ro, &rep);
+		iol_dev_counters(dev, &b);
+		cr_assert_eq(err, 0, "live (%s): %s: %s", copy ? "a copy" : "in place",
+			     delog_strerror(err), rep.corrupt_what);
+		cr_assert_eq(rep.head_lsn, hole->lsn, "live: the log ends at the hole");
+		cr_assert_lt(rep.last_seq, clean.last_seq);
+		if (copy)
+			cr_assert_eq(b.bytes_read - a.bytes_read, g.log_start + g.log_size,
+				     "live: one copy, one run");
+	}
 	iol_dev_close(dev);
 }
