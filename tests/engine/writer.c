@@ -20,6 +20,11 @@
  *    delays rising from 0 to 40 ms: after every kill the path holds nothing or a log, the
  *    next CREATE open succeeds, and the temporaries of the killed creates are gone
  *    after it;
+ *  - create/no_clobber: a file that appears at the path while a log is made under its
+ *    temporary is left byte for byte as it was (publishing fails -EEXIST);
+ *  - create/stale_temporaries: a create removes the temporaries of its name whose
+ *    creator is dead and unlocked, and leaves a live creator's, a locked one and another
+ *    name's;
  *  - live/no_wrap, live/wrap: a writer thread commits and forces in a loop (on a 4 MiB
  *    log whose checkpoints it releases, so the log wraps many times; and without
  *    releases on a larger one) while the test thread does read-only opens, a fixed
@@ -42,6 +47,7 @@
 #include "jrnl.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -747,5 +753,73 @@ Test(live, step4)
 			cr_assert_eq(b.bytes_read - a.bytes_read, g.log_start + g.log_size,
 				     "live: one copy, one run");
 	}
+	iol_dev_close(dev);
+}
+
+/* ---- atomic create: what it never clobbers, what it cleans ---- */
+
+/* A file that appears at the path while the log is made under its temporary is left as
+ * it is: publishing fails -EEXIST. */
+Test(create, no_clobber, .fini = t_cleanup)
+{
+	const char *path = t_setup("create");
+	char tmp[4096], msg[256] = "", buf[8] = "";
+	struct stat st;
+	int fd;
+
+	cr_assert_eq(iol_file_create_tmp(path, T_MiB, 0600, tmp, sizeof(tmp), msg, sizeof(msg)), 0,
+		     "%s", msg);
+	cr_assert(strstr(tmp, "/.log.delog-new."), "temporary name %s", tmp);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "theirs", 6), 6);
+	close(fd);
+	cr_assert_eq(iol_file_publish(tmp, path, -1, msg, sizeof(msg)), -EEXIST);
+	cr_expect(strstr(msg, "appeared"), "%s", msg);
+	fd = open(path, O_RDONLY);
+	cr_assert_eq(read(fd, buf, 6), 6);
+	close(fd);
+	cr_assert_str_eq(buf, "theirs", "the file that appeared was replaced");
+	cr_assert_eq(stat(tmp, &st), 0, "the temporary is the caller's to remove");
+	unlink(tmp);
+}
+
+/* The temporaries a create removes: of the same name, creator dead, no writer lock.  A
+ * live creator's, a locked one and another name's stay. */
+Test(create, stale_temporaries, .fini = t_cleanup)
+{
+	const char *path = t_setup("create");
+	char dead[4096], alive[4096], other[4096], locked[4096], tmp[4096];
+	struct iol_dev_opts io = { .size = sizeof(io), .backend = "psync" };
+	struct iol_dev *dev;
+	struct stat st;
+	pid_t pid;
+	int fd;
+
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (!pid)
+		_exit(0);
+	cr_assert_eq(waitpid(pid, NULL, 0), pid); /* a pid no process has now */
+	snprintf(dead, sizeof(dead), "%s/.log.delog-new.%d.00000001", t_dir, (int)pid);
+	snprintf(alive, sizeof(alive), "%s/.log.delog-new.%d.00000002", t_dir, (int)getpid());
+	snprintf(other, sizeof(other), "%s/.other.delog-new.%d.00000003", t_dir, (int)pid);
+	snprintf(locked, sizeof(locked), "%s/.log.delog-new.%d.00000004", t_dir, (int)pid);
+	for (int i = 0; i < 4; i++) {
+		const char *p = i == 0 ? dead : i == 1 ? alive : i == 2 ? other : locked;
+
+		fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
+		cr_assert_geq(fd, 0, "%s: %s", p, strerror(errno));
+		cr_assert_eq(ftruncate(fd, T_MiB), 0);
+		close(fd);
+	}
+	/* A writer holds the locked one (as a create in another pid namespace would). */
+	cr_assert_eq(iol_dev_open(locked, &io, &dev), 0);
+	cr_assert_eq(iol_file_create_tmp(path, T_MiB, 0600, tmp, sizeof(tmp), NULL, 0), 0);
+	unlink(tmp);
+	cr_expect_neq(stat(dead, &st), 0, "a dead creator's temporary is left");
+	cr_expect_eq(stat(alive, &st), 0, "a live creator's temporary was removed");
+	cr_expect_eq(stat(other, &st), 0, "another name's temporary was removed");
+	cr_expect_eq(stat(locked, &st), 0, "a locked temporary was removed");
 	iol_dev_close(dev);
 }
