@@ -6,7 +6,9 @@
 #
 # MODE is one of:
 #   format         new file (mode 0600, --mode), refusal to overwrite a log or data
-#                  without --force, symlinks refused, usage errors, --json
+#                  without --force, symlinks refused, usage errors, --json; a format of a
+#                  new file killed at rising delays leaves no PATH or a log, and its
+#                  temporary goes with the next format
 #   print_recover  a log written by the real writer (mklog good/clean): print shows every
 #                  record, op and checkpoint, --json agrees with the report, print writes
 #                  nothing, recover is idempotent, an unmounted log reports clean
@@ -120,6 +122,25 @@ format)
 	expect_rc 1 "a path in a missing directory" "$DELOG" format "$TMP/no/such.log" --size 8M
 	expect_rc 0 "format --help" "$DELOG" format --help
 	expect_in "$TMP/out" "--force" "format --help lists --force"
+	# A format of a new file killed at rising delays: whenever the kill lands, PATH is
+	# absent (and a format without --force makes it) or a log that print reads.
+	for d in 0 0.005 0.01 0.02 0.04 0.08; do
+		K="$TMP/killed.log"
+		"$DELOG" format "$K" --size 64M >/dev/null 2>&1 &
+		kpid=$!
+		sleep $d
+		kill -KILL $kpid 2>/dev/null
+		wait $kpid 2>/dev/null
+		if [ -e "$K" ]; then
+			expect_rc 0 "print of a format killed after ${d}s" "$DELOG" print "$K"
+		else
+			expect_rc 0 "format after a format killed after ${d}s" "$DELOG" format "$K" --size 8M
+		fi
+		rm -f "$K"
+	done
+	expect_rc 0 "format after the killed ones" "$DELOG" format "$TMP/killed.log" --size 8M
+	ls -a "$TMP" | grep -q '^\.killed\.log\.delog-new\.' &&
+		fail "a killed format's temporary outlived the next format"
 	;;
 print_recover)
 	need_python

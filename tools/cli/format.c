@@ -9,13 +9,14 @@
  *    that is not all zeroes there) is refused without --force, naming what was found.
  *  - A new file is created O_EXCL | O_NOFOLLOW with mode 0600 (owner only; --mode
  *    changes it, the umask still applies), so a symlink planted at PATH is refused rather
- *    than followed, and a log is never world-readable by default.  It is made under a
- *    temporary name beside PATH and renamed to PATH once formatted and durable
- *    (iol_file_publish), never over a file that appeared meanwhile: a kill leaves no
- *    PATH or a whole log, never a file that looks like a failed log.
+ *    than followed, and a log is never world-readable by default.  An existing symlink
+ *    is accepted only when it resolves to a block device (/dev/disk/by-id/... names).
+ *  - A new file is made under a temporary name beside PATH and renamed to PATH once
+ *    formatted and durable (iol_file_publish), never over a file that appeared
+ *    meanwhile: a kill leaves no PATH or a whole log, never a file that looks like a
+ *    failed log.
  *  - A log a writer holds open (its writer lock, iolayer/lock.c) is refused, --force or
- *    not, naming the writer's pid, before anything is grown or written.  An existing symlink is
- *    accepted only when it resolves to a block device (/dev/disk/by-id/... names).
+ *    not, naming the writer's pid, before anything is grown or written.
  *  - The file's blocks are allocated (fallocate) and then the whole log area is written
  *    with zeroes through O_DIRECT by jrnl_format, so later log writes never meet
  *    unwritten extents (each would cost the filesystem a metadata transaction, and a
