@@ -488,7 +488,9 @@ int engine_open_dev(struct iol_dev *dev, const struct delog_options *opts, delog
 /*
  * delog_open once its options are checked: the device at @path (or a new sim disk), then
  * open_common.  (U5) A file it creates is made under a temporary name and given @path
- * only once formatted and durable; the temporary is removed again if the open fails.
+ * only once formatted and durable; the temporary is removed again if the open fails
+ * before that.  A log that got its name stays, whatever fails after: it is a whole,
+ * empty log.
  */
 static int open_path(const char *path, const struct delog_options *o, delog **out)
 {
