@@ -14,10 +14,13 @@
  *        process.  The descriptor is the lock's only holder: a backend's in-flight
  *        requests (io_uring, aio) keep the O_DIRECT file alive after its process died,
  *        but never this one, so the kernel drops the lock when the process exits or is
- *        killed, before its parent can reap it.
- *  (LK2) A block device is also opened O_EXCL on that descriptor.  The kernel grants one
+ *        killed, before its parent can reap it. *  (LK2) A block device is also opened O_EXCL on that descriptor.  The kernel grants one
  *        exclusive open per device, through whichever node it is opened, and refuses it
- *        while the device is mounted.  The OFD lock on the node names the holder.
+ *        while the device is mounted.  The OFD lock on the node names the holder.  A
+ *        process that holds the device exclusively itself (iol_blk_claim: delog bench
+ *        and probe keep a device from being mounted under them for their whole run)
+ *        already keeps every other writer off, so its writing opens skip O_EXCL, which
+ *        the kernel would refuse them; the OFD lock still keeps two of its handles apart.
  *  (LK3) The lock bytes lie at LOCK_OFF and beyond, far past any log, and no I/O
  *        touches them.  Byte LOCK_OFF is the lock itself.  A second byte, LOCK_OFF + 1 +
  *        pid, says who holds it: F_OFD_GETLK reports no pid for an OFD lock (l_pid is
@@ -36,12 +39,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define LOCK_OFF (1ll << 62)
+#define CLAIMS_MAX 8
 #define LOCK_PID_SPAN (1ll << 32) /* the marker bytes: LOCK_OFF + 1 + pid */
 
 /* The pid holding the writer lock that @fd's file description would conflict with:
@@ -90,17 +95,82 @@ static void lock_why(int fd, const char *path, bool excl, char *buf, size_t len)
 		snprintf(buf, len, "%s: the log's writer lock is held", path);
 }
 
+/* (LK2) The block devices this process holds exclusively (iol_blk_claim). */
+static pthread_mutex_t claims_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	dev_t rdev;
+	int fd;
+} claims[CLAIMS_MAX];
+static size_t nclaims;
+
+static bool claimed(dev_t rdev)
+{
+	bool yes = false;
+
+	pthread_mutex_lock(&claims_mu);
+	for (size_t i = 0; i < nclaims && !yes; i++)
+		yes = claims[i].rdev == rdev;
+	pthread_mutex_unlock(&claims_mu);
+	return yes;
+}
+
+int iol_blk_claim(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_EXCL | O_CLOEXEC), err = 0;
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st))
+		err = -errno;
+	else if (!S_ISBLK(st.st_mode))
+		err = -ENOTBLK;
+	pthread_mutex_lock(&claims_mu);
+	if (!err && nclaims == CLAIMS_MAX)
+		err = -ENFILE;
+	if (!err) {
+		claims[nclaims].rdev = st.st_rdev;
+		claims[nclaims].fd = fd;
+		nclaims++;
+	}
+	pthread_mutex_unlock(&claims_mu);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+void iol_blk_release(int fd)
+{
+	if (fd < 0)
+		return;
+	pthread_mutex_lock(&claims_mu);
+	for (size_t i = 0; i < nclaims; i++) {
+		if (claims[i].fd == fd) {
+			claims[i] = claims[--nclaims];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&claims_mu);
+	close(fd);
+}
+
 int iol_lock_take(struct iol_dev *dev, const char *path, const struct iol_dev_opts *opts)
 {
-	int flags = O_RDWR | O_CLOEXEC | O_NONBLOCK | (dev->geom.is_blockdev ? O_EXCL : 0);
 	struct flock fl = { .l_type = F_WRLCK,
 			    .l_whence = SEEK_SET,
 			    .l_start = LOCK_OFF,
 			    .l_len = 1 };
+	int flags = O_RDWR | O_CLOEXEC | O_NONBLOCK;
 	struct stat a, b;
 	char msg[512];
 	int fd, err;
 
+	if (fstat(dev->fd, &b))
+		return -errno;
+	if (dev->geom.is_blockdev && !claimed(b.st_rdev))
+		flags |= O_EXCL;
 	fd = open(path, flags);
 	if (fd < 0) {
 		err = -errno;
@@ -114,7 +184,7 @@ int iol_lock_take(struct iol_dev *dev, const char *path, const struct iol_dev_op
 		}
 		return err;
 	}
-	if (fstat(fd, &a) || fstat(dev->fd, &b) || a.st_dev != b.st_dev || a.st_ino != b.st_ino ||
+	if (fstat(fd, &a) || a.st_dev != b.st_dev || a.st_ino != b.st_ino ||
 	    a.st_rdev != b.st_rdev) {
 		close(fd);
 		iol_set_errmsg(opts, "%s: the path changed while it was being opened", path);

@@ -276,7 +276,15 @@ void iol_dev_counters(const struct iol_dev *dev, struct iol_counters *out);
  */
 long iol_dev_writer(const struct iol_dev *dev);
 int iol_path_writer_check(const char *path, char *errmsg, size_t errmsg_len);
-
+/*
+ * Hold the block device @path exclusively (O_EXCL) for this process until
+ * iol_blk_release: the kernel refuses it while the device is mounted or another process
+ * holds it, and then keeps both off.  This process's writing opens of the device skip
+ * their own O_EXCL meanwhile (lock.c LK2).  Returns the holding descriptor, or -EBUSY
+ * (in use), -ENOTBLK, -ENFILE (8 held already) or another -errno.  Thread-safe.
+ */
+int iol_blk_claim(const char *path);
+void iol_blk_release(int fd);
 /* Is backend @name compiled in?  ("uring", "aio", "psync", "sim") */
 bool iol_backend_built(const char *name);
 /* NULL-terminated list of compiled-in backend names, in preference order. */

@@ -15,7 +15,9 @@
  *  - lock/rdonly_beside_writer: a read-only open of a held log works and sees what the
  *    writer forced before it;
  *  - lock/block_device (root and losetup; skipped otherwise): the same on a loop device,
- *    a second writer refused -EBUSY (O_EXCL and the lock), a reader not;
+ *    a second writer refused -EBUSY (O_EXCL and the lock), a reader not; with the device
+ *    held by this process (iol_blk_claim, as delog bench and probe hold it) one writer
+ *    opens, a second one and one in a forked child are refused;
  *  - create/killed: a child doing a CREATE open of an 8 MiB log killed with SIGKILL at
  *    delays rising from 0 to 40 ms: after every kill the path holds nothing or a log, the
  *    next CREATE open succeeds, and the temporaries of the killed creates are gone
@@ -300,6 +302,29 @@ Test(lock, block_device, .fini = loop_cleanup)
 	cr_assert_eq(err, 0, "reopen after close: %s", delog_strerror(err));
 	cr_expect_geq(rec.last_seq, seq);
 	cr_assert_eq(delog_close(w), 0);
+
+	/* A process that holds the device itself (delog bench, probe) still opens one
+	 * writer, and only one; another process is refused by the hold. */
+	{
+		int hold = iol_blk_claim(loop_dev);
+
+		cr_assert_geq(hold, 0, "iol_blk_claim: %s", strerror(-hold));
+		err = t_open(loop_dev, 0, &w, NULL, NULL);
+		cr_assert_eq(err, 0, "a writer beside this process's hold: %s",
+			     delog_strerror(err));
+		cr_assert_eq(t_open(loop_dev, 0, &b, NULL, NULL), -EBUSY);
+		pid = fork();
+		cr_assert_neq(pid, -1);
+		if (!pid) {
+			delog *c = NULL;
+
+			_exit(t_open(loop_dev, 0, &c, NULL, NULL) == -EBUSY ? 0 : 1);
+		}
+		cr_assert_eq(waitpid(pid, &st, 0), pid);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "a forked writer was not refused");
+		cr_assert_eq(delog_close(w), 0);
+		iol_blk_release(hold);
+	}
 }
 
 /* ---- atomic create ---- */
