@@ -14,7 +14,8 @@
  *        process.  The descriptor is the lock's only holder: a backend's in-flight
  *        requests (io_uring, aio) keep the O_DIRECT file alive after its process died,
  *        but never this one, so the kernel drops the lock when the process exits or is
- *        killed, before its parent can reap it. *  (LK2) A block device is also opened O_EXCL on that descriptor.  The kernel grants one
+ *        killed, before its parent can reap it.
+ *  (LK2) A block device is also opened O_EXCL on that descriptor.  The kernel grants one
  *        exclusive open per device, through whichever node it is opened, and refuses it
  *        while the device is mounted.  The OFD lock on the node names the holder.  A
  *        process that holds the device exclusively itself (iol_blk_claim: delog bench

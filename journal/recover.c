@@ -144,10 +144,10 @@
  *       sweep is the only read that sees the writer, and handing over reads what the
  *       verifying pass read.  A run that reads the device itself (a larger log,
  *       live_in_place) can meet the writer while handing over: that cannot start over
- *       (the callback has seen checkpoints) and fails -EAGAIN at once.  A
- *       run that was not live but failed with damage checks the lock again (a writer
- *       that opened meanwhile, whose recovery stamped past the head) and starts over
- *       live if it is held.  Real damage under a live writer is seen as -EAGAIN, not
+ *       (the callback has seen checkpoints) and fails -EAGAIN at once.  A run that was
+ *       not live but failed with damage checks the lock again (a writer that opened
+ *       meanwhile, whose recovery stamped past the head) and starts over live if it is
+ *       held.  Real damage under a live writer is seen as -EAGAIN, not
  *       as its code: the live log is the writer's, whose own open verified it.
  *       Nothing is stamped: a live run is read_only or salvage.
  *  (R8) Recovery's writes are as crash-safe as the writer's: stamping rewrites only

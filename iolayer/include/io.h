@@ -285,6 +285,7 @@ int iol_path_writer_check(const char *path, char *errmsg, size_t errmsg_len);
  */
 int iol_blk_claim(const char *path);
 void iol_blk_release(int fd);
+
 /* Is backend @name compiled in?  ("uring", "aio", "psync", "sim") */
 bool iol_backend_built(const char *name);
 /* NULL-terminated list of compiled-in backend names, in preference order. */
