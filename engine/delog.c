@@ -51,11 +51,19 @@
  *       models.  DELOG_EGEOMETRY, naming both sizes; a read-only open (U2) is allowed,
  *       since it writes nothing, and so is any sector where the physical block is
  *       unknown (a file system with no block device queue behind it).
+ *  (U6) Creating a log is atomic: DELOG_OPEN_CREATE builds the file under a temporary
+ *       name beside @path (iol_file_create_tmp), formats it, and renames it to @path
+ *       only once its data and size are stable, never over a file that appeared
+ *       meanwhile (iol_file_publish: -EEXIST).  A kill at any moment leaves no file at
+ *       @path or a formatted log, so the next CREATE open either creates or opens it.
+ *       A killed create leaves its temporary, which a later create in the directory
+ *       removes (iolayer/dev.c).
  */
 #include "engine_private.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -428,9 +436,13 @@ fail_jl:
 	return err;
 }
 
-/* Open a log on @dev (owned by the log if @own; @fresh: a device just made, to format). */
-static int open_common(struct iol_dev *dev, bool own, bool fresh, const struct delog_options *o,
-		       delog **out)
+/*
+ * Open a log on @dev (owned by the log if @own; @fresh: a device just made, to format).
+ * (U6) A fresh file is the temporary @tmp, which becomes @path once it is formatted and
+ * durable (iol_file_publish), before recovery or anything else writes it.
+ */
+static int open_common(struct iol_dev *dev, bool own, bool fresh, const char *tmp, const char *path,
+		       const struct delog_options *o, delog **out)
 {
 	struct jrnl_report rep;
 	struct delog *log;
@@ -441,6 +453,12 @@ static int open_common(struct iol_dev *dev, bool own, bool fresh, const struct d
 	if (err)
 		return err;
 	err = open_format_or_read(log, fresh, o);
+	if (!err && tmp) {
+		struct delog_error_info *e = o->error;
+
+		err = iol_file_publish(tmp, path, iol_dev_fd(dev), e ? e->message : NULL,
+				       e ? sizeof(e->message) : 0);
+	}
 	if (!err)
 		err = open_recover(log, o, &rep, &last_seq);
 	if (!err)
@@ -489,13 +507,16 @@ int engine_open_dev(struct iol_dev *dev, const struct delog_options *opts, delog
 	*out = NULL;
 	err = copy_opts(opts, &o);
 	if (!err)
-		err = open_common(dev, false, false, &o, out);
+		err = open_common(dev, false, false, NULL, NULL, &o, out);
 	return open_done(&o, err);
 }
 
 /*
  * delog_open once its options are checked: the device at @path (or a new sim disk), then
- * open_common.  A file it created is removed again if the open fails.
+ * open_common.  (U6) A file it creates is made under a temporary name and given @path
+ * only once formatted and durable; the temporary is removed again if the open fails
+ * before that.  A log that got its name stays, whatever fails after: it is a whole,
+ * empty log.
  */
 static int open_path(const char *path, const struct delog_options *o, delog **out)
 {
@@ -505,6 +526,8 @@ static int open_path(const char *path, const struct delog_options *o, delog **ou
 	struct delog_error_info *e = o->error;
 	struct iol_dev *dev;
 	bool fresh = false;
+	char tmp[PATH_MAX] = "";
+	const char *devpath;
 	struct stat st;
 	int err;
 
@@ -536,13 +559,15 @@ static int open_path(const char *path, const struct delog_options *o, delog **ou
 					 err == -ENOENT ? " (DELOG_OPEN_CREATE creates it)" : "");
 				return err;
 			}
-			err = iol_file_create(path, size, 0600, io.errmsg, io.errmsg_len);
+			err = iol_file_create_tmp(path, size, 0600, tmp, sizeof(tmp), io.errmsg,
+						  io.errmsg_len);
 			if (err)
 				return err;
 			fresh = true;
 		}
 	}
-	err = iol_dev_open(path, &io, &dev);
+	devpath = fresh && path ? tmp : path;
+	err = iol_dev_open(devpath, &io, &dev);
 	if (err) {
 		if (err == -EOPNOTSUPP)
 			err = DELOG_ENODIRECT; /* (U3): the iolayer's message names the reason */
@@ -552,15 +577,19 @@ static int open_path(const char *path, const struct delog_options *o, delog **ou
 			snprintf(e->message + n, sizeof(e->message) - n,
 				 " (DELOG_OPEN_RDONLY opens it without writing)");
 		}
-		if (fresh && path)
-			unlink(path);
+		if (fresh && path) {
+			unlink(tmp);
+			iol_errmsg_rename(io.errmsg, io.errmsg_len, tmp, path);
+		}
 		return err;
 	}
 	if (e)
 		e->message[0] = 0; /* what a backend that was passed over said */
-	err = open_common(dev, true, fresh, o, out);
-	if (err && fresh && path)
-		unlink(path);
+	err = open_common(dev, true, fresh, fresh && path ? tmp : NULL, path, o, out);
+	if (err && fresh && path) {
+		unlink(tmp);
+		iol_errmsg_rename(io.errmsg, io.errmsg_len, tmp, path);
+	}
 	return err;
 }
 

@@ -25,15 +25,19 @@
  */
 #include "io_private.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/fs.h>
 #include <linux/magic.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -311,6 +315,8 @@ static int open_direct(const char *path, bool read_only, const struct iol_dev_op
 /* Open @path with O_DIRECT and learn its geometry, once per device. */
 static int dev_open_fd(struct iol_dev *dev, const char *path, const struct iol_dev_opts *opts)
 {
+	int err;
+
 	if (!path) {
 		iol_set_errmsg(opts, "a real backend needs a path");
 		return -EINVAL;
@@ -318,7 +324,11 @@ static int dev_open_fd(struct iol_dev *dev, const char *path, const struct iol_d
 	dev->fd = open_direct(path, dev->read_only, opts);
 	if (dev->fd < 0)
 		return dev->fd;
-	return probe_geom(dev->fd, path, &dev->geom, opts);
+	err = probe_geom(dev->fd, path, &dev->geom, opts);
+	/* One writer per log (lock.c); a reader takes nothing (LK4). */
+	if (!err && !dev->read_only)
+		err = iol_lock_take(dev, path, opts);
+	return err;
 }
 
 static int dev_start(struct iol_dev *dev, const struct backend *b, const char *path,
@@ -390,6 +400,7 @@ int iol_dev_open(const char *path, const struct iol_dev_opts *opts, struct iol_d
 	if (!dev)
 		return -ENOMEM;
 	dev->fd = -1;
+	dev->lock_fd = -1;
 	pthread_mutex_init(&dev->faults.lock, NULL);
 	pthread_mutex_init(&dev->live_lock, NULL);
 	pthread_cond_init(&dev->live_cond, NULL);
@@ -423,6 +434,7 @@ int iol_dev_open(const char *path, const struct iol_dev_opts *opts, struct iol_d
 	if (err) {
 		if (dev->fd >= 0)
 			close(dev->fd);
+		iol_lock_drop(dev);
 		free(dev->path);
 		pthread_mutex_destroy(&dev->faults.lock);
 		pthread_mutex_destroy(&dev->live_lock);
@@ -454,6 +466,7 @@ int iol_dev_close(struct iol_dev *dev)
 	dev->ops->close(dev);
 	if (dev->fd >= 0 && close(dev->fd) < 0)
 		err = -errno;
+	iol_lock_drop(dev); /* after the last write (LK1) */
 	free(dev->path);
 	pthread_mutex_destroy(&dev->faults.lock);
 	pthread_mutex_destroy(&dev->live_lock);
@@ -518,6 +531,146 @@ int iol_file_create(const char *path, uint64_t size, unsigned mode, char *errmsg
 		return err;
 	}
 	return 0;
+}
+
+/*
+ * Atomic create.  A new log is built under a temporary name in its directory and
+ * renamed to its own name only once it is formatted and durable, so a crash or kill
+ * while creating leaves either no file at the name or a whole log, never a file no
+ * open accepts.  The temporary is "." NAME ".delog-new." PID "." RANDOM: unique, so a
+ * leftover never blocks a later create, and recognisable, so the next create in the
+ * directory removes those of NAME whose creator is gone (its pid is dead and nobody
+ * holds the file's writer lock).
+ */
+#define TMP_TAG ".delog-new."
+
+/* Split @path into its directory (at most @dlen bytes; "." when it has none) and base. */
+static const char *path_split(const char *path, char *dir, size_t dlen)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash) {
+		snprintf(dir, dlen, ".");
+		return path;
+	}
+	snprintf(dir, dlen, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	return slash + 1;
+}
+
+/* Remove the temporaries of @base in @dir that a killed create left behind. */
+static void tmp_sweep(const char *dir, const char *base)
+{
+	size_t blen = strlen(base), tlen = strlen(TMP_TAG);
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		const char *n = de->d_name;
+		char full[PATH_MAX], *end;
+		long pid;
+
+		if (n[0] != '.' || strncmp(n + 1, base, blen) ||
+		    strncmp(n + 1 + blen, TMP_TAG, tlen))
+			continue;
+		pid = strtol(n + 1 + blen + tlen, &end, 10);
+		if (pid <= 0 || *end != '.' || !(kill((pid_t)pid, 0) < 0 && errno == ESRCH))
+			continue;
+		if (snprintf(full, sizeof(full), "%s/%s", dir, n) >= (int)sizeof(full) ||
+		    iol_path_writer_check(full, NULL, 0))
+			continue;
+		unlink(full);
+	}
+	closedir(d);
+}
+
+int iol_file_create_tmp(const char *path, uint64_t size, unsigned mode, char *tmp, size_t tmp_len,
+			char *errmsg, size_t errmsg_len)
+{
+	const struct iol_dev_opts msg = { .errmsg = errmsg, .errmsg_len = errmsg_len };
+	char dir[PATH_MAX];
+	const char *base = path_split(path, dir, sizeof(dir));
+	int err = -EEXIST;
+
+	if (!*base) {
+		iol_set_errmsg(&msg, "%s: not a file name", path);
+		return -EINVAL;
+	}
+	tmp_sweep(dir, base);
+	for (int i = 0; i < 16 && err == -EEXIST; i++) {
+		uint32_t r;
+
+		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			r = (uint32_t)i;
+		if (snprintf(tmp, tmp_len, "%s/.%s" TMP_TAG "%ld.%08x", dir, base, (long)getpid(),
+			     r) >= (int)tmp_len) {
+			iol_set_errmsg(&msg, "%s: the name is too long for a temporary beside it",
+				       path);
+			return -ENAMETOOLONG;
+		}
+		err = iol_file_create(tmp, size, mode, errmsg, errmsg_len);
+	}
+	return err;
+}
+
+void iol_errmsg_rename(char *msg, size_t len, const char *tmp, const char *path)
+{
+	size_t tl = strlen(tmp), pl = strlen(path);
+	char *at;
+
+	if (!msg || !len || !(at = strstr(msg, tmp)))
+		return;
+	if (strlen(msg) - tl + pl >= len)
+		return;
+	memmove(at + pl, at + tl, strlen(at + tl) + 1);
+	memcpy(at, path, pl);
+}
+
+int iol_file_publish(const char *tmp, const char *path, int fd, char *errmsg, size_t errmsg_len)
+{
+	const struct iol_dev_opts msg = { .errmsg = errmsg, .errmsg_len = errmsg_len };
+	int own = -1, err = 0;
+	char dir[PATH_MAX];
+
+	/* The file's data and size are stable before its name says it is a log. */
+	if (fd < 0)
+		fd = own = open(tmp, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) < 0)
+		err = -errno;
+	if (own >= 0)
+		close(own);
+	if (err) {
+		iol_set_errmsg(&msg, "%s: fsync: %s", tmp, strerror(-err));
+		return err;
+	}
+	/* Never over a file someone else made meanwhile. */
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) < 0) {
+		err = -errno;
+		if (err == -EINVAL || err == -ENOSYS) {
+			/* No RENAME_NOREPLACE here: link(2) refuses an existing name too. */
+			err = link(tmp, path) < 0 ? -errno : 0;
+			if (!err)
+				unlink(tmp);
+		}
+	}
+	if (err) {
+		iol_set_errmsg(&msg,
+			       err == -EEXIST ? "%s: appeared while the log was being created; "
+						"left as it is" :
+						"%s: cannot rename the new log to its name: %s",
+			       path, strerror(-err));
+		return err;
+	}
+	path_split(path, dir, sizeof(dir));
+	own = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (own < 0 || fsync(own) < 0) {
+		err = -errno;
+		iol_set_errmsg(&msg, "%s: fsync of its directory: %s", path, strerror(-err));
+	}
+	if (own >= 0)
+		close(own);
+	return err;
 }
 
 void *iol_buf_alloc(const struct iol_dev *dev, size_t len)

@@ -101,8 +101,9 @@ enum iol_gate_stage {
 
 struct iol_dev {
 	const struct iol_ops *ops;
-	int fd;     /* O_DIRECT descriptor; -1 for sim */
-	char *path; /* copy of the path, or NULL */
+	int fd;      /* O_DIRECT descriptor; -1 for sim */
+	int lock_fd; /* the writer lock's own descriptor (lock.c LK1); -1 for a reader, sim */
+	char *path;  /* copy of the path, or NULL */
 	struct iol_geom geom;
 	unsigned queue_depth; /* backend's in-flight limit */
 	unsigned max_segs;    /* per-request segment limit */
@@ -204,6 +205,11 @@ int iol_fault_check(struct iol_dev *dev, enum iol_op op);
 uint64_t iol_now_ns(void);
 
 /* Write a printf-style message into opts->errmsg (if any) (submit.c). */
+/* lock.c: take the writer lock of @dev (its fd and geometry known) or say why not
+ * (-EBUSY: another writer holds it); drop it (once every write has finished). */
+int iol_lock_take(struct iol_dev *dev, const char *path, const struct iol_dev_opts *opts);
+void iol_lock_drop(struct iol_dev *dev);
+
 void iol_set_errmsg(const struct iol_dev_opts *opts, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

@@ -51,7 +51,8 @@
  *     window beyond hc, then probes at doubling distances up to the tail's position one
  *     lap on) for a valid record of the current lap whose durable_lsn lies beyond E.
  *     Such a record proves the log was stable past E, so whatever made E the head (a
- *     damaged sector the binary search landed on, a damaged record) is corruption.
+ *     damaged sector the binary search landed on, a damaged record) is corruption --
+ *     unless the log is live (R13): then it is the writer's progress since E was read.
  *  5. Stamp (stamp_past_head), unless read_only (which, with count_stamp, only counts
  *     what stamping would rewrite) or anything failed: of the sectors from E to one
  *     window and one record past hc0 (or past the last valid record seen beyond E),
@@ -102,7 +103,7 @@
  *       agree.  A torn sector therefore moves the head exactly as the same sector left
  *       unwritten would (docs/FORMAT.md, "How recovery finds the head"), and "empty"
  *       means that no sector of the log holds a valid record of any lap.
- *  (R13) A sector the device cannot read (-EIO) is unknown: it reads as zeroes, which
+ *  (R14) A sector the device cannot read (-EIO) is unknown: it reads as zeroes, which
  *       no step takes for a record or for a cycle of any lap, so in the window it is a
  *       torn write like any other.  Behind the head it is damage, named with its offset
  *       as -EIO (the main pass, step 4, check_empty), and salvage (R12) still keeps
@@ -131,6 +132,37 @@
  *       this one numbers past them (high_seq).  Salvage writes nothing (no stamping), and what
  *       leaves no head or tail to start from (steps 1 and 2, check_empty) is refused
  *       as without it.
+ *  (R13) A reader of a live log (jrnl_recover_opts.live: a read-only or salvage run
+ *       while another open holds the writer lock, iolayer/lock.c) recovers a prefix
+ *       that holds everything acknowledged before it began, or fails -EAGAIN; never
+ *       a false corruption.  Its reads see each sector at some moment after the start
+ *       t0, and the writer changes a sector only from the previous lap to this one,
+ *       once a lap.  Let P0 be the durable point at t0.  Every sector before P0 was
+ *       stable at t0, so it reads as written (unless the writer has since lapped it,
+ *       below); a sector read as unwritten or torn lies at or after P0.  So the head
+ *       search's transition and the hole scan land at or after P0 (step 1), and step 2
+ *       moves E back only to a record that read as damaged, at or after P0: E >= P0,
+ *       and the main pass hands over every checkpoint whose COMMIT is before P0, all
+ *       verified.  What differs from a crashed log: sectors read at different moments
+ *       need not agree.  A hole may sit before sectors the writer filled after the
+ *       hole was read, so a valid record past E may vouch beyond E (step 4): that is
+ *       the writer's progress, not damage, and step 4 passes it over.  A record read
+ *       while being written, and behind it one sealed after it was stable (step 2's D),
+ *       or the writer lapping the log into [T, E) while it is read (the records gone to
+ *       the next lap, or changed under the read), make a run fail with damage that is
+ *       not there: a live run that fails with damage before anything was handed over
+ *       starts over, at most JRNL_LIVE_TRIES runs, then fails -EAGAIN with the last
+ *       finding.  So that its passes agree, a live run that writes nothing reads a copy
+ *       of the log area made in one sweep (live_copy; up to JRNL_LIVE_COPY_MAX): the
+ *       sweep is the only read that sees the writer, and handing over reads what the
+ *       verifying pass read.  A run that reads the device itself (a larger log,
+ *       live_in_place) can meet the writer while handing over: that cannot start over
+ *       (the callback has seen checkpoints) and fails -EAGAIN at once.  A run that was
+ *       not live but failed with damage checks the lock again (a writer that opened
+ *       meanwhile, whose recovery stamped past the head) and starts over live if it is
+ *       held.  Real damage under a live writer is seen as -EAGAIN, not
+ *       as its code: the live log is the writer's, whose own open verified it.
+ *       Nothing is stamped: a live run is read_only or salvage.
  *  (R8) Recovery's writes are as crash-safe as the writer's: stamping rewrites only
  *       sectors the crashed session wrote past the head, which the writer's unflushed
  *       bound (L13 in log.c, format.h JRNL_UNFLUSHED_MAX) confines to the window past
@@ -142,8 +174,11 @@
 #include "record.h"
 #include "recover_rec.h"
 
+#include "io_sim.h"
+
 #include <delog.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -170,7 +205,7 @@ static uint64_t max64(uint64_t a, uint64_t b)
 }
 
 /* Read the sectors at addresses [a, a + n) into @buf (jrnl_rcv_read: an unreadable
- * sector reads as zeroes, R13). */
+ * sector reads as zeroes, R14). */
 static int read_addr(struct rctx *r, uint64_t a, uint64_t n, void *buf)
 {
 	return jrnl_rcv_read(r, a, n, buf);
@@ -362,6 +397,8 @@ static int find_anchor(struct rctx *r, uint64_t *anchor, uint64_t *anchor_end, b
 		uint64_t s = i + 1 < PROBES ? i * r->N / (PROBES - 1) : r->N - 1, x;
 
 		err = sector_cycle(r, s, &c);
+		if (!err && !c && jrnl_rcv_any_unreadable(r, r->N + s, r->N + s + 1, &x))
+			loud++; /* unreadable: unknown, not "never written" (R14) */
 		if (err || !c)
 			continue;
 		x = jrnl_rcv_cycle_lap(c) * r->N + s;
@@ -597,6 +634,11 @@ static int scan_future(struct rctx *r, uint64_t from, uint64_t to)
 			s++;
 			continue;
 		}
+		if (rec_durable(r, &ri) > r->E && r->live) {
+			/* (R13) A live writer's progress past the head this run chose. */
+			s = ri.end;
+			continue;
+		}
 		if (rec_durable(r, &ri) > r->E) {
 			uint64_t x;
 
@@ -742,7 +784,7 @@ static int check_empty(struct rctx *r)
 	if (r->have_last || r->E > r->N)
 		return 0;
 	/* Nothing was flushed, so only the first window can be torn: an unreadable sector
-	 * past it may hold a record, and "empty" is not proven (R13). */
+	 * past it may hold a record, and "empty" is not proven (R14). */
 	if (jrnl_rcv_any_unreadable(r, r->N + from, 2 * r->N, &x))
 		return jrnl_rcv_corrupt(r, -EIO, r->N, jrnl_rcv_dev_off(r, x), "",
 					"no valid record found, and sector %llu, past the first "
@@ -942,6 +984,7 @@ static int verify_then_replay(struct rctx *r)
 	}
 	if (err || !replay)
 		return err;
+	r->handing = true; /* (R13) from here on, a failure cannot start over */
 	r->replay = replay;
 	r->on_record = on_record;
 	r->on_op = on_op;
@@ -967,24 +1010,18 @@ static void fill_report(struct rctx *r)
 	}
 }
 
-int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jrnl_recover_opts *o,
-		 struct jrnl_report *rep)
+/* One run of recovery (steps 1 to 5); *@handing: it handed something over, or called
+ * an observer, before it failed (R13: it cannot start over). */
+static int recover_once(struct iol_dev *dev, const struct jrnl_geom *g,
+			const struct jrnl_recover_opts *o, bool live, struct jrnl_report *rep,
+			bool *handing)
 {
-	static const struct jrnl_recover_opts defaults;
-	struct jrnl_report scratch;
 	struct rctx r = { 0 };
 	size_t chunk;
 	int err;
 
-	if (!o)
-		o = &defaults;
-	if (!rep)
-		rep = &scratch;
 	memset(rep, 0, sizeof(*rep));
 	rep->corrupt_field = "";
-	if (!dev || !g || (g->sector != 512 && g->sector != 4096) || g->log_sectors < 2 ||
-	    g->log_sectors > UINT32_MAX || g->log_size != g->log_sectors * g->sector)
-		return -EINVAL;
 	/* Stamping writes sectors the device could tear with those before them. */
 	if (!o->read_only && !o->salvage && jrnl_sector_check(dev, g->sector, NULL, 0))
 		return DELOG_EGEOMETRY;
@@ -1011,6 +1048,9 @@ int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jr
 	r.per_req = iol_max_segs(dev, IOL_MAX_SEGS_DEFAULT);
 	r.replay_to = o->replay_to;
 	r.salvage = o->salvage;
+	r.live = live;
+	/* Observers without a replay callback see the only pass as it goes. */
+	r.handing = !o->replay && (o->on_record || o->on_op);
 	r.sec = iol_buf_alloc(dev, r.S);
 	r.win.buf = iol_buf_alloc(dev, chunk);
 	r.win.cap = r.cap;
@@ -1055,5 +1095,99 @@ int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jr
 	free(r.sec);
 	free(r.win.buf);
 	free(r.bad);
+	*handing = r.handing;
 	return err;
+}
+
+/*
+ * (R13) A copy of the log area of @dev in memory, read in one sweep, as a sim device of
+ * its own: what recovery reads from it holds still, so its passes agree and handing over
+ * never meets the writer.  -EFBIG for a log larger than JRNL_LIVE_COPY_MAX (recovery
+ * then reads the device itself).
+ */
+static int live_copy(struct iol_dev *dev, const struct jrnl_geom *g, struct iol_dev **out)
+{
+	const uint64_t bytes = g->log_start + g->log_size, chunk = 4u << 20;
+	struct iol_sim_opts so = { .size = sizeof(so),
+				   .dev_bytes = bytes,
+				   .sector = g->sector,
+				   .write_through = true };
+	struct iol_dev_opts io = { .size = sizeof(io), .backend = "sim", .sim = &so };
+	unsigned char *img;
+	int err = 0;
+
+	*out = NULL;
+	if (g->log_size > JRNL_LIVE_COPY_MAX)
+		return -EFBIG;
+	img = iol_buf_alloc(dev, (size_t)bytes);
+	if (!img)
+		return -ENOMEM;
+	for (uint64_t off = 0; off < bytes && !err; off += chunk)
+		err = iol_rw_wait(dev, IOL_OPF(IOL_OP_READ, 0), off, img + off,
+				  (size_t)min64(chunk, bytes - off), NULL);
+	so.image = img;
+	if (!err)
+		err = iol_dev_open(NULL, &io, out);
+	free(img);
+	return err;
+}
+
+/* (R13) Could a writer moving on under the read have made this run fail? */
+static bool live_suspect(int err, const struct jrnl_report *rep)
+{
+	return err && err == rep->corruption;
+}
+
+int jrnl_recover(struct iol_dev *dev, const struct jrnl_geom *g, const struct jrnl_recover_opts *o,
+		 struct jrnl_report *rep)
+{
+	static const struct jrnl_recover_opts defaults;
+	char what[sizeof(rep->corrupt_what)];
+	struct jrnl_report scratch;
+	bool live, handing = false;
+	unsigned tries = 0;
+	int err;
+
+	if (!o)
+		o = &defaults;
+	if (!rep)
+		rep = &scratch;
+	memset(rep, 0, sizeof(*rep));
+	rep->corrupt_field = "";
+	if (!dev || !g || (g->sector != 512 && g->sector != 4096) || g->log_sectors < 2 ||
+	    g->log_sectors > UINT32_MAX || g->log_size != g->log_sectors * g->sector)
+		return -EINVAL;
+	/* (R13) A reader learns from the writer lock whether the log is live, before the
+	 * run and, if the run failed, after it (a writer that opened meanwhile). */
+	live = o->live || ((o->read_only || o->salvage) && iol_dev_writer(dev));
+	for (;;) {
+		struct iol_dev *copy = NULL;
+
+		/* A live run that writes nothing reads a copy, unless the log is too large. */
+		if (live && (o->read_only || o->salvage) && !o->live_in_place) {
+			err = live_copy(dev, g, &copy);
+			if (err && err != -EFBIG && err != -EIO) /* -EIO: read in place (R14) */
+				return err;
+		}
+		err = recover_once(copy ? copy : dev, g, o, live, rep, &handing);
+		iol_dev_close(copy);
+		tries++;
+		if (!live_suspect(err, rep))
+			return err;
+		if (!live && !((o->read_only || o->salvage) && iol_dev_writer(dev)))
+			return err;
+		live = true;
+		if (handing || tries == JRNL_LIVE_TRIES)
+			break;
+	}
+	/* The log did not hold still: say what the last run found, and open again. */
+	memcpy(what, rep->corrupt_what, sizeof(what));
+	if (handing)
+		snprintf(rep->corrupt_what, sizeof(rep->corrupt_what),
+			 "the writer changed the log while it was being handed over: %.60s", what);
+	else
+		snprintf(rep->corrupt_what, sizeof(rep->corrupt_what),
+			 "the writer changed the log under each of %u reads: %.60s", tries, what);
+	rep->corruption = -EAGAIN;
+	return -EAGAIN;
 }

@@ -178,7 +178,7 @@ static int fr_front(struct fread *fr, struct fslot **out)
 	pthread_mutex_unlock(&fr->lock);
 	*out = s;
 	if (status == -EIO) {
-		/* Some sector failed: read again a sector at a time (R13). */
+		/* Some sector failed: read again a sector at a time (R14). */
 		status = jrnl_rcv_read(fr->r, s->a, s->n, s->buf);
 		s->status = status;
 	}

@@ -33,14 +33,29 @@ static uint64_t min64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
+/* After sectors failed to read: can the device still read its superblock area?  If not,
+ * the device failed, not the sectors, and its -EIO is the run's error. */
+static int device_reads(struct rctx *r)
+{
+	unsigned char *b = iol_buf_alloc(r->dev, r->S);
+	int err = b ? 0 : -ENOMEM;
+
+	if (b)
+		err = iol_rw_wait(r->dev, IOL_OPF(IOL_OP_READ, 0), 0, b, r->S, NULL);
+	free(b);
+	return err;
+}
+
 /*
  * One read of the sectors at addresses [a, a + n), none of them crossing the physical
  * end.  A read error fails only the request, so it is read again a sector at a time:
- * a sector that still fails is unknown (R13), zeroed here so that no step can take it
- * for a record or for a cycle of any lap, and remembered for the report.
+ * a sector that still fails is unknown (R14), zeroed here so that no step can take it
+ * for a record or for a cycle of any lap, and remembered for the report.  When every
+ * sector fails and the superblock area cannot be read either, the device failed: -EIO.
  */
 static int read_run(struct rctx *r, uint64_t a, uint64_t n, unsigned char *p)
 {
+	uint64_t failed = 0;
 	unsigned nr = 0;
 	int err;
 
@@ -60,11 +75,12 @@ static int read_run(struct rctx *r, uint64_t a, uint64_t n, unsigned char *p)
 		if (err == -EIO) {
 			jrnl_rcv_unreadable(r, a + i);
 			memset(q, 0, r->S);
+			failed++;
 		} else if (err) {
 			return err;
 		}
 	}
-	return 0;
+	return failed == n ? device_reads(r) : 0;
 }
 
 int jrnl_rcv_read(struct rctx *r, uint64_t a, uint64_t n, void *buf)

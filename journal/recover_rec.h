@@ -73,8 +73,10 @@ struct rctx {
 	uint64_t started_seq;  /* the highest START seq of a verified record (0: none) */
 	bool salvaged;         /* salvage: the first corruption ended the log (R12) ... */
 	uint64_t salvage_a;    /* ... at this address: the damaged record's, or E */
-	uint8_t *bad;          /* a bit per sector that could not be read (R13), or NULL */
+	uint8_t *bad;          /* a bit per sector that could not be read (R14), or NULL */
 	bool bad_lost;         /* no memory for that map: any sector may be one */
+	bool live;             /* a writer may be writing the log (recover.c R13) */
+	bool handing;          /* replay or an observer was reached: no second run */
 };
 
 /* Laps count cycles without the skipped magic; lap 0 is cycle 0, "never written". */

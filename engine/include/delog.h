@@ -239,6 +239,15 @@ struct delog_options {
  * then answers delog_durable_seq, delog_durable_fd, delog_error and delog_stats, and
  * refuses delog_tx_begin, delog_force, delog_release and delog_item_written with
  * DELOG_ERDONLY.
+ * One writer: a writing open holds the log's writer lock until delog_close (an open
+ * file description lock on the file; on a block device also an exclusive open), so a
+ * second writing open, in this process or another, fails -EBUSY, its error info naming
+ * the holder's pid.  A read-only open takes no lock, and beside a live writer it
+ * recovers a prefix of the log that holds every checkpoint acknowledged before the
+ * open began (or fails -EAGAIN if the log changed under every attempt).
+ * CREATE is atomic: the new file is formatted under a temporary name in PATH's
+ * directory and renamed to PATH once durable, so a killed create leaves no PATH (and a
+ * temporary ".NAME.delog-new.PID.RANDOM", removed by a later create) or a whole log.
  * Point in time: with @opts->recover_to N (only with DELOG_OPEN_RDONLY, else -EINVAL)
  * recovery still verifies the whole log (a damaged one fails as always), but hands over
  * only the checkpoints up to N; those after it are counted in delog_recovery.held_back,
@@ -251,8 +260,10 @@ struct delog_options {
  * recovery refuses, DELOG_ENODIRECT (PATH is on a file system that cannot hold a
  * durable log: one without O_DIRECT, or tmpfs and ramfs, which keep data in memory
  * only), -EINVAL (bad options), -EROFS or -EACCES (a file that cannot be opened for
- * writing: DELOG_OPEN_RDONLY opens it), -ENOMEM, -EIO and other -errno, or the recover
- * callback's value.  On failure *@opts->error (if given) says where and what, and
+ * writing: DELOG_OPEN_RDONLY opens it), -EBUSY (another writer holds the log),
+ * -EEXIST (CREATE: PATH appeared while the log was being created; it is left alone),
+ * -EAGAIN (DELOG_OPEN_RDONLY: a live writer changed the log under every attempt),
+ * -ENOMEM, -EIO and other -errno, or the recover callback's value.  On failure *@opts->error (if given) says where and what, and
  * *@opts->recovery is not written.  Thread-safe (independent handles).
  */
 int delog_open(const char *path, const struct delog_options *opts, delog **out);

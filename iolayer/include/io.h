@@ -267,6 +267,27 @@ const char *iol_dev_backend(const struct iol_dev *dev);
 int iol_dev_fd(const struct iol_dev *dev);
 void iol_dev_counters(const struct iol_dev *dev, struct iol_counters *out);
 
+/*
+ * The writer lock (lock.c).  A writing open (not read_only) of a file or block device
+ * holds it until iol_dev_close; a second writing open fails -EBUSY, its message naming
+ * the holder's pid where the lock says it.  iol_dev_writer: the writer holding @dev's
+ * log while @dev reads it, > 0 its pid, -1 one whose pid is unknown, 0 none (always 0 for
+ * the writer itself and for sim).  iol_path_writer_check: -EBUSY, and a message in
+ * @errmsg (may be NULL), when a writer holds @path's lock; 0 otherwise, also when @path
+ * cannot be opened.  Both only test the lock, never take it.
+ */
+long iol_dev_writer(const struct iol_dev *dev);
+int iol_path_writer_check(const char *path, char *errmsg, size_t errmsg_len);
+/*
+ * Hold the block device @path exclusively (O_EXCL) for this process until
+ * iol_blk_release: the kernel refuses it while the device is mounted or another process
+ * holds it, and then keeps both off.  This process's writing opens of the device skip
+ * their own O_EXCL meanwhile (lock.c LK2).  Returns the holding descriptor, or -EBUSY
+ * (in use), -ENOTBLK, -ENFILE (8 held already) or another -errno.  Thread-safe.
+ */
+int iol_blk_claim(const char *path);
+void iol_blk_release(int fd);
+
 /* Is backend @name compiled in?  ("uring", "aio", "psync", "sim") */
 bool iol_backend_built(const char *name);
 /* NULL-terminated list of compiled-in backend names, in preference order. */
@@ -281,6 +302,21 @@ const char *const *iol_backend_names(void);
  */
 int iol_file_create(const char *path, uint64_t size, unsigned mode, char *errmsg,
 		    size_t errmsg_len);
+
+/*
+ * Atomic create (dev.c).  iol_file_create_tmp creates, as iol_file_create does, a file
+ * for @path under a unique temporary name in @path's directory, "." NAME ".delog-new."
+ * PID "." RANDOM, written to @tmp; first it removes the temporaries of NAME that a killed
+ * create left (creator dead, no writer lock held).  Once the file is formatted,
+ * iol_file_publish fsyncs it (through @fd, or by name when @fd is -1), renames it to
+ * @path unless @path exists (-EEXIST: nothing is replaced) and fsyncs the directory.
+ * The caller removes @tmp when either fails.  @errmsg (may be NULL) gets a message.
+ */
+int iol_file_create_tmp(const char *path, uint64_t size, unsigned mode, char *tmp, size_t tmp_len,
+			char *errmsg, size_t errmsg_len);
+int iol_file_publish(const char *tmp, const char *path, int fd, char *errmsg, size_t errmsg_len);
+/* A message about the temporary @tmp names @path instead (what the caller asked for). */
+void iol_errmsg_rename(char *msg, size_t len, const char *tmp, const char *path);
 
 /*
  * Fault injection on the real backends (the sim backend has its own, richer plan in

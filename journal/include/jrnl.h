@@ -170,7 +170,24 @@ struct jrnl_recover_opts {
 	 * damage in corruption and corrupt_*.  Implies read_only (nothing is stamped).
 	 * Damage that leaves no head or tail to start from is refused as without it. */
 	bool salvage;
+	/* Live (recover.c R13): a writer may be writing the log while it is read.  A
+	 * record past the head that says the log was stable beyond it is the writer's
+	 * progress, not damage; damage found before anything was handed over makes the
+	 * run start over, at most JRNL_LIVE_TRIES runs in all, and then (or when it was
+	 * found while handing over) fails -EAGAIN.  A read_only or salvage run sets it
+	 * itself when another open holds the device's writer lock (iol_dev_writer).  A
+	 * live run that writes nothing (read_only, salvage) reads a copy of the log area
+	 * made in one sweep, so its passes agree, unless the log is larger than
+	 * JRNL_LIVE_COPY_MAX or live_in_place is set: then it reads the device, and damage
+	 * met while handing over fails -EAGAIN at once. */
+	bool live;
+	bool live_in_place;
 };
+
+/* Runs of a live recovery before it gives up (-EAGAIN), and the largest log a live
+ * run copies into memory (recover.c R13). */
+#define JRNL_LIVE_TRIES 8
+#define JRNL_LIVE_COPY_MAX (64ull << 20)
 
 struct jrnl_report {
 	bool empty;           /* no valid record: the next record goes at lsn 1/0
@@ -208,7 +225,7 @@ struct jrnl_report {
 	uint64_t held_back;           /* complete checkpoints after replay_to: verified, not
 				   * handed over */
 	uint64_t unreadable_sectors;  /* sectors the device failed to read (-EIO), each read
-				   * as unknown (recover.c R13) ... */
+				   * as unknown (recover.c R14) ... */
 	uint64_t unreadable_offset;   /* ... the byte offset of the lowest of them */
 	unsigned anchor_probes;       /* probes inside a valid record that anchored the head
 				   * search, or 0 ... */
@@ -278,10 +295,12 @@ struct jrnl_report {
  * and DELOG_ECORRUPT also for complete checkpoints whose sequences are not consecutive,
  * a checkpoint left open behind a later committed one of another sequence, and a log
  * with no valid record but writes beyond the first window;
- * or the callback's non-zero return, -EINVAL (bad geometry), -ENOMEM, or an I/O -errno;
- * and, unless read_only or salvage, DELOG_EGEOMETRY before anything is read when jrnl_sector_check
- * refuses the log's sector on @dev (report.corruption 0: the log is not damaged, the
- * device cannot take its writes).
+ * or the callback's non-zero return, -EINVAL (bad geometry), -ENOMEM, an I/O -errno, or
+ * -EAGAIN for a live log that changed under every run (@o->live, recover.c R13; the
+ * report's corruption is -EAGAIN and corrupt_what says what the last run found); and,
+ * unless read_only or salvage, DELOG_EGEOMETRY before anything is read when
+ * jrnl_sector_check refuses the log's sector on @dev (report.corruption 0: the log is not
+ * damaged, the device cannot take its writes).
  * Ops of a transaction whose START lies before the tail (already written back) are
  * skipped, not replayed.
  *

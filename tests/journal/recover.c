@@ -1626,7 +1626,7 @@ Test(recover, chained_reads, .timeout = TO)
 }
 
 /*
- * Read errors anywhere in recovery (R13).  A request that fails once is read again a
+ * Read errors anywhere in recovery (R14).  A request that fails once is read again a
  * sector at a time, so a transient error costs nothing: every checkpoint comes back.  A
  * device that fails every read from some point on leaves sectors unknown: recovery
  * refuses with -EIO and the offset, never takes them for an empty or shorter log.
@@ -1655,6 +1655,10 @@ Test(recover, read_errors, .timeout = TO)
 			if (!persistent || err == 0) {
 				cr_assert_eq(err, 0, "nth %llu: %d %s", (unsigned long long)nth,
 					     err, rep.corrupt_what);
+				cr_assert_eq(G.n, 40,
+					     "persistent %d nth %llu: %zu replayed, report %llu checkpoints, empty %d",
+					     persistent, (unsigned long long)nth, G.n,
+					     (unsigned long long)rep.checkpoints, rep.empty);
 				want_seqs(&G, 1, 40);
 			} else {
 				cr_assert_eq(err, -EIO, "nth %llu: %d %s", (unsigned long long)nth,
@@ -1669,7 +1673,7 @@ Test(recover, read_errors, .timeout = TO)
 }
 
 /* One unreadable sector behind the head is damage, named with its offset (-EIO), and
- * salvage keeps the checkpoints before it; in the window it is a torn write (R13). */
+ * salvage keeps the checkpoints before it; in the window it is a torn write (R14). */
 Test(recover, unreadable_sector_named, .timeout = TO)
 {
 	struct jrnl_report rep;
@@ -1831,7 +1835,7 @@ static void w_garbage(const struct tlog *t, uint64_t a, unsigned char *buf)
 	memcpy(buf, &c, 4);
 }
 
-/* What a torn window sector reads back as (R11, R13): random bytes, one constant byte
+/* What a torn window sector reads back as (R11, R14): random bytes, one constant byte
  * (a device that returns zeroes or 0xff for an interrupted or unmapped write), the
  * stable bytes of another sector (a remap gone wrong: half of them carry the current
  * lap), or nothing at all (the device fails the read). */

@@ -6,7 +6,9 @@
 #
 # MODE is one of:
 #   format         new file (mode 0600, --mode), refusal to overwrite a log or data
-#                  without --force, symlinks refused, usage errors, --json
+#                  without --force, symlinks refused, usage errors, --json; a format of a
+#                  new file killed at rising delays leaves no PATH or a log, and its
+#                  temporary goes with the next format
 #   print_recover  a log written by the real writer (mklog good/clean): print shows every
 #                  record, op and checkpoint, --json agrees with the report, print writes
 #                  nothing, recover is idempotent, an unmounted log reports clean
@@ -39,6 +41,12 @@
 #                  read-only file system and --dry-run, --dry-run and a corrupt log
 #                  behave as anywhere, no file changes, and what the read-only run said
 #                  it must stamp is what a writing run then stamps
+#   writer         beside a live writer (`delog stress` committing, forcing and releasing
+#                  on a 16 MiB log, so it wraps): recover, recover --json, format --force
+#                  and a second stress are refused (exit 1) naming the writer's pid and
+#                  the log is left as it was; recover --dry-run and print work every time
+#                  (20 runs each: a reader of a live log is never told it is corrupt);
+#                  once the writer is killed, recover takes the log at once
 # Exit 0 pass, 1 fail, 77 skip (ctest SKIP_RETURN_CODE), with the reason on stderr.
 set -u
 
@@ -139,6 +147,25 @@ format)
 	expect_rc 1 "a path in a missing directory" "$DELOG" format "$TMP/no/such.log" --size 8M
 	expect_rc 0 "format --help" "$DELOG" format --help
 	expect_in "$TMP/out" "--force" "format --help lists --force"
+	# A format of a new file killed at rising delays: whenever the kill lands, PATH is
+	# absent (and a format without --force makes it) or a log that print reads.
+	for d in 0 0.005 0.01 0.02 0.04 0.08; do
+		K="$TMP/killed.log"
+		"$DELOG" format "$K" --size 64M >/dev/null 2>&1 &
+		kpid=$!
+		sleep $d
+		kill -KILL $kpid 2>/dev/null
+		wait $kpid 2>/dev/null
+		if [ -e "$K" ]; then
+			expect_rc 0 "print of a format killed after ${d}s" "$DELOG" print "$K"
+		else
+			expect_rc 0 "format after a format killed after ${d}s" "$DELOG" format "$K" --size 8M
+		fi
+		rm -f "$K"
+	done
+	expect_rc 0 "format after the killed ones" "$DELOG" format "$TMP/killed.log" --size 8M
+	ls -a "$TMP" | grep -q '^\.killed\.log\.delog-new\.' &&
+		fail "a killed format's temporary outlived the next format"
 	;;
 print_recover)
 	need_python
@@ -542,6 +569,45 @@ readonly)
 	# Off the read-only mount a writing run stamps what the read-only one counted.
 	expect_rc 0 "recover of the torn head, writable" "$DELOG" recover --json "$TMP/src/torn.log"
 	jcheck "$TMP/out" "torn head, writable" "d['report']['stamped_bytes'] == $need and not d['read_only']"
+	;;
+writer)
+	need_python
+	L="$TMP/live.log"
+	"$DELOG" stress "$L" --size 16M >"$TMP/ids" 2>"$TMP/stress.err" &
+	SPID=$!
+	# Wait for the writer to hold the log: it says so once open (bounded, not timed).
+	i=0
+	while ! grep -q committing "$TMP/stress.err" 2>/dev/null; do
+		kill -0 $SPID 2>/dev/null || break
+		i=$((i + 1))
+		[ $i -gt 1200 ] && break
+		sleep 0.05
+	done
+	grep -q committing "$TMP/stress.err" || {
+		kill -KILL $SPID 2>/dev/null
+		fail "delog stress did not start: $(cat "$TMP/stress.err")"
+		finish "$MODE"
+	}
+	expect_rc 1 "recover beside a writer" "$DELOG" recover "$L"
+	expect_in "$TMP/err" "process $SPID" "recover beside a writer names it"
+	expect_rc 1 "recover --json beside a writer" "$DELOG" recover --json "$L"
+	jcheck "$TMP/out" "recover --json beside a writer" 'd["error"]["name"] == "EBUSY" and "process" in d["error"]["what"]'
+	expect_rc 1 "format --force of a held log" "$DELOG" format --force "$L"
+	expect_in "$TMP/err" "process $SPID" "format --force beside a writer names it"
+	expect_rc 1 "format --force --size of a held log" "$DELOG" format --force --size 32M "$L"
+	expect_in "$TMP/err" "process $SPID" "format --force --size beside a writer names it"
+	[ "$(stat -c %s "$L")" -eq $((4096 + 16777216)) ] || fail "a refused format changed the log's size"
+	expect_rc 1 "a second stress on a held log" "$DELOG" stress "$L" --count 1
+	expect_in "$TMP/err" "process $SPID" "a second stress names the writer"
+	n=0
+	while [ $n -lt 20 ]; do
+		expect_rc 0 "recover --dry-run beside a writer ($n)" "$DELOG" recover --dry-run "$L"
+		expect_rc 0 "print beside a writer ($n)" "$DELOG" print "$L"
+		n=$((n + 1))
+	done
+	kill -KILL $SPID
+	wait $SPID 2>/dev/null
+	expect_rc 0 "recover once the writer was killed" "$DELOG" recover "$L"
 	;;
 *)
 	echo "unknown mode $MODE" >&2

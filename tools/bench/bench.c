@@ -469,16 +469,18 @@ int bench_target_open(struct bench *b, uint64_t bytes)
 				   fmt_bytes_exact(bytes, sz, sizeof(sz)));
 			return -EPERM;
 		}
-		t->hold_fd = open(t->path, O_RDONLY | O_EXCL | O_CLOEXEC);
+		/* The hold keeps delog writers off too; the bench's own opens skip O_EXCL
+		 * (iolayer/lock.c LK2). */
+		t->hold_fd = iol_blk_claim(t->path);
 		if (t->hold_fd < 0) {
-			err = -errno;
-			if (errno == EBUSY)
+			err = t->hold_fd;
+			if (err == -EBUSY)
 				bench_fail(b, err, t->path,
 					   "is in use (mounted, or claimed by another "
 					   "process); not overwriting it");
 			else
 				bench_fail(b, err, t->path, "cannot open it exclusively: %s",
-					   strerror(errno));
+					   strerror(-err));
 			return err;
 		}
 		{
@@ -554,8 +556,7 @@ static void target_cleanup(struct bench *b, bool failed)
 				t->path, t->orig_size, strerror(errno));
 		t->grown = false;
 	}
-	if (t->hold_fd >= 0)
-		close(t->hold_fd);
+	iol_blk_release(t->hold_fd);
 	t->hold_fd = -1;
 }
 

@@ -9,8 +9,14 @@
  *    that is not all zeroes there) is refused without --force, naming what was found.
  *  - A new file is created O_EXCL | O_NOFOLLOW with mode 0600 (owner only; --mode
  *    changes it, the umask still applies), so a symlink planted at PATH is refused rather
- *    than followed, and a log is never world-readable by default.  An existing symlink is
- *    accepted only when it resolves to a block device (/dev/disk/by-id/... names).
+ *    than followed, and a log is never world-readable by default.  An existing symlink
+ *    is accepted only when it resolves to a block device (/dev/disk/by-id/... names).
+ *  - A new file is made under a temporary name beside PATH and renamed to PATH once
+ *    formatted and durable (iol_file_publish), never over a file that appeared
+ *    meanwhile: a kill leaves no PATH or a whole log, never a file that looks like a
+ *    failed log.
+ *  - A log a writer holds open (its writer lock, iolayer/lock.c) is refused, --force or
+ *    not, naming the writer's pid, before anything is grown or written.
  *  - The file's blocks are allocated (fallocate) and then the whole log area is written
  *    with zeroes through O_DIRECT by jrnl_format, so later log writes never meet
  *    unwritten extents (each would cost the filesystem a metadata transaction, and a
@@ -35,6 +41,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,8 +182,9 @@ struct fmt {
 	uint64_t size, sector; /* --size (0: not given), --sector */
 	unsigned mode;
 	bool force, json;
-	bool created, grown; /* PATH was created, or grown from @orig */
+	bool created, grown; /* PATH was created (as @tmp), or grown from @orig */
 	struct stat orig;
+	char tmp[PATH_MAX]; /* a new file's temporary name until it is a log */
 	int err;            /* the first refusal or failure, for --json ... */
 	char err_what[512]; /* ... and what it said */
 };
@@ -300,8 +308,10 @@ static int prepare_path(struct fmt *f)
 				path);
 			return TOOL_EXIT_USAGE;
 		}
-		err = iol_file_create(path, DELOG_SB_BYTES + size, f->mode, msg, sizeof(msg));
+		err = iol_file_create_tmp(path, DELOG_SB_BYTES + size, f->mode, f->tmp,
+					  sizeof(f->tmp), msg, sizeof(msg));
 		if (err) {
+			iol_errmsg_rename(msg, sizeof(msg), f->tmp, path);
 			fail(f, err, *msg, "%s", *msg ? msg : strerror(-err));
 			return TOOL_EXIT_FAIL;
 		}
@@ -346,8 +356,14 @@ static int prepare_path(struct fmt *f)
 		     (unsigned long long)(MIN_LOG >> 20));
 		return TOOL_EXIT_FAIL;
 	} else if (S_ISREG(st.st_mode) && (uint64_t)st.st_size < DELOG_SB_BYTES + size) {
-		/* An existing file too small for --size (e.g. empty, from mktemp): grow it. */
+		/* An existing file too small for --size (e.g. empty, from mktemp): grow it,
+		 * unless a writer holds it (format_dev would refuse it after the growing). */
 		int fd;
+
+		if ((err = iol_path_writer_check(path, msg, sizeof(msg)))) {
+			fail(f, err, true, "%s", msg);
+			return TOOL_EXIT_FAIL;
+		}
 
 		if (st.st_size && !f->force) {
 			fail(f, -EEXIST, false,
@@ -387,8 +403,10 @@ static int format_dev(struct fmt *f, struct jrnl_geom *g)
 	int err;
 
 	o.backend = f->backend;
-	err = iol_dev_open(path, &o, &dev);
+	err = iol_dev_open(f->created ? f->tmp : path, &o, &dev);
 	if (err) {
+		if (f->created)
+			iol_errmsg_rename(msg, sizeof(msg), f->tmp, path);
 		fail(f, err, *msg, "%s", *msg ? msg : tool_strerror(err));
 		return err;
 	}
@@ -441,6 +459,14 @@ static int format_dev(struct fmt *f, struct jrnl_geom *g)
 		fail(f, err, false, "%s", tool_strerror(err));
 		goto fail;
 	}
+	/* A new file becomes PATH only now, formatted and durable (never over a file that
+	 * appeared meanwhile). */
+	if (f->created &&
+	    (err = iol_file_publish(f->tmp, path, iol_dev_fd(dev), msg, sizeof(msg)))) {
+		iol_errmsg_rename(msg, sizeof(msg), f->tmp, path);
+		fail(f, err, true, "%s", msg);
+		goto fail;
+	}
 	err = iol_dev_close(dev);
 	if (err)
 		fail(f, err, false, "close: %s", strerror(-err));
@@ -485,7 +511,7 @@ static void report(const struct fmt *f, const struct jrnl_geom *g)
 static int undo(const struct fmt *f)
 {
 	if (f->created)
-		unlink(f->path);
+		unlink(f->tmp);
 	else if (f->grown)
 		undo_grow(f->path, &f->orig);
 	report(f, NULL);

@@ -453,7 +453,9 @@ static void target_cleanup(struct probe *p)
 			fail(p, -errno, t->path, "cannot truncate back to %" PRIu64 " bytes: %s",
 			     t->orig_size, strerror(errno));
 	}
-	if (t->fd >= 0)
+	if (t->fd >= 0 && t->is_blockdev)
+		iol_blk_release(t->fd);
+	else if (t->fd >= 0)
 		close(t->fd);
 	t->fd = -1;
 }
@@ -516,10 +518,11 @@ static int target_open(struct probe *p)
 			return -EPERM;
 		}
 		/* An exclusive open fails while the device is mounted or otherwise claimed, and
-		 * holding it keeps it from being mounted under us. */
-		t->fd = open(t->path, O_RDONLY | O_EXCL | O_CLOEXEC);
+		 * holding it keeps it from being mounted under us (and every delog writer off;
+		 * our own device opens skip O_EXCL: iolayer/lock.c LK2). */
+		t->fd = iol_blk_claim(t->path);
 		if (t->fd < 0) {
-			err = -errno;
+			err = t->fd;
 			if (err == -EBUSY)
 				fail(p, err, t->path,
 				     "is in use (mounted, or claimed by another "

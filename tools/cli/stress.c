@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -216,9 +217,10 @@ static void *thread_main(void *arg)
 /*
  * delog_open answers with a code only ("EINVAL: ... misaligned or out-of-range I/O?" for
  * a file on tmpfs); the iolayer's open says what is wrong with the path (tmpfs, no
- * O_DIRECT, ...).  Open it once, read-only, to say that.  Returns 0 or -1 (reported).
+ * O_DIRECT, ...).  Open it once, read-only, to say that; the messages name @name (@path
+ * may be a temporary made in its place).  Returns 0 or -1 (reported).
  */
-static int check_device(const char *path, const char *backend)
+static int check_device(const char *path, const char *name, const char *backend)
 {
 	char msg[512] = "";
 	struct iol_dev_opts io = { .size = sizeof(io),
@@ -230,10 +232,11 @@ static int check_device(const char *path, const char *backend)
 	int err = iol_dev_open(path, &io, &dev);
 
 	if (err) {
+		iol_errmsg_rename(msg, sizeof(msg), path, name); /* a temporary named as PATH */
 		if (*msg)
 			fprintf(stderr, "delog stress: %s\n", msg);
 		else
-			fprintf(stderr, "delog stress: %s: %s\n", path, tool_strerror(err));
+			fprintf(stderr, "delog stress: %s: %s\n", name, tool_strerror(err));
 		return -1;
 	}
 	iol_dev_close(dev);
@@ -408,18 +411,22 @@ static int check_path(const char *path, const char *backend, const struct delog_
 		return -1;
 	}
 	if (err == -ENOENT) {
-		/* The file delog_open would create, made here first so the iolayer can say
-		 * what is wrong with it; removed again either way (delog_open creates, and
-		 * formats, only a file it made itself). */
-		err = iol_file_create(path, DELOG_SB_BYTES + create_size, 0600, why2, sizeof(why2));
+		/* The file delog_open would create, made here first (under a temporary name,
+		 * as delog_open makes it: a kill leaves nothing at PATH) so the iolayer can
+		 * say what is wrong with it; removed again either way. */
+		char tmp[PATH_MAX];
+
+		err = iol_file_create_tmp(path, DELOG_SB_BYTES + create_size, 0600, tmp,
+					  sizeof(tmp), why2, sizeof(why2));
 		if (err) {
+			iol_errmsg_rename(why2, sizeof(why2), tmp, path);
 			fprintf(stderr, "delog stress: %s\n", *why2 ? why2 : tool_strerror(err));
 			return -1;
 		}
-		err = check_device(path, backend);
-		unlink(path);
+		err = check_device(tmp, path, backend);
+		unlink(tmp);
 	} else {
-		err = check_device(path, backend);
+		err = check_device(path, path, backend);
 	}
 	return err;
 }
@@ -428,6 +435,7 @@ static int check_path(const char *path, const char *backend, const struct delog_
  * close it and say how many ids were acknowledged.  The exit status. */
 static int run(struct stress *st, struct delog_options *o, const char *path)
 {
+	struct delog_error_info ei = { .size = sizeof(ei) };
 	struct delog_recovery rec = { 0 };
 	struct st_thread *th;
 	int err, rc = TOOL_EXIT_OK;
@@ -440,7 +448,13 @@ static int run(struct stress *st, struct delog_options *o, const char *path)
 	o->recovery = &rec;
 	o->push = on_push;
 	o->push_arg = st;
+	o->error = &ei;
 	err = delog_open(path, o, &st->log);
+	if (err == -EBUSY) {
+		/* The writer lock's message names the path and the writer holding it. */
+		fprintf(stderr, "delog stress: %s\n", ei.message);
+		return TOOL_EXIT_FAIL;
+	}
 	if (err) {
 		fprintf(stderr, "delog stress: %s: %s%s\n", path, delog_strerror(err),
 			err == DELOG_ENOTLOG ? "; --format makes a log in it, destroying what it "
