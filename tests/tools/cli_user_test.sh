@@ -409,7 +409,7 @@ version 8 format version 2
 incompat 12 incompatible feature bits
 geometry 20 sector_size 1024: must be 512 or 4096
 logstart 24 log_start 8192: must be 4096
-logsize 32 log_size 4194404: not a multiple of the 512-byte sector
+logsize 32 log_size 4194404: not a multiple of the 4096-byte sector
 smalllog 32 log_size 1048576: below the smallest log
 magic 0 magic
 sbcrc 508 crc
