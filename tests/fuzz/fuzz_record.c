@@ -142,7 +142,7 @@ static enum jrnl_rec_verdict check(const unsigned char *rec, size_t avail, uint3
 
 	*hdr = NULL;
 	v = jrnl_rec_check(rec, avail, S, log_sectors, sector_no, UUID, hdr);
-	FZ_CHECK(v >= JRNL_REC_OK && v <= JRNL_REC_GEOMETRY);
+	FZ_CHECK(v >= JRNL_REC_OK && v <= JRNL_REC_MISPLACED);
 	FZ_CHECK((v == JRNL_REC_OK) == (*hdr != NULL));
 	return v;
 }
