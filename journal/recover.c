@@ -204,13 +204,6 @@ static uint64_t max64(uint64_t a, uint64_t b)
 	return a > b ? a : b;
 }
 
-/* Read the sectors at addresses [a, a + n) into @buf (jrnl_rcv_read: an unreadable
- * sector reads as zeroes, R14). */
-static int read_addr(struct rctx *r, uint64_t a, uint64_t n, void *buf)
-{
-	return jrnl_rcv_read(r, a, n, buf);
-}
-
 /*
  * Make the sectors [a, e) available in the search window and point *out at a.  A miss
  * reads a whole chunk, forwards from a (bounded by hi_lim) or backwards ending at e
@@ -233,7 +226,7 @@ static int win_get(struct rctx *r, uint64_t a, uint64_t e, uint64_t lo_lim, uint
 			lo = min64(a, e - lo_lim > w->cap ? e - w->cap : lo_lim);
 		}
 		w->lo = w->hi = 0;
-		err = read_addr(r, lo, hi - lo, w->buf);
+		err = jrnl_rcv_read(r, lo, hi - lo, w->buf);
 		if (err)
 			return err;
 		w->lo = lo;
@@ -267,7 +260,7 @@ static bool is_hard(int v)
 
 static int sector_cycle(struct rctx *r, uint64_t sector, uint32_t *c)
 {
-	int err = read_addr(r, r->N + sector, 1, r->sec);
+	int err = jrnl_rcv_read(r, r->N + sector, 1, r->sec);
 
 	if (!err)
 		*c = jrnl_sector_cycle(r->sec);
@@ -301,7 +294,7 @@ static int probe_verified(struct rctx *r, uint64_t x, unsigned char *buf, bool *
 	*ok = false;
 	while (hi > r->N && x + 1 - hi < r->maxrec) {
 		lo = max64(r->N, max64(hi - min64(step, hi), x + 1 - r->maxrec));
-		err = read_addr(r, lo, hi - lo, buf);
+		err = jrnl_rcv_read(r, lo, hi - lo, buf);
 		if (err)
 			return err;
 		for (uint64_t a = hi; a-- > lo;) {
@@ -312,7 +305,7 @@ static int probe_verified(struct rctx *r, uint64_t x, unsigned char *buf, bool *
 			span = jrnl_rcv_rec_span(r, p);
 			if (a + span <= x)
 				return 0; /* the probe follows the record: no record holds it */
-			err = read_addr(r, a, span, buf);
+			err = jrnl_rcv_read(r, a, span, buf);
 			if (err)
 				return err;
 			v = jrnl_rcv_check_rec(r, buf, span, a, &ri);
@@ -718,7 +711,7 @@ static int stamp_past_head(struct rctx *r, bool write)
 	for (uint64_t a = r->E; a < to;) {
 		uint64_t n = min64(min64(to - a, r->cap), r->N - a % r->N), i = 0;
 
-		err = read_addr(r, a, n, buf);
+		err = jrnl_rcv_read(r, a, n, buf);
 		if (err)
 			return err;
 		while (i < n) {
@@ -793,7 +786,7 @@ static int check_empty(struct rctx *r)
 	for (unsigned k = 0; k < 64 && !written; k++) {
 		uint64_t sec = from + n * k / 64;
 
-		err = read_addr(r, r->N + sec, 1, r->sec);
+		err = jrnl_rcv_read(r, r->N + sec, 1, r->sec);
 		if (err)
 			return err;
 		for (uint32_t i = 0; i < r->S && !written; i++)
