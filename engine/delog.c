@@ -641,6 +641,11 @@ void engine_journal_stats(delog *log, struct jrnl_log_stats *out)
 	jrnl_log_stats(log->jl, out);
 }
 
+void engine_delay_cover(delog *log, uint64_t ns)
+{
+	atomic_store(&log->space.cover_delay_ns, ns);
+}
+
 /* ---- force and the watermark ---- */
 
 /*

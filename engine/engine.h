@@ -28,4 +28,9 @@ struct iol_dev *engine_dev(delog *log);
 struct jrnl_log_stats;
 void engine_journal_stats(delog *log, struct jrnl_log_stats *out);
 
+/* For the crash checker's own test: the push thread sleeps @ns before each cover record it
+ * writes (jrnl_log_cover), as a thread descheduled on a loaded machine would.  A waiter's
+ * bound must then come from the log's progress, never from a fixed time.  0: no delay. */
+void engine_delay_cover(delog *log, uint64_t ns);
+
 #endif

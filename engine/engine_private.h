@@ -165,6 +165,7 @@ struct space {
 	/* A NOWAIT grant found space that only a durable record naming the tail frees: the
 	 * push thread writes one. */
 	_Atomic bool cover;
+	_Atomic uint64_t cover_delay_ns; /* engine_delay_cover: sleep before each cover */
 	uint64_t push_calls;
 	uint64_t item_flushes; /* S2 flushes (under lock) */
 };

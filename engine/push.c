@@ -45,6 +45,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Done callback of a checkpoint's commit record (journal completion thread). */
 static void ckpt_done(void *priv, int err, uint64_t commit_lsn, uint64_t end_lsn)
@@ -176,7 +177,13 @@ static void *push_main(void *arg)
 		want = atomic_load(&log->force_seq) >= cseq || log->push_wanted ||
 		       (has && (log->stopping || cost >= log->push_bytes));
 		if (atomic_exchange(&log->space.cover, false)) {
+			uint64_t delay = atomic_load(&log->space.cover_delay_ns);
+
 			pthread_mutex_unlock(&log->lock);
+			if (delay)
+				nanosleep(&(struct timespec){ (time_t)(delay / 1000000000u),
+							      (long)(delay % 1000000000u) },
+					  NULL);
 			space_cover(log);
 			continue;
 		}

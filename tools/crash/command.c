@@ -17,6 +17,7 @@ static void usage(FILE *f)
 		"usage: delog crash [--workload W] [--policy P] [--states N] [--seed S]\n"
 		"                   [--profile strict|garble|versions] [--fill F] [--sector 512|4096]\n"
 		"                   [--exhaustive] [--threads N] [--jobs N] [--full-every N]\n"
+		"                   [--cover-delay MS]\n"
 		"                   [--save DIR] [--round R] [--stall-bound S] [--json]\n"
 		"                   [--verbose]\n");
 }
@@ -57,6 +58,8 @@ static void help(void)
 	       "  -J, --jobs N        recovery threads (default: online CPUs, at most 8)\n"
 	       "      --full-every N  open every Nth distinct image with engine_open_dev and\n"
 	       "                      continue it across a second crash (default 32; 0: never)\n"
+	       "      --cover-delay MS on those opens, the push thread sleeps MS ms before\n"
+	       "                      each cover record, as on a loaded machine (default 0)\n"
 	       "      --save DIR      write the pre-recovery image of each violation to DIR\n"
 	       "      --round R       run only round R (as numbered in a violation's report)\n"
 	       "      --stall-bound S a call that has not returned while the disk sat idle\n"
@@ -285,6 +288,7 @@ static void print_json(struct crash *cr, double secs, int err, const char *what)
 	json_obj_end(&j);
 	json_obj_begin(&j, "liveness");
 	json_u64(&j, "stall_bound_seconds", cr->stall_bound);
+	json_u64(&j, "cover_delay_ms", cr->cover_delay_ms);
 	json_u64(&j, "stalls", cr->cv_stalls);
 	json_u64(&j, "rescued", cr->cv_rescues);
 	json_u64(&j, "edeadlk", cr->cv_edeadlk);
@@ -359,7 +363,8 @@ static int parse_opts(struct crash *cr, int argc, char **argv)
 		O_STATES,
 		O_SEED,
 		O_STALL,
-		O_FILL
+		O_FILL,
+		O_COVER_DELAY
 	};
 	static const struct option lopts[] = {
 		{ "workload", required_argument, NULL, 'w' },
@@ -373,6 +378,7 @@ static int parse_opts(struct crash *cr, int argc, char **argv)
 		{ "threads", required_argument, NULL, 't' },
 		{ "jobs", required_argument, NULL, 'J' },
 		{ "full-every", required_argument, NULL, O_FULL },
+		{ "cover-delay", required_argument, NULL, O_COVER_DELAY },
 		{ "save", required_argument, NULL, O_SAVE },
 		{ "round", required_argument, NULL, O_ROUND },
 		{ "stall-bound", required_argument, NULL, O_STALL },
@@ -472,6 +478,11 @@ static int parse_opts(struct crash *cr, int argc, char **argv)
 			if (parse_count(optarg, 0, UINT32_MAX, &cr->round_no))
 				return usage_err("--round", optarg, "a round number");
 			cr->one_round = true;
+			break;
+		case O_COVER_DELAY:
+			if (parse_count(optarg, 0, 10000, &v))
+				return usage_err("--cover-delay", optarg, "milliseconds, 0..10000");
+			cr->cover_delay_ms = (unsigned)v;
 			break;
 		case O_STALL:
 			if (parse_count(optarg, 1, 3600, &v))

@@ -454,6 +454,7 @@ struct crash {
 	uint64_t epoch;                 /* media replaced wholesale (new round or session) */
 	bool exhaustive, json, verbose, progress;
 	unsigned threads, jobs, full_every;
+	unsigned cover_delay_ms; /* --cover-delay: engine_delay_cover on the full opens */
 	const char *save_dir;
 	bool one_round, verify;
 	uint64_t round_no;

@@ -418,6 +418,7 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 		goto out;
 	}
 	summary_finish(&rc2);
+	engine_delay_cover(log, (uint64_t)cr->cover_delay_ms * 1000000u);
 	if (!s2.ok || !same_set(&s2, ref, rd->wl.clients)) {
 		snprintf(msg, sizeof(msg),
 			 "engine_open_dev recovered %" PRIu64 "..%" PRIu64
