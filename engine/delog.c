@@ -172,8 +172,6 @@ static int check_opts(const struct delog_options *o)
 	const unsigned known = DELOG_OPEN_CREATE | DELOG_OPEN_FORMAT | DELOG_OPEN_TRACK_ITEMS |
 			       DELOG_OPEN_RDONLY;
 
-	if (o->size < OPTS_MIN_SIZE || o->size > sizeof(*o))
-		return -EINVAL;
 	if (o->logbufs && (o->logbufs < JRNL_MIN_LOGBUFS || o->logbufs > JRNL_MAX_LOGBUFS))
 		return OPT_BAD(o, "logbufs %u: must be %u..%u (0: %u)", o->logbufs,
 			       JRNL_MIN_LOGBUFS, JRNL_MAX_LOGBUFS, JRNL_MAX_LOGBUFS);
@@ -477,13 +475,17 @@ static int open_common(struct iol_dev *dev, bool own, bool fresh, const char *tm
  * else: a too small one is -EINVAL, and never written. */
 static int copy_opts(const struct delog_options *in, struct delog_options *o)
 {
+	size_t n;
+
 	memset(o, 0, sizeof(*o));
 	o->size = sizeof(*o);
 	if (!in)
 		return 0;
-	if (in->size < OPTS_MIN_SIZE || in->size > sizeof(*o))
+	if (in->size < OPTS_MIN_SIZE)
 		return -EINVAL;
-	memcpy(o, in, in->size);
+	n = in->size < sizeof(*o) ? in->size : sizeof(*o);
+	memcpy(o, in, n);
+	o->size = n;
 	if (o->error) {
 		size_t size = o->error->size;
 
@@ -494,6 +496,16 @@ static int copy_opts(const struct delog_options *in, struct delog_options *o)
 		memset(o->error, 0, sizeof(*o->error));
 		o->error->size = size;
 	}
+	/* A later header's struct: fields this library does not know are taken at their
+	 * default, zero, as a caller that never set them leaves them; set, they ask for
+	 * something this library cannot do. */
+	for (size_t i = sizeof(*o); i < in->size; i++)
+		if (((const unsigned char *)in)[i])
+			return OPT_BAD(o,
+				       "delog_options.size %zu: larger than this library's %zu, "
+				       "and byte %zu past it is set (built against a later "
+				       "delog.h?)",
+				       in->size, sizeof(*o), i);
 	return check_opts(o);
 }
 

@@ -288,7 +288,7 @@ const char *delog_flush_policy_name(enum delog_flush_policy p)
 
 int delog_flush_policy_parse(const char *name, enum delog_flush_policy *out)
 {
-	for (unsigned i = 0; name && i < sizeof(policies) / sizeof(policies[0]); i++) {
+	for (unsigned i = 0; name && out && i < sizeof(policies) / sizeof(policies[0]); i++) {
 		if (!strcmp(name, policies[i].name)) {
 			*out = (enum delog_flush_policy)i;
 			return 0;

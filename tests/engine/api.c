@@ -164,6 +164,8 @@ Test(api, options_invalid, .timeout = 60)
 		enum delog_flush_policy back;
 
 		cr_expect_eq(delog_flush_policy_parse("fast", &back), -EINVAL);
+		cr_expect_eq(delog_flush_policy_parse(NULL, &back), -EINVAL);
+		cr_expect_eq(delog_flush_policy_parse("sync", NULL), -EINVAL);
 	}
 	iol_dev_close(dev);
 	rmdir(dir);

@@ -615,6 +615,26 @@ Test(open, error_info_options_and_success, .timeout = 60)
 	cr_expect_str_eq(ei.message, "");
 	cr_assert_eq(delog_close(log), 0);
 
+	/* A later header's larger struct: its unknown members zero are their defaults;
+	 * one of them set is refused, naming the size. */
+	{
+		struct {
+			struct delog_options o;
+			uint64_t later[4];
+		} big;
+
+		memset(&big, 0, sizeof(big));
+		big.o.size = sizeof(big);
+		big.o.error = &ei;
+		cr_assert_eq(engine_open_dev(dev, &big.o, &log), 0);
+		cr_assert_eq(delog_close(log), 0);
+		big.later[2] = 1;
+		ei = t_ei_garbage();
+		cr_expect_eq(engine_open_dev(dev, &big.o, &log), -EINVAL);
+		cr_expect_eq(ei.code, -EINVAL);
+		cr_expect_not_null(strstr(ei.message, "delog_options.size"), "'%s'", ei.message);
+	}
+
 	/* Too small to hold this library's members: refused, and left as it was. */
 	memset(&small, 0x33, sizeof(small));
 	small.size = offsetof(struct delog_error_info, message);

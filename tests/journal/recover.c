@@ -1961,10 +1961,11 @@ static void w_sweep(uint32_t S, const char *what, uint64_t P, uint64_t fill)
 	for (int f = 0; f < WF_N; f++) {
 		/* Random bytes: every sector alone, pairs with every sector (every 8th for
 		 * 512-byte sectors); the other fills, which this argument never relied on the
-		 * bytes of, a sample: 64 sectors alone and 16 partners per probe. */
-		uint64_t one = (f == WF_RANDOM ? 1 : w.W / 64) * W_SWEEP_STRIDE;
-		uint64_t stride = (f == WF_RANDOM ? (S == 4096 ? 1 : 8) : w.W / 16) *
-				  W_SWEEP_STRIDE;
+		 * bytes of, a sample: 64 sectors alone and 16 partners per probe, unless
+		 * DELOG_TEST_WINDOW_ALL is set (the long version, TESTING.md). */
+		bool all = f == WF_RANDOM || getenv("DELOG_TEST_WINDOW_ALL");
+		uint64_t one = (all ? 1 : w.W / 64) * W_SWEEP_STRIDE;
+		uint64_t stride = (all ? (S == 4096 ? 1 : 8) : w.W / 16) * W_SWEEP_STRIDE;
 
 		snprintf(name, sizeof(name), "%s, %s", what, wfill_name[f]);
 		for (uint64_t i = 0; i < w.W; i++) {
