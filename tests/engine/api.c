@@ -1343,10 +1343,11 @@ Test(api, full_log_backpressure_and_release, .timeout = 120)
 	iol_dev_close(dev);
 }
 
-/* The push callback may call delog_release and delog_stats itself (delog.h): a small
- * log whose callback releases its target at once keeps blocking committers going for
- * three times its size (no deadlock between the push thread, the space lock and the
- * waiters), and stats.push_calls counts exactly the callback's invocations. */
+/* The push callback may call delog_release, delog_force_nowait and delog_stats itself
+ * (delog.h, API.md's summary): a small log whose callback forces what is open and
+ * releases its target at once keeps blocking committers going for three times its size
+ * (no deadlock between the push thread, the space lock and the waiters), and
+ * stats.push_calls counts exactly the callback's invocations. */
 struct pr {
 	atomic_uint calls, bad;
 };
@@ -1357,7 +1358,7 @@ static void pr_push(void *arg, delog *log, uint64_t seq)
 	struct delog_stats st = { .size = sizeof(st) };
 
 	atomic_fetch_add(&pr->calls, 1);
-	if (delog_stats(log, &st) || delog_release(log, seq))
+	if (delog_stats(log, &st) || delog_force_nowait(log, 0) < 0 || delog_release(log, seq))
 		atomic_fetch_add(&pr->bad, 1);
 }
 
@@ -1386,7 +1387,8 @@ Test(api, push_callback_releases_itself, .timeout = 120)
 		msleep(1);
 	}
 	cr_expect_geq(atomic_load(&pr.calls), 1, "the push callback never ran");
-	cr_expect_eq(atomic_load(&pr.bad), 0, "delog_stats/delog_release failed in the callback");
+	cr_expect_eq(atomic_load(&pr.bad), 0,
+		     "delog_stats/force_nowait/release failed in the callback");
 	cr_expect_eq(st.push_calls, atomic_load(&pr.calls),
 		     "stats.push_calls %llu, callback ran "
 		     "%u times",

@@ -193,7 +193,8 @@ for src in $(echo "$EXAMPLES" | tr ';' ' '); do
 	name=$(basename "$src" .c)
 	# shellcheck disable=SC2046 # word splitting of pkg-config output is intended
 	run "pkg-config build of $name" "$CC" -o "$TMP/pc/$name" "$src" \
-		$(pkg-config --cflags --libs delog) -pthread -Wl,-rpath,"$LIBDIR" &&
+		$(pkg-config --cflags --libs delog) -pthread \
+		-Wl,-rpath,"$(pkg-config --variable=libdir delog)" &&
 		run_example "$name" "$TMP/pc/$name"
 	# shellcheck disable=SC2046
 	run "pkg-config --static build of $name" "$CC" -o "$TMP/pc/${name}_static" "$src" \
