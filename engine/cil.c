@@ -301,7 +301,9 @@ int delog_tx_begin(delog *log, uint64_t reserve, unsigned flags, delog_tx **out)
 	uint64_t r;
 	int err;
 
-	if (!log || !out || (flags & ~DELOG_TX_NOWAIT) || reserve > log->geom.log_size / 4)
+	if ((err = log_check(log)))
+		return err;
+	if (!out || (flags & ~DELOG_TX_NOWAIT) || reserve > log->geom.log_size / 4)
 		return -EINVAL;
 	*out = NULL;
 	if (log->read_only)

@@ -58,6 +58,12 @@
  *       @path or a formatted log, so the next CREATE open either creates or opens it.
  *       A killed create leaves its temporary, which a later create in the directory
  *       removes (iolayer/dev.c).
+ *  (U7) A closed handle is told apart where it costs one load: delog_close marks the
+ *       struct closed before freeing it, past the bytes the allocator's free lists
+ *       overwrite, and every call checks the mark first (DELOG_ECLOSED), a second close
+ *       too, which so never frees twice.  As SQLite's magic numbers: a best effort
+ *       on freed memory, until the allocator gives it to something else; a handle
+ *       freed and then reused by another open is that other log.
  */
 #include "engine_private.h"
 
@@ -201,8 +207,16 @@ static int check_opts(const struct delog_options *o)
 	return 0;
 }
 
+int log_check(const struct delog *log)
+{
+	if (!log)
+		return -EINVAL;
+	return log->magic == LOG_MAGIC_OPEN ? 0 : DELOG_ECLOSED;
+}
+
 static void log_free(struct delog *log)
 {
+	log->magic = LOG_MAGIC_CLOSED; /* (U7) */
 	if (log->cur) {
 		cil_ctx_destroy(log->cur);
 		free(log->cur);
@@ -240,6 +254,7 @@ static int open_alloc(struct iol_dev *dev, bool own, const struct delog_options 
 	}
 	log->dev = dev;
 	log->own_dev = own;
+	log->magic = LOG_MAGIC_OPEN; /* (U7): the push callback may get it during the open */
 	log->efd = -1;
 	pthread_mutex_init(&log->lock, NULL);
 	pthread_mutex_init(&log->write_lock, NULL);
@@ -625,6 +640,8 @@ int delog_close(delog *log)
 
 	if (!log)
 		return 0;
+	if ((err = log_check(log)))
+		return err; /* (U7) closed already: nothing is freed twice */
 	push_stop(log);
 	policy_wait_flushes(log);
 	err = atomic_load(&log->error);
@@ -669,10 +686,11 @@ void engine_delay_cover(delog *log, uint64_t ns)
  */
 static int force_begin(struct delog *log, uint64_t *seq, uint64_t *open, bool nowait)
 {
+	int err = log_check(log);
 	bool has;
 
-	if (!log)
-		return -EINVAL;
+	if (err)
+		return err;
 	if (log->read_only)
 		return DELOG_ERDONLY; /* (U2) */
 	atomic_fetch_add_explicit(nowait ? &log->st_forces_nowait : &log->st_forces, 1,
@@ -764,12 +782,16 @@ int delog_tx_commit_force(delog_tx *tx, uint64_t *seqp)
 
 uint64_t delog_durable_seq(const delog *log)
 {
-	return atomic_load(&((struct delog *)log)->durable_seq);
+	return log_check(log) ? 0 : atomic_load(&((struct delog *)log)->durable_seq);
 }
 
 int delog_durable_fd(const delog *log)
 {
 	struct delog *l = (struct delog *)log;
+	int err = log_check(log);
+
+	if (err)
+		return err;
 
 	/* The first call arms efd_signal.  An advance (or shutdown) before it did not
 	 * write the eventfd: make it readable now.  seq_cst on both sides: either this
@@ -782,7 +804,9 @@ int delog_durable_fd(const delog *log)
 
 int delog_error(const delog *log)
 {
-	return atomic_load(&((struct delog *)log)->error);
+	int err = log_check(log);
+
+	return err ? err : atomic_load(&((struct delog *)log)->error);
 }
 
 /*
@@ -804,7 +828,9 @@ int delog_stats(const delog *clog, struct delog_stats *out)
 	size_t size;
 	int fua;
 
-	if (!log || !out || out->size < sizeof(struct delog_stats))
+	if ((fua = log_check(log)))
+		return fua;
+	if (!out || out->size < sizeof(struct delog_stats))
 		return -EINVAL;
 	size = out->size;
 	memset(st, 0, sizeof(*st));

@@ -170,6 +170,11 @@ struct space {
 	uint64_t item_flushes; /* S2 flushes (under lock) */
 };
 
+/* (delog.c U7) A handle's state: 0 open, -EINVAL NULL, DELOG_ECLOSED closed. */
+#define LOG_MAGIC_OPEN 0x21676f6cu /* "log!" */
+#define LOG_MAGIC_CLOSED 0x64616564u
+int log_check(const struct delog *log);
+
 int space_init(struct delog *log);
 void space_destroy(struct delog *log);
 /* The journal's grant hooks (jrnl_grant_ops; their private data is the log). */
@@ -204,6 +209,9 @@ struct delog {
 	uint64_t dev_flushes0; /* the device's dev_flushes when the log opened (delog_stats) */
 	struct jrnl_geom geom;
 	struct jrnl_log *jl;
+	/* LOG_MAGIC_OPEN from a successful open until delog_close (delog.c U7); kept past
+	 * the first 32 bytes, which the allocator's free lists write. */
+	uint32_t magic;
 	const struct flush_policy *policy;
 	enum delog_flush_policy policy_id;
 	delog_push_fn push_cb;

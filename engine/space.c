@@ -6,7 +6,7 @@
  * Two owners, as XFS keeps its grant heads in the log and its AIL above it.  The journal
  * owns the physical ring and the log space promised ahead of writing: free space,
  * reservations, the CIL's charges, the wait for space and its wake-ups (journal/grant.c
- * GR1-GR5; journal/log.c L12 for which space a durable record frees).  This file owns
+ * GR1-GR7; journal/log.c L12 for which space a durable record frees).  This file owns
  * what depends on the application: releases, item tracking, hence where the tail may go
  * (jrnl_log_set_tail, only from space_update_tail_at, space.lock held), and the two hooks
  * the grant calls with no journal lock held when a reservation does not fit
@@ -67,6 +67,10 @@
  *       empty and every written checkpoint is durable.  It reads the CIL before the
  *       durable watermark: a push takes the work out of the CIL before its checkpoint
  *       is durable, so work in flight is seen in one or the other.
+ *  (S6) An event loop refused under DELOG_TX_NOWAIT learns when to try again from the
+ *       durable eventfd: the grant's space_event hook (journal/grant.c GR7) writes it at
+ *       the first space event after the refusal, the same events that wake a blocking
+ *       waiter, so a loop waits on one fd and never needs a timeout.
  */
 #include "engine_private.h"
 
@@ -320,7 +324,15 @@ static bool space_busy(void *priv)
 	return busy;
 }
 
-const struct jrnl_grant_ops space_grant_ops = { .reclaim = space_reclaim, .busy = space_busy };
+/* (S6) The grant's space_event hook, journal lock held: only the eventfd is written. */
+static void space_event(void *priv)
+{
+	efd_signal(priv);
+}
+
+const struct jrnl_grant_ops space_grant_ops = { .reclaim = space_reclaim,
+						.busy = space_busy,
+						.space_event = space_event };
 
 int space_ckpt_add(struct delog *log, uint64_t seq, uint64_t start_lsn)
 {
@@ -484,9 +496,10 @@ int delog_item_written(delog *log, uint64_t key, uint64_t seq)
 	struct space *sp;
 	struct ail_ent *e;
 	struct ckpt_ent *c;
+	int err = log_check(log);
 
-	if (!log)
-		return -EINVAL;
+	if (err)
+		return err;
 	if (log->read_only)
 		return DELOG_ERDONLY; /* delog.c U2 */
 	if (atomic_load(&log->error))
@@ -512,9 +525,10 @@ int delog_item_written(delog *log, uint64_t key, uint64_t seq)
 int delog_release(delog *log, uint64_t seq)
 {
 	struct space *sp;
+	int err = log_check(log);
 
-	if (!log)
-		return -EINVAL;
+	if (err)
+		return err;
 	if (log->read_only)
 		return DELOG_ERDONLY; /* delog.c U2 */
 	if (atomic_load(&log->error))

@@ -72,6 +72,12 @@
  *        counted twice.  (Handed back after jrnl_tx_commit returned, the completion
  *        could run first: a Raft append that waited for its entries to be durable then
  *        found a nearly full log full, RAFT_NOSPACE with the space about to come back.)
+ *  (GR7) A NOWAIT caller is told when to try again.  It cannot sleep on space_cond, so a
+ *        refusal is remembered, and the next space event (GR4's, all of them) calls the
+ *        space_event hook once: the engine makes the durable eventfd readable.  Any
+ *        event that could let a blocking waiter on so also reaches an event loop; one
+ *        that lets nothing on costs the loop a retry and a new refusal, never a lost
+ *        wake-up.
  */
 #include "format.h"
 #include "jrnl.h"
@@ -136,18 +142,10 @@ static bool fits(const struct jrnl_log *log, uint64_t bytes)
 	return jrnl_log_free_locked(log) >= g->granted + bytes + g->slack;
 }
 
-/* (GR4) A state the waiters read changed: a space event of the log (log.c L16). */
-static void wake_locked(struct jrnl_log *log)
-{
-	log->space_gen++;
-	if (log->grant.nwaiters)
-		pthread_cond_broadcast(&log->space_cond);
-}
-
 void jrnl_grant_wake(struct jrnl_log *log)
 {
 	pthread_mutex_lock(&log->lock);
-	wake_locked(log);
+	jrnl_log_space_event(log);
 	pthread_mutex_unlock(&log->lock);
 }
 
@@ -155,7 +153,7 @@ void jrnl_grant_shutdown(struct jrnl_log *log)
 {
 	pthread_mutex_lock(&log->lock);
 	log->grant.shut = true;
-	wake_locked(log);
+	jrnl_log_space_event(log);
 	pthread_mutex_unlock(&log->lock);
 }
 
@@ -233,13 +231,13 @@ int jrnl_grant_reserve(struct jrnl_log *log, uint64_t bytes, unsigned flags)
 			g->granted += bytes;
 			break;
 		}
-		if (r < 0) {
+		if (r < 0 && r != -EAGAIN) {
 			err = r;
 			break;
 		}
 		if (r == JRNL_GRANT_RETRY || log->space_gen != gen)
 			continue;
-		if (nowait) {
+		if (nowait || r < 0) { /* refused, no event since gen (GR7) */
 			err = -EAGAIN;
 			break;
 		}
@@ -254,9 +252,15 @@ int jrnl_grant_reserve(struct jrnl_log *log, uint64_t bytes, unsigned flags)
 	if (!nowait)
 		waiter_del(g, &me);
 	if (err && (flags & JRNL_GRANT_TICKET)) {
+		/* The others may be all that is left (GR5).  No space came back: a NOWAIT
+		 * caller is not told (GR7), or each refusal would wake the one before. */
 		g->tickets--;
-		wake_locked(log); /* the others may be all that is left (GR5) */
+		log->space_gen++;
+		if (g->nwaiters)
+			pthread_cond_broadcast(&log->space_cond);
 	}
+	if (err == -EAGAIN)
+		g->nowait_refused = true; /* the next space event tells (GR7) */
 	pthread_mutex_unlock(&log->lock);
 	return err;
 }
@@ -268,7 +272,7 @@ void jrnl_grant_done(struct jrnl_log *log, uint64_t reserved, int64_t charge)
 	pthread_mutex_lock(&log->lock);
 	g->granted = g->granted - reserved + (uint64_t)charge; /* modulo 2^64: a relog may shrink */
 	g->tickets--;
-	wake_locked(log);
+	jrnl_log_space_event(log);
 	pthread_mutex_unlock(&log->lock);
 }
 
@@ -287,7 +291,7 @@ uint64_t jrnl_grant_ckpt_begin(struct jrnl_log *log, uint32_t nitems, uint64_t i
 void jrnl_grant_ckpt_end_locked(struct jrnl_log *log, uint64_t held)
 {
 	log->grant.granted -= held;
-	wake_locked(log);
+	jrnl_log_space_event(log);
 }
 
 void jrnl_grant_ckpt_end(struct jrnl_log *log, uint64_t held)

@@ -149,7 +149,8 @@
  *  (L16) Space events.  Whenever a record may take more than before (the durable tail
  *       moved, or under no_flush the completed tail), the tail was set (a cover record
  *       may then free space) or the log failed, space_gen is bumped and space_cond
- *       broadcast under the lock: the waiters for space (grant.c GR4) sleep on it.
+ *       broadcast under the lock: the waiters for space (grant.c GR4) sleep on it, and
+ *       a NOWAIT caller refused since the last event is told through a hook (GR7).
  *
  * Ordering relied upon (io.h): every accepted request completes exactly once, and a
  * rejected one never does (so a refused submission is completed here, with its error);
@@ -416,11 +417,18 @@ static void switch_open(struct jrnl_log *log)
 		lb_switch(log, b);
 }
 
-/* (L16) A space event: waiters for space (grant.c) look again.  Lock held. */
-static void space_event(struct jrnl_log *log)
+void jrnl_log_space_event(struct jrnl_log *log)
 {
+	struct grant *g = &log->grant;
+
 	log->space_gen++;
-	pthread_cond_broadcast(&log->space_cond);
+	if (g->nwaiters)
+		pthread_cond_broadcast(&log->space_cond);
+	if (g->nowait_refused) {
+		g->nowait_refused = false;
+		if (g->ops && g->ops->space_event)
+			g->ops->space_event(g->priv);
+	}
 }
 
 /* Record the first I/O error: the log is shut down (L8).  Between ops the open buffer
@@ -432,7 +440,7 @@ static void log_fail(struct jrnl_log *log, int err)
 	if (!log->op_busy)
 		switch_open(log);
 	pthread_cond_broadcast(&log->cond);
-	space_event(log); /* waiters for space fail now (L16) */
+	jrnl_log_space_event(log); /* waiters for space fail now (L16) */
 }
 
 static void lb_end_io(struct iol_req *req);
@@ -526,7 +534,7 @@ static void log_durable_to(struct jrnl_log *log, uint64_t lsn, uint64_t tail)
 	log->durable_lsn = lsn_max(log->durable_lsn, lsn);
 	if (lsn_cmp(tail, log->durable_tail) > 0) {
 		log->durable_tail = tail;
-		space_event(log); /* space behind it is free (L12, L16) */
+		jrnl_log_space_event(log); /* space behind it is free (L12, L16) */
 	}
 }
 
@@ -816,7 +824,7 @@ static void log_process(struct jrnl_log *log)
 			log->completed_lsn = b->end_lsn;
 			log->completed_tail = b->sealed_tail;
 			if (log->no_flush)
-				space_event(log); /* reuse_tail moved (L12, L16) */
+				jrnl_log_space_event(log); /* reuse_tail moved (L12, L16) */
 			if (b->need_flush)
 				log_durable_to(log, b->flush_snap, b->flush_snap_tail);
 			if (b->need_fua && lsn_cmp(log->durable_lsn, b->lsn) >= 0)
@@ -1466,7 +1474,7 @@ void jrnl_log_set_tail(struct jrnl_log *log, uint64_t tail_lsn)
 	if (lsn_cmp(tail_lsn, log->tail) > 0 && jrnl_lsn_sector(tail_lsn) < log->geom.log_sectors) {
 		log->tail = tail_lsn;
 		log->clean_head = log->clean_tail = 0; /* (L15) */
-		space_event(log);                      /* a cover may now free space (L16) */
+		jrnl_log_space_event(log);             /* a cover may now free space (L16) */
 	}
 	pthread_mutex_unlock(&log->lock);
 }

@@ -27,6 +27,7 @@ struct grant {
 	uint64_t item_ovh16; /* record bytes per useful op byte, less one, in 1/65536 (GR3) */
 	uint64_t tx_max;     /* the grant of the largest transaction allowed (GR3) */
 	uint64_t waits;      /* blocking calls that found no space at once */
+	bool nowait_refused; /* a NOWAIT reservation failed since the last space event (GR7) */
 	const struct jrnl_grant_ops *ops;
 	void *priv;
 };
@@ -80,6 +81,9 @@ struct jrnl_log {
 
 /* log.c: free bytes a record may still take, as plan_op counts them (lock held). */
 uint64_t jrnl_log_free_locked(const struct jrnl_log *log);
+/* log.c: a space event (L16): waiters for space look again, and a NOWAIT caller refused
+ * since the last one is told (grant.c GR7).  log->lock held. */
+void jrnl_log_space_event(struct jrnl_log *log);
 /* grant.c: hand a checkpoint's grant back, log->lock held (jrnl_tx_commit: GR6). */
 void jrnl_grant_ckpt_end_locked(struct jrnl_log *log, uint64_t held);
 /* log.c: no durable record names log->tail yet (L12; lock held). */

@@ -24,9 +24,9 @@
  *    fail (nothing more will be acknowledged).
  * What the loop keeps is only the ring of in-flight sequences.  Everything durable is
  * released at once (delog_release): this program keeps its state nowhere else, so the
- * log may reuse the space (a real store releases after its write-back: kv.c).  Space
- * released comes back without a durable event when delog writes a cover record, so a
- * loop that met -EAGAIN with nothing in flight waits with a 1 ms timeout.
+ * log may reuse the space (a real store releases after its write-back: kv.c).  After
+ * -EAGAIN the same fd says when space may be back (a release, a cover record), so the
+ * loop never needs a timeout: it retries at its next wake-up.
  *
  * Build: in the delog tree (docs/examples/CMakeLists.txt), or against an installed
  * delog: cc evloop.c $(pkg-config --cflags --libs delog) -o evloop.  Only <delog.h>.
@@ -118,13 +118,11 @@ static int serve(delog *log, uint64_t total, unsigned inflight, uint64_t *last_a
 		return -ENOMEM;
 	}
 	while (acked < total) {
-		bool full = false;
 		uint64_t n;
 
 		while (started < total && r.n < r.cap) {
 			err = request_start(log, started + 1, &r);
-			if (err == -EAGAIN) {
-				full = true;
+			if (err == -EAGAIN) { /* the durable fd says when to retry */
 				err = 0;
 				break;
 			}
@@ -135,7 +133,7 @@ static int serve(delog *log, uint64_t total, unsigned inflight, uint64_t *last_a
 		acked += requests_complete(log, &r); /* "1: durable already" ones, too */
 		if (acked == total)
 			break;
-		if (epoll_wait(ep, &ev, 1, full && !r.n ? 1 : -1) < 0 && errno != EINTR) {
+		if (epoll_wait(ep, &ev, 1, -1) < 0 && errno != EINTR) {
 			err = -errno;
 			goto out;
 		}

@@ -50,7 +50,8 @@ extern "C" {
 	X(ELOGFULL, -9011, "log is full")                                                          \
 	X(EGEOMETRY, -9012, "log geometry does not fit the log or the device")                     \
 	X(ERDONLY, -9013, "log was opened read-only (DELOG_OPEN_RDONLY)")                          \
-	X(ENODIRECT, -9014, "file system cannot hold a durable log (no O_DIRECT, or tmpfs)")
+	X(ENODIRECT, -9014, "file system cannot hold a durable log (no O_DIRECT, or tmpfs)")       \
+	X(ECLOSED, -9015, "handle is not an open log (delog_close was called on it)")
 
 enum delog_err {
 #define DELOG_ERR_ENUM_(name, value, msg) DELOG_##name = value,
@@ -274,7 +275,8 @@ int delog_open(const char *path, const struct delog_options *opts, delog **out);
  * DELOG_OPEN_RDONLY is only freed: close writes nothing to it.  No other call on @log
  * may be running or follow.  Returns 0, or the error that shut the log down (the
  * original one, as delog_error() reports it; the handle is freed anyway).
- * NULL is a no-op.
+ * NULL is a no-op.  A call on the handle after it (a second close too) is a bug that
+ * delog reports as DELOG_ECLOSED while the freed memory was not reused.
  */
 int delog_close(delog *log);
 
@@ -301,7 +303,9 @@ int delog_close(delog *log);
 #define DELOG_ITEM_MAX (1u << 30)
 
 /* delog_tx_begin flags */
-#define DELOG_TX_NOWAIT 0x1u /* fail with -EAGAIN instead of blocking for space */
+#define DELOG_TX_NOWAIT                                                                            \
+	0x1u /* fail with -EAGAIN instead of blocking for space;
+			       * delog_durable_fd says when to try again */
 
 /* Per-item log overhead to count in a reservation (headers and padding).  An item also
  * takes its share of record headers, a few per cent with 256 KiB log buffers (up to a
@@ -382,7 +386,8 @@ int delog_force_nowait(delog *log, uint64_t seq);
 uint64_t delog_durable_seq(const delog *log);
 /*
  * An eventfd (EFD_NONBLOCK) that becomes readable whenever the durable watermark
- * advances (before any force waiting for that advance returns) and on shutdown; read it
+ * advances (before any force waiting for that advance returns), on shutdown, and when
+ * space may be back after a DELOG_TX_NOWAIT call got -EAGAIN (then try again); read it
  * to re-arm, then check delog_durable_seq.  Owned by the log (closed by delog_close).
  * Thread-safe.
  */

@@ -535,6 +535,9 @@ uint64_t jrnl_log_tx_bytes(const struct jrnl_log *log, uint32_t nitems, uint64_t
 struct jrnl_grant_ops {
 	int (*reclaim)(void *priv, bool nowait);
 	bool (*busy)(void *priv);
+	/* The first space event after a NOWAIT reservation was refused (grant.c GR7), with
+	 * the log's lock held: must not block or call into the journal.  May be NULL. */
+	void (*space_event)(void *priv);
 };
 /* Set the grant up with its hooks, once, before the first reservation (@ops lives as
  * long as the log). */
