@@ -221,7 +221,8 @@ if [ -f "$EXDIR/CMakeLists.txt" ]; then
 fi
 
 # libdelog-raft's daemon, when C-Raft was found: it starts from the prefix with no
-# LD_LIBRARY_PATH (its RPATH finds libdelog-raft and libdelog), its client and man page
+# LD_LIBRARY_PATH (its RPATH finds libdelog-raft and libdelog), as does a program that
+# links libdelog-raft alone (raft_user.c: libdelog-raft's RUNPATH), its client and man page
 # are installed, and the installed example directory builds it against the installed
 # package with find_package (delog::delog_raft carries C-Raft and libuv).
 if [ -x "$PREFIX/bin/delog-raft-kv" ]; then
@@ -231,6 +232,14 @@ if [ -x "$PREFIX/bin/delog-raft-kv" ]; then
 		run "installed delog-raft-kvclient --help" "$PREFIX/bin/delog-raft-kvclient" --help
 	fi
 	[ -f "$PREFIX/share/man/man1/delog-raft-kv.1" ] || fail "no delog-raft-kv(1) installed"
+	# A program of delog_raft_* calls alone links libdelog-raft only, with its own rpath:
+	# it starts only if libdelog-raft finds libdelog itself (RUNPATH $ORIGIN).
+	mkdir -p "$TMP/raft_user.d"
+	run "build a program that calls only delog_raft_*" "$CC" -o "$TMP/raft_user" \
+		"$SRC/tests/install/raft_user.c" -I"$PREFIX/include" -L"$LIBDIR" -ldelog-raft \
+		-lraft -luv -Wl,-rpath,"$LIBDIR" &&
+		run "run it from the prefix, no LD_LIBRARY_PATH" \
+			env -u LD_LIBRARY_PATH "$TMP/raft_user" "$TMP/raft_user.d"
 	RDIR=$PREFIX/share/doc/delog/examples/raft
 	if [ -f "$RDIR/CMakeLists.txt" ]; then
 		run "installed raft example configure" cmake -S "$RDIR" -B "$TMP/raftex" \
