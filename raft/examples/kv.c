@@ -1158,8 +1158,9 @@ int main(int argc, char **argv)
 			return fail("configuration: out of memory");
 	rv = raft_bootstrap(&K.raft, &conf);
 	raft_configuration_close(&conf);
+	/* raft_bootstrap leaves its own message empty; the io's says why. */
 	if (rv && rv != RAFT_CANTBOOTSTRAP)
-		return fail("bootstrap in %s: %s", dir, raft_errmsg(&K.raft));
+		return fail("bootstrap in %s: %s: %s", dir, raft_strerror(rv), K.io.errmsg);
 	rv = raft_start(&K.raft);
 	if (rv)
 		return fail("start (Raft address %s, %s): %s: %s", K.address, dir,

@@ -1,6 +1,7 @@
 #!/bin/sh
 # cli_test.sh KV DIR - raft.kv.cli: delog-raft-kv's command line: --help, usage errors
-# (exit 2, with the reason), a port in use and a bad directory (exit 1, naming them).
+# (exit 2, with the reason), a port in use, a bad directory and a refused log (exit 1,
+# naming them).
 # Ports: a random base (kv_lib.sh kv_ports), never a fixed one.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/kv_lib.sh"
@@ -47,6 +48,11 @@ expect_rc 2 "policy with uv" kv_bounded --id 1 --cluster "$C" --dir "$TMP/d" --s
 : >"$TMP/file"
 expect_rc 1 "dir is a file" kv_bounded --id 1 --cluster "$C" --dir "$TMP/file"
 expect_in "$TMP/err" "$TMP/file" "dir is a file"
+# a log the io refuses: the daemon gives the io's reason (raft_bootstrap fills no
+# message of its own; before, "bootstrap in DIR: " ended there)
+mkdir -p "$TMP/bad" && yes "not a delog log" | head -c 1048576 >"$TMP/bad/delog.log"
+expect_rc 1 "refused log" kv_bounded --id 1 --cluster "$C" --dir "$TMP/bad"
+expect_in "$TMP/err" "DELOG_ENOTLOG" "refused log"
 
 # a port in use: hold the client port (Raft port + 1000), then the Raft port
 command -v python3 >/dev/null || skip "python3 is needed to hold a port"
