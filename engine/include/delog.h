@@ -302,10 +302,9 @@ int delog_close(delog *log);
 #define DELOG_LOG_MIN_BYTES (2ull * DELOG_LOGBUFS_MAX * DELOG_LOGBSIZE_MAX)
 #define DELOG_ITEM_MAX (1u << 30)
 
-/* delog_tx_begin flags */
-#define DELOG_TX_NOWAIT                                                                            \
-	0x1u /* fail with -EAGAIN instead of blocking for space;
-			       * delog_durable_fd says when to try again */
+/* delog_tx_begin flags.  NOWAIT: fail with -EAGAIN instead of blocking for space;
+ * delog_durable_fd says when to try again. */
+#define DELOG_TX_NOWAIT 0x1u
 
 /* Per-item log overhead to count in a reservation (headers and padding).  An item also
  * takes its share of record headers, a few per cent with 256 KiB log buffers (up to a
