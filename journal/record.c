@@ -123,11 +123,13 @@ enum jrnl_rec_verdict jrnl_rec_check(const void *buf, size_t avail, uint32_t sec
 	if (avail < sector || hdr->magic != JRNL_REC_MAGIC)
 		return JRNL_REC_NOT_HEADER;
 	/* The superblock's magic begins with the record's: a copy of it (a torn sector that
-	 * reads back another sector's bytes) is no record, not another log's. */
-	if (!memcmp(rec, &(uint64_t){ JRNL_SB_MAGIC }, sizeof(uint64_t)))
-		return JRNL_REC_NOT_HEADER;
+	 * reads back another sector's bytes) is no record, not another log's.  Checked only
+	 * once the uuid failed (a superblock has zeroes there), so a record whose cycle
+	 * happens to read as the magic's second half stays a record. */
 	if (memcmp(hdr->uuid, uuid, sizeof(hdr->uuid)))
-		return JRNL_REC_FOREIGN;
+		return !memcmp(rec, &(uint64_t){ JRNL_SB_MAGIC }, sizeof(uint64_t)) ?
+			       JRNL_REC_NOT_HEADER :
+			       JRNL_REC_FOREIGN;
 	if (hdr->version > JRNL_FORMAT_VERSION)
 		return JRNL_REC_VERSION;
 	h = hdr->hdr_sectors;
