@@ -125,9 +125,11 @@ static void accepted(unsigned char *rec, size_t avail, uint32_t S, uint64_t log_
 	FZ_CHECK(jrnl_lsn_sector(hdr->lsn) == sector_no && jrnl_lsn_cycle(hdr->lsn) == hdr->cycle);
 	FZ_CHECK(hdr->len <= (uint64_t)p * S && jrnl_rec_slots(S, h) >= p);
 	FZ_CHECK(h_crc(rec, S, h, p) == hdr->crc);
-	/* The uuid is checked before anything that depends on it. */
+	/* The uuid is checked before anything that depends on it; another log's record
+	 * that reads as a superblock copy (cycle "GSB1") is no record at all. */
 	FZ_CHECK(jrnl_rec_check(rec, avail, S, log_sectors, sector_no, OTHER, NULL) ==
-		 JRNL_REC_FOREIGN);
+		 (hdr->cycle == (uint32_t)(JRNL_SB_MAGIC >> 32) ? JRNL_REC_NOT_HEADER :
+								  JRNL_REC_FOREIGN));
 	jrnl_rec_unpack(rec, S);
 	for (uint32_t i = 0; i < p; i++)
 		FZ_CHECK(!memcmp(rec + (size_t)(h + i) * S, rec + h_slot(S, i), 4));
