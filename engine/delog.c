@@ -826,10 +826,10 @@ int delog_stats(const delog *clog, struct delog_stats *out)
 	struct jrnl_log_stats js;
 	struct iol_counters ic;
 	size_t size;
-	int fua;
+	int fua, err = log_check(log);
 
-	if ((fua = log_check(log)))
-		return fua;
+	if (err)
+		return err;
 	if (!out || out->size < sizeof(struct delog_stats))
 		return -EINVAL;
 	size = out->size;

@@ -255,9 +255,7 @@ int jrnl_grant_reserve(struct jrnl_log *log, uint64_t bytes, unsigned flags)
 		/* The others may be all that is left (GR5).  No space came back: a NOWAIT
 		 * caller is not told (GR7), or each refusal would wake the one before. */
 		g->tickets--;
-		log->space_gen++;
-		if (g->nwaiters)
-			pthread_cond_broadcast(&log->space_cond);
+		jrnl_log_space_wake(log);
 	}
 	if (err == -EAGAIN)
 		g->nowait_refused = true; /* the next space event tells (GR7) */

@@ -417,13 +417,18 @@ static void switch_open(struct jrnl_log *log)
 		lb_switch(log, b);
 }
 
+void jrnl_log_space_wake(struct jrnl_log *log)
+{
+	log->space_gen++;
+	if (log->grant.nwaiters)
+		pthread_cond_broadcast(&log->space_cond);
+}
+
 void jrnl_log_space_event(struct jrnl_log *log)
 {
 	struct grant *g = &log->grant;
 
-	log->space_gen++;
-	if (g->nwaiters)
-		pthread_cond_broadcast(&log->space_cond);
+	jrnl_log_space_wake(log);
 	if (g->nowait_refused) {
 		g->nowait_refused = false;
 		if (g->ops && g->ops->space_event)

@@ -84,6 +84,8 @@ uint64_t jrnl_log_free_locked(const struct jrnl_log *log);
 /* log.c: a space event (L16): waiters for space look again, and a NOWAIT caller refused
  * since the last one is told (grant.c GR7).  log->lock held. */
 void jrnl_log_space_event(struct jrnl_log *log);
+/* Its first half: the blocking waiters look again, no NOWAIT caller is told. */
+void jrnl_log_space_wake(struct jrnl_log *log);
 /* grant.c: hand a checkpoint's grant back, log->lock held (jrnl_tx_commit: GR6). */
 void jrnl_grant_ckpt_end_locked(struct jrnl_log *log, uint64_t held);
 /* log.c: no durable record names log->tail yet (L12; lock held). */
