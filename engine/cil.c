@@ -295,6 +295,13 @@ int cil_ctx_order(struct cil_ctx *c, cil_item_fn fn, void *arg)
 
 /* ---- the public transaction calls ---- */
 
+/* The grant flags of a transaction begun with delog_tx_begin's @flags. */
+static unsigned cil_grant_flags(unsigned flags)
+{
+	return (flags & DELOG_TX_NOWAIT ? JRNL_GRANT_NOWAIT : 0) |
+	       (flags & DELOG_TX_RESERVE ? JRNL_GRANT_RESERVE : 0);
+}
+
 int delog_tx_begin(delog *log, uint64_t reserve, unsigned flags, delog_tx **out)
 {
 	struct delog_tx *tx;
@@ -303,7 +310,8 @@ int delog_tx_begin(delog *log, uint64_t reserve, unsigned flags, delog_tx **out)
 
 	if ((err = log_check(log)))
 		return err;
-	if (!out || (flags & ~DELOG_TX_NOWAIT) || reserve > log->geom.log_size / 4)
+	if (!out || (flags & ~(DELOG_TX_NOWAIT | DELOG_TX_RESERVE)) ||
+	    reserve > log->geom.log_size / 4)
 		return -EINVAL;
 	*out = NULL;
 	if (log->read_only)
@@ -314,9 +322,7 @@ int delog_tx_begin(delog *log, uint64_t reserve, unsigned flags, delog_tx **out)
 	if (!tx)
 		return -ENOMEM;
 	r = jrnl_grant_tx_cost(log->jl, reserve);
-	err = jrnl_grant_reserve(log->jl, r,
-				 JRNL_GRANT_TICKET |
-					 (flags & DELOG_TX_NOWAIT ? JRNL_GRANT_NOWAIT : 0));
+	err = jrnl_grant_reserve(log->jl, r, JRNL_GRANT_TICKET | cil_grant_flags(flags));
 	if (err) {
 		free(tx);
 		return err;
@@ -368,9 +374,7 @@ int delog_tx_logv(delog_tx *tx, uint64_t key, const struct iovec *iov, int iovcn
 		if (tx->reserved + more > jrnl_grant_tx_max(log->jl))
 			return -E2BIG;
 		err = jrnl_grant_reserve(log->jl, more,
-					 JRNL_GRANT_GROW |
-						 (tx->flags & DELOG_TX_NOWAIT ? JRNL_GRANT_NOWAIT :
-										0));
+					 JRNL_GRANT_GROW | cil_grant_flags(tx->flags));
 		if (err)
 			return err;
 		tx->reserved += more;

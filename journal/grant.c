@@ -78,6 +78,12 @@
  *        event that could let a blocking waiter on so also reaches an event loop; one
  *        that lets nothing on costs the loop a retry and a new refusal, never a lost
  *        wake-up.
+ *  (GR8) The reserve is for the few records that must find space in a full log.  A
+ *        reservation without JRNL_GRANT_RESERVE fits only if the reserve stays free
+ *        beside it, so only JRNL_GRANT_RESERVE ones ever take those bytes.  The reserve
+ *        is not a second grant: granted counts both kinds alike, and once a reserved
+ *        promise is handed back the bytes are everyone's again.  A waiter counts the
+ *        reserve it must leave in its bytes, so GR5's least waiter is read the same way.
  */
 #include "format.h"
 #include "jrnl.h"
@@ -92,7 +98,8 @@
 _Static_assert(ITEM_COST == 40, "ITEM_COST: the charge per item changed");
 _Static_assert(ITEM_COST <= DELOG_ITEM_OVERHEAD, "DELOG_ITEM_OVERHEAD must cover ITEM_COST");
 
-/* A blocking jrnl_grant_reserve waiting for space (GR5); on its thread's stack. */
+/* A blocking jrnl_grant_reserve waiting for space (GR5); on its thread's stack.  @bytes
+ * counts the reserve it must leave (GR8). */
 struct grant_waiter {
 	uint64_t bytes;
 	struct grant_waiter *next;
@@ -103,7 +110,8 @@ static uint64_t reserve_share(uint64_t ovh16, uint64_t reserve)
 	return reserve + ((reserve * ovh16) >> 16) + 1;
 }
 
-void jrnl_grant_init(struct jrnl_log *log, const struct jrnl_grant_ops *ops, void *priv)
+void jrnl_grant_init(struct jrnl_log *log, const struct jrnl_grant_ops *ops, void *priv,
+		     uint64_t reserve)
 {
 	struct grant *g = &log->grant;
 	/* A full record is bsize bytes, of which the op bytes less what may go unused at a
@@ -114,6 +122,7 @@ void jrnl_grant_init(struct jrnl_log *log, const struct jrnl_grant_ops *ops, voi
 	g->slack = log->geom.log_size / 32 + 2ull * JRNL_MAX_LOGBSIZE;
 	g->item_ovh16 = ((log->bsize - useful) * 65536 + useful - 1) / useful;
 	g->tx_max = jrnl_grant_tx_cost(log, log->geom.log_size / 4);
+	g->reserve = reserve;
 	g->ops = ops;
 	g->priv = priv;
 	pthread_mutex_unlock(&log->lock);
@@ -195,7 +204,9 @@ static void waiter_del(struct grant *g, struct grant_waiter *me)
 int jrnl_grant_reserve(struct jrnl_log *log, uint64_t bytes, unsigned flags)
 {
 	struct grant *g = &log->grant;
-	struct grant_waiter me = { .bytes = bytes };
+	/* (GR8) what must stay free beside the grant: the reserve, unless it may take it */
+	uint64_t keep = flags & JRNL_GRANT_RESERVE ? 0 : g->reserve;
+	struct grant_waiter me = { .bytes = bytes + keep };
 	bool nowait = flags & JRNL_GRANT_NOWAIT, counted = false;
 	int err = 0;
 
@@ -215,7 +226,7 @@ int jrnl_grant_reserve(struct jrnl_log *log, uint64_t bytes, unsigned flags)
 			err = DELOG_ESHUTDOWN;
 			break;
 		}
-		if (fits(log, bytes)) {
+		if (fits(log, bytes + keep)) {
 			g->granted += bytes;
 			break;
 		}
@@ -227,7 +238,7 @@ int jrnl_grant_reserve(struct jrnl_log *log, uint64_t bytes, unsigned flags)
 		pthread_mutex_unlock(&log->lock);
 		r = g->ops->reclaim(g->priv, nowait);
 		pthread_mutex_lock(&log->lock);
-		if (r < 0 && !(log->error || g->shut) && fits(log, bytes)) {
+		if (r < 0 && !(log->error || g->shut) && fits(log, bytes + keep)) {
 			g->granted += bytes;
 			break;
 		}

@@ -20,6 +20,7 @@ struct grant_waiter;
 struct grant {
 	uint64_t granted; /* reservations of open transactions + charges not yet written */
 	uint64_t slack;   /* kept back for per-record overheads and unmount records (GR2) */
+	uint64_t reserve; /* kept back from all but JRNL_GRANT_RESERVE reservations (GR8) */
 	uint64_t tickets; /* open transactions, counted before their first grant (GR5) */
 	struct grant_waiter *waiters;
 	unsigned nwaiters;

@@ -227,6 +227,8 @@ struct delog_options {
 					  * refused (filled by every delog_open) */
 	uint64_t recover_to;             /* point in time: 0 replays every checkpoint; N
 					  * only those up to N (DELOG_OPEN_RDONLY only) */
+	uint64_t reserve; /* log bytes kept back from every transaction begun without
+			   * DELOG_TX_RESERVE (at most a quarter of the log; 0: none) */
 };
 
 /*
@@ -303,8 +305,14 @@ int delog_close(delog *log);
 #define DELOG_ITEM_MAX (1u << 30)
 
 /* delog_tx_begin flags.  NOWAIT: fail with -EAGAIN instead of blocking for space;
- * delog_durable_fd says when to try again. */
+ * delog_durable_fd says when to try again.  RESERVE: the transaction may use the
+ * log's reserve (delog_options.reserve), the space every other transaction leaves
+ * free.  Keep it for the few small records that must be written however full the log
+ * is, as XFS keeps blocks for its own unmount records: a Raft node's term and vote, or
+ * the record that lets the application release space.  A log whose reserve is used up
+ * refuses RESERVE transactions as it refuses the others. */
 #define DELOG_TX_NOWAIT 0x1u
+#define DELOG_TX_RESERVE 0x2u
 
 /* Per-item log overhead to count in a reservation (headers and padding).  An item also
  * takes its share of record headers, a few per cent with 256 KiB log buffers (up to a
@@ -315,8 +323,9 @@ int delog_close(delog *log);
  * Begin a transaction, reserving @reserve bytes of log space: the item data it will log
  * plus DELOG_ITEM_OVERHEAD per item.  A transaction that logs no more than that never
  * waits for space again before its commit; one that logs more takes more space as it
- * goes, which may block (delog_tx_log).  Blocks while the log is too full
- * (back-pressure), or returns -EAGAIN with DELOG_TX_NOWAIT.  Errors: -EINVAL (flags, or a
+ * goes, which may block (delog_tx_log).  Blocks while the log is too full (with
+ * DELOG_TX_RESERVE, too full even counting its reserve), or returns -EAGAIN with
+ * DELOG_TX_NOWAIT.  Errors: -EINVAL (flags, or a
  * reservation larger than a quarter of the log), -ENOMEM, DELOG_ESHUTDOWN, DELOG_ERDONLY
  * (the log was opened with DELOG_OPEN_RDONLY).  Thread-safe:
  * any number of threads run transactions at once; one transaction belongs to one thread

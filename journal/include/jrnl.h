@@ -530,6 +530,7 @@ uint64_t jrnl_log_tx_bytes(const struct jrnl_log *log, uint32_t nitems, uint64_t
 #define JRNL_GRANT_NOWAIT (1u << 0) /* fail with -EAGAIN instead of waiting */
 #define JRNL_GRANT_GROW (1u << 1)   /* an open transaction asks for more (GR5) */
 #define JRNL_GRANT_TICKET (1u << 2) /* a new transaction: open until jrnl_grant_done */
+#define JRNL_GRANT_RESERVE (1u << 3) /* may take the reserve too (GR8) */
 #define JRNL_GRANT_RETRY 1
 #define JRNL_GRANT_WAIT 0
 struct jrnl_grant_ops {
@@ -540,8 +541,10 @@ struct jrnl_grant_ops {
 	void (*space_event)(void *priv);
 };
 /* Set the grant up with its hooks, once, before the first reservation (@ops lives as
- * long as the log). */
-void jrnl_grant_init(struct jrnl_log *log, const struct jrnl_grant_ops *ops, void *priv);
+ * long as the log); @reserve bytes are kept back from reservations without
+ * JRNL_GRANT_RESERVE (GR8). */
+void jrnl_grant_init(struct jrnl_log *log, const struct jrnl_grant_ops *ops, void *priv,
+		     uint64_t reserve);
 /* Take @bytes of grant, waiting for space unless JRNL_GRANT_NOWAIT.  0, -EAGAIN (NOWAIT,
  * or the reclaim hook's), -EDEADLK (JRNL_GRANT_GROW: every open transaction waits for
  * space only their own commits could free, GR5), DELOG_ESHUTDOWN, or the hook's code.

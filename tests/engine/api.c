@@ -31,7 +31,7 @@
  *    and lets a small log of item writers run forever (delog flushes when it needs
  *    the space); a release never moves the tail past the newest durable checkpoint
  *    while a newer one is still being written (S1), and the tail follows once that one
- *    is durable.
+ *    is durable; delog_options.reserve is left to DELOG_TX_RESERVE transactions.
  *  - shutdown: an injected EIO (one-shot or persistent) on a write or a flush fails
  *    the pending force with DELOG_ESHUTDOWN, delog_error keeps -EIO, every later call
  *    fails fast, nothing more is acknowledged, close reports it (and writes no unmount
@@ -1378,6 +1378,61 @@ Test(api, full_log_backpressure_and_release, .timeout = 120)
 	cr_expect_eq(st.flushes, st.space_flushes, "sync: %llu standalone flushes, %llu for space",
 		     (unsigned long long)st.flushes, (unsigned long long)st.space_flushes);
 	cr_assert_eq(delog_close(f.log), 0);
+	iol_dev_close(dev);
+}
+
+/* (journal/grant.c GR8) delog_options.reserve keeps space that only DELOG_TX_RESERVE
+ * transactions take: in an 8 MiB log filled to its edge by ordinary transactions, a
+ * RESERVE one still fits, about reserve / (its cost) of them do, and then the reserve
+ * is spent and they are refused too.  A reserve over a quarter of the log is refused. */
+Test(api, reserve_for_flagged_transactions, .timeout = 120)
+{
+	struct iol_dev *dev = t_sim(FULL8_LOG + 4096, IOL_SIM_LAT_NONE, 23, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
+	struct delog_error_info ei = { .size = sizeof(ei) };
+	const unsigned nr = DELOG_TX_NOWAIT | DELOG_TX_RESERVE;
+	uint64_t key, seq = 0, n;
+	delog *log;
+	int err = 0;
+
+	o.reserve = FULL8_LOG / 4 + 1;
+	o.error = &ei;
+	cr_assert_eq(engine_open_dev(dev, &o, &log), -EINVAL, "reserve over a quarter");
+	cr_expect(strstr(ei.message, "reserve"), "message: '%s'", ei.message);
+	o.error = NULL;
+	o.reserve = 512 << 10;
+	log = t_open_dev(dev, &o);
+	for (key = 1; key < 100000 && !err; key++)
+		err = full_tx_len(log, key, DELOG_TX_NOWAIT, &seq, FULL8_ITEM);
+	cr_assert_eq(err, -EAGAIN, "tx %llu: %s", (unsigned long long)key, delog_strerror(err));
+	cr_assert_eq(delog_force(log, 0), 0);
+	for (err = 0; !err; key++)
+		err = full_tx_len(log, key, DELOG_TX_NOWAIT, &seq, FULL8_ITEM);
+	cr_assert_eq(err, -EAGAIN, "refill: %s", delog_strerror(err));
+	/* The edge for ordinary transactions: the reserve is still there. */
+	for (n = 0; (err = full_tx_len(log, key, nr, &seq, FULL8_ITEM)) == 0; n++)
+		key++;
+	cr_assert_eq(err, -EAGAIN, "RESERVE tx %llu: %s", (unsigned long long)n,
+		     delog_strerror(err));
+	/* Each forced 4 KiB transaction is one checkpoint: its item, its record's header
+	 * and sector rounding, under 16 KiB. */
+	cr_expect_geq(n, (512u << 10) / (16u << 10), "only %llu RESERVE transactions fitted",
+		      (unsigned long long)n);
+	cr_expect_leq(n, (512u << 10) / FULL8_ITEM, "%llu RESERVE transactions fitted",
+		      (unsigned long long)n);
+	cr_assert_eq(full_tx_len(log, key, DELOG_TX_NOWAIT, &seq, FULL8_ITEM), -EAGAIN);
+	cr_assert_eq(delog_error(log), 0);
+	cr_log_info("RESERVE transactions of 4 KiB in a 512 KiB reserve: %llu",
+		    (unsigned long long)n);
+	/* Released, the space is everyone's again. */
+	cr_assert_eq(delog_release(log, delog_durable_seq(log)), 0);
+	for (err = -EAGAIN, n = 0; err == -EAGAIN && n < 1000; n++) {
+		err = full_tx_len(log, key, DELOG_TX_NOWAIT, &seq, FULL8_ITEM);
+		if (err == -EAGAIN)
+			msleep(1); /* the cover record the tail needs (L12) */
+	}
+	cr_assert_eq(err, 0, "after release: %s", delog_strerror(err));
+	cr_assert_eq(delog_close(log), 0);
 	iol_dev_close(dev);
 }
 
