@@ -137,7 +137,7 @@ Test(record, superblock_at_record_position_is_not_header)
 }
 
 /* Another log's record whose cycle reads as "GSB1" is NOT_HEADER, as a superblock copy
- * is (dc496ed): once the uuid failed, the eight magic bytes decide.  The same record
+ * is: once the uuid failed, the eight magic bytes decide.  The same record
  * with any other cycle stays FOREIGN, so the magic alone makes the difference. */
 Test(record, gsb1_cycle_of_another_log_is_not_header)
 {
