@@ -17,7 +17,8 @@
  * key and a self-checking struct ids_item, tools/cli/ids.h), so batches of several threads
  * share checkpoints (group commit), then forces the last one and prints the batch.  The
  * log is opened with DELOG_OPEN_CREATE; an existing log is recovered and every thread
- * continues after the highest counter recovered for it, so ids stay unique across runs
+ * continues after the highest counter recovered for it (for any thread, if none was
+ * recovered for it: st_start_released), so ids stay unique across runs
  * (--format starts from an empty log instead).  The push callback releases what the
  * log asks for (it is all printed already), so a run never fills the log; before each
  * release it prints, on stderr, "released thread T through id C" for every thread
@@ -115,6 +116,24 @@ static int on_recover(void *arg, const struct delog_checkpoint *ck, const struct
 			return -ENOMEM;
 	}
 	return 0;
+}
+
+/*
+ * A thread none of whose ids were recovered had them all released: it starts after the
+ * highest counter recovered for any thread.  The newest durable checkpoint is always
+ * recovered, and it holds the last id a finished run committed, so after a run of
+ * --count ids per thread no thread repeats an id.
+ */
+static void st_start_released(struct stress *st)
+{
+	uint64_t top = 0;
+
+	for (unsigned t = 0; t < ST_MAX_THREADS; t++)
+		if (st->start[t] > top)
+			top = st->start[t];
+	for (unsigned t = 0; t < ST_MAX_THREADS; t++)
+		if (st->start[t] == 0)
+			st->start[t] = top;
 }
 
 static void on_push(void *arg, delog *log, uint64_t seq)
@@ -462,6 +481,7 @@ static int run(struct stress *st, struct delog_options *o, const char *path)
 					       "");
 		return TOOL_EXIT_FAIL;
 	}
+	st_start_released(st);
 	fprintf(stderr,
 		"delog stress: %s: %s policy, %u threads, recovered %" PRIu64
 		" checkpoints (%" PRIu64 " other items); committing\n",
