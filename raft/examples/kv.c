@@ -66,6 +66,7 @@ enum {
 	OPT_STORAGE,
 	OPT_SNAP_EVERY,
 	OPT_TRAILING,
+	OPT_ENTRIES_ONLY,
 	OPT_ELECTION,
 	OPT_HEARTBEAT,
 };
@@ -209,6 +210,9 @@ static struct {
 	int client_offset;
 	bool use_delog, raft_closed, closing, verbose;
 	int exit_code;
+	unsigned every;    /* --snapshot-every */
+	bool entries_only; /* --snapshot-entries-only */
+	raft_term lead_term; /* the term whose leadership barrier was issued */
 } K;
 
 /* ---- FSM: entries are "klen(4) vlen(4) key value" ---- */
@@ -239,6 +243,10 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
 	vl = get32(p + 4);
 	if ((uint64_t)kl + vl + 8 > buf->len)
 		return RAFT_MALFORMED;
+	/* Snapshot by bytes as well as by entries: large values must not fill the log. */
+	if (K.use_delog && !K.entries_only)
+		raft_set_snapshot_threshold(&K.raft,
+					    delog_raft_snapshot_threshold(&K.io, K.every));
 	return map_set(&K.map, (const char *)p + 8, kl, (const char *)p + 8 + kl, vl) ? RAFT_NOMEM :
 											0;
 }
@@ -563,6 +571,13 @@ static void handle_line(struct conn *c, char *line, size_t len)
 	}
 	r->c = c;
 	r->s = s;
+	if (line[0] == 'S' && K.use_delog &&
+	    !delog_raft_admit(&K.io, ((8 + (size_t)len) + 7) & ~(size_t)7)) {
+		/* the log is full until a snapshot releases space: say so, queue nothing */
+		free(r);
+		slot_fill(c, s, "ERR log-full (a snapshot will free space: retry)\n");
+		return;
+	}
 	if (line[0] == 'S') {
 		uint32_t kl = (uint32_t)(sp - key), vl;
 		struct raft_buffer b;
@@ -708,6 +723,12 @@ static void shutdown_node(int code)
 /* C-Raft stops (RAFT_UNAVAILABLE) after an error it cannot go on from, such as a
  * failed disk write: say why and exit 1, so a supervisor restarts the node (a restart
  * recovers from the log). */
+static void lead_barrier_cb(struct raft_barrier *b, int status)
+{
+	(void)status;
+	free(b);
+}
+
 static void watchdog_cb(uv_timer_t *t)
 {
 	(void)t;
@@ -715,6 +736,18 @@ static void watchdog_cb(uv_timer_t *t)
 		fprintf(stderr, "%s: node %llu: Raft stopped: %s\n", prog, (unsigned long long)K.id,
 			raft_errmsg(&K.raft)[0] ? raft_errmsg(&K.raft) : "(no message)");
 		shutdown_node(1);
+		return;
+	}
+	/* A new leader commits a barrier of its own term at once (C-Raft 0.15 does not):
+	 * the entries of earlier terms are then applied, and snapshotted, without waiting
+	 * for a client; on a full log it takes the reserve (delog_raft_admit). */
+	if (!K.closing && raft_state(&K.raft) == RAFT_LEADER && K.lead_term != K.raft.current_term) {
+		struct raft_barrier *b = calloc(1, sizeof(*b));
+
+		if (b && raft_barrier(&K.raft, b, lead_barrier_cb) == 0)
+			K.lead_term = K.raft.current_term;
+		else
+			free(b);
 	}
 }
 
@@ -734,7 +767,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: %s --id N --cluster ID=HOST:PORT,... --dir DIR [--address HOST:PORT]\n"
 		"                     [--storage delog|uv] [--policy POLICY] [--size N]\n"
-		"                     [--snapshot-every N] [--trailing N] [--client-offset N]\n"
+		"                     [--snapshot-every N] [--snapshot-entries-only] [--trailing N]\n"
+		"                     [--client-offset N]\n"
 		"                     [--election-timeout MS] [--heartbeat MS] [--verbose]\n",
 		prog);
 }
@@ -755,8 +789,12 @@ static void help(void)
 	       "      --storage S         delog (default) or uv (C-Raft's own segment files)\n"
 	       "  -p, --policy P          delog flush policy: sync (default), async, single\n"
 	       "  -s, --size N            size of a new delog log (K, M, G; default 64M)\n"
-	       "      --snapshot-every N  snapshot the map every N entries (default 1024)\n"
-	       "      --trailing N        entries kept behind a snapshot (default 128)\n"
+	       "      --snapshot-every N  snapshot the map every N entries (default 1024), or\n"
+	       "                          sooner once entries take a quarter of the delog log\n"
+	       "      --snapshot-entries-only  only every N entries: large values may then\n"
+	       "                          fill the log (for tests of a full log)\n"
+	       "      --trailing N        entries kept behind a snapshot (default 128, >= 1;\n"
+	       "                          the delog log keeps at most an eighth of its size)\n"
 	       "  -o, --client-offset N   client port = Raft port + N (default 1000)\n"
 	       "      --election-timeout MS  (default 1000)\n"
 	       "      --heartbeat MS      (default 100)\n"
@@ -984,6 +1022,7 @@ int main(int argc, char **argv)
 		{ "size", required_argument, NULL, 's' },
 		{ "snapshot-every", required_argument, NULL, OPT_SNAP_EVERY },
 		{ "trailing", required_argument, NULL, OPT_TRAILING },
+		{ "snapshot-entries-only", no_argument, NULL, OPT_ENTRIES_ONLY },
 		{ "client-offset", required_argument, NULL, 'o' },
 		{ "election-timeout", required_argument, NULL, OPT_ELECTION },
 		{ "heartbeat", required_argument, NULL, OPT_HEARTBEAT },
@@ -1040,9 +1079,13 @@ int main(int argc, char **argv)
 				return bad_usage("--snapshot-every: '%s' is not a number >= 2",
 						 optarg);
 			break;
+		case OPT_ENTRIES_ONLY:
+			K.entries_only = true;
+			break;
 		case OPT_TRAILING:
-			if (!parse_u64(optarg, &trailing) || trailing > UINT_MAX)
-				return bad_usage("--trailing: '%s' is not a number", optarg);
+			/* 0 would read as an installed snapshot: every entry dropped */
+			if (!parse_u64(optarg, &trailing) || trailing < 1 || trailing > UINT_MAX)
+				return bad_usage("--trailing: '%s' is not a number >= 1", optarg);
 			break;
 		case 'o':
 			if (!parse_u64(optarg, &offset) || offset == 0 || offset > 60000)
@@ -1119,6 +1162,7 @@ int main(int argc, char **argv)
 		return fail("init: %s", raft_errmsg(&K.raft));
 	raft_set_election_timeout(&K.raft, (unsigned)et);
 	raft_set_heartbeat_timeout(&K.raft, (unsigned)hb);
+	K.every = (unsigned)every;
 	raft_set_snapshot_threshold(&K.raft, (unsigned)every);
 	raft_set_snapshot_trailing(&K.raft, (unsigned)trailing);
 	raft_set_pre_vote(&K.raft, true);
@@ -1185,8 +1229,18 @@ int main(int argc, char **argv)
 			cluster);
 		shutdown_node(1);
 	} else {
+		struct delog_stats ds = { .size = sizeof(ds) };
+
 		fprintf(stderr, "%s: node %llu: Raft %s, clients %s:%d, storage %s, dir %s\n", prog,
 			(unsigned long long)K.id, K.address, chost, cport, storage, dir);
+		/* --size is a new log's: never let it pass as applied to an existing one */
+		if (K.use_delog && dopts.log_size && delog_raft_stats(&K.io, &ds) == 0 &&
+		    ds.log_size != dopts.log_size)
+			fprintf(stderr,
+				"%s: node %llu: --size %llu: %s's delog log is %llu bytes, fixed "
+				"when it was created\n",
+				prog, (unsigned long long)K.id, (unsigned long long)dopts.log_size,
+				dir, (unsigned long long)ds.log_size);
 	}
 	uv_run(K.loop, UV_RUN_DEFAULT);
 	if (K.raft_closed) {

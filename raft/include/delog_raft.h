@@ -71,6 +71,30 @@ void delog_raft_close(struct raft_io *io);
  * Thread safety: loop thread. */
 int delog_raft_stats(struct raft_io *io, struct delog_stats *st);
 
+/*
+ * The snapshot threshold to give C-Raft instead of @threshold so that the log cannot
+ * fill: @threshold while the entries held in the log take less than a quarter of it,
+ * else 1 (snapshot as soon as one more entry is applied).  Call it after each apply
+ * (it costs a comparison) and pass the result to raft_set_snapshot_threshold: entries
+ * of any size then leave room in the log.  Thread safety: loop thread.
+ */
+unsigned delog_raft_snapshot_threshold(struct raft_io *io, unsigned threshold);
+
+/*
+ * 1 when a new command of @len bytes fits in the log with an eighth of the log still
+ * free beside it, else 0 (nothing else on the loop may run before the raft_apply it
+ * checks).  A leader's server should answer "log full" rather than apply a command
+ * that does not: the eighth is what its followers need for the entries in flight and
+ * a new leader for its first entry, so that a cluster whose logs filled can still
+ * commit, apply, snapshot and release.  Thread safety: loop thread.
+ */
+int delog_raft_admit(struct raft_io *io, size_t len);
+
+/* How many appends wait for log space (a full log, until a snapshot releases some): a
+ * server may answer its clients "log full" rather than queue more.  Thread safety:
+ * loop thread. */
+unsigned delog_raft_waiting(struct raft_io *io);
+
 #ifdef __cplusplus
 }
 #endif

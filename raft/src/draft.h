@@ -81,6 +81,7 @@ struct draft_state {
 	raft_index first; /* index of ents[0] (the next index when n == 0) */
 	size_t n, cap;
 	struct draft_ent *ents;
+	uint64_t bytes;    /* the entries' records: DRAFT_ENTRY_HDR + len each */
 	bool keep_data;    /* store payloads (until load) */
 	uint64_t last_key; /* highest record key applied */
 	char *why;         /* set when apply refuses a record (errmsg-sized) */

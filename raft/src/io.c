@@ -34,12 +34,28 @@
  *    releases every checkpoint below the first one still holding a kept entry, then
  *    older snapshot files are removed (never while a snapshot_get reads one).
  *  - Errors: a delog shutdown fails every queued append (RAFT_IOERR) and every later
- *    call; a full log fails the append (RAFT_NOSPACE: delog_tx_begin with
- *    DELOG_TX_NOWAIT, since the loop must never wait for space only it can free) before
- *    any of it is logged: an append of several transactions begins them all first, so
- *    a failed append leaves no entry behind (C-Raft takes it as not done); a log
- *    recovery refuses, or records that do not replay, fail load with RAFT_CORRUPT
- *    before anything is returned.
+ *    call; a log recovery refuses, or records that do not replay, fail load with
+ *    RAFT_CORRUPT before anything is returned.
+ *
+ * A full log (labels RS1-RS4).  C-Raft stops a follower whose append fails, and a node
+ * that cannot write its term cannot vote, so a full log must cost neither:
+ *  (RS1) An append that finds no space waits for it, on the loop: its transactions are
+ *        begun NOWAIT before anything is logged, and if one is refused the append is
+ *        parked, with every append and truncation after it, in call order.  delog makes
+ *        the durable fd readable at the next space event after a refusal (grant.c GR7),
+ *        and the poll, like a snapshot's release, logs what was parked as far as space
+ *        goes.  An installed snapshot that now covers a parked append's first entries
+ *        leaves only the rest to log.
+ *  (RS2) The log is opened with a reserve (a sixteenth of it, delog_options.reserve)
+ *        that only term, vote, truncation and snapshot records and C-Raft's own entries
+ *        (barriers, configurations) may take: a full log still elects, and a new
+ *        leader's barrier still commits.
+ *  (RS3) The log never fills by design: delog_raft_snapshot_threshold asks for a
+ *        snapshot once the entries held take a quarter of the log, and a snapshot keeps
+ *        at most an eighth of the log in trailing entries (C-Raft keeps them in memory).
+ *  (RS4) A leader takes a client's command only with an eighth of the log free beside
+ *        it (delog_raft_admit): its followers then have room for the entries in flight,
+ *        so a cluster whose logs filled can still commit, apply and release.
  * Everything here runs on the loop thread except the work callbacks, which touch only
  * the fields stated next to them.
  */
@@ -55,12 +71,25 @@
 #include <uv.h>
 
 #define DRAFT_PATH_MAX 1024
+#define DRAFT_LOG_DEFAULT (64ull << 20) /* delog's own default for a new file */
 
 struct draft_pend {
 	struct raft_io_append *req;
 	raft_io_append_cb cb;
 	uint64_t seq;
 	struct draft_pend *next;
+};
+
+/* A call that waits for log space (park_*): an append, or a truncation ordered after
+ * one.  @index: the append's first entry, or the truncation point, as C-Raft meant it. */
+struct draft_park {
+	bool trunc;
+	struct raft_io_append *req;
+	raft_io_append_cb cb;
+	const struct raft_entry *entries; /* C-Raft's, valid until cb */
+	unsigned n;
+	raft_index index;
+	struct draft_park *next;
 };
 
 struct draft_put {
@@ -111,6 +140,8 @@ struct draft {
 	bool errored;
 
 	struct draft_pend *head, *tail;
+	struct draft_park *park_head, *park_tail; /* waiting for space, in call order */
+	raft_index park_next;                     /* the index after everything parked */
 	uv_poll_t poll;
 	bool poll_on;
 
@@ -196,6 +227,9 @@ static int usable(struct draft *d)
 
 /* ---- appends: completion ---- */
 
+static void park_fail(struct draft *d, int status);
+static void park_drain(struct draft *d);
+
 static void complete_durable(struct draft *d)
 {
 	uint64_t dur;
@@ -228,7 +262,13 @@ static void complete_durable(struct draft *d)
 			free(p);
 		}
 	}
-	if (!d->head && d->poll_on) /* nothing waits: the io keeps no loop alive */
+	if (err && d->park_head) {
+		d->errored = true;
+		draft_msgf(d->io->errmsg, "append: delog log shut down after %s",
+			   delog_strerror(err));
+		park_fail(d, RAFT_IOERR);
+	}
+	if (!d->head && !d->park_head && d->poll_on) /* nothing waits: keep no loop alive */
 		uv_unref((uv_handle_t *)&d->poll);
 }
 
@@ -242,6 +282,9 @@ static void poll_cb(uv_poll_t *h, int status, int events)
 	if (status == 0 && read(delog_durable_fd(d->log), &v, sizeof(v)) < 0) {
 	}
 	complete_durable(d);
+	park_drain(d);
+	if (!d->head && !d->park_head && d->poll_on)
+		uv_unref((uv_handle_t *)&d->poll);
 }
 
 /* ---- opening the log ---- */
@@ -289,6 +332,9 @@ static int ensure_open(struct draft *d)
 	o.flags = DELOG_OPEN_CREATE;
 	o.create_size = d->opts.log_size;
 	o.logbsize = d->opts.logbsize;
+	/* (RS2) a sixteenth of the log (as configured; delog takes at most a quarter of the
+	 * log it finds) for what must be written however full the log is */
+	o.reserve = (d->opts.log_size ? d->opts.log_size : DRAFT_LOG_DEFAULT) / 16;
 	o.recover = recover_cb;
 	o.recover_arg = d;
 	o.error = &ei; /* where and what, when the open refuses */
@@ -357,7 +403,8 @@ static int commit_recs(struct draft *d, void **recs, const uint32_t *lens, unsig
 
 	for (unsigned i = 0; i < n; i++)
 		reserve += lens[i] + DELOG_ITEM_OVERHEAD;
-	rv = delog_tx_begin(d->log, reserve, DELOG_TX_NOWAIT, &tx);
+	/* (RS2) term, vote, truncations and snapshots: always room, the log's reserve */
+	rv = delog_tx_begin(d->log, reserve, DELOG_TX_NOWAIT | DELOG_TX_RESERVE, &tx);
 	if (rv)
 		return fail(d, rv, what);
 	for (unsigned i = 0; i < n; i++) {
@@ -685,26 +732,23 @@ static int io_set_vote(struct raft_io *io, raft_id id)
 	return set_one(io, rec, len, "set_vote");
 }
 
-static int io_truncate(struct raft_io *io, raft_index index)
+/* ---- appends and truncations: logging, or waiting for space ---- */
+
+/* A full log: nothing of the call was logged, it waits (park). */
+#define DRAFT_FULL (-1)
+
+/* Log a TRUNC record (not forced: io.c's top).  0, DRAFT_FULL, or a mapped error. */
+static int truncate_now(struct draft *d, raft_index index)
 {
-	struct draft *d = D(io);
 	uint32_t len;
-	void *rec;
+	void *rec = draft_rec_trunc(index, &len);
 	int rv;
 
-	if ((rv = usable(d)) != 0 || (rv = ensure_open(d)) != 0)
-		return rv;
-	if (index == 0 || index < d->st.first) {
-		draft_msgf(io->errmsg, "truncate: index %llu is before the log's first entry %llu",
-			   (unsigned long long)index, (unsigned long long)d->st.first);
-		return RAFT_INVALID;
-	}
-	rec = draft_rec_trunc(index, &len);
 	if (!rec)
 		return RAFT_NOMEM;
 	rv = commit_recs(d, &rec, &len, 1, false, NULL, "truncate");
 	free(rec);
-	return rv;
+	return rv == RAFT_NOSPACE && !d->errored ? DRAFT_FULL : rv;
 }
 
 /* Abort the transactions @tx[@from .. @to) an append began and will not commit. */
@@ -714,13 +758,22 @@ static void abort_batches(delog_tx **tx, unsigned from, unsigned to)
 		delog_tx_abort(tx[k]);
 }
 
+/* (RS2) Entries C-Raft writes for itself, a new leader's barrier or a configuration,
+ * may take the log's reserve; an application's command may not. */
+static unsigned batch_flags(const struct raft_entry entries[], unsigned i, unsigned j)
+{
+	for (unsigned k = i; k < j; k++)
+		if (entries[k].type == RAFT_COMMAND)
+			return DELOG_TX_NOWAIT;
+	return DELOG_TX_NOWAIT | DELOG_TX_RESERVE;
+}
+
 /*
  * Plan an append's batches (each reserving at most an eighth of the log: a transaction
  * may reserve at most a quarter) and begin every batch's transaction, NOWAIT, before
- * anything is logged: a full log then refuses the whole append, which C-Raft takes as
- * not done, with nothing of it committed.  @start gets each batch's first entry (and
- * @n at the end).  Returns the number of batches, or a negative delog error with every
- * begun transaction aborted.
+ * anything is logged: a full log then refuses the whole append, with nothing of it
+ * committed.  @start gets each batch's first entry (and @n at the end).  Returns the
+ * number of batches, or a negative delog error with every begun transaction aborted.
  */
 static int begin_batches(struct draft *d, const struct raft_entry entries[], unsigned n,
 			 unsigned *start, delog_tx **tx)
@@ -741,7 +794,7 @@ static int begin_batches(struct draft *d, const struct raft_entry entries[], uns
 			reserve += sz;
 			j++;
 		}
-		rv = delog_tx_begin(d->log, reserve, DELOG_TX_NOWAIT, &tx[nb]);
+		rv = delog_tx_begin(d->log, reserve, batch_flags(entries, i, j), &tx[nb]);
 		if (rv) {
 			abort_batches(tx, 0, nb);
 			return rv;
@@ -753,19 +806,41 @@ static int begin_batches(struct draft *d, const struct raft_entry entries[], uns
 	return (int)nb;
 }
 
-static int io_append(struct raft_io *io, struct raft_io_append *req,
-		     const struct raft_entry entries[], unsigned n, raft_io_append_cb cb)
+/* Queue @req until delog_durable_seq reaches @seq (complete_durable), and ask for it. */
+static void pend(struct draft *d, struct draft_pend *p, struct raft_io_append *req,
+		 raft_io_append_cb cb, uint64_t seq)
 {
-	struct draft *d = D(io);
+	p->req = req;
+	p->cb = cb;
+	p->seq = seq;
+	p->next = NULL;
+	req->cb = cb;
+	if (d->tail)
+		d->tail->next = p;
+	else
+		d->head = p;
+	d->tail = p;
+	if (d->poll_on)
+		uv_ref((uv_handle_t *)&d->poll);
+	/* A shutdown (< 0) makes the eventfd readable: the poll fails what is queued. */
+	(void)delog_force_nowait(d->log, seq);
+}
+
+/*
+ * Log @n entries at the log's next index, commit them and queue @req for their force.
+ * 0; DRAFT_FULL (nothing logged); or a C-Raft error with io->errmsg set (the io stops
+ * if anything was logged).
+ */
+static int append_now(struct draft *d, struct raft_io_append *req,
+		      const struct raft_entry entries[], unsigned n, raft_io_append_cb cb)
+{
 	struct draft_pend *p;
 	uint64_t seq = 0;
 	raft_index index;
 	unsigned *start;
 	delog_tx **txs;
-	int rv, nb;
+	int rv = 0, nb;
 
-	if ((rv = usable(d)) != 0 || (rv = ensure_open(d)) != 0)
-		return rv;
 	p = malloc(sizeof(*p));
 	start = malloc((n + 1) * sizeof(*start));
 	txs = malloc((n ? n : 1) * sizeof(*txs));
@@ -781,13 +856,8 @@ static int io_append(struct raft_io *io, struct raft_io_append *req,
 		free(p);
 		free(start);
 		free(txs);
-		if (nb == -EINVAL) {
-			draft_msgf(io->errmsg,
-				   "append: an entry is too large for a %llu-byte log (a quarter of "
-				   "it at most)",
-				   (unsigned long long)d->log_size);
-			return RAFT_TOOBIG;
-		}
+		if (nb == -EAGAIN)
+			return DRAFT_FULL;
 		return fail(d, nb, "append");
 	}
 	for (int b = 0; b < nb; b++) {
@@ -814,7 +884,7 @@ static int io_append(struct raft_io *io, struct raft_io_append *req,
 				free(p);
 				free(start);
 				free(txs);
-				draft_msgf(io->errmsg, "append: %s",
+				draft_msgf(d->io->errmsg, "append: %s",
 					   rv == RAFT_NOMEM ? "out of memory" : d->why);
 				return rv;
 			}
@@ -848,29 +918,141 @@ static int io_append(struct raft_io *io, struct raft_io_append *req,
 		/* nothing to write: complete once everything before is durable */
 		delog_tx *tx;
 
-		rv = delog_tx_begin(d->log, 0, DELOG_TX_NOWAIT, &tx);
+		rv = delog_tx_begin(d->log, 0, DELOG_TX_NOWAIT | DELOG_TX_RESERVE, &tx);
 		if (rv == 0)
 			rv = delog_tx_commit(tx, &seq);
 		if (rv) {
 			free(p);
-			return fail(d, rv, "append");
+			return rv == -EAGAIN ? DRAFT_FULL : fail(d, rv, "append");
 		}
 	}
-	p->req = req;
-	p->cb = cb;
-	p->seq = seq;
-	p->next = NULL;
-	req->cb = cb;
-	if (d->tail)
-		d->tail->next = p;
+	pend(d, p, req, cb, seq);
+	return 0;
+}
+
+/* (RS1) Wait for space: queue the call behind everything parked before it. */
+static int park(struct draft *d, bool trunc, struct raft_io_append *req, raft_io_append_cb cb,
+		const struct raft_entry *entries, unsigned n, raft_index index)
+{
+	struct draft_park *k = calloc(1, sizeof(*k));
+
+	if (!k) {
+		draft_msgf(d->io->errmsg, "%s: out of memory", trunc ? "truncate" : "append");
+		return RAFT_NOMEM;
+	}
+	if (!d->park_head)
+		d->park_next = d->st.first + d->st.n;
+	k->trunc = trunc;
+	k->req = req;
+	k->cb = cb;
+	k->entries = entries;
+	k->n = n;
+	k->index = trunc ? index : d->park_next;
+	d->park_next = trunc ? index : d->park_next + n;
+	if (req)
+		req->cb = cb;
+	if (d->park_tail)
+		d->park_tail->next = k;
 	else
-		d->head = p;
-	d->tail = p;
+		d->park_head = k;
+	d->park_tail = k;
 	if (d->poll_on)
 		uv_ref((uv_handle_t *)&d->poll);
-	/* A shutdown (< 0) makes the eventfd readable: the poll fails what is queued. */
-	(void)delog_force_nowait(d->log, seq);
 	return 0;
+}
+
+/* Fail (or cancel) every parked call with @status. */
+static void park_fail(struct draft *d, int status)
+{
+	while (d->park_head) {
+		struct draft_park *k = d->park_head;
+
+		d->park_head = k->next;
+		if (!k->trunc)
+			k->cb(k->req, status);
+		free(k);
+	}
+	d->park_tail = NULL;
+}
+
+/*
+ * (RS1) Log what waits for space, in call order, as far as space goes: on every event of
+ * the durable fd (which a refused NOWAIT reservation arms) and after a release.  A
+ * parked append whose first entries an installed snapshot now covers logs only the
+ * rest; any other mismatch with the log's next index stops the io.
+ */
+static void park_drain(struct draft *d)
+{
+	while (d->park_head && !d->errored && !d->closing && d->log) {
+		struct draft_park *k = d->park_head;
+		raft_index next = d->st.first + d->st.n;
+		int rv;
+
+		if (k->trunc) {
+			rv = k->index < d->st.first ? 0 : truncate_now(d, k->index);
+		} else if (k->index > next ||
+			   (k->index < next && (!d->st.has_snap || next - 1 > d->st.snap.index))) {
+			draft_msgf(d->io->errmsg,
+				   "append: waited for space at index %llu; the log now ends "
+				   "before %llu",
+				   (unsigned long long)k->index, (unsigned long long)next);
+			rv = RAFT_IOERR;
+		} else {
+			unsigned skip = next - k->index >= k->n ? k->n : (unsigned)(next - k->index);
+
+			rv = append_now(d, k->req, k->entries + skip, k->n - skip, k->cb);
+		}
+		if (rv == DRAFT_FULL)
+			return;
+		d->park_head = k->next;
+		if (!d->park_head)
+			d->park_tail = NULL;
+		if (rv) {
+			d->errored = true;
+			if (!k->trunc)
+				k->cb(k->req, rv);
+			free(k);
+			park_fail(d, RAFT_IOERR);
+			return;
+		}
+		free(k);
+	}
+}
+
+static int io_truncate(struct raft_io *io, raft_index index)
+{
+	struct draft *d = D(io);
+	int rv;
+
+	if ((rv = usable(d)) != 0 || (rv = ensure_open(d)) != 0)
+		return rv;
+	if (index == 0 || index < d->st.first) {
+		draft_msgf(io->errmsg, "truncate: index %llu is before the log's first entry %llu",
+			   (unsigned long long)index, (unsigned long long)d->st.first);
+		return RAFT_INVALID;
+	}
+	rv = d->park_head ? DRAFT_FULL : truncate_now(d, index);
+	return rv == DRAFT_FULL ? park(d, true, NULL, NULL, NULL, 0, index) : rv;
+}
+
+static int io_append(struct raft_io *io, struct raft_io_append *req,
+		     const struct raft_entry entries[], unsigned n, raft_io_append_cb cb)
+{
+	struct draft *d = D(io);
+	int rv;
+
+	if ((rv = usable(d)) != 0 || (rv = ensure_open(d)) != 0)
+		return rv;
+	for (unsigned k = 0; k < n; k++)
+		if (DRAFT_ENTRY_HDR + entries[k].buf.len + DELOG_ITEM_OVERHEAD > d->log_size / 4) {
+			draft_msgf(io->errmsg,
+				   "append: an entry of %zu bytes is too large for a %llu-byte "
+				   "log (a quarter of it at most)",
+				   entries[k].buf.len, (unsigned long long)d->log_size);
+			return RAFT_TOOBIG;
+		}
+	rv = d->park_head ? DRAFT_FULL : append_now(d, req, entries, n, cb);
+	return rv == DRAFT_FULL ? park(d, false, req, cb, entries, n, 0) : rv;
 }
 
 /* ---- snapshots ---- */
@@ -898,6 +1080,30 @@ static void put_work(uv_work_t *w)
 				     &p->sum, p->errmsg);
 }
 
+/*
+ * (RS3) How many of the @trailing entries C-Raft keeps behind a snapshot at @index the
+ * log keeps: as many as fit in an eighth of it, and at least one (0 means an installed
+ * snapshot, which drops every entry).  C-Raft keeps them all in memory; the log only
+ * needs them to send them after a restart, and a snapshot does as well.
+ */
+static unsigned trailing_kept(const struct draft *d, raft_index index, unsigned trailing)
+{
+	uint64_t bytes = 0, budget = d->log_size / 8;
+	unsigned kept = 0;
+
+	if (trailing == 0 || index < d->st.first)
+		return trailing;
+	for (size_t i = (size_t)(index - d->st.first) + 1; i > 0 && kept < trailing; i--) {
+		if (i - 1 >= d->st.n)
+			continue;
+		bytes += DRAFT_ENTRY_HDR + d->st.ents[i - 1].len;
+		if (kept > 0 && bytes > budget)
+			break;
+		kept++;
+	}
+	return kept ? kept : trailing;
+}
+
 static int put_records(struct draft *d, struct draft_put *p)
 {
 	struct draft_snapmeta m = { 0 };
@@ -909,7 +1115,7 @@ static int put_records(struct draft *d, struct draft_put *p)
 	m.term = p->snap->term;
 	m.index = p->snap->index;
 	m.conf_index = p->snap->configuration_index;
-	m.trailing = p->trailing;
+	m.trailing = trailing_kept(d, m.index, p->trailing);
 	m.file = p->file;
 	m.size = p->size;
 	m.sum = p->sum;
@@ -937,6 +1143,7 @@ static int put_records(struct draft *d, struct draft_put *p)
 		if (rv)
 			return fail(d, rv, "snapshot_put: release");
 		d->released = rel;
+		park_drain(d); /* the space event would say so as well (RS1) */
 	}
 	prune(d);
 	return 0;
@@ -1097,6 +1304,7 @@ static void maybe_finish_close(struct draft *d)
 		free(p);
 	}
 	d->tail = NULL;
+	park_fail(d, RAFT_CANCELED);
 	if (d->log) {
 		(void)delog_close(d->log);
 		d->log = NULL;
@@ -1260,4 +1468,42 @@ int delog_raft_stats(struct raft_io *io, struct delog_stats *st)
 		return RAFT_NOTFOUND;
 	}
 	return delog_stats(d->log, st) ? RAFT_INVALID : 0;
+}
+
+unsigned delog_raft_snapshot_threshold(struct raft_io *io, unsigned threshold)
+{
+	struct draft *d = D(io);
+
+	/* (RS3) a quarter of the log in entries: snapshot at the next apply */
+	if (d->log && d->st.bytes >= d->log_size / 4)
+		return 1;
+	return threshold;
+}
+
+int delog_raft_admit(struct raft_io *io, size_t len)
+{
+	struct draft *d = D(io);
+	uint64_t need = DRAFT_ENTRY_HDR + (uint64_t)len + DELOG_ITEM_OVERHEAD;
+	delog_tx *a = NULL, *b = NULL;
+	int ok;
+
+	/* (RS4) the entry and an eighth of the log beside it, begun and given back: exact,
+	 * and nothing else runs on the loop before C-Raft's append that follows */
+	if (!d->log || d->errored || d->park_head || need > d->log_size / 4)
+		return 0;
+	ok = delog_tx_begin(d->log, need, DELOG_TX_NOWAIT, &a) == 0 &&
+	     delog_tx_begin(d->log, d->log_size / 8, DELOG_TX_NOWAIT, &b) == 0;
+	delog_tx_abort(a);
+	delog_tx_abort(b);
+	return ok;
+}
+
+unsigned delog_raft_waiting(struct raft_io *io)
+{
+	struct draft *d = D(io);
+	unsigned n = 0;
+
+	for (struct draft_park *k = d->park_head; k; k = k->next)
+		n += !k->trunc;
+	return n;
 }

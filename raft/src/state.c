@@ -86,6 +86,7 @@ static void drop_from(struct draft_state *s, size_t k)
 	for (size_t i = k; i < s->n; i++) {
 		free(s->ents[i].data);
 		s->ents[i].data = NULL;
+		s->bytes -= DRAFT_ENTRY_HDR + s->ents[i].len;
 	}
 	if (k < s->n)
 		s->n = k;
@@ -95,8 +96,10 @@ static void drop_prefix(struct draft_state *s, size_t k)
 {
 	if (k > s->n)
 		k = s->n;
-	for (size_t i = 0; i < k; i++)
+	for (size_t i = 0; i < k; i++) {
 		free(s->ents[i].data);
+		s->bytes -= DRAFT_ENTRY_HDR + s->ents[i].len;
+	}
 	memmove(s->ents, s->ents + k, (s->n - k) * sizeof(*s->ents));
 	s->n -= k;
 	s->first += k;
@@ -158,6 +161,7 @@ static int apply_entry(struct draft_state *s, uint64_t key, uint64_t seq, const 
 			memcpy(e.data, data, e.len);
 	}
 	s->ents[s->n++] = e;
+	s->bytes += DRAFT_ENTRY_HDR + e.len;
 	return 0;
 }
 

@@ -7,7 +7,8 @@
                                          key appended to F (flushed) when OK arrives
   kvclient.py verify NODES --log F       every key in F readable with its value through
                                          the leader, then all nodes' maps identical
-  kvclient.py set NODES KEY VALUE        one SET through the leader (exit 1 unless OK)
+  kvclient.py set NODES KEY VALUE        one SET through the leader (exit 1 unless OK);
+                                         --once: no retry, print the reply
   kvclient.py get NODES KEY              one GET through the leader: prints the reply
   kvclient.py send ADDR LINE...          write LINEs to one node, wait a little, close
                                          (replies ignored: for requests never answered)
@@ -43,7 +44,7 @@ class Pipe:
         async with self.lock:
             if self.writer is not None:
                 return
-            r, w = await asyncio.wait_for(asyncio.open_connection(self.host, self.port),
+            r, w = await asyncio.wait_for(asyncio.open_connection(self.host, self.port, limit=1 << 21),
                                           timeout)
             self.reader, self.writer, self.waiters = r, w, []
             asyncio.ensure_future(self._read(r, w, self.waiters))
@@ -284,6 +285,10 @@ async def cmd_verify(a):
 async def cmd_set(a):
     cl = Cluster(a.nodes)
     end = time.monotonic() + a.timeout
+    if a.once:
+        rep = await cl.leader_req("SET %s %s" % (a.key, a.value), end)
+        print(rep)
+        return 0 if rep == "OK" else 1
     while time.monotonic() < end:
         rep = await cl.leader_req("SET %s %s" % (a.key, a.value), end)
         if rep == "OK":
@@ -365,6 +370,7 @@ def main():
             p.add_argument("key")
             if name == "set":
                 p.add_argument("value")
+                p.add_argument("--once", action="store_true")
             p.add_argument("--timeout", type=float, default=15)
         if name in ("leader", "status"):
             p.add_argument("--wait", type=float, default=0)
