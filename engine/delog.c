@@ -397,13 +397,6 @@ static int open_start(struct delog *log, const struct delog_options *o,
 	log->push_bytes = o->cil_push_bytes ? o->cil_push_bytes : push_max;
 	if (log->push_bytes > log->geom.log_size / 8)
 		log->push_bytes = log->geom.log_size / 8;
-	if (o->reserve > log->geom.log_size / 4) {
-		open_why(o, 0, 0, "",
-			 "reserve %llu: more than a quarter of the %llu-byte log (delog_tx_begin "
-			 "flag DELOG_TX_RESERVE)",
-			 (unsigned long long)o->reserve, (unsigned long long)log->geom.log_size);
-		return -EINVAL;
-	}
 	lo.no_flush = log->policy->never_flushes;
 	if (log->read_only) {
 		lo.logbufs = JRNL_MIN_LOGBUFS;
@@ -421,7 +414,8 @@ static int open_start(struct delog *log, const struct delog_options *o,
 			 iol_dev_geom(log->dev)->dio_off_align);
 	if (err)
 		return err;
-	jrnl_grant_init(log->jl, &space_grant_ops, log, o->reserve);
+	jrnl_grant_init(log->jl, &space_grant_ops, log,
+			o->reserve < log->geom.log_size / 4 ? o->reserve : log->geom.log_size / 4);
 	log->space.tail_lsn = rep->tail_lsn;
 	/* What recovery found is durable: its keys take their AIL places now (S3). */
 	if (log->space.tracking && (err = space_ckpt_durable(log, last_seq)))

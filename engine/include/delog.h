@@ -228,7 +228,8 @@ struct delog_options {
 	uint64_t recover_to;             /* point in time: 0 replays every checkpoint; N
 					  * only those up to N (DELOG_OPEN_RDONLY only) */
 	uint64_t reserve; /* log bytes kept back from every transaction begun without
-			   * DELOG_TX_RESERVE (at most a quarter of the log; 0: none) */
+			   * DELOG_TX_RESERVE (0: none; more than a quarter
+			   * of the log is taken as a quarter) */
 };
 
 /*
