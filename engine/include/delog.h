@@ -227,9 +227,9 @@ struct delog_options {
 					  * refused (filled by every delog_open) */
 	uint64_t recover_to;             /* point in time: 0 replays every checkpoint; N
 					  * only those up to N (DELOG_OPEN_RDONLY only) */
-	uint64_t reserve; /* log bytes kept back from every transaction begun without
-			   * DELOG_TX_RESERVE (0: none; more than a quarter
-			   * of the log is taken as a quarter) */
+	/* log bytes kept back from every transaction begun without DELOG_TX_RESERVE (0:
+	 * none; more than a quarter of the log is taken as a quarter) */
+	uint64_t reserve;
 };
 
 /*

@@ -527,9 +527,9 @@ uint64_t jrnl_log_tx_bytes(const struct jrnl_log *log, uint32_t nitems, uint64_t
  *            @nowait: a DELOG_TX_NOWAIT caller, which must not wait for I/O it starts.
  *   busy:    can anything but the waiters' own commits free space (grant.c GR5)?
  */
-#define JRNL_GRANT_NOWAIT (1u << 0) /* fail with -EAGAIN instead of waiting */
-#define JRNL_GRANT_GROW (1u << 1)   /* an open transaction asks for more (GR5) */
-#define JRNL_GRANT_TICKET (1u << 2) /* a new transaction: open until jrnl_grant_done */
+#define JRNL_GRANT_NOWAIT (1u << 0)  /* fail with -EAGAIN instead of waiting */
+#define JRNL_GRANT_GROW (1u << 1)    /* an open transaction asks for more (GR5) */
+#define JRNL_GRANT_TICKET (1u << 2)  /* a new transaction: open until jrnl_grant_done */
 #define JRNL_GRANT_RESERVE (1u << 3) /* may take the reserve too (GR8) */
 #define JRNL_GRANT_RETRY 1
 #define JRNL_GRANT_WAIT 0

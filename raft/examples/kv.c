@@ -210,8 +210,8 @@ static struct {
 	int client_offset;
 	bool use_delog, raft_closed, closing, verbose;
 	int exit_code;
-	unsigned every;    /* --snapshot-every */
-	bool entries_only; /* --snapshot-entries-only */
+	unsigned every;      /* --snapshot-every */
+	bool entries_only;   /* --snapshot-entries-only */
 	raft_term lead_term; /* the term whose leadership barrier was issued */
 } K;
 
@@ -245,8 +245,7 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
 		return RAFT_MALFORMED;
 	/* Snapshot by bytes as well as by entries: large values must not fill the log. */
 	if (K.use_delog && !K.entries_only)
-		raft_set_snapshot_threshold(&K.raft,
-					    delog_raft_snapshot_threshold(&K.io, K.every));
+		raft_set_snapshot_threshold(&K.raft, delog_raft_snapshot_threshold(&K.io, K.every));
 	return map_set(&K.map, (const char *)p + 8, kl, (const char *)p + 8 + kl, vl) ? RAFT_NOMEM :
 											0;
 }
@@ -741,7 +740,8 @@ static void watchdog_cb(uv_timer_t *t)
 	/* A new leader commits a barrier of its own term at once (C-Raft 0.15 does not):
 	 * the entries of earlier terms are then applied, and snapshotted, without waiting
 	 * for a client; on a full log it takes the reserve (delog_raft_admit). */
-	if (!K.closing && raft_state(&K.raft) == RAFT_LEADER && K.lead_term != K.raft.current_term) {
+	if (!K.closing && raft_state(&K.raft) == RAFT_LEADER &&
+	    K.lead_term != K.raft.current_term) {
 		struct raft_barrier *b = calloc(1, sizeof(*b));
 
 		if (b && raft_barrier(&K.raft, b, lead_barrier_cb) == 0)

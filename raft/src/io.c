@@ -998,7 +998,8 @@ static void park_drain(struct draft *d)
 				   (unsigned long long)k->index, (unsigned long long)next);
 			rv = RAFT_IOERR;
 		} else {
-			unsigned skip = next - k->index >= k->n ? k->n : (unsigned)(next - k->index);
+			unsigned skip = next - k->index >= k->n ? k->n :
+								  (unsigned)(next - k->index);
 
 			rv = append_now(d, k->req, k->entries + skip, k->n - skip, k->cb);
 		}

@@ -372,8 +372,7 @@ Test(io, long_run)
 		for (unsigned k = 0; k < 20; k++)
 			th_fill(&e[k], i + k, 0, 4000);
 		a.done = false;
-		cr_assert_eq(n.io.append(&n.io, &a.req, e, 20, th_append_cb), 0, "%s",
-			     n.io.errmsg);
+		cr_assert_eq(n.io.append(&n.io, &a.req, e, 20, th_append_cb), 0, "%s", n.io.errmsg);
 		if (delog_raft_waiting(&n.io))
 			break;
 		cr_assert(th_run_until(&n.loop, &a.done, 10000), "append never completed");
