@@ -17,7 +17,10 @@
  *    records; a crash leaves a prefix of that stream);
  *  - load returns exactly what recovery found: term, vote, the newest snapshot, and the
  *    entries after its released prefix with every truncation applied;
- *  - a damaged log is refused (RAFT_CORRUPT) before anything is loaded.
+ *  - a damaged log is refused (RAFT_CORRUPT) before anything is loaded;
+ *  - a full log makes an append wait for space (a snapshot's release), never fail, and
+ *    term, vote and snapshots still find room: the log keeps a reserve for them
+ *    (docs/RAFT.md, "Space"; the three calls at the end of this header).
  *
  * Conventions: functions return 0 or a C-Raft error code (RAFT_NOMEM, RAFT_IOERR, ...)
  * with a message in io->errmsg.  Every function, and every method of the io, must be
