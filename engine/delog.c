@@ -414,8 +414,7 @@ static int open_start(struct delog *log, const struct delog_options *o,
 			 iol_dev_geom(log->dev)->dio_off_align);
 	if (err)
 		return err;
-	jrnl_grant_init(log->jl, &space_grant_ops, log,
-			o->reserve < log->geom.log_size / 4 ? o->reserve : log->geom.log_size / 4);
+	jrnl_grant_init(log->jl, &space_grant_ops, log);
 	log->space.tail_lsn = rep->tail_lsn;
 	/* What recovery found is durable: its keys take their AIL places now (S3). */
 	if (log->space.tracking && (err = space_ckpt_durable(log, last_seq)))

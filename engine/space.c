@@ -545,6 +545,20 @@ int delog_release(delog *log, uint64_t seq)
 	return 0;
 }
 
+int delog_set_reserve(delog *log, uint64_t bytes)
+{
+	int err = log_check(log);
+
+	if (err)
+		return err;
+	if (log->read_only)
+		return DELOG_ERDONLY; /* delog.c U2 */
+	if (atomic_load(&log->error))
+		return DELOG_ESHUTDOWN;
+	jrnl_grant_set_reserve(log->jl, bytes);
+	return 0;
+}
+
 uint64_t space_push_target(struct delog *log)
 {
 	struct space *sp = &log->space;

@@ -110,8 +110,7 @@ static uint64_t reserve_share(uint64_t ovh16, uint64_t reserve)
 	return reserve + ((reserve * ovh16) >> 16) + 1;
 }
 
-void jrnl_grant_init(struct jrnl_log *log, const struct jrnl_grant_ops *ops, void *priv,
-		     uint64_t reserve)
+void jrnl_grant_init(struct jrnl_log *log, const struct jrnl_grant_ops *ops, void *priv)
 {
 	struct grant *g = &log->grant;
 	/* A full record is bsize bytes, of which the op bytes less what may go unused at a
@@ -122,7 +121,6 @@ void jrnl_grant_init(struct jrnl_log *log, const struct jrnl_grant_ops *ops, voi
 	g->slack = log->geom.log_size / 32 + 2ull * JRNL_MAX_LOGBSIZE;
 	g->item_ovh16 = ((log->bsize - useful) * 65536 + useful - 1) / useful;
 	g->tx_max = jrnl_grant_tx_cost(log, log->geom.log_size / 4);
-	g->reserve = reserve;
 	g->ops = ops;
 	g->priv = priv;
 	pthread_mutex_unlock(&log->lock);
@@ -149,6 +147,14 @@ static bool fits(const struct jrnl_log *log, uint64_t bytes)
 	const struct grant *g = &log->grant;
 
 	return jrnl_log_free_locked(log) >= g->granted + bytes + g->slack;
+}
+
+void jrnl_grant_set_reserve(struct jrnl_log *log, uint64_t bytes)
+{
+	pthread_mutex_lock(&log->lock);
+	log->grant.reserve = bytes < log->geom.log_size / 4 ? bytes : log->geom.log_size / 4;
+	jrnl_log_space_event(log); /* a smaller reserve may let a waiter on (GR4) */
+	pthread_mutex_unlock(&log->lock);
 }
 
 void jrnl_grant_wake(struct jrnl_log *log)

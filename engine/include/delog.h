@@ -227,9 +227,6 @@ struct delog_options {
 					  * refused (filled by every delog_open) */
 	uint64_t recover_to;             /* point in time: 0 replays every checkpoint; N
 					  * only those up to N (DELOG_OPEN_RDONLY only) */
-	/* log bytes kept back from every transaction begun without DELOG_TX_RESERVE (0:
-	 * none; more than a quarter of the log is taken as a quarter) */
-	uint64_t reserve;
 };
 
 /*
@@ -307,7 +304,7 @@ int delog_close(delog *log);
 
 /* delog_tx_begin flags.  NOWAIT: fail with -EAGAIN instead of blocking for space;
  * delog_durable_fd says when to try again.  RESERVE: the transaction may use the
- * log's reserve (delog_options.reserve), the space every other transaction leaves
+ * log's reserve (delog_set_reserve), the space every other transaction leaves
  * free.  Keep it for the few small records that must be written however full the log
  * is, as XFS keeps blocks for its own unmount records: a Raft node's term and vote, or
  * the record that lets the application release space.  A log whose reserve is used up
@@ -417,6 +414,13 @@ int delog_durable_fd(const delog *log);
  */
 int delog_release(delog *log, uint64_t seq);
 int delog_item_written(delog *log, uint64_t key, uint64_t seq);
+/*
+ * Keep @bytes of the log back from every transaction begun without DELOG_TX_RESERVE,
+ * from now on (a log opens with none); more than a quarter of the log is taken as a
+ * quarter.  Set it after delog_open, once delog_stats gave the log's size.  Returns 0,
+ * DELOG_ESHUTDOWN or DELOG_ERDONLY.  Thread-safe.
+ */
+int delog_set_reserve(delog *log, uint64_t bytes);
 
 /* 0, or the error that shut the log down (the first failed write or flush).  Thread-safe. */
 int delog_error(const delog *log);

@@ -541,10 +541,11 @@ struct jrnl_grant_ops {
 	void (*space_event)(void *priv);
 };
 /* Set the grant up with its hooks, once, before the first reservation (@ops lives as
- * long as the log); @reserve bytes are kept back from reservations without
- * JRNL_GRANT_RESERVE (GR8). */
-void jrnl_grant_init(struct jrnl_log *log, const struct jrnl_grant_ops *ops, void *priv,
-		     uint64_t reserve);
+ * long as the log). */
+void jrnl_grant_init(struct jrnl_log *log, const struct jrnl_grant_ops *ops, void *priv);
+/* Keep @bytes back from reservations without JRNL_GRANT_RESERVE (GR8), at most a quarter
+ * of the log (more is taken as a quarter).  A smaller reserve is a space event. */
+void jrnl_grant_set_reserve(struct jrnl_log *log, uint64_t bytes);
 /* Take @bytes of grant, waiting for space unless JRNL_GRANT_NOWAIT.  0, -EAGAIN (NOWAIT,
  * or the reclaim hook's), -EDEADLK (JRNL_GRANT_GROW: every open transaction waits for
  * space only their own commits could free, GR5), DELOG_ESHUTDOWN, or the hook's code.

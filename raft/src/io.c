@@ -46,7 +46,7 @@
  *        and the poll, like a snapshot's release, logs what was parked as far as space
  *        goes.  An installed snapshot that now covers a parked append's first entries
  *        leaves only the rest to log.
- *  (RS2) The log is opened with a reserve (a sixteenth of it, delog_options.reserve)
+ *  (RS2) The log is given a reserve (a sixteenth of it, delog_set_reserve) at open
  *        that only term, vote, truncation and snapshot records and C-Raft's own entries
  *        (barriers, configurations) may take: a full log still elects, and a new
  *        leader's barrier still commits.
@@ -71,7 +71,6 @@
 #include <uv.h>
 
 #define DRAFT_PATH_MAX 1024
-#define DRAFT_LOG_DEFAULT (64ull << 20) /* delog's own default for a new file */
 
 struct draft_pend {
 	struct raft_io_append *req;
@@ -332,9 +331,6 @@ static int ensure_open(struct draft *d)
 	o.flags = DELOG_OPEN_CREATE;
 	o.create_size = d->opts.log_size;
 	o.logbsize = d->opts.logbsize;
-	/* (RS2) a sixteenth of the log (as configured; delog takes at most a quarter of the
-	 * log it finds) for what must be written however full the log is */
-	o.reserve = (d->opts.log_size ? d->opts.log_size : DRAFT_LOG_DEFAULT) / 16;
 	o.recover = recover_cb;
 	o.recover_arg = d;
 	o.error = &ei; /* where and what, when the open refuses */
@@ -371,6 +367,14 @@ static int ensure_open(struct draft *d)
 		return rv;
 	}
 	d->log_size = ds.log_size;
+	/* (RS2) for what must be written however full the log is */
+	if (delog_set_reserve(d->log, d->log_size / 16) != 0) {
+		draft_msgf(d->io->errmsg, "open %s: the log shut down", d->logpath);
+		delog_close(d->log);
+		d->log = NULL;
+		draft_state_free(&d->st);
+		return RAFT_IOERR;
+	}
 	d->key = d->st.last_key;
 	d->released = 0;
 	rv = uv_poll_init(d->loop, &d->poll, delog_durable_fd(d->log));

@@ -31,7 +31,7 @@
  *    and lets a small log of item writers run forever (delog flushes when it needs
  *    the space); a release never moves the tail past the newest durable checkpoint
  *    while a newer one is still being written (S1), and the tail follows once that one
- *    is durable; delog_options.reserve is left to DELOG_TX_RESERVE transactions.
+ *    is durable; delog_set_reserve's bytes are left to DELOG_TX_RESERVE transactions.
  *  - shutdown: an injected EIO (one-shot or persistent) on a write or a flush fails
  *    the pending force with DELOG_ESHUTDOWN, delog_error keeps -EIO, every later call
  *    fails fast, nothing more is acknowledged, close reports it (and writes no unmount
@@ -1381,10 +1381,10 @@ Test(api, full_log_backpressure_and_release, .timeout = 120)
 	iol_dev_close(dev);
 }
 
-/* (journal/grant.c GR8) delog_options.reserve keeps space that only DELOG_TX_RESERVE
+/* (journal/grant.c GR8) delog_set_reserve keeps space that only DELOG_TX_RESERVE
  * transactions take: in an 8 MiB log filled to its edge by ordinary transactions, a
  * RESERVE one still fits, about reserve / (its cost) of them do, and then the reserve
- * is spent and they are refused too.  A reserve over a quarter of the log is a quarter. */
+ * is spent and they are refused too; a release makes the space everyone's again. */
 Test(api, reserve_for_flagged_transactions, .timeout = 120)
 {
 	struct iol_dev *dev = t_sim(FULL8_LOG + 4096, IOL_SIM_LAT_NONE, 23, NULL);
@@ -1394,11 +1394,9 @@ Test(api, reserve_for_flagged_transactions, .timeout = 120)
 	delog *log;
 	int err = 0;
 
-	o.reserve = UINT64_MAX; /* taken as a quarter of the log */
 	log = t_open_dev(dev, &o);
-	cr_assert_eq(delog_close(log), 0);
-	o.reserve = 512 << 10;
-	log = t_open_dev(dev, &o);
+	cr_assert_eq(delog_set_reserve(log, UINT64_MAX), 0); /* taken as a quarter */
+	cr_assert_eq(delog_set_reserve(log, 512 << 10), 0);
 	for (key = 1; key < 100000 && !err; key++)
 		err = full_tx_len(log, key, DELOG_TX_NOWAIT, &seq, FULL8_ITEM);
 	cr_assert_eq(err, -EAGAIN, "tx %llu: %s", (unsigned long long)key, delog_strerror(err));

@@ -43,11 +43,11 @@
  * when the call might not fit, takes a snapshot (trailing 0 or 1) instead, whose release
  * frees the log behind it.  A full log is not what this test is about: a call the io
  * still refuses with RAFT_NOSPACE (space released becomes usable only once a record
- * names the new tail) changed nothing, and the model goes back to before it.  Except an
- * append of several transactions refused at a later one: io.c leaves the first ones
- * committed (a defect: limits/failed_append_leaves_no_entries), so the session ends
- * there, and the next one continues from the image of its closed disk, which must load
- * to the state before that append or after some of its transactions.
+ * names the new tail) changed nothing, and the model goes back to before it; an append
+ * that finds no space waits for it (io.c RS1) and the driver lets it in before the next
+ * call, so the model stays one of calls in order.  An append refused after a partial
+ * commit is no longer accepted: the model goes back to before it, and the states that
+ * follow must match.
  *
  * Sessions chain, each next one on what the one before left, in a fixed cycle of 12
  * (kinds[]; every test runs the whole cycle at least once):
@@ -160,6 +160,7 @@ static const struct kind kinds[CR_KINDS] = {
 struct ment {
 	raft_term term;
 	uint64_t sum;
+	uint64_t len; /* payload bytes */
 };
 
 struct model {
@@ -218,6 +219,7 @@ static void model_of(struct model *m, const struct th_loaded *l)
 	for (size_t i = 0; i < l->n; i++) {
 		m->e[i].term = l->ents[i].term;
 		m->e[i].sum = psum(l->ents[i].buf.base, l->ents[i].buf.len);
+		m->e[i].len = l->ents[i].buf.len;
 	}
 }
 
@@ -269,8 +271,7 @@ struct run {
 	bool err_seen;      /* the io reported an error */
 	struct model *prev; /* the model before the call being made */
 	unsigned long nospace;
-	uint64_t split_k; /* the append refused with RAFT_NOSPACE after a partial commit */
-	unsigned long split_nospace;
+	unsigned long parked; /* appends that waited for space (io.c RS1) */
 
 	/* what the run covered */
 	unsigned sessions, gated, from_cut[2], from_eio[2], cut_late, eio_armed, eio_fired;
@@ -627,6 +628,7 @@ static void snapshot(struct run *r, struct raft_io *io, uv_loop_t *loop, struct 
 	struct raft_snapshot s = { .index = at, .term = m->term ? m->term : 1 };
 	struct raft_buffer b;
 	size_t len = 1 + rnd(seed) % 3000;
+	unsigned mtrail = trailing;
 	int rv;
 
 	r->npfp[k] = 0;
@@ -642,11 +644,28 @@ static void snapshot(struct run *r, struct raft_io *io, uv_loop_t *loop, struct 
 	s.bufs = &b;
 	s.n_bufs = 1;
 	m->snap_sum = psum(b.base, len);
+	/* io.c RS3: the log keeps at most an eighth of itself in trailing entries (one
+	 * at least), whatever C-Raft keeps */
+	if (trailing && at >= m->first) {
+		uint64_t bytes = 0;
+		unsigned kept = 0;
+
+		for (size_t i = (size_t)(at - m->first) + 1; i > 0 && kept < trailing; i--) {
+			if (i - 1 >= m->n)
+				continue;
+			bytes += DRAFT_ENTRY_HDR + m->e[i - 1].len;
+			if (kept > 0 && bytes > r->log_size / 8)
+				break;
+			kept++;
+		}
+		if (kept)
+			mtrail = kept;
+	}
 	if (trailing == 0) {
 		m->n = 0;
 		m->first = m->snap + 1;
-	} else if (m->snap > trailing && m->snap - trailing >= m->first) {
-		size_t drop = (size_t)(m->snap - trailing - m->first + 1);
+	} else if (m->snap > mtrail && m->snap - mtrail >= m->first) {
+		size_t drop = (size_t)(m->snap - mtrail - m->first + 1);
 
 		memmove(m->e, m->e + drop, (m->n - drop) * sizeof(m->e[0]));
 		m->n -= drop;
@@ -679,8 +698,10 @@ static uint64_t log_free(struct raft_io *io)
 	uint64_t used;
 
 	cr_assert_eq(delog_raft_stats(io, &st), 0);
-	/* reserved_bytes counts the CIL's charge; a grant leaves the space.c slack free */
-	used = st.log_used + st.reserved_bytes + st.log_size / 32 + 2 * DELOG_LOGBSIZE_MAX;
+	/* reserved_bytes counts the CIL's charge; a grant leaves the space.c slack free, and
+	 * an append the io's reserve (io.c RS2, a sixteenth of the log) */
+	used = st.log_used + st.reserved_bytes + st.log_size / 32 + 2 * DELOG_LOGBSIZE_MAX +
+	       st.log_size / 16;
 	return used < st.log_size ? st.log_size - used : 0;
 }
 
@@ -717,7 +738,6 @@ static void session(struct run *r, struct model *m, uint64_t expect, const struc
 	r->fail_k = CR_NONE;
 	r->err_seen = false;
 	r->sess_events = 0;
-	r->split_k = 0;
 	r->cut_taken = false;
 	/* the cut: within the first 60 deliveries (a session has well over 100) */
 	r->cut_at = kd->next == FROM_CUT ? 1 + mix(kseed ^ 0xc07) % 60 : 0;
@@ -854,6 +874,7 @@ static void session(struct run *r, struct model *m, uint64_t expect, const struc
 				payload(a->e[i].buf.base, lens[i], index, k);
 				m->e[m->n].term = a->e[i].term;
 				m->e[m->n].sum = psum(a->e[i].buf.base, lens[i]);
+				m->e[m->n].len = lens[i];
 				m->n++;
 				if (i == bigi) {
 					r->big++;
@@ -863,22 +884,21 @@ static void session(struct run *r, struct model *m, uint64_t expect, const struc
 			r->fp[k] = model_fp(m);
 			atomic_store(&r->started, k);
 			rv = io.append(&io, &a->req, a->e, cnt, app_cb);
-			if (rv == RAFT_NOSPACE && r->npfp[k]) {
-				/* io.c leaves the transactions before the full one committed
-				 * (limits/failed_append_leaves_no_entries): the io holds the
-				 * state after call k - 1 and some of them, so the session ends
-				 * here, and the next one takes what it left (a prefix of call
-				 * k's transactions, which every check here accepts) */
-				r->split_k = k;
-				r->split_nospace++;
-				app_free(a);
-				break;
-			}
 			if (rv) {
 				failed_call(r, k, rv, "append", io.errmsg, m);
 				app_free(a);
 			} else {
 				inflight++;
+			}
+			/* An append that found no space waits for it (io.c RS1), and a later
+			 * set_term would be logged before it.  The model is of calls in
+			 * order, so the driver lets it in first: the space is there, behind
+			 * a tail only a cover record makes usable, whose completion the
+			 * durable fd announces (a hang here is a lost wake-up). */
+			if (rv == 0 && delog_raft_waiting(&io)) {
+				r->parked++;
+				while (delog_raft_waiting(&io) && !is_bad(r))
+					uv_run(&loop, UV_RUN_ONCE);
 			}
 		}
 		uv_run(&loop, UV_RUN_NOWAIT);
@@ -890,7 +910,6 @@ static void session(struct run *r, struct model *m, uint64_t expect, const struc
 		uv_run(&loop, UV_RUN_ONCE);
 	if (r->eio && atomic_load(&r->failed) && !is_bad(r)) {
 		/* after the failure, every call fails: one more */
-		k += r->split_k != 0;
 		begin(r, k);
 		memcpy(r->prev, m, sizeof(*m));
 		set_one(r, &io, m, k, m->term + 1, 0);
@@ -904,8 +923,6 @@ static void session(struct run *r, struct model *m, uint64_t expect, const struc
 	cr_assert_eq(iol_sim_pending(r->dev), 0, "requests in flight after the io closed");
 	if (r->eio && atomic_load(&r->failed))
 		r->eio_fired++;
-	else if (r->eio && r->split_k)
-		r->eio_armed--; /* ended before its I/O error */
 	if (r->err_seen && !atomic_load(&r->failed))
 		verdict(r, "the io reported an I/O error, but no I/O failed");
 }
@@ -975,12 +992,6 @@ static void run_policy(enum delog_flush_policy flush, uint64_t seed)
 			r->den = CR_IMAGES * ev_sum * CR_KINDS / ev_n;
 		}
 		nx = kd->next;
-		if (nx == FROM_CLEAN && r->split_k) {
-			/* the io's state is not the model's: take it from the media, as
-			 * from an image after the close (nothing in it is unstable) */
-			nx = FROM_CUT;
-			r->cut_taken = false;
-		}
 		switch (nx) {
 		case FROM_CUT:
 		case FROM_EIO:
@@ -1030,11 +1041,11 @@ static void run_policy(enum delog_flush_policy flush, uint64_t seed)
 		"%u strict and %u garble images after an I/O error), %u I/O errors armed, %u "
 		"fired, %lu calls failed; %lu snapshots (%lu for space), %lu truncations, %lu "
 		"large entries (largest %zu KiB), %lu calls refused for space, %lu appends "
-		"refused for space after a partial commit (sessions ended there)\n",
+		"waited for space\n",
 		delog_flush_policy_name(flush), r->states, r->events, r->sessions, r->gated,
 		r->from_cut[0], r->from_cut[1], r->cut_late, r->from_eio[0], r->from_eio[1],
 		r->eio_armed, r->eio_fired, r->calls_failed, r->snaps, r->space_snaps, r->truncs,
-		r->big, r->big_max >> 10, r->nospace, r->split_nospace);
+		r->big, r->big_max >> 10, r->nospace, r->parked);
 	/* what the cycle of kinds must have reached */
 	cr_assert_eq(r->eio_fired, r->eio_armed, "an armed I/O error never fired");
 	cr_assert_gt(r->from_cut[0] + r->from_cut[1], 0, "no session continued from a cut");
@@ -1176,36 +1187,51 @@ Test(limits, refused_entry_leaves_io_usable)
 }
 
 /*
- * An append that fails must leave no entry behind: C-Raft takes a failed append as not
- * done (raft_apply discards the entries and a follower's are retried), and the io has no
- * index of its own in append: it writes entries after the ones it holds.  io_append
- * writes a batch larger than an eighth of the log in several transactions; when a later
- * one found the log full (RAFT_NOSPACE) the earlier ones stayed committed, the next
- * append landed after them and a reload returned the failed batch's first entries at
- * C-Raft's indexes.  It now begins every transaction before it logs anything
- * (begin_batches), so a full log refuses the whole append.
+ * An append that finds the log full leaves no entry behind: it waits (io.c RS1) with
+ * nothing of it logged, and a close cancels it.  io_append writes a batch larger than an
+ * eighth of the log in several transactions; when a later one found the log full the
+ * earlier ones stayed committed, and a reload returned the batch's first entries at
+ * C-Raft's indexes.  It begins every transaction before it logs anything
+ * (begin_batches), so a full log holds back the whole append.
  */
 Test(limits, failed_append_leaves_no_entries)
 {
-	struct lim t;
+	struct raft_entry *e = calloc(3, sizeof(*e));
+	struct th_append *a = calloc(1, sizeof(*a));
 	raft_index next = 1;
+	struct lim t;
 	size_t n;
-	int rv = 0;
 
+	cr_assert(e && a);
 	lim_open(&t, 0);
-	/* batches of three 300 KiB entries (three transactions) until the log is full */
-	for (int i = 0; i < 20 && rv == 0; i++) {
-		rv = lim_append(&t, next, 3, 300u << 10);
-		if (rv == 0)
-			next += 3;
+	/* batches of three 300 KiB entries (three transactions) until one waits */
+	for (int i = 0; i < 20; i++) {
+		for (unsigned k = 0; k < 3; k++)
+			th_fill(&e[k], next + k, 0, 300u << 10);
+		a->req.data = a;
+		a->done = false;
+		cr_assert_eq(t.io.append(&t.io, &a->req, e, 3, th_append_cb), 0, "%s", t.io.errmsg);
+		if (delog_raft_waiting(&t.io))
+			break;
+		while (!a->done)
+			uv_run(&t.loop, UV_RUN_ONCE);
+		cr_assert_eq(a->status, 0);
+		for (unsigned k = 0; k < 3; k++)
+			raft_free(e[k].buf.base);
+		next += 3;
 	}
-	cr_assert_eq(rv, RAFT_NOSPACE, "%s", t.io.errmsg);
-	cr_assert_eq(lim_append(&t, next, 1, 8), 0, "%s", t.io.errmsg);
+	cr_assert_eq(delog_raft_waiting(&t.io), 1, "20 batches of 900 KiB never filled the log");
 	n = lim_reload(&t, 0);
-	cr_expect_eq(n, next,
-		     "after a failed append of entries %llu-%llu and an append of entry %llu, the "
-		     "log holds %zu entries, not %llu: the last one at index %zu",
-		     (unsigned long long)next, (unsigned long long)next + 2,
-		     (unsigned long long)next, n, (unsigned long long)next, n);
+	cr_expect(a->done && a->status == RAFT_CANCELED, "the waiting append: done %d status %d",
+		  (int)a->done, a->status);
+	cr_expect_eq(n, next - 1,
+		     "after a waiting append of entries %llu-%llu, the log holds %zu entries, "
+		     "not %llu",
+		     (unsigned long long)next, (unsigned long long)next + 2, n,
+		     (unsigned long long)next - 1);
+	for (unsigned k = 0; k < 3; k++)
+		raft_free(e[k].buf.base);
+	free(e);
+	free(a);
 	lim_close(&t);
 }
