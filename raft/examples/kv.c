@@ -788,7 +788,8 @@ static void help(void)
 	       "  -a, --address HOST:PORT this node's Raft address (default: its --cluster entry)\n"
 	       "      --storage S         delog (default) or uv (C-Raft's own segment files)\n"
 	       "  -p, --policy P          delog flush policy: sync (default), async, single\n"
-	       "  -s, --size N            size of a new delog log (K, M, G; default 64M)\n"
+	       "  -s, --size N            size of the delog log (K, M, G; default 64M); an\n"
+	       "                          existing smaller log is moved to one of this size\n"
 	       "      --snapshot-every N  snapshot the map every N entries (default 1024), or\n"
 	       "                          sooner once entries take a quarter of the delog log\n"
 	       "      --snapshot-entries-only  only every N entries: large values may then\n"
@@ -1233,12 +1234,12 @@ int main(int argc, char **argv)
 
 		fprintf(stderr, "%s: node %llu: Raft %s, clients %s:%d, storage %s, dir %s\n", prog,
 			(unsigned long long)K.id, K.address, chost, cport, storage, dir);
-		/* --size is a new log's: never let it pass as applied to an existing one */
+		/* a larger --size grew the log at open; a smaller one is never applied */
 		if (K.use_delog && dopts.log_size && delog_raft_stats(&K.io, &ds) == 0 &&
 		    ds.log_size != dopts.log_size)
 			fprintf(stderr,
-				"%s: node %llu: --size %llu: %s's delog log is %llu bytes, fixed "
-				"when it was created\n",
+				"%s: node %llu: --size %llu: %s's delog log stays %llu bytes (a "
+				"log is never made smaller)\n",
 				prog, (unsigned long long)K.id, (unsigned long long)dopts.log_size,
 				dir, (unsigned long long)ds.log_size);
 	}

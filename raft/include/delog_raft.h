@@ -46,7 +46,9 @@ struct delog_raft_options {
 	const char *backend;           /* delog backend; NULL: the best available */
 	enum delog_flush_policy flush; /* default DELOG_FLUSH_SYNC; DELOG_FLUSH_NONE is
 					 * refused (Raft needs durable appends) */
-	uint64_t log_size;             /* size of a new log file; 0: 64 MiB */
+	uint64_t log_size;             /* size of the log file; 0: 64 MiB for a new one.  A
+					* smaller existing log is moved to a new log of this
+					* size when opened (never shrunk: docs/RAFT.md) */
 	uint32_t logbsize;             /* delog log buffer size; 0: delog's default */
 };
 

@@ -1,8 +1,9 @@
 /*
  * draft.h - internals of libdelog-raft (not installed).
  *
- * Three parts, dependencies pointing down:
+ * Four parts, dependencies pointing down:
  *   io.c      the struct raft_io: C-Raft's calls on the loop (forces: delog_force_nowait)
+ *   grow.c    moving the recovered state to a larger log
  *   state.c   the record stream kept in delog and the state it rebuilds (pure: no I/O)
  *   snap.c    snapshot data files beside the log
  *
@@ -130,6 +131,17 @@ int draft_snap_read(const char *dir, const struct draft_snapmeta *m, struct raft
 		    char *errmsg);
 /* Remove every snapshot file and leftover temporary but @keep (0: keep none). */
 int draft_snap_prune(const char *dir, uint64_t keep, char *errmsg);
+
+/* fsync the directory @dir.  0 or RAFT_IOERR / RAFT_NOSPACE with @errmsg. */
+int draft_sync_dir(const char *dir, char *errmsg);
+
+/* ---- grow.c ---- */
+#define DRAFT_GROW_PATH 1100
+/* Move @st, recovered from the log at @path, to a new log of @size bytes put in its place
+ * (@base: the options to create it with).  0, or a C-Raft error with @errmsg: the old
+ * log is then untouched. */
+int draft_grow(const char *dir, const char *path, const struct delog_options *base, uint64_t size,
+	       const struct draft_state *st, char *errmsg);
 
 /* ---- io.c: the internal entry point of the tests ---- */
 

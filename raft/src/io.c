@@ -367,6 +367,15 @@ static int ensure_open(struct draft *d)
 		return rv;
 	}
 	d->log_size = ds.log_size;
+	if (!d->open && d->opts.log_size > ds.log_size &&
+	    !(d->opts.backend && strcmp(d->opts.backend, "sim") == 0)) {
+		/* A larger log asked for: the state moves to one (grow.c), then it opens. */
+		delog_close(d->log);
+		d->log = NULL;
+		rv = draft_grow(d->dir, d->logpath, &o, d->opts.log_size, &d->st, d->io->errmsg);
+		draft_state_free(&d->st);
+		return rv ? rv : ensure_open(d);
+	}
 	/* (RS2) for what must be written however full the log is */
 	if (delog_set_reserve(d->log, d->log_size / 16) != 0) {
 		draft_msgf(d->io->errmsg, "open %s: the log shut down", d->logpath);

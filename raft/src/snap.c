@@ -34,7 +34,7 @@ static int ioerr(char *errmsg, int err, const char *what, const char *path)
 	return err == ENOSPC || err == EDQUOT ? RAFT_NOSPACE : RAFT_IOERR;
 }
 
-static int sync_dir(const char *dir, char *errmsg)
+int draft_sync_dir(const char *dir, char *errmsg)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	int err = 0;
@@ -103,7 +103,7 @@ int draft_snap_write(const char *dir, uint64_t file, const struct raft_buffer *b
 		unlink(tmp);
 		return ioerr(errmsg, err, "rename", tmp);
 	}
-	err = sync_dir(dir, errmsg);
+	err = draft_sync_dir(dir, errmsg);
 	if (err)
 		return err;
 	*size = sz;
@@ -193,5 +193,5 @@ int draft_snap_prune(const char *dir, uint64_t keep, char *errmsg)
 			removed++;
 	}
 	closedir(d);
-	return removed ? sync_dir(dir, errmsg) : 0;
+	return removed ? draft_sync_dir(dir, errmsg) : 0;
 }

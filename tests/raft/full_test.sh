@@ -5,7 +5,8 @@
 #    (--snapshot-entries-only): 80,000-byte values fill every log.  No node may stop
 #    (a follower whose append finds no space waits for it, it does not fail), and the
 #    leader must answer SETs "ERR log-full" once its appends wait.
-# 2. Restarted with the defaults (snapshots follow the log's size): a leader is elected
+# 2. Restarted with the defaults (snapshots follow the log's size; node 1 with --size 16M,
+#    so its log moves to a larger one): a leader is elected
 #    (term and vote take the log's reserve), it commits (its barrier takes the reserve
 #    too), the entries are applied and snapshotted, space is released, and new SETs of
 #    the same size are answered OK.
@@ -38,7 +39,9 @@ for i in 1 2 3; do
 done
 for i in 1 2 3; do kv_kill $i; done
 
-for i in 1 2 3; do kv_start $i $OPTS; done
+# node 1 as the message advises ("make it larger"): its log moves to a 16 MiB one
+kv_start 1 --size 16M --election-timeout 600 --heartbeat 60
+for i in 2 3; do kv_start $i $OPTS; done
 [ "$(kv_leader)" != 0 ] || fail "no leader elected after the restart of full logs"
 "$PY" "$CLIENT" load "$NODES" --log "$TMP/ok" --inflight 8 --duration 15 --size 80000 \
 	--prefix b 2>"$TMP/load2.err"
@@ -49,5 +52,8 @@ echo "raft.kv.full: phase 2: $after SETs of 80,000 bytes answered OK after the r
 for i in 1 2 3; do
 	if grep -q "Raft stopped" "$TMP/log.$i"; then fail "node $i: $(grep 'Raft stopped' "$TMP/log.$i" | head -1)"; fi
 done
+sz=$(stat -c %s "$TMP/n1/delog.log")
+[ "$sz" -eq $((16 * 1048576 + 4096)) ] || fail "node 1's log is $sz bytes, not 16 MiB and its superblock"
+[ -e "$TMP/n1/delog.log.grow" ] && fail "node 1 kept delog.log.grow"
 kv_stop_all
 finish raft.kv.full

@@ -411,6 +411,64 @@ Test(io, long_run)
 	th_rmdir(dir);
 }
 
+/* A larger log_size moves the state to a larger log (grow.c): load returns what the old
+ * log held (term, vote, the snapshot, every entry with its bytes), the log is the new
+ * size, a stray DIR/delog.log.grow of an earlier attempt is removed, appends go on, and
+ * a smaller log_size later shrinks nothing. */
+Test(io, larger_log_size_grows_the_log)
+{
+	char *dir = th_mkdir();
+	struct delog_raft_options o = small_log();
+	struct delog_stats st = { .size = sizeof(st) };
+	char stray[1200];
+	struct th_node n;
+	struct th_loaded l;
+	FILE *f;
+
+	cr_assert_eq(th_open(&n, dir, &o), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0);
+	th_loaded_free(&l);
+	cr_assert_eq(th_append(&n, 1, 40, 0, 3000), 0, "%s", n.io.errmsg);
+	cr_assert_eq(put_snapshot(&n, 30, 1, 5, 700), 0, "%s", n.io.errmsg);
+	cr_assert_eq(n.io.set_term(&n.io, 4), 0);
+	cr_assert_eq(n.io.set_vote(&n.io, 2), 0);
+	th_close(&n);
+	snprintf(stray, sizeof(stray), "%s/delog.log.grow", dir);
+	f = fopen(stray, "w");
+	cr_assert_not_null(f);
+	fputs("left by a killed grow\n", f);
+	fclose(f);
+
+	o.log_size = 8u << 20;
+	cr_assert_eq(th_open(&n, dir, &o), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0, "%s", n.io.errmsg);
+	cr_assert_eq(delog_raft_stats(&n.io, &st), 0);
+	cr_expect_eq(st.log_size, 8u << 20, "log %llu bytes", (unsigned long long)st.log_size);
+	cr_expect_eq(access(stray, F_OK), -1, "the stray .grow file is still there");
+	cr_expect_eq(l.term, 4);
+	cr_expect_eq(l.vote, 2);
+	cr_assert_not_null(l.snap);
+	cr_expect_eq(l.snap->index, 30);
+	check_snap_data(l.snap, 30, 700);
+	cr_assert_eq(l.start, 26, "start %llu", (unsigned long long)l.start);
+	cr_assert_eq(l.n, 15);
+	for (size_t i = 0; i < l.n; i++)
+		cr_expect(th_is(&l.ents[i], 26 + i, 0, 3000), "entry %zu", 26 + i);
+	th_loaded_free(&l);
+	cr_assert_eq(th_append(&n, 41, 50, 0, 3000), 0, "%s", n.io.errmsg);
+	th_close(&n);
+
+	o.log_size = 4u << 20; /* smaller: the log keeps its 8 MiB */
+	cr_assert_eq(th_open(&n, dir, &o), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0, "%s", n.io.errmsg);
+	cr_assert_eq(delog_raft_stats(&n.io, &st), 0);
+	cr_expect_eq(st.log_size, 8u << 20);
+	cr_expect_eq(l.start + l.n, 51);
+	th_loaded_free(&l);
+	th_close(&n);
+	th_rmdir(dir);
+}
+
 Test(io, install_snapshot)
 {
 	char *dir = th_mkdir();
