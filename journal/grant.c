@@ -210,9 +210,7 @@ static void waiter_del(struct grant *g, struct grant_waiter *me)
 int jrnl_grant_reserve(struct jrnl_log *log, uint64_t bytes, unsigned flags)
 {
 	struct grant *g = &log->grant;
-	/* (GR8) what must stay free beside the grant: the reserve, unless it may take it */
-	uint64_t keep = flags & JRNL_GRANT_RESERVE ? 0 : g->reserve;
-	struct grant_waiter me = { .bytes = bytes + keep };
+	struct grant_waiter me = { .bytes = bytes };
 	bool nowait = flags & JRNL_GRANT_NOWAIT, counted = false;
 	int err = 0;
 
@@ -225,9 +223,13 @@ int jrnl_grant_reserve(struct jrnl_log *log, uint64_t bytes, unsigned flags)
 		g->nwaiters++;
 	}
 	for (;;) {
-		uint64_t gen;
+		uint64_t gen, keep;
 		int r;
 
+		/* (GR8) what must stay free beside the grant: the reserve, unless it may
+		 * take it (read under the lock, each round: delog_set_reserve may move it) */
+		keep = flags & JRNL_GRANT_RESERVE ? 0 : g->reserve;
+		me.bytes = bytes + keep;
 		if (log->error || g->shut) {
 			err = DELOG_ESHUTDOWN;
 			break;
