@@ -2,7 +2,7 @@
 # cli_test.sh KV DIR - raft.kv.cli: delog-raft-kv's command line: --help, usage errors
 # (exit 2, with the reason), a port in use, a bad directory and a refused log (exit 1,
 # naming them).
-# Ports: a random base (kv_lib.sh kv_ports), never a fixed one.
+# Ports: a random base checked free (kv_lib.sh kv_ports), never a fixed one.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/kv_lib.sh"
 KV=$1

@@ -3,7 +3,8 @@
 #
 #   kv_ports             pick this run's Raft ports P1..P3 (clients at +1000, all below
 #                        Linux's ephemeral range, 32768 up, where outgoing connections
-#                        could hold them) and set CLUSTER and NODES (client addresses);
+#                        could hold them), all six free when chosen (bound and released
+#                        once), and set CLUSTER and NODES (client addresses);
 #                        PY is the python3 interpreter itself (no shim: it runs often)
 #   kv_start I [ARGS]    start node I (pid in $TMP/pid.I, stderr appended to $TMP/log.I)
 #   kv_kill I            SIGKILL node I and reap it
@@ -24,8 +25,20 @@ rnd() {
 }
 
 kv_ports() {
-	base=$((10000 + $(rnd 100) * 100))
-	PY=$(python3 -c 'import sys; print(sys.executable)')
+	PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
+	# a base whose six ports (Raft P1..P3, clients +1000) are free now: drawn, then
+	# checked by binding each one, up to 50 draws
+	n=0
+	while :; do
+		base=$((10000 + $(rnd 100) * 100))
+		[ -n "$PY" ] || break # no python3: drawn only (the tests that need it skip)
+		"$PY" -c 'import socket,sys
+b = int(sys.argv[1])
+for p in (b + 1, b + 2, b + 3, b + 1001, b + 1002, b + 1003):
+    s = socket.socket(); s.bind(("127.0.0.1", p)); s.close()' "$base" 2>/dev/null && break
+		n=$((n + 1))
+		[ $n -lt 50 ] || { fail "no free ports found in 50 draws"; break; }
+	done
 	P1=$((base + 1)); P2=$((base + 2)); P3=$((base + 3))
 	CLUSTER="1=127.0.0.1:$P1,2=127.0.0.1:$P2,3=127.0.0.1:$P3"
 	NODES="127.0.0.1:$((P1 + 1000)),127.0.0.1:$((P2 + 1000)),127.0.0.1:$((P3 + 1000))"
