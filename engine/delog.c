@@ -214,6 +214,17 @@ int log_check(const struct delog *log)
 	return log->magic == LOG_MAGIC_OPEN ? 0 : DELOG_ECLOSED;
 }
 
+int log_check_writable(const struct delog *log)
+{
+	int err = log_check(log);
+
+	if (err)
+		return err;
+	if (log->read_only)
+		return DELOG_ERDONLY; /* U2 */
+	return atomic_load(&log->error) ? DELOG_ESHUTDOWN : 0;
+}
+
 static void log_free(struct delog *log)
 {
 	log->magic = LOG_MAGIC_CLOSED; /* (U7) */

@@ -174,6 +174,9 @@ struct space {
 #define LOG_MAGIC_OPEN 0x21676f6cu /* "log!" */
 #define LOG_MAGIC_CLOSED 0x64616564u
 int log_check(const struct delog *log);
+/* log_check, then DELOG_ERDONLY for a read-only log (U2), DELOG_ESHUTDOWN after a failure:
+ * what every call that changes the log's space answers first. */
+int log_check_writable(const struct delog *log);
 
 int space_init(struct delog *log);
 void space_destroy(struct delog *log);

@@ -496,14 +496,10 @@ int delog_item_written(delog *log, uint64_t key, uint64_t seq)
 	struct space *sp;
 	struct ail_ent *e;
 	struct ckpt_ent *c;
-	int err = log_check(log);
+	int err = log_check_writable(log);
 
 	if (err)
 		return err;
-	if (log->read_only)
-		return DELOG_ERDONLY; /* delog.c U2 */
-	if (atomic_load(&log->error))
-		return DELOG_ESHUTDOWN;
 	sp = &log->space;
 	if (!sp->tracking || !seq || seq > atomic_load(&log->durable_seq))
 		return -EINVAL;
@@ -525,14 +521,10 @@ int delog_item_written(delog *log, uint64_t key, uint64_t seq)
 int delog_release(delog *log, uint64_t seq)
 {
 	struct space *sp;
-	int err = log_check(log);
+	int err = log_check_writable(log);
 
 	if (err)
 		return err;
-	if (log->read_only)
-		return DELOG_ERDONLY; /* delog.c U2 */
-	if (atomic_load(&log->error))
-		return DELOG_ESHUTDOWN;
 	if (seq > atomic_load(&log->durable_seq))
 		return -EINVAL;
 	sp = &log->space;
@@ -547,14 +539,10 @@ int delog_release(delog *log, uint64_t seq)
 
 int delog_set_reserve(delog *log, uint64_t bytes)
 {
-	int err = log_check(log);
+	int err = log_check_writable(log);
 
 	if (err)
 		return err;
-	if (log->read_only)
-		return DELOG_ERDONLY; /* delog.c U2 */
-	if (atomic_load(&log->error))
-		return DELOG_ESHUTDOWN;
 	jrnl_grant_set_reserve(log->jl, bytes);
 	return 0;
 }

@@ -94,6 +94,10 @@ void draft_state_free(struct draft_state *s);
  * RAFT_NOMEM with s->why set. */
 int draft_state_apply(struct draft_state *s, uint64_t key, uint64_t seq, const void *rec,
 		      uint32_t len);
+/* Apply the @n records delog recovery handed over for checkpoint @seq, in key order
+ * (delog's order within a checkpoint is not the keys').  0, RAFT_CORRUPT or RAFT_NOMEM. */
+int draft_state_apply_ckpt(struct draft_state *s, uint64_t seq, const struct delog_item *it,
+			   size_t n);
 /* draft_state_apply of an ENTRY record given as its header (DRAFT_ENTRY_HDR bytes) and
  * its payload of @len bytes apart (an append, which logs them gathered). */
 int draft_state_apply_entry(struct draft_state *s, uint64_t key, uint64_t seq, const void *hdr,

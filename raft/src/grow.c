@@ -28,8 +28,7 @@
 
 struct grow {
 	delog *log;
-	uint64_t key, log_size;
-	char *errmsg;
+	uint64_t key; /* the last record key used */
 };
 
 /* Commit @n records in one transaction. */
@@ -59,7 +58,7 @@ static int put_one(struct grow *g, void *rec, uint32_t len)
 	return rv;
 }
 
-/* The entries [from, to) of @st, one record each, a transaction per eighth of the log. */
+/* The entries [from, to) of @st, one record and one transaction each (forced at the end). */
 static int put_entries(struct grow *g, const struct draft_state *st, size_t from, size_t to)
 {
 	for (size_t i = from; i < to; i++) {
@@ -119,31 +118,10 @@ static int write_state(struct grow *g, const struct draft_state *st)
 
 /* ---- the check: replay the new log and compare ---- */
 
-static int cmp_key(const void *a, const void *b)
-{
-	const struct delog_item *x = a, *y = b;
-
-	return x->key < y->key ? -1 : x->key > y->key;
-}
-
 static int replay_cb(void *arg, const struct delog_checkpoint *ck, const struct delog_item *it,
 		     size_t n)
 {
-	struct draft_state *s = arg;
-	struct delog_item *sorted;
-	int rv = 0;
-
-	if (n == 0)
-		return 0;
-	sorted = malloc(n * sizeof(*sorted));
-	if (!sorted)
-		return RAFT_NOMEM;
-	memcpy(sorted, it, n * sizeof(*sorted));
-	qsort(sorted, n, sizeof(*sorted), cmp_key);
-	for (size_t i = 0; i < n && !rv; i++)
-		rv = draft_state_apply(s, sorted[i].key, ck->seq, sorted[i].data, sorted[i].len);
-	free(sorted);
-	return rv;
+	return draft_state_apply_ckpt(arg, ck->seq, it, n);
 }
 
 /* Does @b hold the state @a holds (what load would return)? */
@@ -204,7 +182,7 @@ int draft_grow(const char *dir, const char *path, const struct delog_options *ba
 {
 	char gpath[DRAFT_GROW_PATH];
 	struct delog_options o = *base;
-	struct grow g = { .errmsg = errmsg };
+	struct grow g = { 0 };
 	int rv;
 
 	if ((size_t)snprintf(gpath, sizeof(gpath), "%s.grow", path) >= sizeof(gpath)) {

@@ -288,33 +288,12 @@ static void poll_cb(uv_poll_t *h, int status, int events)
 
 /* ---- opening the log ---- */
 
-static int cmp_item(const void *a, const void *b)
-{
-	const struct delog_item *x = a, *y = b;
-
-	return x->key < y->key ? -1 : x->key > y->key;
-}
-
 static int recover_cb(void *arg, const struct delog_checkpoint *ck, const struct delog_item *it,
 		      size_t n)
 {
 	struct draft *d = arg;
-	struct delog_item *sorted;
-	int rv = 0;
 
-	if (n == 0)
-		return 0;
-	/* One copy per key, in an order delog does not promise: the keys give it. */
-	sorted = malloc(n * sizeof(*sorted));
-	if (!sorted)
-		return RAFT_NOMEM;
-	memcpy(sorted, it, n * sizeof(*sorted));
-	qsort(sorted, n, sizeof(*sorted), cmp_item);
-	for (size_t i = 0; i < n && !rv; i++)
-		rv = draft_state_apply(&d->st, sorted[i].key, ck->seq, sorted[i].data,
-				       sorted[i].len);
-	free(sorted);
-	return rv;
+	return draft_state_apply_ckpt(&d->st, ck->seq, it, n);
 }
 
 static int ensure_open(struct draft *d)

@@ -212,6 +212,33 @@ int draft_state_apply_entry(struct draft_state *s, uint64_t key, uint64_t seq, c
 	return apply_entry(s, key, seq, hdr, data, len);
 }
 
+static int cmp_key(const void *a, const void *b)
+{
+	const struct delog_item *x = a, *y = b;
+
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+int draft_state_apply_ckpt(struct draft_state *s, uint64_t seq, const struct delog_item *it,
+			   size_t n)
+{
+	struct delog_item *sorted;
+	int rv = 0;
+
+	if (n == 0)
+		return 0;
+	/* One copy per key, in an order delog does not promise: the keys give it. */
+	sorted = malloc(n * sizeof(*sorted));
+	if (!sorted)
+		return RAFT_NOMEM;
+	memcpy(sorted, it, n * sizeof(*sorted));
+	qsort(sorted, n, sizeof(*sorted), cmp_key);
+	for (size_t i = 0; i < n && !rv; i++)
+		rv = draft_state_apply(s, sorted[i].key, seq, sorted[i].data, sorted[i].len);
+	free(sorted);
+	return rv;
+}
+
 int draft_state_apply(struct draft_state *s, uint64_t key, uint64_t seq, const void *rec,
 		      uint32_t len)
 {
