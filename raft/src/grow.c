@@ -16,6 +16,9 @@
  *    vote).  When no entry is behind the snapshot, SNAP goes first: a SNAP keeping none
  *    drops every entry (draft.h).  Keys start at 1.
  *  - Snapshot data files are not touched: the SNAP record names the same file.
+ *  - The caller keeps the old log open, and so its writer lock, until this returns: a
+ *    second writer is refused (-EBUSY) until the new log has the name, and then opens
+ *    the new log.
  */
 #define _GNU_SOURCE
 #include "draft.h"

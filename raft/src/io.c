@@ -348,10 +348,12 @@ static int ensure_open(struct draft *d)
 	d->log_size = ds.log_size;
 	if (!d->open && d->opts.log_size > ds.log_size &&
 	    !(d->opts.backend && strcmp(d->opts.backend, "sim") == 0)) {
-		/* A larger log asked for: the state moves to one (grow.c), then it opens. */
+		/* A larger log asked for: the state moves to one (grow.c), then it opens.
+		 * The old log stays open, its writer lock held, until the new one took its
+		 * name: no second writer can open it meanwhile and lose its writes. */
+		rv = draft_grow(d->dir, d->logpath, &o, d->opts.log_size, &d->st, d->io->errmsg);
 		delog_close(d->log);
 		d->log = NULL;
-		rv = draft_grow(d->dir, d->logpath, &o, d->opts.log_size, &d->st, d->io->errmsg);
 		draft_state_free(&d->st);
 		return rv ? rv : ensure_open(d);
 	}

@@ -411,8 +411,8 @@ Test(io, long_run)
 	th_rmdir(dir);
 }
 
-/* A larger log_size moves the state to a larger log (grow.c): load returns what the old
- * log held (term, vote, the snapshot, every entry with its bytes), the log is the new
+/* A larger log_size moves the state to a larger log (grow.c), never beside another
+ * writer (the io's own open is refused first): load returns what the old log held (term, vote, the snapshot, every entry with its bytes), the log is the new
  * size, a stray DIR/delog.log.grow of an earlier attempt is removed, appends go on, and
  * a smaller log_size later shrinks nothing. */
 Test(io, larger_log_size_grows_the_log)
@@ -440,6 +440,25 @@ Test(io, larger_log_size_grows_the_log)
 	fclose(f);
 
 	o.log_size = 8u << 20;
+	/* Another writer holds the log: nothing moves, the log keeps its size. */
+	{
+		struct delog_options wo = { .size = sizeof(wo) };
+		char path[1200];
+		struct stat sb;
+		delog *w;
+
+		snprintf(path, sizeof(path), "%s/delog.log", dir);
+		cr_assert_eq(delog_open(path, &wo, &w), 0);
+		cr_assert_eq(th_open(&n, dir, &o), 0, "%s", n.io.errmsg);
+		cr_expect_neq(th_load(&n, &l), 0, "load beside another writer");
+		cr_expect(strstr(n.io.errmsg, "busy") || strstr(n.io.errmsg, "EBUSY") ||
+				  strstr(n.io.errmsg, "writer"),
+			  "errmsg: %s", n.io.errmsg);
+		th_close(&n);
+		cr_assert_eq(delog_close(w), 0);
+		cr_assert_eq(stat(path, &sb), 0);
+		cr_expect_eq(sb.st_size, (4 << 20) + 4096, "the log changed size beside a writer");
+	}
 	cr_assert_eq(th_open(&n, dir, &o), 0, "%s", n.io.errmsg);
 	cr_assert_eq(th_load(&n, &l), 0, "%s", n.io.errmsg);
 	cr_assert_eq(delog_raft_stats(&n.io, &st), 0);
