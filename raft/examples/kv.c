@@ -10,8 +10,12 @@
  *   DIGEST          -> DIGEST COUNT HASH APPLIED   this node's map, no Raft round
  *   STATUS          -> STATUS id=ID state=STATE leader=ID last=INDEX commit=INDEX
  *                      applied=INDEX (leader 0: none known)
- *   anything else   -> ERR ...; SET/GET on a follower: ERR not-leader ID HOST:PORT
- *                      (the leader's client address) or ERR no-leader
+ *   MEMBERS         -> MEMBERS ID=HOST:PORT/ROLE[/seen] ...  this node's configuration
+ *   ADD ID HOST:PORT, PROMOTE ID [ROLE], REMOVE ID  -> OK once the leader committed
+ *                      the new configuration (C-Raft's raft_add, raft_assign, raft_remove)
+ *   anything else   -> ERR ...; SET/GET/ADD/PROMOTE/REMOVE on a follower:
+ *                      ERR not-leader ID HOST:PORT (the leader's client address) or
+ *                      ERR no-leader
  * KEY is one word (no spaces); VALUE the rest of the line.
  *
  * Invariants and orderings:
@@ -26,12 +30,20 @@
  *    connection's queue when read; slots are written in order once filled.
  *  - A connection closed with requests in flight stays allocated until their
  *    callbacks ran (refs).
- *  - Every node bootstraps with the --cluster configuration on its first start (C-Raft
- *    refuses later ones with RAFT_CANTBOOTSTRAP, ignored), so all agree on entry 1; the
- *    bootstrap comes after every address and port was checked, so a start that failed
- *    wrote nothing.  A later start whose --cluster differs from the configuration Raft
- *    loaded is refused, naming both (membership changes go through Raft), and so is a
- *    directory holding the other storage's node (it would forget its term and vote).
+ *  - Every node of a new cluster bootstraps the --cluster configuration on its first
+ *    start (C-Raft refuses later ones with RAFT_CANTBOOTSTRAP, ignored), so all agree
+ *    on entry 1; the bootstrap comes after every address and port was checked, so a
+ *    start that failed wrote nothing.  A node added later starts with --join and
+ *    bootstraps nothing: the leader sends it the log once it is promoted.  A later
+ *    start whose --cluster differs from the configuration Raft loaded is refused,
+ *    naming both (membership changes go through Raft), and so is a directory holding
+ *    the other storage's node (it would forget its term and vote).
+ *  - An empty directory never takes the id of a voter that has taken part: before
+ *    it bootstraps or joins, the node asks the members it was given (fresh_check).  A
+ *    voter restarted empty forgot its vote and log; with one other node behind, a
+ *    write the cluster acknowledged could be lost.  The leader records each voter once
+ *    it has taken part as a SEEN entry, so every node's FSM (and snapshot) holds the
+ *    set; a voter wiped before its first acknowledged append is not detected.
  * Exit status: 0 after SIGTERM/SIGINT, 1 failure (port in use, storage, a --cluster
  * that is not the stored one), 2 usage.
  */
@@ -39,6 +51,7 @@
 #include <errno.h>
 #include <arpa/inet.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -47,6 +60,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -69,6 +83,7 @@ enum {
 	OPT_ENTRIES_ONLY,
 	OPT_ELECTION,
 	OPT_HEARTBEAT,
+	OPT_JOIN,
 };
 
 static const char *prog = "delog-raft-kv";
@@ -188,6 +203,8 @@ static uint64_t map_digest(const struct kvmap *m)
 
 /* ---- the node ---- */
 
+static bool valid_addr(const char *a);
+
 struct node_cfg {
 	raft_id id;
 	char addr[64];
@@ -203,8 +220,12 @@ static struct {
 	uv_tcp_t server;
 	uv_signal_t sigterm, sigint;
 	uv_timer_t watchdog;
-	struct node_cfg nodes[MAX_NODES];
+	struct node_cfg nodes[MAX_NODES]; /* --cluster, or --join's members (id 0) */
 	unsigned nnodes;
+	bool joining;  /* --join: a node added to a running cluster */
+	raft_id *seen; /* voters seen taking part (replicated: SEEN entries) */
+	unsigned nseen;
+	bool seen_pending; /* a SEEN entry proposed, not yet applied or failed */
 	raft_id id;
 	const char *address;
 	int client_offset;
@@ -215,7 +236,10 @@ static struct {
 	raft_term lead_term; /* the term whose leadership barrier was issued */
 } K;
 
-/* ---- FSM: entries are "klen(4) vlen(4) key value" ---- */
+/* ---- FSM: entries are "klen(4) vlen(4) key value", or a SEEN entry ---- */
+
+/* A SEEN entry's klen: no client key is 4 GiB long.  Its value is the voter's id. */
+#define SEEN_KLEN UINT32_MAX
 
 static uint32_t get32(const unsigned char *p)
 {
@@ -230,6 +254,39 @@ static void put32(unsigned char *p, uint32_t v)
 	p[3] = (unsigned char)(v >> 24);
 }
 
+static uint64_t get64(const unsigned char *p)
+{
+	return get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+	put32(p, (uint32_t)v);
+	put32(p + 4, (uint32_t)(v >> 32));
+}
+
+static bool seen_has(raft_id id)
+{
+	for (unsigned i = 0; i < K.nseen; i++)
+		if (K.seen[i] == id)
+			return true;
+	return false;
+}
+
+static int seen_add(raft_id id)
+{
+	raft_id *n;
+
+	if (seen_has(id))
+		return 0;
+	n = realloc(K.seen, (K.nseen + 1) * sizeof(*n));
+	if (!n)
+		return -1;
+	K.seen = n;
+	K.seen[K.nseen++] = id;
+	return 0;
+}
+
 static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
 {
 	const unsigned char *p = buf->base;
@@ -241,6 +298,11 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
 		return RAFT_MALFORMED;
 	kl = get32(p);
 	vl = get32(p + 4);
+	if (kl == SEEN_KLEN) {
+		if (vl != 8 || buf->len < 16)
+			return RAFT_MALFORMED;
+		return seen_add(get64(p + 8)) ? RAFT_NOMEM : 0;
+	}
 	if ((uint64_t)kl + vl + 8 > buf->len)
 		return RAFT_MALFORMED;
 	/* Snapshot by bytes as well as by entries: large values must not fill the log. */
@@ -250,9 +312,11 @@ static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void *
 											0;
 }
 
+/* A snapshot: "count(4) nseen(4)", count pairs "klen(4) vlen(4) key value", then nseen
+ * ids of 8 bytes (a snapshot written before SEEN existed has nseen 0). */
 static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
 {
-	size_t len = 8;
+	size_t len = 8 + 8 * (size_t)K.nseen;
 	unsigned char *p;
 
 	(void)fsm;
@@ -271,7 +335,7 @@ static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsign
 	(*bufs)[0].len = len;
 	*n = 1;
 	put32(p, (uint32_t)K.map.n);
-	put32(p + 4, 0);
+	put32(p + 4, K.nseen);
 	p += 8;
 	for (size_t i = 0; i < K.map.nb; i++)
 		for (struct kvent *e = K.map.b[i]; e; e = e->next) {
@@ -281,20 +345,24 @@ static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsign
 			memcpy(p + 8 + e->klen, e->val, e->vlen);
 			p += 8 + (size_t)e->klen + e->vlen;
 		}
+	for (unsigned i = 0; i < K.nseen; i++, p += 8)
+		put64(p, K.seen[i]);
 	return 0;
 }
 
 static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 {
 	const unsigned char *p = buf->base, *end = p + buf->len;
-	uint32_t n;
+	uint32_t n, nseen;
 
 	(void)fsm;
 	if (buf->len < 8)
 		return RAFT_MALFORMED;
 	n = get32(p);
+	nseen = get32(p + 4);
 	p += 8;
 	map_clear(&K.map);
+	K.nseen = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t kl, vl;
 
@@ -308,6 +376,11 @@ static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 			return RAFT_NOMEM;
 		p += 8 + (size_t)kl + vl;
 	}
+	if ((uint64_t)(end - p) < 8 * (uint64_t)nseen)
+		return RAFT_MALFORMED;
+	for (uint32_t i = 0; i < nseen; i++, p += 8)
+		if (seen_add(get64(p)))
+			return RAFT_NOMEM;
 	raft_free(buf->base); /* the FSM owns a restored snapshot's buffer */
 	return 0;
 }
@@ -458,6 +531,7 @@ struct req {
 	union {
 		struct raft_apply apply;
 		struct raft_barrier barrier;
+		struct raft_change change;
 	} u;
 	struct conn *c;
 	struct slot *s;
@@ -500,6 +574,121 @@ static void barrier_cb(struct raft_barrier *b, int status)
 		slot_fill(r->c, r->s, "NOTFOUND\n");
 	}
 	req_end(r);
+}
+
+static void change_cb(struct raft_change *ch, int status)
+{
+	struct req *r = ch->data;
+
+	if (status == 0)
+		slot_fill(r->c, r->s, "OK\n");
+	else
+		slot_fill(r->c, r->s, "ERR %s\n", raft_strerror(status));
+	req_end(r);
+}
+
+static const char *role_name(int role)
+{
+	return role == RAFT_VOTER ? "voter" : role == RAFT_STANDBY ? "standby" : "spare";
+}
+
+/* "MEMBERS ID=HOST:PORT/ROLE[/seen] ..." of this node's configuration, the last one it
+ * holds (committed or not); "seen": a voter the cluster has seen taking part. */
+static void members_reply(struct conn *c, struct slot *s)
+{
+	const struct raft_configuration *cf = &K.raft.configuration;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	if (!f) {
+		slot_fill(c, s, "ERR out of memory\n");
+		return;
+	}
+	fputs("MEMBERS", f);
+	for (unsigned i = 0; i < cf->n; i++)
+		fprintf(f, " %llu=%s/%s%s", (unsigned long long)cf->servers[i].id,
+			cf->servers[i].address, role_name(cf->servers[i].role),
+			seen_has(cf->servers[i].id) ? "/seen" : "");
+	fputc('\n', f);
+	if (fclose(f) == 0)
+		slot_fill(c, s, "%s", out);
+	else
+		slot_fill(c, s, "ERR out of memory\n");
+	free(out);
+}
+
+/* ADD ID HOST:PORT, PROMOTE ID [voter|standby|spare], REMOVE ID: C-Raft's membership
+ * calls on the leader; OK once the new configuration is committed.  Parsed here:
+ * 0, or -1 with the usage written to @s. */
+static int change_parse(struct conn *c, struct slot *s, const char *line, char *verb, raft_id *id,
+			char *addr, int *role)
+{
+	char rest[80] = "";
+	unsigned long long v;
+	int n = 0;
+
+	*role = RAFT_VOTER;
+	if (sscanf(line, "%7s %llu%n", verb, &v, &n) != 2 || v == 0)
+		goto usage;
+	*id = v;
+	snprintf(rest, sizeof(rest), "%s", line[n] == ' ' ? line + n + 1 : line + n);
+	if (strcmp(verb, "ADD") == 0) {
+		if (!valid_addr(rest))
+			goto usage;
+		snprintf(addr, 64, "%s", rest);
+	} else if (strcmp(verb, "PROMOTE") == 0) {
+		if (!*rest || strcmp(rest, "voter") == 0)
+			*role = RAFT_VOTER;
+		else if (strcmp(rest, "standby") == 0)
+			*role = RAFT_STANDBY;
+		else if (strcmp(rest, "spare") == 0)
+			*role = RAFT_SPARE;
+		else
+			goto usage;
+	} else if (*rest) {
+		goto usage;
+	}
+	return 0;
+usage:
+	slot_fill(c, s,
+		  "ERR usage: ADD ID IPV4:PORT, PROMOTE ID [voter|standby|spare], REMOVE ID\n");
+	return -1;
+}
+
+static void change_request(struct conn *c, struct slot *s, const char *line)
+{
+	char verb[8], addr[64];
+	raft_id id;
+	int role, rv;
+	struct req *r;
+
+	if (change_parse(c, s, line, verb, &id, addr, &role))
+		return;
+	if (raft_state(&K.raft) != RAFT_LEADER) {
+		not_leader(c, s);
+		return;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		slot_fill(c, s, "ERR out of memory\n");
+		return;
+	}
+	r->c = c;
+	r->s = s;
+	r->u.change.data = r;
+	rv = verb[0] == 'A' ? raft_add(&K.raft, &r->u.change, id, addr, change_cb) :
+	     verb[0] == 'P' ? raft_assign(&K.raft, &r->u.change, id, role, change_cb) :
+			      raft_remove(&K.raft, &r->u.change, id, change_cb);
+	if (rv) {
+		free(r);
+		if (rv == RAFT_NOTLEADER)
+			not_leader(c, s);
+		else
+			slot_fill(c, s, "ERR %s\n", raft_strerror(rv));
+		return;
+	}
+	c->refs++;
 }
 
 static const char *state_name(int st)
@@ -549,8 +738,19 @@ static void handle_line(struct conn *c, char *line, size_t len)
 			  (unsigned long long)raft_last_applied(&K.raft));
 		return;
 	}
+	if (strcmp(line, "MEMBERS") == 0) {
+		members_reply(c, s);
+		return;
+	}
+	if (strncmp(line, "ADD ", 4) == 0 || strncmp(line, "PROMOTE ", 8) == 0 ||
+	    strncmp(line, "REMOVE ", 7) == 0) {
+		change_request(c, s, line);
+		return;
+	}
 	if (strncmp(line, "SET ", 4) != 0 && strncmp(line, "GET ", 4) != 0) {
-		slot_fill(c, s, "ERR unknown request (SET KEY VALUE, GET KEY, DIGEST, STATUS)\n");
+		slot_fill(c, s,
+			  "ERR unknown request (SET KEY VALUE, GET KEY, DIGEST, STATUS, MEMBERS, "
+			  "ADD, PROMOTE, REMOVE)\n");
 		return;
 	}
 	key = line + 4;
@@ -728,6 +928,49 @@ static void lead_barrier_cb(struct raft_barrier *b, int status)
 	free(b);
 }
 
+static void seen_cb(struct raft_apply *a, int status, void *result)
+{
+	(void)status;
+	(void)result;
+	K.seen_pending = false;
+	free(a);
+}
+
+/* The leader records, once, each voter that has taken part: itself, and a follower
+ * that acknowledged an append.  An empty directory claiming a seen voter's id is then
+ * refused (fresh_check): restarted empty, it would have forgotten its vote and log. */
+static void seen_propose(void)
+{
+	const struct raft_configuration *cf = &K.raft.configuration;
+	struct raft_apply *a;
+	struct raft_buffer b;
+	raft_id id = 0;
+
+	if (K.seen_pending || raft_state(&K.raft) != RAFT_LEADER)
+		return;
+	for (unsigned i = 0; i < cf->n && !id; i++)
+		if (cf->servers[i].role == RAFT_VOTER && !seen_has(cf->servers[i].id) &&
+		    (cf->servers[i].id == K.id || K.raft.leader_state.progress[i].match_index > 0))
+			id = cf->servers[i].id;
+	if (!id || !(a = calloc(1, sizeof(*a))))
+		return;
+	b.len = 16;
+	b.base = raft_calloc(1, b.len);
+	if (!b.base) {
+		free(a);
+		return;
+	}
+	put32(b.base, SEEN_KLEN);
+	put32((unsigned char *)b.base + 4, 8);
+	put64((unsigned char *)b.base + 8, id);
+	if (raft_apply(&K.raft, a, &b, 1, seen_cb)) {
+		raft_free(b.base);
+		free(a);
+		return;
+	}
+	K.seen_pending = true;
+}
+
 static void watchdog_cb(uv_timer_t *t)
 {
 	(void)t;
@@ -749,6 +992,8 @@ static void watchdog_cb(uv_timer_t *t)
 		else
 			free(b);
 	}
+	if (!K.closing)
+		seen_propose();
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -766,11 +1011,13 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: %s --id N --cluster ID=HOST:PORT,... --dir DIR [--address HOST:PORT]\n"
+		"       %s --id N --address HOST:PORT --join HOST:PORT,... --dir DIR\n"
+		"       %s --id N --address HOST:PORT --dir DIR\n"
 		"                     [--storage delog|uv] [--policy POLICY] [--size N]\n"
 		"                     [--snapshot-every N] [--snapshot-entries-only] [--trailing N]\n"
 		"                     [--client-offset N]\n"
 		"                     [--election-timeout MS] [--heartbeat MS] [--verbose]\n",
-		prog);
+		prog, prog, prog);
 }
 
 static void help(void)
@@ -779,13 +1026,19 @@ static void help(void)
 	printf("\nA replicated key-value store: one process per node of a C-Raft cluster, its Raft\n"
 	       "log kept by delog (libdelog-raft).  Clients send lines to the node's client\n"
 	       "port: SET KEY VALUE (OK once committed and applied), GET KEY (VALUE V or\n"
-	       "NOTFOUND, linearizable), DIGEST, STATUS.  A follower answers SET and GET with\n"
-	       "ERR not-leader ID HOST:PORT, the leader's client address.\n"
+	       "NOTFOUND, linearizable), DIGEST, STATUS, MEMBERS, and the membership changes\n"
+	       "ADD ID HOST:PORT, PROMOTE ID [voter|standby|spare], REMOVE ID.  A follower\n"
+	       "answers SET, GET and changes with ERR not-leader ID HOST:PORT, the leader's\n"
+	       "client address.\n"
 	       "\noptions:\n"
-	       "      --id N              this node's id (> 0), one of --cluster's\n"
-	       "      --cluster SPEC      every node: ID=HOST:PORT,... (the Raft addresses)\n"
+	       "      --id N              this node's id (> 0)\n"
+	       "      --cluster SPEC      a new cluster: every node, ID=HOST:PORT,... (the Raft\n"
+	       "                          addresses), bootstrapped on the first start\n"
+	       "      --join MEMBERS      a node added to a running cluster: the Raft addresses\n"
+	       "                          HOST:PORT,... of members to ask on its first start\n"
 	       "  -d, --dir DIR           this node's data directory (created if missing)\n"
-	       "  -a, --address HOST:PORT this node's Raft address (default: its --cluster entry)\n"
+	       "  -a, --address HOST:PORT this node's Raft address (default: its --cluster\n"
+	       "                          entry; required without --cluster)\n"
 	       "      --storage S         delog (default) or uv (C-Raft's own segment files)\n"
 	       "  -p, --policy P          delog flush policy: sync (default), async, single\n"
 	       "  -s, --size N            size of the delog log (K, M, G; default 64M); an\n"
@@ -801,9 +1054,13 @@ static void help(void)
 	       "      --heartbeat MS      (default 100)\n"
 	       "  -v, --verbose           log state changes to stderr\n"
 	       "  -h, --help              show this help\n"
-	       "\nEvery node bootstraps the --cluster configuration on its first start, so all\n"
-	       "nodes must be given the same --cluster; a later start with another one is\n"
-	       "refused (exit 1).  docs/RAFT.md has examples.\n"
+	       "\nEvery node of a new cluster bootstraps the --cluster configuration on its\n"
+	       "first start, so all must be given the same --cluster; a later start with\n"
+	       "another one is refused (exit 1).  A node added later starts empty with --join,\n"
+	       "then delog-raft-kvclient add and promote make it a voter; after a membership\n"
+	       "change nodes restart with --address instead of --cluster.  An empty directory\n"
+	       "claiming the id of a voter the cluster has seen taking part is refused (exit\n"
+	       "1; replace the node instead).  RAFT.md gives the procedures.\n"
 	       "Exit status: 0 after SIGTERM or SIGINT, 1 failure, 2 usage error.\n");
 }
 
@@ -949,14 +1206,14 @@ static int mkdir_p(const char *path)
 	return mkdir(buf, 0700) != 0 && errno != EEXIST ? -errno : 0;
 }
 
-/* The file in @dir that says the other storage keeps a node there, or NULL: a node that
- * started on the other one would forget its term and vote (and could vote twice). */
-static const char *other_storage_file(const char *dir, bool use_delog)
+/* The file in @dir that says a node of --storage delog (@of_delog) or uv is kept there,
+ * or NULL. */
+static const char *storage_file(const char *dir, bool of_delog)
 {
 	static const char *const uv_files[] = { "metadata1", "metadata2" };
 	static const char *const delog_files[] = { "delog.log" };
-	const char *const *f = use_delog ? uv_files : delog_files;
-	size_t n = use_delog ? 2 : 1;
+	const char *const *f = of_delog ? delog_files : uv_files;
+	size_t n = of_delog ? 1 : 2;
 	char path[PATH_MAX];
 
 	for (size_t i = 0; i < n; i++) {
@@ -1008,6 +1265,223 @@ static int fail(const char *fmt, ...)
 	return 1;
 }
 
+/* --join's "HOST:PORT,...": the Raft addresses of members to ask (ids 0). */
+static int parse_join(const char *spec, char *err, size_t errlen)
+{
+	char *copy = strdup(spec), *save = NULL, *tok;
+
+	if (!copy)
+		return -1;
+	K.nnodes = 0;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (K.nnodes == MAX_NODES)
+			snprintf(err, errlen, "more than %d members", MAX_NODES);
+		else if (!valid_addr(tok))
+			snprintf(err, errlen, "'%.40s' is not IPV4:PORT", tok);
+		else
+			err[0] = '\0';
+		if (err[0]) {
+			free(copy);
+			return -1;
+		}
+		snprintf(K.nodes[K.nnodes++].addr, sizeof(K.nodes[0].addr), "%s", tok);
+	}
+	free(copy);
+	if (!K.nnodes) {
+		snprintf(err, errlen, "no members");
+		return -1;
+	}
+	return 0;
+}
+
+/* Why the configuration Raft loaded refuses this start, or NULL (malloc'd).  With
+ * --cluster it must be --cluster: a node first started alone would otherwise serve a
+ * cluster nobody asked for.  Without, it must hold this node at its --address, or be
+ * empty (a node added but not yet sent the log). */
+static char *stored_conf_refused(const char *dir, const char *cluster)
+{
+	const struct raft_configuration *c = &K.raft.configuration;
+	char stored[4096], *why = NULL;
+	const struct raft_server *me = NULL;
+
+	conf_str(c, stored, sizeof(stored));
+	for (unsigned i = 0; i < c->n; i++)
+		if (c->servers[i].id == K.id)
+			me = &c->servers[i];
+	if (cluster && !conf_matches(c)) {
+		if (asprintf(&why,
+			     "%s holds the configuration %s; --cluster says %s: a cluster's "
+			     "membership changes through Raft (delog-raft-kvclient add, promote, "
+			     "remove), not through --cluster; restart this node with --address "
+			     "instead of --cluster",
+			     dir, stored[0] ? stored : "(none)", cluster) < 0)
+			why = NULL;
+	} else if (!cluster && c->n && !me) {
+		if (asprintf(&why,
+			     "%s holds the configuration %s, without node %llu: it was removed "
+			     "from the cluster (a removed node comes back as a new id, RAFT.md: "
+			     "Replacing a node)",
+			     dir, stored, (unsigned long long)K.id) < 0)
+			why = NULL;
+	} else if (!cluster && me && strcmp(me->address, K.address) != 0) {
+		if (asprintf(&why,
+			     "%s holds node %llu at %s, not --address %s: a node moves by being "
+			     "replaced (RAFT.md: Moving a cluster)",
+			     dir, (unsigned long long)K.id, me->address, K.address) < 0)
+			why = NULL;
+	}
+	return why;
+}
+
+/* ---- asking the cluster before an empty directory takes an id ---- */
+
+/* The client address (HOST:PORT+offset) of the member at Raft address @raft_addr. */
+static const char *client_addr(const char *raft_addr, char out[80])
+{
+	char host[64];
+	int port = 0;
+
+	sscanf(raft_addr, "%63[^:]:%d", host, &port);
+	snprintf(out, 80, "%s:%d", host, port + K.client_offset);
+	return out;
+}
+
+/* One request line to a member's client port (its Raft port + the client offset) and
+ * its reply line, each step within @ms: 0, or -1 (down, silent, or no whole line). */
+static int peer_ask(const char *raft_addr, const char *req, char *out, size_t len, int ms)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	struct pollfd pfd;
+	char host[64], *nl;
+	int fd, port, e = 0, rv = -1;
+	socklen_t el = sizeof(e);
+	size_t o = 0;
+
+	if (sscanf(raft_addr, "%63[^:]:%d", host, &port) != 2 ||
+	    inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+		return -1;
+	sa.sin_port = htons((uint16_t)(port + K.client_offset));
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	pfd.fd = fd;
+	pfd.events = POLLOUT;
+	if ((connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 && errno != EINPROGRESS) ||
+	    poll(&pfd, 1, ms) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) != 0 || e ||
+	    write(fd, req, strlen(req)) != (ssize_t)strlen(req))
+		goto out;
+	pfd.events = POLLIN;
+	while (o + 1 < len) {
+		ssize_t n;
+
+		if (poll(&pfd, 1, ms) != 1 || (n = read(fd, out + o, len - 1 - o)) <= 0)
+			goto out;
+		o += (size_t)n;
+		out[o] = '\0';
+		if ((nl = strchr(out, '\n')) != NULL) {
+			*nl = '\0';
+			rv = 0;
+			break;
+		}
+	}
+out:
+	close(fd);
+	return rv;
+}
+
+/* A MEMBERS reply into @c, and which of its servers are seen voters: 0, or -1 if it is
+ * not one. */
+static int members_parse(char *line, struct raft_configuration *c, bool *seen, unsigned max)
+{
+	char *save = NULL, *tok;
+
+	if (strncmp(line, "MEMBERS", 7) != 0 || (line[7] && line[7] != ' '))
+		return -1;
+	for (tok = strtok_r(line + 7, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+		char addr[64], role[16], flag[8] = "";
+		unsigned long long id;
+		int r;
+
+		if (c->n == max ||
+		    sscanf(tok, "%llu=%63[^/]/%15[^/]/%7s", &id, addr, role, flag) < 3)
+			return -1;
+		r = strcmp(role, "voter") == 0   ? RAFT_VOTER :
+		    strcmp(role, "standby") == 0 ? RAFT_STANDBY :
+						   RAFT_SPARE;
+		seen[c->n] = strcmp(flag, "seen") == 0;
+		if (raft_configuration_add(c, id, addr, r))
+			return -1;
+	}
+	return 0;
+}
+
+/* An empty directory is about to bootstrap (--cluster) or join (--join) as node K.id:
+ * ask the members what the cluster holds first, and refuse (exit 1, the safe way in the
+ * message) when the id is a voter that has taken part (with --join: any voter), when
+ * the cluster has another address for it, or when it has moved on from --cluster.  A
+ * voter restarted empty forgot its vote and its log: with one other node behind, a
+ * write the cluster acknowledged could be lost.  A --cluster whose members do not
+ * answer is a new cluster's first start; a --join no member answers is refused. */
+static int fresh_check(const char *dir, const char *cluster)
+{
+	char reply[8192], have[4096], ca[80];
+	bool seen[64];
+	unsigned answered = 0;
+
+	for (unsigned i = 0; i < K.nnodes; i++) {
+		struct raft_configuration c;
+		const struct raft_server *me = NULL;
+		int rv = 0;
+
+		if (K.nodes[i].id == K.id ||
+		    peer_ask(K.nodes[i].addr, "MEMBERS\n", reply, sizeof(reply), 1000))
+			continue;
+		raft_configuration_init(&c);
+		if (members_parse(reply, &c, seen, 64) || c.n == 0) {
+			raft_configuration_close(&c); /* not a member, or one that holds nothing */
+			continue;
+		}
+		answered++;
+		conf_str(&c, have, sizeof(have));
+		for (unsigned j = 0; j < c.n; j++)
+			if (c.servers[j].id == K.id)
+				me = &c.servers[j];
+		if (me && me->role == RAFT_VOTER && (K.joining || seen[me - c.servers]))
+			rv = fail("node %llu: %s is empty, but the cluster (the member at %s) has "
+				  "node %llu as a voter that has taken part: started empty it would "
+				  "have forgotten its vote and its log, and a write the cluster "
+				  "acknowledged could be lost.  Replace it: delog-raft-kvclient "
+				  "remove %s %llu; then start a new id in an empty directory "
+				  "(delog-raft-kv --id NEW --address HOST:PORT --join %s --dir DIR), "
+				  "delog-raft-kvclient add %s NEW HOST:PORT and "
+				  "delog-raft-kvclient promote %s NEW (RAFT.md: Replacing a node)",
+				  (unsigned long long)K.id, dir, K.nodes[i].addr,
+				  (unsigned long long)K.id, client_addr(K.nodes[i].addr, ca),
+				  (unsigned long long)K.id, K.nodes[i].addr, ca, ca);
+		else if (me && strcmp(me->address, K.address) != 0)
+			rv = fail("node %llu: the cluster (the member at %s) has node %llu at %s, "
+				  "not %s: a node moves by being replaced (RAFT.md: Moving a "
+				  "cluster)",
+				  (unsigned long long)K.id, K.nodes[i].addr,
+				  (unsigned long long)K.id, me->address, K.address);
+		else if (!K.joining && !conf_matches(&c))
+			rv = fail("node %llu: the cluster (the member at %s) holds the "
+				  "configuration %s; --cluster says %s: it has changed since, and "
+				  "a node added to it starts with --join (RAFT.md: Changing the "
+				  "membership)",
+				  (unsigned long long)K.id, K.nodes[i].addr, have, cluster);
+		raft_configuration_close(&c);
+		if (rv)
+			return rv;
+	}
+	if (K.joining && !answered)
+		return fail("node %llu: no member in --join answered on its client port (Raft "
+			    "port + %d): a node joins a running cluster, whose members must say "
+			    "that id %llu is not a voter already",
+			    (unsigned long long)K.id, K.client_offset, (unsigned long long)K.id);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -1027,18 +1501,20 @@ int main(int argc, char **argv)
 		{ "client-offset", required_argument, NULL, 'o' },
 		{ "election-timeout", required_argument, NULL, OPT_ELECTION },
 		{ "heartbeat", required_argument, NULL, OPT_HEARTBEAT },
+		{ "join", required_argument, NULL, OPT_JOIN },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct delog_raft_options dopts = { .size = sizeof(dopts) };
-	const char *cluster = NULL, *dir = NULL, *storage = "delog";
+	const char *cluster = NULL, *join = NULL, *dir = NULL, *storage = "delog";
 	uint64_t id = 0, every = 1024, trailing = 128, offset = 1000, et = 1000, hb = 100;
 	struct raft_configuration conf;
 	char err[160], chost[64];
 	struct sockaddr_in sa;
-	bool flush_set = false;
+	bool flush_set = false, fresh;
 	const char *other;
+	char *why;
 	int ch, rv, cport;
 
 	K.client_offset = 1000;
@@ -1051,6 +1527,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_CLUSTER:
 			cluster = optarg;
+			break;
+		case OPT_JOIN:
+			join = optarg;
 			break;
 		case 'd':
 			dir = optarg;
@@ -1115,15 +1594,25 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		return bad_usage("unexpected argument '%s'", argv[optind]);
-	if (!id || !cluster || !dir)
-		return bad_usage("--id, --cluster and --dir are required");
+	if (!id || !dir)
+		return bad_usage("--id and --dir are required");
+	if (cluster && join)
+		return bad_usage("--cluster (a new cluster) and --join (a node added to a running "
+				 "one) exclude each other");
+	if (!cluster && !K.address)
+		return bad_usage("--address is required without --cluster");
+	if (K.address && !valid_addr(K.address))
+		return bad_usage("--address: '%s' is not IPV4:PORT", K.address);
 	if (hb >= et)
 		return bad_usage("--heartbeat must be shorter than --election-timeout");
-	if (parse_cluster(cluster, err, sizeof(err)))
+	if (cluster && parse_cluster(cluster, err, sizeof(err)))
 		return bad_usage("bad --cluster: %s", err);
+	if (join && parse_join(join, err, sizeof(err)))
+		return bad_usage("bad --join: %s", err);
 	K.id = id;
+	K.joining = join != NULL;
 	for (unsigned i = 0; i < K.nnodes; i++)
-		if (K.nodes[i].id == id) {
+		if (cluster && K.nodes[i].id == id) {
 			if (K.address && strcmp(K.address, K.nodes[i].addr))
 				return bad_usage("--address %s is not node %llu's address in "
 						 "--cluster (%s)",
@@ -1141,7 +1630,14 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if ((rv = mkdir_p(dir)) != 0)
 		return fail("--dir %s: %s", dir, strerror(-rv));
-	if ((other = other_storage_file(dir, K.use_delog)) != NULL)
+	fresh = storage_file(dir, K.use_delog) == NULL;
+	if (fresh && !cluster && !join)
+		return fail("--dir %s holds no node: the first start of a new cluster's node "
+			    "takes --cluster, of a node added to a running cluster --join",
+			    dir);
+	if (fresh && (rv = fresh_check(dir, cluster)) != 0)
+		return rv;
+	if ((other = storage_file(dir, !K.use_delog)) != NULL)
 		return fail("--dir %s holds a node of --storage %s (%s): started on %s it would "
 			    "forget its term and vote; use --storage %s, or another directory",
 			    dir, K.use_delog ? "uv" : "delog", other, storage,
@@ -1196,16 +1692,21 @@ int main(int argc, char **argv)
 			return fail("Raft port %s: %s", K.address, uv_strerror(prv));
 	}
 	/* Bootstrap only now, every address and port checked: a first start that failed
-	 * before wrote nothing, so the corrected command is not ignored. */
-	raft_configuration_init(&conf);
-	for (unsigned i = 0; i < K.nnodes; i++)
-		if (raft_configuration_add(&conf, K.nodes[i].id, K.nodes[i].addr, RAFT_VOTER))
-			return fail("configuration: out of memory");
-	rv = raft_bootstrap(&K.raft, &conf);
-	raft_configuration_close(&conf);
-	/* raft_bootstrap leaves its own message empty; the io's says why. */
-	if (rv && rv != RAFT_CANTBOOTSTRAP)
-		return fail("bootstrap in %s: %s: %s", dir, raft_strerror(rv), K.io.errmsg);
+	 * before wrote nothing, so the corrected command is not ignored.  A node that
+	 * joins (or restarts without --cluster) bootstraps nothing: its configuration
+	 * comes from the leader. */
+	if (cluster) {
+		raft_configuration_init(&conf);
+		for (unsigned i = 0; i < K.nnodes; i++)
+			if (raft_configuration_add(&conf, K.nodes[i].id, K.nodes[i].addr,
+						   RAFT_VOTER))
+				return fail("configuration: out of memory");
+		rv = raft_bootstrap(&K.raft, &conf);
+		raft_configuration_close(&conf);
+		/* raft_bootstrap leaves its own message empty; the io's says why. */
+		if (rv && rv != RAFT_CANTBOOTSTRAP)
+			return fail("bootstrap in %s: %s: %s", dir, raft_strerror(rv), K.io.errmsg);
+	}
 	rv = raft_start(&K.raft);
 	if (rv)
 		return fail("start (Raft address %s, %s): %s: %s", K.address, dir,
@@ -1216,18 +1717,9 @@ int main(int argc, char **argv)
 	uv_signal_start(&K.sigint, on_signal, SIGINT);
 	uv_timer_init(K.loop, &K.watchdog);
 	uv_timer_start(&K.watchdog, watchdog_cb, 100, 100);
-	if (!conf_matches(&K.raft.configuration)) {
-		/* --cluster is only bootstrapped on a first start: a node whose stored
-		 * configuration says otherwise would serve a cluster the user did not ask
-		 * for (a node first started alone acknowledges writes nobody replicates). */
-		char stored[512];
-
-		conf_str(&K.raft.configuration, stored, sizeof(stored));
-		fprintf(stderr,
-			"%s: node %llu: %s holds the configuration %s; --cluster says %s: "
-			"a cluster's membership changes through Raft, not through --cluster\n",
-			prog, (unsigned long long)K.id, dir, stored[0] ? stored : "(none)",
-			cluster);
+	if ((why = stored_conf_refused(dir, cluster)) != NULL) {
+		fprintf(stderr, "%s: node %llu: %s\n", prog, (unsigned long long)K.id, why);
+		free(why);
 		shutdown_node(1);
 	} else {
 		struct delog_stats ds = { .size = sizeof(ds) };
@@ -1252,6 +1744,7 @@ int main(int argc, char **argv)
 		raft_uv_tcp_close(&K.transport);
 	}
 	map_clear(&K.map);
+	free(K.seen);
 	uv_loop_close(K.loop);
 	return K.exit_code;
 }

@@ -1,14 +1,21 @@
-# kv_lib.sh - helpers of the delog-raft-kv process tests (cli, config, kill and deposed),
+# kv_lib.sh - helpers of the delog-raft-kv process tests (cli, config, kill, deposed, full
+# and members),
 # sourced after ../lib.sh; KV (the daemon), CLIENT (kvclient.py) and TMP set before use.
 #
-#   kv_ports             pick this run's Raft ports P1..P3 (clients at +1000, all below
-#                        Linux's ephemeral range, 32768 up, where outgoing connections
-#                        could hold them), all six free when chosen (bound and released
-#                        once), and set CLUSTER and NODES (client addresses);
+#   kv_ports [N]         pick this run's Raft ports P1..PN (N: 3 unless given, at most 9;
+#                        clients at +1000, all below Linux's ephemeral range, 32768 up,
+#                        where outgoing connections could hold them), all free when
+#                        chosen (bound and released once), and set CLUSTER and NODES
+#                        (client addresses) of nodes 1-3, ALL (every client address);
 #                        PY is the python3 interpreter itself (no shim: it runs often)
-#   kv_start I [ARGS]    start node I (pid in $TMP/pid.I, stderr appended to $TMP/log.I)
+#   kv_start I [ARGS]    start node I of CLUSTER (pid in $TMP/pid.I, stderr appended to
+#                        $TMP/log.I)
+#   kv_join I [ARGS]     start node I (any of 1..N) in an empty $TMP/nI with --join
+#                        $JOIN (Raft addresses of members), pid and log as kv_start
+#   kv_raft I, kv_client I   node I's Raft and client addresses
 #   kv_kill I            SIGKILL node I and reap it
-#   kv_stop_all          SIGTERM every running node; a node that does not exit 0 fails
+#   kv_stop I            SIGTERM node I; fails unless it exits 0
+#   kv_stop_all          kv_stop every running node
 #   kv_up I              wait (10 s at most) until node I answers STATUS
 #   kv_leader            print the leader's id, waiting up to 15 s for one (0: none)
 #   kv_hold PORT         a python3 listener on 127.0.0.1:PORT (pid in HPID), listening
@@ -26,28 +33,51 @@ rnd() {
 
 kv_ports() {
 	PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
-	# a base whose six ports (Raft P1..P3, clients +1000) are free now: drawn, then
-	# checked by binding each one, up to 50 draws
+	KV_N=${1:-3}
+	# a base whose ports (Raft P1..PN, clients +1000) are free now: drawn, then checked
+	# by binding each one, up to 50 draws
 	n=0
 	while :; do
 		base=$((10000 + $(rnd 100) * 100))
 		[ -n "$PY" ] || break # no python3: drawn only (the tests that need it skip)
 		"$PY" -c 'import socket,sys
-b = int(sys.argv[1])
-for p in (b + 1, b + 2, b + 3, b + 1001, b + 1002, b + 1003):
-    s = socket.socket(); s.bind(("127.0.0.1", p)); s.close()' "$base" 2>/dev/null && break
+b, n = int(sys.argv[1]), int(sys.argv[2])
+for p in [b + i for i in range(1, n + 1)] + [b + 1000 + i for i in range(1, n + 1)]:
+    s = socket.socket(); s.bind(("127.0.0.1", p)); s.close()' "$base" "$KV_N" 2>/dev/null && break
 		n=$((n + 1))
 		[ $n -lt 50 ] || { fail "no free ports found in 50 draws"; break; }
 	done
+	KV_BASE=$base
 	P1=$((base + 1)); P2=$((base + 2)); P3=$((base + 3))
 	CLUSTER="1=127.0.0.1:$P1,2=127.0.0.1:$P2,3=127.0.0.1:$P3"
 	NODES="127.0.0.1:$((P1 + 1000)),127.0.0.1:$((P2 + 1000)),127.0.0.1:$((P3 + 1000))"
+	ALL=
+	i=1
+	while [ $i -le "$KV_N" ]; do
+		ALL="$ALL${ALL:+,}$(kv_client $i)"
+		i=$((i + 1))
+	done
+}
+
+kv_raft() {
+	echo "127.0.0.1:$((KV_BASE + $1))"
+}
+
+kv_client() {
+	echo "127.0.0.1:$((KV_BASE + 1000 + $1))"
 }
 
 kv_start() {
 	i=$1
 	shift
 	LIBRAFT_TRACE=${KV_TRACE:-} "$KV" --id "$i" --cluster "$CLUSTER" --dir "$TMP/n$i" "$@" >>"$TMP/log.$i" 2>&1 &
+	echo $! >"$TMP/pid.$i"
+}
+
+kv_join() {
+	i=$1
+	shift
+	"$KV" --id "$i" --address "$(kv_raft "$i")" --join "$JOIN" --dir "$TMP/n$i" "$@" >>"$TMP/log.$i" 2>&1 &
 	echo $! >"$TMP/pid.$i"
 }
 
@@ -59,22 +89,32 @@ kv_kill() {
 	fi
 }
 
+kv_stop() {
+	[ -s "$TMP/pid.$1" ] && kill -TERM "$(cat "$TMP/pid.$1")" 2>/dev/null
+	kv_reap "$1"
+}
+
+# wait for node I (signalled once: a second SIGTERM could find its handler closed)
+kv_reap() {
+	if [ -s "$TMP/pid.$1" ]; then
+		wait "$(cat "$TMP/pid.$1")"
+		rc=$?
+		[ "$rc" -eq 0 ] || fail "node $1 exited $rc after SIGTERM (see $TMP/log.$1)"
+		: >"$TMP/pid.$1"
+	fi
+}
+
 kv_stop_all() {
-	for i in 1 2 3; do
-		[ -s "$TMP/pid.$i" ] && kill -TERM "$(cat "$TMP/pid.$i")" 2>/dev/null
+	for f in "$TMP"/pid.*; do
+		[ -s "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null
 	done
-	for i in 1 2 3; do
-		if [ -s "$TMP/pid.$i" ]; then
-			wait "$(cat "$TMP/pid.$i")"
-			rc=$?
-			[ "$rc" -eq 0 ] || fail "node $i exited $rc after SIGTERM (see $TMP/log.$i)"
-			: >"$TMP/pid.$i"
-		fi
+	for f in "$TMP"/pid.*; do
+		[ -e "$f" ] && kv_reap "${f##*.}"
 	done
 }
 
 kv_up() {
-	"$PY" "$CLIENT" status "$(echo "$NODES" | cut -d, -f"$1")" --wait 10 >/dev/null
+	"$PY" "$CLIENT" status "$(kv_client "$1")" --wait 10 >/dev/null
 }
 
 kv_leader() {
@@ -82,8 +122,8 @@ kv_leader() {
 }
 
 kv_cleanup() {
-	for i in 1 2 3; do
-		[ -s "$TMP/pid.$i" ] && kill -KILL "$(cat "$TMP/pid.$i")" 2>/dev/null
+	for f in "$TMP"/pid.*; do
+		[ -s "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null
 	done
 	[ -n "${LPID:-}" ] && kill -KILL "$LPID" 2>/dev/null
 	wait 2>/dev/null

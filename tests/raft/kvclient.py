@@ -13,6 +13,13 @@
   kvclient.py send ADDR LINE...          write LINEs to one node, wait a little, close
                                          (replies ignored: for requests never answered)
   kvclient.py bench NODES ...            SETs for a while: writes/s, p50, p99 (ms)
+  kvclient.py members NODES              the configuration: one "ID ADDRESS ROLE [seen]"
+                                         line per member, as the leader holds it (or
+                                         the first node that answers, if none leads)
+  kvclient.py add NODES ID HOST:PORT     add node ID at Raft address HOST:PORT (a spare)
+  kvclient.py promote NODES ID [ROLE]    give ID the role voter (default), standby or
+                                         spare; a voter is caught up with the log first
+  kvclient.py remove NODES ID            remove ID from the configuration
 NODES is a comma-separated list of client addresses (HOST:PORT).
 
 Why it is built this way: requests are pipelined on one connection per node (replies
@@ -20,7 +27,8 @@ come back in request order, so a FIFO of futures matches them); a request that t
 or meets a dropped connection drops that connection, so nothing is ever matched with the
 wrong reply.  "OK" is logged only once the daemon answered OK, which it does only after
 the entry was committed and applied; a SET that got anything else is retried, which is
-harmless (same key, same value).
+harmless (same key, same value).  A membership change is retried until the leader's
+configuration shows it done, so one that committed while its reply was lost succeeds.
 """
 import argparse
 import asyncio
@@ -349,10 +357,88 @@ async def cmd_bench(a):
     return 0
 
 
+def members_parse(rep):
+    """{id: (address, role, seen)} of a MEMBERS reply, or None."""
+    if not rep or rep.split(" ", 1)[0] != "MEMBERS":
+        return None
+    out = {}
+    for tok in rep.split()[1:]:
+        i, rest = tok.split("=", 1)
+        f = rest.split("/")
+        out[int(i)] = (f[0], f[1], len(f) > 2 and f[2] == "seen")
+    return out
+
+
+async def members_of(addr):
+    p = Pipe(addr)
+    try:
+        return members_parse(await p.req("MEMBERS", 2.0))
+    except (ConnectionError, OSError, asyncio.TimeoutError):
+        return None
+    finally:
+        p._drop()
+
+
+async def cmd_members(a):
+    end = time.monotonic() + a.timeout
+    while time.monotonic() < end:
+        st = await status_all(a.nodes)
+        lead = [n for n, s in zip(a.nodes, st) if " state=leader " in s + " "]
+        up = [n for n, s in zip(a.nodes, st) if s != "down"]
+        for n in lead + up:
+            m = await members_of(n)
+            if m is not None:
+                for i in sorted(m):
+                    print(i, m[i][0], m[i][1], "seen" if m[i][2] else "")
+                return 0
+        await asyncio.sleep(0.2)
+    print("members: no node answered", file=sys.stderr)
+    return 1
+
+
+async def change(a, line, done):
+    """LINE (ADD, PROMOTE or REMOVE) through the leader until the leader's configuration
+    satisfies DONE; a reply lost with its connection, a change in progress or a new
+    leader is retried."""
+    cl = Cluster(a.nodes)
+    end = time.monotonic() + a.timeout
+    last = None
+    while time.monotonic() < end:
+        rep = await cl.leader_req(line, end)
+        if rep is None:
+            break
+        last = rep
+        if rep.startswith("ERR usage"):
+            print(rep, file=sys.stderr)
+            return 2
+        m = await members_of(cl.leader)
+        if m is not None and done(m):
+            print("OK")
+            return 0
+        await asyncio.sleep(0.2)
+    print("%s: not done in %.0fs (last reply: %s)" % (line, a.timeout, last), file=sys.stderr)
+    return 1
+
+
+async def cmd_add(a):
+    return await change(a, "ADD %d %s" % (a.id, a.address),
+                        lambda m: a.id in m and m[a.id][0] == a.address)
+
+
+async def cmd_promote(a):
+    return await change(a, "PROMOTE %d %s" % (a.id, a.role),
+                        lambda m: a.id in m and m[a.id][1] == a.role)
+
+
+async def cmd_remove(a):
+    return await change(a, "REMOVE %d" % a.id, lambda m: a.id not in m)
+
+
 def main():
     ap = argparse.ArgumentParser(description="delog-raft-kv client (tests, benchmark)")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    for name in ("leader", "status", "load", "verify", "set", "get", "send", "bench"):
+    for name in ("leader", "status", "load", "verify", "set", "get", "send", "bench",
+                 "members", "add", "promote", "remove"):
         p = sub.add_parser(name)
         p.add_argument("nodes")
         if name == "load":
@@ -377,6 +463,15 @@ def main():
         if name == "send":
             p.add_argument("lines", nargs="+")
             p.add_argument("--wait", type=float, default=0.3)
+        if name in ("add", "promote", "remove"):
+            p.add_argument("id", type=int)
+            if name == "add":
+                p.add_argument("address")
+            if name == "promote":
+                p.add_argument("role", nargs="?", default="voter",
+                               choices=("voter", "standby", "spare"))
+        if name in ("members", "add", "promote", "remove"):
+            p.add_argument("--timeout", type=float, default=30)
         if name == "bench":
             p.add_argument("--inflight", type=int, default=1)
             p.add_argument("--size", type=int, default=128)
