@@ -295,6 +295,27 @@ int cil_ctx_order(struct cil_ctx *c, cil_item_fn fn, void *arg)
 
 /* ---- the public transaction calls ---- */
 
+/* A grant's refusal of @bytes, with its reason (error.c E1). */
+static int cil_grant_why(struct delog *log, int err, uint64_t bytes)
+{
+	switch (err) {
+	case -EAGAIN:
+		return error_say(err,
+				 "DELOG_TX_NOWAIT: no room for %llu bytes now; the durable fd "
+				 "turns readable when the tail moves (delog_durable_fd)",
+				 (unsigned long long)bytes);
+	case -EDEADLK:
+		return error_say(err,
+				 "%llu bytes: every open transaction waits for space that only "
+				 "their commits can free; commit or abort one",
+				 (unsigned long long)bytes);
+	case DELOG_ESHUTDOWN:
+		return log_check_writable(log);
+	default:
+		return err;
+	}
+}
+
 /* The grant flags of a transaction begun with delog_tx_begin's @flags. */
 static unsigned cil_grant_flags(unsigned flags)
 {
@@ -308,16 +329,23 @@ int delog_tx_begin(delog *log, uint64_t reserve, unsigned flags, delog_tx **out)
 	uint64_t r;
 	int err;
 
+	error_clear();
 	if ((err = log_check(log)))
 		return err;
-	if (!out || (flags & ~(DELOG_TX_NOWAIT | DELOG_TX_RESERVE)) ||
-	    reserve > log->geom.log_size / 4)
-		return -EINVAL;
+	if (!out)
+		return error_say(-EINVAL, "delog_tx_begin: a NULL @tx");
 	*out = NULL;
-	if (log->read_only)
-		return DELOG_ERDONLY; /* delog.c U2 */
-	if (atomic_load(&log->error))
-		return DELOG_ESHUTDOWN;
+	if (flags & ~(DELOG_TX_NOWAIT | DELOG_TX_RESERVE))
+		return error_say(-EINVAL, "delog_tx_begin: flags %#x: unknown bits %#x", flags,
+				 flags & ~(DELOG_TX_NOWAIT | DELOG_TX_RESERVE));
+	if (reserve > log->geom.log_size / 4)
+		return error_say(-EINVAL,
+				 "delog_tx_begin: reserve %llu is more than a quarter of the "
+				 "%llu-byte log",
+				 (unsigned long long)reserve,
+				 (unsigned long long)log->geom.log_size);
+	if ((err = log_check_writable(log)))
+		return err; /* delog.c U2 */
 	tx = calloc(1, sizeof(*tx));
 	if (!tx)
 		return -ENOMEM;
@@ -325,7 +353,7 @@ int delog_tx_begin(delog *log, uint64_t reserve, unsigned flags, delog_tx **out)
 	err = jrnl_grant_reserve(log->jl, r, JRNL_GRANT_TICKET | cil_grant_flags(flags));
 	if (err) {
 		free(tx);
-		return err;
+		return cil_grant_why(log, err, r);
 	}
 	tx->log = log;
 	tx->reserved = r;
@@ -339,7 +367,7 @@ int delog_tx_log(delog_tx *tx, uint64_t key, const void *data, uint32_t len)
 	struct iovec iov = { (void *)data, len };
 
 	if (len && !data)
-		return -EINVAL;
+		return error_say(-EINVAL, "delog_tx_log: NULL @data with len %u", len);
 	return delog_tx_logv(tx, key, &iov, 1);
 }
 
@@ -351,16 +379,26 @@ int delog_tx_logv(delog_tx *tx, uint64_t key, const struct iovec *iov, int iovcn
 	size_t dup;
 	int err;
 
-	if (!tx || iovcnt < 0 || (iovcnt && !iov))
-		return -EINVAL;
+	error_clear();
+	if (!tx)
+		return error_say(-EINVAL, "delog_tx_log: a NULL transaction");
+	if (iovcnt < 0 || (iovcnt && !iov))
+		return error_say(-EINVAL, "delog_tx_logv: iovcnt %d with @iov %s", iovcnt,
+				 iov ? "set" : "NULL");
 	for (int i = 0; i < iovcnt; i++) {
-		if ((iov[i].iov_len && !iov[i].iov_base) || iov[i].iov_len > JRNL_MAX_ITEM - len)
-			return -EINVAL;
+		if (iov[i].iov_len && !iov[i].iov_base)
+			return error_say(-EINVAL, "delog_tx_logv: iov[%d] has %zu bytes at NULL", i,
+					 iov[i].iov_len);
+		if (iov[i].iov_len > JRNL_MAX_ITEM - len)
+			return error_say(-EINVAL,
+					 "item of more than %u bytes (DELOG_ITEM_MAX): split it "
+					 "over keys",
+					 (unsigned)JRNL_MAX_ITEM);
 		len += (uint32_t)iov[i].iov_len;
 	}
 	log = tx->log;
 	if (atomic_load(&log->error))
-		return DELOG_ESHUTDOWN;
+		return log_check_writable(log);
 	/* Same key twice in one transaction: the later copy wins.  The earlier copy is
 	 * dropped only once the new one is sure to go in, so a failed call (E2BIG, EAGAIN,
 	 * ENOMEM) leaves the transaction as it was. */
@@ -372,11 +410,15 @@ int delog_tx_logv(delog_tx *tx, uint64_t key, const struct iovec *iov, int iovcn
 		uint64_t more = cost + icost - tx->reserved;
 
 		if (tx->reserved + more > jrnl_grant_tx_max(log->jl))
-			return -E2BIG;
+			return error_say(-E2BIG,
+					 "the transaction would need %llu bytes of log, more than "
+					 "the %llu one may take (a quarter of the log)",
+					 (unsigned long long)(tx->reserved + more),
+					 (unsigned long long)jrnl_grant_tx_max(log->jl));
 		err = jrnl_grant_reserve(log->jl, more,
 					 JRNL_GRANT_GROW | cil_grant_flags(tx->flags));
 		if (err)
-			return err;
+			return cil_grant_why(log, err, more);
 		tx->reserved += more;
 	}
 	if (tx->n == tx->cap) {
@@ -457,8 +499,9 @@ int delog_tx_commit(delog_tx *tx, uint64_t *seq)
 	uint64_t cseq, ctx_seq, cost;
 	int err = 0;
 
+	error_clear();
 	if (!tx)
-		return -EINVAL;
+		return error_say(-EINVAL, "delog_tx_commit: a NULL transaction");
 	log = tx->log;
 	pthread_rwlock_rdlock(&log->ctx_lock);
 	/* (CIL5) A checkpoint stays within twice push_bytes unless one transaction alone is
@@ -490,6 +533,8 @@ int delog_tx_commit(delog_tx *tx, uint64_t *seq)
 	pthread_rwlock_unlock(&log->ctx_lock);
 	if (err == -ENOMEM)
 		log_shutdown(log, err);
+	if (err == DELOG_ESHUTDOWN)
+		err = log_check_writable(log);
 	if (!err) {
 		atomic_fetch_add_explicit(&log->st_tx, 1, memory_order_relaxed);
 		if (seq)

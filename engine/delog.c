@@ -106,7 +106,7 @@ __attribute__((format(printf, 5, 6))) static void open_why(const struct delog_op
 }
 
 /* (U3) The open is over: its return value goes with what open_why said (nothing, when
- * it succeeded). */
+ * it succeeded), in the error info and as the thread's reason (error.c E1). */
 static int open_done(const struct delog_options *o, int err)
 {
 	struct delog_error_info *e = o->error;
@@ -116,7 +116,7 @@ static int open_done(const struct delog_options *o, int err)
 	if (!err)
 		open_why(o, 0, 0, "", "%s", "");
 	e->code = err;
-	return err;
+	return error_say(err, "%s", e->message);
 }
 
 struct open_ctx {
@@ -210,19 +210,28 @@ static int check_opts(const struct delog_options *o)
 int log_check(const struct delog *log)
 {
 	if (!log)
-		return -EINVAL;
-	return log->magic == LOG_MAGIC_OPEN ? 0 : DELOG_ECLOSED;
+		return error_say(-EINVAL, "a NULL delog handle");
+	if (log->magic != LOG_MAGIC_OPEN)
+		return error_say(DELOG_ECLOSED, "this handle was closed: delog_close frees it, and "
+						"no call may follow");
+	return 0;
 }
 
+/* (U2, SD1) The refusals of a log that may not be written, with their reasons. */
 int log_check_writable(const struct delog *log)
 {
-	int err = log_check(log);
+	int err = log_check(log), shut;
 
 	if (err)
 		return err;
 	if (log->read_only)
-		return DELOG_ERDONLY; /* U2 */
-	return atomic_load(&log->error) ? DELOG_ESHUTDOWN : 0;
+		return error_say(DELOG_ERDONLY, "the log was opened with DELOG_OPEN_RDONLY");
+	if ((shut = atomic_load(&log->error)) != 0)
+		return error_say(DELOG_ESHUTDOWN,
+				 "the log shut down after %s: nothing more is written, what was "
+				 "acknowledged stays recoverable; close it and open it again",
+				 delog_err_name(shut));
+	return 0;
 }
 
 static void log_free(struct delog *log)
@@ -498,17 +507,25 @@ static int open_common(struct iol_dev *dev, bool own, bool fresh, const char *tm
 /* A caller's options, of a size between OPTS_MIN_SIZE and ours: fields it does not
  * have read as zero (an older caller), so nothing past its struct is ever read.  The
  * error info, if given and large enough, is cleared (but for its size) before anything
- * else: a too small one is -EINVAL, and never written. */
-static int copy_opts(const struct delog_options *in, struct delog_options *o)
+ * else: a too small one is -EINVAL, and never written.  Without one, @own takes the
+ * refusal, for the thread's reason (open_done). */
+static int copy_opts(const struct delog_options *in, struct delog_options *o,
+		     struct delog_error_info *own)
 {
 	size_t n;
 
 	memset(o, 0, sizeof(*o));
+	memset(own, 0, sizeof(*own));
+	own->size = sizeof(*own);
 	o->size = sizeof(*o);
+	o->error = own;
 	if (!in)
 		return 0;
 	if (in->size < OPTS_MIN_SIZE)
-		return -EINVAL;
+		return OPT_BAD(o,
+			       "delog_options.size %zu: smaller than the first release's %zu "
+			       "(set it to sizeof(struct delog_options))",
+			       in->size, (size_t)OPTS_MIN_SIZE);
 	n = in->size < sizeof(*o) ? in->size : sizeof(*o);
 	memcpy(o, in, n);
 	o->size = n;
@@ -516,11 +533,16 @@ static int copy_opts(const struct delog_options *in, struct delog_options *o)
 		size_t size = o->error->size;
 
 		if (size < sizeof(*o->error)) {
-			o->error = NULL;
-			return -EINVAL;
+			o->error = own;
+			return OPT_BAD(o,
+				       "delog_error_info.size %zu: smaller than this library's "
+				       "%zu (set it to sizeof(struct delog_error_info))",
+				       size, sizeof(*o->error));
 		}
 		memset(o->error, 0, sizeof(*o->error));
 		o->error->size = size;
+	} else {
+		o->error = own;
 	}
 	/* A later header's struct: fields this library does not know are taken at their
 	 * default, zero, as a caller that never set them leaves them; set, they ask for
@@ -537,13 +559,14 @@ static int copy_opts(const struct delog_options *in, struct delog_options *o)
 
 int engine_open_dev(struct iol_dev *dev, const struct delog_options *opts, delog **out)
 {
+	struct delog_error_info own;
 	struct delog_options o;
 	int err;
 
 	if (!dev || !out)
 		return -EINVAL;
 	*out = NULL;
-	err = copy_opts(opts, &o);
+	err = copy_opts(opts, &o, &own);
 	if (!err)
 		err = open_common(dev, false, false, NULL, NULL, &o, out);
 	return open_done(&o, err);
@@ -633,13 +656,14 @@ static int open_path(const char *path, const struct delog_options *o, delog **ou
 
 int delog_open(const char *path, const struct delog_options *in, delog **out)
 {
+	struct delog_error_info own;
 	struct delog_options o;
 	int err;
 
 	if (!out)
-		return -EINVAL;
+		return error_say(-EINVAL, "delog_open: a NULL @out");
 	*out = NULL;
-	err = copy_opts(in, &o);
+	err = copy_opts(in, &o, &own);
 	if (!err)
 		err = open_path(path, &o, out);
 	return open_done(&o, err);
@@ -649,6 +673,7 @@ int delog_close(delog *log)
 {
 	int err, e2;
 
+	error_clear();
 	if (!log)
 		return 0;
 	if ((err = log_check(log)))
@@ -697,24 +722,29 @@ void engine_delay_cover(delog *log, uint64_t ns)
  */
 static int force_begin(struct delog *log, uint64_t *seq, uint64_t *open, bool nowait)
 {
-	int err = log_check(log);
+	int err;
 	bool has;
 
-	if (err)
+	error_clear();
+	if ((err = log_check(log)))
 		return err;
 	if (log->read_only)
-		return DELOG_ERDONLY; /* (U2) */
+		return log_check_writable(log); /* (U2) */
 	atomic_fetch_add_explicit(nowait ? &log->st_forces_nowait : &log->st_forces, 1,
 				  memory_order_relaxed);
 	if (atomic_load(&log->error))
-		return DELOG_ESHUTDOWN;
+		return log_check_writable(log);
 	pthread_rwlock_rdlock(&log->ctx_lock);
 	*open = log->cur->seq;
 	has = atomic_load(&log->cur->ntx) != 0;
 	pthread_rwlock_unlock(&log->ctx_lock);
 	if (!*seq || (*seq == *open && !has))
 		*seq = has ? *open : *open - 1;
-	return *seq > *open ? -EINVAL : 0;
+	if (*seq > *open)
+		return error_say(-EINVAL,
+				 "checkpoint %llu is not committed yet: the open one is %llu",
+				 (unsigned long long)*seq, (unsigned long long)*open);
+	return 0;
 }
 
 /* Ask the push thread for @seq if it is still open (a sequence already swapped out is
@@ -753,7 +783,7 @@ int delog_force(delog *log, uint64_t seq)
 	}
 	force_ask(log, seq, false);
 	force_wait(log, seq);
-	return atomic_load(&log->durable_seq) >= seq ? 0 : DELOG_ESHUTDOWN;
+	return atomic_load(&log->durable_seq) >= seq ? 0 : log_check_writable(log);
 }
 
 /*
@@ -799,9 +829,10 @@ uint64_t delog_durable_seq(const delog *log)
 int delog_durable_fd(const delog *log)
 {
 	struct delog *l = (struct delog *)log;
-	int err = log_check(log);
+	int err;
 
-	if (err)
+	error_clear();
+	if ((err = log_check(log)))
 		return err;
 
 	/* The first call arms efd_signal.  An advance (or shutdown) before it did not
@@ -837,12 +868,18 @@ int delog_stats(const delog *clog, struct delog_stats *out)
 	struct jrnl_log_stats js;
 	struct iol_counters ic;
 	size_t size;
-	int fua, err = log_check(log);
+	int fua, err;
 
-	if (err)
+	error_clear();
+	if ((err = log_check(log)))
 		return err;
-	if (!out || out->size < sizeof(struct delog_stats))
-		return -EINVAL;
+	if (!out)
+		return error_say(-EINVAL, "delog_stats: a NULL @st");
+	if (out->size < sizeof(struct delog_stats))
+		return error_say(-EINVAL,
+				 "delog_stats: st->size %zu is smaller than this library's %zu "
+				 "(set it to sizeof(struct delog_stats))",
+				 out->size, sizeof(struct delog_stats));
 	size = out->size;
 	memset(st, 0, sizeof(*st));
 	jrnl_log_stats(log->jl, &js);

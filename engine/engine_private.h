@@ -170,6 +170,11 @@ struct space {
 	uint64_t item_flushes; /* S2 flushes (under lock) */
 };
 
+/* (error.c E1) The calling thread's reason for its current call's failure: cleared on
+ * entry to every public call that can fail; error_say sets it and returns @code. */
+void error_clear(void);
+__attribute__((format(printf, 2, 3))) int error_say(int code, const char *fmt, ...);
+
 /* (delog.c U7) A handle's state: 0 open, -EINVAL NULL, DELOG_ECLOSED closed. */
 #define LOG_MAGIC_OPEN 0x21676f6cu /* "log!" */
 #define LOG_MAGIC_CLOSED 0x64616564u

@@ -1,12 +1,24 @@
 /*
  * error.c - one table of error codes for the whole library (DELOG_ERRNO_MAP in delog.h)
- * plus the errno values delog passes through.  Messages start with the symbol, as LMDB's
- * mdb_strerror does, so a log line alone says which code it was.
+ * plus the errno values delog passes through, and each thread's reason for its last
+ * failed call.  Messages start with the symbol, as LMDB's mdb_strerror does, so a log
+ * line alone says which code it was.
+ *
+ *  (E1) The reason belongs to the call that failed: every public call that can fail
+ *       clears the calling thread's reason on entry (error_clear), and a refusal that
+ *       knows more than its code says it (error_say) as it returns.  So delog_errmsg()
+ *       is that call's reason, or "" when it had none beyond the code, never an older
+ *       call's.  The questions an error handler asks first (delog_error,
+ *       delog_durable_seq, and the tables) clear nothing, so they may come between the
+ *       failure and the reading.  It is thread-local, as errno is: calls on
+ *       independent handles in independent threads share nothing.
  */
-#include "delog.h"
+#include "engine_private.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -27,7 +39,7 @@
 	X(ENODEV, "no such device (backend not available)")                                        \
 	X(ENOTDIR, "not a directory")                                                              \
 	X(EISDIR, "is a directory")                                                                \
-	X(EINVAL, "invalid argument (an option, or an I/O size or alignment the device refuses)")  \
+	X(EINVAL, "invalid argument (delog_errmsg() says which, and why)")                         \
 	X(EFBIG, "file too large")                                                                 \
 	X(ENOSPC, "no space left on device")                                                       \
 	X(EROFS, "read-only file system (DELOG_OPEN_RDONLY opens a log there)")                    \
@@ -63,6 +75,28 @@ static const struct err_entry *find(int err)
 		if (table[i].code == err)
 			return &table[i];
 	return NULL;
+}
+
+static _Thread_local char error_msg[256];
+
+void error_clear(void)
+{
+	error_msg[0] = '\0';
+}
+
+int error_say(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(error_msg, sizeof(error_msg), fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+const char *delog_errmsg(void)
+{
+	return error_msg;
 }
 
 const char *delog_strerror(int err)

@@ -288,11 +288,16 @@ const char *delog_flush_policy_name(enum delog_flush_policy p)
 
 int delog_flush_policy_parse(const char *name, enum delog_flush_policy *out)
 {
-	for (unsigned i = 0; name && out && i < sizeof(policies) / sizeof(policies[0]); i++) {
+	error_clear();
+	if (!name || !out)
+		return error_say(-EINVAL, "delog_flush_policy_parse: a NULL @%s",
+				 name ? "out" : "name");
+	for (unsigned i = 0; i < sizeof(policies) / sizeof(policies[0]); i++) {
 		if (!strcmp(name, policies[i].name)) {
 			*out = (enum delog_flush_policy)i;
 			return 0;
 		}
 	}
-	return -EINVAL;
+	return error_say(-EINVAL, "'%.40s' is not a flush policy (sync, async, single, none)",
+			 name);
 }

@@ -496,13 +496,21 @@ int delog_item_written(delog *log, uint64_t key, uint64_t seq)
 	struct space *sp;
 	struct ail_ent *e;
 	struct ckpt_ent *c;
-	int err = log_check_writable(log);
+	int err;
 
-	if (err)
+	error_clear();
+	if ((err = log_check_writable(log)))
 		return err;
 	sp = &log->space;
-	if (!sp->tracking || !seq || seq > atomic_load(&log->durable_seq))
-		return -EINVAL;
+	if (!sp->tracking)
+		return error_say(-EINVAL, "delog_item_written: the log was opened without "
+					  "DELOG_OPEN_TRACK_ITEMS");
+	if (!seq || seq > atomic_load(&log->durable_seq))
+		return error_say(-EINVAL,
+				 "delog_item_written: checkpoint %llu is not durable (the "
+				 "newest durable one is %llu)",
+				 (unsigned long long)seq,
+				 (unsigned long long)atomic_load(&log->durable_seq));
 	pthread_mutex_lock(&sp->lock);
 	if (sp->ail_cap) {
 		e = ail_slot(sp, key);
@@ -521,12 +529,17 @@ int delog_item_written(delog *log, uint64_t key, uint64_t seq)
 int delog_release(delog *log, uint64_t seq)
 {
 	struct space *sp;
-	int err = log_check_writable(log);
+	int err;
 
-	if (err)
+	error_clear();
+	if ((err = log_check_writable(log)))
 		return err;
 	if (seq > atomic_load(&log->durable_seq))
-		return -EINVAL;
+		return error_say(-EINVAL,
+				 "delog_release: checkpoint %llu is not durable (the newest "
+				 "durable one is %llu)",
+				 (unsigned long long)seq,
+				 (unsigned long long)atomic_load(&log->durable_seq));
 	sp = &log->space;
 	pthread_mutex_lock(&sp->lock);
 	if (seq > sp->released)
@@ -539,7 +552,10 @@ int delog_release(delog *log, uint64_t seq)
 
 int delog_set_reserve(delog *log, uint64_t bytes)
 {
-	int err = log_check_writable(log);
+	int err;
+
+	error_clear();
+	err = log_check_writable(log);
 
 	if (err)
 		return err;

@@ -6,9 +6,11 @@
  *  - Every function that can fail returns int: 0 on success, or a negative error code.
  *    Operating-system errors pass through as -errno (-EIO, -ENOSPC, ...); delog's own
  *    conditions use the DELOG_E* codes below, which lie outside the errno range.
- *    delog_strerror() and delog_err_name() describe either kind.
- *  - No global state: everything lives in handles, so independent handles may be used
- *    from independent threads without coordination.
+ *    delog_strerror() and delog_err_name() describe either kind; delog_errmsg() says
+ *    why the calling thread's last call failed, in words.
+ *  - No global state: everything lives in handles (and each thread's delog_errmsg, as
+ *    errno), so independent handles may be used from independent threads without
+ *    coordination.
  *  - Each function states its thread safety.
  */
 #ifndef DELOG_H
@@ -65,6 +67,19 @@ const char *delog_strerror(int err);
 
 /* Symbolic name of a code ("DELOG_ECORRUPT", "EIO"), or "UNKNOWN".  Static; thread-safe. */
 const char *delog_err_name(int err);
+
+/*
+ * Why the calling thread's most recent delog call failed, in one line: which argument
+ * or state and what was wrong ("delog_tx_begin: flags 0x10: unknown bits 0x10", "this
+ * handle was closed: ...", "the log shut down after EIO: ..."); for delog_open, struct
+ * delog_error_info's message.  "" when that call succeeded, or had nothing to say
+ * beyond its code.  Every call that returns an error code sets it, but for
+ * delog_error, delog_durable_seq, delog_strerror and delog_err_name, which leave it
+ * (an error handler may ask them first), and calls that return nothing, such as
+ * delog_tx_abort.  Thread-local, as errno: valid until the thread's next delog call.
+ * Never NULL.
+ */
+const char *delog_errmsg(void);
 
 /* Run-time version: DELOG_VERSION_HEX and "MAJOR.MINOR.PATCH" of the library actually
  * linked (compare with the macros above to detect a header/library mismatch).

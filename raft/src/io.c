@@ -189,10 +189,11 @@ static int map_err(int err)
 	}
 }
 
-/* Map a delog error for C-Raft, with "WHAT: delog's text" in io->errmsg. */
+/* Map a delog error for C-Raft, with "WHAT: delog's text (its reason)" in io->errmsg. */
 static int fail(struct draft *d, int err, const char *what)
 {
 	int first = d->log ? delog_error(d->log) : 0;
+	const char *why = delog_errmsg(); /* the failed call's reason: delog_error kept it */
 
 	if (err == DELOG_ESHUTDOWN && first)
 		draft_msgf(d->io->errmsg, "%s: delog log shut down after %s", what,
@@ -202,7 +203,8 @@ static int fail(struct draft *d, int err, const char *what)
 			   "%s: the delog log is full (take snapshots more often, or make it larger)",
 			   what);
 	else
-		draft_msgf(d->io->errmsg, "%s: %s", what, delog_strerror(err));
+		draft_msgf(d->io->errmsg, "%s: %s%s%s%s", what, delog_strerror(err),
+			   *why ? " (" : "", why, *why ? ")" : "");
 	if (err == DELOG_ESHUTDOWN || (first && err != -EAGAIN))
 		d->errored = true;
 	return map_err(err);

@@ -74,6 +74,83 @@ static void msleep(unsigned ms)
  * options and open
  * ====================================================================================== */
 
+/* (error.c E1) Every call that fails says why through delog_errmsg(), on its own thread,
+ * and the reason goes with that call: a call that succeeds leaves "", and another
+ * thread's failure never shows.  Each reason names the argument or state at fault. */
+#define T_WHY(call, code, text)                                                                    \
+	do {                                                                                       \
+		int rv_ = (call);                                                                  \
+		cr_expect_eq(rv_, (code), "%s: %d", #call, rv_);                                   \
+		cr_expect_not_null(strstr(delog_errmsg(), (text)), "%s: '%s' lacks '%s'", #call,   \
+				   delog_errmsg(), (text));                                        \
+	} while (0)
+
+static void *t_errmsg_thread(void *arg)
+{
+	enum delog_flush_policy p;
+
+	(void)arg;
+	return (void *)(intptr_t)(delog_flush_policy_parse("fast", &p) == -EINVAL &&
+				  strstr(delog_errmsg(), "'fast'") != NULL);
+}
+
+Test(api, every_call_says_why, .timeout = 60)
+{
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NONE, 3, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
+	delog *log = t_open_dev(dev, &o), *bad;
+	struct delog_stats st = { .size = 8 };
+	enum delog_flush_policy p;
+	char big = 0, path[] = "/tmp/delog-errmsg-XXXXXX";
+	struct iovec iov = { NULL, 4 };
+	struct delog_options ro = { .size = 16 };
+	pthread_t th;
+	void *thr_ok;
+	uint64_t seq;
+	delog_tx *tx;
+
+	T_WHY(delog_flush_policy_parse("sync", NULL), -EINVAL, "NULL @out");
+	T_WHY(delog_flush_policy_parse(NULL, &p), -EINVAL, "NULL @name");
+	T_WHY(delog_flush_policy_parse("fast", &p), -EINVAL, "'fast' is not a flush policy");
+	T_WHY(delog_open("/nonexistent/x", NULL, &bad), -ENOENT, "/nonexistent/x");
+	T_WHY(delog_open(NULL, &ro, &bad), -EINVAL, "delog_options.size 16");
+	T_WHY(delog_open(NULL, NULL, NULL), -EINVAL, "NULL @out");
+	cr_assert_not_null(mkdtemp(path));
+	T_WHY(delog_open(path, NULL, &bad), -EISDIR, "a directory");
+	rmdir(path);
+	T_WHY(delog_tx_begin(NULL, 0, 0, &tx), -EINVAL, "NULL delog handle");
+	T_WHY(delog_tx_begin(log, 0, 0x10, &tx), -EINVAL, "unknown bits 0x10");
+	T_WHY(delog_tx_begin(log, 8 * T_MiB, 0, &tx), -EINVAL, "more than a quarter");
+	T_WHY(delog_tx_begin(log, 0, 0, NULL), -EINVAL, "NULL @tx");
+	cr_assert_eq(delog_tx_begin(log, 64, 0, &tx), 0);
+	cr_expect_str_eq(delog_errmsg(), "", "a call that succeeded has no reason");
+	T_WHY(delog_tx_log(tx, 1, NULL, 4), -EINVAL, "NULL @data");
+	T_WHY(delog_tx_logv(tx, 1, &iov, 1), -EINVAL, "iov[0] has 4 bytes at NULL");
+	T_WHY(delog_tx_logv(tx, 1, NULL, 2), -EINVAL, "iovcnt 2");
+	T_WHY(delog_tx_log(tx, 1, &big, DELOG_ITEM_MAX + 1), -EINVAL, "DELOG_ITEM_MAX");
+	T_WHY(delog_tx_log(NULL, 1, &big, 1), -EINVAL, "NULL transaction");
+	T_WHY(delog_tx_commit(NULL, &seq), -EINVAL, "NULL transaction");
+	cr_assert_eq(delog_tx_commit(tx, &seq), 0);
+	T_WHY(delog_force(log, seq + 5), -EINVAL, "is not committed yet");
+	T_WHY(delog_force_nowait(log, seq + 5), -EINVAL, "is not committed yet");
+	T_WHY(delog_release(log, seq + 5), -EINVAL, "is not durable");
+	T_WHY(delog_item_written(log, 1, seq), -EINVAL, "DELOG_OPEN_TRACK_ITEMS");
+	T_WHY(delog_stats(log, &st), -EINVAL, "st->size 8");
+	T_WHY(delog_stats(log, NULL), -EINVAL, "NULL @st");
+	T_WHY(delog_durable_fd(NULL), -EINVAL, "NULL delog handle");
+	/* another thread's failure is its own */
+	cr_assert_eq(pthread_create(&th, NULL, t_errmsg_thread, NULL), 0);
+	cr_assert_eq(pthread_join(th, &thr_ok), 0);
+	cr_expect(thr_ok, "the other thread did not see its own reason");
+	cr_expect_not_null(strstr(delog_errmsg(), "NULL delog handle"), "'%s'", delog_errmsg());
+	cr_assert_eq(delog_force(log, 0), 0);
+	cr_expect_str_eq(delog_errmsg(), "");
+	cr_expect_not_null(strstr(delog_strerror(-EINVAL), "delog_errmsg"), "%s",
+			   delog_strerror(-EINVAL));
+	cr_assert_eq(delog_close(log), 0);
+	iol_dev_close(dev);
+}
+
 /* (delog.c U7) A call on a closed handle is told DELOG_ECLOSED, and a second close is no
  * double free.  It reads the freed struct, as SQLite's magic numbers do: ASan reports
  * that read, so the sanitized build skips it. */
@@ -103,6 +180,8 @@ Test(api, closed_handle_is_told, .timeout = 60, .disabled = !T_READS_FREED)
 	cr_expect_eq(delog_error(log), DELOG_ECLOSED);
 	cr_expect_eq(delog_durable_fd(log), DELOG_ECLOSED);
 	cr_expect_eq(delog_durable_seq(log), 0);
+	cr_expect_not_null(strstr(delog_errmsg(), "this handle was closed"), "'%s'",
+			   delog_errmsg());
 	cr_expect_not_null(strstr(delog_strerror(DELOG_ECLOSED), "delog_close"));
 	/* NULL is no handle either. */
 	cr_expect_eq(delog_error(NULL), -EINVAL);
@@ -1800,6 +1879,7 @@ static void shutdown_run_p(enum delog_flush_policy pol, enum iol_op op, bool per
 	}
 	cr_expect_eq(delog_force(log, 0), DELOG_ESHUTDOWN);
 	cr_expect_eq(delog_force(log, durable), DELOG_ESHUTDOWN, "every later call fails");
+	cr_expect_not_null(strstr(delog_errmsg(), "shut down after EIO"), "'%s'", delog_errmsg());
 	cr_expect_eq(delog_release(log, durable), DELOG_ESHUTDOWN);
 	cr_expect_eq(delog_durable_seq(log), durable, "acknowledged after the fault");
 	cr_expect_eq(delog_error(log), -EIO, "error is sticky");

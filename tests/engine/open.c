@@ -77,6 +77,7 @@ static void t_rdonly_refusals(delog *log, uint64_t last_seq)
 	cr_expect_null(tx, "*tx must be NULL after a refused begin");
 	cr_expect_eq(delog_tx_begin(log, T_RES(1), DELOG_TX_NOWAIT, &tx), DELOG_ERDONLY);
 	cr_expect_eq(delog_force(log, 0), DELOG_ERDONLY);
+	cr_expect_not_null(strstr(delog_errmsg(), "DELOG_OPEN_RDONLY"), "'%s'", delog_errmsg());
 	cr_expect_eq(delog_force_nowait(log, 0), DELOG_ERDONLY);
 	cr_expect_eq(delog_force(log, last_seq), DELOG_ERDONLY);
 	cr_expect_eq(delog_release(log, last_seq), DELOG_ERDONLY);
