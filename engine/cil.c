@@ -310,7 +310,7 @@ static int cil_grant_why(struct delog *log, int err, uint64_t bytes)
 				 "their commits can free; commit or abort one",
 				 (unsigned long long)bytes);
 	case DELOG_ESHUTDOWN:
-		return log_check_writable(log);
+		return log_shutdown_why(log);
 	default:
 		return err;
 	}
@@ -398,7 +398,7 @@ int delog_tx_logv(delog_tx *tx, uint64_t key, const struct iovec *iov, int iovcn
 	}
 	log = tx->log;
 	if (atomic_load(&log->error))
-		return log_check_writable(log);
+		return log_shutdown_why(log);
 	/* Same key twice in one transaction: the later copy wins.  The earlier copy is
 	 * dropped only once the new one is sure to go in, so a failed call (E2BIG, EAGAIN,
 	 * ENOMEM) leaves the transaction as it was. */
@@ -534,7 +534,7 @@ int delog_tx_commit(delog_tx *tx, uint64_t *seq)
 	if (err == -ENOMEM)
 		log_shutdown(log, err);
 	if (err == DELOG_ESHUTDOWN)
-		err = log_check_writable(log);
+		err = log_shutdown_why(log);
 	if (!err) {
 		atomic_fetch_add_explicit(&log->st_tx, 1, memory_order_relaxed);
 		if (seq)

@@ -217,21 +217,32 @@ int log_check(const struct delog *log)
 	return 0;
 }
 
-/* (U2, SD1) The refusals of a log that may not be written, with their reasons. */
+/* (U2) DELOG_ERDONLY, with its reason. */
+int log_rdonly_why(void)
+{
+	return error_say(DELOG_ERDONLY, "the log was opened with DELOG_OPEN_RDONLY");
+}
+
+/* (wake.c SD1) DELOG_ESHUTDOWN, always, with the first error as its reason. */
+int log_shutdown_why(const struct delog *log)
+{
+	int first = atomic_load(&log->error);
+
+	return error_say(DELOG_ESHUTDOWN,
+			 "the log shut down after %s: nothing more is written, what was "
+			 "acknowledged stays recoverable; close it and open it again",
+			 first ? delog_err_name(first) : "an error");
+}
+
 int log_check_writable(const struct delog *log)
 {
-	int err = log_check(log), shut;
+	int err = log_check(log);
 
 	if (err)
 		return err;
 	if (log->read_only)
-		return error_say(DELOG_ERDONLY, "the log was opened with DELOG_OPEN_RDONLY");
-	if ((shut = atomic_load(&log->error)) != 0)
-		return error_say(DELOG_ESHUTDOWN,
-				 "the log shut down after %s: nothing more is written, what was "
-				 "acknowledged stays recoverable; close it and open it again",
-				 delog_err_name(shut));
-	return 0;
+		return log_rdonly_why();
+	return atomic_load(&log->error) ? log_shutdown_why(log) : 0;
 }
 
 static void log_free(struct delog *log)
@@ -729,11 +740,11 @@ static int force_begin(struct delog *log, uint64_t *seq, uint64_t *open, bool no
 	if ((err = log_check(log)))
 		return err;
 	if (log->read_only)
-		return log_check_writable(log); /* (U2) */
+		return log_rdonly_why(); /* (U2) */
 	atomic_fetch_add_explicit(nowait ? &log->st_forces_nowait : &log->st_forces, 1,
 				  memory_order_relaxed);
 	if (atomic_load(&log->error))
-		return log_check_writable(log);
+		return log_shutdown_why(log);
 	pthread_rwlock_rdlock(&log->ctx_lock);
 	*open = log->cur->seq;
 	has = atomic_load(&log->cur->ntx) != 0;
@@ -783,7 +794,7 @@ int delog_force(delog *log, uint64_t seq)
 	}
 	force_ask(log, seq, false);
 	force_wait(log, seq);
-	return atomic_load(&log->durable_seq) >= seq ? 0 : log_check_writable(log);
+	return atomic_load(&log->durable_seq) >= seq ? 0 : log_shutdown_why(log);
 }
 
 /*

@@ -182,6 +182,9 @@ int log_check(const struct delog *log);
 /* log_check, then DELOG_ERDONLY for a read-only log (U2), DELOG_ESHUTDOWN after a failure:
  * what every call that changes the log's space answers first. */
 int log_check_writable(const struct delog *log);
+/* DELOG_ERDONLY and DELOG_ESHUTDOWN (always those codes), each with its reason. */
+int log_rdonly_why(void);
+int log_shutdown_why(const struct delog *log);
 
 int space_init(struct delog *log);
 void space_destroy(struct delog *log);
