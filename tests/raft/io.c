@@ -12,6 +12,8 @@
  *                          the rest (the log's used space drops)
  *   io/long_run            a small log never fills while snapshots are taken, and does
  *                          fill (RAFT_NOSPACE) without them
+ *   io/install_over_waiting_appends  appends waiting for space (RS1) when a snapshot
+ *                          from the leader is installed log only the entries after it
  *   io/install_snapshot    trailing 0 (a snapshot from the leader) empties the log;
  *                          restart from the snapshot, then append after it
  *   io/snapshot_get        snapshot_get returns the newest snapshot's data and config
@@ -409,6 +411,83 @@ Test(io, long_run)
 	th_loaded_free(&l);
 	th_close(&n);
 	th_rmdir(dir);
+}
+
+/* Fill a fresh 4 MiB log with 20-entry appends of 4000 bytes until one waits (RS1);
+ * returns the first index of the waiting append, whose entries are in @e. */
+static raft_index fill_until_parked(struct th_node *n, struct raft_entry e[20], struct th_append *a)
+{
+	for (raft_index i = 1; i <= 20000; i += 20) {
+		for (unsigned k = 0; k < 20; k++)
+			th_fill(&e[k], i + k, 1, 4000);
+		a->done = false;
+		cr_assert_eq(n->io.append(&n->io, &a->req, e, 20, th_append_cb), 0, "%s",
+			     n->io.errmsg);
+		if (delog_raft_waiting(&n->io))
+			return i;
+		cr_assert(th_run_until(&n->loop, &a->done, 10000), "append never completed");
+		cr_assert_eq(a->status, 0);
+		for (unsigned k = 0; k < 20; k++)
+			raft_free(e[k].buf.base);
+	}
+	cr_assert_fail("40 MB of appends never filled a 4 MiB log");
+	return 0;
+}
+
+/* (RS1) Appends that wait for space while a snapshot from the leader is installed: the
+ * snapshot is logged first (the reserve), then the waiting appends log only the entries
+ * it does not cover, in call order; one it covers whole completes with nothing logged.
+ * A restart loads the snapshot and exactly the entries after it. */
+Test(io, install_over_waiting_appends)
+{
+	for (int whole = 0; whole < 2; whole++) {
+		char *dir = th_mkdir();
+		struct delog_raft_options o = small_log();
+		struct raft_entry e[20], e2[20];
+		struct th_append a = { .req = { .data = &a } }, a2 = { .req = { .data = &a2 } };
+		raft_index i, snap;
+		struct th_node n;
+		struct th_loaded l;
+
+		cr_assert_eq(th_open(&n, dir, &o), 0, "%s", n.io.errmsg);
+		cr_assert_eq(th_load(&n, &l), 0);
+		th_loaded_free(&l);
+		i = fill_until_parked(&n, e, &a);
+		/* a second append behind the waiting one waits too, in call order */
+		for (unsigned k = 0; k < 20; k++)
+			th_fill(&e2[k], i + 20 + k, 1, 4000);
+		cr_assert_eq(n.io.append(&n.io, &a2.req, e2, 20, th_append_cb), 0, "%s",
+			     n.io.errmsg);
+		cr_expect_eq(delog_raft_waiting(&n.io), 2);
+		/* covering half of the first append, or both appends and more */
+		snap = whole ? i + 50 : i + 9;
+		cr_assert_eq(put_snapshot(&n, snap, 2, 0, 100), 0, "%s", n.io.errmsg);
+		cr_assert(th_run_until(&n.loop, &a.done, 10000),
+			  "the first append never completed");
+		cr_assert(th_run_until(&n.loop, &a2.done, 10000),
+			  "the second append never completed");
+		cr_expect_eq(a.status, 0);
+		cr_expect_eq(a2.status, 0);
+		cr_expect_eq(delog_raft_waiting(&n.io), 0);
+		for (unsigned k = 0; k < 20; k++) {
+			raft_free(e[k].buf.base);
+			raft_free(e2[k].buf.base);
+		}
+		th_close(&n);
+		cr_assert_eq(th_open(&n, dir, &o), 0, "%s", n.io.errmsg);
+		cr_assert_eq(th_load(&n, &l), 0, "%s", n.io.errmsg);
+		cr_assert_not_null(l.snap);
+		cr_expect_eq(l.snap->index, snap);
+		cr_expect_eq(l.start, snap + 1, "log starts at %llu, not after the snapshot %llu",
+			     (unsigned long long)l.start, (unsigned long long)snap);
+		cr_expect_eq(l.n, whole ? 0 : (size_t)(i + 40 - (snap + 1)), "%zu entries", l.n);
+		for (size_t k = 0; k < l.n; k++)
+			cr_expect(th_is(&l.ents[k], l.start + k, 1, 4000), "entry %llu",
+				  (unsigned long long)(l.start + k));
+		th_loaded_free(&l);
+		th_close(&n);
+		th_rmdir(dir);
+	}
 }
 
 /* A larger log_size moves the state to a larger log (grow.c), never beside another
