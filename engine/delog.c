@@ -258,6 +258,7 @@ static void log_free(struct delog *log)
 	}
 	if (log->efd >= 0)
 		close(log->efd);
+	pub_release(log);
 	space_destroy(log);
 	pthread_rwlock_destroy(&log->ctx_lock);
 	pthread_cond_destroy(&log->push_cond);
@@ -658,6 +659,8 @@ static int open_path(const char *path, const struct delog_options *o, delog **ou
 	if (e)
 		e->message[0] = 0; /* what a backend that was passed over said */
 	err = open_common(dev, true, fresh, fresh && path ? tmp : NULL, path, o, out);
+	if (!err && path && !io.read_only) /* followers in other processes (publish.c) */
+		pub_open(*out, path, atomic_load(&(*out)->durable_seq));
 	if (err && fresh && path) {
 		unlink(tmp);
 		iol_errmsg_rename(io.errmsg, io.errmsg_len, tmp, path);
@@ -703,6 +706,8 @@ int delog_close(delog *log)
 		err = e2;
 	if (!err)
 		err = atomic_load(&log->error);
+	if (!err)
+		pub_state(log, PUB_CLOSED); /* publish.c PB3: everything is durable */
 	log_free(log);
 	return err;
 }

@@ -170,6 +170,34 @@ struct space {
 	uint64_t item_flushes; /* S2 flushes (under lock) */
 };
 
+/* ---- publish.c: the durable sequence for followers in other processes ---- */
+
+/* The shared page, /dev/shm/delog-UUID (publish.c PB1-PB3; read by reader.c). */
+#define PUB_MAGIC "delogpub"
+#define PUB_VERSION 1u
+#define PUB_PAGE_BYTES 4096u
+#define PUB_NAME_MAX 48
+enum {
+	PUB_OPEN = 1,
+	PUB_CLOSED = 2,
+	PUB_SHUTDOWN = 3
+};
+struct pub_page {
+	char magic[8]; /* PUB_MAGIC, set once the rest is */
+	uint32_t version;
+	_Atomic uint32_t state; /* PUB_* */
+	uint8_t uuid[16];       /* the log's */
+	_Atomic uint64_t durable_seq;
+	_Atomic int64_t pid; /* the writer that last opened the log */
+};
+/* "/delog-" and the uuid in hex, for shm_open. */
+void pub_name(const uint8_t uuid[16], char out[PUB_NAME_MAX]);
+/* A writing open of @path publishes, from @durable (best effort: no page, no error). */
+void pub_open(struct delog *log, const char *path, uint64_t durable);
+void pub_durable(struct delog *log, uint64_t seq);
+void pub_state(struct delog *log, uint32_t state);
+void pub_release(struct delog *log);
+
 /* (error.c E1) The calling thread's reason for its current call's failure: cleared on
  * entry to every public call that can fail; error_say sets it and returns @code. */
 void error_clear(void);
@@ -224,6 +252,8 @@ struct delog {
 	 * the first 32 bytes, which the allocator's free lists write. */
 	uint32_t magic;
 	const struct flush_policy *policy;
+	struct pub_page *pub; /* publish.c: NULL when not published */
+	int pub_fd;
 	enum delog_flush_policy policy_id;
 	delog_push_fn push_cb;
 	void *push_arg;

@@ -73,6 +73,7 @@ void log_durable(struct delog *log, uint64_t seq)
 	pthread_mutex_unlock(&log->lock);
 	/* F1 (wake.c) */
 	if (moved) {
+		pub_durable(log, seq); /* publish.c PB1: after the log's own */
 		force_wake_durable(log, old, seq);
 		/* The waiters for space read the watermark (S4, S5): wake them once it moved,
 		 * not before (journal/grant.c GR4), even with the tail where it was. */

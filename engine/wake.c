@@ -1,14 +1,17 @@
 /*
- * wake.c - the engine's lowest layer: shutdown and every wake-up.  Each other file of
- * engine/ calls down into this one, and this one calls nothing of theirs, so the files
- * form layers (docs/ARCHITECTURE.md, "The engine in one page"):
+ * wake.c - the engine's lowest layer but one: shutdown and every wake-up.  Each file of
+ * engine/ above calls down into this one, and this one calls only publish.c, a leaf
+ * that calls nothing of theirs, so the files form layers (docs/ARCHITECTURE.md, "The
+ * engine in one page"):
  *
- *   delog.c   the API: open (recovery), close, force, stats
+ *   delog.c   the API: open (recovery), close, force, stats; reader.c beside it, a
+ *             follower of a log that calls only the journal, publish.c and error.c
  *   push.c    the push thread and the checkpoint write
  *   cil.c     transactions and the CIL
  *   policy.c  the flush policies; log_durable, the only store of durable_seq
  *   space.c   the AIL ring, the tail, the grant's hooks
  *   wake.c    log_shutdown, the force queues, the push thread's and waiters' wake-ups
+ *   publish.c the durable sequence in a shared page, for followers in other processes
  *
  * Who waits where, and who wakes them:
  *   push_cond    the push thread (only it), under log->lock.  It checks its flags
@@ -164,4 +167,5 @@ void log_shutdown(struct delog *log, int err)
 	if (log->jl)
 		jrnl_grant_shutdown(log->jl); /* waiters for space fail now */
 	efd_signal(log);
+	pub_state(log, PUB_SHUTDOWN); /* followers: nothing more will be durable */
 }

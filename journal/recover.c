@@ -163,6 +163,15 @@
  *       held.  Real damage under a live writer is seen as -EAGAIN, not
  *       as its code: the live log is the writer's, whose own open verified it.
  *       Nothing is stamped: a live run is read_only or salvage.
+ *  (R15) A follower (follow_lsn, replay_from; engine/reader.c) reads only what it has
+ *       not read: the main pass starts at the record holding the last COMMIT it took
+ *       when that record lies in [T, E], the same lap (the tail has not passed it),
+ *       else at T.  Steps 1, 2 and 4 run as always, so the head and the verdict are a
+ *       full run's; records in [T, from) are not read again (the follower verified
+ *       them when it took them).  A COMMIT met from there whose START lies before
+ *       from is a checkpoint the follower took (a writer writes checkpoints one after
+ *       another, so the next one's START follows that COMMIT): it is skipped as one
+ *       before the tail is.  Checkpoints below replay_from are verified and skipped.
  *  (R8) Recovery's writes are as crash-safe as the writer's: stamping rewrites only
  *       sectors the crashed session wrote past the head, which the writer's unflushed
  *       bound (L13 in log.c, format.h JRNL_UNFLUSHED_MAX) confines to the window past
@@ -953,6 +962,18 @@ static bool salvage_stop(const struct rctx *r, int err)
  * hand the checkpoints over.  The log is read twice; nothing between the passes writes
  * it, so the second finds what the first did.  Without a callback, one pass.
  */
+/* (R15) Where the main pass starts: the follower's record, or the tail. */
+static void follow_from(struct rctx *r, uint64_t follow_lsn)
+{
+	uint64_t a;
+
+	r->from = r->T;
+	if (follow_lsn && jrnl_rcv_lsn_addr(r, follow_lsn, &a) && a >= r->T && a <= r->E) {
+		r->from = a;
+		r->rep->followed = true;
+	}
+}
+
 static int verify_then_replay(struct rctx *r)
 {
 	jrnl_replay_fn replay = r->replay;
@@ -1040,6 +1061,7 @@ static int recover_once(struct iol_dev *dev, const struct jrnl_geom *g,
 							 o->reads_in_flight;
 	r.per_req = iol_max_segs(dev, IOL_MAX_SEGS_DEFAULT);
 	r.replay_to = o->replay_to;
+	r.replay_from = o->replay_from;
 	r.salvage = o->salvage;
 	r.live = live;
 	/* Observers without a replay callback see the only pass as it goes. */
@@ -1057,6 +1079,7 @@ static int recover_once(struct iol_dev *dev, const struct jrnl_geom *g,
 		err = check_empty(&r);
 	if (!err) {
 		fill_report(&r);
+		follow_from(&r, o->follow_lsn);
 		err = verify_then_replay(&r);
 	}
 	if (!err && r.salvaged) {

@@ -13,7 +13,7 @@
  * or with a replay callback twice, first without callbacks to reach the verdict and
  * then with them (recover.c R9).
  *
- * Reading.  [T, E) in chained reads of read_chunk bytes (iol_rw_submit splits each at
+ * Reading.  [T, E) (a follower's [from, E), recover.c R15) in chained reads of read_chunk bytes (iol_rw_submit splits each at
  * iol_max_segs segments), reads_in_flight of them outstanding; a record straddling two
  * reads, or the physical end, is gathered into a carry buffer.  Each record is checked
  * (jrnl_rcv_check_rec: jrnl_rec_check and its lap), must link back by prev_lsn to the
@@ -428,6 +428,8 @@ static int replay_ckpt(struct rctx *r, struct parse *ps, struct ptx *t, const st
 	ps->last_seq = t->seq;
 	r->have_verified = true;
 	r->verified_seq = t->seq;
+	if (t->seq < r->replay_from)
+		return 0; /* a follower has it (R15) */
 	if (r->replay_to && t->seq > r->replay_to) {
 		/* Point in time: verified like every other, never handed over (R4). */
 		r->rep->held_back++;
@@ -554,13 +556,14 @@ static int op_done(struct rctx *r, struct parse *ps, const struct opctx *oc)
 		memcpy(&c, ps->small, sizeof(c));
 		if (!t || t->skip) {
 			/* Its START was not seen: fine if it lies before the tail (the
-			 * checkpoint is already written back), an orphan otherwise. */
+			 * checkpoint is already written back) or before where a follower
+			 * started (it took it, R15), an orphan otherwise. */
 			if (!jrnl_rcv_lsn_addr(r, c.start_lsn, &sa))
 				return OP_BAD(r, oc, DELOG_EBADOP, "commit.start_lsn",
 					      "COMMIT of tid %#x names start lsn %u/%u outside the log",
 					      ps->op_tid, jrnl_lsn_cycle(c.start_lsn),
 					      jrnl_lsn_sector(c.start_lsn));
-			if (sa >= r->T)
+			if (sa >= r->from)
 				return OP_BAD(r, oc, DELOG_EORPHAN, "commit.start_lsn",
 					      "COMMIT of tid %#x (seq %llu): its START at lsn %u/%u "
 					      "lies in the log but was never seen",
@@ -869,10 +872,10 @@ static int rec_damage(struct rctx *r, int v, const unsigned char *p, uint64_t n,
  */
 int jrnl_rcv_main_pass(struct rctx *r)
 {
-	struct fread fr = { .r = r, .nslots = r->inflight + 1, .next = r->T, .end = r->E };
+	struct fread fr = { .r = r, .nslots = r->inflight + 1, .next = r->from, .end = r->E };
 	struct parse ps = { 0 };
 	unsigned char *carry, *p;
-	uint64_t pos = r->T, prev_lsn = 0;
+	uint64_t pos = r->from, prev_lsn = 0;
 	bool first = true;
 	struct rinfo ri;
 	int err = 0, v;

@@ -47,17 +47,19 @@ struct rctx {
 	jrnl_rec_fn on_record;
 	jrnl_op_fn on_op;
 	void *priv;
-	uint32_t S;         /* sector bytes */
-	uint64_t N;         /* log sectors */
-	uint64_t maxrec;    /* MAXREC_BYTES in sectors */
-	uint64_t window;    /* the writer's unflushed bound in sectors, at most N / 2 */
-	size_t chunk;       /* bytes per chained read */
-	uint64_t cap;       /* chunk in sectors */
-	unsigned inflight;  /* chained reads kept outstanding by the main pass */
-	unsigned per_req;   /* segments per request (iol_max_segs) */
-	uint64_t replay_to; /* jrnl_recover_opts.replay_to (0: every checkpoint) */
-	bool salvage;       /* jrnl_recover_opts.salvage (recover.c R12) */
-	unsigned char *sec; /* one sector, for probes */
+	uint32_t S;           /* sector bytes */
+	uint64_t N;           /* log sectors */
+	uint64_t maxrec;      /* MAXREC_BYTES in sectors */
+	uint64_t window;      /* the writer's unflushed bound in sectors, at most N / 2 */
+	size_t chunk;         /* bytes per chained read */
+	uint64_t cap;         /* chunk in sectors */
+	unsigned inflight;    /* chained reads kept outstanding by the main pass */
+	unsigned per_req;     /* segments per request (iol_max_segs) */
+	uint64_t replay_to;   /* jrnl_recover_opts.replay_to (0: every checkpoint) */
+	uint64_t replay_from; /* jrnl_recover_opts.replay_from (0: every checkpoint) */
+	uint64_t from;        /* where the main pass starts: T, or a follower's record (R15) */
+	bool salvage;         /* jrnl_recover_opts.salvage (recover.c R12) */
+	unsigned char *sec;   /* one sector, for probes */
 	struct win win;
 
 	uint64_t hc0;      /* where the cycles change (before the hole scan) */

@@ -53,7 +53,8 @@ extern "C" {
 	X(EGEOMETRY, -9012, "log geometry does not fit the log or the device")                     \
 	X(ERDONLY, -9013, "log was opened read-only (DELOG_OPEN_RDONLY)")                          \
 	X(ENODIRECT, -9014, "file system cannot hold a durable log (no O_DIRECT, or tmpfs)")       \
-	X(ECLOSED, -9015, "handle is not an open log (delog_close was called on it)")
+	X(ECLOSED, -9015, "handle is not an open log (delog_close was called on it)")              \
+	X(EBEHIND, -9016, "reader fell behind: the log released the checkpoint it wanted next")
 
 enum delog_err {
 #define DELOG_ERR_ENUM_(name, value, msg) DELOG_##name = value,
@@ -488,6 +489,66 @@ struct delog_stats {
  * Thread-safe.  A device without a volatile write cache (write-through) performs none of
  * the flushes counted here: Linux drops them before the device. */
 int delog_stats(const delog *log, struct delog_stats *st);
+
+/* ======================================================================================
+ * Following a log: a reader that hands over each durable checkpoint once, in order
+ * ====================================================================================== */
+
+typedef struct delog_reader delog_reader;
+
+struct delog_reader_options {
+	size_t size;         /* sizeof(struct delog_reader_options): set it first */
+	uint64_t from;       /* the first checkpoint wanted; 0: the oldest the log still holds */
+	const char *backend; /* as delog_options.backend ("sim" is refused) */
+	struct delog_error_info *error; /* may be NULL: where and what a failed open
+					 * refused, as for delog_open */
+};
+
+/*
+ * Follow the log at @path (a file or block device), written by another process or by
+ * this one, or by no one yet.  The reader reads the log itself, read-only, and takes no
+ * lock: it never holds up the writer, which only tells it, through a shared page,
+ * which checkpoints are durable (one pwrite per durable advance while the page exists;
+ * /dev/shm/delog-UUID, one page per log, left in place for the next writer).  @opts
+ * may be NULL (from the oldest).
+ * Errors: as a read-only delog_open (-ENOENT, the DELOG_E* of a log it refuses, ...),
+ * -EINVAL (bad options, the sim backend).  Thread-safe (independent readers).
+ */
+int delog_reader_open(const char *path, const struct delog_reader_options *opts,
+		      delog_reader **out);
+
+/*
+ * The next durable checkpoint: waits up to @timeout_ms (-1: without limit, 0: not at
+ * all).  Returns 1 with *@ckpt and *@items (ckpt->nitems of them, valid until the next
+ * call on @r), 0 when none came in time, or:
+ *   DELOG_EBEHIND    the log released the checkpoint wanted next before the reader got
+ *                    it (delog_reader_position says which): open a reader again, from
+ *                    0 or from a later sequence;
+ *   DELOG_ESHUTDOWN  the writer shut down after an error, and every checkpoint it made
+ *                    durable was handed over (a new writer's open resumes the log:
+ *                    open a reader again to follow it);
+ *   another code     the log was refused (damage; DELOG_EFOREIGN: formatted anew),
+ *                    or -ENOMEM; the reader stops.
+ * A writer that closes, or is killed, ends nothing: the reader has handed over every
+ * checkpoint it made durable and waits for the next writer.  A checkpoint is handed
+ * over once the writer has it durable (its force returned, or would), never before;
+ * without a writer's word (a log no writer has opened since the machine started) the
+ * log as it lies counts as durable.  One thread at a time per reader.
+ */
+int delog_reader_next(delog_reader *r, int timeout_ms, struct delog_checkpoint *ckpt,
+		      const struct delog_item **items);
+
+/* A file descriptor that turns readable when delog_reader_next may have more, for an
+ * event loop (poll it, then call delog_reader_next with timeout 0 until it returns 0).
+ * Owned by the reader.  Returns the fd, or a negative code. */
+int delog_reader_fd(const delog_reader *r);
+
+/* The sequence the reader wants next (0 before the first checkpoint, when it started
+ * from the oldest). */
+uint64_t delog_reader_position(const delog_reader *r);
+
+/* Close the reader and free it; NULL is a no-op.  Returns 0. */
+int delog_reader_close(delog_reader *r);
 
 #ifdef __cplusplus
 }

@@ -164,6 +164,13 @@ struct jrnl_recover_opts {
 	 * fails); the complete checkpoints after N are counted in held_back, not in
 	 * checkpoints, items or bytes_replayed, and never reach replay. */
 	uint64_t replay_to;
+	/* Follow (recover.c R15): a reader that has read the log before passes the lsn of
+	 * the record holding the last COMMIT it took, and the sequence it wants next.  The
+	 * main pass starts at that record when the tail has not passed it (report.followed),
+	 * else at the tail; checkpoints before replay_from are verified, never handed over
+	 * nor counted.  0, 0: the whole log, every checkpoint. */
+	uint64_t follow_lsn;
+	uint64_t replay_from;
 	/* Salvage (recover.c R12): damage met between the tail and the head, or proved
 	 * past the head, ends the log there instead of failing it: the complete
 	 * checkpoints before it are handed over, 0 is returned with salvaged set and the
@@ -224,6 +231,7 @@ struct jrnl_report {
 	uint64_t first_seq, last_seq; /* of the checkpoints counted in checkpoints (0: none) */
 	uint64_t held_back;           /* complete checkpoints after replay_to: verified, not
 				   * handed over */
+	bool followed;                /* the main pass started at follow_lsn's record (R15) */
 	uint64_t unreadable_sectors;  /* sectors the device failed to read (-EIO), each read
 				   * as unknown (recover.c R14) ... */
 	uint64_t unreadable_offset;   /* ... the byte offset of the lowest of them */

@@ -2131,3 +2131,120 @@ Test(recover, constant_fill_from_head_to_end, .timeout = TO)
 		t_close(&t);
 	}
 }
+
+/* ---- a follower's pass (R15) ---- */
+
+struct fgot {
+	uint64_t seq[GOT_MAX], lsn[GOT_MAX];
+	size_t n;
+	bool bad;
+};
+
+static int fcollect(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_item_view *it,
+		    size_t n)
+{
+	struct fgot *f = priv;
+	struct got g = { 0 };
+
+	collect(&g, ck, it, n); /* the items' keys and bytes */
+	f->bad |= g.bad;
+	if (f->n < GOT_MAX) {
+		f->seq[f->n] = ck->seq;
+		f->lsn[f->n] = ck->commit_lsn;
+	}
+	f->n++;
+	return 0;
+}
+
+static int t_follow(struct tlog *t, uint64_t lsn, uint64_t from, struct jrnl_report *rep,
+		    struct fgot *f)
+{
+	struct jrnl_recover_opts o = { .replay = fcollect,
+				       .priv = f,
+				       .read_only = true,
+				       .follow_lsn = lsn,
+				       .replay_from = from };
+
+	memset(f, 0, sizeof(*f));
+	memset(rep, 0, sizeof(*rep));
+	return jrnl_recover(t->dev, &t->g, &o, rep);
+}
+
+/* (R15) A follower's run from the record holding checkpoint k's COMMIT hands over exactly
+ * k+1.. with their bytes, reading less than a full run once k is well into the log; one
+ * whose record the tail has passed starts at the tail, and hands over what a full run
+ * does from replay_from on. */
+Test(recover, follow_from_a_record, .timeout = TO)
+{
+	static const uint64_t ks[] = { 1, 2, 5, 7, 30, 45, 59, 60 };
+	struct jrnl_report full, rep;
+	struct fgot *all = calloc(1, sizeof(*all)), *f = calloc(1, sizeof(*f));
+	struct tlog t;
+
+	cr_assert(all && f);
+	t_open(&t, 4096, 8ull << 20, 64 << 10);
+	/* records of one, two or no commits: group commits, and every fifth checkpoint
+	 * across two records (its START before the record of its COMMIT) */
+	for (uint32_t i = 0; i < 60; i++) {
+		if (i % 5 == 4) {
+			struct tck c;
+
+			if (t.used)
+				t_seal(&t);
+			t_begin(&t, &c);
+			t_item(&t, &c, 3000);
+			t_seal(&t);
+			t_item(&t, &c, 2000);
+			t_commit(&t, &c);
+			t_seal(&t);
+			continue;
+		}
+		t_ckpt(&t, 1 + i % 3, 2000 + i * 97);
+		if (i % 3 != 1)
+			t_seal(&t);
+	}
+	cr_assert_eq(t_follow(&t, 0, 0, &full, all), 0, "%s", full.corrupt_what);
+	cr_assert_eq(all->n, 60);
+	cr_assert(!all->bad && !full.followed);
+	for (size_t j = 0; j < sizeof(ks) / sizeof(ks[0]); j++) {
+		uint64_t k = ks[j];
+
+		cr_assert_eq(t_follow(&t, all->lsn[k - 1], k + 1, &rep, f), 0, "k %llu: %s",
+			     (unsigned long long)k, rep.corrupt_what);
+		cr_expect(rep.followed, "k %llu: the pass did not start at the record",
+			  (unsigned long long)k);
+		cr_assert_eq(f->n, 60 - k, "k %llu: %zu handed over", (unsigned long long)k, f->n);
+		for (size_t i = 0; i < f->n; i++)
+			cr_assert_eq(f->seq[i], k + 1 + i);
+		cr_assert(!f->bad, "k %llu: items differ", (unsigned long long)k);
+		if (k >= 30)
+			cr_expect_lt(rep.bytes_read, full.bytes_read,
+				     "k %llu: read %llu bytes, a full run %llu",
+				     (unsigned long long)k, (unsigned long long)rep.bytes_read,
+				     (unsigned long long)full.bytes_read);
+	}
+	/* the tail moves past the records of the first 30 or so checkpoints, and with it
+	 * past checkpoint 10's COMMIT record */
+	{
+		uint64_t lsn10 = all->lsn[9];
+
+		t.tail = t.recs[t.nrecs / 2].a;
+		for (uint32_t i = 0; i < 10; i++) {
+			t_ckpt(&t, 2, 1500);
+			t_seal(&t);
+		}
+		cr_assert_eq(t_follow(&t, 0, 0, &full, all), 0, "%s", full.corrupt_what);
+		cr_assert_gt(all->seq[0], 11);
+		cr_assert_eq(all->seq[all->n - 1], 70);
+		cr_assert_eq(t_follow(&t, lsn10, 11, &rep, f), 0, "%s", rep.corrupt_what);
+		cr_expect(!rep.followed, "a pass started at a record behind the tail");
+		cr_assert_eq(f->n, all->n);
+		cr_assert_eq(f->seq[0], all->seq[0],
+			     "the first handed over: %llu, a full run's %llu",
+			     (unsigned long long)f->seq[0], (unsigned long long)all->seq[0]);
+		cr_assert(!f->bad);
+	}
+	free(all);
+	free(f);
+	t_close(&t);
+}

@@ -1,0 +1,119 @@
+/*
+ * publish.c - a writing log's durable sequence, published for its followers in other
+ * processes (reader.c): one shared page per log, POSIX shared memory named after the
+ * log's uuid (/dev/shm/delog-UUID).
+ *
+ * A follower may hand over only what is durable, and what it reads from the device says
+ * nothing about that: a record it can read may still sit in the device's volatile cache.
+ * The writer knows (delog_durable_seq), so it says it here.
+ *
+ *  (PB1) durable_seq in the page is never ahead of the log's own: pub_durable stores it
+ *        after log_durable advanced (policy.c D1), so a follower that reads N may hand
+ *        over every checkpoint up to N.  It only grows within a session; a new writing
+ *        open stores the sequence its recovery made durable, which is never below what
+ *        the last session published (recovery keeps every durable checkpoint).
+ *  (PB2) Every change is also written with pwrite(2), so followers waiting in inotify
+ *        (IN_MODIFY on the page) wake; the store into the mapping comes first, so a
+ *        woken follower reads the new value.
+ *  (PB3) The page outlives its writer: state says OPEN (a writer has it, or had it and
+ *        was killed: its last durable_seq stands), CLOSED (a clean close: everything
+ *        is durable) or SHUTDOWN (an error shut the log down: nothing more will be
+ *        durable in this session).  It is never unlinked: a follower keeps its mapping
+ *        across writers, and the next writer of the log takes the same page.
+ * Publishing is best effort: a writer that cannot create the page (no /dev/shm, no
+ * permission) runs unpublished, and followers in other processes then wait for a
+ * writer that publishes (reader.c).  Only file and block-device logs publish.
+ */
+#include "engine_private.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void pub_name(const uint8_t uuid[16], char out[PUB_NAME_MAX])
+{
+	int o = snprintf(out, PUB_NAME_MAX, "/delog-");
+
+	for (int i = 0; i < 16; i++)
+		o += snprintf(out + o, PUB_NAME_MAX - (size_t)o, "%02x", uuid[i]);
+}
+
+/* (PB2) The store is made; now the write that wakes followers in inotify. */
+static void pub_poke(struct delog *log, size_t off, size_t len)
+{
+	ssize_t n = pwrite(log->pub_fd, (char *)log->pub + off, len, (off_t)off);
+
+	(void)n; /* best effort: a follower also times out and looks again */
+}
+
+void pub_open(struct delog *log, const char *path, uint64_t durable)
+{
+	char name[PUB_NAME_MAX];
+	struct stat st;
+	struct pub_page *p;
+	int fd;
+
+	log->pub_fd = -1;
+	if (!path || stat(path, &st) != 0)
+		return;
+	pub_name(log->geom.uuid, name);
+	fd = shm_open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	/* whoever may read the log may follow it */
+	if (fchmod(fd, st.st_mode & 0666) != 0 || ftruncate(fd, PUB_PAGE_BYTES) != 0) {
+		close(fd);
+		return;
+	}
+	p = mmap(NULL, PUB_PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		return;
+	}
+	atomic_store(&p->state, PUB_OPEN);
+	memcpy(p->magic, PUB_MAGIC, sizeof(p->magic));
+	p->version = PUB_VERSION;
+	memcpy(p->uuid, log->geom.uuid, sizeof(p->uuid));
+	atomic_store(&p->pid, (int64_t)getpid());
+	atomic_store(&p->durable_seq, durable);
+	log->pub = p;
+	log->pub_fd = fd;
+	pub_poke(log, 0, sizeof(*p));
+}
+
+/* (PB1) Advances may arrive out of order (policy.c D2): the page keeps the highest. */
+void pub_durable(struct delog *log, uint64_t seq)
+{
+	uint64_t cur;
+
+	if (!log->pub)
+		return;
+	cur = atomic_load(&log->pub->durable_seq);
+	while (cur < seq && !atomic_compare_exchange_weak(&log->pub->durable_seq, &cur, seq))
+		;
+	pub_poke(log, offsetof(struct pub_page, durable_seq), sizeof(uint64_t));
+}
+
+void pub_state(struct delog *log, uint32_t state)
+{
+	if (!log->pub)
+		return;
+	atomic_store(&log->pub->state, state); /* (PB3) */
+	pub_poke(log, offsetof(struct pub_page, state), sizeof(uint32_t));
+}
+
+void pub_release(struct delog *log)
+{
+	if (!log->pub)
+		return;
+	munmap(log->pub, PUB_PAGE_BYTES);
+	close(log->pub_fd);
+	log->pub = NULL;
+	log->pub_fd = -1;
+}
