@@ -15,10 +15,11 @@
 # 3. Checks the dynamic symbols of libdelog.so: delog_open is there, no jrnl_* or iol_*
 #    symbol is, and the exported set is exactly the functions declared in the installed
 #    delog.h.
-# 4. Builds the examples (docs/examples/hello.c, and kv.c and evloop.c when they exist)
-#    against the installed package with find_package (tests/install/consumer/, shared and static)
-#    and with `cc $(pkg-config --cflags --libs delog)` (and --static), and runs each once
-#    on a log in the temporary directory (kv: its self-test, a put and a get).  A
+# 4. Builds the examples (docs/examples/hello.c, and kv.c, evloop.c and standby.c when
+#    they exist) against the installed package with find_package (tests/install/consumer/,
+#    shared and static) and with `cc $(pkg-config --cflags --libs delog)` (and --static),
+#    and runs each once on a log in the temporary directory (kv: its self-test, a put and
+#    a get; standby: follows a primary made by the kv of the same build, then a get).  A
 #    find_package for a version the package does not provide must fail.  The installed
 #    examples directory (share/doc/delog/examples, with its CMakeLists.txt) must build as
 #    a project of its own against the installed package.
@@ -133,6 +134,8 @@ fi
 EXAMPLES=$SRC/docs/examples/hello.c
 [ -f "$SRC/docs/examples/kv.c" ] && EXAMPLES="$EXAMPLES;$SRC/docs/examples/kv.c"
 [ -f "$SRC/docs/examples/evloop.c" ] && EXAMPLES="$EXAMPLES;$SRC/docs/examples/evloop.c"
+# standby after kv: it runs against a primary made by the kv built beside it.
+[ -f "$SRC/docs/examples/standby.c" ] && EXAMPLES="$EXAMPLES;$SRC/docs/examples/standby.c"
 
 # run_example NAME BINARY : run one built example once, on a fresh log in $TMP.
 run_example() {
@@ -144,6 +147,7 @@ run_example() {
 	hello) run "run $bin" "$bin" "$where.log" ;;
 	kv) run_kv "$bin" "$where" ;;
 	evloop) run "run $bin" "$bin" "$where.log" 2000 64 ;;
+	standby) run_standby "$bin" "$where" ;;
 	*) fail "no way to run example $name" ;;
 	esac
 }
@@ -154,6 +158,24 @@ run_kv() {
 	run "run $1 (self-test)" "$1" "$2" || return
 	run "run $1 put" "$1" "$2" put install-test-key install-test-value || return
 	run "run $1 get" "$1" "$2" get install-test-key || return
+	[ "$(cat "$TMP/log")" = install-test-value ] ||
+		fail "$1 get printed '$(cat "$TMP/log")', expected install-test-value"
+}
+
+# standby (docs/examples/standby.c, a kv's standby): the kv of the same build (kv beside
+# standby, kv_static beside standby_static) makes a primary with one put; `standby P S
+# --once` copies it, and a second process reads the key back from the standby's log.
+run_standby() {
+	kv=$(dirname "$1")/$(basename "$1" | sed 's/^standby/kv/')
+	if [ ! -x "$kv" ]; then
+		fail "no $kv beside $1 to make its primary"
+		return
+	fi
+	rm -rf "$2.primary"
+	run "run $kv put (the primary of $1)" "$kv" "$2.primary" put install-test-key \
+		install-test-value || return
+	run "run $1 --once" "$1" "$2.primary" "$2" --once || return
+	run "run $1 get" "$1" "$2.primary" "$2" get install-test-key || return
 	[ "$(cat "$TMP/log")" = install-test-value ] ||
 		fail "$1 get printed '$(cat "$TMP/log")', expected install-test-value"
 }
