@@ -172,11 +172,11 @@ struct space {
 
 /* ---- publish.c: the durable sequence for followers in other processes ---- */
 
-/* The shared page, /dev/shm/delog-UUID (publish.c PB1-PB3; read by reader.c). */
+/* The shared page, /dev/shm/delog-UUID-DEV-INO (publish.c PB1-PB3; read by reader.c). */
 #define PUB_MAGIC "delogpub"
 #define PUB_VERSION 1u
 #define PUB_PAGE_BYTES 4096u
-#define PUB_NAME_MAX 48
+#define PUB_NAME_MAX 96
 enum {
 	PUB_OPEN = 1,
 	PUB_CLOSED = 2,
@@ -190,8 +190,9 @@ struct pub_page {
 	_Atomic uint64_t durable_seq;
 	_Atomic int64_t pid; /* the writer that last opened the log */
 };
-/* "/delog-" and the uuid in hex, for shm_open. */
-void pub_name(const uint8_t uuid[16], char out[PUB_NAME_MAX]);
+/* "/delog-UUID-DEV-INO" (a block device: "-bRDEV") of the log at @path, for shm_open:
+ * 0, or -errno from stat. */
+int pub_name(const uint8_t uuid[16], const char *path, char out[PUB_NAME_MAX]);
 /* A writing open of @path publishes, from @durable (best effort: no page, no error). */
 void pub_open(struct delog *log, const char *path, uint64_t durable);
 void pub_durable(struct delog *log, uint64_t seq);

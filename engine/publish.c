@@ -1,7 +1,8 @@
 /*
  * publish.c - a writing log's durable sequence, published for its followers in other
  * processes (reader.c): one shared page per log, POSIX shared memory named after the
- * log's uuid (/dev/shm/delog-UUID).
+ * log's uuid and the file that holds it (/dev/shm/delog-UUID-DEV-INO: a copy of a log
+ * file has the same uuid, and its writer must not speak for the original).
  *
  * A follower may hand over only what is durable, and what it reads from the device says
  * nothing about that: a record it can read may still sit in the device's volatile cache.
@@ -36,12 +37,24 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-void pub_name(const uint8_t uuid[16], char out[PUB_NAME_MAX])
+int pub_name(const uint8_t uuid[16], const char *path, char out[PUB_NAME_MAX])
 {
-	int o = snprintf(out, PUB_NAME_MAX, "/delog-");
+	struct stat st;
+	int o;
 
+	if (stat(path, &st) != 0)
+		return -errno;
+	o = snprintf(out, PUB_NAME_MAX, "/delog-");
 	for (int i = 0; i < 16; i++)
 		o += snprintf(out + o, PUB_NAME_MAX - (size_t)o, "%02x", uuid[i]);
+	/* a block device is its number; a file, its file system and inode */
+	if (S_ISBLK(st.st_mode))
+		snprintf(out + o, PUB_NAME_MAX - (size_t)o, "-b%llx",
+			 (unsigned long long)st.st_rdev);
+	else
+		snprintf(out + o, PUB_NAME_MAX - (size_t)o, "-%llx-%llx",
+			 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+	return 0;
 }
 
 /* (PB2) The store is made; now the write that wakes followers in inotify. */
@@ -60,9 +73,8 @@ void pub_open(struct delog *log, const char *path, uint64_t durable)
 	int fd;
 
 	log->pub_fd = -1;
-	if (!path || stat(path, &st) != 0)
+	if (!path || stat(path, &st) != 0 || pub_name(log->geom.uuid, path, name) != 0)
 		return;
-	pub_name(log->geom.uuid, name);
 	fd = shm_open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
@@ -76,12 +88,14 @@ void pub_open(struct delog *log, const char *path, uint64_t durable)
 		close(fd);
 		return;
 	}
-	atomic_store(&p->state, PUB_OPEN);
-	memcpy(p->magic, PUB_MAGIC, sizeof(p->magic));
+	/* the magic last: a follower that sees it sees the rest */
 	p->version = PUB_VERSION;
 	memcpy(p->uuid, log->geom.uuid, sizeof(p->uuid));
 	atomic_store(&p->pid, (int64_t)getpid());
 	atomic_store(&p->durable_seq, durable);
+	atomic_store(&p->state, PUB_OPEN);
+	atomic_thread_fence(memory_order_release);
+	memcpy(p->magic, PUB_MAGIC, sizeof(p->magic));
 	log->pub = p;
 	log->pub_fd = fd;
 	pub_poke(log, 0, sizeof(*p));

@@ -136,6 +136,7 @@ static int rd_take(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_ite
 /* The writer's page, once it exists and is this log's. */
 static void rd_map_pub(struct delog_reader *r)
 {
+	char path[PUB_NAME_MAX + sizeof(RD_SHM_DIR)];
 	struct pub_page *p;
 	int fd;
 
@@ -144,18 +145,22 @@ static void rd_map_pub(struct delog_reader *r)
 	fd = shm_open(r->pub_name, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return;
+	/* watched at once: a writer still filling the page in writes it again when done */
+	snprintf(path, sizeof(path), RD_SHM_DIR "%s", r->pub_name);
+	inotify_add_watch(r->ifd, path, IN_MODIFY);
 	p = mmap(NULL, PUB_PAGE_BYTES, PROT_READ, MAP_SHARED, fd, 0);
-	if (p != MAP_FAILED && memcmp(p->magic, PUB_MAGIC, sizeof(p->magic)) == 0 &&
-	    memcmp(p->uuid, r->geom.uuid, sizeof(p->uuid)) == 0) {
-		char path[PUB_NAME_MAX + sizeof(RD_SHM_DIR)];
-
-		r->pub = p;
-		snprintf(path, sizeof(path), RD_SHM_DIR "%s", r->pub_name);
-		inotify_add_watch(r->ifd, path, IN_MODIFY);
-	} else if (p != MAP_FAILED) {
-		munmap(p, PUB_PAGE_BYTES);
-	}
 	close(fd);
+	if (p == MAP_FAILED)
+		return;
+	/* publish.c writes the magic last */
+	if (memcmp(p->magic, PUB_MAGIC, sizeof(p->magic)) == 0) {
+		atomic_thread_fence(memory_order_acquire);
+		if (memcmp(p->uuid, r->geom.uuid, sizeof(p->uuid)) == 0) {
+			r->pub = p;
+			return;
+		}
+	}
+	munmap(p, PUB_PAGE_BYTES);
 }
 
 /* (RD1) Up to which sequence checkpoints are durable; *@shut: the writer shut down. */
@@ -299,7 +304,11 @@ int delog_reader_open(const char *path, const struct delog_reader_options *opts,
 		delog_reader_close(r);
 		goto out;
 	}
-	pub_name(r->geom.uuid, r->pub_name);
+	if ((err = pub_name(r->geom.uuid, path, r->pub_name)) != 0) {
+		err = error_say(err, "%s: stat: %s", path, delog_strerror(err));
+		delog_reader_close(r);
+		goto out;
+	}
 	inotify_add_watch(r->ifd, RD_SHM_DIR, IN_CREATE | IN_MOVED_TO);
 	rd_map_pub(r);
 	*out = r;

@@ -19,7 +19,8 @@
  *    handed over until a force makes it durable.
  *  - follow/watermark_bounds (RD1): the writer's page, set back by the test to an earlier
  *    durable sequence, bounds what is handed over though the log holds more; moved on
- *    (a write to the page, as a writer's pub_durable does), the rest comes.
+ *    (a write to the page, as a writer's pub_durable does), the rest comes; a copy of
+ *    the log file gets a page of its own.
  */
 #include "helpers.h"
 #include "engine_private.h"
@@ -457,7 +458,7 @@ static struct pub_page *f_page(const char *path, int *fd)
 	cr_assert_eq(iol_dev_open(path, &io, &dev), 0);
 	cr_assert_eq(jrnl_sb_read_why(dev, &g, &why), 0);
 	iol_dev_close(dev);
-	pub_name(g.uuid, name);
+	cr_assert_eq(pub_name(g.uuid, path, name), 0);
 	*fd = shm_open(name, O_RDWR, 0);
 	cr_assert_geq(*fd, 0, "no page %s: %s", name, strerror(errno));
 	p = mmap(NULL, PUB_PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
@@ -512,6 +513,20 @@ Test(follow, watermark_bounds, .timeout = 120)
 	munmap(pg, PUB_PAGE_BYTES);
 	close(fd);
 	delog_reader_close(r);
+	/* a copy of the log file (same uuid) has a page of its own: its writer never
+	 * speaks for the original */
+	{
+		char copy[4300], cmd[9000], n1[PUB_NAME_MAX], n2[PUB_NAME_MAX];
+		uint8_t uuid[16] = { 1 };
+
+		snprintf(copy, sizeof(copy), "%s.copy", path);
+		snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", path, copy);
+		cr_assert_eq(system(cmd), 0);
+		cr_assert_eq(pub_name(uuid, path, n1), 0);
+		cr_assert_eq(pub_name(uuid, copy, n2), 0);
+		cr_expect_str_neq(n1, n2);
+		unlink(copy);
+	}
 	unlink(path);
 	rmdir(dir);
 	free(dir);
