@@ -33,4 +33,10 @@ void engine_journal_stats(delog *log, struct jrnl_log_stats *out);
  * bound must then come from the log's progress, never from a fixed time.  0: no delay. */
 void engine_delay_cover(delog *log, uint64_t ns);
 
+/* A follower (delog_reader) of the log on @dev, which a writer in this process, @writer,
+ * may be writing (a sim disk: no path, no shared page): the watermark is @writer's
+ * delog_durable_seq (without a writer, the log as it lies), and waits poll.  @dev stays
+ * the caller's and must outlive the reader; @writer must outlive it too. */
+int engine_reader_open_dev(struct iol_dev *dev, delog *writer, uint64_t from, delog_reader **out);
+
 #endif

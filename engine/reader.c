@@ -29,8 +29,11 @@
  *        the reader: DELOG_EFOREIGN.
  * Waiting is inotify on the page (publish.c PB2: every change is a write) and on
  * /dev/shm until the page exists; a wait also ends every RD_POLL_MS, for a writer that
- * cannot publish, so nothing depends on an event arriving.
+ * cannot publish, so nothing depends on an event arriving.  A reader of a device that a
+ * writer of this process writes (engine_reader_open_dev: the sim disk, the crash tests)
+ * takes its watermark from that writer's delog_durable_seq instead, and polls.
  */
+#include "engine.h"
 #include "engine_private.h"
 
 #include <errno.h>
@@ -45,6 +48,7 @@
 #include <unistd.h>
 
 #define RD_POLL_MS 200
+#define RD_DEV_NAP_MS 2
 #define RD_SHM_DIR "/dev/shm"
 
 /* A checkpoint taken by a round: its items point into data. */
@@ -57,6 +61,8 @@ struct rd_ckpt {
 struct delog_reader {
 	char *path;
 	struct iol_dev *dev;
+	bool own_dev;
+	delog *writer; /* engine_reader_open_dev: the watermark's source */
 	struct jrnl_geom geom;
 	struct pub_page *pub; /* the writer's page, mapped read-only once it exists */
 	char pub_name[PUB_NAME_MAX];
@@ -133,6 +139,12 @@ static int rd_take(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_ite
 	return 0;
 }
 
+/* The log's name in messages. */
+static const char *rd_name(const struct delog_reader *r)
+{
+	return r->path ? r->path : "the log's device";
+}
+
 /* The writer's page, once it exists and is this log's. */
 static void rd_map_pub(struct delog_reader *r)
 {
@@ -167,6 +179,12 @@ static void rd_map_pub(struct delog_reader *r)
 static uint64_t rd_watermark(struct delog_reader *r, bool *shut)
 {
 	*shut = false;
+	if (r->writer) {
+		*shut = delog_error(r->writer) != 0;
+		return delog_durable_seq(r->writer);
+	}
+	if (!r->path)
+		return UINT64_MAX;
 	rd_map_pub(r);
 	if (r->pub) {
 		*shut = atomic_load(&r->pub->state) == PUB_SHUTDOWN;
@@ -183,10 +201,10 @@ static int rd_same_log(struct delog_reader *r)
 	int err = jrnl_sb_read_why(r->dev, &g, &why);
 
 	if (err)
-		return error_say(err, "%s: the superblock: %s", r->path, why.what);
+		return error_say(err, "%s: the superblock: %s", rd_name(r), why.what);
 	if (memcmp(g.uuid, r->geom.uuid, sizeof(g.uuid)) != 0)
 		return error_say(DELOG_EFOREIGN, "%s was formatted anew while it was followed",
-				 r->path);
+				 rd_name(r));
 	return 0;
 }
 
@@ -216,9 +234,9 @@ static int rd_round(struct delog_reader *r, uint64_t w)
 			return error_say(DELOG_EBEHIND,
 					 "%s: checkpoint %llu was released before this reader "
 					 "took it (the log's tail passed it)",
-					 r->path, (unsigned long long)r->next);
+					 rd_name(r), (unsigned long long)r->next);
 		if (err == rep.corruption)
-			return error_say(err, "%s: %s", r->path, rep.corrupt_what);
+			return error_say(err, "%s: %s", rd_name(r), rep.corrupt_what);
 		return err;
 	}
 	r->next = rr.next;
@@ -232,6 +250,11 @@ static void rd_wait(struct delog_reader *r, int ms)
 	struct pollfd pfd = { .fd = r->ifd, .events = POLLIN };
 	char buf[4096];
 
+	if (r->ifd < 0) { /* a device reader: no events, short naps */
+		if (ms != 0)
+			poll(NULL, 0, ms < RD_DEV_NAP_MS ? ms : RD_DEV_NAP_MS);
+		return;
+	}
 	if (ms != 0)
 		poll(&pfd, 1, ms);
 	while (read(r->ifd, buf, sizeof(buf)) > 0)
@@ -288,6 +311,7 @@ int delog_reader_open(const char *path, const struct delog_reader_options *opts,
 		goto out;
 	}
 	r->ifd = -1;
+	r->own_dev = true;
 	r->next = o.from;
 	io.backend = o.backend;
 	io.errmsg = msg;
@@ -318,6 +342,31 @@ out:
 		snprintf(e->message, sizeof(e->message), "%s", err ? delog_errmsg() : "");
 	}
 	return err;
+}
+
+int engine_reader_open_dev(struct iol_dev *dev, delog *writer, uint64_t from, delog_reader **out)
+{
+	struct delog_reader *r;
+	struct jrnl_sb_why why;
+	int err;
+
+	if (!dev || !out)
+		return -EINVAL;
+	*out = NULL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->ifd = -1;
+	r->dev = dev;
+	r->writer = writer;
+	r->next = from;
+	err = jrnl_sb_read_why(dev, &r->geom, &why);
+	if (err) {
+		free(r);
+		return error_say(err, "the superblock: %s", why.what);
+	}
+	*out = r;
+	return 0;
 }
 
 int delog_reader_next(delog_reader *r, int timeout_ms, struct delog_checkpoint *ckpt,
@@ -366,7 +415,7 @@ int delog_reader_next(delog_reader *r, int timeout_ms, struct delog_checkpoint *
 			return error_say(DELOG_ESHUTDOWN,
 					 "%s: the writer shut down after an error; every "
 					 "checkpoint it made durable (to %llu) was handed over",
-					 r->path, (unsigned long long)w);
+					 rd_name(r), (unsigned long long)w);
 		left = end - rd_now_ms();
 		if (left <= 0)
 			return 0;
@@ -379,6 +428,8 @@ int delog_reader_fd(const delog_reader *r)
 	error_clear();
 	if (!r)
 		return error_say(-EINVAL, "delog_reader_fd: a NULL reader");
+	if (r->ifd < 0)
+		return error_say(-ENOTSUP, "a reader of a device (no path) has no fd: it polls");
 	return r->ifd;
 }
 
@@ -399,7 +450,7 @@ int delog_reader_close(delog_reader *r)
 		munmap(r->pub, PUB_PAGE_BYTES);
 	if (r->ifd >= 0)
 		close(r->ifd);
-	if (r->dev)
+	if (r->dev && r->own_dev)
 		iol_dev_close(r->dev);
 	free(r->path);
 	free(r);

@@ -21,8 +21,13 @@
  *    durable sequence, bounds what is handed over though the log holds more; moved on
  *    (a write to the page, as a writer's pub_durable does), the rest comes; a copy of
  *    the log file gets a page of its own.
+ *  - follow/power_cuts_<policy> (RD1 on the sim disk, whose cache a power cut loses): a
+ *    follower beside a writer under load, and power-cut images of the disk taken while
+ *    both run (strict, garble and versions in turn): every image recovers at least up
+ *    to the last checkpoint the follower had handed over before it was taken.
  */
 #include "helpers.h"
+#include "engine.h"
 #include "engine_private.h"
 
 #include <fcntl.h>
@@ -530,4 +535,144 @@ Test(follow, watermark_bounds, .timeout = 120)
 	unlink(path);
 	rmdir(dir);
 	free(dir);
+}
+
+/* ---- power cuts (the sim disk) ---- */
+
+struct f_pc {
+	delog *log;
+	struct iol_dev *dev;
+	_Atomic uint64_t handed; /* the follower's last checkpoint */
+	_Atomic bool writer_done, follower_done;
+	int follower_err;
+};
+
+static void *f_pc_writer(void *arg)
+{
+	struct f_pc *p = arg;
+	unsigned char buf[1500];
+
+	memset(buf, 0x5a, sizeof(buf));
+	for (uint64_t i = 0; i < 20000; i++) {
+		delog_tx *tx;
+		uint64_t seq;
+		int err;
+
+		while ((err = delog_tx_begin(p->log, 2 * (sizeof(buf) + 64), DELOG_TX_NOWAIT,
+					     &tx)) == -EAGAIN) {
+			uint64_t h = atomic_load(&p->handed), d = delog_durable_seq(p->log);
+
+			if (h > 1)
+				delog_release(p->log, h - 1 < d ? h - 1 : d);
+			usleep(500);
+		}
+		cr_assert_eq(err, 0, "%s", delog_errmsg());
+		cr_assert_eq(delog_tx_log(tx, i, buf, (uint32_t)(i % sizeof(buf))), 0);
+		cr_assert_eq(delog_tx_commit(tx, &seq), 0);
+		if (i % 4 == 0)
+			cr_assert_eq(delog_force(p->log, seq), 0);
+	}
+	cr_assert_eq(delog_force(p->log, 0), 0);
+	atomic_store(&p->writer_done, true);
+	return NULL;
+}
+
+static void *f_pc_follower(void *arg)
+{
+	struct f_pc *p = arg;
+	struct delog_checkpoint c;
+	const struct delog_item *items;
+	delog_reader *r;
+	int rv;
+
+	p->follower_err = engine_reader_open_dev(p->dev, p->log, 0, &r);
+	if (p->follower_err) {
+		atomic_store(&p->follower_done, true);
+		return NULL;
+	}
+	for (;;) {
+		rv = delog_reader_next(r, 20, &c, &items);
+		if (rv < 0) {
+			p->follower_err = rv;
+			break;
+		}
+		if (rv == 1) {
+			if (atomic_load(&p->handed) && c.seq != atomic_load(&p->handed) + 1) {
+				p->follower_err = DELOG_ECORRUPT;
+				break;
+			}
+			atomic_store(&p->handed, c.seq);
+		} else if (atomic_load(&p->writer_done) &&
+			   atomic_load(&p->handed) >= delog_durable_seq(p->log)) {
+			break;
+		}
+	}
+	delog_reader_close(r);
+	atomic_store(&p->follower_done, true);
+	return NULL;
+}
+
+static void f_power_cuts(enum delog_flush_policy policy)
+{
+	static const enum iol_sim_crash_profile profiles[] = { IOL_SIM_STRICT, IOL_SIM_GARBLE,
+							       IOL_SIM_VERSIONS };
+	struct iol_dev *dev = t_sim(16 * T_MiB, IOL_SIM_LAT_NVME, 77 + policy, NULL);
+	struct delog_options o = t_opts(policy);
+	uint64_t bytes = iol_dev_geom(dev)->size_bytes;
+	unsigned char *img = malloc(bytes);
+	struct f_pc p = { .dev = dev };
+	pthread_t tw, tf;
+	unsigned cuts = 0;
+
+	cr_assert_not_null(img);
+	o.create_size = 8 * T_MiB;
+	p.log = t_open_dev(dev, &o);
+	cr_assert_eq(pthread_create(&tw, NULL, f_pc_writer, &p), 0);
+	cr_assert_eq(pthread_create(&tf, NULL, f_pc_follower, &p), 0);
+	while (!atomic_load(&p.follower_done)) {
+		uint64_t h = atomic_load(&p.handed); /* before the cut: durable by then */
+		struct delog_options ro = { .size = sizeof(ro), .flags = DELOG_OPEN_RDONLY };
+		struct delog_recovery rec = { 0 };
+		struct iol_dev *cut;
+		delog *log;
+		int err;
+
+		err = iol_sim_crash(dev, 1000 + cuts, profiles[cuts % 3], img, NULL);
+		cr_assert_eq(err, 0, "iol_sim_crash: %s", delog_strerror(err));
+		cut = t_sim(bytes, IOL_SIM_LAT_NONE, cuts, img);
+		ro.recovery = &rec;
+		err = engine_open_dev(cut, &ro, &log);
+		cr_assert_eq(err, 0, "cut %u: %s: %s", cuts, delog_strerror(err), delog_errmsg());
+		cr_assert_geq(rec.last_seq, h,
+			      "cut %u (%s policy): the follower had handed over %llu, the image "
+			      "recovers to %llu",
+			      cuts, delog_flush_policy_name(policy), (unsigned long long)h,
+			      (unsigned long long)rec.last_seq);
+		delog_close(log);
+		iol_dev_close(cut);
+		cuts++;
+	}
+	pthread_join(tw, NULL);
+	pthread_join(tf, NULL);
+	cr_assert_eq(p.follower_err, 0, "follower: %s", delog_strerror(p.follower_err));
+	cr_expect_geq(cuts, 20, "only %u power cuts while the follower ran", cuts);
+	cr_expect_eq(atomic_load(&p.handed), delog_durable_seq(p.log));
+	cr_assert_eq(delog_close(p.log), 0);
+	iol_dev_close(dev);
+	free(img);
+}
+
+Test(follow, power_cuts_sync, .timeout = 300)
+{
+	f_power_cuts(DELOG_FLUSH_SYNC);
+}
+
+Test(follow, power_cuts_async, .timeout = 300)
+{
+	f_power_cuts(DELOG_FLUSH_ASYNC);
+}
+
+Test(follow, power_cuts_single, .timeout = 300)
+{
+	f_power_cuts(DELOG_FLUSH_SINGLE);
 }
