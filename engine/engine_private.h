@@ -255,6 +255,7 @@ struct delog {
 	const struct flush_policy *policy;
 	struct pub_page *pub; /* publish.c: NULL when not published */
 	int pub_fd;
+	char pub_name[PUB_NAME_MAX];
 	enum delog_flush_policy policy_id;
 	delog_push_fn push_cb;
 	void *push_arg;

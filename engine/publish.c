@@ -16,11 +16,15 @@
  *  (PB2) Every change is also written with pwrite(2), so followers waiting in inotify
  *        (IN_MODIFY on the page) wake; the store into the mapping comes first, so a
  *        woken follower reads the new value.
- *  (PB3) The page outlives its writer: state says OPEN (a writer has it, or had it and
- *        was killed: its last durable_seq stands), CLOSED (a clean close: everything
- *        is durable) or SHUTDOWN (an error shut the log down: nothing more will be
- *        durable in this session).  It is never unlinked: a follower keeps its mapping
- *        across writers, and the next writer of the log takes the same page.
+ *  (PB3) The page outlives a writer that did not close cleanly: state says OPEN (a
+ *        writer has it, or had it and was killed: its last durable_seq stands) or
+ *        SHUTDOWN (an error shut the log down: nothing more will be durable in this
+ *        session), and the next writer takes the same page.  A clean close says CLOSED
+ *        (everything is durable) and unlinks the page, before the writer lock is
+ *        released, so no page is left behind by a log closed cleanly; a follower that
+ *        has it mapped still reads CLOSED, and maps the next writer's new page when it
+ *        appears (reader.c).  With no page and no writer, the log as it lies is
+ *        durable: a clean close left it so, or the machine restarted since.
  * Publishing is best effort: a writer that cannot create the page (no /dev/shm, no
  * permission) runs unpublished, and followers in other processes then wait for a
  * writer that publishes (reader.c).  Only file and block-device logs publish.
@@ -98,6 +102,7 @@ void pub_open(struct delog *log, const char *path, uint64_t durable)
 	memcpy(p->magic, PUB_MAGIC, sizeof(p->magic));
 	log->pub = p;
 	log->pub_fd = fd;
+	memcpy(log->pub_name, name, sizeof(log->pub_name));
 	pub_poke(log, 0, sizeof(*p));
 }
 
@@ -126,6 +131,8 @@ void pub_release(struct delog *log)
 {
 	if (!log->pub)
 		return;
+	if (atomic_load(&log->pub->state) == PUB_CLOSED) /* (PB3) */
+		shm_unlink(log->pub_name);
 	munmap(log->pub, PUB_PAGE_BYTES);
 	close(log->pub_fd);
 	log->pub = NULL;

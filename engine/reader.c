@@ -44,6 +44,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -65,6 +66,7 @@ struct delog_reader {
 	delog *writer; /* engine_reader_open_dev: the watermark's source */
 	struct jrnl_geom geom;
 	struct pub_page *pub; /* the writer's page, mapped read-only once it exists */
+	ino_t pub_ino;        /* ... and its object (a closed page gives way to a new one) */
 	char pub_name[PUB_NAME_MAX];
 	int ifd;             /* inotify: the page, and /dev/shm until the page exists */
 	uint64_t next;       /* the sequence wanted next; 0: the oldest held */
@@ -150,9 +152,12 @@ static void rd_map_pub(struct delog_reader *r)
 {
 	char path[PUB_NAME_MAX + sizeof(RD_SHM_DIR)];
 	struct pub_page *p;
+	struct stat st;
 	int fd;
 
-	if (r->pub)
+	/* An OPEN page is a writer's, live or killed: its word stands.  A closed one gives
+	 * way to the page of the next writer, a new object (publish.c PB3). */
+	if (r->pub && atomic_load(&r->pub->state) == PUB_OPEN)
 		return;
 	fd = shm_open(r->pub_name, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
@@ -160,6 +165,12 @@ static void rd_map_pub(struct delog_reader *r)
 	/* watched at once: a writer still filling the page in writes it again when done */
 	snprintf(path, sizeof(path), RD_SHM_DIR "%s", r->pub_name);
 	inotify_add_watch(r->ifd, path, IN_MODIFY);
+	/* a page being created has no size yet: reading its mapping would be SIGBUS */
+	if (fstat(fd, &st) != 0 || st.st_size < (off_t)PUB_PAGE_BYTES ||
+	    (r->pub && st.st_ino == r->pub_ino)) {
+		close(fd);
+		return;
+	}
 	p = mmap(NULL, PUB_PAGE_BYTES, PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED)
@@ -168,7 +179,10 @@ static void rd_map_pub(struct delog_reader *r)
 	if (memcmp(p->magic, PUB_MAGIC, sizeof(p->magic)) == 0) {
 		atomic_thread_fence(memory_order_acquire);
 		if (memcmp(p->uuid, r->geom.uuid, sizeof(p->uuid)) == 0) {
+			if (r->pub)
+				munmap(r->pub, PUB_PAGE_BYTES);
 			r->pub = p;
+			r->pub_ino = st.st_ino;
 			return;
 		}
 	}

@@ -21,6 +21,8 @@
  *    durable sequence, bounds what is handed over though the log holds more; moved on
  *    (a write to the page, as a writer's pub_durable does), the rest comes; a copy of
  *    the log file gets a page of its own.
+ *  - follow/writers_come_and_go: six writer sessions on one log while one follower
+ *    follows: every checkpoint once, in order; a clean close leaves no page.
  *  - follow/power_cuts_<policy> (RD1 on the sim disk, whose cache a power cut loses): a
  *    follower beside a writer under load, and power-cut images of the disk taken while
  *    both run (strict, garble and versions in turn): every image recovers at least up
@@ -366,6 +368,20 @@ Test(follow, durable_only, .timeout = 120)
 	free(dir);
 }
 
+/* The name of the page the writer of the log at @path publishes (publish.c). */
+static void f_page_name(const char *path, char name[PUB_NAME_MAX])
+{
+	struct iol_dev_opts io = { .size = sizeof(io), .read_only = true };
+	struct jrnl_sb_why why;
+	struct jrnl_geom g;
+	struct iol_dev *dev;
+
+	cr_assert_eq(iol_dev_open(path, &io, &dev), 0);
+	cr_assert_eq(jrnl_sb_read_why(dev, &g, &why), 0);
+	iol_dev_close(dev);
+	cr_assert_eq(pub_name(g.uuid, path, name), 0);
+}
+
 Test(follow, killed_writer, .timeout = 120)
 {
 	char *dir = t_mkdtemp("killed");
@@ -445,6 +461,13 @@ Test(follow, killed_writer, .timeout = 120)
 			      (unsigned long long)got, (unsigned long long)rec.last_seq);
 		delog_close(log);
 	}
+	{
+		/* a killed writer leaves its page (PB3): the test removes it */
+		char name[PUB_NAME_MAX];
+
+		f_page_name(path, name);
+		cr_expect_eq(shm_unlink(name), 0, "the killed writer's page: %s", strerror(errno));
+	}
 	unlink(path);
 	rmdir(dir);
 	free(dir);
@@ -453,17 +476,10 @@ Test(follow, killed_writer, .timeout = 120)
 /* The log's published page, mapped for writing (the test plays the writer's part). */
 static struct pub_page *f_page(const char *path, int *fd)
 {
-	struct iol_dev_opts io = { .size = sizeof(io), .read_only = true };
 	char name[PUB_NAME_MAX];
-	struct jrnl_geom g;
-	struct jrnl_sb_why why;
-	struct iol_dev *dev;
 	void *p;
 
-	cr_assert_eq(iol_dev_open(path, &io, &dev), 0);
-	cr_assert_eq(jrnl_sb_read_why(dev, &g, &why), 0);
-	iol_dev_close(dev);
-	cr_assert_eq(pub_name(g.uuid, path, name), 0);
+	f_page_name(path, name);
 	*fd = shm_open(name, O_RDWR, 0);
 	cr_assert_geq(*fd, 0, "no page %s: %s", name, strerror(errno));
 	p = mmap(NULL, PUB_PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
@@ -490,13 +506,11 @@ Test(follow, watermark_bounds, .timeout = 120)
 	cr_assert_eq(delog_open(path, &o, &log), 0, "%s", delog_errmsg());
 	for (unsigned i = 0; i < 30; i++)
 		cr_assert_eq(t_commit1(log, i, 100, 0, &seq, true), 0);
-	cr_assert_eq(delog_close(log), 0);
 	cr_assert_eq(seq, 30);
 	pg = f_page(path, &fd);
-	cr_expect_eq(atomic_load(&pg->state), PUB_CLOSED, "a clean close says so");
+	cr_expect_eq(atomic_load(&pg->state), PUB_OPEN);
 	cr_expect_eq(atomic_load(&pg->durable_seq), 30);
-	/* a writer that has made only 20 durable */
-	atomic_store(&pg->state, PUB_OPEN);
+	/* the writer, now idle, as if it had made only 20 durable */
 	atomic_store(&pg->durable_seq, 20);
 	cr_assert_eq(delog_reader_open(path, NULL, &r), 0, "%s", delog_errmsg());
 	while ((rv = delog_reader_next(r, 300, &c, &items)) == 1)
@@ -514,7 +528,8 @@ Test(follow, watermark_bounds, .timeout = 120)
 	while ((rv = delog_reader_next(r, 300, &c, &items)) == 1)
 		got = c.seq;
 	cr_expect_eq(got, 30);
-	atomic_store(&pg->state, PUB_CLOSED);
+	cr_assert_eq(delog_close(log), 0);
+	cr_expect_eq(atomic_load(&pg->state), PUB_CLOSED, "a clean close says so");
 	munmap(pg, PUB_PAGE_BYTES);
 	close(fd);
 	delog_reader_close(r);
@@ -675,4 +690,53 @@ Test(follow, power_cuts_async, .timeout = 300)
 Test(follow, power_cuts_single, .timeout = 300)
 {
 	f_power_cuts(DELOG_FLUSH_SINGLE);
+}
+
+/* Writers come and go while one follower follows: the page of a cleanly closed writer is
+ * gone (publish.c PB3), the next writer's is a new one that the follower maps (reader.c),
+ * including while it is being created (no SIGBUS on a page without its size yet). */
+Test(follow, writers_come_and_go, .timeout = 120)
+{
+	char *dir = t_mkdtemp("sessions");
+	char path[4200], name[PUB_NAME_MAX];
+	struct delog_options o = { .size = sizeof(o),
+				   .flags = DELOG_OPEN_CREATE,
+				   .create_size = 8u << 20 };
+	struct delog_checkpoint c;
+	const struct delog_item *items;
+	delog_reader *r;
+	uint64_t seq = 0, got = 0;
+	delog *log;
+
+	snprintf(path, sizeof(path), "%s/log", dir);
+	cr_assert_eq(delog_open(path, &o, &log), 0, "%s", delog_errmsg());
+	cr_assert_eq(delog_close(log), 0);
+	cr_assert_eq(delog_reader_open(path, NULL, &r), 0, "%s", delog_errmsg());
+	for (unsigned session = 0; session < 6; session++) {
+		cr_assert_eq(delog_open(path, &o, &log), 0, "%s", delog_errmsg());
+		for (unsigned i = 0; i < 20; i++)
+			cr_assert_eq(t_commit1(log, i, session, 0, &seq, true), 0);
+		/* half the sessions end while the follower waits, half before it looks */
+		if (session % 2) {
+			while (got < seq) {
+				cr_assert_eq(delog_reader_next(r, 5000, &c, &items), 1,
+					     "session %u: %s", session, delog_errmsg());
+				cr_assert_eq(c.seq, got + 1);
+				got = c.seq;
+			}
+		}
+		cr_assert_eq(delog_close(log), 0);
+	}
+	while (got < seq) {
+		cr_assert_eq(delog_reader_next(r, 5000, &c, &items), 1, "%s", delog_errmsg());
+		cr_assert_eq(c.seq, got + 1);
+		got = c.seq;
+	}
+	cr_expect_eq(got, 120);
+	f_page_name(path, name);
+	cr_expect_eq(shm_open(name, O_RDONLY, 0), -1, "a clean close left its page");
+	delog_reader_close(r);
+	unlink(path);
+	rmdir(dir);
+	free(dir);
 }
