@@ -44,6 +44,7 @@ int cmd_probe(int argc, char **argv);
 int cmd_format(int argc, char **argv);
 int cmd_print(int argc, char **argv);
 int cmd_recover(int argc, char **argv);
+int cmd_follow(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_crash(int argc, char **argv);
 int cmd_stress(int argc, char **argv);

@@ -29,6 +29,7 @@ static const struct command commands[] = {
 	{ "format", cmd_format, "create a log on a file or block device" },
 	{ "print", cmd_print, "print a log: superblock, head, tail, records, ops, checkpoints" },
 	{ "recover", cmd_recover, "recover a log and print the recovery report" },
+	{ "follow", cmd_follow, "print each checkpoint of a log as it becomes durable (tail -f)" },
 	{ "probe", cmd_probe, "measure a device: flush and FUA latency, O_DIRECT bandwidth" },
 	{ "bench", cmd_bench,
 	  "benchmarks: recovery, commit, dbench, fsmark, compare-flush, stream, spacewait, "
