@@ -5,7 +5,7 @@
  * It is a delog_reader (<delog.h>, "Following a log"): the reader opens the log
  * read-only and takes no lock, so follow never writes the log and never holds up its
  * writer.  A checkpoint is printed once, in order, and only once the writer has it
- * durable (the writer says so through /dev/shm/delog-UUID; with no writer since the
+ * durable (the writer says so through a page in /dev/shm; with no writer since the
  * machine started, the log as it lies counts as durable).  A writer that closes or is
  * killed ends nothing: follow waits for the next one.
  *
@@ -72,8 +72,8 @@ static void help(void)
 	usage(stdout);
 	printf("\nPrint each checkpoint of LOG as it becomes durable, like `tail -f`: once, in\n"
 	       "order, and only once the writer has it durable (a writer publishes that in\n"
-	       "/dev/shm/delog-UUID; with no writer since boot, the log as it lies).  LOG is\n"
-	       "only read: follow takes no lock and never holds up the writer.\n"
+	       "/dev/shm; with no writer since boot, the log as it lies).  LOG is only\n"
+	       "read: follow takes no lock and never holds up the writer.\n"
 	       "\noptions:\n"
 	       "      --from SEQ      the first checkpoint wanted (default 0: the oldest the\n"
 	       "                      log holds)\n"
