@@ -509,8 +509,8 @@ struct delog_reader_options {
  * this one, or by no one yet.  The reader reads the log itself, read-only, and takes no
  * lock: it never holds up the writer, which only tells it, through a shared page,
  * which checkpoints are durable (one pwrite per durable advance while the page exists;
- * /dev/shm/delog-UUID-DEV-INO, one page per log file, left for the next writer).  @opts
- * may be NULL (from the oldest).
+ * /dev/shm/delog-UUID-DEV-INO, one page per log file, removed by a clean close, left
+ * by a killed or shut-down writer for the next one).  @opts may be NULL (the oldest).
  * Errors: as a read-only delog_open (-ENOENT, the DELOG_E* of a log it refuses, ...),
  * -EINVAL (bad options, the sim backend).  Thread-safe (independent readers).
  */
