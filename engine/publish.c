@@ -13,9 +13,11 @@
  *        over every checkpoint up to N.  It only grows within a session; a new writing
  *        open stores the sequence its recovery made durable, which is never below what
  *        the last session published (recovery keeps every durable checkpoint).
- *  (PB2) Every change is also written with pwrite(2), so followers waiting in inotify
- *        (IN_MODIFY on the page) wake; the store into the mapping comes first, so a
- *        woken follower reads the new value.
+ *  (PB2) Every change is followed by a pwrite(2) of one byte at the page's end, so
+ *        followers waiting in inotify (IN_MODIFY on the page) wake; the store into the
+ *        mapping comes first, so a woken follower reads the new value.  The byte is
+ *        outside the fields: a write of the fields themselves could put back a value
+ *        another thread's store had just replaced.
  *  (PB3) The page outlives a writer that did not close cleanly: state says OPEN (a
  *        writer has it, or had it and was killed: its last durable_seq stands) or
  *        SHUTDOWN (an error shut the log down: nothing more will be durable in this
@@ -62,9 +64,10 @@ int pub_name(const uint8_t uuid[16], const char *path, char out[PUB_NAME_MAX])
 }
 
 /* (PB2) The store is made; now the write that wakes followers in inotify. */
-static void pub_poke(struct delog *log, size_t off, size_t len)
+static void pub_poke(struct delog *log)
 {
-	ssize_t n = pwrite(log->pub_fd, (char *)log->pub + off, len, (off_t)off);
+	static const char zero;
+	ssize_t n = pwrite(log->pub_fd, &zero, 1, PUB_PAGE_BYTES - 1);
 
 	(void)n; /* best effort: a follower also times out and looks again */
 }
@@ -103,7 +106,7 @@ void pub_open(struct delog *log, const char *path, uint64_t durable)
 	log->pub = p;
 	log->pub_fd = fd;
 	memcpy(log->pub_name, name, sizeof(log->pub_name));
-	pub_poke(log, 0, sizeof(*p));
+	pub_poke(log);
 }
 
 /* (PB1) Advances may arrive out of order (policy.c D2): the page keeps the highest. */
@@ -116,7 +119,7 @@ void pub_durable(struct delog *log, uint64_t seq)
 	cur = atomic_load(&log->pub->durable_seq);
 	while (cur < seq && !atomic_compare_exchange_weak(&log->pub->durable_seq, &cur, seq))
 		;
-	pub_poke(log, offsetof(struct pub_page, durable_seq), sizeof(uint64_t));
+	pub_poke(log);
 }
 
 void pub_state(struct delog *log, uint32_t state)
@@ -124,7 +127,7 @@ void pub_state(struct delog *log, uint32_t state)
 	if (!log->pub)
 		return;
 	atomic_store(&log->pub->state, state); /* (PB3) */
-	pub_poke(log, offsetof(struct pub_page, state), sizeof(uint32_t));
+	pub_poke(log);
 }
 
 void pub_release(struct delog *log)

@@ -498,7 +498,7 @@ Test(follow, watermark_bounds, .timeout = 120)
 	const struct delog_item *items;
 	struct pub_page *pg;
 	delog_reader *r;
-	uint64_t seq = 0, got = 0, v;
+	uint64_t seq = 0, got = 0;
 	delog *log;
 	int fd, rv;
 
@@ -519,10 +519,8 @@ Test(follow, watermark_bounds, .timeout = 120)
 	cr_expect_eq(got, 20, "the page says 20 are durable, the follower took %llu",
 		     (unsigned long long)got);
 	/* the writer moves on: the store, then the write that wakes followers (PB2) */
-	v = 30;
-	atomic_store(&pg->durable_seq, v);
-	cr_assert_eq(pwrite(fd, &v, sizeof(v), offsetof(struct pub_page, durable_seq)),
-		     (ssize_t)sizeof(v));
+	atomic_store(&pg->durable_seq, 30);
+	cr_assert_eq(pwrite(fd, "", 1, PUB_PAGE_BYTES - 1), 1);
 	cr_assert_eq(delog_reader_next(r, 5000, &c, &items), 1, "%s", delog_errmsg());
 	cr_expect_eq(c.seq, 21);
 	while ((rv = delog_reader_next(r, 300, &c, &items)) == 1)
