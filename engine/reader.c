@@ -75,6 +75,7 @@ struct delog_reader {
 	size_t qn, qhead, qcap;
 	struct rd_ckpt cur; /* the one handed over last, valid until the next call */
 	int err;            /* a refusal that stopped the reader */
+	uint64_t done_to;   /* every checkpoint up to this was handed over, or absent */
 };
 
 /* A round in progress: what it may take and what it took. */
@@ -422,10 +423,15 @@ int delog_reader_next(delog_reader *r, int timeout_ms, struct delog_checkpoint *
 				r->err = err;
 				return err;
 			}
+			if (!err)
+				r->done_to = w;
 			if (r->qhead < r->qn)
 				continue;
+		} else if (r->next) {
+			r->done_to = r->next - 1;
 		}
-		if (shut && r->next > w)
+		/* (RD4) everything up to the shut-down writer's last word was handed over */
+		if (shut && r->done_to >= w)
 			return error_say(DELOG_ESHUTDOWN,
 					 "%s: the writer shut down after an error; every "
 					 "checkpoint it made durable (to %llu) was handed over",

@@ -21,6 +21,8 @@
  *    durable sequence, bounds what is handed over though the log holds more; moved on
  *    (a write to the page, as a writer's pub_durable does), the rest comes; a copy of
  *    the log file gets a page of its own.
+ *  - follow/writer_shut_down (RD4): a writer an I/O error shuts down: every checkpoint
+ *    it made durable, then DELOG_ESHUTDOWN.
  *  - follow/writers_come_and_go: six writer sessions on one log while one follower
  *    follows: every checkpoint once, in order; a clean close leaves no page.
  *  - follow/power_cuts_<policy> (RD1 on the sim disk, whose cache a power cut loses): a
@@ -734,6 +736,50 @@ Test(follow, writers_come_and_go, .timeout = 120)
 	f_page_name(path, name);
 	cr_expect_eq(shm_open(name, O_RDONLY, 0), -1, "a clean close left its page");
 	delog_reader_close(r);
+	unlink(path);
+	rmdir(dir);
+	free(dir);
+}
+
+/* (RD4) A writer that an I/O error shuts down: the follower gets every checkpoint it had
+ * made durable, then DELOG_ESHUTDOWN; the page stays (publish.c PB3) until the next
+ * writer, and the test removes it. */
+Test(follow, writer_shut_down, .timeout = 120)
+{
+	char *dir = t_mkdtemp("shut");
+	char path[4200], name[PUB_NAME_MAX];
+	struct delog_options o = { .size = sizeof(o),
+				   .flags = DELOG_OPEN_CREATE,
+				   .create_size = 8u << 20 };
+	struct iol_fault f = { .op = IOL_OP_WRITE, .nth = 1, .persistent = true, .err = -EIO };
+	struct delog_checkpoint c;
+	const struct delog_item *items;
+	uint64_t seq = 0, got = 0, durable;
+	delog_reader *r;
+	delog *log;
+	int rv;
+
+	snprintf(path, sizeof(path), "%s/log", dir);
+	cr_assert_eq(delog_open(path, &o, &log), 0, "%s", delog_errmsg());
+	for (unsigned i = 0; i < 10; i++)
+		cr_assert_eq(t_commit1(log, i, 1, 0, &seq, true), 0);
+	cr_assert_eq(delog_reader_open(path, NULL, &r), 0, "%s", delog_errmsg());
+	cr_assert_eq(iol_dev_fault_add(engine_dev(log), &f), 0);
+	cr_assert_neq(t_commit1(log, 99, 1, 0, &seq, true), 0, "a force through a failing write");
+	cr_assert_neq(delog_error(log), 0);
+	durable = delog_durable_seq(log);
+	while ((rv = delog_reader_next(r, 5000, &c, &items)) == 1) {
+		cr_assert_eq(c.seq, got + 1);
+		got = c.seq;
+	}
+	cr_expect_eq(rv, DELOG_ESHUTDOWN, "next: %d %s", rv, delog_errmsg());
+	cr_expect_eq(got, durable, "handed over %llu, the writer had %llu durable",
+		     (unsigned long long)got, (unsigned long long)durable);
+	cr_expect_not_null(strstr(delog_errmsg(), "shut down"), "%s", delog_errmsg());
+	delog_reader_close(r);
+	delog_close(log);
+	f_page_name(path, name);
+	cr_expect_eq(shm_unlink(name), 0, "the shut-down writer's page: %s", strerror(errno));
 	unlink(path);
 	rmdir(dir);
 	free(dir);
