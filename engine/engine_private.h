@@ -189,6 +189,9 @@ struct pub_page {
 	uint8_t uuid[16];       /* the log's */
 	_Atomic uint64_t durable_seq;
 	_Atomic int64_t pid; /* the writer that last opened the log */
+	/* followers that wait for the wake-up write (publish.c PB2), counted in and out by
+	 * reader.c; one that was killed stays counted, and costs the writer its writes */
+	_Atomic uint32_t watchers;
 };
 /* "/delog-UUID-DEV-INO" (a block device: "-bRDEV") of the log at @path, for shm_open:
  * 0, or -errno from stat. */

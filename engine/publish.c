@@ -13,11 +13,14 @@
  *        over every checkpoint up to N.  It only grows within a session; a new writing
  *        open stores the sequence its recovery made durable, which is never below what
  *        the last session published (recovery keeps every durable checkpoint).
- *  (PB2) Every change is followed by a pwrite(2) of one byte at the page's end, so
- *        followers waiting in inotify (IN_MODIFY on the page) wake; the store into the
- *        mapping comes first, so a woken follower reads the new value.  The byte is
- *        outside the fields: a write of the fields themselves could put back a value
- *        another thread's store had just replaced.
+ *  (PB2) While a follower watches (watchers > 0), every change is followed by a
+ *        pwrite(2) of one byte at the page's end, so followers waiting in inotify
+ *        (IN_MODIFY on the page) wake; with none, a durable advance costs one store and
+ *        no system call.  The store into the mapping comes first and the count is read
+ *        after it (both sequentially consistent), and a follower counts itself in
+ *        before it reads the page: either the writer sees it and writes, or it reads
+ *        the new value.  The byte is outside the fields: a write of the fields
+ *        themselves could put back a value another thread's store had just replaced.
  *  (PB3) The page outlives a writer that did not close cleanly: state says OPEN (a
  *        writer has it, or had it and was killed: its last durable_seq stands) or
  *        SHUTDOWN (an error shut the log down: nothing more will be durable in this
@@ -63,12 +66,15 @@ int pub_name(const uint8_t uuid[16], const char *path, char out[PUB_NAME_MAX])
 	return 0;
 }
 
-/* (PB2) The store is made; now the write that wakes followers in inotify. */
+/* (PB2) The store is made; now the write that wakes followers in inotify, if any wait. */
 static void pub_poke(struct delog *log)
 {
 	static const char zero;
-	ssize_t n = pwrite(log->pub_fd, &zero, 1, PUB_PAGE_BYTES - 1);
+	ssize_t n;
 
+	if (!atomic_load(&log->pub->watchers))
+		return;
+	n = pwrite(log->pub_fd, &zero, 1, PUB_PAGE_BYTES - 1);
 	(void)n; /* best effort: a follower also times out and looks again */
 }
 

@@ -67,6 +67,7 @@ struct delog_reader {
 	struct jrnl_geom geom;
 	struct pub_page *pub; /* the writer's page, mapped read-only once it exists */
 	ino_t pub_ino;        /* ... and its object (a closed page gives way to a new one) */
+	bool pub_counted;     /* counted in pub->watchers (a page it may write) */
 	char pub_name[PUB_NAME_MAX];
 	int ifd;             /* inotify: the page, and /dev/shm until the page exists */
 	uint64_t next;       /* the sequence wanted next; 0: the oldest held */
@@ -148,19 +149,39 @@ static const char *rd_name(const struct delog_reader *r)
 	return r->path ? r->path : "the log's device";
 }
 
-/* The writer's page, once it exists and is this log's. */
+/* Let go of the page, counted out of its watchers first. */
+static void rd_unmap_pub(struct delog_reader *r)
+{
+	if (!r->pub)
+		return;
+	if (r->pub_counted)
+		atomic_fetch_sub(&r->pub->watchers, 1);
+	munmap(r->pub, PUB_PAGE_BYTES);
+	r->pub = NULL;
+	r->pub_counted = false;
+}
+
+/* The writer's page, once it exists and is this log's.  A follower that may write the
+ * page counts itself among its watchers, so the writer wakes it (publish.c PB2); one
+ * that may only read it (another user's writer) is not woken and looks every
+ * RD_POLL_MS. */
 static void rd_map_pub(struct delog_reader *r)
 {
 	char path[PUB_NAME_MAX + sizeof(RD_SHM_DIR)];
 	struct pub_page *p;
 	struct stat st;
+	bool rw = true;
 	int fd;
 
 	/* An OPEN page is a writer's, live or killed: its word stands.  A closed one gives
 	 * way to the page of the next writer, a new object (publish.c PB3). */
 	if (r->pub && atomic_load(&r->pub->state) == PUB_OPEN)
 		return;
-	fd = shm_open(r->pub_name, O_RDONLY | O_CLOEXEC, 0);
+	fd = shm_open(r->pub_name, O_RDWR | O_CLOEXEC, 0);
+	if (fd < 0 && errno == EACCES) {
+		rw = false;
+		fd = shm_open(r->pub_name, O_RDONLY | O_CLOEXEC, 0);
+	}
 	if (fd < 0)
 		return;
 	/* watched at once: a writer still filling the page in writes it again when done */
@@ -172,7 +193,7 @@ static void rd_map_pub(struct delog_reader *r)
 		close(fd);
 		return;
 	}
-	p = mmap(NULL, PUB_PAGE_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+	p = mmap(NULL, PUB_PAGE_BYTES, PROT_READ | (rw ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED)
 		return;
@@ -180,10 +201,13 @@ static void rd_map_pub(struct delog_reader *r)
 	if (memcmp(p->magic, PUB_MAGIC, sizeof(p->magic)) == 0) {
 		atomic_thread_fence(memory_order_acquire);
 		if (memcmp(p->uuid, r->geom.uuid, sizeof(p->uuid)) == 0) {
-			if (r->pub)
-				munmap(r->pub, PUB_PAGE_BYTES);
+			rd_unmap_pub(r);
 			r->pub = p;
 			r->pub_ino = st.st_ino;
+			/* counted in before the page is read (rd_watermark) */
+			if (rw)
+				atomic_fetch_add(&p->watchers, 1);
+			r->pub_counted = rw;
 			return;
 		}
 	}
@@ -466,8 +490,7 @@ int delog_reader_close(delog_reader *r)
 	while (r->qhead < r->qn)
 		rd_free_ckpt(&r->q[r->qhead++]);
 	free(r->q);
-	if (r->pub)
-		munmap(r->pub, PUB_PAGE_BYTES);
+	rd_unmap_pub(r);
 	if (r->ifd >= 0)
 		close(r->ifd);
 	if (r->dev && r->own_dev)

@@ -370,6 +370,22 @@ Test(follow, durable_only, .timeout = 120)
 	free(dir);
 }
 
+/* Take checkpoints from @r, each the one after *@got (any first one when *@got is 0),
+ * until *@got reaches @upto or a call does not return 1; that call's value. */
+static int f_take(delog_reader *r, int timeout_ms, uint64_t *got, uint64_t upto)
+{
+	struct delog_checkpoint c;
+	const struct delog_item *items;
+	int rv = 1;
+
+	while (*got < upto && (rv = delog_reader_next(r, timeout_ms, &c, &items)) == 1) {
+		cr_assert(*got == 0 || c.seq == *got + 1, "checkpoint %llu after %llu",
+			  (unsigned long long)c.seq, (unsigned long long)*got);
+		*got = c.seq;
+	}
+	return rv;
+}
+
 /* The name of the page the writer of the log at @path publishes (publish.c). */
 static void f_page_name(const char *path, char name[PUB_NAME_MAX])
 {
@@ -388,11 +404,9 @@ Test(follow, killed_writer, .timeout = 120)
 {
 	char *dir = t_mkdtemp("killed");
 	char path[4200];
-	struct delog_checkpoint c;
-	const struct delog_item *items;
 	uint64_t acked = 0, got = 0, a;
 	delog_reader *r;
-	int fds[2], st;
+	int fds[2], st, rv;
 	pid_t pid;
 
 	snprintf(path, sizeof(path), "%s/log", dir);
@@ -427,28 +441,16 @@ Test(follow, killed_writer, .timeout = 120)
 	cr_assert_eq(read(fds[0], &acked, sizeof(acked)), sizeof(acked),
 		     "the writer never acknowledged");
 	cr_assert_eq(delog_reader_open(path, NULL, &r), 0, "%s", delog_errmsg());
-	while (got < 300) {
-		int rv = delog_reader_next(r, 5000, &c, &items);
-
-		cr_assert_eq(rv, 1, "next: %d %s", rv, delog_errmsg());
-		cr_assert(got == 0 || c.seq == got + 1);
-		got = c.seq;
-	}
+	rv = f_take(r, 5000, &got, 300);
+	cr_assert_eq(rv, 1, "next: %d %s", rv, delog_errmsg());
 	kill(pid, SIGKILL);
 	waitpid(pid, &st, 0);
 	while (read(fds[0], &a, sizeof(a)) == sizeof(a))
 		acked = a;
 	close(fds[0]);
 	/* everything acknowledged comes, then nothing more */
-	for (;;) {
-		int rv = delog_reader_next(r, 1000, &c, &items);
-
-		cr_assert_geq(rv, 0, "next: %s", delog_errmsg());
-		if (rv == 0)
-			break;
-		cr_assert_eq(c.seq, got + 1);
-		got = c.seq;
-	}
+	rv = f_take(r, 1000, &got, UINT64_MAX);
+	cr_assert_eq(rv, 0, "next: %s", delog_errmsg());
 	cr_expect_geq(got, acked, "acknowledged %llu, the follower stopped at %llu",
 		      (unsigned long long)acked, (unsigned long long)got);
 	delog_reader_close(r);
@@ -514,6 +516,7 @@ Test(follow, watermark_bounds, .timeout = 120)
 	cr_expect_eq(atomic_load(&pg->durable_seq), 30);
 	/* the writer, now idle, as if it had made only 20 durable */
 	atomic_store(&pg->durable_seq, 20);
+	cr_expect_eq(atomic_load(&pg->watchers), 0, "no follower yet: the writer writes nothing");
 	cr_assert_eq(delog_reader_open(path, NULL, &r), 0, "%s", delog_errmsg());
 	while ((rv = delog_reader_next(r, 300, &c, &items)) == 1)
 		got = c.seq;
@@ -528,11 +531,13 @@ Test(follow, watermark_bounds, .timeout = 120)
 	while ((rv = delog_reader_next(r, 300, &c, &items)) == 1)
 		got = c.seq;
 	cr_expect_eq(got, 30);
+	cr_expect_eq(atomic_load(&pg->watchers), 1, "the follower counted itself in (PB2)");
+	delog_reader_close(r);
+	cr_expect_eq(atomic_load(&pg->watchers), 0, "a closed follower counts itself out");
 	cr_assert_eq(delog_close(log), 0);
 	cr_expect_eq(atomic_load(&pg->state), PUB_CLOSED, "a clean close says so");
 	munmap(pg, PUB_PAGE_BYTES);
 	close(fd);
-	delog_reader_close(r);
 	/* a copy of the log file (same uuid) has a page of its own: its writer never
 	 * speaks for the original */
 	{
@@ -702,8 +707,6 @@ Test(follow, writers_come_and_go, .timeout = 120)
 	struct delog_options o = { .size = sizeof(o),
 				   .flags = DELOG_OPEN_CREATE,
 				   .create_size = 8u << 20 };
-	struct delog_checkpoint c;
-	const struct delog_item *items;
 	delog_reader *r;
 	uint64_t seq = 0, got = 0;
 	delog *log;
@@ -717,21 +720,12 @@ Test(follow, writers_come_and_go, .timeout = 120)
 		for (unsigned i = 0; i < 20; i++)
 			cr_assert_eq(t_commit1(log, i, session, 0, &seq, true), 0);
 		/* half the sessions end while the follower waits, half before it looks */
-		if (session % 2) {
-			while (got < seq) {
-				cr_assert_eq(delog_reader_next(r, 5000, &c, &items), 1,
-					     "session %u: %s", session, delog_errmsg());
-				cr_assert_eq(c.seq, got + 1);
-				got = c.seq;
-			}
-		}
+		if (session % 2)
+			cr_assert_eq(f_take(r, 5000, &got, seq), 1, "session %u: %s", session,
+				     delog_errmsg());
 		cr_assert_eq(delog_close(log), 0);
 	}
-	while (got < seq) {
-		cr_assert_eq(delog_reader_next(r, 5000, &c, &items), 1, "%s", delog_errmsg());
-		cr_assert_eq(c.seq, got + 1);
-		got = c.seq;
-	}
+	cr_assert_eq(f_take(r, 5000, &got, seq), 1, "%s", delog_errmsg());
 	cr_expect_eq(got, 120);
 	f_page_name(path, name);
 	cr_expect_eq(shm_open(name, O_RDONLY, 0), -1, "a clean close left its page");
@@ -752,8 +746,6 @@ Test(follow, writer_shut_down, .timeout = 120)
 				   .flags = DELOG_OPEN_CREATE,
 				   .create_size = 8u << 20 };
 	struct iol_fault f = { .op = IOL_OP_WRITE, .nth = 1, .persistent = true, .err = -EIO };
-	struct delog_checkpoint c;
-	const struct delog_item *items;
 	uint64_t seq = 0, got = 0, durable;
 	delog_reader *r;
 	delog *log;
@@ -768,10 +760,7 @@ Test(follow, writer_shut_down, .timeout = 120)
 	cr_assert_neq(t_commit1(log, 99, 1, 0, &seq, true), 0, "a force through a failing write");
 	cr_assert_neq(delog_error(log), 0);
 	durable = delog_durable_seq(log);
-	while ((rv = delog_reader_next(r, 5000, &c, &items)) == 1) {
-		cr_assert_eq(c.seq, got + 1);
-		got = c.seq;
-	}
+	rv = f_take(r, 5000, &got, UINT64_MAX);
 	cr_expect_eq(rv, DELOG_ESHUTDOWN, "next: %d %s", rv, delog_errmsg());
 	cr_expect_eq(got, durable, "handed over %llu, the writer had %llu durable",
 		     (unsigned long long)got, (unsigned long long)durable);
