@@ -508,9 +508,10 @@ struct delog_reader_options {
  * Follow the log at @path (a file or block device), written by another process or by
  * this one, or by no one yet.  The reader reads the log itself, read-only, and takes no
  * lock: it never holds up the writer, which only tells it, through a shared page,
- * which checkpoints are durable (one pwrite per durable advance while the page exists;
- * /dev/shm/delog-UUID-DEV-INO, one page per log file, removed by a clean close, left
- * by a killed or shut-down writer for the next one).  @opts may be NULL (the oldest).
+ * which checkpoints are durable: a store per durable advance, and a one-byte pwrite
+ * while a follower watches, in /dev/shm/delog-UUID-DEV-INO (one page per log file,
+ * removed by a clean close, left by a killed or shut-down writer for the next one).
+ * @opts may be NULL (the oldest).
  * Errors: as a read-only delog_open (-ENOENT, the DELOG_E* of a log it refuses, ...),
  * -EINVAL (bad options, the sim backend).  Thread-safe (independent readers).
  */
