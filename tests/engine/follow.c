@@ -563,6 +563,7 @@ struct f_pc {
 	delog *log;
 	struct iol_dev *dev;
 	_Atomic uint64_t handed; /* the follower's last checkpoint */
+	_Atomic unsigned cuts;   /* power cuts taken so far (the writer keeps pace) */
 	_Atomic bool writer_done, follower_done;
 	int follower_err;
 };
@@ -591,6 +592,9 @@ static void *f_pc_writer(void *arg)
 		cr_assert_eq(delog_tx_commit(tx, &seq), 0);
 		if (i % 4 == 0)
 			cr_assert_eq(delog_force(p->log, seq), 0);
+		/* a cut at least every 1,000 transactions, however slow cutting is (ASan) */
+		while (i % 1000 == 999 && atomic_load(&p->cuts) < (i + 1) / 1000)
+			usleep(500);
 	}
 	cr_assert_eq(delog_force(p->log, 0), 0);
 	atomic_store(&p->writer_done, true);
@@ -671,6 +675,7 @@ static void f_power_cuts(enum delog_flush_policy policy)
 		delog_close(log);
 		iol_dev_close(cut);
 		cuts++;
+		atomic_store(&p.cuts, cuts);
 	}
 	pthread_join(tw, NULL);
 	pthread_join(tf, NULL);
