@@ -1463,7 +1463,7 @@ size_t iol_sim_pending(struct iol_dev *dev)
 	return n;
 }
 
-size_t iol_sim_deliver(struct iol_dev *dev, size_t max, enum iol_sim_order order)
+static size_t deliver(struct iol_dev *dev, size_t max, enum iol_sim_order order, size_t if_len)
 {
 	struct sim *s = sim_of(dev);
 	size_t n = 0;
@@ -1471,6 +1471,8 @@ size_t iol_sim_deliver(struct iol_dev *dev, size_t max, enum iol_sim_order order
 	if (!s)
 		return 0;
 	pthread_mutex_lock(&s->lock);
+	if (if_len != SIZE_MAX && s->ev_len != if_len)
+		max = 0; /* an event since the caller looked: it looks again first */
 	while (n < max && s->head) {
 		struct sim_op *op = order == IOL_SIM_LIFO ? s->tail : s->head;
 		struct sim_done d;
@@ -1479,12 +1481,25 @@ size_t iol_sim_deliver(struct iol_dev *dev, size_t max, enum iol_sim_order order
 			for (uint64_t i = rng_next(&s->drng) % s->nr_ops; i; i--)
 				op = op->next;
 		}
-		op_step(s, op, true, &d); /* forced: always completes */
-		complete_unlocked(s, &d);
+		/* forced: always completes; else a PREFLUSH write's flush is a delivery
+		 * of its own, after which the write is in flight */
+		if (op_step(s, op, if_len == SIZE_MAX, &d))
+			complete_unlocked(s, &d);
 		n++;
 	}
 	pthread_mutex_unlock(&s->lock);
 	return n;
+}
+
+size_t iol_sim_deliver(struct iol_dev *dev, size_t max, enum iol_sim_order order)
+{
+	return deliver(dev, max, order, SIZE_MAX);
+}
+
+size_t iol_sim_deliver_if(struct iol_dev *dev, size_t max, enum iol_sim_order order,
+			  size_t trace_len)
+{
+	return deliver(dev, max, order, trace_len);
 }
 
 /* ---- power cuts ---- */

@@ -159,6 +159,14 @@ enum iol_sim_order {
 size_t iol_sim_pending(struct iol_dev *dev);
 /* Deliver up to @max pending completions in @order; returns how many. */
 size_t iol_sim_deliver(struct iol_dev *dev, size_t max, enum iol_sim_order order);
+/* The same, but only if the trace is still @trace_len events long (else 0, nothing
+ * delivered): a crash checker that took its point at that length delivers nothing a
+ * thread submitted after it, so every request is seen in flight at some point before
+ * its completion can make it durable.  And in phases: a PREFLUSH write's flush is one
+ * delivery, after which its write is in flight (a point sees it torn), and its
+ * completion another (iol_sim_deliver does both at once). */
+size_t iol_sim_deliver_if(struct iol_dev *dev, size_t max, enum iol_sim_order order,
+			  size_t trace_len);
 
 /* ---- power cuts ---- */
 

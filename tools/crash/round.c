@@ -190,7 +190,12 @@ static int run_session(struct crash *cr, struct ctl *t, struct pointbuf *pb, uin
 			}
 		}
 		if (iol_sim_pending(rd->dev)) {
-			iol_sim_deliver(rd->dev, 1, IOL_SIM_RANDOM);
+			/* Nothing submitted after this step's point is delivered before a
+			 * point has seen it in flight. */
+			if (atomic_load(&rd->armed) && !*cut_taken && cr->states < cr->target)
+				iol_sim_deliver_if(rd->dev, 1, IOL_SIM_RANDOM, L);
+			else
+				iol_sim_deliver(rd->dev, 1, IOL_SIM_RANDOM);
 			idle_since = 0;
 		} else if (atomic_load(&rd->done)) {
 			break;
