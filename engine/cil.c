@@ -329,7 +329,7 @@ int delog_tx_begin(delog *log, uint64_t reserve, unsigned flags, delog_tx **out)
 	uint64_t r;
 	int err;
 
-	error_clear();
+	error_enter(__func__);
 	if ((err = log_check(log)))
 		return err;
 	if (!out)
@@ -379,7 +379,7 @@ int delog_tx_logv(delog_tx *tx, uint64_t key, const struct iovec *iov, int iovcn
 	size_t dup;
 	int err;
 
-	error_clear();
+	error_enter(__func__);
 	if (!tx)
 		return error_say(-EINVAL, "delog_tx_log: a NULL transaction");
 	if (iovcnt < 0 || (iovcnt && !iov))
@@ -499,7 +499,7 @@ int delog_tx_commit(delog_tx *tx, uint64_t *seq)
 	uint64_t cseq, ctx_seq, cost;
 	int err = 0;
 
-	error_clear();
+	error_enter(__func__);
 	if (!tx)
 		return error_say(-EINVAL, "delog_tx_commit: a NULL transaction");
 	log = tx->log;

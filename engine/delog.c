@@ -687,7 +687,7 @@ int delog_close(delog *log)
 {
 	int err, e2;
 
-	error_clear();
+	error_enter(__func__);
 	if (!log)
 		return 0;
 	if ((err = log_check(log)))
@@ -782,7 +782,10 @@ static void force_ask(struct delog *log, uint64_t seq, bool nowait)
 int delog_force(delog *log, uint64_t seq)
 {
 	uint64_t open;
-	int err = force_begin(log, &seq, &open, false);
+	int err;
+
+	error_enter(__func__);
+	err = force_begin(log, &seq, &open, false);
 
 	if (err)
 		return err;
@@ -812,7 +815,10 @@ int delog_force(delog *log, uint64_t seq)
 int delog_force_nowait(delog *log, uint64_t seq)
 {
 	uint64_t open;
-	int err = force_begin(log, &seq, &open, true);
+	int err;
+
+	error_enter(__func__);
+	err = force_begin(log, &seq, &open, true);
 
 	if (err)
 		return err;
@@ -829,6 +835,7 @@ int delog_tx_commit_force(delog_tx *tx, uint64_t *seqp)
 	uint64_t seq;
 	int err;
 
+	error_enter(__func__);
 	err = delog_tx_commit(tx, &seq);
 	if (!err)
 		err = delog_force(log, seq);
@@ -847,7 +854,7 @@ int delog_durable_fd(const delog *log)
 	struct delog *l = (struct delog *)log;
 	int err;
 
-	error_clear();
+	error_enter(__func__);
 	if ((err = log_check(log)))
 		return err;
 
@@ -886,7 +893,7 @@ int delog_stats(const delog *clog, struct delog_stats *out)
 	size_t size;
 	int fua, err;
 
-	error_clear();
+	error_enter(__func__);
 	if ((err = log_check(log)))
 		return err;
 	if (!out)

@@ -39,4 +39,11 @@ void engine_delay_cover(delog *log, uint64_t ns);
  * the caller's and must outlive the reader; @writer must outlive it too. */
 int engine_reader_open_dev(struct iol_dev *dev, delog *writer, uint64_t from, delog_reader **out);
 
+/* The address of the calling thread's record of the last public call it entered (its
+ * name, a string literal: "delog_force"; NULL before the first), for a watchdog on another
+ * thread to read while this thread lives: the crash tester names the call a hung
+ * workload thread is in.  Calls that cannot block and cannot fail (delog_durable_seq,
+ * delog_error) do not record themselves. */
+_Atomic(const char *) *engine_call_slot(void);
+
 #endif

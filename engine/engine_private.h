@@ -203,8 +203,10 @@ void pub_state(struct delog *log, uint32_t state);
 void pub_release(struct delog *log);
 
 /* (error.c E1) The calling thread's reason for its current call's failure: cleared on
- * entry to every public call that can fail; error_say sets it and returns @code. */
+ * entry to every public call that can fail (error_enter, which also records the call's
+ * name for engine_call_slot, or error_clear); error_say sets it and returns @code. */
 void error_clear(void);
+void error_enter(const char *call);
 __attribute__((format(printf, 2, 3))) int error_say(int code, const char *fmt, ...);
 
 /* (delog.c U7) A handle's state: 0 open, -EINVAL NULL, DELOG_ECLOSED closed. */

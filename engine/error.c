@@ -11,12 +11,15 @@
  *       call's.  The questions an error handler asks first (delog_error,
  *       delog_durable_seq, and the tables) clear nothing, so they may come between the
  *       failure and the reading.  It is thread-local, as errno is: calls on
- *       independent handles in independent threads share nothing.
+ *       independent handles in independent threads share nothing.  Entering a call
+ *       also records its name (error_enter), which a watchdog on another thread reads
+ *       through engine_call_slot to say where a thread that does not return is.
  */
 #include "engine_private.h"
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -78,10 +81,23 @@ static const struct err_entry *find(int err)
 }
 
 static _Thread_local char error_msg[256];
+/* The public call this thread entered last, for a watchdog on another thread. */
+static _Thread_local _Atomic(const char *) error_call;
 
 void error_clear(void)
 {
 	error_msg[0] = '\0';
+}
+
+void error_enter(const char *call)
+{
+	atomic_store_explicit(&error_call, call, memory_order_relaxed);
+	error_msg[0] = '\0';
+}
+
+_Atomic(const char *) *engine_call_slot(void)
+{
+	return &error_call;
 }
 
 int error_say(int code, const char *fmt, ...)

@@ -289,7 +289,7 @@ const char *delog_flush_policy_name(enum delog_flush_policy p)
 
 int delog_flush_policy_parse(const char *name, enum delog_flush_policy *out)
 {
-	error_clear();
+	error_enter(__func__);
 	if (!name || !out)
 		return error_say(-EINVAL, "delog_flush_policy_parse: a NULL @%s",
 				 name ? "out" : "name");

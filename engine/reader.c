@@ -318,7 +318,7 @@ int delog_reader_open(const char *path, const struct delog_reader_options *opts,
 	char msg[512] = "";
 	int err;
 
-	error_clear();
+	error_enter(__func__);
 	if (!out)
 		return error_say(-EINVAL, "delog_reader_open: a NULL @out");
 	*out = NULL;
@@ -414,7 +414,7 @@ int delog_reader_next(delog_reader *r, int timeout_ms, struct delog_checkpoint *
 	int64_t end;
 	int err;
 
-	error_clear();
+	error_enter(__func__);
 	if (!r || !ckpt || !items)
 		return error_say(-EINVAL, "delog_reader_next: a NULL %s",
 				 !r    ? "reader" :
@@ -469,7 +469,7 @@ int delog_reader_next(delog_reader *r, int timeout_ms, struct delog_checkpoint *
 
 int delog_reader_fd(const delog_reader *r)
 {
-	error_clear();
+	error_enter(__func__);
 	if (!r)
 		return error_say(-EINVAL, "delog_reader_fd: a NULL reader");
 	if (r->ifd < 0)

@@ -498,7 +498,7 @@ int delog_item_written(delog *log, uint64_t key, uint64_t seq)
 	struct ckpt_ent *c;
 	int err;
 
-	error_clear();
+	error_enter(__func__);
 	if ((err = log_check_writable(log)))
 		return err;
 	sp = &log->space;
@@ -531,7 +531,7 @@ int delog_release(delog *log, uint64_t seq)
 	struct space *sp;
 	int err;
 
-	error_clear();
+	error_enter(__func__);
 	if ((err = log_check_writable(log)))
 		return err;
 	if (seq > atomic_load(&log->durable_seq))
@@ -554,7 +554,7 @@ int delog_set_reserve(delog *log, uint64_t bytes)
 {
 	int err;
 
-	error_clear();
+	error_enter(__func__);
 	err = log_check_writable(log);
 
 	if (err)
