@@ -5,7 +5,7 @@
 #   labels_test.sh SRCDIR
 #
 # A label is defined where a block comment line of a .c or .h file under engine/,
-# journal/, iolayer/, raft/ or tools/ starts with it in parentheses and a capitalised
+# journal/, iolayer/, raft/, tools/ or crashtest/ starts with it in parentheses and a capitalised
 # sentence follows: " *  (L13) A record never ends ...".  Checked:
 #   - every label is defined in one file only (a citation elsewhere is "file label");
 #   - every defined label is in the table under "### Invariant labels", in the row of
@@ -23,7 +23,7 @@ src = sys.argv[1]
 fails = []
 defined = {}  # label -> set of files
 defre = re.compile(r'^\s*\*\s+\(([A-Z]+[0-9]+)\)\s+[\w`"]')
-for top in ("engine", "journal", "iolayer", "raft", "tools"):
+for top in ("engine", "journal", "iolayer", "raft", "tools", "crashtest"):
     for dirpath, _, names in os.walk(os.path.join(src, top)):
         for n in names:
             if not n.endswith((".c", ".h")):

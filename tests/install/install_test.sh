@@ -23,6 +23,12 @@
 #    find_package for a version the package does not provide must fail.  The installed
 #    examples directory (share/doc/delog/examples, with its CMakeLists.txt) must build as
 #    a project of its own against the installed package.
+# 5. libdelog-crashtest: its .so (SONAME) and .a, <delog_crashtest.h> and
+#    delog-crashtest.pc are installed; the .so exports exactly the functions of delog.h
+#    and delog_crashtest.h; docs/examples/crashtest_kv.c builds against it with
+#    find_package (delog::delog_crashtest, shared and static), with pkg-config and in the
+#    installed examples project, and each build finds no failure in a short campaign on
+#    the correct kv, finds the --broken one, and its handle fails again when replayed.
 # Exit 0 pass, 1 fail, 77 skip (a tool missing), with the reason on stderr.
 set -u
 
@@ -148,6 +154,7 @@ run_example() {
 	kv) run_kv "$bin" "$where" ;;
 	evloop) run "run $bin" "$bin" "$where.log" 2000 64 ;;
 	standby) run_standby "$bin" "$where" ;;
+	crashtest_kv) run_crashtest_kv "$bin" "$where" ;;
 	*) fail "no way to run example $name" ;;
 	esac
 }
@@ -180,11 +187,43 @@ run_standby() {
 		fail "$1 get printed '$(cat "$TMP/log")', expected install-test-value"
 }
 
+# crashtest_kv (docs/examples/crashtest_kv.c, libdelog-crashtest on kv.c's recovery): a
+# short campaign on the correct kv finds nothing; --broken is found, and its handle
+# fails again when replayed.
+run_crashtest_kv() {
+	mkdir -p "$2"
+	run "run $1 (correct kv)" "$1" --states 3000 --dir "$2" || return
+	if "$1" --broken --states 3000 --dir "$2" >"$TMP/log" 2>&1; then
+		fail "$1 --broken found no failure"
+		return
+	fi
+	h=$(sed -n 's/^handle: //p' "$TMP/log")
+	grep -q '^FAILED' "$TMP/log" && [ -f "$h" ] ||
+		fail "$1 --broken: no FAILED line or no handle file: $(tail -3 "$TMP/log")"
+	if "$1" --replay "$h" --times 3 >"$TMP/log" 2>&1 ||
+		! grep -q 'failed 3, passed 0' "$TMP/log"; then
+		fail "$1 --replay $h: $(cat "$TMP/log")"
+	else
+		echo "ok: $1 finds the broken kv and replays it"
+	fi
+}
+
+CT_EXAMPLES=
+[ -f "$SRC/docs/examples/crashtest_kv.c" ] && CT_EXAMPLES=$SRC/docs/examples/crashtest_kv.c
+
 # find_package(delog) from a project outside the tree.
 run "consumer configure (find_package)" cmake -S "$SRC/tests/install/consumer" \
 	-B "$TMP/consumer" -DCMAKE_C_COMPILER="$CC" -DCMAKE_PREFIX_PATH="$PREFIX" \
-	-DDELOG_VERSION_WANTED="${VERSION#delog }" "-DEXAMPLES=$EXAMPLES" &&
+	-DDELOG_VERSION_WANTED="${VERSION#delog }" "-DEXAMPLES=$EXAMPLES" \
+	"-DCT_EXAMPLES=$CT_EXAMPLES" &&
 	run "consumer build (find_package)" cmake --build "$TMP/consumer" &&
+	for src in $CT_EXAMPLES; do
+		name=$(basename "$src" .c)
+		run_example "$name" "$TMP/consumer/$name"
+		run_example "$name" "$TMP/consumer/${name}_static"
+		readelf -d "$TMP/consumer/$name" | grep -q 'libdelog-crashtest\.so' ||
+			fail "find_package: $name is not linked with libdelog-crashtest.so"
+	done &&
 	for src in $(echo "$EXAMPLES" | tr ';' ' '); do
 		name=$(basename "$src" .c)
 		run_example "$name" "$TMP/consumer/$name"
@@ -225,6 +264,32 @@ for src in $(echo "$EXAMPLES" | tr ';' ' '); do
 		run_example "$name" "$TMP/pc/${name}_static"
 done
 
+# libdelog-crashtest: installed, walled, and usable through pkg-config.
+CTSO=$LIBDIR/libdelog-crashtest.so
+for f in "$CTSO" "$LIBDIR/libdelog-crashtest.a" "$PREFIX/include/delog_crashtest.h" \
+	"$LIBDIR/pkgconfig/delog-crashtest.pc"; do
+	[ -e "$f" ] || fail "not installed: ${f#"$PREFIX"/}"
+done
+if [ -e "$CTSO" ]; then
+	nm -D --defined-only "$CTSO" | awk 'NF == 3 && $2 ~ /^[TDBRVWiu]$/ { print $3 }' |
+		sed 's/@.*//' | sort -u >"$TMP/ct_exported"
+	cat "$PREFIX/include/delog.h" "$PREFIX/include/delog_crashtest.h" |
+		grep -E '^[A-Za-z_].*[ *]delog_[A-Za-z0-9_]+ *\(' | grep -v '^typedef' |
+		sed -E 's/^[^(]*[ *](delog_[A-Za-z0-9_]+) *\(.*/\1/' | sort -u >"$TMP/ct_declared"
+	if ! cmp -s "$TMP/ct_declared" "$TMP/ct_exported"; then
+		fail "exports of libdelog-crashtest.so differ from delog.h + delog_crashtest.h:"
+		diff "$TMP/ct_declared" "$TMP/ct_exported" | grep '^[<>]' | sed 's/^/  /' >&2
+	fi
+fi
+for src in $CT_EXAMPLES; do
+	name=$(basename "$src" .c)
+	# shellcheck disable=SC2046
+	run "pkg-config build of $name" "$CC" -o "$TMP/pc/$name" "$src" \
+		$(pkg-config --cflags --libs delog-crashtest) -pthread \
+		-Wl,-rpath,"$(pkg-config --variable=libdir delog-crashtest)" &&
+		run_example "$name" "$TMP/pc/$name"
+done
+
 # The installed examples directory is a project of its own (docs/examples/CMakeLists.txt,
 # in its find_package mode).
 EXDIR=$PREFIX/share/doc/delog/examples
@@ -232,7 +297,7 @@ if [ -f "$EXDIR/CMakeLists.txt" ]; then
 	run "installed examples configure" cmake -S "$EXDIR" -B "$TMP/examples" \
 		-DCMAKE_C_COMPILER="$CC" -DCMAKE_PREFIX_PATH="$PREFIX" &&
 		run "installed examples build" cmake --build "$TMP/examples" &&
-		for src in $(echo "$EXAMPLES" | tr ';' ' '); do
+		for src in $(echo "$EXAMPLES" | tr ';' ' ') $CT_EXAMPLES; do
 			name=$(basename "$src" .c)
 			if [ -x "$TMP/examples/$name" ]; then
 				run_example "$name" "$TMP/examples/$name"
