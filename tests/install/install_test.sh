@@ -7,7 +7,8 @@
 #    sanitizer, the configure arguments given: backends, build type), builds it and
 #    installs it with `cmake --install BUILD --prefix PREFIX`.
 # 2. Checks the installed tree: libdelog.so (with a SONAME) and libdelog.a, <delog.h>,
-#    the delog tool (runs --version), the CMake package and version file, delog.pc,
+#    the delog tool (runs --version) and delog-bench (`delog bench --help` runs it), the
+#    CMake package and version file, delog.pc,
 #    one man page per command of `delog --help`, API.md and CHANGELOG.md.  The installed
 #    delog links only what the log needs: ldd lists none of librocksdb, libsqlite3,
 #    liblmdb, libstdc++ (the peers comparison is delog-bench-peers, a program of its
@@ -77,6 +78,7 @@ if [ -z "$SO" ]; then
 fi
 LIBDIR=$(dirname "$SO")
 for f in "$LIBDIR/libdelog.a" "$PREFIX/include/delog.h" "$PREFIX/bin/delog" \
+	"$PREFIX/bin/delog-bench" \
 	"$LIBDIR/cmake/delog/delogConfig.cmake" "$LIBDIR/cmake/delog/delogConfigVersion.cmake" \
 	"$LIBDIR/cmake/delog/delogTargets.cmake" "$LIBDIR/pkgconfig/delog.pc" \
 	"$PREFIX/share/man/man1/delog.1" "$PREFIX/share/doc/delog/API.md" \
@@ -108,6 +110,10 @@ if ldd "$PREFIX/bin/delog" >"$TMP/ldd" 2>&1; then
 else
 	fail "ldd of the installed delog failed: $(cat "$TMP/ldd")"
 fi
+# The benchmarks are delog-bench, which `delog bench` runs from beside it.
+"$PREFIX/bin/delog" bench --help >"$TMP/log" 2>&1 ||
+	fail "installed delog bench --help (runs delog-bench) failed: $(tail -3 "$TMP/log")"
+grep -q "workload" "$TMP/log" || fail "installed delog bench --help printed no workloads"
 if [ -e "$PREFIX/bin/delog-bench-peers" ]; then
 	"$PREFIX/bin/delog" bench --peers --help >"$TMP/log" 2>&1 ||
 		fail "installed delog bench --peers --help (runs delog-bench-peers) failed: $(tail -3 "$TMP/log")"

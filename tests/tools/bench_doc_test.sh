@@ -12,7 +12,9 @@
 #   whose command fails keeps its old contents and is named (exit 1); everything outside
 #   the blocks is byte for byte as it was; nothing is left in the directory; --only runs
 #   one block and refuses a name the page does not have (exit 2); a command that reads
-#   its standard input does not eat the blocks after it;
+#   its standard input does not eat the blocks after it; what a command prints of the
+#   page's folder and of its current directory is written docs/ and . (no absolute
+#   path of the machine), and PAGE names the source tree by no absolute path;
 # - a page with an unclosed block, a duplicate name or a stray closing marker is refused
 #   by --check (exit 1) with its line, and left as it was.
 set -u
@@ -84,6 +86,20 @@ printf '%s\n' '<!-- bench: reader: cat -->' '<!-- /bench: reader -->' \
 	'<!-- bench: after: echo the block after a reader -->' '<!-- /bench: after -->' >"$W/stdin.md"
 expect_rc 0 "a block that reads stdin" sh "$DOC" --delog "$DELOG" "$W/stdin.md"
 grep -qx "the block after a reader" "$W/stdin.md" || fail "the block after a reader did not run"
+
+# This machine's paths are written relative: the page's folder as docs/, the directory
+# the command ran in as "." (BENCH.md carries no absolute path of the machine).
+mkdir "$W/doc"
+printf '%s\n' '<!-- bench: paths: echo "plot written to $DOCDIR/img/x.png"; echo "in $PWD"; echo "$PWD/f.tmp" -->' \
+	'<!-- /bench: paths -->' >"$W/doc/paths.md"
+expect_rc 0 "a block printing paths" sh -c "cd '$W' && sh '$DOC' --delog '$DELOG' doc/paths.md"
+grep -qx "plot written to docs/img/x.png" "$W/doc/paths.md" || fail "the page's folder not written docs/: $(cat "$W/doc/paths.md")"
+grep -qx "in \." "$W/doc/paths.md" || fail "the current directory not written .: $(cat "$W/doc/paths.md")"
+grep -qx "\./f.tmp" "$W/doc/paths.md" || fail "a path under the current directory not made relative: $(cat "$W/doc/paths.md")"
+grep -q "$W" "$W/doc/paths.md" && fail "an absolute path left in the block: $(cat "$W/doc/paths.md")"
+rm -rf "$W/doc"
+SRCROOT=$(cd "$(dirname "$PAGE")/.." && pwd)
+grep -nF "$SRCROOT/" "$PAGE" && fail "$PAGE names the source tree by its absolute path ($SRCROOT)"
 
 # Malformed pages: refused with the line, unchanged.
 bad() {

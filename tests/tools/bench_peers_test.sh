@@ -6,9 +6,11 @@
 #
 #   bench_peers_test.sh DELOG TESTDIR
 #
-# 0. A copy of DELOG alone in a directory: --peers and --workload peers exit 1 with a
-#    message naming delog-bench-peers (not beside delog, or not built); so does DELOG
-#    itself when the program was not built, and then the test stops there (skip, 77).
+# 0. A copy of DELOG alone in a directory: --peers exits 1 naming delog-bench (the
+#    benchmarks' program, not beside it); a copy of DELOG and delog-bench: --peers and
+#    --workload peers exit 1 with a message naming delog-bench-peers (not beside, or not
+#    built); so does DELOG itself when the program was not built, and then the test
+#    stops there (skip, 77).
 # 1. A very short run in a new directory of TESTDIR (--peers --dir D --time 0.3
 #    --clients 1,4 --json): exit 0, the JSON parses, has one row per (thread count,
 #    system) for every system the run lists, and every built peer is among them (a
@@ -31,8 +33,13 @@ TMP=$(mktemp -d "${DIR}/bench_peers_test.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
 . "$(dirname "$0")/../lib.sh"
 
-# 0. without the program beside it, delog says where it looked and why it is not there
-mkdir "$TMP/alone" && cp "$DELOG" "$TMP/alone/delog" || exit 1
+# 0. without the program beside it, delog says where it looked and why it is not there:
+# delog alone names delog-bench (the benchmarks' program), delog with delog-bench and
+# without delog-bench-peers names that one
+mkdir "$TMP/solo" && cp "$DELOG" "$TMP/solo/delog" || exit 1
+expect_rc 1 "solo: --peers" "$TMP/solo/delog" bench --peers --time 0.1
+expect_in "$TMP/err" "delog-bench, which is not beside" "solo: --peers names delog-bench"
+mkdir "$TMP/alone" && cp "$DELOG" "$(dirname "$DELOG")/delog-bench" "$TMP/alone/" || exit 1
 for spelling in "--peers" "--workload peers"; do
 	# shellcheck disable=SC2086 # the spelling is two words or one
 	expect_rc 1 "alone: $spelling" "$TMP/alone/delog" bench $spelling --time 0.1

@@ -59,49 +59,8 @@
  */
 static int run_program(const struct bench_workload *w, int argc, char **argv)
 {
-	char self[PATH_MAX], prog[PATH_MAX + 64];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	char **nargv;
-	char *slash;
-
-	if (n <= 0) {
-		fprintf(stderr,
-			"delog bench: --workload %s: cannot find this program's directory "
-			"(/proc/self/exe: %s); run %s directly\n",
-			w->name, strerror(errno), w->program);
-		return TOOL_EXIT_FAIL;
-	}
-	self[n] = '\0';
-	slash = strrchr(self, '/');
-	snprintf(prog, sizeof(prog), "%.*s/%s", slash ? (int)(slash - self) : 1, slash ? self : ".",
-		 w->program);
-	if (access(prog, X_OK)) {
-		if (w->built)
-			fprintf(stderr,
-				"delog bench: --workload %s is the program %s, which is not "
-				"beside %s (%s); install it there, or run it from the build tree "
-				"(tools/%s)\n",
-				w->name, w->program, self, strerror(errno), w->program);
-		else
-			fprintf(stderr,
-				"delog bench: --workload %s is the program %s, which was not "
-				"built: %s\n",
-				w->name, w->program, w->not_built);
-		return TOOL_EXIT_FAIL;
-	}
-	nargv = calloc((size_t)argc + 1, sizeof(*nargv));
-	if (!nargv) {
-		fprintf(stderr, "delog bench: out of memory\n");
-		return TOOL_EXIT_FAIL;
-	}
-	nargv[0] = prog;
-	for (int i = 1; i < argc; i++)
-		nargv[i] = argv[i];
-	fflush(NULL);
-	execv(prog, nargv);
-	fprintf(stderr, "delog bench: %s: cannot run it: %s\n", prog, strerror(errno));
-	free(nargv);
-	return TOOL_EXIT_FAIL;
+	return tool_run_beside("delog bench", w->program, w->built ? NULL : w->not_built, argc,
+			       argv);
 }
 
 static const struct bench_workload *find_workload(const char *name)

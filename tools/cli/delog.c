@@ -10,7 +10,9 @@
  * first non-option (the command) and the command's own options reach it untouched.
  * getopt signs its own messages with argv[0], so every getopt call sees the name the
  * messages should carry: "delog" here, "delog NAME" in a command (command_name), and
- * "delog bench" in delog-bench-peers (peers_main.c), never the path it was run by.
+ * "delog bench" in delog-bench and delog-bench-peers (bench_main.c, peers_main.c), never
+ * the path it was run by.  `delog bench` is the program delog-bench, run from beside
+ * this one with the same arguments: the benchmark lab is not linked into `delog`.
  * Exit codes: 0 ok, 1 failure, 2 usage (docs/DESIGN.md section 6).
  */
 #include "tools.h"
@@ -18,6 +20,12 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+
+/* `delog bench ARGS`: delog-bench ARGS (bench_main.c). */
+static int cmd_bench_program(int argc, char **argv)
+{
+	return tool_run_beside("delog bench", "delog-bench", NULL, argc, argv);
+}
 
 struct command {
 	const char *name;
@@ -31,7 +39,7 @@ static const struct command commands[] = {
 	{ "recover", cmd_recover, "recover a log and print the recovery report" },
 	{ "follow", cmd_follow, "print each checkpoint of a log as it becomes durable (tail -f)" },
 	{ "probe", cmd_probe, "measure a device: flush and FUA latency, O_DIRECT bandwidth" },
-	{ "bench", cmd_bench,
+	{ "bench", cmd_bench_program,
 	  "benchmarks: recovery, commit, dbench, fsmark, compare-flush, stream, spacewait, "
 	  "peers" },
 	{ "crash", cmd_crash,

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -453,4 +454,51 @@ void json_finish(struct json *j)
 {
 	fputc('\n', j->f);
 	fflush(j->f);
+}
+
+/* ---- running a program that lies beside this one ---- */
+
+int tool_run_beside(const char *cmd, const char *program, const char *missing, int argc,
+		    char **argv)
+{
+	char self[PATH_MAX], prog[PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char **nargv;
+	char *slash;
+
+	if (n <= 0) {
+		fprintf(stderr,
+			"%s: cannot find this program's directory (/proc/self/exe: %s); "
+			"run %s directly\n",
+			cmd, strerror(errno), program);
+		return 1;
+	}
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	snprintf(prog, sizeof(prog), "%.*s/%s", slash ? (int)(slash - self) : 1, slash ? self : ".",
+		 program);
+	if (access(prog, X_OK)) {
+		if (missing)
+			fprintf(stderr, "%s: the program %s, which was not built: %s\n", cmd,
+				program, missing);
+		else
+			fprintf(stderr,
+				"%s: the program %s, which is not beside %s (%s): install it "
+				"there, or run it from the build tree (tools/%s)\n",
+				cmd, program, self, strerror(errno), program);
+		return 1;
+	}
+	nargv = calloc((size_t)argc + 1, sizeof(*nargv));
+	if (!nargv) {
+		fprintf(stderr, "%s: out of memory\n", cmd);
+		return 1;
+	}
+	nargv[0] = prog;
+	for (int i = 1; i < argc; i++)
+		nargv[i] = argv[i];
+	fflush(NULL);
+	execv(prog, nargv);
+	fprintf(stderr, "%s: %s: cannot run it: %s\n", cmd, prog, strerror(errno));
+	free(nargv);
+	return 1;
 }

@@ -32,6 +32,16 @@ struct stat;
 int tool_path_check(const char *path, struct stat *st, char *why, size_t len);
 
 /*
+ * Run the program @program that lies beside this one (the directory of /proc/self/exe),
+ * with this command's arguments (@argv[0] replaced by its path): how `delog bench` runs
+ * delog-bench and `delog bench --peers` runs delog-bench-peers, so that `delog` itself
+ * links neither.  Returns only on failure, after saying on stderr ("@cmd: ...") where it
+ * looked, and @missing (may be NULL) when the program is not there: exit status 1.
+ */
+int tool_run_beside(const char *cmd, const char *program, const char *missing, int argc,
+		    char **argv);
+
+/*
  * The size of the block device @path in bytes (BLKGETSIZE64 on a read-only descriptor:
  * neither an exclusive hold nor O_DIRECT), so a command can say that a device is too
  * small before it asks for --force to overwrite it.  0 or a negative errno.
