@@ -243,6 +243,7 @@ static void campaign_free(struct ct_campaign *cp)
 	free(cp->h_media);
 	free(cp->newimg);
 	free(cp->st);
+	free(cp->choices);
 	free(cp->passed);
 	pthread_mutex_destroy(&cp->mu);
 	pthread_cond_destroy(&cp->cv_work);
