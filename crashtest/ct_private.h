@@ -10,6 +10,8 @@
  *               recovery workers
  *   handle.c    failure handles: writing, reading, replaying and describing them
  *   minimise.c  shrinking a failing handle to the sectors it needs
+ *   dev.c       the sim disk as crash testing opens it (ct_dev.h, which delog crash
+ *               uses too)
  *
  * Invariants (CT1-CT4, named in the files that keep them):
  *  (CT1) What a crash point holds as acknowledged was read before its snapshot of the
@@ -36,6 +38,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
+#include "ct_dev.h"
 #include "engine.h"
 #include "io_sim.h"
 
@@ -169,11 +172,6 @@ struct delog_ct_run {
 	char wwhy[256];
 };
 
-#define CT_DEV_GATE 0x1u
-#define CT_DEV_INLINE 0x2u
-#define CT_DEV_KEEP_FUA 0x4u
-#define CT_DEV_THROUGH 0x8u /* no volatile cache: the recovery workers' disks */
-
 enum ct_phase {
 	CT_OPENING = 0,
 	CT_RUNNING,
@@ -188,8 +186,6 @@ uint64_t ct_mix(uint64_t z);
 uint64_t ct_seed_for(uint64_t seed, uint64_t a, uint64_t b);
 uint64_t ct_sector_hash(const void *p, uint32_t len, uint64_t idx);
 int ct_say(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-struct iol_dev *ct_sim_dev(uint64_t bytes, uint32_t sector, uint64_t seed, bool hold,
-			   unsigned dev_flags, const void *image);
 
 /* campaign.c */
 bool ct_budget_spent(struct ct_campaign *cp);

@@ -120,6 +120,7 @@
 #include <unistd.h>
 
 #include "array.h"
+#include "ct_dev.h" /* ct_sim_dev, CT_DEV_*: the sim disk as crash testing opens it */
 #include "engine.h"
 #include "io_sim.h"
 #include "jrnl.h"
@@ -279,7 +280,7 @@ struct round {
 	struct wl wl;
 	enum delog_flush_policy policy;
 	bool gate;          /* the disk is opened with the flush gate (flush_gate) */
-	unsigned dev_flags; /* CR_DEV_*: the gate, and in gated rounds its variants */
+	unsigned dev_flags; /* CT_DEV_*: the gate, and in gated rounds its variants */
 	uint64_t log_bytes, dev_bytes;
 	unsigned session;                         /* of the chain, from 0 */
 	uint32_t start_n[CR_MAX_CLIENTS];         /* first transaction of this session */
@@ -608,17 +609,6 @@ int crash_point(struct crash *cr, struct ctl *t, struct pointbuf *pb, uint64_t r
 /* images.c */
 struct entry *cache_get(struct crash *cr, uint64_t hash, bool *created);
 void cache_clear(struct crash *cr);
-/* How a round's sim disk is opened (struct round.dev_flags). */
-#define CR_DEV_GATE 1u /* flushes through the iolayer's flush gate (flush_gate) */
-#define CR_DEV_INLINE                                                                              \
-	2u /* the sim has a ->run: a lone waiter's flush is an inline
-			    * generation on its own thread (iol_sim_opts.inline_run) */
-#define CR_DEV_KEEP_FUA                                                                            \
-	4u /* with the gate, FUA stays the device's own (gate_keep_fua);
-			    * else FUA is carried out as write + gated flush */
-/* A sim disk; @hold: the controller delivers; @flags: CR_DEV_*. */
-struct iol_dev *cr_sim_dev(uint64_t bytes, uint32_t sector, uint64_t seed, bool hold,
-			   unsigned flags, const void *image);
 void *worker_main(void *arg);
 void run_jobs(struct crash *cr);
 unsigned char *state_image(struct crash *cr, const uint8_t *choice);

@@ -200,26 +200,6 @@ static const unsigned char *state_sector(const struct cpoint *cp, const uint8_t 
 	return cp->garb + (choice[cp->k] * cp->k + i) * sector;
 }
 
-struct iol_dev *cr_sim_dev(uint64_t bytes, uint32_t sector, uint64_t seed, bool hold,
-			   unsigned flags, const void *image)
-{
-	struct iol_sim_opts so = { .size = sizeof(so),
-				   .dev_bytes = bytes,
-				   .sector = sector,
-				   .seed = seed,
-				   .hold = hold,
-				   .image = image,
-				   .inline_run = flags & CR_DEV_INLINE };
-	struct iol_dev_opts o = { .size = sizeof(o),
-				  .backend = "sim",
-				  .sim = &so,
-				  .flush_gate = flags & CR_DEV_GATE,
-				  .gate_keep_fua = flags & CR_DEV_KEEP_FUA };
-	struct iol_dev *dev = NULL;
-
-	return iol_dev_open(NULL, &o, &dev) ? NULL : dev;
-}
-
 /* Bring the worker's disk to the state's image (only differing sectors are written). */
 static int worker_sync(struct worker *w, const struct cpoint *cp, const uint8_t *choice)
 {
@@ -397,7 +377,7 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 		atomic_fetch_add(&cr->full_gated, 1);
 	/* Through the flush gate when the round's disk has it: recovery's stamping, its
 	 * flush and the continued session's I/O then go through the gate as well. */
-	d2 = cr_sim_dev(rd->dev_bytes, cr->sector, seed, false, rd->dev_flags, w->shadow);
+	d2 = ct_sim_dev(rd->dev_bytes, cr->sector, seed, false, rd->dev_flags, w->shadow);
 	if (!d2) {
 		viol_add(cr, cp, choice, cp->k, "full check: cannot open a sim disk", NULL);
 		return;
@@ -480,7 +460,7 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 		goto out;
 	delog_close(log);
 	log = NULL;
-	d3 = cr_sim_dev(rd->dev_bytes, cr->sector, seed, false, 0, img);
+	d3 = ct_sim_dev(rd->dev_bytes, cr->sector, seed, false, 0, img);
 	if (!d3 || jrnl_sb_read(d3, &g))
 		goto out;
 	recover_ro(w, d3, &g, &ct, ref->nck ? ref->hi : 0, &s3);
@@ -514,7 +494,7 @@ static void run_job(struct worker *w, const struct job *j)
 	if (w->sector != cr->sector) {
 		/* The round's sector size differs from the disk's: a new disk (all zeroes). */
 		iol_dev_close(w->dev);
-		w->dev = cr_sim_dev(cr->dev_max, cr->sector, seed_for(cr->seed, 0x3003, w->sector),
+		w->dev = ct_sim_dev(cr->dev_max, cr->sector, seed_for(cr->seed, 0x3003, w->sector),
 				    false, 0, NULL);
 		if (!w->dev) {
 			memset(&j->e->s, 0, sizeof(j->e->s));

@@ -37,12 +37,12 @@ static void prot_viol(struct crash *cr, const char *fmt, ...)
  * under all of them, and it too wraps when the head is near the physical end.
  * @dev_flags: through the flush gate the disk sees what the gate leaves of the flags:
  * a PREFLUSH is the gate's flush, a FUA its write + flush unless the device keeps FUA
- * (CR_DEV_KEEP_FUA), so the disk sees no flag, or FUA alone. */
+ * (CT_DEV_KEEP_FUA), so the disk sees no flag, or FUA alone. */
 static bool flags_allowed(enum delog_flush_policy p, uint32_t f, bool wrap, unsigned dev_flags)
 {
 	f &= IOL_PREFLUSH | IOL_FUA;
-	if (dev_flags & CR_DEV_GATE)
-		return !f || (f == IOL_FUA && (dev_flags & CR_DEV_KEEP_FUA));
+	if (dev_flags & CT_DEV_GATE)
+		return !f || (f == IOL_FUA && (dev_flags & CT_DEV_KEEP_FUA));
 	if (!f || f == (IOL_PREFLUSH | IOL_FUA)) /* PREFLUSH|FUA: commits, and every unmount */
 		return true;
 	if (wrap && f == IOL_FUA)

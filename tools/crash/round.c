@@ -32,7 +32,7 @@ void cr_progress(struct crash *cr, bool end)
 static int format_image(const struct round *rd, unsigned char *img)
 {
 	struct jrnl_format_opts fo = { .sector = rd->sector, .log_size = rd->log_bytes };
-	struct iol_dev *dev = cr_sim_dev(rd->dev_bytes, rd->sector, rd->seed, false, 0, NULL);
+	struct iol_dev *dev = ct_sim_dev(rd->dev_bytes, rd->sector, rd->seed, false, 0, NULL);
 	int err;
 
 	if (!dev)
@@ -273,8 +273,8 @@ static void round_coverage(struct crash *cr, const struct round *rd)
 	cr->cv_sectors |= rd->sector == 512 ? 1u : 2u;
 	cr->cv_track_rounds += rd->wl.track;
 	cr->cv_gate_rounds += rd->gate;
-	cr->cv_inline_rounds += !!(rd->dev_flags & CR_DEV_INLINE);
-	cr->cv_keep_fua_rounds += !!(rd->dev_flags & CR_DEV_KEEP_FUA);
+	cr->cv_inline_rounds += !!(rd->dev_flags & CT_DEV_INLINE);
+	cr->cv_keep_fua_rounds += !!(rd->dev_flags & CT_DEV_KEEP_FUA);
 	cr->cv_rel_edge += rd->wl.releaser && !rd->wl.full;
 }
 
@@ -315,11 +315,11 @@ static int round_draw(struct crash *cr, struct round *rd, uint64_t r)
 	/* Gated rounds draw the gate's variants: a sim with a ->run (a lone waiter's flush
 	 * is an inline generation on its own thread, as on every descriptor backend) and a
 	 * device with native FUA (FUA kept out of the gate), each in half of them. */
-	rd->dev_flags = rd->gate ? CR_DEV_GATE : 0;
+	rd->dev_flags = rd->gate ? CT_DEV_GATE : 0;
 	if (rd->gate && (seed_for(rd->seed, 0x1e1, 0) & 1))
-		rd->dev_flags |= CR_DEV_INLINE;
+		rd->dev_flags |= CT_DEV_INLINE;
 	if (rd->gate && (seed_for(rd->seed, 0xf0a, 0) & 1))
-		rd->dev_flags |= CR_DEV_KEEP_FUA;
+		rd->dev_flags |= CT_DEV_KEEP_FUA;
 	wl_pick(strcmp(cr->workload, "all") ? cr->workload : wl_names[r % NR_WL], rd->seed,
 		cr->threads, cr->sector_opt, &rd->wl);
 	rd->sector = rd->wl.sector ? rd->wl.sector : 4096;
@@ -366,7 +366,7 @@ static int run_sessions(struct crash *cr, struct round *rd, struct ctl *t, struc
 		atomic_store(&rd->armed, false);
 		atomic_store(&rd->done, false);
 		atomic_store(&rd->clients_done, 0);
-		rd->dev = cr_sim_dev(rd->dev_bytes, rd->sector, seed_for(rd->seed, 0x5e55, sess),
+		rd->dev = ct_sim_dev(rd->dev_bytes, rd->sector, seed_for(rd->seed, 0x5e55, sess),
 				     true, rd->dev_flags, cr->old);
 		if (!rd->dev) {
 			err = -ENOMEM;
