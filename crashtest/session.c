@@ -342,7 +342,7 @@ static int ctl_step(struct ctl *t)
 int ct_session(struct ct_campaign *cp, struct delog_ct_run *run, const unsigned char *img,
 	       unsigned char *cut)
 {
-	struct driver d = { .cp = cp, .run = run };
+	struct driver *d = calloc(1, sizeof(*d)); /* the driver's: left to it after a hang */
 	struct ctl t = { .cp = cp, .run = run, .cut = cut, .last_ev = SIZE_MAX };
 	const struct delog_ct_app *app = cp->o.app;
 	pthread_t th;
@@ -351,14 +351,27 @@ int ct_session(struct ct_campaign *cp, struct delog_ct_run *run, const unsigned 
 	run->dev = ct_sim_dev(cp->o.dev_bytes, cp->o.sector,
 			      ct_seed_for(run->seed, 0xde5, run->session), true, run->dev_flags,
 			      img);
-	if (!run->dev)
+	if (!run->dev || !d) {
+		free(d);
+		if (run->dev)
+			iol_dev_close(run->dev);
+		run->dev = NULL;
 		return -ENOMEM;
+	}
+	d->cp = cp;
+	d->run = run;
 	ct_media_load(cp, img);
 	run->state = app->state_new ? app->state_new(app->arg) : NULL;
+	if (app->state_new && !run->state) {
+		free(d);
+		iol_dev_close(run->dev);
+		run->dev = NULL;
+		return -ENOMEM;
+	}
 	pthread_mutex_init(&run->log_mu, NULL);
 	atomic_store(&run->phase, CT_OPENING);
 	t.last_ack = atomic_load(&run->ack_count);
-	if (pthread_create(&th, NULL, driver_main, &d)) {
+	if (pthread_create(&th, NULL, driver_main, d)) {
 		err = -EAGAIN;
 		goto out;
 	}
@@ -384,6 +397,7 @@ int ct_session(struct ct_campaign *cp, struct delog_ct_run *run, const unsigned 
 		snprintf(cp->rep->why, sizeof(cp->rep->why), "%s", run->wwhy);
 	}
 out:
+	free(d);
 	if (app->state_free && run->state)
 		app->state_free(app->arg, run->state);
 	run->state = NULL;

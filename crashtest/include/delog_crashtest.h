@@ -72,8 +72,9 @@ struct delog_ct_app {
 	 * session ends when every thread has returned; return soon after
 	 * delog_ct_stopping says so.  Do not call delog_close: the library owns the log. */
 	int (*workload)(void *arg, delog *log, delog_ct_run *run, unsigned thread);
-	/* A fresh, empty recovered state (for REPLAY and CHECK, and for the workload of a
-	 * later session: delog_ct_state), or NULL if the application keeps none. */
+	/* A fresh, empty recovered state (for REPLAY and CHECK, and for the workload of
+	 * each session: delog_ct_state); NULL if it cannot make one (the campaign stops
+	 * with -ENOMEM).  The callback itself may be NULL: no state. */
 	void *(*state_new)(void *arg);
 	void (*state_free)(void *arg, void *state);
 	/* The application's recovery, called as delog_open calls delog_options.recover,
@@ -170,9 +171,9 @@ int delog_ct_campaign(const struct delog_ct_app *app, const struct delog_ct_opti
  * Returns 0 or -ENOMEM.  Any workload thread. */
 int delog_ct_ack(delog_ct_run *run, uint64_t tag, uint64_t seq);
 
-/* The state REPLAY built when this session's log was opened (NULL in the first session,
- * or without STATE_NEW): what the application recovered after the previous session's
- * cut.  Owned by the library; shared by the session's threads. */
+/* The state REPLAY built when this session's log was opened (empty in the first
+ * session; NULL without STATE_NEW): what the application recovered after the previous
+ * session's cut.  Owned by the library; shared by the session's threads. */
 void *delog_ct_state(const delog_ct_run *run);
 /* This run's number and the session's number in it (from 0). */
 uint64_t delog_ct_run_number(const delog_ct_run *run);
