@@ -264,6 +264,8 @@ int delog_ct_campaign(const struct delog_ct_app *app, const struct delog_ct_opti
 	cp.rep = rep ? rep : &own;
 	memset(cp.rep, 0, sizeof(*cp.rep));
 	cp.rep->size = sizeof(*cp.rep);
+	cp.rep->sector = cp.o.sector;
+	cp.rep->policy = (int)cp.o.log.flush;
 	cp.t0 = ct_now_ns();
 	err = campaign_alloc(&cp);
 	img = malloc(cp.o.dev_bytes);

@@ -105,15 +105,22 @@ static void workload_run(struct driver *d)
 		pthread_join(d->wth[i], NULL);
 }
 
-/* What the session's log did, for the report: wraps, space flushes and waits. */
-static void session_tally(struct ct_campaign *cp, delog *log)
+/* What the session's log did, for the report: wraps, space flushes and waits, and the
+ * flush gate's generations on a gated disk. */
+static void session_tally(struct ct_campaign *cp, struct delog_ct_run *run, delog *log)
 {
 	struct delog_stats st = { .size = sizeof(st) };
 	struct jrnl_log_stats js;
+	struct iol_counters ic;
 
 	engine_journal_stats(log, &js);
 	delog_stats(log, &st);
+	iol_dev_counters(run->dev, &ic);
 	pthread_mutex_lock(&cp->mu);
+	if (run->dev_flags & CT_DEV_GATE) {
+		cp->rep->gate_generations += ic.dev_flushes;
+		cp->rep->gate_inline += ic.gate_inline;
+	}
 	cp->rep->wraps += js.wraps;
 	cp->rep->bound_flushes += js.bound_flushes;
 	cp->rep->cover_flushes += js.cover_flushes;
@@ -148,7 +155,7 @@ static void *driver_main(void *p)
 	atomic_store(&run->phase, CT_CUT_WANTED);
 	while (atomic_load(&run->phase) == CT_CUT_WANTED)
 		sched_yield(); /* the controller takes the cut (or passes, in a last session) */
-	session_tally(cp, log);
+	session_tally(cp, run, log);
 	pthread_mutex_lock(&run->log_mu);
 	run->log_open = false;
 	pthread_mutex_unlock(&run->log_mu);

@@ -146,10 +146,14 @@ struct delog_ct_report {
 	uint64_t space_waits; /* delog_stats.space_waits, summed over sessions */
 	uint64_t failures;    /* failing states found */
 	double seconds;
-	char handle[4096];  /* the first failure's handle ("" if none) */
-	char minimal[4096]; /* its minimised handle ("" if not minimised) */
-	char why[512];      /* the first failure's reason */
-	char state[512];    /* its minimal state, in words */
+	uint64_t gate_generations; /* flushes the gated runs' flush gate carried out */
+	uint64_t gate_inline;      /* ... of them inline, on a waiter's thread */
+	uint32_t sector;           /* the log's sector size, as run */
+	int policy;                /* the flush policy run (enum delog_flush_policy) */
+	char handle[4096];         /* the first failure's handle ("" if none) */
+	char minimal[4096];        /* its minimised handle ("" if not minimised) */
+	char why[512];             /* the first failure's reason */
+	char state[512];           /* its minimal state, in words */
 };
 
 /*

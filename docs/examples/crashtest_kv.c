@@ -226,6 +226,10 @@ static void print_report(const struct delog_ct_report *r)
 	       " native FUA %" PRIu64 "\n",
 	       r->wraps, r->bound_flushes, r->cover_flushes, r->space_waits, r->gate_runs,
 	       r->inline_runs, r->fua_runs);
+	printf("policy %s, %u-byte sectors; flush gate generations %" PRIu64 " (inline %" PRIu64
+	       ")\n",
+	       delog_flush_policy_name((enum delog_flush_policy)r->policy), r->sector,
+	       r->gate_generations, r->gate_inline);
 	if (!r->failures) {
 		printf("no failure\n");
 		return;

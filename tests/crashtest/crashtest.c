@@ -226,6 +226,10 @@ Test(campaign, correct_passes_with_coverage)
 	for (int i = 0; i < 6; i++)
 		cr_assert_gt(rep.by_profile[i], 0, "no state with choice %d", i + 1);
 	cr_assert_geq(rep.sessions, 3);
+	cr_assert_eq(rep.sector, 4096);
+	cr_assert_eq(rep.policy, DELOG_FLUSH_SYNC);
+	if (rep.gate_runs)
+		cr_assert_gt(rep.gate_generations, 0);
 	cr_assert(!a->cont_bad, "a later session's state lost an earlier acknowledgement");
 }
 
