@@ -159,13 +159,13 @@ struct delog_ct_report {
 /*
  * Run a campaign: runs of the workload, each in o->sessions sessions, until the states
  * or seconds budget is spent or o->max_failures failures were found.  Each failure is
- * written as a handle file in o->save_dir ("ct-SEED-RUN-POINT.ctf") and, unless
+ * written as a handle file in o->save_dir ("ct-SEED-rRUN-pPOINT-I.ctf") and, unless
  * DELOG_CT_NO_MINIMISE, minimised into "…-min.ctf"; @rep (may be NULL) tells what was
  * covered and the first failure.  Returns 0 when the campaign ran (failures or not:
  * see rep->failures), -EINVAL for bad options, the workload's own error, -ETIMEDOUT
- * when the workload hung (rep->why names the threads that did not return; they are left
- * running, so the process should exit), -ENOMEM, -EIO and other -errno.  The reason of
- * a refusal is also in delog_errmsg().
+ * when the workload hung (rep->why names the threads that did not return and the
+ * public call each entered last; they are left running, so the process should exit),
+ * -ENOMEM, -EIO and other -errno.  The reason of a refusal is also in delog_errmsg().
  */
 int delog_ct_campaign(const struct delog_ct_app *app, const struct delog_ct_options *o,
 		      struct delog_ct_report *rep);
