@@ -57,6 +57,29 @@ static int put_sector(struct ct_worker *w, const struct ct_point *pt, uint64_t s
 	return iol_rw_wait(w->dev, IOL_OPF(IOL_OP_WRITE, 0), s * pt->sector, h, pt->sector, NULL);
 }
 
+/* Make the worker's disk hold @pt's media: each run of sectors that differ is one
+ * write, not one per sector (after a flush, whole records differ at once). */
+static int put_media(struct ct_worker *w, const struct ct_point *pt)
+{
+	uint32_t sec = pt->sector;
+	uint64_t n = pt->dev_bytes / sec;
+	int err = 0;
+
+	for (uint64_t s = 0; s < n && !err;) {
+		uint64_t e = s;
+
+		while (e < n && memcmp(w->held + e * sec, pt->media + e * sec, sec))
+			e++;
+		if (e > s) {
+			memcpy(w->held + s * sec, pt->media + s * sec, (e - s) * sec);
+			err = iol_rw_wait(w->dev, IOL_OPF(IOL_OP_WRITE, 0), s * sec,
+					  w->held + s * sec, (e - s) * sec, NULL);
+		}
+		s = e + 1;
+	}
+	return err;
+}
+
 static int dirty_add(struct ct_worker *w, uint64_t s)
 {
 	if (w->ndirty == w->dirty_cap) {
@@ -100,8 +123,7 @@ static int worker_sync(struct ct_worker *w, const struct ct_point *pt, const uin
 	int err = 0;
 
 	if (w->held_gen != pt->media_gen) {
-		for (uint64_t s = 0; s < pt->dev_bytes / sec && !err; s++)
-			err = put_sector(w, pt, s, pt->media + s * sec);
+		err = put_media(w, pt);
 		w->held_gen = pt->media_gen;
 		w->ndirty = old_n = 0;
 	}

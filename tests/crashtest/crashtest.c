@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ct_private.h"
+#include "helpers.h" /* t_mkdtemp */
 
 struct tapp {
 	bool early;
@@ -152,20 +153,21 @@ static struct delog_ct_app app_of(struct tapp *a, unsigned threads)
 				      .check = t_check };
 }
 
-static char dir[64];
+static char *dir; /* the handles' directory, under the test directory (t_mkdtemp) */
 
 static void mkdir_tmp(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/ct-test.XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
+	dir = t_mkdtemp("crashtest");
 }
 
 static void rm_tmp(void)
 {
-	char cmd[128];
+	char cmd[4200];
 
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	cr_assert_eq(system(cmd), 0);
+	free(dir);
+	dir = NULL;
 }
 
 TestSuite(campaign, .init = mkdir_tmp, .fini = rm_tmp, .timeout = 300);
@@ -365,7 +367,7 @@ Test(campaign, damaged_handles_are_refused)
 	struct tapp *a = tapp_new(true, 20);
 	struct delog_ct_app app = app_of(a, 1);
 	struct delog_ct_report rep = { .size = sizeof(rep) };
-	char path[128], desc[256];
+	char path[4200], desc[256];
 	FILE *f;
 	long size;
 	int c;
