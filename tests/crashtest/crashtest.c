@@ -90,8 +90,11 @@ static void check_continuation(struct tapp *a, delog_ct_run *run)
 	if (!delog_ct_session(run))
 		return;
 	pthread_mutex_lock(&a->mu);
+	/* Only earlier sessions' tags: a thread of this session may have acknowledged its
+	 * first puts before this one started. */
 	for (size_t i = 0; i < a->nacked; i++)
-		if ((a->acked[i] >> 48) == delog_ct_run_number(run) && !has(s, a->acked[i]))
+		if ((a->acked[i] >> 48) == delog_ct_run_number(run) &&
+		    ((a->acked[i] >> 40) & 0xff) < delog_ct_session(run) && !has(s, a->acked[i]))
 			a->cont_bad = true;
 	pthread_mutex_unlock(&a->mu);
 }
