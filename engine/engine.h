@@ -46,4 +46,10 @@ int engine_reader_open_dev(struct iol_dev *dev, delog *writer, uint64_t from, de
  * delog_error) do not record themselves. */
 _Atomic(const char *) *engine_call_slot(void);
 
+/* Call @fn(@arg, name) at the entry of every public call that records itself (as
+ * engine_call_slot does), on the calling thread only, before the call does anything
+ * else; NULL removes it.  The crash tester's serial mode stops a workload thread there
+ * until its turn. */
+void engine_set_enter_hook(void (*fn)(void *arg, const char *call), void *arg);
+
 #endif

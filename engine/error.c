@@ -13,7 +13,9 @@
  *       failure and the reading.  It is thread-local, as errno is: calls on
  *       independent handles in independent threads share nothing.  Entering a call
  *       also records its name (error_enter), which a watchdog on another thread reads
- *       through engine_call_slot to say where a thread that does not return is.
+ *       through engine_call_slot to say where a thread that does not return is,
+ *       and calls the thread's enter hook (engine_set_enter_hook), where the crash
+ *       tester's serial mode stops the thread until its turn.
  */
 #include "engine_private.h"
 
@@ -83,6 +85,9 @@ static const struct err_entry *find(int err)
 static _Thread_local char error_msg[256];
 /* The public call this thread entered last, for a watchdog on another thread. */
 static _Thread_local _Atomic(const char *) error_call;
+/* engine_set_enter_hook's hook for this thread, called at the entry of each public call. */
+static _Thread_local void (*error_hook)(void *arg, const char *call);
+static _Thread_local void *error_hook_arg;
 
 void error_clear(void)
 {
@@ -93,6 +98,14 @@ void error_enter(const char *call)
 {
 	atomic_store_explicit(&error_call, call, memory_order_relaxed);
 	error_msg[0] = '\0';
+	if (error_hook)
+		error_hook(error_hook_arg, call);
+}
+
+void engine_set_enter_hook(void (*fn)(void *arg, const char *call), void *arg)
+{
+	error_hook = fn;
+	error_hook_arg = arg;
 }
 
 _Atomic(const char *) *engine_call_slot(void)

@@ -270,7 +270,9 @@ struct sim {
 	enum iol_sim_latency latency;
 	bool hold, in_order;
 	bool fail_drops; /* a failed flush drops what it covered (iol_sim_opts) */
-	uint64_t t0;     /* iol_now_ns() at open */
+	void (*gate)(void *arg, uint32_t opf, uint64_t off, uint32_t len); /* submit_gate */
+	void *gate_arg;
+	uint64_t t0; /* iol_now_ns() at open */
 
 	/* Everything below: Locked. */
 	unsigned char *media;
@@ -1118,6 +1120,8 @@ static int sim_open(struct iol_dev *dev, const char *path, const struct iol_dev_
 	s->in_order = so->in_order;
 	s->write_through = so->write_through;
 	s->fail_drops = so->flush_fail_drops;
+	s->gate = so->submit_gate;
+	s->gate_arg = so->gate_arg;
 	s->rng = seed_of(s->seed, SEED_SUBMIT);
 	s->drng = seed_of(s->seed, SEED_DELIVER);
 	s->trace_on = !so->write_through;
@@ -1207,6 +1211,8 @@ static bool sim_enqueue(struct iol_dev *dev, struct iol_req *req, struct sim_run
 	uint64_t now;
 	int err;
 
+	if (s->gate)
+		s->gate(s->gate_arg, req->opf.bits, req->off, (uint32_t)iol_req_len(req));
 	if (!op) {
 		if (run) {
 			run->err = -ENOMEM;

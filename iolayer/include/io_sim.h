@@ -86,6 +86,11 @@ struct iol_sim_opts {
 	 * journal's L14 assumes.  false (default): a failed flush leaves the cache as it
 	 * was, so a later flush may still make those writes durable. */
 	bool flush_fail_drops;
+	/* Called on the submitting thread at the start of each submission, before the
+	 * disk sees it (no lock of the disk's held): the crash tester's serial mode stops
+	 * the thread there until its turn.  NULL: none. */
+	void (*submit_gate)(void *arg, uint32_t opf, uint64_t off, uint32_t len);
+	void *gate_arg;
 };
 
 /* Latency profile by name ("none", "nvme", "sata"); -EINVAL if unknown. */
