@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -82,7 +83,7 @@ static int opts_read(struct ct_opts *o, const struct delog_ct_app *app,
 
 	if (err || !app->workload)
 		return err ? err : ct_say(-EINVAL, "app: no workload");
-	if (!in || in->size < sizeof(*in))
+	if (!in || in->size < offsetof(struct delog_ct_options, trace_path))
 		return ct_say(-EINVAL, "options: size must be sizeof(struct delog_ct_options)");
 	memset(o, 0, sizeof(*o));
 	o->app = app;
@@ -124,6 +125,10 @@ static int opts_read(struct ct_opts *o, const struct delog_ct_app *app,
 	o->max_failures = in->max_failures ? in->max_failures : 1;
 	o->save_dir = in->save_dir ? in->save_dir : ".";
 	o->flags = in->flags;
+	if (in->size >= offsetof(struct delog_ct_options, trace_path) + sizeof(in->trace_path))
+		o->trace_path = in->trace_path;
+	if (o->flags & ~(DELOG_CT_NO_MINIMISE | DELOG_CT_SERIAL))
+		return ct_say(-EINVAL, "options.flags %#x: unknown flags", o->flags);
 	if (o->jobs > 64 || o->sessions > 64 || (o->profiles & ~DELOG_CT_ALL) ||
 	    !(o->profiles & DELOG_CT_ALL))
 		return ct_say(-EINVAL, "options: jobs and sessions at most 64, profiles of "
@@ -253,17 +258,17 @@ int delog_ct_campaign(const struct delog_ct_app *app, const struct delog_ct_opti
 	struct delog_ct_report own = { .size = sizeof(own) };
 	struct ct_campaign cp = { 0 };
 	unsigned char *img = NULL, *cut = NULL;
+	size_t rep_size = rep ? rep->size : 0;
 	int err;
 
 	error_clear();
-	if (rep && rep->size < sizeof(*rep))
+	if (rep && rep_size < offsetof(struct delog_ct_report, trace_hash))
 		return ct_say(-EINVAL, "report: size must be sizeof(struct delog_ct_report)");
 	err = opts_read(&cp.o, app, o);
 	if (err)
 		return err;
-	cp.rep = rep ? rep : &own;
-	memset(cp.rep, 0, sizeof(*cp.rep));
-	cp.rep->size = sizeof(*cp.rep);
+	cp.rep = &own;
+	cp.trace_hash = 0xcbf29ce484222325ull;
 	cp.rep->sector = cp.o.sector;
 	cp.rep->policy = (int)cp.o.log.flush;
 	cp.t0 = ct_now_ns();
@@ -276,12 +281,24 @@ int delog_ct_campaign(const struct delog_ct_app *app, const struct delog_ct_opti
 		err = format_fresh(&cp);
 	if (!err)
 		err = ct_workers_start(&cp);
+	if (!err && (cp.o.flags & DELOG_CT_SERIAL))
+		err = ct_serial_snapshot(&cp); /* after the workers: none is the sessions' */
+	if (!err && cp.o.trace_path && !(cp.trace = fopen(cp.o.trace_path, "w")))
+		err = ct_say(-errno, "options.trace_path %s: %s", cp.o.trace_path, strerror(errno));
 	for (uint64_t r = 0; !err && !ct_budget_spent(&cp); r++)
 		err = run_one(&cp, r, img, cut);
 	if (!err)
 		err = cp.err;
 	ct_workers_stop(&cp);
 	cp.rep->seconds = (double)(ct_now_ns() - cp.t0) / 1e9;
+	cp.rep->trace_hash = cp.trace_hash;
+	if (cp.trace && fclose(cp.trace) && !err)
+		err = ct_say(-EIO, "options.trace_path %s: write failed", cp.o.trace_path);
+	free(cp.before);
+	if (rep) {
+		memcpy(rep, &own, rep_size < sizeof(own) ? rep_size : sizeof(own));
+		rep->size = rep_size;
+	}
 	free(img);
 	free(cut);
 	campaign_free(&cp);
@@ -297,6 +314,8 @@ int delog_ct_ack(delog_ct_run *run, uint64_t tag, uint64_t seq)
 {
 	int err = 0;
 
+	if (run->ser)
+		ct_serial_ack(run->ser); /* the acknowledgement is made in its turn */
 	pthread_mutex_lock(&run->ack_mu);
 	if (run->nacks == run->ack_cap) {
 		size_t cap = run->ack_cap ? run->ack_cap * 2 : 256;

@@ -25,5 +25,11 @@
  * zeroes).  NULL when it cannot be opened (no memory). */
 struct iol_dev *ct_sim_dev(uint64_t bytes, uint32_t sector, uint64_t seed, bool hold,
 			   unsigned dev_flags, const void *image);
+/* The same, with @gate called on the submitting thread before each submission reaches
+ * the disk (iol_sim_opts.submit_gate): the serial mode's. */
+struct iol_dev *ct_sim_dev_gated(uint64_t bytes, uint32_t sector, uint64_t seed, bool hold,
+				 unsigned dev_flags, const void *image,
+				 void (*gate)(void *arg, uint32_t opf, uint64_t off, uint32_t len),
+				 void *gate_arg);
 
 #endif

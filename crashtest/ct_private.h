@@ -10,10 +10,13 @@
  *               recovery workers
  *   handle.c    failure handles: writing, reading, replaying and describing them
  *   minimise.c  shrinking a failing handle to the sectors it needs
+ *   serial.c    the serial mode (gates, the quiet check, the controller's moves) and
+ *               the event trace
  *   dev.c       the sim disk as crash testing opens it (ct_dev.h, which delog crash
  *               uses too)
  *
- * Invariants (CT1-CT4, named in the files that keep them):
+ * Invariants (CT1-CT4, named in the files that keep them; the serial mode's CT5-CT6 are
+ * in serial.c):
  *  (CT1) What a crash point holds as acknowledged was read before its snapshot of the
  *        disk, so everything in it was acknowledged before the cut that state models.
  *  (CT2) A state is a choice per unstable sector (enum ct_choice); its image is the
@@ -37,6 +40,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "ct_dev.h"
 #include "engine.h"
@@ -116,6 +120,7 @@ struct ct_opts {
 	unsigned jobs, sessions, profiles, stall_s, max_failures, flags, threads;
 	uint32_t sector;
 	const char *save_dir;
+	const char *trace_path;
 };
 
 /* A campaign: options, the shared media, the workers and the report. */
@@ -146,6 +151,11 @@ struct ct_campaign {
 	size_t passed_cap, passed_n;
 	atomic_bool stopping;
 	int err;
+	/* the event trace (serial.c) */
+	uint64_t trace_hash;
+	FILE *trace;
+	pid_t *before; /* serial mode: the threads the process had before the first session */
+	size_t nbefore;
 };
 
 /* A session (the public delog_ct_run). */
@@ -161,14 +171,16 @@ struct delog_ct_run {
 	struct delog_ct_ack *acks; /* the run's acknowledgements, every session's */
 	size_t nacks, ack_cap;
 	atomic_size_t ack_count;
-	atomic_int phase;       /* enum ct_phase */
-	pthread_mutex_t log_mu; /* log_open: the controller reads the durable sequence */
+	atomic_int phase;        /* enum ct_phase */
+	pthread_mutex_t log_mu;  /* log_open: the controller reads the durable sequence */
+	pthread_cond_t phase_cv; /* the driver waits for the cut (CT_CUT_WANTED) to pass */
 	bool log_open;
 	atomic_uint running; /* workload threads not yet returned */
 	atomic_bool thread_done[CT_MAX_THREADS];
 	/* each workload thread's last public call (engine_call_slot), for the watchdog */
 	_Atomic(const char *) *_Atomic call_slot[CT_MAX_THREADS];
-	int werr; /* the first workload or open error */
+	struct ct_serial *ser; /* serial mode: the session's gates, else NULL */
+	int werr;              /* the first workload or open error */
 	char wwhy[256];
 };
 
@@ -189,6 +201,23 @@ int ct_say(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)))
 
 /* campaign.c */
 bool ct_budget_spent(struct ct_campaign *cp);
+
+/* serial.c */
+struct ct_serial;
+void ct_trace_line(struct ct_campaign *cp, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void ct_trace_session(struct ct_campaign *cp, struct delog_ct_run *run);
+int ct_serial_snapshot(struct ct_campaign *cp);
+struct ct_serial *ct_serial_new(struct ct_campaign *cp, uint64_t seed);
+struct iol_dev *ct_serial_dev(struct ct_serial *s, uint64_t bytes, uint32_t sector, uint64_t seed,
+			      unsigned dev_flags, const void *image);
+void ct_serial_free(struct ct_serial *s);
+/* A workload thread's start: its number, and its gate at each delog_* call. */
+void ct_serial_thread(struct ct_serial *s, unsigned thread);
+void ct_serial_ack(struct ct_serial *s);
+int ct_serial_quiet(struct ct_serial *s, unsigned stall_s);
+int ct_serial_move(struct ct_serial *s, size_t trace_len);
+void ct_serial_release(struct ct_serial *s);
 
 /* session.c */
 unsigned ct_thread_self(void);

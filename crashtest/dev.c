@@ -8,6 +8,14 @@
 struct iol_dev *ct_sim_dev(uint64_t bytes, uint32_t sector, uint64_t seed, bool hold,
 			   unsigned dev_flags, const void *image)
 {
+	return ct_sim_dev_gated(bytes, sector, seed, hold, dev_flags, image, NULL, NULL);
+}
+
+struct iol_dev *ct_sim_dev_gated(uint64_t bytes, uint32_t sector, uint64_t seed, bool hold,
+				 unsigned dev_flags, const void *image,
+				 void (*gate)(void *arg, uint32_t opf, uint64_t off, uint32_t len),
+				 void *gate_arg)
+{
 	struct iol_sim_opts so = { .size = sizeof(so),
 				   .dev_bytes = bytes,
 				   .sector = sector,
@@ -15,7 +23,9 @@ struct iol_dev *ct_sim_dev(uint64_t bytes, uint32_t sector, uint64_t seed, bool 
 				   .hold = hold,
 				   .image = image,
 				   .inline_run = dev_flags & CT_DEV_INLINE,
-				   .write_through = dev_flags & CT_DEV_THROUGH };
+				   .write_through = dev_flags & CT_DEV_THROUGH,
+				   .submit_gate = gate,
+				   .gate_arg = gate_arg };
 	struct iol_dev_opts o = { .size = sizeof(o),
 				  .backend = "sim",
 				  .sim = &so,

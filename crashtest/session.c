@@ -15,6 +15,10 @@
  * lets the close run on without taking points.  The last session takes points through
  * the close as well: a cut during the unmount record is a state like any other.
  *
+ * The serial mode (serial.c).  The controller first waits until every thread of the
+ * session sleeps (CT5), then takes its point, then makes one move (CT6) instead of a
+ * delivery; the driver waits for the cut on a condition variable, so it sleeps too.
+ *
  * Liveness.  A session in which nothing is pending, the workload has not returned and
  * nothing moved for stall_s seconds is reported hung, naming the threads still out and
  * the public call each entered last (engine_call_slot), with the log's use;
@@ -69,7 +73,11 @@ static void *wl_main(void *p)
 
 	ct_thread_index = a->i;
 	atomic_store(&run->call_slot[a->i], engine_call_slot());
+	if (run->ser)
+		ct_serial_thread(run->ser, a->i);
 	err = app->workload(app->arg, run->log, run, a->i);
+	if (run->ser)
+		ct_serial_thread(NULL, 0);
 	if (err)
 		run_fail(run, err, "the workload returned an error");
 	atomic_store(&run->thread_done[a->i], true);
@@ -152,9 +160,12 @@ static void *driver_main(void *p)
 	pthread_mutex_unlock(&run->log_mu);
 	atomic_store(&run->phase, CT_RUNNING);
 	workload_run(d);
+	/* The controller takes the cut (or passes, in a last session). */
+	pthread_mutex_lock(&run->log_mu);
 	atomic_store(&run->phase, CT_CUT_WANTED);
 	while (atomic_load(&run->phase) == CT_CUT_WANTED)
-		sched_yield(); /* the controller takes the cut (or passes, in a last session) */
+		pthread_cond_wait(&run->phase_cv, &run->log_mu);
+	pthread_mutex_unlock(&run->log_mu);
 	session_tally(cp, run, log);
 	pthread_mutex_lock(&run->log_mu);
 	run->log_open = false;
@@ -255,16 +266,26 @@ static int point_now(struct ctl *t, size_t L, size_t acks, uint64_t dur)
 	return err;
 }
 
-static int stall_report(struct ctl *t)
+/* The cut has been taken (or passed): the driver closes the log. */
+static void phase_closing(struct delog_ct_run *run)
+{
+	pthread_mutex_lock(&run->log_mu);
+	atomic_store(&run->phase, CT_CLOSING);
+	pthread_cond_broadcast(&run->phase_cv);
+	pthread_mutex_unlock(&run->log_mu);
+}
+
+/* @what: "nothing pending and no progress", or the serial mode's "a thread never slept". */
+static int stall_report(struct ctl *t, const char *what)
 {
 	struct delog_ct_run *run = t->run;
 	char *w = t->cp->rep->why;
 	size_t len = sizeof(t->cp->rep->why), n;
 
 	n = (size_t)snprintf(w, len,
-			     "run %" PRIu64 " session %u: hung: nothing pending and "
-			     "no progress for %u s; workload threads still out:",
-			     run->run, run->session, t->cp->o.stall_s);
+			     "run %" PRIu64 " session %u: hung: %s for %u s; workload threads "
+			     "still out:",
+			     run->run, run->session, what, t->cp->o.stall_s);
 	for (unsigned i = 0; i < t->cp->o.threads && n < len; i++) {
 		_Atomic(const char *) *slot = atomic_load(&run->call_slot[i]);
 		const char *call = slot ? atomic_load(slot) : NULL;
@@ -301,10 +322,17 @@ static int ctl_step(struct ctl *t)
 {
 	struct ct_campaign *cp = t->cp;
 	struct delog_ct_run *run = t->run;
-	int phase = atomic_load(&run->phase);
-	size_t L = iol_sim_trace_len(run->dev), acks = atomic_load(&run->ack_count);
-	uint64_t dur = read_durable(run);
+	int phase;
+	size_t L, acks;
+	uint64_t dur;
 	bool points = !t->cut_taken && !atomic_load(&cp->stopping);
+
+	if (run->ser && ct_serial_quiet(run->ser, cp->o.stall_s)) /* CT5 */
+		return stall_report(t, "serial mode: a thread of the session did not sleep");
+	phase = atomic_load(&run->phase);
+	L = iol_sim_trace_len(run->dev);
+	acks = atomic_load(&run->ack_count);
+	dur = read_durable(run);
 
 	if (points && (L != t->last_ev || acks != t->last_ack || dur != t->last_dur)) {
 		int err = point_now(t, L, acks, dur);
@@ -324,9 +352,16 @@ static int ctl_step(struct ctl *t)
 				return err;
 			t->cut_taken = true;
 		}
-		atomic_store(&run->phase, CT_CLOSING);
+		phase_closing(run);
+		if (run->ser)
+			return 0; /* the driver runs: one move at a time (CT6) */
 	}
-	if (iol_sim_pending(run->dev)) {
+	if (run->ser) {
+		if (!ct_serial_move(run->ser, L)) {
+			t->idle_since = 0;
+			return 0;
+		}
+	} else if (iol_sim_pending(run->dev)) {
 		/* CT3: nothing submitted since this step's point is delivered before a
 		 * point has seen it in flight. */
 		if (points)
@@ -341,7 +376,7 @@ static int ctl_step(struct ctl *t)
 	if (!t->idle_since)
 		t->idle_since = ct_now_ns();
 	else if (ct_now_ns() - t->idle_since > (uint64_t)cp->o.stall_s * 1000000000ull)
-		return stall_report(t);
+		return stall_report(t, "nothing pending and no progress");
 	nanosleep(&(struct timespec){ 0, 20000 }, NULL);
 	return 0;
 }
@@ -355,11 +390,21 @@ int ct_session(struct ct_campaign *cp, struct delog_ct_run *run, const unsigned 
 	pthread_t th;
 	int err = 0, r;
 
-	run->dev = ct_sim_dev(cp->o.dev_bytes, cp->o.sector,
-			      ct_seed_for(run->seed, 0xde5, run->session), true, run->dev_flags,
-			      img);
+	if (cp->o.flags & DELOG_CT_SERIAL) {
+		run->ser = ct_serial_new(cp, ct_seed_for(run->seed, 0x5e7, run->session));
+		run->dev = run->ser ? ct_serial_dev(run->ser, cp->o.dev_bytes, cp->o.sector,
+						    ct_seed_for(run->seed, 0xde5, run->session),
+						    run->dev_flags, img) :
+				      NULL;
+	} else {
+		run->dev = ct_sim_dev(cp->o.dev_bytes, cp->o.sector,
+				      ct_seed_for(run->seed, 0xde5, run->session), true,
+				      run->dev_flags, img);
+	}
 	if (!run->dev || !d) {
 		free(d);
+		ct_serial_free(run->ser);
+		run->ser = NULL;
 		if (run->dev)
 			iol_dev_close(run->dev);
 		run->dev = NULL;
@@ -371,11 +416,14 @@ int ct_session(struct ct_campaign *cp, struct delog_ct_run *run, const unsigned 
 	run->state = app->state_new ? app->state_new(app->arg) : NULL;
 	if (app->state_new && !run->state) {
 		free(d);
+		ct_serial_free(run->ser);
+		run->ser = NULL;
 		iol_dev_close(run->dev);
 		run->dev = NULL;
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&run->log_mu, NULL);
+	pthread_cond_init(&run->phase_cv, NULL);
 	atomic_store(&run->phase, CT_OPENING);
 	t.last_ack = atomic_load(&run->ack_count);
 	if (pthread_create(&th, NULL, driver_main, d)) {
@@ -391,14 +439,17 @@ int ct_session(struct ct_campaign *cp, struct delog_ct_run *run, const unsigned 
 		err = r;
 		atomic_store(&cp->stopping, true);
 		t.cut = NULL;
+		if (run->ser)
+			ct_serial_release(run->ser);
 		while (atomic_load(&run->phase) != CT_DONE || iol_sim_pending(run->dev)) {
 			if (atomic_load(&run->phase) == CT_CUT_WANTED)
-				atomic_store(&run->phase, CT_CLOSING);
+				phase_closing(run);
 			if (!iol_sim_deliver(run->dev, 1, IOL_SIM_RANDOM))
 				sched_yield();
 		}
 	}
 	pthread_join(th, NULL);
+	ct_trace_session(cp, run);
 	if (!err && run->werr) {
 		err = run->werr;
 		snprintf(cp->rep->why, sizeof(cp->rep->why), "%s", run->wwhy);
@@ -408,8 +459,11 @@ out:
 	if (app->state_free && run->state)
 		app->state_free(app->arg, run->state);
 	run->state = NULL;
+	ct_serial_free(run->ser); /* before the disk: the deliverer delivers on it */
+	run->ser = NULL;
 	iol_dev_close(run->dev);
 	run->dev = NULL;
+	pthread_cond_destroy(&run->phase_cv);
 	pthread_mutex_destroy(&run->log_mu);
 	return err;
 }

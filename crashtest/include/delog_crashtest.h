@@ -100,9 +100,19 @@ struct delog_ct_app {
 
 /* delog_ct_options.flags */
 #define DELOG_CT_NO_MINIMISE 0x1u /* report failures without minimising them */
+/* The serial mode: the session's threads move one at a time, in an order the seed fixes.
+ * A workload thread waits for its turn at the entry of each delog_* call and at each
+ * delog_ct_ack, any thread at each request it submits to the disk, and the controller
+ * moves (lets one of them on, or delivers a completion) only when every thread of the
+ * session sleeps.  So one seed gives one event trace (report.trace_hash), and a failure
+ * found can be found again by rerunning the campaign with its seed.  Slower (it looks at
+ * /proc/self/task between moves); it needs a workload that waits on no clock, a seconds
+ * budget of 0, and a process whose other threads sleep while the campaign runs (Linux). */
+#define DELOG_CT_SERIAL 0x2u
 
 struct delog_ct_options {
-	size_t size; /* sizeof(struct delog_ct_options): set it first */
+	size_t size; /* sizeof(struct delog_ct_options): set it first (an older size,
+		      * without the members after flags, is read as that version's) */
 	/* The application's log options: flush, logbufs, logbsize, sector, cil_push_bytes,
 	 * push and push_arg, DELOG_OPEN_TRACK_ITEMS.  Ignored: backend, create_size (see
 	 * log_bytes), recover (REPLAY is), recovery, error, recover_to, the other flags.
@@ -120,12 +130,17 @@ struct delog_ct_options {
 	unsigned max_failures; /* stop after this many failing states; 0: 1 */
 	const char *save_dir;  /* where failing handles are written; NULL: the current
 				* directory */
-	unsigned flags;        /* DELOG_CT_NO_MINIMISE */
+	unsigned flags;        /* DELOG_CT_NO_MINIMISE, DELOG_CT_SERIAL */
+	/* Write the event trace here (text, one line each: the serial mode's moves, then at
+	 * each session's end its device events and acknowledgements); NULL: none.  The
+	 * lines' hash is report.trace_hash either way. */
+	const char *trace_path;
 };
 
 /* What a campaign did and found.  Members are only ever appended. */
 struct delog_ct_report {
-	size_t size; /* sizeof(struct delog_ct_report): set it first */
+	size_t size; /* sizeof(struct delog_ct_report): set it first (an older size gets
+		      * that version's members) */
 	uint64_t runs, sessions;
 	uint64_t points;           /* crash points taken */
 	uint64_t points_by[4];     /* ... after: a submission, a completion, a flush made
@@ -154,6 +169,8 @@ struct delog_ct_report {
 	char minimal[4096];        /* its minimised handle ("" if not minimised) */
 	char why[512];             /* the first failure's reason */
 	char state[512];           /* its minimal state, in words */
+	uint64_t trace_hash;       /* a hash of the event trace (options.trace_path): two
+				    * serial campaigns with one seed give the same */
 };
 
 /*

@@ -3,6 +3,7 @@
  * (docs/CRASHTEST.md is the tutorial that follows this file).
  *
  *   crashtest_kv [--broken] [--policy P] [--states N] [--seed S] [--jobs J] [--dir DIR]
+ *                [--serial] [--trace FILE]
  *       run a campaign: two threads put keys into kv's log as kv_op does, each put
  *       acknowledged once its reply could be sent; every crash state's image is
  *       recovered through kv.c's own on_checkpoint and checked: every acknowledged put
@@ -12,6 +13,9 @@
  *       coverage, and for a failure its handle, the reason and the minimal state.
  *       --broken acknowledges a put after delog_tx_commit and before delog_force: the
  *       bug of an application that replies too early, which the campaign must find.
+ *       --serial runs the threads one at a time in the seed's order, so a second run
+ *       with the seed makes the same events (the trace hash printed is the same) and
+ *       finds the same failure; --trace writes the event trace to FILE.
  *   crashtest_kv --replay HANDLE [--times N]
  *       rebuild a failure's image and run the recovery and the check again, N times
  *       (under a debugger, once): no workload, no threads.
@@ -178,7 +182,8 @@ static int check(void *arg, void *state, const struct delog_ct_cut *cut, char *w
 static void ct_usage(void)
 {
 	fprintf(stderr, "usage: crashtest_kv [--broken] [--policy sync|async|single|none] "
-			"[--states N] [--seed S] [--jobs J] [--dir DIR]\n"
+			"[--states N] [--seed S] [--jobs J] [--dir DIR] [--serial] "
+			"[--trace FILE]\n"
 			"       crashtest_kv --replay HANDLE [--times N]\n"
 			"       crashtest_kv --minimise HANDLE OUT\n");
 	exit(2);
@@ -230,6 +235,7 @@ static void print_report(const struct delog_ct_report *r)
 	       ")\n",
 	       delog_flush_policy_name((enum delog_flush_policy)r->policy), r->sector,
 	       r->gate_generations, r->gate_inline);
+	printf("trace hash %016" PRIx64 "\n", r->trace_hash);
 	if (!r->failures) {
 		printf("no failure\n");
 		return;
@@ -266,6 +272,8 @@ int main(int argc, char **argv)
 					    { "replay", required_argument, NULL, 'r' },
 					    { "times", required_argument, NULL, 't' },
 					    { "minimise", required_argument, NULL, 'm' },
+					    { "serial", no_argument, NULL, 'S' },
+					    { "trace", required_argument, NULL, 'T' },
 					    { NULL, 0, NULL, 0 } };
 	struct ctkv c = { 0 };
 	struct delog_options log = { .size = sizeof(log), .sector = 512 };
@@ -312,6 +320,12 @@ int main(int argc, char **argv)
 			break;
 		case 'm':
 			mh = optarg;
+			break;
+		case 'S':
+			o.flags |= DELOG_CT_SERIAL;
+			break;
+		case 'T':
+			o.trace_path = optarg;
 			break;
 		default:
 			ct_usage();

@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <delog_crashtest.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -313,6 +314,29 @@ Test(campaign, bad_options)
 	o.size = 8;
 	app = app_of(a, 1);
 	cr_assert_eq(delog_ct_campaign(&app, &o, NULL), -EINVAL);
+	o.size = sizeof(o);
+	o.flags = 0x80;
+	cr_assert_eq(delog_ct_campaign(&app, &o, NULL), -EINVAL);
+	cr_assert(strstr(delog_errmsg(), "flags"), "%s", delog_errmsg());
+}
+
+/* Options and a report of the first version's size (without trace_path and trace_hash)
+ * are read and written as that version's. */
+Test(campaign, older_sizes_accepted)
+{
+	struct tapp *a = tapp_new(false, 3);
+	struct delog_ct_app app = app_of(a, 1);
+	struct delog_ct_options o = { .size = offsetof(struct delog_ct_options, trace_path),
+				      .states = 50,
+				      .save_dir = dir };
+	struct delog_ct_report rep;
+
+	memset(&rep, 0xa5, sizeof(rep));
+	rep.size = offsetof(struct delog_ct_report, trace_hash);
+	cr_assert_eq(delog_ct_campaign(&app, &o, &rep), 0, "%s", delog_errmsg());
+	cr_assert_geq(rep.states, 50);
+	cr_assert_eq(rep.size, offsetof(struct delog_ct_report, trace_hash));
+	cr_assert_eq(rep.trace_hash, 0xa5a5a5a5a5a5a5a5ull, "wrote past the caller's size");
 }
 
 /* ---- handles ---- */
@@ -393,4 +417,122 @@ Test(campaign, damaged_handles_are_refused)
 	snprintf(path, sizeof(path), "%s/none.ctf", dir);
 	cr_assert_eq(delog_ct_replay(path, &app, NULL, 0), -ENOENT);
 	cr_assert_eq(delog_ct_minimise(path, &app, rep.minimal, NULL, 0), -ENOENT);
+}
+
+/* ---- the serial mode ---- */
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *b;
+	long n;
+
+	cr_assert_not_null(f, "%s", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	b = calloc(1, (size_t)n + 1);
+	cr_assert_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	return b;
+}
+
+/* One serial campaign of @app under @policy and @seed, its trace in @name. */
+static void serial_run(struct delog_ct_app *app, enum delog_flush_policy policy, uint64_t seed,
+		       uint64_t states, const char *name, struct delog_ct_report *rep)
+{
+	struct delog_options lo = { .size = sizeof(lo), .flush = policy };
+	char path[4200];
+	struct delog_ct_options o = { .size = sizeof(o),
+				      .log = &lo,
+				      .seed = seed,
+				      .states = states,
+				      .save_dir = dir,
+				      .flags = DELOG_CT_SERIAL,
+				      .trace_path = path };
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	*rep = (struct delog_ct_report){ .size = sizeof(*rep) };
+	cr_assert_eq(delog_ct_campaign(app, &o, rep), 0, "%s", delog_errmsg());
+}
+
+/* One seed, one trace: two serial campaigns with one seed make the same events, byte for
+ * byte, through a cut and the session that continues after it, under each safe
+ * policy; another seed makes others. */
+Test(campaign, serial_same_seed_same_trace)
+{
+	static const enum delog_flush_policy pol[] = { DELOG_FLUSH_SYNC, DELOG_FLUSH_SINGLE,
+						       DELOG_FLUSH_ASYNC };
+	struct tapp *a = tapp_new(false, 10);
+	struct delog_ct_app app = app_of(a, 2);
+	struct delog_ct_report r1, r2, r3;
+	char p1[4200], p2[4200];
+
+	snprintf(p1, sizeof(p1), "%s/t1", dir);
+	snprintf(p2, sizeof(p2), "%s/t2", dir);
+	for (size_t i = 0; i < sizeof(pol) / sizeof(pol[0]); i++) {
+		char *t1, *t2;
+
+		serial_run(&app, pol[i], 23, 1500, "t1", &r1);
+		serial_run(&app, pol[i], 23, 1500, "t2", &r2);
+		serial_run(&app, pol[i], 24, 1500, "t3", &r3);
+		cr_assert_eq(r1.failures, 0, "%s", r1.why);
+		cr_assert_geq(r1.sessions, 2, "no session after a cut");
+		t1 = slurp(p1);
+		t2 = slurp(p2);
+		cr_assert(strstr(t1, "enters delog_tx_commit") && strstr(t1, "acknowledges") &&
+				  strstr(t1, "deliver") && strstr(t1, "submit opf") &&
+				  strstr(t1, "session 0.1"),
+			  "policy %d: a trace without every kind of move", (int)pol[i]);
+		cr_assert_str_eq(t1, t2, "policy %d: one seed gave two traces", (int)pol[i]);
+		cr_assert_eq(r1.trace_hash, r2.trace_hash);
+		cr_assert_eq(r1.points, r2.points);
+		cr_assert_eq(r1.acks, r2.acks);
+		cr_assert_neq(r1.trace_hash, r3.trace_hash, "policy %d: the seed changed nothing",
+			      (int)pol[i]);
+		free(t1);
+		free(t2);
+	}
+}
+
+/* A failure found in serial mode is found again, at the same point, by the same seed. */
+Test(campaign, serial_finds_the_same_failure)
+{
+	struct tapp *a = tapp_new(true, 40);
+	struct delog_ct_app app = app_of(a, 2);
+	struct delog_ct_report r1, r2;
+	char why[512];
+
+	serial_run(&app, DELOG_FLUSH_SINGLE, 7, 5000, "f1", &r1);
+	serial_run(&app, DELOG_FLUSH_SINGLE, 7, 5000, "f2", &r2);
+	cr_assert_geq(r1.failures, 1);
+	cr_assert_str_eq(r1.handle, r2.handle);
+	cr_assert_str_eq(r1.why, r2.why);
+	cr_assert_str_eq(r1.state, r2.state);
+	cr_assert_eq(r1.trace_hash, r2.trace_hash);
+	cr_assert_eq(delog_ct_replay(r2.handle, &app, why, sizeof(why)), 1);
+	cr_assert_str_eq(why, r1.why);
+}
+
+/* A hang in serial mode (every thread waits for log space, nothing to move) is
+ * reported as one; the threads are left, so the test ends with _exit. */
+Test(campaign, serial_hang_is_reported, .exit_code = 0)
+{
+	struct tapp *a = tapp_new(false, 0);
+	struct delog_ct_app app = app_of(a, 2);
+	struct delog_ct_options o = { .size = sizeof(o),
+				      .seed = 5,
+				      .states = 1u << 30,
+				      .stall_s = 1,
+				      .save_dir = dir,
+				      .profiles = DELOG_CT_STRICT,
+				      .flags = DELOG_CT_SERIAL };
+	struct delog_ct_report rep = { .size = sizeof(rep) };
+
+	a->fill = true;
+	cr_assert_eq(delog_ct_campaign(&app, &o, &rep), -ETIMEDOUT);
+	cr_assert(strstr(rep.why, "hung: nothing pending"), "%s", rep.why);
+	cr_assert(strstr(rep.why, "wait for log space"), "%s", rep.why);
+	rm_tmp();
+	_exit(0);
 }
