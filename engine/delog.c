@@ -372,7 +372,8 @@ static int open_recover(struct delog *log, const struct delog_options *o, struct
 	struct jrnl_recover_opts ro = { .replay = open_replay,
 					.priv = &oc,
 					.read_only = log->read_only,
-					.replay_to = o->recover_to }; /* (U4) */
+					.replay_to = o->recover_to, /* (U4) */
+					.hold_bytes = o->recover_mem };
 	int err;
 
 	space_init(log);

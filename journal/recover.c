@@ -113,7 +113,9 @@
  *       checkpoint left open behind one that committed is an earlier attempt at the
  *       same sequence (a resumed writer's) or corruption; with a replay callback the
  *       whole verdict (steps 3 and 4) is known before the first checkpoint is handed
- *       over (verify_then_replay), so an error never follows a callback.
+ *       over (verify_then_replay), so an error never follows a callback.  What is
+ *       handed over comes from memory when it fits (recover_hold.c R16), else from a
+ *       second read of the log.
  *  (R10) Nothing is written over a log read with the wrong geometry: a header of this
  *       log that does not fit it is DELOG_EGEOMETRY wherever it is met, and a log with
  *       no valid record but writes beyond the first window is refused (check_empty).
@@ -958,9 +960,11 @@ static bool salvage_stop(const struct rctx *r, int err)
 /*
  * Steps 3 and 4, so that the callback sees checkpoints only once the verdict is known
  * (R9): with a replay callback, a first main pass verifies [T, E) with no callback and no
- * observers, step 4 checks past the head, and only if both hold does a second main pass
- * hand the checkpoints over.  The log is read twice; nothing between the passes writes
- * it, so the second finds what the first did.  Without a callback, one pass.
+ * observers, keeping what it would hand over (recover_hold.c), step 4 checks past the
+ * head, and only if both hold is anything handed over: from memory when all of it was
+ * kept within hold_bytes, else by a second main pass that reads the log again (nothing
+ * between the passes writes it, so the second finds what the first did).  Without a
+ * callback, one pass.
  */
 /* (R15) Where the main pass starts: the follower's record, or the tail. */
 static void follow_from(struct rctx *r, uint64_t follow_lsn)
@@ -980,6 +984,9 @@ static int verify_then_replay(struct rctx *r)
 	jrnl_rec_fn on_record = r->on_record;
 	jrnl_op_fn on_op = r->on_op;
 	struct jrnl_report *rep = r->rep;
+	struct rhold hold = { .budget = r->hold_budget };
+	/* Observers see records as the log holds them: only the log has them. */
+	bool keep = replay && !on_record && !on_op;
 	int err;
 
 	if (replay) {
@@ -987,7 +994,10 @@ static int verify_then_replay(struct rctx *r)
 		r->on_record = NULL;
 		r->on_op = NULL;
 	}
+	if (keep)
+		r->hold = &hold;
 	err = jrnl_rcv_main_pass(r);
+	r->hold = NULL;
 	if (!err)
 		err = check_past_head(r);
 	if (salvage_stop(r, err)) {
@@ -996,12 +1006,23 @@ static int verify_then_replay(struct rctx *r)
 		r->salvage_a = min64(r->corrupt_a, r->E);
 		err = scan_lost(r);
 	}
-	if (err || !replay)
+	if (err || !replay) {
+		jrnl_rcv_hold_free(&hold);
 		return err;
+	}
 	r->handing = true; /* (R13) from here on, a failure cannot start over */
 	r->replay = replay;
 	r->on_record = on_record;
 	r->on_op = on_op;
+	rep->held_peak = hold.peak;
+	if (keep && !hold.over) {
+		/* Every checkpoint is held (R16): the first pass's counts stand. */
+		err = jrnl_rcv_hold_hand_over(r, &hold);
+		jrnl_rcv_hold_free(&hold);
+		return err;
+	}
+	jrnl_rcv_hold_free(&hold);
+	rep->reread = true;
 	rep->records = rep->checkpoints = rep->items = rep->bytes_replayed = rep->dropped = 0;
 	rep->held_back = rep->first_seq = rep->last_seq = 0;
 	err = jrnl_rcv_main_pass(r);
@@ -1064,6 +1085,7 @@ static int recover_once(struct iol_dev *dev, const struct jrnl_geom *g,
 	r.replay_from = o->replay_from;
 	r.salvage = o->salvage;
 	r.live = live;
+	r.hold_budget = o->hold_bytes ? o->hold_bytes : jrnl_hold_default();
 	/* Observers without a replay callback see the only pass as it goes. */
 	r.handing = !o->replay && (o->on_record || o->on_op);
 	r.sec = iol_buf_alloc(dev, r.S);

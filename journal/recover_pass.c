@@ -10,8 +10,9 @@
  * records and a transaction across ops (struct parse).  It shares with recover.c only
  * the run's state (struct rctx), the record check and the damage reports (recover_rec.h,
  * recover_rec.c), and one function calls it: verify_then_replay (recover.c), once,
- * or with a replay callback twice, first without callbacks to reach the verdict and
- * then with them (recover.c R9).
+ * or with a replay callback first without callbacks to reach the verdict, keeping what
+ * it would hand over (recover_hold.c), and then, when that did not all fit, again with
+ * them (recover.c R9).
  *
  * Reading.  [T, E) (a follower's [from, E), recover.c R15) in chained reads of read_chunk bytes (iol_rw_submit splits each at
  * iol_max_segs segments), reads_in_flight of them outstanding; a record straddling two
@@ -448,6 +449,8 @@ static int replay_ckpt(struct rctx *r, struct parse *ps, struct ptx *t, const st
 		err = r->replay(r->priv, &ck, ps->views, t->nitems);
 		if (err)
 			return err;
+	} else if (r->hold) {
+		jrnl_rcv_hold_add(r->hold, &ck, ps->views, t->nitems, t->data, t->data_len);
 	}
 	if (!r->rep->checkpoints)
 		r->rep->first_seq = t->seq;

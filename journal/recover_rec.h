@@ -13,6 +13,7 @@
 #include "format.h"
 #include "jrnl.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -39,6 +40,26 @@ struct win {
 };
 
 /* One run of recovery: set up by jrnl_recover, filled in step by step. */
+/* Checkpoints held between the passes (recover_hold.c R16). */
+struct rheld;
+struct hmap;
+struct rhold {
+	struct rheld *first, *last;
+	struct hmap *maps;    /* the arena's mappings */
+	unsigned char *at;    /* the free part of the newest one ... */
+	size_t left;          /* ... and its bytes */
+	uint64_t bytes, peak; /* bytes mapped now, and at most */
+	uint64_t budget;
+	bool over; /* the budget ran out: the second pass reads the log */
+	/* the helper that maps the next mapping ahead (recover_hold.c) */
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct hmap *ready;
+	bool helper, asked, stop;
+	bool next_asked; /* the pass asked for the mapping after the current one */
+};
+
 struct rctx {
 	struct iol_dev *dev;
 	const struct jrnl_geom *g;
@@ -79,7 +100,15 @@ struct rctx {
 	bool bad_lost;         /* no memory for that map: any sector may be one */
 	bool live;             /* a writer may be writing the log (recover.c R13) */
 	bool handing;          /* replay or an observer was reached: no second run */
+	uint64_t hold_budget;  /* jrnl_recover_opts.hold_bytes, resolved */
+	struct rhold *hold;    /* the first pass with a replay callback: what it keeps */
 };
+
+/* recover_hold.c */
+void jrnl_rcv_hold_add(struct rhold *h, const struct jrnl_ckpt *ck, const struct jrnl_item_view *v,
+		       size_t n, const unsigned char *base, size_t len);
+int jrnl_rcv_hold_hand_over(struct rctx *r, struct rhold *h);
+void jrnl_rcv_hold_free(struct rhold *h);
 
 /* Laps count cycles without the skipped magic; lap 0 is cycle 0, "never written". */
 static inline uint64_t jrnl_rcv_cycle_lap(uint32_t c)

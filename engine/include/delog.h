@@ -243,6 +243,11 @@ struct delog_options {
 					  * refused (filled by every delog_open) */
 	uint64_t recover_to;             /* point in time: 0 replays every checkpoint; N
 					  * only those up to N (DELOG_OPEN_RDONLY only) */
+	/* Recovery verifies the whole log before it replays anything; it keeps what it
+	 * verified in memory, up to this many bytes (item bytes plus 24 an item), and
+	 * replays from there, so the log is read once.  A log holding more is read twice.
+	 * 0: 1 GiB, or an eighth of the machine's memory if less; 1: hold nothing. */
+	uint64_t recover_mem;
 };
 
 /*

@@ -189,7 +189,16 @@ struct jrnl_recover_opts {
 	 * met while handing over fails -EAGAIN at once. */
 	bool live;
 	bool live_in_place;
+	/* With a replay callback (and no observer), the bytes the first pass may keep of
+	 * the verified checkpoints (item bytes, 24 a view and a small header each), so
+	 * that they are handed over from memory and the log is read once
+	 * (recover_hold.c); a log needing more is read twice, as with 1.  0:
+	 * JRNL_HOLD_DEFAULT. */
+	uint64_t hold_bytes;
 };
+
+/* The default hold_bytes: 1 GiB, or an eighth of the machine's memory if less. */
+uint64_t jrnl_hold_default(void);
 
 /* Runs of a live recovery before it gives up (-EAGAIN), and the largest log a live
  * run copies into memory (recover.c R13). */
@@ -232,12 +241,15 @@ struct jrnl_report {
 	uint64_t held_back;           /* complete checkpoints after replay_to: verified, not
 				   * handed over */
 	bool followed;                /* the main pass started at follow_lsn's record (R15) */
-	uint64_t unreadable_sectors;  /* sectors the device failed to read (-EIO), each read
+	uint64_t held_peak;           /* bytes held between the passes, at most (hold_bytes) */
+	bool reread;                 /* the checkpoints were handed over by a second read of the log
+			     * (more than hold_bytes of them, or an observer) */
+	uint64_t unreadable_sectors; /* sectors the device failed to read (-EIO), each read
 				   * as unknown (recover.c R14) ... */
-	uint64_t unreadable_offset;   /* ... the byte offset of the lowest of them */
-	unsigned anchor_probes;       /* probes inside a valid record that anchored the head
+	uint64_t unreadable_offset;  /* ... the byte offset of the lowest of them */
+	unsigned anchor_probes;      /* probes inside a valid record that anchored the head
 				   * search, or 0 ... */
-	bool anchor_scanned;          /* ... when the probes could not, and the whole log was
+	bool anchor_scanned;         /* ... when the probes could not, and the whole log was
 				   * read for its highest valid record (recover.c R11) */
 	/* Salvage only: damage ended the log early (R12).  corruption and corrupt_* say
 	 * what and where; salvage_lsn and salvage_offset are the start of the record where

@@ -537,6 +537,89 @@ Test(recover, many_checkpoints, .timeout = TO)
 	}
 }
 
+static int fail_at_150(void *priv, const struct jrnl_ckpt *ck, const struct jrnl_item_view *it,
+		       size_t n)
+{
+	return ck->seq == 150 ? -EPROTO : collect(priv, ck, it, n);
+}
+
+/* One read-only recovery of @t with @replay and @hold_bytes, into G. */
+static int t_recover_hold(struct tlog *t, jrnl_replay_fn replay, uint64_t hold_bytes,
+			  struct jrnl_report *rep)
+{
+	struct jrnl_recover_opts o = { .replay = replay,
+				       .priv = &G,
+				       .read_only = true,
+				       .hold_bytes = hold_bytes };
+
+	memset(&G, 0, sizeof(G));
+	return jrnl_recover(t->dev, &t->g, &o, rep);
+}
+
+static void same_counts(const struct jrnl_report *a, const struct jrnl_report *b)
+{
+	cr_assert_eq(a->records, b->records);
+	cr_assert_eq(a->checkpoints, b->checkpoints);
+	cr_assert_eq(a->items, b->items);
+	cr_assert_eq(a->bytes_replayed, b->bytes_replayed);
+	cr_assert_eq(a->first_seq, b->first_seq);
+	cr_assert_eq(a->last_seq, b->last_seq);
+	cr_assert_eq(a->dropped, b->dropped);
+}
+
+/*
+ * R16: with a replay callback, a log whose checkpoints fit in hold_bytes is read once
+ * (no more bytes than a run without a callback) and hands over what a second read
+ * would; a budget that runs out part way, or 1, reads the log again and hands every
+ * checkpoint over once, in order; a callback that fails while the held checkpoints are
+ * handed over stops there with its error.
+ */
+Test(recover, read_once_within_hold, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		struct jrnl_report r0, r1, r2, r3;
+		struct tlog t;
+		uint64_t main_bytes;
+
+		t_open(&t, SECTORS[s], LOG4M, 32 << 10);
+		for (int i = 0; i < 300; i++) {
+			t_ckpt(&t, 1 + i % 5, (uint32_t)(i * 37 % 700));
+			if (i % 3 == 2)
+				t_seal(&t);
+		}
+		t_seal(&t);
+		cr_assert_eq(t_recover_hold(&t, NULL, 0, &r0), 0, "%s", r0.corrupt_what);
+		cr_assert_eq(t_recover_hold(&t, collect, 0, &r1), 0, "%s", r1.corrupt_what);
+		want_seqs(&G, 1, 300);
+		cr_assert(!G.bad);
+		cr_assert(!r1.reread);
+		cr_assert_geq(r1.held_peak, r1.bytes_replayed);
+		cr_assert_eq(r1.bytes_read, r0.bytes_read,
+			     "read %llu bytes, %llu without a callback",
+			     (unsigned long long)r1.bytes_read, (unsigned long long)r0.bytes_read);
+		same_counts(&r1, &r0);
+
+		cr_assert_eq(t_recover_hold(&t, collect, 1, &r2), 0, "%s", r2.corrupt_what);
+		want_seqs(&G, 1, 300);
+		cr_assert(!G.bad);
+		cr_assert(r2.reread);
+		main_bytes = (t.head - t.recs[0].a) * t.S;
+		cr_assert_geq(r2.bytes_read, r1.bytes_read + main_bytes);
+		same_counts(&r2, &r1);
+
+		cr_assert_eq(t_recover_hold(&t, collect, r1.bytes_replayed / 2, &r3), 0);
+		want_seqs(&G, 1, 300);
+		cr_assert(!G.bad);
+		cr_assert(r3.reread);
+		cr_assert_eq(r3.bytes_read, r2.bytes_read);
+		same_counts(&r3, &r1);
+
+		cr_assert_eq(t_recover_hold(&t, fail_at_150, 0, &r3), -EPROTO);
+		cr_assert_eq(G.n, 149);
+		t_close(&t);
+	}
+}
+
 /* Items larger than a record: CONTINUE, WAS_CONT | CONTINUE ..., WAS_CONT | END. */
 Test(recover, spanning_records, .timeout = TO)
 {
