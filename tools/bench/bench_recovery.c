@@ -520,16 +520,21 @@ static int fill_log(struct run *r)
 
 /* ---- recovery passes ---- */
 
+/* What both replay callbacks do with an item: XOR its first byte, count its bytes. */
+static void replay_item(struct replay *rp, const void *data, uint32_t len)
+{
+	if (len)
+		rp->xor ^= *(const unsigned char *)data;
+	rp->bytes += len;
+}
+
 static int replay_cb(void *priv, const struct jrnl_ckpt *ckpt, const struct jrnl_item_view *items,
 		     size_t nitems)
 {
 	struct replay *rp = priv;
 
-	for (size_t i = 0; i < nitems; i++) {
-		if (items[i].len)
-			rp->xor ^= *(const unsigned char *)items[i].data;
-		rp->bytes += items[i].len;
-	}
+	for (size_t i = 0; i < nitems; i++)
+		replay_item(rp, items[i].data, items[i].len);
 	rp->items += nitems;
 	if ((++rp->ckpts & 255) == 0 && bench_interrupted(rp->b)) {
 		rp->stopped = true;
@@ -645,11 +650,8 @@ static int open_cb(void *arg, const struct delog_checkpoint *ck, const struct de
 {
 	struct replay *rp = arg;
 
-	for (size_t i = 0; i < n; i++) {
-		if (items[i].len)
-			rp->xor ^= *(const unsigned char *)items[i].data;
-		rp->bytes += items[i].len;
-	}
+	for (size_t i = 0; i < n; i++)
+		replay_item(rp, items[i].data, items[i].len);
 	rp->items += n;
 	rp->ckpts++;
 	(void)ck;
