@@ -1380,7 +1380,6 @@ Test(recover, unmount_is_clean, .timeout = TO)
 	}
 }
 
-
 Test(recover, idempotent, .timeout = TO)
 {
 	for (int s = 0; s < 2; s++) {
