@@ -473,9 +473,9 @@ Test(campaign, serial_same_seed_same_trace)
 	for (size_t i = 0; i < sizeof(pol) / sizeof(pol[0]); i++) {
 		char *t1, *t2;
 
-		serial_run(&app, pol[i], 23, 1500, "t1", &r1);
-		serial_run(&app, pol[i], 23, 1500, "t2", &r2);
-		serial_run(&app, pol[i], 24, 1500, "t3", &r3);
+		serial_run(&app, pol[i], 23, 1000, "t1", &r1);
+		serial_run(&app, pol[i], 23, 1000, "t2", &r2);
+		serial_run(&app, pol[i], 24, 1000, "t3", &r3);
 		cr_assert_eq(r1.failures, 0, "%s", r1.why);
 		cr_assert_geq(r1.sessions, 2, "no session after a cut");
 		t1 = slurp(p1);

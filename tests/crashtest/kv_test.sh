@@ -11,9 +11,9 @@
 # 3. Each handle replayed 100 times fails 100 times with one reason; the minimised handle
 #    fails when replayed; --minimise on the handle writes a handle that fails.
 # 4. A file that is no handle is refused with exit 2 and a reason.
-# 5. The serial mode: two campaigns of the correct kv with one seed write the same
-#    event trace, byte for byte; two of the broken kv find the same failure at the same
-#    point (one handle name, one trace hash).
+# 5. The serial mode: two campaigns of the broken kv with one seed find the same failure
+#    at the same point (one handle name, one reason, one trace hash).  (Traces of correct
+#    campaigns are compared by the crashtest suite, on each policy.)
 # Exit 0 pass, 1 fail.
 set -u
 
@@ -54,13 +54,6 @@ echo "not a handle" >"$TMP/bad.ctf"
 expect_rc 2 "a file that is no handle" "$CT" --replay "$TMP/bad.ctf"
 expect_in "$TMP/err" "not a crash-test handle" "a file that is no handle"
 
-SERIAL=$((STATES / 4))
-for i in 1 2; do
-	expect_rc 0 "serial correct kv, run $i" "$CT" --serial --policy single --states "$SERIAL" \
-		--seed "$SEED" --dir "$TMP" --trace "$TMP/trace$i"
-done
-cmp -s "$TMP/trace1" "$TMP/trace2" || fail "serial mode: one seed gave two traces ($SEED)"
-grep -q "enters delog_tx_commit" "$TMP/trace1" || fail "serial mode: no move in the trace"
 for i in 1 2; do
 	expect_rc 1 "serial broken kv, run $i" "$CT" --serial --broken --policy single \
 		--seed "$SEED" --dir "$TMP"
