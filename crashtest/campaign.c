@@ -55,6 +55,15 @@ uint64_t ct_sector_hash(const void *p, uint32_t len, uint64_t idx)
 	return ct_mix(h + idx * 0xc2b2ae3d27d4eb4full);
 }
 
+uint64_t ct_fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
 int ct_say(int code, const char *fmt, ...)
 {
 	char buf[512];
@@ -268,7 +277,7 @@ int delog_ct_campaign(const struct delog_ct_app *app, const struct delog_ct_opti
 	if (err)
 		return err;
 	cp.rep = &own;
-	cp.trace_hash = 0xcbf29ce484222325ull;
+	cp.trace_hash = CT_FNV_BASIS;
 	cp.rep->sector = cp.o.sector;
 	cp.rep->policy = (int)cp.o.log.flush;
 	cp.t0 = ct_now_ns();

@@ -197,6 +197,9 @@ uint64_t ct_now_ns(void);
 uint64_t ct_mix(uint64_t z);
 uint64_t ct_seed_for(uint64_t seed, uint64_t a, uint64_t b);
 uint64_t ct_sector_hash(const void *p, uint32_t len, uint64_t idx);
+/* FNV-1a: @h (CT_FNV_BASIS to start) carried over @n bytes at @p. */
+#define CT_FNV_BASIS 0xcbf29ce484222325ull
+uint64_t ct_fnv(uint64_t h, const void *p, size_t n);
 int ct_say(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* campaign.c */

@@ -31,10 +31,7 @@ struct wbuf {
 
 static void put(struct wbuf *w, const void *p, size_t n)
 {
-	const unsigned char *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		w->h = (w->h ^ b[i]) * 0x100000001b3ull;
+	w->h = ct_fnv(w->h, p, n);
 	if (!w->err && n && fwrite(p, 1, n, w->f) != n)
 		w->err = -EIO;
 }
@@ -72,7 +69,7 @@ static void put_media(struct wbuf *w, const struct ct_point *pt)
 int ct_handle_write(const char *path, const struct ct_point *pt, const uint8_t *choice,
 		    const char *why)
 {
-	struct wbuf w = { .f = fopen(path, "wb"), .h = 0xcbf29ce484222325ull };
+	struct wbuf w = { .f = fopen(path, "wb"), .h = CT_FNV_BASIS };
 	uint32_t wl = (uint32_t)strlen(why);
 
 	if (!w.f)
@@ -252,7 +249,7 @@ int ct_handle_read(const char *path, struct ct_handle *h)
 {
 	unsigned char *buf = NULL;
 	struct rbuf r;
-	uint64_t sum = 0xcbf29ce484222325ull, want;
+	uint64_t sum, want;
 	size_t len = 0;
 	int err;
 
@@ -262,8 +259,7 @@ int ct_handle_read(const char *path, struct ct_handle *h)
 		free(buf);
 		return err;
 	}
-	for (size_t i = 0; i < len - 8; i++)
-		sum = (sum ^ buf[i]) * 0x100000001b3ull;
+	sum = ct_fnv(CT_FNV_BASIS, buf, len - 8);
 	memcpy(&want, buf + len - 8, 8);
 	r = (struct rbuf){ .p = buf, .left = len };
 	err = sum != want ? -1 : read_point(&r, h);

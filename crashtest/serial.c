@@ -93,9 +93,8 @@ void ct_trace_line(struct ct_campaign *cp, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0)
 		return;
-	for (const unsigned char *p = (const unsigned char *)line; *p; p++)
-		cp->trace_hash = (cp->trace_hash ^ *p) * 0x100000001b3ull;
-	cp->trace_hash = (cp->trace_hash ^ '\n') * 0x100000001b3ull;
+	cp->trace_hash = ct_fnv(cp->trace_hash, line, strlen(line));
+	cp->trace_hash = ct_fnv(cp->trace_hash, "\n", 1);
 	if (cp->trace)
 		fprintf(cp->trace, "%s\n", line);
 }
@@ -135,20 +134,28 @@ static int pid_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The next thread of /proc/self/task in @d: its id, or 0 at the end. */
+static pid_t task_next(DIR *d)
+{
+	struct dirent *e;
+
+	while ((e = readdir(d)))
+		if (e->d_name[0] >= '0' && e->d_name[0] <= '9')
+			return (pid_t)atoi(e->d_name);
+	return 0;
+}
+
 /* The threads the process has now, sorted, into cp->before: none of them is the
  * session's. */
 int ct_serial_snapshot(struct ct_campaign *cp)
 {
 	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
 	size_t n = 0, cap = 0;
-	pid_t *v = NULL;
+	pid_t *v = NULL, tid;
 
 	if (!d)
 		return ct_say(-errno, "serial mode: /proc/self/task: %s", strerror(errno));
-	while ((e = readdir(d))) {
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
+	while ((tid = task_next(d))) {
 		if (n == cap) {
 			pid_t *w = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*v));
 
@@ -159,7 +166,7 @@ int ct_serial_snapshot(struct ct_campaign *cp)
 			}
 			v = w;
 		}
-		v[n++] = (pid_t)atoi(e->d_name);
+		v[n++] = tid;
 	}
 	closedir(d);
 	qsort(v, n, sizeof(*v), pid_cmp);
@@ -207,16 +214,11 @@ static bool task_asleep(pid_t tid, uint64_t *switches)
 static bool tasks_read(struct ct_campaign *cp, struct ser_task *t, size_t *nt)
 {
 	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
 	bool quiet = d != NULL;
 	size_t n = 0;
+	pid_t tid;
 
-	while (quiet && (e = readdir(d))) {
-		pid_t tid;
-
-		if (e->d_name[0] < '0' || e->d_name[0] > '9')
-			continue;
-		tid = (pid_t)atoi(e->d_name);
+	while (quiet && (tid = task_next(d))) {
 		if (bsearch(&tid, cp->before, cp->nbefore, sizeof(tid), pid_cmp))
 			continue;
 		if (n == SER_MAX_TASKS || !task_asleep(tid, &t[n].switches))

@@ -40,17 +40,16 @@ struct rheld {
 	struct rheld *next;
 	struct jrnl_ckpt ck;
 	size_t n;
-	struct jrnl_item_view *v;
-	unsigned char *data;
+	struct jrnl_item_view *v; /* n views, then the bytes they point into */
 };
 
 /*
  * The arena: mappings of HOLD_MAP bytes (or one checkpoint's, if larger).  A fresh page
  * costs a fault and its zeroing, half the CPU a held GiB takes, so a helper thread maps
  * and populates the next mapping while the pass fills the second half of the current
- * one: on a machine with a core to spare the pass pays only the copy.  The helper runs only while the
- * budget has room for another mapping, so what is mapped never passes the budget by
- * more than the one being prepared.
+ * one: on a machine with a core to spare the pass pays only the copy.  The helper runs
+ * only while the budget has room for another mapping, so what is mapped never passes
+ * the budget by more than the one being prepared.
  */
 #define HOLD_MAP (64ull << 20)
 
@@ -211,6 +210,7 @@ void jrnl_rcv_hold_add(struct rhold *h, const struct jrnl_ckpt *ck, const struct
 		       size_t n, const unsigned char *base, size_t len)
 {
 	struct rheld *c;
+	unsigned char *data;
 
 	if (h->over)
 		return;
@@ -223,12 +223,12 @@ void jrnl_rcv_hold_add(struct rhold *h, const struct jrnl_ckpt *ck, const struct
 	c->ck = *ck;
 	c->n = n;
 	c->v = (struct jrnl_item_view *)(c + 1);
-	c->data = (unsigned char *)(c->v + n);
+	data = (unsigned char *)(c->v + n);
 	if (len)
-		memcpy(c->data, base, len);
+		memcpy(data, base, len);
 	for (size_t i = 0; i < n; i++) {
 		c->v[i] = v[i];
-		c->v[i].data = c->data + ((const unsigned char *)v[i].data - base);
+		c->v[i].data = data + ((const unsigned char *)v[i].data - base);
 	}
 	if (h->last)
 		h->last->next = c;

@@ -453,6 +453,17 @@ static void want_seqs(const struct got *g, uint64_t from, uint64_t to)
 			     (unsigned long long)g->seq[i], (unsigned long long)(from + i));
 }
 
+/* 300 checkpoints of 1-5 items of up to 700 bytes, sealed three to a record. */
+static void t_many(struct tlog *t)
+{
+	for (int i = 0; i < 300; i++) {
+		t_ckpt(t, 1 + i % 5, (uint32_t)(i * 37 % 700));
+		if (i % 3 == 2)
+			t_seal(t);
+	}
+	t_seal(t);
+}
+
 static struct got G; /* large: not on the stack */
 
 /* ---- tests ---- */
@@ -519,12 +530,7 @@ Test(recover, many_checkpoints, .timeout = TO)
 		struct tlog t;
 
 		t_open(&t, SECTORS[s], LOG4M, 32 << 10);
-		for (int i = 0; i < 300; i++) {
-			t_ckpt(&t, 1 + i % 5, (uint32_t)(i * 37 % 700));
-			if (i % 3 == 2)
-				t_seal(&t);
-		}
-		t_seal(&t);
+		t_many(&t);
 		cr_assert_eq(t_recover(&t, true, &rep, &G), 0, "%s", rep.corrupt_what);
 		want_seqs(&G, 1, 300);
 		cr_assert_eq(rep.records, t.nrecs);
@@ -589,12 +595,7 @@ Test(recover, read_once_within_hold, .timeout = TO)
 		uint64_t main_bytes;
 
 		t_open(&t, SECTORS[s], LOG4M, 32 << 10);
-		for (int i = 0; i < 300; i++) {
-			t_ckpt(&t, 1 + i % 5, (uint32_t)(i * 37 % 700));
-			if (i % 3 == 2)
-				t_seal(&t);
-		}
-		t_seal(&t);
+		t_many(&t);
 		cr_assert_eq(t_recover_hold(&t, NULL, 0, &r0), 0, "%s", r0.corrupt_what);
 		cr_assert_eq(t_recover_hold(&t, collect, 0, &r1), 0, "%s", r1.corrupt_what);
 		want_seqs(&G, 1, 300);
