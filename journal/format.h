@@ -66,19 +66,27 @@
 #define JRNL_LOG_START JRNL_SB_AREA /* bytes reserved for the superblock (jrnl.h) */
 
 /* Incompatible features: a reader that sees a bit it does not know refuses the log
- * (DELOG_EFEATURE).  None defined in version 1. */
-#define JRNL_INCOMPAT_KNOWN 0u
+ * (DELOG_EFEATURE).
+ *   WINDOW  the superblock's window field is the log's unflushed bound (L13).  Without
+ *           it the bound is jrnl_window_legacy's; a reader that assumed that bound on a
+ *           log written with a larger one would search too little of it for the head. */
+#define JRNL_INCOMPAT_WINDOW 0x1u
+#define JRNL_INCOMPAT_KNOWN JRNL_INCOMPAT_WINDOW
 
 #define JRNL_REC_MAGIC 0x474f4c44u /* bytes "DLOG" */
 #define JRNL_REC_SAVED_OFF 128u    /* saved words start here in header sector 0 */
 
 /* The writer's unflushed bound (journal/log.c L13), which is recovery's scan window
- * (journal/recover.c): a record is submitted only if it ends at most this many bytes
- * (or half the log, if smaller: jrnl_window_sectors) past the end of the log known
- * stable.  So after a power cut every sector more than this far before the furthest
- * write is stable, and nothing the last session wrote lies further past the durable
- * point.  docs/FORMAT.md, "Bounds recovery relies on". */
+ * (journal/recover.c): a record is submitted only if it ends at most the log's window
+ * past the end of the log known stable.  So after a power cut every sector more than
+ * the window before the furthest write is stable, and nothing the last session wrote
+ * lies further past the durable point.  The window is fixed at format (jrnl_geom
+ * window_sectors): JRNL_UNFLUSHED_MAX, or half the log if smaller, unless the superblock
+ * names another (JRNL_INCOMPAT_WINDOW).  A larger window lets a large checkpoint go out
+ * with fewer flushes; recovery reads and stamps one window around the head.
+ * docs/FORMAT.md, "Bounds recovery relies on". */
 #define JRNL_UNFLUSHED_MAX (8u * (256u << 10))
+/* A named window's range, and jrnl_format's default: jrnl.h, JRNL_WINDOW_MIN. */
 
 /* The ring's limits and JRNL_SB_AREA: jrnl.h. */
 
@@ -94,7 +102,9 @@ struct jrnl_sb {
 	uint64_t log_size;     /* 32-39 bytes in the log area, a multiple of sector_size */
 	uint8_t uuid[16];      /* 40-55 identifies this log; every record repeats it */
 	uint64_t format_time;  /* 56-63 seconds since the epoch (informational) */
-	uint8_t reserved[444]; /* 64-507 zero */
+	uint64_t window;       /* 64-71 bytes: the unflushed bound with JRNL_INCOMPAT_WINDOW,
+				* else zero */
+	uint8_t reserved[436]; /* 72-507 zero */
 	uint32_t crc;          /* 508-511 CRC32c of bytes 0-507 */
 };
 
@@ -178,6 +188,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	      "the on-disk format is little-endian and this code reads it in place");
 static_assert(sizeof(struct jrnl_sb) == 512, "superblock is one 512-byte sector");
 static_assert(offsetof(struct jrnl_sb, uuid) == 40, "sb uuid offset");
+static_assert(offsetof(struct jrnl_sb, window) == 64, "sb window offset");
 static_assert(offsetof(struct jrnl_sb, crc) == 508, "sb crc offset");
 static_assert(sizeof(struct jrnl_rec) == JRNL_REC_SAVED_OFF, "record header fixed part");
 static_assert(offsetof(struct jrnl_rec, crc) == 48, "record crc offset");
@@ -228,10 +239,11 @@ static inline uint64_t jrnl_lsn_add(uint64_t lsn, uint64_t n, uint64_t log_secto
 	return jrnl_lsn(cycle, (uint32_t)sec);
 }
 
-/* The unflushed bound in sectors: JRNL_UNFLUSHED_MAX, at most half the log (a log of the
- * smallest size, 2 x JRNL_MAX_LOGBUFS x JRNL_MAX_LOGBSIZE, has exactly that).  Half the
- * log keeps most of recovery's probes outside the window (recover.c R11). */
-static inline uint64_t jrnl_window_sectors(uint64_t log_sectors, uint32_t sector)
+/* The unflushed bound in sectors of a log whose superblock names none:
+ * JRNL_UNFLUSHED_MAX, at most half the log (a log of the smallest size, 2 x
+ * JRNL_MAX_LOGBUFS x JRNL_MAX_LOGBSIZE, has exactly that).  Half the log keeps most of
+ * recovery's probes outside the window (recover.c R11). */
+static inline uint64_t jrnl_window_legacy(uint64_t log_sectors, uint32_t sector)
 {
 	uint64_t w = JRNL_UNFLUSHED_MAX / sector;
 

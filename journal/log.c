@@ -1156,7 +1156,7 @@ int jrnl_log_open(struct iol_dev *dev, const struct jrnl_geom *g, const struct j
 		log->clean_head = head;
 		log->clean_tail = tail;
 	}
-	log->window = jrnl_window_sectors(g->log_sectors, g->sector);
+	log->window = g->window_sectors;
 	log->no_flush = opts && opts->no_flush;
 	log->next_tid = random_tid();
 	*out = log;

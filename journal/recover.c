@@ -1074,7 +1074,7 @@ static int recover_once(struct iol_dev *dev, const struct jrnl_geom *g,
 	r.S = g->sector;
 	r.N = g->log_sectors;
 	r.maxrec = MAXREC_BYTES / r.S;
-	r.window = jrnl_window_sectors(r.N, r.S);
+	r.window = g->window_sectors;
 	r.chunk = chunk;
 	r.cap = chunk / r.S;
 	r.inflight = o->reads_in_flight < 2            ? 2 :

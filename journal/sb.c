@@ -110,6 +110,17 @@ static int sb_verify(const struct jrnl_sb *sb, uint64_t dev_bytes, struct jrnl_s
 		       (unsigned long long)sb->log_size, sb->sector_size);
 		return DELOG_ECORRUPT;
 	}
+	if (sb->incompat & JRNL_INCOMPAT_WINDOW) {
+		if (sb->window % sb->sector_size || sb->window < JRNL_WINDOW_MIN ||
+		    sb->window > sb->log_size / 2) {
+			SB_WHY(window,
+			       "window %llu: must be a multiple of the %u-byte sector from %u "
+			       "to half the log, %llu",
+			       (unsigned long long)sb->window, sb->sector_size, JRNL_WINDOW_MIN,
+			       (unsigned long long)(sb->log_size / 2));
+			return DELOG_ECORRUPT;
+		}
+	}
 	if (sb->log_start + sb->log_size > dev_bytes) {
 		if (why) {
 			why->offset = dev_bytes;
@@ -142,6 +153,9 @@ static int sb_check(const struct jrnl_sb *sb, uint64_t dev_bytes, struct jrnl_ge
 	g->log_sectors = sb->log_size / sb->sector_size;
 	memcpy(g->uuid, sb->uuid, sizeof(g->uuid));
 	g->format_time = sb->format_time;
+	g->window_sectors = sb->incompat & JRNL_INCOMPAT_WINDOW ?
+				    sb->window / sb->sector_size :
+				    jrnl_window_legacy(g->log_sectors, g->sector);
 	return 0;
 }
 
@@ -218,11 +232,29 @@ int jrnl_sector_check(struct iol_dev *dev, uint32_t sector, char *why, size_t le
 	return DELOG_EGEOMETRY;
 }
 
+/* The window jrnl_format writes for a log of @log_size bytes of @sector-byte sectors:
+ * @asked, or 0 for the default rule.  0 when @asked is out of range. */
+static uint64_t sb_window_pick(uint64_t log_size, uint32_t sector, uint64_t asked)
+{
+	uint64_t w = asked;
+
+	if (!w) {
+		w = log_size / 64;
+		w = w < JRNL_UNFLUSHED_MAX ? JRNL_UNFLUSHED_MAX : w;
+		w = w > JRNL_WINDOW_DEFAULT_MAX ? JRNL_WINDOW_DEFAULT_MAX : w;
+		w = w > log_size / 2 ? log_size / 2 : w;
+		w -= w % sector;
+	}
+	if (w % sector || w < JRNL_WINDOW_MIN || w > log_size / 2)
+		return 0;
+	return w;
+}
+
 int jrnl_format(struct iol_dev *dev, const struct jrnl_format_opts *opts, struct jrnl_geom *out)
 {
 	const struct iol_geom *ig = iol_dev_geom(dev);
 	uint32_t sector = opts && opts->sector ? opts->sector : 4096;
-	uint64_t log_size = opts ? opts->log_size : 0;
+	uint64_t log_size = opts ? opts->log_size : 0, window;
 	const size_t chunk = 4u << 20;
 	struct jrnl_sb *sb;
 	struct iol_req flush;
@@ -238,6 +270,9 @@ int jrnl_format(struct iol_dev *dev, const struct jrnl_format_opts *opts, struct
 		log_size = (ig->size_bytes - JRNL_LOG_START) / sector * sector;
 	if (log_size % sector || log_size < MIN_LOG_BYTES ||
 	    log_size > ig->size_bytes - JRNL_LOG_START || log_size / sector > UINT32_MAX)
+		return -EINVAL;
+	window = sb_window_pick(log_size, sector, opts ? opts->window : 0);
+	if (!window)
 		return -EINVAL;
 
 	zero = iol_buf_alloc(dev, chunk);
@@ -267,6 +302,11 @@ int jrnl_format(struct iol_dev *dev, const struct jrnl_format_opts *opts, struct
 	sb->sector_size = sector;
 	sb->log_start = JRNL_LOG_START;
 	sb->log_size = log_size;
+	/* The legacy window needs no bit, so an older reader still opens such a log. */
+	if (window != jrnl_window_legacy(log_size / sector, sector) * sector) {
+		sb->incompat |= JRNL_INCOMPAT_WINDOW;
+		sb->window = window;
+	}
 	if (opts && opts->uuid) {
 		memcpy(sb->uuid, opts->uuid, sizeof(sb->uuid));
 	} else {

@@ -37,6 +37,8 @@ struct jrnl_geom {
 	uint64_t log_sectors; /* log_size / sector */
 	uint8_t uuid[16];
 	uint64_t format_time;
+	uint64_t window_sectors; /* the unflushed bound (log.c L13, format.h), which
+				  * recovery searches and stamps around the head */
 };
 
 /*
@@ -69,6 +71,11 @@ struct jrnl_format_opts {
 	uint32_t sector;     /* 512 or 4096; 0: 4096 */
 	uint64_t log_size;   /* 0: the whole device after the superblock area */
 	const uint8_t *uuid; /* NULL: random */
+	/* The unflushed bound in bytes: 0 for the default (a 64th of the log, between 2 MiB
+	 * and 64 MiB, at most half the log); else a multiple of the sector in
+	 * [JRNL_WINDOW_MIN, log_size / 2].  A window other than the legacy one (format.h
+	 * jrnl_window_legacy) sets JRNL_INCOMPAT_WINDOW. */
+	uint64_t window;
 	/* May be NULL: called after each chunk of the zero-fill with the bytes written so
 	 * far and the total (a multi-GiB log takes seconds; `delog format` shows it). */
 	void (*progress)(void *arg, uint64_t done, uint64_t total);
@@ -79,7 +86,8 @@ struct jrnl_format_opts {
  * Format @dev: write zeroes over the whole log area (so every sector reads as cycle 0
  * and no O_DIRECT write later meets an unwritten extent), then the superblock, and make
  * both stable.  Returns 0 and the new geometry, -EINVAL for a bad sector size (or one
- * below the device's logical block) or a log too small for two maximal records,
+ * below the device's logical block), a log too small for two maximal records or a
+ * window outside its range,
  * DELOG_EGEOMETRY for a sector jrnl_sector_check refuses (nothing written), or an I/O
  * -errno.
  */
@@ -369,6 +377,12 @@ struct jrnl_log;
 #define JRNL_MIN_LOGBSIZE (16u << 10)
 #define JRNL_MAX_LOGBSIZE (256u << 10)
 #define JRNL_SB_AREA 4096u
+/* A window named at format (jrnl_format_opts.window, format.h JRNL_INCOMPAT_WINDOW) lies
+ * in [JRNL_WINDOW_MIN, half the log], a multiple of the sector.  The least holds the
+ * largest record with its header sectors, so a record always fits.  The default is a
+ * 64th of the log, from 2 MiB (format.h JRNL_UNFLUSHED_MAX) to JRNL_WINDOW_DEFAULT_MAX. */
+#define JRNL_WINDOW_MIN (2u * JRNL_MAX_LOGBSIZE)
+#define JRNL_WINDOW_DEFAULT_MAX (64u << 20)
 
 struct jrnl_log_opts {
 	unsigned logbufs;  /* JRNL_MIN_LOGBUFS..JRNL_MAX_LOGBUFS; 0: the most */

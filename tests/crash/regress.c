@@ -668,7 +668,24 @@ static bool b3_may(const struct rg_req *r, const struct rg_req *fw, bool have_fw
 	return !have_fw || r->id < fw->id;
 }
 
-static void b3_one(enum delog_flush_policy pol)
+/* A log of B3_BYTES formatted with a @window-byte unflushed bound, as an image. */
+static void *b3_formatted(uint64_t window)
+{
+	struct iol_dev *dev = rg_sim(B3_BYTES, false, 8, NULL);
+	struct jrnl_format_opts fo = { .sector = 4096, .window = window };
+	void *img = malloc(B3_BYTES);
+
+	cr_assert(img);
+	cr_assert_eq(jrnl_format(dev, &fo, NULL), 0);
+	cr_assert_eq(iol_sim_media(dev, 0, img, B3_BYTES), 0);
+	iol_dev_close(dev);
+	return img;
+}
+
+/* @window: 0 for the log delog_open formats (its default, the legacy 2 MiB here), else
+ * the bound a log formatted beforehand names (JRNL_INCOMPAT_WINDOW): the writer must go
+ * past the legacy bound (it honours the log's) and stop at the log's. */
+static void b3_one(enum delog_flush_policy pol, uint64_t window)
 {
 	struct b3 *w = calloc(1, sizeof(*w));
 	struct rg_trace *t = calloc(1, sizeof(*t));
@@ -685,7 +702,9 @@ static void b3_one(enum delog_flush_policy pol)
 	int err;
 
 	cr_assert(w && t);
-	w->dev = rg_sim(B3_BYTES, true, 9, NULL);
+	img = window ? b3_formatted(window) : NULL;
+	w->dev = rg_sim(B3_BYTES, true, 9, img);
+	free(img);
 	w->pol = pol;
 	ct_drv_start(&d, b3_main, w);
 	rg_run_until(&d, w->dev, &w->phase, 1);
@@ -766,25 +785,32 @@ static void b3_one(enum delog_flush_policy pol)
 	free(img);
 	delog_close(log);
 	iol_dev_close(dev2);
-	cr_assert_leq(furthest, RG_WINDOW,
+	cr_assert_leq(furthest, window ? window : RG_WINDOW,
 		      "%s: %llu bytes written past the durable point, "
 		      "more than the window (L13)",
 		      pn, (unsigned long long)furthest);
+	if (window)
+		cr_assert_gt(furthest, RG_WINDOW, "%s: the writer kept to the legacy window", pn);
 	free(w);
 	free(t);
 }
 
 Test(regress, big_checkpoint_stale_records_sync, .timeout = 40)
 {
-	b3_one(DELOG_FLUSH_SYNC);
+	b3_one(DELOG_FLUSH_SYNC, 0);
 }
 
 Test(regress, big_checkpoint_stale_records_async, .timeout = 40)
 {
-	b3_one(DELOG_FLUSH_ASYNC);
+	b3_one(DELOG_FLUSH_ASYNC, 0);
 }
 
 Test(regress, big_checkpoint_stale_records_single, .timeout = 40)
 {
-	b3_one(DELOG_FLUSH_SINGLE);
+	b3_one(DELOG_FLUSH_SINGLE, 0);
+}
+
+Test(regress, big_checkpoint_stale_records_named_window, .timeout = 40)
+{
+	b3_one(DELOG_FLUSH_SINGLE, 6ull << 20);
 }

@@ -370,6 +370,10 @@ static int sb_expect(const struct jrnl_sb *sb, uint64_t dev_bytes)
 	    sb->log_start != JRNL_LOG_START || sb->log_size % sb->sector_size ||
 	    sb->log_size < MIN_LOG_BYTES || sb->log_size / sb->sector_size > UINT32_MAX)
 		return DELOG_ECORRUPT;
+	if ((sb->incompat & JRNL_INCOMPAT_WINDOW) &&
+	    (sb->window % sb->sector_size || sb->window < JRNL_WINDOW_MIN ||
+	     sb->window > sb->log_size / 2))
+		return DELOG_ECORRUPT;
 	if (sb->log_start + sb->log_size > dev_bytes)
 		return DELOG_ETRUNCATED;
 	return 0;
@@ -406,6 +410,12 @@ static void fuzz_sb(struct fz *f)
 		sb->log_size = MIN_LOG_BYTES + (sb->log_size % (MIN_LOG_BYTES + 4096)) /
 						       sb->sector_size * sb->sector_size;
 	}
+	if ((fl & 128) && sb->sector_size && sb->log_size >= 2) {
+		/* A named window (JRNL_INCOMPAT_WINDOW), mostly in range. */
+		sb->incompat = JRNL_INCOMPAT_WINDOW;
+		sb->window = (JRNL_WINDOW_MIN + sb->window % (sb->log_size / 2)) / sb->sector_size *
+			     sb->sector_size;
+	}
 	if (fl & 2)
 		sb->crc = jrnl_crc32c(0, sb, offsetof(struct jrnl_sb, crc));
 	if (sbdevs[which].bytes >= JRNL_SB_AREA)
@@ -425,7 +435,11 @@ static void fuzz_sb(struct fz *f)
 		FZ_CHECK(g.log_size % g.sector == 0 && g.log_sectors == g.log_size / g.sector);
 		FZ_CHECK(g.log_sectors <= UINT32_MAX && g.log_size >= MIN_LOG_BYTES);
 		FZ_CHECK(g.log_start + g.log_size <= sbdevs[which].bytes);
-		FZ_CHECK(g.version == JRNL_FORMAT_VERSION && g.incompat == 0);
+		FZ_CHECK(g.version == JRNL_FORMAT_VERSION && g.incompat == sb->incompat);
+		FZ_CHECK(g.window_sectors == (sb->incompat & JRNL_INCOMPAT_WINDOW ?
+						      sb->window / sb->sector_size :
+						      jrnl_window_legacy(g.log_sectors, g.sector)));
+		FZ_CHECK(g.window_sectors * 2 <= g.log_sectors);
 		FZ_CHECK(!memcmp(g.uuid, sb->uuid, 16) && g.format_time == sb->format_time);
 	}
 	free(area);

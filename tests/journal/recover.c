@@ -83,8 +83,9 @@ static uint64_t t_off(const struct tlog *t, uint64_t a)
 	return JRNL_LOG_START + (a % t->N) * t->S;
 }
 
-static void t_open_lat(struct tlog *t, uint32_t S, uint64_t log_bytes, uint32_t logbsize,
-		       enum iol_sim_latency lat)
+/* A log of @window bytes' unflushed bound (0: the default) on a disk of latency @lat. */
+static void t_open_full(struct tlog *t, uint32_t S, uint64_t log_bytes, uint32_t logbsize,
+			enum iol_sim_latency lat, uint64_t window)
 {
 	struct iol_sim_opts so = { .size = sizeof(so),
 				   .dev_bytes = JRNL_LOG_START + log_bytes,
@@ -92,7 +93,10 @@ static void t_open_lat(struct tlog *t, uint32_t S, uint64_t log_bytes, uint32_t 
 				   .latency = lat,
 				   .seed = 7 };
 	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
-	struct jrnl_format_opts fo = { .sector = S, .log_size = log_bytes, .uuid = UUID };
+	struct jrnl_format_opts fo = { .sector = S,
+				       .log_size = log_bytes,
+				       .uuid = UUID,
+				       .window = window };
 
 	memset(t, 0, sizeof(*t));
 	cr_assert_eq(iol_dev_open(NULL, &o, &t->dev), 0);
@@ -114,7 +118,7 @@ static void t_open_lat(struct tlog *t, uint32_t S, uint64_t log_bytes, uint32_t 
 
 static void t_open(struct tlog *t, uint32_t S, uint64_t log_bytes, uint32_t logbsize)
 {
-	t_open_lat(t, S, log_bytes, logbsize, IOL_SIM_LAT_NONE);
+	t_open_full(t, S, log_bytes, logbsize, IOL_SIM_LAT_NONE, 0);
 }
 
 static void t_close(struct tlog *t)
@@ -1515,6 +1519,51 @@ Test(recover, stamping_buries_stale_records, .timeout = TO)
 }
 
 /*
+ * A log whose superblock names a window larger than the legacy 2 MiB (JRNL_INCOMPAT_WINDOW):
+ * a record that completed 4 MiB past a torn one, inside that window, is stamped like one
+ * just past the head.  A recovery that stamped only the legacy window would leave it to
+ * come back after the next session writes up to it and crashes.
+ */
+Test(recover, stamping_covers_a_named_window, .timeout = TO)
+{
+	for (int s = 0; s < 2; s++) {
+		struct jrnl_report rep;
+		struct tlog t;
+		uint64_t r6, r7, far = (4ull << 20) / SECTORS[s];
+		uint32_t *w;
+
+		t_open_full(&t, SECTORS[s], 16ull << 20, 32 << 10, IOL_SIM_LAT_NONE, 6ull << 20);
+		cr_assert_eq(t.g.window_sectors, (6ull << 20) / t.S);
+		for (int i = 0; i < 5; i++)
+			t_ckpt_sized(&t, 4);
+		r6 = t.head;
+		r7 = r6 + far;
+		/* R7, completed while every record from R6 on was in flight */
+		t.head = r7;
+		t.prev_lsn = t_lsn(&t, r7 - 4);
+		t.durable = (int64_t)r6;
+		t.next_seq = 7;
+		t_ckpt_sized(&t, 5);
+		t.durable = -1;
+
+		cr_assert_eq(t_recover(&t, false, &rep, &G), 0, "%s", rep.corrupt_what);
+		want_seqs(&G, 1, 5);
+		cr_assert_eq(rep.head_lsn, t_lsn(&t, r6));
+		cr_assert_eq(rep.torn_bytes, (far + 5) * t.S);
+		w = iol_buf_alloc(t.dev, t.S);
+		cr_assert(w);
+		for (uint64_t a = r7; a < r7 + 5; a++) {
+			t_read(&t, a, w, 1);
+			cr_assert_eq(w[0], lap_cycle(a / t.N - 1),
+				     "%u-byte sector %llu not stamped", t.S,
+				     (unsigned long long)(a - r6));
+		}
+		free(w);
+		t_close(&t);
+	}
+}
+
+/*
  * A writer that leaves much of the log unflushed (durable_lsn far behind): damage far
  * from the head, beyond any in-flight window, is still a torn write when it lies after
  * the durable point, and the tail comes from the last good record before it.
@@ -1671,7 +1720,7 @@ Test(recover, chained_reads, .timeout = TO)
 	uint64_t per_req;
 	int n = 0;
 
-	t_open_lat(&t, 4096, 72ull << 20, 256 << 10, IOL_SIM_LAT_NVME);
+	t_open_full(&t, 4096, 72ull << 20, 256 << 10, IOL_SIM_LAT_NVME, 0);
 	iol_sim_trace_enable(t.dev, false);
 	while ((t.head + 64 - t.N) * t.S < (70ull << 20)) {
 		t_ckpt(&t, 3, 60000);
@@ -1947,11 +1996,12 @@ static void w_set(struct tlog *t, struct wwin *w, uint64_t i, int v)
  * session over the first @fill sectors of the window [P, P + W) and the previous lap in
  * the rest, and keep each window sector's versions.
  */
-static void w_build(struct tlog *t, struct wwin *w, uint32_t S, uint64_t P, uint64_t fill)
+static void w_build(struct tlog *t, struct wwin *w, uint32_t S, uint64_t P, uint64_t fill,
+		    uint64_t log_bytes, uint64_t window)
 {
-	t_open(t, S, LOG4M, 32 << 10);
+	t_open_full(t, S, log_bytes, 32 << 10, IOL_SIM_LAT_NONE, window);
 	w->P = P;
-	w->W = jrnl_window_sectors(t->N, S);
+	w->W = t->g.window_sectors;
 	while (P - t->head > t->N / 2) { /* laps of checkpoints, the tail following */
 		t->tail = t->head;
 		t_pad_to(t, t->head + t->N / 4);
@@ -2022,7 +2072,7 @@ static void w_sweep(uint32_t S, const char *what, uint64_t P, uint64_t fill)
 	struct tlog t;
 	char name[96];
 
-	w_build(&t, &w, S, P, fill);
+	w_build(&t, &w, S, P, fill, LOG4M, 0);
 	w_recover(&t, &base);
 	cr_assert_eq(base.err, 0, "%s: %s", what, base.rep.corrupt_what);
 	cr_assert_geq(base.rep.head_lsn, t_lsn(&t, w.P));
@@ -2097,7 +2147,7 @@ static void w_sweep(uint32_t S, const char *what, uint64_t P, uint64_t fill)
 #define W_TEST(name, sector, P, fill)                                                              \
 	Test(recover, window_garbage_##name##_##sector, .timeout = 3600)                           \
 	{                                                                                          \
-		uint64_t N = LOG4M / (sector), W = jrnl_window_sectors(N, (sector));               \
+		uint64_t N = LOG4M / (sector), W = jrnl_window_legacy(N, (sector));                \
 		w_sweep((sector), #name, (P), (fill));                                             \
 	}
 W_TEST(across_end, 4096, 3 * N - W / 2, W - W / 8)
@@ -2112,22 +2162,23 @@ W_TEST(starting_at_last, 512, 3 * N - 1, W / 3)
 /* The whole window torn with each fill, for windows starting and ending at each probe and
  * one sector either side: what the same window old recovers, or (outside the model:
  * nothing in it is torn) the refusals a torn window never causes. */
-static void w_align(uint32_t S)
+static void w_align(uint32_t S, uint64_t log_bytes, uint64_t window, int dmax)
 {
 	static struct outcome o, o2;
-	uint64_t N = LOG4M / S, W = jrnl_window_sectors(N, S);
+	uint64_t N = log_bytes / S, W = window ? window / S : jrnl_window_legacy(N, S);
 
 	for (unsigned k = 0; k < 9; k++) {
 		uint64_t probe = k < 8 ? k * N / 8 : N - 1;
 
 		for (int end = 0; end < 2; end++) {
-			for (int d = -1; d <= 1; d++) {
+			for (int d = -dmax; d <= dmax; d++) {
 				uint64_t P = 3 * N + probe + (uint64_t)d - (end ? W : 0);
 				struct wwin w;
 				struct tlog t;
 				char name[96];
 
-				w_build(&t, &w, S, P, W / 3);
+				w_build(&t, &w, S, P, W / 3, log_bytes, window);
+				cr_assert_eq(w.W, W);
 				for (int f = 0; f < WF_N; f++) {
 					snprintf(name, sizeof(name),
 						 "%u-byte, window %s probe %u %+d, %s", S,
@@ -2153,12 +2204,21 @@ static void w_align(uint32_t S)
 
 Test(recover, window_whole_at_probes_4096, .timeout = 3600)
 {
-	w_align(4096);
+	w_align(4096, LOG4M, 0, 1);
 }
 
 Test(recover, window_whole_at_probes_512, .timeout = 3600)
 {
-	w_align(512);
+	w_align(512, LOG4M, 0, 1);
+}
+
+/* The same, at the probes themselves, with windows of their own in the superblock
+ * (JRNL_INCOMPAT_WINDOW): half of a 6 MiB log, larger than the legacy 2 MiB, which a
+ * search that ignored the superblock would miss, and the least window. */
+Test(recover, window_whole_at_probes_named_window, .timeout = 3600)
+{
+	w_align(4096, 6ull << 20, 3ull << 20, 0);
+	w_align(4096, LOG4M, JRNL_WINDOW_MIN, 0);
 }
 
 /*

@@ -1,6 +1,6 @@
 /*
- * format.c - `delog format PATH --size N [--sector 512|4096] [--force] [--mode M]`: make
- * a new log on a file or a block device.
+ * format.c - `delog format PATH --size N [--sector 512|4096] [--window W] [--force]
+ * [--mode M]`: make a new log on a file or a block device.
  *
  * What it guarantees, and why:
  *  - Nothing is destroyed by accident.  An existing delog log (any superblock whose
@@ -26,6 +26,8 @@
  *  - --size is the size of the log area; the superblock area (4 KiB) comes in front of
  *    it, so a new file is --size + 4 KiB.  Without --size an existing file or device is
  *    used whole.  A file this command created is removed again if formatting fails.
+ *  - --window sets the log's unflushed bound (docs/FORMAT.md), checked against the log's
+ *    size before anything is written; without it jrnl_format's default applies.
  *  - A sector smaller than the device's physical block is refused, --force or not
  *    (jrnl_sector_check): the device writes whole physical blocks, and one torn inside
  *    could garble the log's sectors written before the record in flight.
@@ -55,8 +57,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: delog format PATH [--size N] [--sector 512|4096] [--force] [--mode OCTAL]\n"
-		"                   [--backend B] [--json]\n");
+		"usage: delog format PATH [--size N] [--sector 512|4096] [--window W] [--force]\n"
+		"                   [--mode OCTAL] [--backend B] [--json]\n");
 }
 
 static void help(void)
@@ -70,6 +72,11 @@ static void help(void)
 	       "                     default for an existing one: all of it\n"
 	       "      --sector S     log sector size, 512 or 4096 (default 4096); not below\n"
 	       "                     the device's physical block\n"
+	       "      --window W     the unflushed bound: how far past the durable point\n"
+	       "                     the writer may go before it waits for a flush, and what\n"
+	       "                     recovery reads and rewrites around the head (%llu KiB to\n"
+	       "                     half the log, a multiple of the sector; default: a 64th\n"
+	       "                     of the log, from 2 MiB to 64 MiB)\n"
 	       "  -f, --force        overwrite an existing log or a device that holds data\n"
 	       "  -m, --mode OCTAL   permissions of a new file (default 0600, less the umask)\n"
 	       "  -b, --backend B    I/O backend: uring, aio, psync (default: best available)\n"
@@ -80,7 +87,7 @@ static void help(void)
 	       "when it is a terminal).  A refused format leaves PATH as it found it; a\n"
 	       "failed one removes a file it created and cuts a file it grew back to its\n"
 	       "size.  Exit status: 0 formatted, 1 refused or failed, 2 usage error.\n",
-	       (unsigned long long)(MIN_LOG >> 20));
+	       (unsigned long long)(MIN_LOG >> 20), (unsigned long long)(JRNL_WINDOW_MIN >> 10));
 }
 
 /* Does @dev hold anything: a delog superblock (described in @what) or non-zero bytes? */
@@ -180,6 +187,7 @@ static void undo_grow(const char *path, const struct stat *orig)
 struct fmt {
 	const char *path, *backend;
 	uint64_t size, sector; /* --size (0: not given), --sector */
+	uint64_t window;       /* --window (0: not given) */
 	unsigned mode;
 	bool force, json;
 	bool created, grown; /* PATH was created (as @tmp), or grown from @orig */
@@ -221,6 +229,7 @@ static int parse_args(int argc, char **argv, struct fmt *f)
 	static const struct option lopts[] = {
 		{ "size", required_argument, NULL, 's' },
 		{ "sector", required_argument, NULL, 'S' },
+		{ "window", required_argument, NULL, 'W' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "backend", required_argument, NULL, 'b' },
@@ -228,7 +237,7 @@ static int parse_args(int argc, char **argv, struct fmt *f)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *size_arg = NULL;
+	const char *size_arg = NULL, *window_arg = NULL;
 	int ch;
 
 	optind = 0;
@@ -245,6 +254,9 @@ static int parse_args(int argc, char **argv, struct fmt *f)
 					optarg);
 				return TOOL_EXIT_USAGE;
 			}
+			break;
+		case 'W':
+			window_arg = optarg; /* checked below, against --sector */
 			break;
 		case 'f':
 			f->force = true;
@@ -280,6 +292,9 @@ static int parse_args(int argc, char **argv, struct fmt *f)
 	f->path = argv[optind];
 	if (size_arg && tool_parse_size("format", "--size", size_arg, MIN_LOG, 0, f->sector,
 					"the smallest log", &f->size))
+		return TOOL_EXIT_USAGE;
+	if (window_arg && tool_parse_size("format", "--window", window_arg, JRNL_WINDOW_MIN, 0,
+					  f->sector, "the least window", &f->window))
 		return TOOL_EXIT_USAGE;
 	return -1;
 }
@@ -446,6 +461,14 @@ static int format_dev(struct fmt *f, struct jrnl_geom *g)
 	fo.sector = (uint32_t)sector;
 	fo.log_size = size ? size :
 			     (iol_dev_geom(dev)->size_bytes - DELOG_SB_BYTES) / sector * sector;
+	fo.window = f->window;
+	if (fo.window > fo.log_size / 2) {
+		fail(f, -EINVAL, false,
+		     "--window %" PRIu64 ": more than half the %" PRIu64 "-byte log", fo.window,
+		     fo.log_size);
+		err = -EINVAL;
+		goto fail;
+	}
 	if (isatty(STDERR_FILENO)) {
 		fo.progress = fmt_progress;
 		fo.progress_arg = &prog;

@@ -191,6 +191,9 @@ void tool_print_geom(FILE *f, const char *path, const struct jrnl_geom *g)
 	fprintf(f, "  log %s at byte %" PRIu64 ": %" PRIu64 " sectors of %u bytes\n",
 		fmt_bytes(g->log_size, size, sizeof(size)), g->log_start, g->log_sectors,
 		g->sector);
+	fprintf(f, "  unflushed window %s (%s)\n",
+		fmt_bytes(g->window_sectors * g->sector, size, sizeof(size)),
+		g->incompat & JRNL_INCOMPAT_WINDOW ? "named in the superblock" : "the legacy one");
 }
 
 void tool_json_geom(struct json *j, const char *key, const struct jrnl_geom *g)
@@ -205,6 +208,7 @@ void tool_json_geom(struct json *j, const char *key, const struct jrnl_geom *g)
 	json_u64(j, "log_start", g->log_start);
 	json_u64(j, "log_size", g->log_size);
 	json_u64(j, "log_sectors", g->log_sectors);
+	json_u64(j, "window_bytes", g->window_sectors * g->sector);
 	json_u64(j, "format_time", g->format_time);
 	json_obj_end(j);
 }

@@ -112,6 +112,10 @@ static void print_text(struct crash *cr, double secs)
 	       cr->cv_log_min >> 10, cr->cv_log_max >> 10, cr->cv_sectors & 1 ? " 512" : "",
 	       cr->cv_sectors & 2 ? " 4096" : "", cr->cv_ring_min >> 10, cr->cv_ring_max >> 10,
 	       cr->cv_gate_rounds);
+	printf("                    unflushed windows %" PRIu64 "..%" PRIu64 " KiB (%" PRIu64
+	       " rounds naming one at format)\n",
+	       cr->cv_win_min == UINT64_MAX ? 0 : cr->cv_win_min >> 10, cr->cv_win_max >> 10,
+	       cr->cv_win_named);
 	printf("                    largest checkpoint recovered %" PRIu64 " bytes (%.2f x its "
 	       "round's ring; %" PRIu64 " images with one larger than the ring, %" PRIu64
 	       " larger than 2 MiB)\n",
@@ -245,6 +249,9 @@ static void print_json(struct crash *cr, double secs, int err, const char *what)
 	json_obj_begin(&j, "coverage");
 	json_u64(&j, "log_bytes_min", cr->cv_log_min == UINT64_MAX ? 0 : cr->cv_log_min);
 	json_u64(&j, "log_bytes_max", cr->cv_log_max);
+	json_u64(&j, "window_bytes_min", cr->cv_win_min == UINT64_MAX ? 0 : cr->cv_win_min);
+	json_u64(&j, "window_bytes_max", cr->cv_win_max);
+	json_u64(&j, "window_named_rounds", cr->cv_win_named);
 	json_u64(&j, "ring_bytes_min", cr->cv_ring_min == UINT64_MAX ? 0 : cr->cv_ring_min);
 	json_u64(&j, "ring_bytes_max", cr->cv_ring_max);
 	json_bool(&j, "sector_512", cr->cv_sectors & 1);
@@ -536,6 +543,7 @@ static int run_start(struct crash *cr, char *why, size_t len)
 						CR_LOG_BYTES);
 	cr->sector = cr->sector_opt ? cr->sector_opt : 4096;
 	cr->cv_log_min = cr->cv_ring_min = cr->cv_min_free = cr->cv_sess_min = UINT64_MAX;
+	cr->cv_win_min = UINT64_MAX;
 	cr->old = malloc(cr->dev_max);
 	cr->newimg = malloc(cr->dev_max);
 	cr->h_sec = calloc(cr->dev_max / 512, sizeof(*cr->h_sec));

@@ -225,6 +225,8 @@ struct wl {
 	bool track;           /* DELOG_OPEN_TRACK_ITEMS: item_written, per-key oracle */
 	unsigned written_1in; /* durable transactions whose unique items are written */
 	unsigned sessions;    /* sessions of the chain: crash, reopen, continue */
+	uint64_t window;      /* the unflushed bound named at format (jrnl_format_opts;
+			       * 0: the default), drawn by random and window */
 	/* The liveness workload (zero elsewhere, so the others draw what they drew). */
 	unsigned under_1in; /* blocking transactions reserving less than they log */
 	bool under_first;   /* ... only their first item (else all but the last) */
@@ -282,7 +284,8 @@ struct round {
 	bool gate;          /* the disk is opened with the flush gate (flush_gate) */
 	unsigned dev_flags; /* CT_DEV_*: the gate, and in gated rounds its variants */
 	uint64_t log_bytes, dev_bytes;
-	unsigned session;                         /* of the chain, from 0 */
+	uint64_t window_bytes; /* the unflushed bound the format wrote (its geometry's) */
+	unsigned session;      /* of the chain, from 0 */
 	uint32_t start_n[CR_MAX_CLIENTS];         /* first transaction of this session */
 	_Atomic uint64_t *seqs[CR_MAX_CLIENTS];   /* [1..txs]: checkpoint of the commit */
 	_Atomic uint8_t *sess[CR_MAX_CLIENTS];    /* [1..txs]: session of that commit */
@@ -469,6 +472,7 @@ struct crash {
 	uint64_t last_cp_t, f_last_eagain;
 	/* coverage, every workload (print_text's "coverage" lines) */
 	uint64_t cv_log_min, cv_log_max, cv_ring_min, cv_ring_max, cv_min_free, cv_laps;
+	uint64_t cv_win_min, cv_win_max, cv_win_named; /* windows run; rounds naming one */
 	uint64_t cv_max_ck, cv_max_ck_win, cv_over_win, cv_over_2m, cv_track_rounds;
 	uint64_t cv_gate_rounds; /* rounds whose disk had the flush gate */
 	uint64_t cv_item_writes, cv_eagain, cv_nowait_ok, cv_chains, cv_sess_min, cv_sess_max;

@@ -29,17 +29,22 @@ void cr_progress(struct crash *cr, bool end)
 	fflush(stderr);
 }
 
-static int format_image(const struct round *rd, unsigned char *img)
+static int format_image(struct round *rd, unsigned char *img)
 {
-	struct jrnl_format_opts fo = { .sector = rd->sector, .log_size = rd->log_bytes };
+	struct jrnl_format_opts fo = { .sector = rd->sector,
+				       .log_size = rd->log_bytes,
+				       .window = rd->wl.window };
 	struct iol_dev *dev = ct_sim_dev(rd->dev_bytes, rd->sector, rd->seed, false, 0, NULL);
+	struct jrnl_geom g;
 	int err;
 
 	if (!dev)
 		return -ENOMEM;
-	err = jrnl_format(dev, &fo, NULL);
-	if (!err)
+	err = jrnl_format(dev, &fo, &g);
+	if (!err) {
+		rd->window_bytes = g.window_sectors * g.sector;
 		err = iol_sim_media(dev, 0, img, rd->dev_bytes);
+	}
 	iol_dev_close(dev);
 	return err;
 }
@@ -264,10 +269,14 @@ static void round_budget(struct crash *cr)
 /* The coverage figures of the report: the geometries and features this round has. */
 static void round_coverage(struct crash *cr, const struct round *rd)
 {
-	uint64_t ring = (uint64_t)rd->wl.logbufs * rd->wl.logbsize;
+	uint64_t ring = (uint64_t)rd->wl.logbufs * rd->wl.logbsize, win;
 
 	cr->cv_log_min = rd->log_bytes < cr->cv_log_min ? rd->log_bytes : cr->cv_log_min;
 	cr->cv_log_max = rd->log_bytes > cr->cv_log_max ? rd->log_bytes : cr->cv_log_max;
+	win = rd->window_bytes;
+	cr->cv_win_min = win < cr->cv_win_min ? win : cr->cv_win_min;
+	cr->cv_win_max = win > cr->cv_win_max ? win : cr->cv_win_max;
+	cr->cv_win_named += rd->wl.window != 0;
 	cr->cv_ring_min = ring < cr->cv_ring_min ? ring : cr->cv_ring_min;
 	cr->cv_ring_max = ring > cr->cv_ring_max ? ring : cr->cv_ring_max;
 	cr->cv_sectors |= rd->sector == 512 ? 1u : 2u;

@@ -140,6 +140,10 @@ static void wl_random(struct wl *w, uint64_t *r, uint32_t sector)
 			w->big_min = w->big_max;
 	}
 	w->sessions = (unsigned)rnd_in(r, 3, 4);
+	/* A third of the rounds name an unflushed window (drawn last, so seeds keep
+	 * the rounds they had): from the least to half the log, around the legacy one. */
+	if (rnd(r) % 3 == 0)
+		w->window = rnd_in(r, JRNL_WINDOW_MIN >> 16, w->log_bytes / 2 >> 16) << 16;
 }
 
 /* The "window" workload (wl_pick): @r draws it, *@laps how far it writes. */
@@ -171,6 +175,18 @@ static void wl_window(struct wl *w, uint64_t *r, double *laps)
 		 * 4 MiB log reaches only when the controller holds a commit back. */
 		w->log_bytes = 12ull << 20;
 		*laps = 2.5;
+	}
+	/* Windows named at format: the least (bound flushes every 512 KiB), or half the
+	 * log, which on the 12 MiB log is three times the legacy 2 MiB. */
+	switch (rnd(r) % 3) {
+	case 0:
+		w->window = JRNL_WINDOW_MIN;
+		break;
+	case 1:
+		w->window = w->log_bytes / 2;
+		break;
+	default:
+		break;
 	}
 }
 
