@@ -13,6 +13,8 @@
 #    on a disk without FUA; = on sim, shared by the flush gate on a file), and the disk's own counter (disk_flushes) is a number on
 #    every delog row when the document names a disk, else null (its agreement with
 #    delog's count is a benchmark result: other processes flush the same disk).
+#    The same on the sim's SATA profile (--backend sim), whose fio job and fio+flush run
+#    on another sim disk: both rows there, and the flush target (single) in the document.
 # 2. The human output with --no-fio: the table, and that fio was skipped.
 # 3. Usage errors exit 2 and create nothing.
 # Exit 0 pass, 1 fail, 77 skip (ctest SKIP_RETURN_CODE), with the reason on stderr.
@@ -121,6 +123,26 @@ EOF
 [ -e "$TMP/stream.log" ] && fail "the bench file was not removed"
 [ "$HAVE_FIO" = 1 ] || echo "note: fio is not installed; the fio row was not checked" >&2
 
+# 1b. The sim's SATA profile: fio's job runs on another sim disk, so both references are
+#    there whether fio is installed or not; the flush target names single.
+expect_rc 0 "stream bench on the sim" "$DELOG" bench $TINY --backend sim --policy single --json
+python3 - "$TMP/out" <<'EOF' || fail "--backend sim --json output has bad values"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["error"] is None and doc["backend"] == "sim", doc["error"]
+assert doc["sim_profile"] == "sata" and doc["fio"]["on_sim"] and doc["fio"]["ran"], doc["fio"]
+rows = doc["rows"]
+for kind in ("fio", "fio-flush"):
+    got = [r for r in rows if r["policy"] == kind]
+    assert len(got) == 1 and got[0]["mb_per_s"] > 0, (kind, got)
+d = [r for r in rows if r["policy"] == "single"]
+assert len(d) == 1 and d[0]["mb_per_s"] > 0 and d[0]["ratio"] > 0, d
+ft = doc["flush_target"]
+assert ft["policy"] == "single" and ft["target_flushes_per_checkpoint"] == 1.5, ft
+assert ft["flushes_per_checkpoint"] == doc["summary"][0]["flushes_per_checkpoint"], ft
+assert isinstance(ft["met"], bool) and isinstance(doc["target_met"], bool), ft
+EOF
+
 # 2. Human output without fio.
 expect_rc 0 "stream bench, human output, --no-fio" "$DELOG" bench $TINY --policy single \
 	--no-fio
@@ -138,7 +160,11 @@ expect_rc 2 "--passes 0" "$DELOG" bench --workload stream --passes 0
 expect_rc 2 "--policy bogus" "$DELOG" bench --workload stream --policy single,bogus
 expect_rc 2 "--time 0" "$DELOG" bench --workload stream --time 0
 expect_rc 2 "--logbsize 3K" "$DELOG" bench --workload stream --logbsize 3K
-expect_rc 2 "--backend sim" "$DELOG" bench --workload stream --backend sim
+expect_rc 2 "--backend sim with a PATH" "$DELOG" bench --workload stream --backend sim "$TMP/x"
+expect_rc 2 "--sim-profile without --backend sim" "$DELOG" bench --workload stream \
+	--sim-profile sata
+expect_rc 2 "--sim-profile bogus" "$DELOG" bench --workload stream --backend sim \
+	--sim-profile bogus
 [ -z "$(ls -A "$TMP" | grep -v '^out$' | grep -v '^err$')" ] ||
 	fail "a run left a file: $(ls -A "$TMP")"
 

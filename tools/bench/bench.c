@@ -35,6 +35,7 @@
 #include "bench.h"
 
 #include "io.h"
+#include "io_sim.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -330,6 +331,28 @@ void bench_dev_opts(const struct bench *b, struct iol_dev_opts *o, char *msg, si
 	o->errmsg_len = len;
 	if (len)
 		msg[0] = '\0';
+}
+
+int bench_sim_open(struct bench *b, uint64_t bytes, int lat, struct iol_dev **dev)
+{
+	struct iol_sim_opts so = { .size = sizeof(so),
+				   .dev_bytes = bytes,
+				   .sector = 4096,
+				   .seed = 1,
+				   .latency = (enum iol_sim_latency)lat };
+	struct iol_dev_opts dopts;
+	char msg[512];
+	int err;
+
+	bench_dev_opts(b, &dopts, msg, sizeof(msg));
+	dopts.sim = &so;
+	err = iol_dev_open(NULL, &dopts, dev);
+	if (err) {
+		bench_fail(b, err, "sim", "%s", msg[0] ? msg : tool_strerror(err));
+		return err;
+	}
+	iol_sim_trace_enable(*dev, false);
+	return 0;
 }
 
 /* tmpfs and ramfs refuse O_DIRECT: say so before allocating anything there. */

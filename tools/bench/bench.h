@@ -113,6 +113,10 @@ int bench_target_open(struct bench *b, uint64_t bytes);
 /* iol_dev_opts for the target on the chosen backend, errors into @msg. */
 void bench_dev_opts(const struct bench *b, struct iol_dev_opts *o, char *msg, size_t len);
 
+/* A new sim disk (--backend sim) of @bytes, 4096-byte sectors, latency profile @lat (enum
+ * iol_sim_latency), its event trace off.  0, or a negative errno after bench_fail. */
+int bench_sim_open(struct bench *b, uint64_t bytes, int lat, struct iol_dev **dev);
+
 /* A stop signal (SIGINT, SIGTERM, SIGHUP, SIGPIPE) is pending: stop, clean up, return. */
 bool bench_interrupted(const struct bench *b);
 

@@ -213,24 +213,7 @@ struct delog_options fb_log_opts(const struct fb_env *e, enum delog_flush_policy
 
 int fb_sim_open(struct fb_env *e, uint64_t bytes, struct iol_dev **dev)
 {
-	struct iol_sim_opts so = { .size = sizeof(so),
-				   .dev_bytes = bytes,
-				   .sector = 4096,
-				   .seed = 1,
-				   .latency = e->lat };
-	struct iol_dev_opts dopts;
-	char msg[512];
-	int err;
-
-	bench_dev_opts(e->b, &dopts, msg, sizeof(msg));
-	dopts.sim = &so;
-	err = iol_dev_open(NULL, &dopts, dev);
-	if (err) {
-		bench_fail(e->b, err, "sim", "%s", msg[0] ? msg : tool_strerror(err));
-		return err;
-	}
-	iol_sim_trace_enable(*dev, false);
-	return 0;
+	return bench_sim_open(e->b, bytes, (int)e->lat, dev);
 }
 
 int fb_log_open(struct fb_env *e, enum delog_flush_policy p, delog **log, struct iol_dev **simdev)
