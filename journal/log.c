@@ -102,15 +102,15 @@
  *       nothing is buffered) and a flush.  plan_op keeps the header sectors of such a
  *       record free, so a cover always fits.  With no_flush (the unsafe `none` policy,
  *       which never flushes) completion stands in for durability here.
- *  (L13) The unflushed bound (format.h JRNL_UNFLUSHED_MAX): a record is submitted only if
- *       it ends at most `window` sectors past durable_lsn.  Otherwise it waits while
- *       the earlier records complete and a flush issued for them (bound_flush) makes
- *       them durable.  Recovery relies on it: every sector more than the window before
- *       the furthest write is stable, and its stamping past the head covers every
- *       record the crashed session may have left there.  Checkpoints larger than the
- *       window therefore cost at least one flush per window; a stream of them costs
- *       about two (a flush covers only the records complete when it was issued:
- *       `delog bench --workload stream` shows about 1 MiB per flush).  Not with no_flush.
+ *  (L13) The unflushed bound: a record is submitted only if it ends at most `window`
+ *       sectors past durable_lsn, the log's window fixed at format (jrnl_geom
+ *       window_sectors, format.h).  Otherwise it waits while the earlier records
+ *       complete and a flush issued for them (bound_flush) makes them durable.
+ *       Recovery relies on it: every sector more than the window before the furthest
+ *       write is stable, and its stamping past the head covers every record the crashed
+ *       session may have left there.  Checkpoints larger than the window therefore cost
+ *       a flush per window or more (a flush covers only the records complete when it
+ *       was issued), which is why a large log gets a large window.  Not with no_flush.
  *  (L14) Flush results are taken in issue order, for every pairing of standalone flushes
  *       (jflush) and flagged records (PREFLUSH and/or FUA, whose flush the device or the
  *       flush gate performs).  After a failed flush the device cache is unknown: a
