@@ -45,6 +45,13 @@
  *       are appended as they arrive, so they are in ticket order except where
  *       concurrent commits crossed; cil_ctx_order sorts the few that did and merges
  *       the shards.
+ *  (CIL7) Copies: an item of CIL_OWN_MIN bytes or more gets a buffer of its own in
+ *       delog_tx_log, and the commit hands that buffer to the CIL item instead of
+ *       copying it into the shard's arena; a relogged key frees the copy it replaces,
+ *       and the context frees the rest at its reset, after the checkpoint was written.
+ *       So a large item is copied twice inside delog (into the transaction, into a log
+ *       buffer), which is what streaming large items costs in CPU.  Small items share
+ *       the arena: a buffer each would cost more in malloc than the copy saves.
  */
 #include "engine_private.h"
 
@@ -64,6 +71,8 @@ void cil_ctx_reset(struct cil_ctx *c)
 	for (unsigned i = 0; i < CIL_SHARDS; i++) {
 		struct cil_shard *s = &c->shard[i];
 
+		for (size_t k = 0; k < s->n; k++)
+			free(s->items[k].own); /* CIL7 */
 		if (s->n)
 			memset(s->slots, 0, s->nslots * sizeof(*s->slots));
 		s->n = 0;
@@ -88,6 +97,8 @@ void cil_ctx_reset(struct cil_ctx *c)
 void cil_ctx_destroy(struct cil_ctx *c)
 {
 	for (unsigned i = 0; i < CIL_SHARDS; i++) {
+		for (size_t k = 0; k < c->shard[i].n; k++)
+			free(c->shard[i].items[k].own);
 		free(c->shard[i].items);
 		free(c->shard[i].slots);
 		free(c->shard[i].arena);
@@ -149,10 +160,26 @@ static int arena_take(struct cil_shard *s, uint32_t len, uint64_t *off)
 	return 0;
 }
 
-/* Insert or replace one item (shard lock held).  *@delta gets the cost change. */
+/* Put @data (@len bytes) in @it's arena place, growing it if needed. */
+static int shard_copy(struct cil_shard *s, struct cil_item *it, const void *data, uint32_t len)
+{
+	int err;
+
+	if (len > it->cap) {
+		if ((err = arena_take(s, len, &it->off)))
+			return err;
+		it->cap = len;
+	}
+	if (len) /* an empty item may have no arena and no data */
+		memcpy(s->arena + it->off, data, len);
+	return 0;
+}
+
+/* Insert or replace one item (shard lock held): its data is *@own, taken over (CIL7:
+ * *@own is NULL afterwards), or else @data, copied.  *@delta gets the cost change. */
 static int shard_put(struct cil_shard *s, uint64_t hash, uint64_t key, uint64_t order,
-		     const void *data, uint32_t len, const struct jrnl_log *jl, int64_t *delta,
-		     int64_t *ddelta, bool *relogged)
+		     unsigned char **own, const void *data, uint32_t len, const struct jrnl_log *jl,
+		     int64_t *delta, int64_t *ddelta, bool *relogged)
 {
 	struct cil_item *it;
 	uint32_t tag;
@@ -170,14 +197,12 @@ static int shard_put(struct cil_shard *s, uint64_t hash, uint64_t key, uint64_t 
 			*delta = (int64_t)jrnl_grant_item_cost(jl, len) -
 				 (int64_t)jrnl_grant_item_cost(jl, it->len);
 			*ddelta = (int64_t)len - (int64_t)it->len;
+			if (!*own && (err = shard_copy(s, it, data, len)))
+				return err;
+			free(it->own); /* the copy it replaces (CIL7) */
+			it->own = *own;
+			*own = NULL;
 			s->data_bytes = s->data_bytes - it->len + len;
-			if (len > it->cap) {
-				if ((err = arena_take(s, len, &it->off)))
-					return err;
-				it->cap = len;
-			}
-			if (len)
-				memcpy(s->arena + it->off, data, len);
 			it->len = len;
 			return 0;
 		}
@@ -195,11 +220,14 @@ static int shard_put(struct cil_shard *s, uint64_t hash, uint64_t key, uint64_t 
 	it = &s->items[s->n];
 	it->key = key;
 	it->order = order;
-	it->len = it->cap = len;
-	if ((err = arena_take(s, len, &it->off)))
+	it->len = len;
+	it->cap = 0;
+	it->off = 0;
+	it->own = NULL;
+	if (!*own && (err = shard_copy(s, it, data, len)))
 		return err;
-	if (len) /* an empty item may have no arena and no data */
-		memcpy(s->arena + it->off, data, len);
+	it->own = *own;
+	*own = NULL;
 	s->slots[h].idx = (uint32_t)(s->n + 1);
 	s->slots[h].tag = tag;
 	s->n++;
@@ -211,21 +239,23 @@ static int shard_put(struct cil_shard *s, uint64_t hash, uint64_t key, uint64_t 
 }
 
 /* Insert the items of @tx into @c (ctx_lock held for read).  *@cost_delta gets the
- * change of the context's charge. */
-static int cil_insert(struct cil_ctx *c, const struct delog_tx *tx, const struct jrnl_log *jl,
-		      int64_t *cost_delta)
+ * change of the context's charge, *@copied_out the item bytes copied (CIL7). */
+static int cil_insert(struct cil_ctx *c, struct delog_tx *tx, const struct jrnl_log *jl,
+		      int64_t *cost_delta, uint64_t *copied_out)
 {
 	int64_t total = 0, delta, ddelta, dbytes = 0;
 	uint64_t added = 0, relog = 0, ticket = atomic_fetch_add(&c->tickets, 1); /* CIL6 */
+	uint64_t copied = 0;
 	bool relogged;
 	int err = 0;
 
 	for (size_t i = 0; i < tx->n && !err; i++) {
 		uint64_t hash = key_hash(tx->items[i].key);
 		struct cil_shard *s = &c->shard[cil_shard_of(hash)];
+		bool owned = tx->items[i].own;
 
 		pthread_mutex_lock(&s->lock);
-		err = shard_put(s, hash, tx->items[i].key, ticket << 32 | i,
+		err = shard_put(s, hash, tx->items[i].key, ticket << 32 | i, &tx->items[i].own,
 				tx->data + tx->items[i].off, tx->items[i].len, jl, &delta, &ddelta,
 				&relogged);
 		pthread_mutex_unlock(&s->lock);
@@ -237,6 +267,8 @@ static int cil_insert(struct cil_ctx *c, const struct delog_tx *tx, const struct
 			relog++;
 		else
 			added++;
+		if (!owned)
+			copied += tx->items[i].len;
 	}
 	/* An -ENOMEM part way leaves the items inserted so far in the checkpoint: they
 	 * are whole items, and the caller shuts the log down (atomicity is gone). */
@@ -246,6 +278,7 @@ static int cil_insert(struct cil_ctx *c, const struct delog_tx *tx, const struct
 	atomic_fetch_add(&c->relogged, relog);
 	atomic_fetch_add(&c->ntx, 1);
 	*cost_delta = total;
+	*copied_out = copied;
 	return err;
 }
 
@@ -287,7 +320,10 @@ int cil_ctx_order(struct cil_ctx *c, cil_item_fn fn, void *arg)
 		}
 		if (!min)
 			return 0;
-		if ((err = fn(arg, min, c->shard[ms].arena)))
+		if ((err = fn(arg, min,
+			      min->own ? min->own :
+			      min->len ? c->shard[ms].arena + min->off :
+					 NULL)))
 			return err;
 		pos[ms]++;
 	}
@@ -375,6 +411,7 @@ int delog_tx_logv(delog_tx *tx, uint64_t key, const struct iovec *iov, int iovcn
 {
 	struct delog *log;
 	uint64_t off, cost, icost;
+	unsigned char *own = NULL;
 	uint32_t len = 0;
 	size_t dup;
 	int err;
@@ -430,6 +467,20 @@ int delog_tx_logv(delog_tx *tx, uint64_t key, const struct iovec *iov, int iovcn
 		tx->items = p;
 		tx->cap = cap;
 	}
+	if (len >= CIL_OWN_MIN) {
+		/* (CIL7) A buffer of its own, which the commit hands to the CIL. */
+		own = malloc(len);
+		if (!own)
+			return -ENOMEM;
+		off = 0;
+		for (int i = 0; i < iovcnt; i++) {
+			if (iov[i].iov_len)
+				memcpy(own + off, iov[i].iov_base, iov[i].iov_len);
+			off += iov[i].iov_len;
+		}
+		off = 0;
+		goto add;
+	}
 	off = tx->data_len;
 	if (off + len > tx->data_cap) {
 		uint64_t cap = tx->data_cap ? tx->data_cap : 1024;
@@ -448,23 +499,30 @@ int delog_tx_logv(delog_tx *tx, uint64_t key, const struct iovec *iov, int iovcn
 			memcpy(tx->data + tx->data_len, iov[i].iov_base, iov[i].iov_len);
 		tx->data_len += iov[i].iov_len;
 	}
+add:
 	if (dup < tx->n) {
+		free(tx->items[dup].own);
 		memmove(&tx->items[dup], &tx->items[dup + 1],
 			(tx->n - dup - 1) * sizeof(*tx->items));
 		tx->n--;
 	}
 	tx->cost = cost;
 	tx->items[tx->n].key = key;
+	tx->items[tx->n].own = own;
 	tx->items[tx->n].off = off;
 	tx->items[tx->n].len = len;
 	tx->n++;
 	tx->cost += icost;
 	atomic_fetch_add_explicit(&log->st_items, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&log->st_logged_bytes, len, memory_order_relaxed);
+	atomic_fetch_add_explicit(&log->st_copied_bytes, len, memory_order_relaxed);
 	return 0;
 }
 
 static void tx_free(struct delog_tx *tx)
 {
+	for (size_t i = 0; i < tx->n; i++)
+		free(tx->items[i].own); /* those the commit did not take (CIL7) */
 	free(tx->items);
 	free(tx->data);
 	free(tx);
@@ -496,7 +554,7 @@ int delog_tx_commit(delog_tx *tx, uint64_t *seq)
 	struct delog *log;
 	struct cil_ctx *c;
 	int64_t delta = 0;
-	uint64_t cseq, ctx_seq, cost;
+	uint64_t cseq, ctx_seq, cost, copied = 0;
 	int err = 0;
 
 	error_enter(__func__);
@@ -522,7 +580,7 @@ int delog_tx_commit(delog_tx *tx, uint64_t *seq)
 	if (atomic_load(&log->error))
 		err = DELOG_ESHUTDOWN;
 	else if (tx->n)
-		err = cil_insert(c, tx, log->jl, &delta);
+		err = cil_insert(c, tx, log->jl, &delta, &copied);
 	if (!err && !tx->n && !atomic_load(&c->ntx))
 		cseq--; /* nothing open: the last checkpoint is the one to force */
 	cost = atomic_load(&c->cost);
@@ -535,6 +593,7 @@ int delog_tx_commit(delog_tx *tx, uint64_t *seq)
 		log_shutdown(log, err);
 	if (err == DELOG_ESHUTDOWN)
 		err = log_shutdown_why(log);
+	atomic_fetch_add_explicit(&log->st_copied_bytes, copied, memory_order_relaxed);
 	if (!err) {
 		atomic_fetch_add_explicit(&log->st_tx, 1, memory_order_relaxed);
 		if (seq)

@@ -47,10 +47,15 @@ static inline uint64_t key_hash(uint64_t k)
 
 /* ---- cil.c ---- */
 
+/* Items of at least this many bytes own their buffer from delog_tx_log to the context's
+ * reset, never copied by the commit (cil.c CIL7). */
+#define CIL_OWN_MIN (64u << 10)
+
 struct cil_item {
 	uint64_t key;
-	uint64_t off;      /* data offset in the shard's arena */
-	uint32_t len, cap; /* bytes used, bytes available at off */
+	unsigned char *own; /* the item's own buffer (CIL7), else NULL: in the arena */
+	uint64_t off;       /* data offset in the shard's arena (without own) */
+	uint32_t len, cap;  /* bytes used, bytes available at off */
 	/* Its place in the checkpoint (cil.c CIL6): the commit ticket of the transaction
 	 * that first logged the key into this context, << 32, | its index in it. */
 	uint64_t order;
@@ -86,9 +91,11 @@ struct cil_ctx {
 	struct cil_shard shard[CIL_SHARDS];
 };
 
-/* One item of an open transaction: its copy is at data + off in struct delog_tx. */
+/* One item of an open transaction: its copy is at data + off in struct delog_tx, or in
+ * its own buffer if it is large (CIL7). */
 struct tx_item {
 	uint64_t key;
+	unsigned char *own;
 	uint64_t off;
 	uint32_t len;
 };
@@ -107,8 +114,9 @@ struct delog_tx {
 void cil_ctx_init(struct cil_ctx *c);
 void cil_ctx_reset(struct cil_ctx *c);
 /* Call @fn for each item of the swapped-out context @c in checkpoint order (cil.c CIL6)
- * with the arena of its shard; stops at, and returns, the first nonzero return. */
-typedef int (*cil_item_fn)(void *arg, const struct cil_item *it, const unsigned char *arena);
+ * with its data (NULL for an empty item); stops at, and returns, the first nonzero
+ * return. */
+typedef int (*cil_item_fn)(void *arg, const struct cil_item *it, const unsigned char *data);
 int cil_ctx_order(struct cil_ctx *c, cil_item_fn fn, void *arg);
 void cil_ctx_destroy(struct cil_ctx *c);
 
@@ -314,6 +322,7 @@ struct delog {
 	/* stats */
 	_Atomic uint64_t st_tx, st_items, st_relogged, st_forces, st_force_waits, st_force_no_io,
 		st_forces_nowait;
+	_Atomic uint64_t st_logged_bytes, st_copied_bytes; /* delog_stats, CIL7 */
 	uint64_t st_ckpts, st_ckpt_items, st_ckpt_bytes, st_ckpt_txs;
 };
 

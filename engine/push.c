@@ -72,10 +72,12 @@ struct ckpt_writer {
 };
 
 /* One item into the checkpoint's log transaction (cil_ctx_order's callback). */
-static int write_item(void *arg, const struct cil_item *it, const unsigned char *arena)
+static int write_item(void *arg, const struct cil_item *it, const unsigned char *data)
 {
 	struct ckpt_writer *w = arg;
-	int err = jrnl_tx_item(w->tx, it->key, arena ? arena + it->off : NULL, it->len);
+	int err = jrnl_tx_item(w->tx, it->key, data, it->len);
+
+	atomic_fetch_add_explicit(&w->log->st_copied_bytes, it->len, memory_order_relaxed);
 
 	if (!err && w->log->space.tracking)
 		err = space_ail_log(w->log, it->key, w->seq);

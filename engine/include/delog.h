@@ -486,7 +486,11 @@ struct delog_stats {
 	uint64_t head_lsn, tail_lsn;
 	uint64_t space_waits; /* begin and log calls that waited for space */
 	uint64_t push_calls;  /* push callback invocations */
-			      /* Members are only ever appended from 0.1.0 on. */
+	/* Item bytes given to delog_tx_log / delog_tx_logv, and the item bytes delog copied
+	 * (into the transaction, into the CIL unless the item is large, into the log
+	 * buffers): copied_bytes / logged_bytes is the copies a logged byte costs. */
+	uint64_t logged_bytes, copied_bytes;
+	/* Members are only ever appended from 0.1.0 on. */
 };
 /* Fill @st (st->size set by the caller: sizeof(struct delog_stats) of the header it was
  * built with; a later header's larger struct gets what this library knows, nothing

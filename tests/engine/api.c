@@ -1104,6 +1104,146 @@ Test(api, relog_one_copy_per_checkpoint, .timeout = 60)
 	iol_dev_close(dev);
 }
 
+/* What a recovery saw of the large-item test's keys: each key's length and bytes' sum. */
+struct big_seen {
+	uint64_t len[8], sum[8], copies[8];
+	int bad;
+};
+
+static int big_cb(void *arg, const struct delog_checkpoint *ck, const struct delog_item *it,
+		  size_t n)
+{
+	struct big_seen *b = arg;
+
+	(void)ck;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t sum = 0;
+
+		if (it[i].key >= 8) {
+			b->bad++;
+			continue;
+		}
+		for (uint32_t k = 0; k < it[i].len; k++)
+			sum += (uint64_t)((const unsigned char *)it[i].data)[k] * (k % 251 + 1);
+		b->len[it[i].key] = it[i].len;
+		b->sum[it[i].key] = sum;
+		b->copies[it[i].key]++;
+	}
+	return 0;
+}
+
+/* Log key @key as @len bytes of @v (the sum big_cb computes is returned). */
+static uint64_t big_log(delog_tx *tx, uint64_t key, uint32_t len, unsigned char v)
+{
+	unsigned char *p = malloc(len ? len : 1);
+	uint64_t sum = 0;
+
+	cr_assert_not_null(p);
+	for (uint32_t k = 0; k < len; k++) {
+		p[k] = (unsigned char)(v + k);
+		sum += (uint64_t)p[k] * (k % 251 + 1);
+	}
+	cr_assert_eq(delog_tx_log(tx, key, p, len), 0);
+	memset(p, 0xee, len); /* delog_tx_log copied it: the caller may reuse its buffer */
+	free(p);
+	return sum;
+}
+
+/*
+ * cil.c CIL7: items of CIL_OWN_MIN bytes or more keep their own buffer from delog_tx_log
+ * to the checkpoint's write.  In one open checkpoint, every hand-over: large new,
+ * large relogged by small and small by large, large by large, a large key logged twice
+ * in one transaction, and an aborted transaction's large item; recovery sees each key
+ * once with its newest bytes (the ASan build checks that no buffer leaks or is freed
+ * twice).
+ */
+Test(api, large_items_change_hands, .timeout = 60)
+{
+	const uint32_t BIG = 3 * 64 * 1024 + 5, SMALL = 300;
+	struct iol_dev *dev = t_sim(64 * T_MiB, IOL_SIM_LAT_NONE, 6, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SINGLE);
+	uint64_t want_len[8] = { 0 }, want_sum[8] = { 0 }, seq[4];
+	struct big_seen seen = { 0 };
+	delog *log;
+	delog_tx *tx;
+
+	o.cil_push_bytes = 32 * T_MiB; /* one open checkpoint for all of it */
+	log = t_open_dev(dev, &o);
+	cr_assert_eq(delog_tx_begin(log, 4 * (BIG + DELOG_ITEM_OVERHEAD), 0, &tx), 0);
+	want_sum[0] = big_log(tx, 0, BIG, 1); /* large, new */
+	want_sum[1] = big_log(tx, 1, SMALL, 2);
+	want_sum[2] = big_log(tx, 2, BIG, 3);
+	cr_assert_eq(delog_tx_commit(tx, &seq[0]), 0);
+	cr_assert_eq(delog_tx_begin(log, 4 * (BIG + DELOG_ITEM_OVERHEAD), 0, &tx), 0);
+	want_sum[0] = big_log(tx, 0, SMALL, 4);   /* large relogged by small */
+	want_sum[1] = big_log(tx, 1, BIG, 5);     /* small relogged by large */
+	want_sum[2] = big_log(tx, 2, BIG + 7, 6); /* large by large */
+	big_log(tx, 3, BIG, 7);
+	want_sum[3] = big_log(tx, 3, BIG - 1, 8); /* twice in one transaction */
+	cr_assert_eq(delog_tx_commit(tx, &seq[1]), 0);
+	cr_assert_eq(delog_tx_begin(log, 2 * (BIG + DELOG_ITEM_OVERHEAD), 0, &tx), 0);
+	big_log(tx, 4, BIG, 9);
+	big_log(tx, 0, BIG, 10);
+	delog_tx_abort(tx); /* its large items are freed, the CIL's copies kept */
+	cr_assert_eq(delog_tx_begin(log, 2 * (BIG + DELOG_ITEM_OVERHEAD), 0, &tx), 0);
+	want_sum[1] = big_log(tx, 1, BIG, 11); /* large by large again */
+	cr_assert_eq(delog_tx_commit(tx, &seq[2]), 0);
+	cr_assert_eq(seq[0], seq[2], "the test needs one open checkpoint");
+	cr_assert_eq(delog_force(log, seq[2]), 0);
+	/* the next checkpoint starts on a reset context */
+	cr_assert_eq(delog_tx_begin(log, BIG + DELOG_ITEM_OVERHEAD, 0, &tx), 0);
+	want_sum[5] = big_log(tx, 5, BIG, 12);
+	cr_assert_eq(delog_tx_commit(tx, &seq[3]), 0);
+	cr_assert_eq(delog_force(log, seq[3]), 0);
+	cr_assert_eq(delog_close(log), 0);
+
+	want_len[0] = SMALL;
+	want_len[1] = BIG;
+	want_len[2] = BIG + 7;
+	want_len[3] = BIG - 1;
+	want_len[5] = BIG;
+	o.recover = big_cb;
+	o.recover_arg = &seen;
+	o.flags &= ~DELOG_OPEN_FORMAT;
+	log = t_open_dev(dev, &o);
+	cr_expect_eq(seen.bad, 0);
+	for (unsigned k = 0; k < 8; k++) {
+		cr_expect_eq(seen.copies[k], want_len[k] ? 1 : 0, "key %u: %llu copies", k,
+			     (unsigned long long)seen.copies[k]);
+		cr_expect_eq(seen.len[k], want_len[k], "key %u: %llu bytes", k,
+			     (unsigned long long)seen.len[k]);
+		cr_expect_eq(seen.sum[k], want_sum[k], "key %u: other bytes", k);
+	}
+	cr_assert_eq(delog_close(log), 0);
+	iol_dev_close(dev);
+}
+
+/* delog_stats logged_bytes and copied_bytes: a small item is copied three times (the
+ * transaction, the CIL, a log buffer), a large one twice (CIL7). */
+Test(api, stats_count_copies, .timeout = 60)
+{
+	const uint32_t BIG = 256 * 1024, SMALL = 1000;
+	struct iol_dev *dev = t_sim(64 * T_MiB, IOL_SIM_LAT_NONE, 6, NULL);
+	struct delog_options o = t_opts(DELOG_FLUSH_SYNC);
+	struct delog_stats s0, s1;
+	delog *log = t_open_dev(dev, &o);
+	delog_tx *tx;
+	uint64_t seq;
+
+	s0 = t_stats(log);
+	cr_assert_eq(delog_tx_begin(log, 2 * (BIG + DELOG_ITEM_OVERHEAD), 0, &tx), 0);
+	big_log(tx, 1, BIG, 1);
+	big_log(tx, 2, SMALL, 2);
+	cr_assert_eq(delog_tx_commit(tx, &seq), 0);
+	cr_assert_eq(delog_force(log, seq), 0);
+	s1 = t_stats(log);
+	cr_expect_eq(s1.logged_bytes - s0.logged_bytes, BIG + SMALL);
+	cr_expect_eq(s1.copied_bytes - s0.copied_bytes, 2 * BIG + 3 * SMALL, "copied %llu",
+		     (unsigned long long)(s1.copied_bytes - s0.copied_bytes));
+	cr_assert_eq(delog_close(log), 0);
+	iol_dev_close(dev);
+}
+
 /* A relog that fails (E2BIG here; EAGAIN and ENOMEM take the same path) leaves the
  * transaction as it was: the earlier copy of the key is still there and commits. */
 Test(api, failed_relog_keeps_earlier_copy, .timeout = 60)

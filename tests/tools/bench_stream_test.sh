@@ -95,6 +95,9 @@ for r in delog:
         # a disk without FUA adds the commit write's flush (fua_flushes)
         assert fl - r["fua_flushes"] <= 2 * ck + 2, (what, fl, ck)
     assert r["bytes_per_flush"] > 0, what
+    # 256 KiB items own their buffer (cil.c CIL7): two copies each, into the
+    # transaction and into a log buffer
+    assert math.isclose(r["copies_per_logged_byte"], 2.0, rel_tol=0.1), (what, r["copies_per_logged_byte"])
     if have_fio:
         assert r["fio_mb_per_s"] > 0 and r["ratio"] > 0, (what, r["ratio"])
         assert math.isclose(r["ratio"], r["mb_per_s"] / r["fio_mb_per_s"], rel_tol=1e-2,

@@ -417,6 +417,7 @@ struct row {
 	uint64_t checkpoints, device_flushes, fua_writes, transactions, records, record_bytes;
 	uint64_t space_waits, fua_flushes, preflushes, flushes;
 	double flushes_per_ckpt, bytes_per_flush, txs_per_ckpt;
+	double copies;       /* item bytes delog copied per byte logged (delog_stats) */
 	double disk_flushes; /* flush requests the disk completed; NAN: no counters */
 };
 
@@ -489,6 +490,8 @@ static void stats_delta(struct row *w, const struct delog_stats *a, const struct
 				     (double)w->record_bytes / (double)w->device_flushes :
 				     NAN;
 	w->txs_per_ckpt = w->checkpoints ? (double)w->transactions / (double)w->checkpoints : NAN;
+	w->copies = bench_per((double)(b->copied_bytes - a->copied_bytes),
+			      b->logged_bytes - a->logged_bytes);
 }
 
 /* Reopen the log with @p, stream for warm-up + window, fill @w.  0 or the error. */
@@ -769,9 +772,9 @@ static void print_human(struct srun *r)
 			  o->no_fio ? "skipped (--no-fio)" : "not installed (no fio in $PATH)");
 	if (r->fio_err[0])
 		bench_out(b, "  fio         FAILED: %s\n", r->fio_err);
-	bench_out(b, "\n  %-4s %-14s %8s %8s %7s %9s %7s %8s %8s %8s %10s %9s %9s %7s\n", "pass",
-		  "policy", "MB/s", "fio MB/s", "vs fio", "fio+flush", "vs f+f", "tx/s", "p50 ms",
-		  "p99 ms", "max ms", "flush/ckpt", "disk/ckpt", "MiB/flush");
+	bench_out(b, "\n  %-4s %-14s %8s %8s %7s %9s %7s %8s %8s %8s %10s %9s %9s %7s %6s\n",
+		  "pass", "policy", "MB/s", "fio MB/s", "vs fio", "fio+flush", "vs f+f", "tx/s",
+		  "p50 ms", "p99 ms", "max ms", "flush/ckpt", "disk/ckpt", "MiB/flush", "copy/B");
 	for (size_t k = 0; k < r->nrows; k++) {
 		const struct row *w = &r->rows[k];
 		double dk = bench_per(w->disk_flushes, w->checkpoints);
@@ -783,13 +786,13 @@ static void print_human(struct srun *r)
 			snprintf(dc, sizeof(dc), "-");
 		bench_out(b,
 			  "  %-4u %-14s %8.1f %8.1f %7.3f %9.1f %7.3f %8.1f %8.2f %8.2f %10.2f "
-			  "%9.2f %9s %7.2f\n",
+			  "%9.2f %9s %7.2f %6.2f\n",
 			  w->pass, policy_label(w->policy), w->mb_per_s,
 			  r->fio_mbs[w->pass - 1][w->pidx], ratio_to(r->fio_mbs, w),
 			  r->fiofl_mbs[w->pass - 1][w->pidx], ratio_to(r->fiofl_mbs, w),
 			  w->tx_per_s, w->lat.median_us / 1e3, w->lat.p99_us / 1e3,
 			  w->lat.max_us / 1e3, w->flushes_per_ckpt, dc,
-			  w->bytes_per_flush / 1048576.0);
+			  w->bytes_per_flush / 1048576.0, w->copies);
 	}
 	bench_out(b, "\n  median over the passes\n");
 	for (unsigned p = 0; p < o->npolicy; p++) {
@@ -810,7 +813,8 @@ static void print_human(struct srun *r)
 	flush_target_line(r);
 	bench_out(b,
 		  "\n  MB/s: payload made durable (10^6 B/s); latency: begin to the force's "
-		  "return; MiB/flush: log bytes written per device flush\n"
+		  "return; MiB/flush: log bytes written per device flush; copy/B: item bytes "
+		  "delog copied per byte logged\n"
 		  "  flush/ckpt: device flushes delog counted (PREFLUSH writes + standalone flushes "
 		  "+ FUA writes on a disk without FUA) per checkpoint; disk/ckpt: flush requests the "
 		  "disk completed, per checkpoint (an upper bound: other processes' flushes count "
@@ -916,6 +920,7 @@ static void print_json(struct srun *r)
 			json_dbl(&j, "flushes_per_checkpoint", w->flushes_per_ckpt);
 			json_dbl(&j, "bytes_per_flush", w->bytes_per_flush);
 			json_dbl(&j, "txs_per_checkpoint", w->txs_per_ckpt);
+			json_dbl(&j, "copies_per_logged_byte", w->copies);
 			json_u64(&j, "transactions_durable", w->txs);
 			json_dbl(&j, "tx_per_s", w->tx_per_s);
 			json_dbl(&j, "window_s", w->window_s);
