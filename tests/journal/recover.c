@@ -1469,6 +1469,26 @@ Test(recover, count_stamp_is_what_stamping_writes, .timeout = TO)
 }
 
 /*
+ * After checkpoints 1-5 ending at @r6: write R7 (checkpoint 7, five sectors) @gap sectors
+ * later, as a record that completed while every record from R6 on was in flight (durable
+ * point R6), and recover: checkpoints 1-5, the head at R6, R7's sectors and the gap torn.
+ */
+static void t_stale_record(struct tlog *t, uint64_t r6, uint64_t gap, bool ro,
+			   struct jrnl_report *rep)
+{
+	t->head = r6 + gap;
+	t->prev_lsn = t_lsn(t, r6);
+	t->durable = (int64_t)r6;
+	t->next_seq = 7;
+	t_ckpt_sized(t, 5);
+	t->durable = -1;
+	cr_assert_eq(t_recover(t, ro, rep, &G), 0, "%s", rep->corrupt_what);
+	want_seqs(&G, 1, 5);
+	cr_assert_eq(rep->head_lsn, t_lsn(t, r6));
+	cr_assert_eq(rep->torn_bytes, (gap + 5) * t->S);
+}
+
+/*
  * A stale record past the head: R7 reached the disk, R6 before it never did, so the
  * head is R6's position.  The next session then writes a record R6' of R6's size there,
  * whose end is exactly R7's start and whose LSN is R6's: without the stamping, R7
@@ -1487,18 +1507,7 @@ Test(recover, stamping_buries_stale_records, .timeout = TO)
 				t_ckpt_sized(&t, 4);
 			r6 = t.head;
 			r5_lsn = t.prev_lsn;
-			/* R7, written while R6 was in flight */
-			t.head = r6 + k;
-			t.prev_lsn = t_lsn(&t, r6);
-			t.durable = (int64_t)r6;
-			t.next_seq = 7;
-			t_ckpt_sized(&t, 5);
-			t.durable = -1;
-
-			cr_assert_eq(t_recover(&t, ro, &rep, &G), 0, "%s", rep.corrupt_what);
-			want_seqs(&G, 1, 5);
-			cr_assert_eq(rep.head_lsn, t_lsn(&t, r6));
-			cr_assert_eq(rep.torn_bytes, (k + 5) * t.S);
+			t_stale_record(&t, r6, k, ro, &rep);
 			cr_assert_eq(rep.stamped_bytes > 0, !ro);
 
 			/* the next session writes R6' and crashes */
@@ -1538,18 +1547,7 @@ Test(recover, stamping_covers_a_named_window, .timeout = TO)
 			t_ckpt_sized(&t, 4);
 		r6 = t.head;
 		r7 = r6 + far;
-		/* R7, completed while every record from R6 on was in flight */
-		t.head = r7;
-		t.prev_lsn = t_lsn(&t, r7 - 4);
-		t.durable = (int64_t)r6;
-		t.next_seq = 7;
-		t_ckpt_sized(&t, 5);
-		t.durable = -1;
-
-		cr_assert_eq(t_recover(&t, false, &rep, &G), 0, "%s", rep.corrupt_what);
-		want_seqs(&G, 1, 5);
-		cr_assert_eq(rep.head_lsn, t_lsn(&t, r6));
-		cr_assert_eq(rep.torn_bytes, (far + 5) * t.S);
+		t_stale_record(&t, r6, far, false, &rep);
 		w = iol_buf_alloc(t.dev, t.S);
 		cr_assert(w);
 		for (uint64_t a = r7; a < r7 + 5; a++) {
