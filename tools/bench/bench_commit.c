@@ -421,6 +421,7 @@ struct row {
 	uint64_t records, record_bytes, space_waits;
 	double flushes_per_ckpt, txs_per_ckpt;
 	double flushes_per_tx;  /* delog: device_flushes per transaction */
+	double copies;          /* delog: item bytes copied per byte logged (delog_stats) */
 	double disk_flushes;    /* the disk's flush requests in the window; NAN: none */
 	double disk_per_commit; /* per commit: delog's transactions, else commits */
 	uint64_t syncs;         /* baselines: fdatasync calls inside the window */
@@ -616,6 +617,8 @@ static void stats_delta(struct row *row, const struct delog_stats *s0, const str
 				    (double)row->transactions / (double)row->checkpoints :
 				    NAN;
 	row->flushes_per_tx = bench_per((double)row->device_flushes, row->transactions);
+	row->copies = bench_per((double)(s1->copied_bytes - s0->copied_bytes),
+				s1->logged_bytes - s0->logged_bytes);
 }
 
 /* delog_stats and the disk's counters at the window's ends (bench_gate_measure's edge):
@@ -1206,6 +1209,7 @@ static void print_json(struct crun *r)
 		else
 			json_null(&j, "device_fua");
 		json_dbl(&j, "device_flushes_per_commit", w->has_stats ? w->flushes_per_tx : NAN);
+		json_dbl(&j, "copies_per_logged_byte", w->has_stats ? w->copies : NAN);
 		json_dbl(&j, "disk_flushes", w->disk_flushes);
 		json_dbl(&j, "disk_flushes_per_commit", w->disk_per_commit);
 		json_u64_or_null(&j, "transactions", w->has_stats, w->transactions);
