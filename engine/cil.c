@@ -282,6 +282,12 @@ static int cil_insert(struct cil_ctx *c, struct delog_tx *tx, const struct jrnl_
 	return err;
 }
 
+/* An item's bytes: its own buffer (CIL7), its place in the arena, or NULL if empty. */
+static const unsigned char *cil_item_data(const struct cil_shard *s, const struct cil_item *it)
+{
+	return it->own ? it->own : it->len ? s->arena + it->off : NULL;
+}
+
 static int item_order_cmp(const void *a, const void *b)
 {
 	const struct cil_item *x = a, *y = b;
@@ -320,10 +326,7 @@ int cil_ctx_order(struct cil_ctx *c, cil_item_fn fn, void *arg)
 		}
 		if (!min)
 			return 0;
-		if ((err = fn(arg, min,
-			      min->own ? min->own :
-			      min->len ? c->shard[ms].arena + min->off :
-					 NULL)))
+		if ((err = fn(arg, min, cil_item_data(&c->shard[ms], min))))
 			return err;
 		pos[ms]++;
 	}
@@ -515,7 +518,6 @@ add:
 	tx->cost += icost;
 	atomic_fetch_add_explicit(&log->st_items, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&log->st_logged_bytes, len, memory_order_relaxed);
-	atomic_fetch_add_explicit(&log->st_copied_bytes, len, memory_order_relaxed);
 	return 0;
 }
 

@@ -916,7 +916,7 @@ int delog_stats(const delog *clog, struct delog_stats *out)
 	st->force_no_io = atomic_load(&log->st_force_no_io);
 	st->forces_nowait = atomic_load(&log->st_forces_nowait);
 	st->logged_bytes = atomic_load(&log->st_logged_bytes);
-	st->copied_bytes = atomic_load(&log->st_copied_bytes);
+	st->copied_bytes = st->logged_bytes + atomic_load(&log->st_copied_bytes);
 	pthread_mutex_lock(&log->lock);
 	st->checkpoints = log->st_ckpts;
 	st->checkpoint_items = log->st_ckpt_items;

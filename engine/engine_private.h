@@ -322,7 +322,9 @@ struct delog {
 	/* stats */
 	_Atomic uint64_t st_tx, st_items, st_relogged, st_forces, st_force_waits, st_force_no_io,
 		st_forces_nowait;
-	_Atomic uint64_t st_logged_bytes, st_copied_bytes; /* delog_stats, CIL7 */
+	/* delog_stats: item bytes logged (each copied into its transaction), and those
+	 * copied after that (into the CIL arena, CIL7, and into the log buffers). */
+	_Atomic uint64_t st_logged_bytes, st_copied_bytes;
 	uint64_t st_ckpts, st_ckpt_items, st_ckpt_bytes, st_ckpt_txs;
 };
 

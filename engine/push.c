@@ -77,8 +77,6 @@ static int write_item(void *arg, const struct cil_item *it, const unsigned char 
 	struct ckpt_writer *w = arg;
 	int err = jrnl_tx_item(w->tx, it->key, data, it->len);
 
-	atomic_fetch_add_explicit(&w->log->st_copied_bytes, it->len, memory_order_relaxed);
-
 	if (!err && w->log->space.tracking)
 		err = space_ail_log(w->log, it->key, w->seq);
 	return err;
@@ -91,6 +89,8 @@ static int write_ckpt(struct delog *log, struct cil_ctx *c, bool forcer)
 	struct jrnl_wtx tx;
 	int err;
 
+	/* Every item's bytes go into the log buffers once (delog_stats copied_bytes). */
+	atomic_fetch_add_explicit(&log->st_copied_bytes, bytes, memory_order_relaxed);
 	err = space_ckpt_add(log, c->seq, jrnl_log_head(log->jl));
 	if (!err && log->policy->before)
 		err = log->policy->before(log);

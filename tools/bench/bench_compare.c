@@ -129,7 +129,7 @@ static int raw_point(struct fb_env *e, unsigned clients, struct raw_row *row)
 	memset(row, 0, sizeof(*row));
 	row->clients = clients;
 	if (e->sim)
-		err = fb_sim_open(e, FB_RAW_AREA, &dev);
+		err = bench_sim_open(e->b, FB_RAW_AREA, (int)e->lat, &dev);
 	else if ((fd = open(b->t.path, O_RDWR | O_DIRECT | O_CLOEXEC)) < 0)
 		bench_fail(b, err = -errno, b->t.path, "cannot open with O_DIRECT: %s",
 			   strerror(errno));
@@ -824,7 +824,7 @@ static int recommend_measure(struct frun *r)
 	int err;
 
 	if (e->sim) {
-		err = fb_sim_open(e, FB_RAW_AREA, &dev);
+		err = bench_sim_open(e->b, FB_RAW_AREA, (int)e->lat, &dev);
 		if (err)
 			return err;
 	} else {

@@ -211,11 +211,6 @@ struct delog_options fb_log_opts(const struct fb_env *e, enum delog_flush_policy
 	return bench_log_opts(e->b, p, flags, e->o->logbufs, e->o->logbsize, e->o->log_size);
 }
 
-int fb_sim_open(struct fb_env *e, uint64_t bytes, struct iol_dev **dev)
-{
-	return bench_sim_open(e->b, bytes, (int)e->lat, dev);
-}
-
 int fb_log_open(struct fb_env *e, enum delog_flush_policy p, delog **log, struct iol_dev **simdev)
 {
 	struct delog_options lo = fb_log_opts(e, p, e->sim ? DELOG_OPEN_CREATE : 0);
@@ -224,7 +219,7 @@ int fb_log_open(struct fb_env *e, enum delog_flush_policy p, delog **log, struct
 	*log = NULL;
 	*simdev = NULL;
 	if (e->sim) {
-		err = fb_sim_open(e, DELOG_SB_BYTES + e->o->log_size, simdev);
+		err = bench_sim_open(e->b, DELOG_SB_BYTES + e->o->log_size, (int)e->lat, simdev);
 		if (err)
 			return err;
 		err = engine_open_dev(*simdev, &lo, log);

@@ -168,8 +168,5 @@ int fb_check(struct bench *b, void *state);
 void fb_help_common(FILE *f);
 /* The engine's options for a point under policy @p with open @flags (bench_flush.c). */
 struct delog_options fb_log_opts(const struct fb_env *e, enum delog_flush_policy p, unsigned flags);
-/* A new simulated disk of @bytes with the run's latency profile, not tracing; 0 or a
- * negative errno, after bench_fail (bench_flush.c). */
-int fb_sim_open(struct fb_env *e, uint64_t bytes, struct iol_dev **dev);
 
 #endif
