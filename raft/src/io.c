@@ -37,7 +37,7 @@
  *    call; a log recovery refuses, or records that do not replay, fail load with
  *    RAFT_CORRUPT before anything is returned.
  *
- * A full log (labels RS1-RS4).  C-Raft stops a follower whose append fails, and a node
+ * A full log (labels RS1-RS5).  C-Raft stops a follower whose append fails, and a node
  * that cannot write its term cannot vote, so a full log must cost neither:
  *  (RS1) An append that finds no space waits for it, on the loop: its transactions are
  *        begun NOWAIT before anything is logged, and if one is refused the append is
@@ -56,6 +56,12 @@
  *  (RS4) A leader takes a client's command only with an eighth of the log free beside
  *        it (delog_raft_admit): its followers then have room for the entries in flight,
  *        so a cluster whose logs filled can still commit, apply and release.
+ *  (RS5) C-Raft takes a snapshot only at the end of an apply, and never while another
+ *        is being put, so a log that fills during a put would wait for ever: nothing
+ *        more is stored, so nothing more is applied, so no snapshot frees space.  While
+ *        a put runs and a snapshot is due (RS3), durable appends are therefore reported
+ *        only after the put's callback: the entries they report stored are applied
+ *        after it, and that apply takes the next snapshot.
  * Everything here runs on the loop thread except the work callbacks, which touch only
  * the fields stated next to them.
  */
@@ -145,6 +151,7 @@ struct draft {
 	bool poll_on;
 
 	unsigned works; /* snapshot put/get in flight on the thread pool */
+	unsigned puts;  /* snapshot_put in flight (RS5) */
 	unsigned gets;  /* snapshot_get in flight (they read snapshot files) */
 	bool prune_due;
 
@@ -231,6 +238,12 @@ static int usable(struct draft *d)
 static void park_fail(struct draft *d, int status);
 static void park_drain(struct draft *d);
 
+/* (RS3) A quarter of the log in entries: the next apply must take a snapshot. */
+static bool snapshot_due(const struct draft *d)
+{
+	return d->log && d->st.bytes >= d->log_size / 4;
+}
+
 static void complete_durable(struct draft *d)
 {
 	uint64_t dur;
@@ -239,7 +252,8 @@ static void complete_durable(struct draft *d)
 	if (!d->log)
 		return;
 	dur = delog_durable_seq(d->log);
-	while (d->head && d->head->seq <= dur) {
+	/* (RS5) while a put runs and a snapshot is due, put_after reports them */
+	while (d->head && d->head->seq <= dur && !(d->puts && snapshot_due(d))) {
 		struct draft_pend *p = d->head;
 
 		d->head = p->next;
@@ -1153,6 +1167,7 @@ static void put_after(uv_work_t *w, int status)
 	int rv = p->status;
 
 	d->works--;
+	d->puts--;
 	if (status == UV_ECANCELED || d->closing) {
 		rv = RAFT_CANCELED;
 	} else if (rv) {
@@ -1162,6 +1177,8 @@ static void put_after(uv_work_t *w, int status)
 	}
 	p->cb(p->req, rv);
 	free(p);
+	if (!d->closing)
+		complete_durable(d); /* (RS5) what waited for the put, now C-Raft may snapshot */
 	maybe_finish_close(d);
 }
 
@@ -1192,6 +1209,7 @@ static int io_snapshot_put(struct raft_io *io, unsigned trailing, struct raft_io
 		return RAFT_IOERR;
 	}
 	d->works++;
+	d->puts++;
 	return 0;
 }
 
@@ -1471,8 +1489,7 @@ unsigned delog_raft_snapshot_threshold(struct raft_io *io, unsigned threshold)
 {
 	struct draft *d = D(io);
 
-	/* (RS3) a quarter of the log in entries: snapshot at the next apply */
-	if (d->log && d->st.bytes >= d->log_size / 4)
+	if (snapshot_due(d))
 		return 1;
 	return threshold;
 }

@@ -14,6 +14,9 @@
  *                          fill (RAFT_NOSPACE) without them
  *   io/install_over_waiting_appends  appends waiting for space (RS1) when a snapshot
  *                          from the leader is installed log only the entries after it
+ *   io/durable_appends_wait_for_a_due_snapshot  (RS5) an append made durable while a
+ *                          snapshot is put is reported after the put's callback when a
+ *                          snapshot is due, at once when none is
  *   io/install_snapshot    trailing 0 (a snapshot from the leader) empties the log;
  *                          restart from the snapshot, then append after it
  *   io/snapshot_get        snapshot_get returns the newest snapshot's data and config
@@ -215,6 +218,8 @@ struct put {
 	struct raft_buffer buf[2];
 	volatile bool done;
 	int status;
+	const volatile bool *watch; /* a flag to read when the callback runs (RS5) */
+	bool watched;
 };
 
 static void put_cb(struct raft_io_snapshot_put *req, int status)
@@ -223,37 +228,56 @@ static void put_cb(struct raft_io_snapshot_put *req, int status)
 
 	p->status = status;
 	p->done = true;
+	p->watched = p->watch && *p->watch;
 }
 
-/* Put a snapshot at @index (term @term) whose data is two buffers of @len bytes made
- * from @index; wait for it; returns its status. */
+/* Ask for a snapshot at @index (term @term) whose data is two buffers of @len bytes made
+ * from @index; put_end frees what it holds once the callback ran.  Returns the call's
+ * status. */
+static int put_begin(struct th_node *n, struct put *p, raft_index index, raft_term term,
+		     unsigned trailing, size_t len)
+{
+	int rv;
+
+	memset(p, 0, sizeof(*p));
+	p->req.data = p;
+	p->snap.index = index;
+	p->snap.term = term;
+	conf2(&p->snap.configuration);
+	p->snap.configuration_index = 1;
+	for (int b = 0; b < 2; b++) {
+		p->buf[b].base = malloc(len);
+		p->buf[b].len = len;
+		cr_assert_not_null(p->buf[b].base);
+		memset(p->buf[b].base, (int)((index + (raft_index)b) & 0xff), len);
+	}
+	p->snap.bufs = p->buf;
+	p->snap.n_bufs = 2;
+	rv = n->io.snapshot_put(&n->io, trailing, &p->req, &p->snap, put_cb);
+	if (rv == 0)
+		cr_assert(!p->done, "snapshot_put callback ran inside the call");
+	return rv;
+}
+
+static void put_end(struct put *p)
+{
+	free(p->buf[0].base);
+	free(p->buf[1].base);
+	raft_configuration_close(&p->snap.configuration);
+}
+
+/* put_begin, then wait for the callback; returns its status. */
 static int put_snapshot(struct th_node *n, raft_index index, raft_term term, unsigned trailing,
 			size_t len)
 {
-	struct put p = { .req = { .data = &p } };
-	int rv;
+	struct put p;
+	int rv = put_begin(n, &p, index, term, trailing, len);
 
-	p.snap.index = index;
-	p.snap.term = term;
-	conf2(&p.snap.configuration);
-	p.snap.configuration_index = 1;
-	for (int b = 0; b < 2; b++) {
-		p.buf[b].base = malloc(len);
-		p.buf[b].len = len;
-		cr_assert_not_null(p.buf[b].base);
-		memset(p.buf[b].base, (int)((index + (raft_index)b) & 0xff), len);
-	}
-	p.snap.bufs = p.buf;
-	p.snap.n_bufs = 2;
-	rv = n->io.snapshot_put(&n->io, trailing, &p.req, &p.snap, put_cb);
 	if (rv == 0) {
-		cr_assert(!p.done, "snapshot_put callback ran inside the call");
 		cr_assert(th_run_until(&n->loop, &p.done, 10000), "snapshot_put never completed");
 		rv = p.status;
 	}
-	free(p.buf[0].base);
-	free(p.buf[1].base);
-	raft_configuration_close(&p.snap.configuration);
+	put_end(&p);
 	return rv;
 }
 
@@ -485,6 +509,124 @@ Test(io, install_over_waiting_appends)
 			cr_expect(th_is(&l.ents[k], l.start + k, 1, 4000), "entry %llu",
 				  (unsigned long long)(l.start + k));
 		th_loaded_free(&l);
+		th_close(&n);
+		th_rmdir(dir);
+	}
+}
+
+/* ---- RS5: an apply after every put ---- */
+
+/* Hold libuv's thread pool (every thread: UV_THREADPOOL_SIZE, 4 unless set) until
+ * pool_free, so a snapshot_put asked for meanwhile waits in the pool's queue. */
+struct pool_hold {
+	uv_sem_t sem;
+	uv_work_t w[1024];
+	unsigned n;
+	volatile unsigned after;
+};
+
+static void pool_work(uv_work_t *w)
+{
+	uv_sem_wait(w->data);
+}
+
+static void pool_after(uv_work_t *w, int status)
+{
+	struct pool_hold *h = w->loop->data;
+
+	(void)status;
+	h->after++;
+}
+
+static void pool_hold(struct th_node *n, struct pool_hold *h)
+{
+	const char *env = getenv("UV_THREADPOOL_SIZE");
+
+	h->n = env && atoi(env) > 0 ? (unsigned)atoi(env) : 4;
+	h->n = h->n > 1024 ? 1024 : h->n;
+	h->after = 0;
+	cr_assert_eq(uv_sem_init(&h->sem, 0), 0);
+	n->loop.data = h;
+	for (unsigned i = 0; i < h->n; i++) {
+		h->w[i].data = &h->sem;
+		cr_assert_eq(uv_queue_work(&n->loop, &h->w[i], pool_work, pool_after), 0);
+	}
+}
+
+static void pool_free(struct th_node *n, struct pool_hold *h)
+{
+	for (unsigned i = 0; i < h->n; i++)
+		uv_sem_post(&h->sem);
+	for (uint64_t end = th_now_ms() + 10000; h->after < h->n && th_now_ms() < end;)
+		uv_run(&n->loop, UV_RUN_NOWAIT), usleep(200);
+	cr_assert_eq(h->after, h->n, "the pool's threads were never given back");
+	uv_sem_destroy(&h->sem);
+}
+
+/* Run the loop until everything committed to the log is durable (nothing in the open
+ * checkpoint, every earlier one durable), then a little longer: the io has seen it. */
+static void run_until_durable(struct th_node *n)
+{
+	struct delog_stats st = { .size = sizeof(st) };
+	uint64_t end = th_now_ms() + 10000;
+
+	for (;;) {
+		cr_assert_eq(delog_raft_stats(&n->io, &st), 0);
+		if (st.cil_bytes == 0 && st.durable_seq + 1 >= st.open_seq)
+			break;
+		cr_assert_lt(th_now_ms(), end, "the log never became durable");
+		uv_run(&n->loop, UV_RUN_NOWAIT), usleep(200);
+	}
+	for (int i = 0; i < 50; i++)
+		uv_run(&n->loop, UV_RUN_NOWAIT), usleep(200);
+}
+
+/* (RS5) C-Raft snapshots only after an apply, and not while a put runs.  An append made
+ * durable while a put runs is reported at once when no snapshot is due, and only after
+ * the put's callback when one is (a quarter of the log in entries): the entries it
+ * reports stored are then applied after the put, and that apply snapshots. */
+Test(io, durable_appends_wait_for_a_due_snapshot)
+{
+	for (int due = 0; due < 2; due++) {
+		char *dir = th_mkdir();
+		struct delog_raft_options o = small_log();
+		struct raft_entry e[20];
+		struct th_append a = { .req = { .data = &a } };
+		struct pool_hold h;
+		struct th_node n;
+		struct th_loaded l;
+		struct put p;
+		raft_index i = 1;
+
+		cr_assert_eq(th_open(&n, dir, &o), 0, "%s", n.io.errmsg);
+		cr_assert_eq(th_load(&n, &l), 0);
+		th_loaded_free(&l);
+		/* 80 KB of entries, or 1.2 MB (a quarter of the 4 MiB log is 1 MiB) */
+		for (; i <= (due ? 300u : 20u); i += 20)
+			cr_assert_eq(th_append(&n, i, i + 19, 0, 4000), 0, "%s", n.io.errmsg);
+		pool_hold(&n, &h);
+		cr_assert_eq(put_begin(&n, &p, i - 1, 1, 10, 1000), 0, "%s", n.io.errmsg);
+		p.watch = &a.done;
+		for (unsigned k = 0; k < 20; k++)
+			th_fill(&e[k], i + k, 0, 4000);
+		cr_assert_eq(n.io.append(&n.io, &a.req, e, 20, th_append_cb), 0, "%s", n.io.errmsg);
+		run_until_durable(&n);
+		cr_assert(!p.done, "the put ran while the pool was held");
+		if (!due)
+			cr_expect(a.done, "a durable append waited for a put with no snapshot due");
+		else
+			cr_expect(!a.done, "a durable append was reported while a put ran with "
+					   "a snapshot due: C-Raft would not snapshot after it");
+		pool_free(&n, &h);
+		cr_assert(th_run_until(&n.loop, &p.done, 10000), "snapshot_put never completed");
+		cr_assert_eq(p.status, 0, "%s", n.io.errmsg);
+		if (due)
+			cr_expect(!p.watched, "the append was reported before the put's callback");
+		cr_assert(th_run_until(&n.loop, &a.done, 10000), "the append never completed");
+		cr_expect_eq(a.status, 0);
+		put_end(&p);
+		for (unsigned k = 0; k < 20; k++)
+			raft_free(e[k].buf.base);
 		th_close(&n);
 		th_rmdir(dir);
 	}
