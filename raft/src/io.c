@@ -60,8 +60,8 @@
  *        is being put, so a log that fills during a put would wait for ever: nothing
  *        more is stored, so nothing more is applied, so no snapshot frees space.  While
  *        a put runs and a snapshot is due (RS3), durable appends are therefore reported
- *        only after the put's callback: the entries they report stored are applied
- *        after it, and that apply takes the next snapshot.
+ *        only after the put's callback, all of them: the entries they report stored
+ *        are applied after it, and that apply takes the next snapshot.
  * Everything here runs on the loop thread except the work callbacks, which touch only
  * the fields stated next to them.
  */
@@ -247,13 +247,17 @@ static bool snapshot_due(const struct draft *d)
 static void complete_durable(struct draft *d)
 {
 	uint64_t dur;
+	bool hold;
 	int err;
 
 	if (!d->log)
 		return;
 	dur = delog_durable_seq(d->log);
-	/* (RS5) while a put runs and a snapshot is due, put_after reports them */
-	while (d->head && d->head->seq <= dur && !(d->puts && snapshot_due(d))) {
+	/* (RS5) While a put runs and a snapshot is due, put_after reports them.  Decided
+	 * once: the put a first callback starts must not hold back the rest, or each put
+	 * would report one append while the leader sends many. */
+	hold = d->puts && snapshot_due(d);
+	while (d->head && d->head->seq <= dur && !hold) {
 		struct draft_pend *p = d->head;
 
 		d->head = p->next;

@@ -581,52 +581,101 @@ static void run_until_durable(struct th_node *n)
 		uv_run(&n->loop, UV_RUN_NOWAIT), usleep(200);
 }
 
-/* (RS5) C-Raft snapshots only after an apply, and not while a put runs.  An append made
- * durable while a put runs is reported at once when no snapshot is due, and only after
- * the put's callback when one is (a quarter of the log in entries): the entries it
- * reports stored are then applied after the put, and that apply snapshots. */
+/* An append whose callback asks for a snapshot, as C-Raft's apply does once a snapshot
+ * is due (RS5). */
+struct append_put {
+	struct th_append a; /* first: th_append_cb's req->data */
+	struct th_node *n;
+	struct put *next;
+	raft_index index;
+};
+
+static void append_put_cb(struct raft_io_append *req, int status)
+{
+	struct append_put *c = req->data;
+
+	th_append_cb(req, status);
+	if (c->next)
+		cr_assert_eq(put_begin(c->n, c->next, c->index, 1, 10, 1000), 0, "%s",
+			     c->n->io.errmsg);
+}
+
+/* (RS5) C-Raft snapshots only after an apply, and not while a put runs.  Appends made
+ * durable while a put runs are reported at once when no snapshot is due, and only after
+ * the put's callback when one is (a quarter of the log in entries): the entries they
+ * report stored are then applied after the put, and that apply snapshots.  The put the
+ * first one's callback starts does not hold back the second. */
 Test(io, durable_appends_wait_for_a_due_snapshot)
 {
 	for (int due = 0; due < 2; due++) {
 		char *dir = th_mkdir();
 		struct delog_raft_options o = small_log();
-		struct raft_entry e[20];
-		struct th_append a = { .req = { .data = &a } };
+		/* the second append alone is a quarter of the log: still due after the put */
+		const unsigned cnt[2] = { 20, due ? 270u : 20u };
+		struct raft_entry *e[2];
+		struct append_put a[2];
 		struct pool_hold h;
 		struct th_node n;
 		struct th_loaded l;
-		struct put p;
+		struct put p, p2;
 		raft_index i = 1;
 
 		cr_assert_eq(th_open(&n, dir, &o), 0, "%s", n.io.errmsg);
 		cr_assert_eq(th_load(&n, &l), 0);
 		th_loaded_free(&l);
-		/* 80 KB of entries, or 1.2 MB (a quarter of the 4 MiB log is 1 MiB) */
+		/* 80 KB of entries, or 1.2 MB (a quarter of the 4 MiB log is 1 MiB); then 1.2 MB
+		 * more while the put runs */
 		for (; i <= (due ? 300u : 20u); i += 20)
 			cr_assert_eq(th_append(&n, i, i + 19, 0, 4000), 0, "%s", n.io.errmsg);
 		pool_hold(&n, &h);
 		cr_assert_eq(put_begin(&n, &p, i - 1, 1, 10, 1000), 0, "%s", n.io.errmsg);
-		p.watch = &a.done;
-		for (unsigned k = 0; k < 20; k++)
-			th_fill(&e[k], i + k, 0, 4000);
-		cr_assert_eq(n.io.append(&n.io, &a.req, e, 20, th_append_cb), 0, "%s", n.io.errmsg);
+		p.watch = &a[0].a.done;
+		memset(a, 0, sizeof(a));
+		memset(&p2, 0, sizeof(p2));
+		for (int b = 0; b < 2; b++) {
+			a[b].a.req.data = &a[b];
+			a[b].n = &n;
+			e[b] = calloc(cnt[b], sizeof(*e[b]));
+			cr_assert_not_null(e[b]);
+			for (unsigned k = 0; k < cnt[b]; k++)
+				th_fill(&e[b][k], i + 20 * (raft_index)b + k, 0, 4000);
+			cr_assert_eq(n.io.append(&n.io, &a[b].a.req, e[b], cnt[b], append_put_cb),
+				     0, "%s", n.io.errmsg);
+		}
+		/* the first callback asks for the next snapshot, as C-Raft would */
+		a[0].next = due ? &p2 : NULL;
+		a[0].index = i + 19;
 		run_until_durable(&n);
 		cr_assert(!p.done, "the put ran while the pool was held");
-		if (!due)
-			cr_expect(a.done, "a durable append waited for a put with no snapshot due");
-		else
-			cr_expect(!a.done, "a durable append was reported while a put ran with "
-					   "a snapshot due: C-Raft would not snapshot after it");
+		for (int b = 0; b < 2; b++)
+			if (!due)
+				cr_expect(a[b].a.done, "a durable append waited for a put with no "
+						       "snapshot due");
+			else
+				cr_expect(!a[b].a.done,
+					  "a durable append was reported while a put ran with a "
+					  "snapshot due: C-Raft would not snapshot after it");
 		pool_free(&n, &h);
 		cr_assert(th_run_until(&n.loop, &p.done, 10000), "snapshot_put never completed");
 		cr_assert_eq(p.status, 0, "%s", n.io.errmsg);
-		if (due)
+		if (due) {
 			cr_expect(!p.watched, "the append was reported before the put's callback");
-		cr_assert(th_run_until(&n.loop, &a.done, 10000), "the append never completed");
-		cr_expect_eq(a.status, 0);
+			p2.watch = &a[1].a.done;
+			cr_assert(th_run_until(&n.loop, &p2.done, 10000),
+				  "the second snapshot_put never completed");
+			cr_expect(p2.watched, "the put the first append's callback started held "
+					      "back the second append");
+			put_end(&p2);
+		}
+		for (int b = 0; b < 2; b++) {
+			cr_assert(th_run_until(&n.loop, &a[b].a.done, 10000),
+				  "an append never completed");
+			cr_expect_eq(a[b].a.status, 0);
+			for (unsigned k = 0; k < cnt[b]; k++)
+				raft_free(e[b][k].buf.base);
+			free(e[b]);
+		}
 		put_end(&p);
-		for (unsigned k = 0; k < 20; k++)
-			raft_free(e[k].buf.base);
 		th_close(&n);
 		th_rmdir(dir);
 	}
