@@ -1044,7 +1044,7 @@ static void help(void)
 	       "  -s, --size N            size of the delog log (K, M, G; default 64M); an\n"
 	       "                          existing smaller log is moved to one of this size\n"
 	       "      --snapshot-every N  snapshot the map every N entries (default 1024), or\n"
-	       "                          sooner once entries take a quarter of the delog log\n"
+	       "                          sooner once a quarter of the delog log is used\n"
 	       "      --snapshot-entries-only  only every N entries: large values may then\n"
 	       "                          fill the log (for tests of a full log)\n"
 	       "      --trailing N        entries kept behind a snapshot (default 128, >= 1;\n"

@@ -51,8 +51,10 @@
  *        (barriers, configurations) may take: a full log still elects, and a new
  *        leader's barrier still commits.
  *  (RS3) The log never fills by design: delog_raft_snapshot_threshold asks for a
- *        snapshot once the entries held take a quarter of the log, and a snapshot keeps
- *        at most an eighth of the log in trailing entries (C-Raft keeps them in memory).
+ *        snapshot once a quarter of the log is used (by entries, or by truncated
+ *        entries and old records that only a snapshot's release frees), and a snapshot
+ *        keeps at most an eighth of the log in trailing entries (C-Raft keeps them in
+ *        memory).
  *  (RS4) A leader takes a client's command only with an eighth of the log free beside
  *        it (delog_raft_admit): its followers then have room for the entries in flight,
  *        so a cluster whose logs filled can still commit, apply and release.
@@ -238,10 +240,18 @@ static int usable(struct draft *d)
 static void park_fail(struct draft *d, int status);
 static void park_drain(struct draft *d);
 
-/* (RS3) A quarter of the log in entries: the next apply must take a snapshot. */
+/* (RS3) A quarter of the log used: the next apply must take a snapshot.  Used, not only
+ * held in entries: truncated entries and superseded records keep their space until a
+ * release passes them, and only a snapshot releases. */
 static bool snapshot_due(const struct draft *d)
 {
-	return d->log && d->st.bytes >= d->log_size / 4;
+	struct delog_stats st = { .size = sizeof(st) };
+
+	if (!d->log)
+		return false;
+	if (d->st.bytes >= d->log_size / 4)
+		return true;
+	return delog_stats(d->log, &st) == 0 && st.log_used >= d->log_size / 4;
 }
 
 static void complete_durable(struct draft *d)

@@ -17,6 +17,8 @@
  *   io/durable_appends_wait_for_a_due_snapshot  (RS5) an append made durable while a
  *                          snapshot is put is reported after the put's callback when a
  *                          snapshot is due, at once when none is
+ *   io/truncated_entries_make_a_snapshot_due  (RS3) entries a truncation removed count
+ *                          towards the threshold until a snapshot's release frees them
  *   io/install_snapshot    trailing 0 (a snapshot from the leader) empties the log;
  *                          restart from the snapshot, then append after it
  *   io/snapshot_get        snapshot_get returns the newest snapshot's data and config
@@ -679,6 +681,66 @@ Test(io, durable_appends_wait_for_a_due_snapshot)
 		th_close(&n);
 		th_rmdir(dir);
 	}
+}
+
+/* (RS3) Truncated entries keep their space until a release passes them, so they count
+ * towards the snapshot threshold: on a 4 MiB log holding 2.4 MB of entries, a truncation
+ * that leaves 80 KB makes a snapshot due all the same (C-Raft's entry count would take
+ * 1,000 more entries, which the log has no room for); the appends after it fill the
+ * rest, wait for space (RS1), and the snapshot C-Raft then takes releases the truncated
+ * entries with the old ones, so they go in, and no snapshot is due any more. */
+Test(io, truncated_entries_make_a_snapshot_due)
+{
+	char *dir = th_mkdir();
+	struct delog_raft_options o = small_log();
+	struct raft_entry e[20];
+	struct th_append a = { .req = { .data = &a } };
+	struct th_node n;
+	struct th_loaded l;
+	raft_index i;
+
+	cr_assert_eq(th_open(&n, dir, &o), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0);
+	th_loaded_free(&l);
+	for (i = 1; i <= 600; i += 20)
+		cr_assert_eq(th_append(&n, i, i + 19, 0, 4000), 0, "%s", n.io.errmsg);
+	cr_expect_eq(delog_raft_snapshot_threshold(&n.io, 1000), 1,
+		     "2.4 MB of entries on a 4 MiB log: a snapshot is due");
+	cr_assert_eq(n.io.truncate(&n.io, 21), 0, "%s", n.io.errmsg);
+	cr_expect_eq(delog_raft_snapshot_threshold(&n.io, 1000), 1,
+		     "the truncated entries still use the log, and only a snapshot frees them");
+	for (i = 21;; i += 20) {
+		cr_assert_lt(i, 2000, "8 MB of appends never filled a 4 MiB log");
+		for (unsigned k = 0; k < 20; k++)
+			th_fill(&e[k], i + k, 1, 4000);
+		a.done = false;
+		cr_assert_eq(n.io.append(&n.io, &a.req, e, 20, th_append_cb), 0, "%s", n.io.errmsg);
+		if (delog_raft_waiting(&n.io))
+			break;
+		cr_assert(th_run_until(&n.loop, &a.done, 10000), "append never completed");
+		for (unsigned k = 0; k < 20; k++)
+			raft_free(e[k].buf.base);
+	}
+	/* the snapshot C-Raft takes at its next apply, keeping 10 entries */
+	cr_assert_eq(put_snapshot(&n, i - 1, 2, 10, 100), 0, "%s", n.io.errmsg);
+	cr_assert(th_run_until(&n.loop, &a.done, 10000), "the waiting append never went in");
+	cr_expect_eq(a.status, 0);
+	cr_expect_eq(delog_raft_snapshot_threshold(&n.io, 1000), 1000,
+		     "30 entries held after the snapshot, yet a snapshot is still due");
+	for (unsigned k = 0; k < 20; k++)
+		raft_free(e[k].buf.base);
+	th_close(&n);
+	cr_assert_eq(th_open(&n, dir, &o), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0, "%s", n.io.errmsg);
+	cr_assert_not_null(l.snap);
+	cr_expect_eq(l.start + l.n, i + 20, "the log ends at %llu, not %llu",
+		     (unsigned long long)(l.start + l.n), (unsigned long long)(i + 20));
+	for (size_t k = 0; k < l.n; k++)
+		cr_expect(th_is(&l.ents[k], l.start + k, 1, 4000), "entry %llu",
+			  (unsigned long long)(l.start + k));
+	th_loaded_free(&l);
+	th_close(&n);
+	th_rmdir(dir);
 }
 
 /* A larger log_size moves the state to a larger log (grow.c), never beside another
