@@ -364,6 +364,29 @@ Test(io, snapshot_trailing)
 	th_rmdir(dir);
 }
 
+/* Append entries of generation @gen from @from on, 20 of 4000 bytes at a time, until one
+ * waits for space (RS1); returns the first index of the waiting append, whose entries
+ * are in @e (the caller frees them once it completed). */
+static raft_index fill_until_parked(struct th_node *n, raft_index from, uint64_t gen,
+				    struct raft_entry e[20], struct th_append *a)
+{
+	for (raft_index i = from; i < from + 10000; i += 20) {
+		for (unsigned k = 0; k < 20; k++)
+			th_fill(&e[k], i + k, gen, 4000);
+		a->done = false;
+		cr_assert_eq(n->io.append(&n->io, &a->req, e, 20, th_append_cb), 0, "%s",
+			     n->io.errmsg);
+		if (delog_raft_waiting(&n->io))
+			return i;
+		cr_assert(th_run_until(&n->loop, &a->done, 10000), "append never completed");
+		cr_assert_eq(a->status, 0);
+		for (unsigned k = 0; k < 20; k++)
+			raft_free(e[k].buf.base);
+	}
+	cr_assert_fail("40 MB of appends never filled a 4 MiB log");
+	return 0;
+}
+
 Test(io, long_run)
 {
 	char *dir = th_mkdir();
@@ -396,19 +419,7 @@ Test(io, long_run)
 	struct raft_entry e[20];
 	struct th_append a = { .req = { .data = &a } };
 
-	for (i = 10001; i <= 20000; i += 20) {
-		for (unsigned k = 0; k < 20; k++)
-			th_fill(&e[k], i + k, 0, 4000);
-		a.done = false;
-		cr_assert_eq(n.io.append(&n.io, &a.req, e, 20, th_append_cb), 0, "%s", n.io.errmsg);
-		if (delog_raft_waiting(&n.io))
-			break;
-		cr_assert(th_run_until(&n.loop, &a.done, 10000), "append never completed");
-		cr_assert_eq(a.status, 0);
-		for (unsigned k = 0; k < 20; k++)
-			raft_free(e[k].buf.base);
-	}
-	cr_assert_leq(i, 20000, "40 MB of appends never filled a 4 MiB log");
+	i = fill_until_parked(&n, 10001, 0, e, &a);
 	cr_assert(!a.done);
 	cr_expect_eq(delog_raft_admit(&n.io, 100), 0, "a leader would take a command");
 	/* Term and vote find the log's reserve. */
@@ -439,27 +450,6 @@ Test(io, long_run)
 	th_rmdir(dir);
 }
 
-/* Fill a fresh 4 MiB log with 20-entry appends of 4000 bytes until one waits (RS1);
- * returns the first index of the waiting append, whose entries are in @e. */
-static raft_index fill_until_parked(struct th_node *n, struct raft_entry e[20], struct th_append *a)
-{
-	for (raft_index i = 1; i <= 20000; i += 20) {
-		for (unsigned k = 0; k < 20; k++)
-			th_fill(&e[k], i + k, 1, 4000);
-		a->done = false;
-		cr_assert_eq(n->io.append(&n->io, &a->req, e, 20, th_append_cb), 0, "%s",
-			     n->io.errmsg);
-		if (delog_raft_waiting(&n->io))
-			return i;
-		cr_assert(th_run_until(&n->loop, &a->done, 10000), "append never completed");
-		cr_assert_eq(a->status, 0);
-		for (unsigned k = 0; k < 20; k++)
-			raft_free(e[k].buf.base);
-	}
-	cr_assert_fail("40 MB of appends never filled a 4 MiB log");
-	return 0;
-}
-
 /* (RS1) Appends that wait for space while a snapshot from the leader is installed: the
  * snapshot is logged first (the reserve), then the waiting appends log only the entries
  * it does not cover, in call order; one it covers whole completes with nothing logged.
@@ -478,7 +468,7 @@ Test(io, install_over_waiting_appends)
 		cr_assert_eq(th_open(&n, dir, &o), 0, "%s", n.io.errmsg);
 		cr_assert_eq(th_load(&n, &l), 0);
 		th_loaded_free(&l);
-		i = fill_until_parked(&n, e, &a);
+		i = fill_until_parked(&n, 1, 1, e, &a);
 		/* a second append behind the waiting one waits too, in call order */
 		for (unsigned k = 0; k < 20; k++)
 			th_fill(&e2[k], i + 20 + k, 1, 4000);
@@ -709,18 +699,7 @@ Test(io, truncated_entries_make_a_snapshot_due)
 	cr_assert_eq(n.io.truncate(&n.io, 21), 0, "%s", n.io.errmsg);
 	cr_expect_eq(delog_raft_snapshot_threshold(&n.io, 1000), 1,
 		     "the truncated entries still use the log, and only a snapshot frees them");
-	for (i = 21;; i += 20) {
-		cr_assert_lt(i, 2000, "8 MB of appends never filled a 4 MiB log");
-		for (unsigned k = 0; k < 20; k++)
-			th_fill(&e[k], i + k, 1, 4000);
-		a.done = false;
-		cr_assert_eq(n.io.append(&n.io, &a.req, e, 20, th_append_cb), 0, "%s", n.io.errmsg);
-		if (delog_raft_waiting(&n.io))
-			break;
-		cr_assert(th_run_until(&n.loop, &a.done, 10000), "append never completed");
-		for (unsigned k = 0; k < 20; k++)
-			raft_free(e[k].buf.base);
-	}
+	i = fill_until_parked(&n, 21, 1, e, &a);
 	/* the snapshot C-Raft takes at its next apply, keeping 10 entries */
 	cr_assert_eq(put_snapshot(&n, i - 1, 2, 10, 100), 0, "%s", n.io.errmsg);
 	cr_assert(th_run_until(&n.loop, &a.done, 10000), "the waiting append never went in");
