@@ -78,11 +78,12 @@ int delog_raft_stats(struct raft_io *io, struct delog_stats *st);
 
 /*
  * The snapshot threshold to give C-Raft instead of @threshold so that the log cannot
- * fill: @threshold while less than a quarter of the log is used, else 1 (snapshot as
- * soon as one more entry is applied).  Used counts the entries held and what only a
- * snapshot's release frees: entries a truncation removed, a checkpoint's own overhead,
- * old term, vote and snapshot records.  Call it after each apply (it costs a comparison,
- * and below a quarter in entries a delog_stats call) and pass the result to
+ * fill: 1 (snapshot as soon as one more entry is applied) once the entries held take a
+ * quarter of the log, or once a quarter of it is used and an eighth more than the last
+ * snapshot left, else @threshold.  Used counts what only a snapshot's release frees as
+ * well: entries a truncation removed, checkpoints' own overhead, old term, vote and
+ * snapshot records.  Call it after each apply (it costs a comparison, and below a
+ * quarter in entries a delog_stats call) and pass the result to
  * raft_set_snapshot_threshold: entries of any size then leave room in the log.
  * Thread safety: loop thread.
  */

@@ -51,10 +51,11 @@
  *        (barriers, configurations) may take: a full log still elects, and a new
  *        leader's barrier still commits.
  *  (RS3) The log never fills by design: delog_raft_snapshot_threshold asks for a
- *        snapshot once a quarter of the log is used (by entries, or by truncated
- *        entries and old records that only a snapshot's release frees), and a snapshot
- *        keeps at most an eighth of the log in trailing entries (C-Raft keeps them in
- *        memory).
+ *        snapshot once entries take a quarter of the log, or once a quarter of it is
+ *        used (truncated entries, checkpoints' overhead and old records too: only a
+ *        snapshot's release frees them) and an eighth more than the last snapshot
+ *        left; a snapshot keeps at most an eighth of the log in trailing entries
+ *        (C-Raft keeps them in memory).
  *  (RS4) A leader takes a client's command only with an eighth of the log free beside
  *        it (delog_raft_admit): its followers then have room for the entries in flight,
  *        so a cluster whose logs filled can still commit, apply and release.
@@ -152,9 +153,10 @@ struct draft {
 	uv_poll_t poll;
 	bool poll_on;
 
-	unsigned works; /* snapshot put/get in flight on the thread pool */
-	unsigned puts;  /* snapshot_put in flight (RS5) */
-	unsigned gets;  /* snapshot_get in flight (they read snapshot files) */
+	unsigned works;      /* snapshot put/get in flight on the thread pool */
+	unsigned puts;       /* snapshot_put in flight (RS5) */
+	uint64_t used_floor; /* the log's used bytes after the last snapshot (RS3) */
+	unsigned gets;       /* snapshot_get in flight (they read snapshot files) */
 	bool prune_due;
 
 	bool closing;
@@ -240,18 +242,30 @@ static int usable(struct draft *d)
 static void park_fail(struct draft *d, int status);
 static void park_drain(struct draft *d);
 
-/* (RS3) A quarter of the log used: the next apply must take a snapshot.  Used, not only
- * held in entries: truncated entries and superseded records keep their space until a
- * release passes them, and only a snapshot releases. */
-static bool snapshot_due(const struct draft *d)
+/* The log's used bytes (0 if delog_stats fails, which it does not on an open log). */
+static uint64_t log_used(const struct draft *d)
 {
 	struct delog_stats st = { .size = sizeof(st) };
+
+	return d->log && delog_stats(d->log, &st) == 0 ? st.log_used : 0;
+}
+
+/* (RS3) The next apply must take a snapshot: a quarter of the log in entries, or a
+ * quarter used and an eighth more than the last snapshot left.  Used, not only held in
+ * entries: truncated entries, checkpoints' own overhead and old records keep their space
+ * until a release passes them.  Past what the last snapshot left: the kept entries'
+ * checkpoints may take more than a quarter by themselves (small entries, many kept),
+ * and a snapshot at every apply would free nothing. */
+static bool snapshot_due(const struct draft *d)
+{
+	uint64_t used;
 
 	if (!d->log)
 		return false;
 	if (d->st.bytes >= d->log_size / 4)
 		return true;
-	return delog_stats(d->log, &st) == 0 && st.log_used >= d->log_size / 4;
+	used = log_used(d);
+	return used >= d->log_size / 4 && used >= d->used_floor + d->log_size / 8;
 }
 
 static void complete_durable(struct draft *d)
@@ -1135,6 +1149,7 @@ static int put_records(struct draft *d, struct draft_put *p)
 	void *recs[2] = { NULL, NULL };
 	uint32_t lens[2];
 	uint64_t seq = 0, rel;
+	bool freed;
 	int rv;
 
 	m.term = p->snap->term;
@@ -1163,13 +1178,16 @@ static int put_records(struct draft *d, struct draft_put *p)
 	rel = seq - 1;
 	if (d->st.n && d->st.ents[0].seq && d->st.ents[0].seq - 1 < rel)
 		rel = d->st.ents[0].seq - 1;
-	if (rel > d->released) {
+	freed = rel > d->released;
+	if (freed) {
 		rv = delog_release(d->log, rel);
 		if (rv)
 			return fail(d, rv, "snapshot_put: release");
 		d->released = rel;
-		park_drain(d); /* the space event would say so as well (RS1) */
 	}
+	d->used_floor = log_used(d); /* (RS3) what this snapshot left */
+	if (freed)
+		park_drain(d); /* the space event would say so as well (RS1) */
 	prune(d);
 	return 0;
 }

@@ -19,6 +19,9 @@
  *                          snapshot is due, at once when none is
  *   io/truncated_entries_make_a_snapshot_due  (RS3) entries a truncation removed count
  *                          towards the threshold until a snapshot's release frees them
+ *   io/snapshot_due_past_what_the_last_one_kept  (RS3) small entries' checkpoints make a
+ *                          snapshot due, and after one that freed nothing the next is
+ *                          due only an eighth of the log later
  *   io/install_snapshot    trailing 0 (a snapshot from the leader) empties the log;
  *                          restart from the snapshot, then append after it
  *   io/snapshot_get        snapshot_get returns the newest snapshot's data and config
@@ -718,6 +721,52 @@ Test(io, truncated_entries_make_a_snapshot_due)
 		cr_expect(th_is(&l.ents[k], l.start + k, 1, 4000), "entry %llu",
 			  (unsigned long long)(l.start + k));
 	th_loaded_free(&l);
+	th_close(&n);
+	th_rmdir(dir);
+}
+
+static uint64_t used_bytes(struct th_node *n)
+{
+	struct delog_stats st = { .size = sizeof(st) };
+
+	cr_assert_eq(delog_raft_stats(&n->io, &st), 0);
+	return st.log_used;
+}
+
+/* (RS3) Small entries appended one by one use a checkpoint each, far more log than their
+ * bytes: a quarter of the log used makes a snapshot due.  One that keeps every entry
+ * frees nothing, and asking again at every apply would free nothing more, so the next
+ * is due only once an eighth more of the log is used. */
+Test(io, snapshot_due_past_what_the_last_one_kept)
+{
+	char *dir = th_mkdir();
+	struct delog_raft_options o = small_log();
+	struct th_node n;
+	struct th_loaded l;
+	uint64_t floor;
+	raft_index i;
+
+	cr_assert_eq(th_open(&n, dir, &o), 0, "%s", n.io.errmsg);
+	cr_assert_eq(th_load(&n, &l), 0);
+	th_loaded_free(&l);
+	for (i = 1; used_bytes(&n) < (1u << 20); i++) {
+		cr_assert_lt(i, 5000, "5000 appends never used a quarter of a 4 MiB log");
+		cr_assert_eq(delog_raft_snapshot_threshold(&n.io, 1000), 1000,
+			     "due at %llu bytes used", (unsigned long long)used_bytes(&n));
+		cr_assert_eq(th_append(&n, i, i, 0, 16), 0, "%s", n.io.errmsg);
+	}
+	cr_expect_eq(delog_raft_snapshot_threshold(&n.io, 1000), 1,
+		     "%llu entries of 16 bytes use a quarter of the log: not due",
+		     (unsigned long long)(i - 1));
+	cr_assert_eq(put_snapshot(&n, i - 1, 1, (unsigned)(i - 1), 100), 0, "%s", n.io.errmsg);
+	floor = used_bytes(&n);
+	cr_assert_geq(floor, 1u << 20, "the snapshot kept every entry, yet freed the log");
+	cr_expect_eq(delog_raft_snapshot_threshold(&n.io, 1000), 1000,
+		     "due again right after a snapshot that could free nothing");
+	for (; used_bytes(&n) < floor + (512u << 10); i++)
+		cr_assert_eq(th_append(&n, i, i, 0, 16), 0, "%s", n.io.errmsg);
+	cr_expect_eq(delog_raft_snapshot_threshold(&n.io, 1000), 1,
+		     "an eighth of the log used past the last snapshot: not due");
 	th_close(&n);
 	th_rmdir(dir);
 }
