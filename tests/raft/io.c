@@ -311,6 +311,14 @@ static uint64_t log_tail(struct th_node *n)
 	return (st.tail_lsn & 0xffffffffu) * 4096;
 }
 
+/* Every entry @l loaded is the one of generation @gen, 4000 bytes, at its index. */
+static void check_entries(const struct th_loaded *l, uint64_t gen)
+{
+	for (size_t k = 0; k < l->n; k++)
+		cr_expect(th_is(&l->ents[k], l->start + k, gen, 4000), "entry %llu",
+			  (unsigned long long)(l->start + k));
+}
+
 static unsigned count_snap_files(const char *dir)
 {
 	char cmd[4200];
@@ -445,9 +453,7 @@ Test(io, long_run)
 	cr_expect_eq(l.snap->index, i - 1);
 	cr_assert_eq(l.start + l.n, i + 20, "log ends at %llu, not %llu",
 		     (unsigned long long)(l.start + l.n), (unsigned long long)(i + 20));
-	for (size_t k = 0; k < l.n; k++)
-		cr_expect(th_is(&l.ents[k], l.start + k, 0, 4000), "entry %llu",
-			  (unsigned long long)(l.start + k));
+	check_entries(&l, 0);
 	th_loaded_free(&l);
 	th_close(&n);
 	th_rmdir(dir);
@@ -500,9 +506,7 @@ Test(io, install_over_waiting_appends)
 		cr_expect_eq(l.start, snap + 1, "log starts at %llu, not after the snapshot %llu",
 			     (unsigned long long)l.start, (unsigned long long)snap);
 		cr_expect_eq(l.n, whole ? 0 : (size_t)(i + 40 - (snap + 1)), "%zu entries", l.n);
-		for (size_t k = 0; k < l.n; k++)
-			cr_expect(th_is(&l.ents[k], l.start + k, 1, 4000), "entry %llu",
-				  (unsigned long long)(l.start + k));
+		check_entries(&l, 1);
 		th_loaded_free(&l);
 		th_close(&n);
 		th_rmdir(dir);
@@ -717,9 +721,7 @@ Test(io, truncated_entries_make_a_snapshot_due)
 	cr_assert_not_null(l.snap);
 	cr_expect_eq(l.start + l.n, i + 20, "the log ends at %llu, not %llu",
 		     (unsigned long long)(l.start + l.n), (unsigned long long)(i + 20));
-	for (size_t k = 0; k < l.n; k++)
-		cr_expect(th_is(&l.ents[k], l.start + k, 1, 4000), "entry %llu",
-			  (unsigned long long)(l.start + k));
+	check_entries(&l, 1);
 	th_loaded_free(&l);
 	th_close(&n);
 	th_rmdir(dir);
