@@ -143,8 +143,9 @@ struct draft {
 	struct draft_state st;
 	char why[RAFT_ERRMSG_BUF_SIZE];
 	bool loaded;
-	uint64_t key;      /* last record key used */
-	uint64_t released; /* last checkpoint released */
+	uint64_t key;        /* last record key used */
+	uint64_t released;   /* last checkpoint released */
+	uint64_t used_floor; /* the log's used bytes after the last snapshot (RS3) */
 	bool errored;
 
 	struct draft_pend *head, *tail;
@@ -153,10 +154,8 @@ struct draft {
 	uv_poll_t poll;
 	bool poll_on;
 
-	unsigned works;      /* snapshot put/get in flight on the thread pool */
-	unsigned puts;       /* snapshot_put in flight (RS5) */
-	uint64_t used_floor; /* the log's used bytes after the last snapshot (RS3) */
-	unsigned gets;       /* snapshot_get in flight (they read snapshot files) */
+	unsigned works; /* snapshot put/get in flight on the thread pool */
+	unsigned gets;  /* snapshot_get in flight (they read snapshot files) */
 	bool prune_due;
 
 	bool closing;
@@ -280,7 +279,7 @@ static void complete_durable(struct draft *d)
 	/* (RS5) While a put runs and a snapshot is due, put_after reports them.  Decided
 	 * once: the put a first callback starts must not hold back the rest, or each put
 	 * would report one append while the leader sends many. */
-	hold = d->puts && snapshot_due(d);
+	hold = d->works > d->gets && snapshot_due(d); /* a put in flight */
 	while (d->head && d->head->seq <= dur && !hold) {
 		struct draft_pend *p = d->head;
 
@@ -1199,7 +1198,6 @@ static void put_after(uv_work_t *w, int status)
 	int rv = p->status;
 
 	d->works--;
-	d->puts--;
 	if (status == UV_ECANCELED || d->closing) {
 		rv = RAFT_CANCELED;
 	} else if (rv) {
@@ -1241,7 +1239,6 @@ static int io_snapshot_put(struct raft_io *io, unsigned trailing, struct raft_io
 		return RAFT_IOERR;
 	}
 	d->works++;
-	d->puts++;
 	return 0;
 }
 
