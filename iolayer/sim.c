@@ -47,7 +47,10 @@
  *        thread: so a lone iol_submit_wait runs the flush gate's inline generation
  *        (flush.c FG4) there, and the flushers' generations are blocking flushes (FG5),
  *        as on the descriptor backends.  Nothing else changes: the state change is the
- *        delivery's (SIM3).
+ *        delivery's (SIM3).  On a disk neither held nor with a latency model, a ->run
+ *        request that finds nothing else in flight is delivered by its caller at once,
+ *        under the lock it submitted with: the sim thread would deliver it next, as the
+ *        only request due, so this is one of the thread's schedules without two hand-offs.
  *   (SIM6) Close (iolayer/submit.c IO5): once iol_dev_close began (->quiesce), a held disk
  *        delivers what is in flight and, from then on, what is submitted (the flush
  *        gate's flushes for FUA writes completed during close, PREFLUSH riders' writes)
@@ -198,6 +201,7 @@ struct sim_capture {
  * which hands the result over instead of completing the request (SIM5). */
 struct sim_run {
 	bool done;
+	bool here; /* its caller delivers it (SIM5: nothing else in flight, no latency) */
 	int err;
 	size_t bytes;
 };
@@ -1263,6 +1267,8 @@ static bool sim_enqueue(struct iol_dev *dev, struct iol_req *req, struct sim_run
 	} else {
 		issue_rw(s, op, now);
 	}
+	if (run)
+		run->here = !s->hold && !lat && !s->head;
 	op->prev = s->tail;
 	if (s->tail)
 		s->tail->next = op;
@@ -1270,7 +1276,7 @@ static bool sim_enqueue(struct iol_dev *dev, struct iol_req *req, struct sim_run
 		s->head = op;
 	s->tail = op;
 	s->nr_ops++;
-	if (s->has_thread)
+	if (s->has_thread && !(run && run->here))
 		pthread_cond_signal(&s->work);
 	if (s->hold && s->closing)
 		deliver_all(s); /* SIM6 */
@@ -1293,6 +1299,13 @@ static void sim_run(struct iol_dev *dev, struct iol_req *req)
 	struct sim_run run = { .done = false };
 
 	if (sim_enqueue(dev, req, &run)) {
+		if (run.here) {
+			struct sim_done d;
+
+			while (!op_step(s, s->tail, false, &d))
+				;
+			complete_unlocked(s, &d);
+		}
 		while (!run.done)
 			pthread_cond_wait(&s->ran, &s->lock);
 		pthread_mutex_unlock(&s->lock);

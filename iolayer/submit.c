@@ -303,6 +303,22 @@ static void rw_end_io(struct iol_req *last)
 	free(rw);
 }
 
+/* Give @req the next @n segments of [buf, buf+len) from @p, at their offset from @off;
+ * returns where the next piece starts. */
+static char *rw_fill(struct iol_req *req, uint64_t off, void *buf, char *p, size_t len, unsigned n)
+{
+	req->off = off + (uint64_t)(p - (char *)buf);
+	for (unsigned s = 0; s < n; s++) {
+		size_t seg = len - (size_t)(p - (char *)buf);
+
+		if (seg > IOL_SEG_BYTES)
+			seg = IOL_SEG_BYTES;
+		iol_req_add(req, p, seg);
+		p += seg;
+	}
+	return p;
+}
+
 int iol_rw_submit(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, size_t len,
 		  iol_rw_end_fn end, void *priv)
 {
@@ -343,15 +359,7 @@ int iol_rw_submit(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, s
 		err = iol_req_init(req, dev, n, IOL_OPF(op, flags));
 		if (err)
 			break;
-		req->off = off + (uint64_t)(p - (char *)buf);
-		for (unsigned s = 0; s < n; s++) {
-			size_t seg = len - (size_t)(p - (char *)buf);
-
-			if (seg > IOL_SEG_BYTES)
-				seg = IOL_SEG_BYTES;
-			iol_req_add(req, p, seg);
-			p += seg;
-		}
+		p = rw_fill(req, off, buf, p, len, n);
 		err = req_validate(req);
 		if (err) {
 			iol_req_release(req);
@@ -381,6 +389,27 @@ static void rw_wait_end(void *priv, int status)
 	waiter_wake(priv, status);
 }
 
+/* A transfer that fits one request, on a device with a ->run, is that request performed
+ * on the calling thread (IO3): recovery's and format's small synchronous reads and
+ * writes then cost a syscall each (a ->run of the sim: no hand-off), not two hand-offs. */
+static int rw_wait_here(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, size_t len,
+			unsigned n)
+{
+	enum iol_op op = iol_opf_op(opf);
+	struct iol_req req;
+	int err;
+
+	if ((op != IOL_OP_READ && op != IOL_OP_WRITE) || !len)
+		return -EINVAL;
+	err = iol_req_init(&req, dev, n, opf);
+	if (err)
+		return err;
+	rw_fill(&req, off, buf, buf, len, n);
+	err = iol_submit_wait(&req);
+	iol_req_release(&req);
+	return err;
+}
+
 int iol_rw_wait(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, size_t len,
 		unsigned *nr_reqs)
 {
@@ -391,6 +420,8 @@ int iol_rw_wait(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, siz
 
 	if (nr_reqs)
 		*nr_reqs = per_req ? (unsigned)((nsegs + per_req - 1) / per_req) : 0;
+	if (dev->run && per_req && nsegs <= per_req)
+		return rw_wait_here(dev, opf, off, buf, len, (unsigned)nsegs);
 	waiter_init(&w);
 	err = iol_rw_submit(dev, opf, off, buf, len, rw_wait_end, &w);
 	if (err) {

@@ -1149,7 +1149,8 @@ static int live_copy(struct iol_dev *dev, const struct jrnl_geom *g, struct iol_
 	struct iol_sim_opts so = { .size = sizeof(so),
 				   .dev_bytes = bytes,
 				   .sector = g->sector,
-				   .write_through = true };
+				   .write_through = true,
+				   .inline_run = true };
 	struct iol_dev_opts io = { .size = sizeof(io), .backend = "sim", .sim = &so };
 	unsigned char *img;
 	int err = 0;

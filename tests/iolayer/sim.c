@@ -35,6 +35,7 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -313,6 +314,71 @@ Test(sim, write_through_keeps_completed_writes, .timeout = T_TIMEOUT)
 	cr_assert_eq(t_check(buf, 8192, 0, 5), -1, "write not on media");
 	free(buf);
 	t_dev_close(&td);
+}
+
+/* An end_io that holds the sim thread until the test lets it go. */
+struct stuck {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool entered, release;
+};
+
+static void stuck_end(struct iol_req *req)
+{
+	struct stuck *st = req->priv;
+
+	pthread_mutex_lock(&st->mu);
+	st->entered = true;
+	pthread_cond_broadcast(&st->cv);
+	while (!st->release)
+		pthread_cond_wait(&st->cv, &st->mu);
+	pthread_mutex_unlock(&st->mu);
+}
+
+/* On a free-running disk with a ->run, a lone synchronous request is delivered on its
+ * caller's thread (sim.c SIM5): iol_rw_wait completes while the sim thread is held in
+ * another request's end_io.  Through the sim thread, it would wait for that end_io. */
+Test(sim, run_request_delivered_by_its_caller, .timeout = T_TIMEOUT)
+{
+	struct iol_sim_opts so = { .size = sizeof(so),
+				   .dev_bytes = 1 * MiB,
+				   .sector = 4096,
+				   .seed = 3,
+				   .inline_run = true };
+	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
+	struct stuck st = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+	struct iol_dev *dev = NULL;
+	struct iol_req req;
+	unsigned char *a, *b;
+
+	cr_assert_eq(iol_dev_open(NULL, &o, &dev), 0);
+	a = iol_buf_alloc(dev, 4096);
+	b = iol_buf_alloc(dev, 8192);
+	cr_assert(a && b);
+	cr_assert_eq(iol_req_init(&req, dev, 1, IOL_OPF(IOL_OP_READ, 0)), 0);
+	iol_req_add(&req, a, 4096);
+	req.end_io = stuck_end;
+	req.priv = &st;
+	cr_assert_eq(iol_submit(&req), 0);
+	pthread_mutex_lock(&st.mu);
+	while (!st.entered)
+		pthread_cond_wait(&st.cv, &st.mu);
+	pthread_mutex_unlock(&st.mu);
+
+	t_fill(b, 8192, 8192, 9);
+	cr_assert_eq(iol_rw_wait(dev, IOL_OPF(IOL_OP_WRITE, 0), 8192, b, 8192, NULL), 0);
+	memset(b, 0, 8192);
+	cr_assert_eq(iol_rw_wait(dev, IOL_OPF(IOL_OP_READ, 0), 8192, b, 8192, NULL), 0);
+	cr_assert_eq(t_check(b, 8192, 8192, 9), -1, "read back other bytes than written");
+
+	pthread_mutex_lock(&st.mu);
+	st.release = true;
+	pthread_cond_broadcast(&st.cv);
+	pthread_mutex_unlock(&st.mu);
+	iol_dev_close(dev);
+	iol_req_release(&req);
+	free(a);
+	free(b);
 }
 
 Test(sim, preflush_orders_durability, .timeout = T_TIMEOUT)
