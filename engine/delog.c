@@ -618,8 +618,11 @@ static int open_path(const char *path, const struct delog_options *o, delog **ou
 		so.dev_bytes = size;
 		so.sector = o->sector ? o->sector : 4096;
 		/* Nothing can cut this disk's power (its device is not the caller's), so it
-		 * keeps no cache to lose: what is measured on it is delog, not the model. */
+		 * keeps no cache to lose, and it has a ->run as every descriptor backend
+		 * has (a lone forcer writes and flushes on its own thread, journal/log.c
+		 * L10): what is measured on it is delog, not the model. */
 		so.write_through = true;
+		so.inline_run = true;
 		io.sim = &so;
 		path = NULL;
 		fresh = true;
