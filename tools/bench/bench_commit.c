@@ -108,8 +108,8 @@
 #define T_SINGLE_FLUSHES 1.0
 #define T_SYNC_FLUSHES 2.0
 #define T_DISK_AGREE 0.05
-#define T_LOOP_256 500000.0 /* single/loop at 256 in flight, commits/s */
-#define T_LOOP_CPU_US 2.0   /* ... and its CPU per durable commit */
+#define T_LOOP_256 500000.0   /* single/loop at 256 in flight, commits/s */
+#define T_LOOP_CPU_US 2.0     /* ... and its CPU per durable commit */
 #define T_SIM_CPU_VS_SYNC 1.0 /* on the sim: single's CPU per commit / sync's, every count */
 
 enum {
