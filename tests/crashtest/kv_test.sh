@@ -3,7 +3,7 @@
 #
 #   kv_test.sh CRASHTEST_KV TESTDIR [STATES]
 #
-# 1. The correct kv: a campaign of STATES states (default 4000) per safe policy (sync,
+# 1. The correct kv: a campaign of STATES states (default 100000) per safe policy (sync,
 #    async, single) finds no failure.
 # 2. --broken (a put acknowledged after its commit, before its force) is found on every
 #    safe policy within the default budget; the run prints FAILED, a handle and a minimal
@@ -19,7 +19,7 @@ set -u
 
 CT=${1:?crashtest_kv}
 DIR=${2:?test directory}
-STATES=${3:-4000}
+STATES=${3:-100000}
 TMP=$(mktemp -d "${DIR}/crashtest_kv.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
 . "$(dirname "$0")/../lib.sh"
