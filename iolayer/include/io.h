@@ -186,7 +186,8 @@ typedef void (*iol_rw_end_fn)(void *priv, int status);
 int iol_rw_submit(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, size_t len,
 		  iol_rw_end_fn end, void *priv);
 /* Synchronous iol_rw_submit; returns the final status.  @nr_reqs (may be NULL) receives how
- * many requests the buffer was split into. */
+ * many requests the buffer was split into.  A transfer that fits one request, on a device
+ * with a ->run, is performed on the calling thread (submit.c IO3). */
 int iol_rw_wait(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, size_t len,
 		unsigned *nr_reqs);
 
