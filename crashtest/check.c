@@ -24,8 +24,7 @@ int ct_worker_init(struct ct_worker *w, struct ct_campaign *cp, uint64_t dev_byt
 {
 	memset(w, 0, sizeof(*w));
 	w->cp = cp;
-	/* With a ->run: recovery's reads are performed on this thread (sim.c SIM5). */
-	w->dev = ct_sim_dev(dev_bytes, sector, 1, false, CT_DEV_THROUGH | CT_DEV_INLINE, NULL);
+	w->dev = ct_sim_dev(dev_bytes, sector, 1, false, CT_DEV_RECOVER, NULL);
 	/* Aligned: the disk takes its writes from here, as from an O_DIRECT buffer. */
 	w->held = aligned_alloc(4096, (dev_bytes + sector + 4095) & ~4095ull);
 	if (!w->dev || !w->held)

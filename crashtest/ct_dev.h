@@ -19,6 +19,9 @@
  * a write and a gated flush. */
 #define CT_DEV_KEEP_FUA 0x4u
 #define CT_DEV_THROUGH 0x8u /* no volatile cache: a disk to recover images on */
+/* A disk that only recovers images: nothing cuts its power, so no cache, and a ->run, so
+ * recovery's reads run on the recovering thread (iolayer/sim.c SIM5). */
+#define CT_DEV_RECOVER (CT_DEV_THROUGH | CT_DEV_INLINE)
 
 /* A sim disk of @bytes with @sector-byte sectors, its completion order from @seed; @hold:
  * completions wait for iol_sim_deliver; @dev_flags: CT_DEV_*; @image: its media (NULL:

@@ -303,6 +303,14 @@ static void rw_end_io(struct iol_req *last)
 	free(rw);
 }
 
+/* A chained or one-request transfer is a read or a write of at least one byte. */
+static bool rw_args_ok(iol_opf_t opf, size_t len)
+{
+	enum iol_op op = iol_opf_op(opf);
+
+	return (op == IOL_OP_READ || op == IOL_OP_WRITE) && len && iol_opf_valid(opf);
+}
+
 /* Give @req the next @n segments of [buf, buf+len) from @p, at their offset from @off;
  * returns where the next piece starts. */
 static char *rw_fill(struct iol_req *req, uint64_t off, void *buf, char *p, size_t len, unsigned n)
@@ -329,7 +337,7 @@ int iol_rw_submit(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, s
 	char *p = buf;
 	int err = 0;
 
-	if ((op != IOL_OP_READ && op != IOL_OP_WRITE) || !len || !iol_opf_valid(opf) || !per_req)
+	if (!rw_args_ok(opf, len) || !per_req)
 		return -EINVAL;
 	nsegs = (len + IOL_SEG_BYTES - 1) / IOL_SEG_BYTES;
 	nreqs = (nsegs + per_req - 1) / per_req;
@@ -395,11 +403,10 @@ static void rw_wait_end(void *priv, int status)
 static int rw_wait_here(struct iol_dev *dev, iol_opf_t opf, uint64_t off, void *buf, size_t len,
 			unsigned n)
 {
-	enum iol_op op = iol_opf_op(opf);
 	struct iol_req req;
 	int err;
 
-	if ((op != IOL_OP_READ && op != IOL_OP_WRITE) || !len)
+	if (!rw_args_ok(opf, len))
 		return -EINVAL;
 	err = iol_req_init(&req, dev, n, opf);
 	if (err)

@@ -116,6 +116,7 @@ void t_dev_open(struct t_dev *td, const struct t_dev_cfg *cfg)
 		so.hold = cfg->hold;
 		so.in_order = cfg->in_order;
 		so.write_through = cfg->write_through;
+		so.inline_run = cfg->inline_run;
 		so.image = cfg->image;
 		o.sim = &so;
 		err = iol_dev_open(NULL, &o, &td->dev);

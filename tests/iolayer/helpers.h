@@ -41,6 +41,7 @@ struct t_dev_cfg {
 	bool hold;
 	bool in_order;
 	bool write_through;
+	bool inline_run;
 	const void *image;
 };
 

@@ -340,21 +340,21 @@ static void stuck_end(struct iol_req *req)
  * another request's end_io.  Through the sim thread, it would wait for that end_io. */
 Test(sim, run_request_delivered_by_its_caller, .timeout = T_TIMEOUT)
 {
-	struct iol_sim_opts so = { .size = sizeof(so),
-				   .dev_bytes = 1 * MiB,
-				   .sector = 4096,
-				   .seed = 3,
-				   .inline_run = true };
-	struct iol_dev_opts o = { .size = sizeof(o), .backend = "sim", .sim = &so };
+	const struct t_dev_cfg cfg = { .backend = "sim",
+				       .bytes = 1 * MiB,
+				       .sector = 4096,
+				       .seed = 3,
+				       .inline_run = true };
 	struct stuck st = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
-	struct iol_dev *dev = NULL;
+	struct t_dev td;
+	struct iol_dev *dev;
 	struct iol_req req;
 	unsigned char *a, *b;
 
-	cr_assert_eq(iol_dev_open(NULL, &o, &dev), 0);
-	a = iol_buf_alloc(dev, 4096);
-	b = iol_buf_alloc(dev, 8192);
-	cr_assert(a && b);
+	t_dev_open(&td, &cfg);
+	dev = td.dev;
+	a = t_buf(&td, 4096);
+	b = t_buf(&td, 8192);
 	cr_assert_eq(iol_req_init(&req, dev, 1, IOL_OPF(IOL_OP_READ, 0)), 0);
 	iol_req_add(&req, a, 4096);
 	req.end_io = stuck_end;
@@ -375,7 +375,7 @@ Test(sim, run_request_delivered_by_its_caller, .timeout = T_TIMEOUT)
 	st.release = true;
 	pthread_cond_broadcast(&st.cv);
 	pthread_mutex_unlock(&st.mu);
-	iol_dev_close(dev);
+	t_dev_close(&td);
 	iol_req_release(&req);
 	free(a);
 	free(b);

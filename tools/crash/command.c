@@ -557,7 +557,7 @@ static int run_start(struct crash *cr, char *why, size_t len)
 
 		w->cr = cr;
 		w->dev = ct_sim_dev(cr->dev_max, cr->sector, seed_for(cr->seed, 0x3003, i), false,
-				    CR_WORKER_DEV, NULL);
+				    CT_DEV_RECOVER, NULL);
 		w->sector = cr->sector;
 		w->shadow = w->dev ? iol_buf_alloc(w->dev, cr->dev_max) : NULL;
 		if (!w->shadow) {

@@ -424,10 +424,6 @@ struct viol {
 
 struct crash;
 
-/* A recovery worker's disk (and a continuation's second image's): nothing cuts its
- * power, so no cache, and a ->run, so recovery's reads run on the worker's thread. */
-#define CR_WORKER_DEV (CT_DEV_THROUGH | CT_DEV_INLINE)
-
 struct worker {
 	struct crash *cr;
 	pthread_t th;

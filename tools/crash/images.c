@@ -460,7 +460,7 @@ static void full_check(struct worker *w, const struct cpoint *cp, const uint8_t 
 		goto out;
 	delog_close(log);
 	log = NULL;
-	d3 = ct_sim_dev(rd->dev_bytes, cr->sector, seed, false, CR_WORKER_DEV, img);
+	d3 = ct_sim_dev(rd->dev_bytes, cr->sector, seed, false, CT_DEV_RECOVER, img);
 	if (!d3 || jrnl_sb_read(d3, &g))
 		goto out;
 	recover_ro(w, d3, &g, &ct, ref->nck ? ref->hi : 0, &s3);
@@ -495,7 +495,7 @@ static void run_job(struct worker *w, const struct job *j)
 		/* The round's sector size differs from the disk's: a new disk (all zeroes). */
 		iol_dev_close(w->dev);
 		w->dev = ct_sim_dev(cr->dev_max, cr->sector, seed_for(cr->seed, 0x3003, w->sector),
-				    false, CR_WORKER_DEV, NULL);
+				    false, CT_DEV_RECOVER, NULL);
 		if (!w->dev) {
 			memset(&j->e->s, 0, sizeof(j->e->s));
 			j->e->s.err = -ENOMEM;
